@@ -1,0 +1,118 @@
+package v1alpha1
+
+// Condition types. Every condition is a metav1.Condition whose observedGeneration says which
+// spec it judged.
+const (
+	// ConditionValidated (DRCluster, DRPolicy) is True when the spec and everything it refers to
+	// are usable.
+	ConditionValidated = "Validated"
+	// ConditionReachable (DRCluster) is True while the hub's health probe of the cluster
+	// succeeds. It turns False only after the probe has failed for a grace period.
+	ConditionReachable = "Reachable"
+	// ConditionFenced (DRCluster) is True while drover treats the cluster as lost: nothing there
+	// may be primary until it is reachable again and its groups are demoted.
+	ConditionFenced = "Fenced"
+
+	// ConditionAvailable (DRPlacementControl) is True when the application runs, protected, on
+	// the cluster the spec asks for.
+	ConditionAvailable = "Available"
+	// ConditionPeerReady (DRPlacementControl) is True when the peer cluster is ready for the next
+	// failover or relocation.
+	ConditionPeerReady = "PeerReady"
+	// ConditionProtected (DRPlacementControl) is True when the application's data and metadata
+	// replicate within the policy's interval.
+	ConditionProtected = "Protected"
+
+	// ConditionDataReady (VolumeReplicationGroup, protected PVC) is True when the PVCs hold the
+	// role replicationState asks for.
+	ConditionDataReady = "DataReady"
+	// ConditionDataProtected (VolumeReplicationGroup, protected PVC) is True when the PVCs
+	// replicate: on a primary, they sync to the peer; on a secondary, they receive.
+	ConditionDataProtected = "DataProtected"
+	// ConditionClusterDataReady (VolumeReplicationGroup) is True when the PV/PVC metadata needed
+	// on this cluster is restored or adopted.
+	ConditionClusterDataReady = "ClusterDataReady"
+	// ConditionClusterDataProtected (VolumeReplicationGroup) is True when the PV/PVC metadata is
+	// written to every S3 profile.
+	ConditionClusterDataProtected = "ClusterDataProtected"
+	// ConditionKubeObjectsReady (VolumeReplicationGroup) is True when the selected Kubernetes
+	// objects are captured (primary) or restored (after a failover or relocation).
+	ConditionKubeObjectsReady = "KubeObjectsReady"
+)
+
+// Condition reasons shared by several condition types.
+const (
+	// ReasonSucceeded: the condition holds.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing: drover is working towards the condition; no action is needed.
+	ReasonProgressing = "Progressing"
+	// ReasonInvalidSpec: the spec cannot work as written; the message says which field to fix.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNotFound: an object the spec refers to does not exist; the message names it.
+	ReasonNotFound = "NotFound"
+	// ReasonError: an operation failed; the message says what failed. drover retries.
+	ReasonError = "Error"
+	// ReasonUnknown: the state cannot be observed, usually because a cluster is unreachable.
+	ReasonUnknown = "Unknown"
+)
+
+// Condition reasons specific to one condition type.
+const (
+	// ReasonUnreachable (Reachable): the probe has failed for longer than the grace period.
+	ReasonUnreachable = "Unreachable"
+	// ReasonProbeFailing (Reachable): the probe fails but the grace period has not run out.
+	ReasonProbeFailing = "ProbeFailing"
+	// ReasonUnfenced (Fenced): the cluster is not fenced.
+	ReasonUnfenced = "Unfenced"
+	// ReasonFenced (Fenced): the cluster is fenced after a failover away from it.
+	ReasonFenced = "Fenced"
+
+	// ReasonActionInProgress (Available, PeerReady): a failover or relocation is running.
+	ReasonActionInProgress = "ActionInProgress"
+	// ReasonPeerUnreachable (PeerReady): the peer cluster is unreachable.
+	ReasonPeerUnreachable = "PeerUnreachable"
+	// ReasonSyncStale (Protected): the last group sync is older than twice the policy's interval.
+	ReasonSyncStale = "SyncStale"
+
+	// ReasonPVCInUse (DataReady): a pod or VolumeAttachment still uses a PVC that must be
+	// demoted; the message names it.
+	ReasonPVCInUse = "PVCInUse"
+	// ReasonPVCConflict (DataReady, ClusterDataReady): a PV or PVC left on the cluster does not
+	// match the one being restored; drover never overwrites it. The message names the field.
+	ReasonPVCConflict = "PVCConflict"
+	// ReasonNoBackend (DataProtected): no storageClassBackends entry matches a PVC's StorageClass.
+	ReasonNoBackend = "NoBackend"
+	// ReasonStoreUnavailable (ClusterDataProtected, ClusterDataReady, KubeObjectsReady): an S3
+	// profile cannot be read or written; the message names it.
+	ReasonStoreUnavailable = "StoreUnavailable"
+)
+
+// Event reasons. drover records events on transitions only.
+const (
+	// EventFailoverStarted: a failover began.
+	EventFailoverStarted = "FailoverStarted"
+	// EventFailoverCompleted: a failover completed.
+	EventFailoverCompleted = "FailoverCompleted"
+	// EventRelocateStarted: a relocation began.
+	EventRelocateStarted = "RelocateStarted"
+	// EventRelocateCompleted: a relocation completed.
+	EventRelocateCompleted = "RelocateCompleted"
+	// EventProtected: an application became protected.
+	EventProtected = "Protected"
+	// EventUnprotected: protection was removed after the DRPlacementControl was deleted.
+	EventUnprotected = "Unprotected"
+	// EventClusterUnreachable: a DRCluster became unreachable.
+	EventClusterUnreachable = "ClusterUnreachable"
+	// EventClusterReachable: a DRCluster became reachable again.
+	EventClusterReachable = "ClusterReachable"
+	// EventPromoted: a VolumeReplicationGroup's PVCs became primary.
+	EventPromoted = "Promoted"
+	// EventDemoted: a VolumeReplicationGroup's PVCs became secondary.
+	EventDemoted = "Demoted"
+	// EventFinalSyncCompleted: the final sync of a relocation completed.
+	EventFinalSyncCompleted = "FinalSyncCompleted"
+	// EventPVCAdopted: a PV or PVC left from an earlier failover matched and was adopted.
+	EventPVCAdopted = "PVCAdopted"
+	// EventPVCConflict: a PV or PVC left on the cluster conflicts with the one being restored.
+	EventPVCConflict = "PVCConflict"
+)

@@ -1,0 +1,246 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PolicyReference names a DRPolicy.
+type PolicyReference struct {
+	// name of the DRPolicy.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+}
+
+// PlacementReference names the object that tells a GitOps tool where to deploy an application.
+// drover writes the PlacementDecision of that object.
+type PlacementReference struct {
+	// kind of the placement object. Placement (cluster.open-cluster-management.io) is the only
+	// kind supported: drover writes its PlacementDecision.
+	// +required
+	// +kubebuilder:validation:Enum=Placement
+	Kind string `json:"kind,omitempty"`
+
+	// name of the placement object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// namespace of the placement object; empty means the DRPlacementControl's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// DRPlacementControlSpec names one protected application, its policy and the action asked of it.
+// The application is named either by protectedNamespaces (self-contained mode: drover captures
+// and restores its objects itself) or by placementRef (a GitOps tool deploys it where drover's
+// PlacementDecision says), never both.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.protectedNamespaces) != has(self.placementRef)",message="set exactly one of protectedNamespaces (drover captures and restores the application's objects) or placementRef (a GitOps tool deploys the application)"
+// +kubebuilder:validation:XValidation:rule="has(self.placementRef) == has(oldSelf.placementRef)",message="cannot switch between protectedNamespaces and placementRef: create a new DRPlacementControl"
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Failover' || has(self.failoverCluster)",message="action Failover requires failoverCluster: name the cluster to fail over to"
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Relocate' || has(self.preferredCluster)",message="action Relocate requires preferredCluster: name the cluster to relocate to"
+type DRPlacementControlSpec struct {
+	// drPolicyRef names the DRPolicy that protects the application. It cannot change.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="drPolicyRef is immutable: delete and recreate the DRPlacementControl to change its policy"
+	DRPolicyRef PolicyReference `json:"drPolicyRef"`
+
+	// preferredCluster is the cluster where the application runs when no failover is in force,
+	// and where action Relocate moves it. Empty means where the application runs when drover
+	// starts protecting it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PreferredCluster string `json:"preferredCluster,omitempty"`
+
+	// failoverCluster is the cluster where action Failover starts the application.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	FailoverCluster string `json:"failoverCluster,omitempty"`
+
+	// action asks for a failover or a relocation; empty asks for none. The action in force stays
+	// set: change it, with failoverCluster or preferredCluster, to move the application again.
+	// +optional
+	Action DRAction `json:"action,omitempty"`
+
+	// pvcSelector selects the application's PVCs in its namespaces. It cannot change.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pvcSelector is immutable: delete and recreate the DRPlacementControl to protect other PVCs"
+	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
+
+	// protectedNamespaces are the namespaces of a self-contained application: drover protects
+	// their selected PVCs and captures and restores their objects.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
+
+	// placementRef names the placement a GitOps tool follows to deploy the application; drover
+	// protects the selected PVCs of the DRPlacementControl's namespace. It cannot change.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="placementRef is immutable: create a new DRPlacementControl"
+	PlacementRef *PlacementReference `json:"placementRef,omitempty"`
+
+	// kubeObjectProtection selects the Kubernetes objects to capture and restore. Empty captures
+	// every namespaced object of protectedNamespaces, and none in placementRef mode.
+	// +optional
+	KubeObjectProtection *KubeObjectProtectionSpec `json:"kubeObjectProtection,omitempty"`
+}
+
+// DRPCPhase is where a DRPlacementControl stands in its lifecycle.
+// +kubebuilder:validation:Enum=Deploying;Deployed;FailingOver;FailedOver;Relocating;Relocated;Deleting
+type DRPCPhase string
+
+const (
+	// PhaseDeploying means drover is setting up protection on the preferred cluster.
+	PhaseDeploying DRPCPhase = "Deploying"
+	// PhaseDeployed means the application runs protected on its preferred cluster.
+	PhaseDeployed DRPCPhase = "Deployed"
+	// PhaseFailingOver means a failover to failoverCluster is in progress.
+	PhaseFailingOver DRPCPhase = "FailingOver"
+	// PhaseFailedOver means the application runs on failoverCluster after a failover.
+	PhaseFailedOver DRPCPhase = "FailedOver"
+	// PhaseRelocating means a relocation to preferredCluster is in progress.
+	PhaseRelocating DRPCPhase = "Relocating"
+	// PhaseRelocated means the application runs on preferredCluster after a relocation.
+	PhaseRelocated DRPCPhase = "Relocated"
+	// PhaseDeleting means drover is removing protection because the DRPlacementControl is
+	// being deleted.
+	PhaseDeleting DRPCPhase = "Deleting"
+)
+
+// VRGSummary is the hub's summary of the VolumeReplicationGroup of one application on one cluster.
+type VRGSummary struct {
+	// cluster is the DRCluster that holds the VolumeReplicationGroup.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
+	// replicationState is the state the hub asks of the VolumeReplicationGroup.
+	// +optional
+	ReplicationState ReplicationState `json:"replicationState,omitempty"`
+
+	// state is the state the VolumeReplicationGroup reports.
+	// +optional
+	State VRGState `json:"state,omitempty"`
+
+	// conditions are the VolumeReplicationGroup's conditions.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastGroupSyncTime is the VolumeReplicationGroup's last time all its PVCs had synced.
+	// +optional
+	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
+
+	// observedGeneration is the VolumeReplicationGroup's status.observedGeneration.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// DRPlacementControlStatus is the hub's view of a protected application.
+type DRPlacementControlStatus struct {
+	// phase is where the application stands in its lifecycle.
+	// +optional
+	Phase DRPCPhase `json:"phase,omitempty"`
+
+	// progression is the current step of the phase, for people and the CLI.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Progression string `json:"progression,omitempty"`
+
+	// conditions: Available (the application runs where the spec asks), PeerReady (the peer is
+	// ready for a failover or relocation) and Protected (its data replicates within the
+	// policy's interval).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// currentPrimary is the cluster whose VolumeReplicationGroup is primary.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CurrentPrimary string `json:"currentPrimary,omitempty"`
+
+	// lastGroupSyncTime is the last time all the application's PVCs had synced to the peer:
+	// the recovery point of a failover now.
+	// +optional
+	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
+
+	// actionStartTime is when the action in force started.
+	// +optional
+	ActionStartTime *metav1.Time `json:"actionStartTime,omitempty"`
+
+	// actionDuration is how long the action in force took to complete.
+	// +optional
+	ActionDuration *metav1.Duration `json:"actionDuration,omitempty"`
+
+	// vrgs summarises the application's VolumeReplicationGroup on each cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=2
+	VRGs []VRGSummary `json:"vrgs,omitempty"`
+
+	// observedGeneration is the generation of the spec the last successful reconcile observed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// DRPlacementControl protects one application with a DRPolicy and carries the failover or
+// relocation asked of it. It lives on the hub, in the application's namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=drpc,categories=drover
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
+// +kubebuilder:printcolumn:name="PeerReady",type=string,JSONPath=`.status.conditions[?(@.type=="PeerReady")].status`
+// +kubebuilder:printcolumn:name="LastSync",type=date,JSONPath=`.status.lastGroupSyncTime`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`,priority=1
+// +kubebuilder:printcolumn:name="Progression",type=string,JSONPath=`.status.progression`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DRPlacementControl struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the DRPlacementControl.
+	// +required
+	Spec DRPlacementControlSpec `json:"spec"`
+
+	// status is the observed state of the DRPlacementControl.
+	// +optional
+	Status DRPlacementControlStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the DRPlacementControl's conditions.
+func (d *DRPlacementControl) GetConditions() []metav1.Condition { return d.Status.Conditions }
+
+// SetConditions replaces the DRPlacementControl's conditions.
+func (d *DRPlacementControl) SetConditions(conditions []metav1.Condition) {
+	d.Status.Conditions = conditions
+}
+
+// DRPlacementControlList is a list of DRPlacementControls.
+//
+// +kubebuilder:object:root=true
+type DRPlacementControlList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the DRPlacementControls.
+	Items []DRPlacementControl `json:"items"`
+}

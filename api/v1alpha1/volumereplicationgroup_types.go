@@ -1,0 +1,361 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReplicationState is the role a VolumeReplicationGroup asks of the PVCs it protects.
+// +kubebuilder:validation:Enum=primary;secondary
+type ReplicationState string
+
+const (
+	// ReplicationStatePrimary makes the PVCs writable and replicates them to the peer.
+	ReplicationStatePrimary ReplicationState = "primary"
+	// ReplicationStateSecondary makes the PVCs receive replication from the peer.
+	ReplicationStateSecondary ReplicationState = "secondary"
+)
+
+// VRGState is the role a VolumeReplicationGroup's PVCs hold, as observed.
+// +kubebuilder:validation:Enum=Primary;Secondary;Unknown
+type VRGState string
+
+const (
+	// StatePrimary means every protected PVC is primary.
+	StatePrimary VRGState = "Primary"
+	// StateSecondary means every protected PVC is secondary.
+	StateSecondary VRGState = "Secondary"
+	// StateUnknown means the PVCs do not all hold the same role yet, or it cannot be observed.
+	StateUnknown VRGState = "Unknown"
+)
+
+// VolRepSpec configures the VolRep backend.
+type VolRepSpec struct {
+	// replicationClassSelector selects, among the VolumeReplicationClasses of a PVC's
+	// provisioner, the one to use. Empty selects all of them.
+	// +optional
+	ReplicationClassSelector *metav1.LabelSelector `json:"replicationClassSelector,omitempty"`
+}
+
+// VolSyncDestination says where the VolSync ReplicationDestination of one PVC listens.
+type VolSyncDestination struct {
+	// pvcNamespace is the namespace of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	PVCNamespace string `json:"pvcNamespace,omitempty"`
+
+	// pvcName is the name of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PVCName string `json:"pvcName,omitempty"`
+
+	// address is the host or IP address where the ReplicationDestination's rsync-tls listener
+	// accepts connections from the primary.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Address string `json:"address,omitempty"`
+
+	// keySecretName names the Secret in the PVC's namespace that holds the rsync-tls pre-shared
+	// key; drover keeps it identical on both clusters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	KeySecretName string `json:"keySecretName,omitempty"`
+}
+
+// VolSyncReceivePVC describes a PVC of the primary that a secondary receives with VolSync.
+type VolSyncReceivePVC struct {
+	// pvcNamespace is the namespace of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	PVCNamespace string `json:"pvcNamespace,omitempty"`
+
+	// pvcName is the name of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PVCName string `json:"pvcName,omitempty"`
+
+	// storageClassName is the PVC's StorageClass.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// accessModes are the PVC's access modes.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+
+	// capacity is the PVC's requested storage.
+	// +required
+	Capacity resource.Quantity `json:"capacity"`
+}
+
+// VolSyncSpec configures the VolSync backend. The hub fills receivePVCs on the secondary from the
+// primary's status.protectedPVCs, and destinations on the primary from the secondary's
+// status.volSyncDestinations.
+type VolSyncSpec struct {
+	// volumeSnapshotClassSelector selects, among the VolumeSnapshotClasses of a PVC's
+	// provisioner, the one to use. Empty selects all of them.
+	// +optional
+	VolumeSnapshotClassSelector *metav1.LabelSelector `json:"volumeSnapshotClassSelector,omitempty"`
+
+	// receivePVCs, on a secondary, are the PVCs to receive: one ReplicationDestination each.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcNamespace
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=512
+	ReceivePVCs []VolSyncReceivePVC `json:"receivePVCs,omitempty"`
+
+	// destinations, on a primary, are where each PVC's ReplicationSource sends its data.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcNamespace
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=512
+	Destinations []VolSyncDestination `json:"destinations,omitempty"`
+}
+
+// VolumeReplicationGroupSpec is what the hub asks of one application on one managed cluster.
+type VolumeReplicationGroupSpec struct {
+	// replicationState asks for the PVCs to be primary (writable, replicating to the peer) or
+	// secondary (receiving from the peer).
+	// +required
+	ReplicationState ReplicationState `json:"replicationState,omitempty"`
+
+	// action is the reason of the last change of replicationState: Failover or Relocate.
+	// +optional
+	Action DRAction `json:"action,omitempty"`
+
+	// pvcSelector selects the PVCs to protect.
+	// +required
+	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
+
+	// protectedNamespaces are the namespaces whose PVCs and objects the group protects; empty
+	// means the VolumeReplicationGroup's own namespace.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
+
+	// s3Profiles are the object stores that receive the PV/PVC metadata and captured objects;
+	// the group writes to every one of them.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	S3Profiles []S3Profile `json:"s3Profiles,omitempty"`
+
+	// schedulingInterval is how often the PVCs replicate.
+	// +required
+	SchedulingInterval SchedulingInterval `json:"schedulingInterval,omitempty"`
+
+	// storageClassBackends chooses each PVC's replication backend from its StorageClass.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.storageClassName) || self.exists_one(b, has(b.storageClassName) && b.storageClassName == a.storageClassName))",message="storageClassBackends must name each storageClassName at most once"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.provisioner) || self.exists_one(b, has(b.provisioner) && b.provisioner == a.provisioner))",message="storageClassBackends must name each provisioner at most once"
+	StorageClassBackends []StorageClassBackend `json:"storageClassBackends,omitempty"`
+
+	// volRep configures the VolRep backend.
+	// +optional
+	VolRep *VolRepSpec `json:"volRep,omitempty"`
+
+	// volSync configures the VolSync backend.
+	// +optional
+	VolSync *VolSyncSpec `json:"volSync,omitempty"`
+
+	// kubeObjectProtection selects the Kubernetes objects to capture and restore; unset
+	// captures none.
+	// +optional
+	KubeObjectProtection *KubeObjectProtectionSpec `json:"kubeObjectProtection,omitempty"`
+
+	// finalSyncRequest asks a primary for the final sync of a relocation. When it changes to a
+	// new value, the agent stops scheduled syncs, waits until no pod or VolumeAttachment uses
+	// the PVCs, fences them, syncs every PVC one last time and then sets
+	// status.finalSync.request to the same value. The hub uses the relocation's start time.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	FinalSyncRequest string `json:"finalSyncRequest,omitempty"`
+}
+
+// ProtectedPVC is the state of one protected PVC.
+type ProtectedPVC struct {
+	// namespace of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// name of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// storageClassName is the PVC's StorageClass.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// backend replicates the PVC; empty when no storageClassBackends entry matches its class.
+	// +optional
+	Backend ReplicationBackend `json:"backend,omitempty"`
+
+	// replicationID identifies the backend's replication of the PVC: the VolumeReplicationClass
+	// for VolRep, the ReplicationSource or ReplicationDestination for VolSync.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ReplicationID string `json:"replicationID,omitempty"`
+
+	// accessModes are the PVC's access modes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+
+	// capacity is the PVC's requested storage.
+	// +optional
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
+
+	// conditions of the PVC: DataReady and DataProtected.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastSyncTime is when the PVC's last completed sync started: its recovery point.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// lastSyncDuration is how long the last sync took.
+	// +optional
+	LastSyncDuration *metav1.Duration `json:"lastSyncDuration,omitempty"`
+
+	// lastSyncBytes is how many bytes the last sync transferred.
+	// +optional
+	LastSyncBytes *int64 `json:"lastSyncBytes,omitempty"`
+}
+
+// FinalSyncStatus records the last completed final sync.
+type FinalSyncStatus struct {
+	// request is the spec.finalSyncRequest that the final sync answered.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Request string `json:"request,omitempty"`
+
+	// completionTime is when the final sync completed.
+	// +required
+	CompletionTime metav1.Time `json:"completionTime"`
+}
+
+// VolumeReplicationGroupStatus is the agent's view of one application on one managed cluster.
+type VolumeReplicationGroupStatus struct {
+	// state is the role the PVCs hold.
+	// +optional
+	State VRGState `json:"state,omitempty"`
+
+	// protectedPVCs are the state of each selected PVC.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=512
+	ProtectedPVCs []ProtectedPVC `json:"protectedPVCs,omitempty"`
+
+	// conditions: DataReady (the PVCs hold the asked role), DataProtected (they replicate),
+	// ClusterDataReady (PV/PVC metadata is restored), ClusterDataProtected (it is in every
+	// store) and KubeObjectsReady (objects are captured or restored).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastGroupSyncTime is the oldest lastSyncTime of the protected PVCs: the group's recovery
+	// point.
+	// +optional
+	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
+
+	// finalSync records the last completed final sync.
+	// +optional
+	FinalSync *FinalSyncStatus `json:"finalSync,omitempty"`
+
+	// volSyncDestinations, on a secondary, say where each VolSync ReplicationDestination listens.
+	// +optional
+	// +listType=map
+	// +listMapKey=pvcNamespace
+	// +listMapKey=pvcName
+	// +kubebuilder:validation:MaxItems=512
+	VolSyncDestinations []VolSyncDestination `json:"volSyncDestinations,omitempty"`
+
+	// observedGeneration is the generation of the spec the last successful reconcile observed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// VolumeReplicationGroup protects the selected PVCs and objects of one application on one
+// managed cluster, as primary or secondary. The hub creates it through the cluster gateway.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=vrg,categories=drover
+// +kubebuilder:printcolumn:name="DesiredState",type=string,JSONPath=`.spec.replicationState`
+// +kubebuilder:printcolumn:name="CurrentState",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="LastSync",type=date,JSONPath=`.status.lastGroupSyncTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VolumeReplicationGroup struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the VolumeReplicationGroup.
+	// +required
+	Spec VolumeReplicationGroupSpec `json:"spec"`
+
+	// status is the observed state of the VolumeReplicationGroup.
+	// +optional
+	Status VolumeReplicationGroupStatus `json:"status,omitempty"`
+}
+
+// FinalSyncComplete reports whether the final sync asked by spec.finalSyncRequest has completed.
+// It is false when no final sync is asked.
+func (v *VolumeReplicationGroup) FinalSyncComplete() bool {
+	return v.Spec.FinalSyncRequest != "" && v.Status.FinalSync != nil &&
+		v.Status.FinalSync.Request == v.Spec.FinalSyncRequest
+}
+
+// GetConditions returns the VolumeReplicationGroup's conditions.
+func (v *VolumeReplicationGroup) GetConditions() []metav1.Condition { return v.Status.Conditions }
+
+// SetConditions replaces the VolumeReplicationGroup's conditions.
+func (v *VolumeReplicationGroup) SetConditions(conditions []metav1.Condition) {
+	v.Status.Conditions = conditions
+}
+
+// VolumeReplicationGroupList is a list of VolumeReplicationGroups.
+//
+// +kubebuilder:object:root=true
+type VolumeReplicationGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the VolumeReplicationGroups.
+	Items []VolumeReplicationGroup `json:"items"`
+}
