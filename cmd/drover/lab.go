@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+type labFlags struct {
+	dir    string
+	binDir string
+}
+
+func newLabCommand() *cobra.Command {
+	f := &labFlags{}
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A local lab of real Kubernetes control planes: a hub and the managed clusters east and west",
+		Long: `The lab runs a hub and two managed clusters (east, west) on this machine: real etcd,
+kube-apiserver, kube-controller-manager and kube-scheduler, fake nodes (kwok), and lab storage
+whose volumes are directories. No containers or VMs are needed. Build the binaries first with
+"make tools".`,
+	}
+	defaultDir := os.Getenv(lab.DirEnv)
+	if defaultDir == "" {
+		defaultDir = lab.DefaultDir
+	}
+	cmd.PersistentFlags().StringVar(&f.dir, "dir", defaultDir, "lab state directory (default from $"+lab.DirEnv+")")
+	cmd.PersistentFlags().StringVar(&f.binDir, "bin-dir", "", "directory of the control-plane binaries (default: the directory of this drover binary)")
+	cmd.AddCommand(
+		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
+		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
+		newLabStorageControllerCommand(),
+	)
+	return cmd
+}
+
+func (f *labFlags) open() (*lab.Lab, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("failed to find the drover binary: %w", err)
+	}
+	binDir := f.binDir
+	if binDir == "" {
+		binDir = filepath.Dir(self)
+	}
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout})
+}
+
+func newLabUpCommand(f *labFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab's clusters (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			already, err := l.Up(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("%w\nrun `drover lab down` to clean up what started", err)
+			}
+			if already {
+				fmt.Fprintf(cmd.OutOrStdout(), "The lab in %s is already running\n", l.Dir())
+			}
+			st, err := l.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return lab.PrintStatus(cmd.OutOrStdout(), st, false)
+		},
+	}
+}
+
+func newLabDownCommand(f *labFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop every lab process and remove the lab's state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			began := time.Now()
+			if err := l.Down(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "The lab in %s is down (%.1f s)\n", l.Dir(), time.Since(began).Seconds())
+			return nil
+		},
+	}
+}
+
+func newLabStatusCommand(f *labFlags) *cobra.Command {
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show each cluster's health, API endpoint and kubeconfig",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			st, err := l.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return lab.PrintStatus(cmd.OutOrStdout(), st, verbose)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show every component's process and memory")
+	return cmd
+}
+
+func newLabStopCommand(f *labFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop CLUSTER",
+		Short: "Stop a whole cluster (control plane and storage), as if it were lost",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			if err := l.Stop(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Cluster %s is stopped; `drover lab start %s` brings it back\n", args[0], args[0])
+			return nil
+		},
+	}
+}
+
+func newLabStartCommand(f *labFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start CLUSTER",
+		Short: "Start a stopped cluster with all the objects it had",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			return l.Start(cmd.Context(), args[0])
+		},
+	}
+}
+
+func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig CLUSTER",
+		Short: "Print the path of a cluster's administrator kubeconfig",
+		Example: `  export KUBECONFIG=$(drover lab kubeconfig east)
+  kubectl get nodes`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := f.open()
+			if err != nil {
+				return err
+			}
+			c, err := l.Cluster(args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(c.KubeconfigPath()); err != nil {
+				return fmt.Errorf("cluster %s has no kubeconfig yet: run `drover lab up`", c.Name)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), c.KubeconfigPath())
+			return nil
+		},
+	}
+}
+
+// newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
+func newLabStorageControllerCommand() *cobra.Command {
+	var cluster, kubeconfig, dataDir string
+	cmd := &cobra.Command{
+		Use:    "storage-controller",
+		Short:  "Run the lab storage of one managed cluster (started by the lab)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New())
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
+			}
+			cfg.QPS, cfg.Burst = 1000, 2000
+			return storage.Run(cmd.Context(), cfg, storage.Options{
+				Cluster: cluster, DataDir: dataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
+			})
+		},
+	}
+	cmd.Flags().StringVar(&cluster, "cluster", "", "lab cluster name")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the cluster's volumes")
+	for _, name := range []string{"cluster", "kubeconfig", "data-dir"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}

@@ -1,0 +1,401 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Role says what a lab cluster is for.
+type Role string
+
+const (
+	// RoleHub is the control cluster where `drover hub` runs.
+	RoleHub Role = "hub"
+	// RoleManaged is a cluster that runs applications, lab storage and `drover agent`.
+	RoleManaged Role = "managed"
+)
+
+// Component names, as `drover lab status` shows them.
+const (
+	componentEtcd         = "etcd"
+	componentAPIServer    = "kube-apiserver"
+	componentKCM          = "kube-controller-manager"
+	componentScheduler    = "kube-scheduler"
+	componentKwok         = "kwok"
+	componentStorage      = "lab-storage"
+	storageControllerVerb = "storage-controller"
+)
+
+// componentNames lists every component, for recognising lab processes.
+var componentNames = []string{
+	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage,
+}
+
+const (
+	// componentReadyTimeout bounds the wait for etcd or the API server to answer after a start.
+	componentReadyTimeout = 90 * time.Second
+	// stopGrace is how long a component gets to exit after SIGTERM before it is killed.
+	stopGrace = 10 * time.Second
+	// readyPollInterval is how often a starting component is probed.
+	readyPollInterval = 100 * time.Millisecond
+)
+
+// Ports are the loopback ports of one cluster, chosen at the first `up` and kept, so
+// kubeconfigs stay valid across `stop` and `start`.
+type Ports struct {
+	Etcd      int `json:"etcd"`
+	EtcdPeer  int `json:"etcdPeer"`
+	APIServer int `json:"apiServer"`
+}
+
+// Cluster is one lab cluster: its directory, ports and processes.
+type Cluster struct {
+	Name  string `json:"name"`
+	Role  Role   `json:"role"`
+	Ports Ports  `json:"ports"`
+
+	dir string
+	lab *Lab
+}
+
+// Dir is the cluster's state directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// KubeconfigPath is the path of an administrator kubeconfig for the cluster.
+func (c *Cluster) KubeconfigPath() string { return filepath.Join(c.dir, "kubeconfig") }
+
+// Endpoint is the URL of the cluster's API server.
+func (c *Cluster) Endpoint() string { return fmt.Sprintf("https://127.0.0.1:%d", c.Ports.APIServer) }
+
+// RESTConfig returns an administrator client configuration for the cluster.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubeconfig of cluster %s: %w", c.Name, err)
+	}
+	// The lab's API servers are local; the defaults (5 QPS) would make tests measure the client.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg, nil
+}
+
+// Kubeconfig returns a kubeconfig for the cluster that authenticates as user in groups, signed
+// by the cluster's CA. Use it to hand out credentials with less than administrator rights.
+func (c *Cluster) Kubeconfig(user string, groups []string) ([]byte, error) {
+	return c.pki().kubeconfig(c.Name, c.Endpoint(), user, groups)
+}
+
+func (c *Cluster) pki() pki               { return pki{dir: filepath.Join(c.dir, "pki")} }
+func (c *Cluster) logDir() string         { return filepath.Join(c.dir, "logs") }
+func (c *Cluster) storageDir() string     { return filepath.Join(c.dir, "storage") }
+func (c *Cluster) bin(name string) string { return filepath.Join(c.lab.opts.BinDir, name) }
+
+// components lists the cluster's processes in start order.
+func (c *Cluster) components() []component {
+	p := c.pki()
+	kubeconfig := c.KubeconfigPath()
+	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
+	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.Etcd)
+	comps := []component{
+		{name: componentEtcd, binary: c.bin("etcd"), args: []string{
+			"--name=" + c.Name,
+			"--data-dir=" + filepath.Join(c.dir, "etcd"),
+			"--listen-client-urls=" + etcdClient,
+			"--advertise-client-urls=" + etcdClient,
+			"--listen-peer-urls=" + etcdPeer,
+			"--initial-advertise-peer-urls=" + etcdPeer,
+			"--initial-cluster=" + c.Name + "=" + etcdPeer,
+			// A lab loses nothing it cares about on a host crash; fsync would only slow every write.
+			"--unsafe-no-fsync=true",
+			"--quota-backend-bytes=4294967296",
+			"--log-level=warn",
+		}},
+		{name: componentAPIServer, binary: c.bin("kube-apiserver"), args: []string{
+			"--etcd-servers=" + etcdClient,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", c.Ports.APIServer),
+			"--cert-dir=" + p.dir,
+			"--tls-cert-file=" + p.path("apiserver.crt"),
+			"--tls-private-key-file=" + p.path("apiserver.key"),
+			"--client-ca-file=" + p.path("ca.crt"),
+			"--service-account-issuer=" + c.Endpoint(),
+			"--service-account-key-file=" + p.path("sa.pub"),
+			"--service-account-signing-key-file=" + p.path("sa.key"),
+			"--service-cluster-ip-range=10.96.0.0/16",
+			"--authorization-mode=RBAC",
+			"--allow-privileged=true",
+			// Pods run on fake nodes and never use a token; the plugin would only add a race
+			// between a namespace's creation and its default ServiceAccount.
+			"--disable-admission-plugins=ServiceAccount",
+			"--profiling=false",
+			// The endpoint reconciler refuses a loopback advertise address; the lab has no
+			// in-cluster clients that would use the kubernetes Service anyway.
+			"--endpoint-reconciler-type=none",
+		}},
+		{name: componentKCM, binary: c.bin("kube-controller-manager"), args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--secure-port=0",
+			"--leader-elect=false",
+			"--service-account-private-key-file=" + p.path("sa.key"),
+			"--root-ca-file=" + p.path("ca.crt"),
+			"--use-service-account-credentials=false",
+			// Default client rates (20/30) and the binder's 15 s resync dominate failover time in
+			// a lab (LAB-NOTES: 85 s vs 4.7 s to bind 300 PVCs).
+			"--kube-api-qps=1000",
+			"--kube-api-burst=2000",
+			"--pvclaimbinder-sync-period=1s",
+		}},
+	}
+	if c.Role == RoleHub {
+		return comps
+	}
+	return append(comps,
+		component{name: componentScheduler, binary: c.bin("kube-scheduler"), args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--secure-port=0",
+			"--leader-elect=false",
+		}},
+		component{name: componentKwok, binary: c.bin("kwok"), args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--config=" + c.bin("kwok-stages.yaml"),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+			"--node-lease-duration-seconds=40",
+			"--server-address=",
+		}},
+		component{name: componentStorage, binary: c.lab.opts.DroverBinary, args: []string{
+			"lab", storageControllerVerb,
+			"--cluster=" + c.Name,
+			"--kubeconfig=" + kubeconfig,
+			"--data-dir=" + c.storageDir(),
+		}},
+	)
+}
+
+// processes returns the cluster's running processes by component name.
+func (c *Cluster) processes() (map[string]process, error) {
+	procs, err := findProcesses(c.dir + string(filepath.Separator))
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]process{}
+	for _, p := range procs {
+		byName[componentOf(p)] = p
+	}
+	return byName, nil
+}
+
+// running reports whether every component of the cluster has a live process.
+func (c *Cluster) running() (bool, error) {
+	procs, err := c.processes()
+	if err != nil {
+		return false, err
+	}
+	for _, comp := range c.components() {
+		if p, ok := procs[comp.name]; !ok || !alive(p.pid) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// start brings the cluster's processes up, in order, waiting for each to be ready. What is
+// already running is stopped first so a half-started cluster comes back whole; etcd's data is
+// kept, so the cluster returns with all its objects.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.stop(); err != nil {
+		return err
+	}
+	for _, d := range []string{c.logDir(), c.storageDir()} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("failed to create %s: %w", d, err)
+		}
+	}
+	if err := c.pki().ensure(); err != nil {
+		return err
+	}
+	if err := c.writeAdminKubeconfig(); err != nil {
+		return err
+	}
+	for port, user := range map[int]string{
+		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
+	} {
+		if err := checkPortFree(port, user); err != nil {
+			return err
+		}
+	}
+	comps := c.components()
+	for _, comp := range comps {
+		began := time.Now()
+		pid, err := comp.start(c.logDir(), c.lab.opts.TieToParent)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		switch comp.name {
+		case componentEtcd:
+			err = c.waitReady(ctx, comp, pid, c.etcdHealthy)
+		case componentAPIServer:
+			err = c.waitReady(ctx, comp, pid, c.apiServerReady)
+			if err == nil {
+				c.lab.progress("%s: kube-apiserver ready at %s (%.1f s)", c.Name, c.Endpoint(), time.Since(began).Seconds())
+				err = c.bootstrap(ctx)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.Role == RoleManaged {
+		if err := c.waitNodesReady(ctx); err != nil {
+			return err
+		}
+	}
+	// A component that crashes at once (bad flag, missing file) is reported now, not at first use.
+	time.Sleep(300 * time.Millisecond)
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	for _, comp := range comps {
+		if p, ok := procs[comp.name]; !ok || !alive(p.pid) {
+			return c.diedError(comp)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) diedError(comp component) error {
+	logPath := filepath.Join(c.logDir(), comp.name+".log")
+	return fmt.Errorf("cluster %s: %s exited right after it started; last lines of %s:\n%s", c.Name, comp.name, logPath, logExcerpt(logPath, 10))
+}
+
+// waitReady polls probe until it succeeds, the process dies, or componentReadyTimeout passes.
+func (c *Cluster) waitReady(ctx context.Context, comp component, pid int, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, componentReadyTimeout)
+	defer cancel()
+	var lastErr error
+	for {
+		if lastErr = probe(ctx); lastErr == nil {
+			return nil
+		}
+		if !alive(pid) {
+			return c.diedError(comp)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s: %s did not become ready in %s (last error: %w); see %s",
+				c.Name, comp.name, componentReadyTimeout, lastErr, filepath.Join(c.logDir(), comp.name+".log"))
+		case <-time.After(readyPollInterval):
+		}
+	}
+}
+
+func (c *Cluster) etcdHealthy(ctx context.Context) error {
+	body, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/health", c.Ports.Etcd))
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(body, `"health":"true"`) {
+		return fmt.Errorf("etcd reports %s", body)
+	}
+	return nil
+}
+
+func (c *Cluster) apiServerReady(ctx context.Context) error {
+	client, err := c.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	_, err = httpGet(ctx, client, c.Endpoint()+"/readyz")
+	return err
+}
+
+// adminHTTPClient is an HTTP client that trusts the cluster's CA and authenticates as admin.
+func (c *Cluster) adminHTTPClient() (*http.Client, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load admin client certificate of %s: %w", c.Name, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cfg.CAData) {
+		return nil, errors.New("lab CA is not valid PEM")
+	}
+	return &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12,
+		}},
+	}, nil
+}
+
+func httpGet(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
+}
+
+func (c *Cluster) writeAdminKubeconfig() error {
+	if _, err := os.Stat(c.KubeconfigPath()); err == nil {
+		return nil
+	}
+	raw, err := c.Kubeconfig("lab-admin", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.KubeconfigPath(), raw, 0o600); err != nil {
+		return fmt.Errorf("failed to write kubeconfig of %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// stop ends every process of the cluster, in reverse start order so controllers do not spend
+// their last seconds retrying a dead API server.
+func (c *Cluster) stop() error {
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	comps := c.components()
+	for i := len(comps) - 1; i >= 0; i-- {
+		if p, ok := procs[comps[i].name]; ok {
+			stopProcesses([]process{p}, stopGrace)
+			delete(procs, comps[i].name)
+		}
+	}
+	// Anything else under the cluster directory (an older layout, a stray helper) goes too.
+	rest := make([]process, 0, len(procs))
+	for _, p := range procs {
+		rest = append(rest, p)
+	}
+	stopProcesses(rest, stopGrace)
+	return nil
+}

@@ -1,0 +1,307 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster names of the lab.
+const (
+	Hub  = "hub"
+	East = "east"
+	West = "west"
+)
+
+// DirEnv names the environment variable that overrides the default lab directory.
+const DirEnv = "DROVER_LAB_DIR"
+
+// DefaultDir is the lab directory when neither a flag nor DirEnv names one.
+const DefaultDir = ".lab"
+
+// stateFile records the lab's clusters and ports in the lab directory.
+const stateFile = "lab.json"
+
+// Options configure a Lab.
+type Options struct {
+	// Dir holds all lab state: certificates, etcd data, volumes, logs. Required.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
+	// kwok-stages.yaml, as hack/build-tools.sh builds them. Required.
+	BinDir string
+	// DroverBinary runs the lab storage controller (`drover lab storage-controller`). Required.
+	DroverBinary string
+	// Progress receives a line per step of long operations; nil discards them.
+	Progress io.Writer
+	// TieToParent kills the lab's processes when the process that started them dies. Tests set
+	// it so a crashed test binary leaves nothing behind; the CLI does not, so the lab outlives
+	// `drover lab up`.
+	TieToParent bool
+}
+
+// Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
+type Lab struct {
+	opts     Options
+	clusters []*Cluster
+	scheme   *runtime.Scheme
+	mu       sync.Mutex
+}
+
+type labState struct {
+	Clusters []*Cluster `json:"clusters"`
+}
+
+// New returns the lab in opts.Dir. It reads the recorded ports when the lab was created before
+// and picks free ones otherwise; it starts nothing.
+func New(opts Options) (*Lab, error) {
+	if opts.Dir == "" || opts.BinDir == "" || opts.DroverBinary == "" {
+		return nil, errors.New("lab options need Dir, BinDir and DroverBinary")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve lab directory %s: %w", opts.Dir, err)
+	}
+	opts.Dir = dir
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	l := &Lab{opts: opts, scheme: scheme}
+	state, err := l.readState()
+	if err != nil {
+		return nil, err
+	}
+	l.clusters = state.Clusters
+	for _, c := range l.clusters {
+		c.lab = l
+		c.dir = filepath.Join(dir, c.Name)
+	}
+	return l, nil
+}
+
+// Dir is the lab's state directory.
+func (l *Lab) Dir() string { return l.opts.Dir }
+
+// Clusters returns the lab's clusters, hub first.
+func (l *Lab) Clusters() []*Cluster { return l.clusters }
+
+// Cluster returns the named cluster.
+func (l *Lab) Cluster(name string) (*Cluster, error) {
+	for _, c := range l.clusters {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("the lab has no cluster %q; its clusters are %s, %s and %s", name, Hub, East, West)
+}
+
+func (l *Lab) readState() (*labState, error) {
+	raw, err := os.ReadFile(filepath.Join(l.opts.Dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return l.newState()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to read lab state: %w", err)
+	}
+	state := &labState{}
+	if err := json.Unmarshal(raw, state); err != nil {
+		return nil, fmt.Errorf("lab state %s is damaged (%w): run `drover lab down` to remove the lab", filepath.Join(l.opts.Dir, stateFile), err)
+	}
+	return state, nil
+}
+
+func (l *Lab) newState() (*labState, error) {
+	state := &labState{}
+	for _, spec := range []struct {
+		name string
+		role Role
+	}{{Hub, RoleHub}, {East, RoleManaged}, {West, RoleManaged}} {
+		c := &Cluster{Name: spec.name, Role: spec.role}
+		for _, p := range []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer} {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			*p = port
+		}
+		state.Clusters = append(state.Clusters, c)
+	}
+	return state, nil
+}
+
+func (l *Lab) writeState() error {
+	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
+		return fmt.Errorf("failed to create lab directory: %w", err)
+	}
+	raw, err := json.MarshalIndent(labState{Clusters: l.clusters}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(l.opts.Dir, stateFile), raw, 0o600); err != nil {
+		return fmt.Errorf("failed to write lab state: %w", err)
+	}
+	return nil
+}
+
+// lock serialises lab operations across processes (two `drover lab up` at once).
+func (l *Lab) lock() (func(), error) {
+	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("failed to create lab directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(l.opts.Dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open lab lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("failed to lock lab: %w", err)
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+func (l *Lab) progress(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.opts.Progress, format+"\n", args...)
+}
+
+// Up starts every cluster that is not running, in parallel. It returns alreadyRunning when all
+// of them were, and starts nothing then.
+func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
+	unlock, err := l.lock()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if err := l.writeState(); err != nil {
+		return false, err
+	}
+	var todo []*Cluster
+	for _, c := range l.clusters {
+		ok, err := c.running()
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return true, nil
+	}
+	began := time.Now()
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, c := range todo {
+		wg.Go(func() {
+			start := time.Now()
+			if errs[i] = c.start(ctx); errs[i] == nil {
+				l.progress("%s: up (%.1f s)", c.Name, time.Since(start).Seconds())
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	l.progress("lab: up in %.1f s; kubeconfigs under %s/<cluster>/kubeconfig", time.Since(began).Seconds(), l.opts.Dir)
+	return false, nil
+}
+
+// Start brings one stopped cluster back with the objects it had.
+func (l *Lab) Start(ctx context.Context, name string) error {
+	c, err := l.Cluster(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(l.opts.Dir, stateFile)); err != nil {
+		return fmt.Errorf("there is no lab in %s: run `drover lab up` first", l.opts.Dir)
+	}
+	began := time.Now()
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	l.progress("%s: started (%.1f s)", name, time.Since(began).Seconds())
+	return nil
+}
+
+// Stop ends every process of one cluster, its storage included, as a lost cluster would.
+func (l *Lab) Stop(name string) error {
+	c, err := l.Cluster(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return c.stop()
+}
+
+// Down ends every process of the lab, including those of a crashed earlier run, and removes
+// the lab directory.
+func (l *Lab) Down() error {
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	// Clusters stop in parallel: each waits for its components to exit in turn.
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.clusters))
+	for i, c := range l.clusters {
+		wg.Go(func() { errs[i] = c.stop() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		unlock()
+		return err
+	}
+	left, err := findProcesses(l.opts.Dir + string(filepath.Separator))
+	if err != nil {
+		unlock()
+		return err
+	}
+	stopProcesses(left, stopGrace)
+	unlock()
+	if err := os.RemoveAll(l.opts.Dir); err != nil {
+		return fmt.Errorf("failed to remove lab directory %s: %w", l.opts.Dir, err)
+	}
+	return nil
+}
+
+// client returns an administrator controller-runtime client for the cluster.
+func (c *Cluster) client() (client.Client, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.lab.scheme})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create client for cluster %s: %w", c.Name, err)
+	}
+	return cl, nil
+}

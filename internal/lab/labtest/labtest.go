@@ -1,0 +1,101 @@
+// Package labtest starts a lab for a test package: one lab per package, started once in TestMain.
+package labtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/drover-io/drover/internal/lab"
+)
+
+// KeepEnv names an environment variable that, when set, leaves the test lab running after the
+// tests for inspection with kubectl (its directory is printed).
+const KeepEnv = "DROVER_TEST_KEEP_LAB"
+
+// RepoRoot finds the module root by walking up from the working directory to go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BuildDrover builds the drover binary into dir and returns its path. Tests run the lab's
+// processes from the real binary, as a user does.
+func BuildDrover(ctx context.Context, root, dir string) (string, error) {
+	out := filepath.Join(dir, "drover")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/drover")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("failed to build drover: %w\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// Lab is a running test lab.
+type Lab struct {
+	*lab.Lab
+	tmp string
+}
+
+// Start builds drover, creates a lab in a temporary directory and brings it up. The
+// control-plane binaries must be in <repo>/bin (`make tools`).
+func Start(ctx context.Context) (*Lab, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	binDir := filepath.Join(root, "bin")
+	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("the lab's binaries are not in %s: run `make tools` first", binDir)
+	}
+	tmp, err := os.MkdirTemp("", "drover-lab-")
+	if err != nil {
+		return nil, err
+	}
+	drover, err := BuildDrover(ctx, root, tmp)
+	if err != nil {
+		return nil, err
+	}
+	l, err := lab.New(lab.Options{
+		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
+		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
+	})
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	if _, err := l.Up(ctx); err != nil {
+		_ = l.Down()
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "labtest: lab up in %s in %.1f s\n", l.Dir(), time.Since(began).Seconds())
+	return &Lab{Lab: l, tmp: tmp}, nil
+}
+
+// Teardown takes the lab down and removes its directory, unless KeepEnv is set.
+func (l *Lab) Teardown() {
+	if os.Getenv(KeepEnv) != "" {
+		fmt.Fprintf(os.Stderr, "labtest: leaving the lab running in %s\n", l.Dir())
+		return
+	}
+	if err := l.Down(); err != nil {
+		fmt.Fprintln(os.Stderr, "labtest:", err)
+	}
+	_ = os.RemoveAll(l.tmp)
+}

@@ -1,0 +1,210 @@
+package lab
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// certValidity is long on purpose: a lab left running over a holiday must still start.
+const certValidity = 5 * 365 * 24 * time.Hour
+
+// pki is the set of keys and certificates of one lab cluster, kept under <cluster>/pki.
+type pki struct {
+	dir string
+}
+
+func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
+
+// ensure creates the cluster's CA, API server serving certificate and service-account key pair
+// once; later calls keep the existing files so kubeconfigs handed out stay valid across restarts.
+func (p pki) ensure() error {
+	if _, err := os.Stat(p.path("ca.crt")); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return fmt.Errorf("failed to create pki directory %s: %w", p.dir, err)
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("failed to generate CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "drover-lab-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(certValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("failed to create CA certificate: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("failed to parse CA certificate: %w", err)
+	}
+
+	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("failed to generate serving key: %w", err)
+	}
+	servingTmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+	}
+	servingDER, err := x509.CreateCertificate(rand.Reader, servingTmpl, caCert, &servingKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("failed to create serving certificate: %w", err)
+	}
+
+	// Service-account tokens are signed with RSA, the algorithm every Kubernetes component accepts.
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("failed to generate service-account key: %w", err)
+	}
+	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return fmt.Errorf("failed to encode service-account public key: %w", err)
+	}
+
+	files := []struct {
+		name  string
+		block *pem.Block
+	}{
+		{"ca.crt", &pem.Block{Type: "CERTIFICATE", Bytes: caDER}},
+		{"apiserver.crt", &pem.Block{Type: "CERTIFICATE", Bytes: servingDER}},
+		{"sa.pub", &pem.Block{Type: "PUBLIC KEY", Bytes: saPub}},
+		{"sa.key", &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}},
+	}
+	for _, k := range []struct {
+		name string
+		key  *ecdsa.PrivateKey
+	}{{"ca.key", caKey}, {"apiserver.key", servingKey}} {
+		der, err := x509.MarshalECPrivateKey(k.key)
+		if err != nil {
+			return fmt.Errorf("failed to encode %s: %w", k.name, err)
+		}
+		files = append(files, struct {
+			name  string
+			block *pem.Block
+		}{k.name, &pem.Block{Type: "EC PRIVATE KEY", Bytes: der}})
+	}
+	// ca.crt is written last: its presence is what marks the pki as complete.
+	for i := len(files) - 1; i >= 0; i-- {
+		if err := os.WriteFile(p.path(files[i].name), pem.EncodeToMemory(files[i].block), 0o600); err != nil {
+			return fmt.Errorf("failed to write %s: %w", files[i].name, err)
+		}
+	}
+	return nil
+}
+
+// clientCert issues a client certificate for user in groups, signed by the cluster's CA. The API
+// server authenticates it as that user: groups {"system:masters"} is a cluster administrator.
+func (p pki) clientCert(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	caCert, caKey, err := p.loadCA()
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to generate client key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to create client certificate for %s: %w", user, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to encode client key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read lab CA: %w", err)
+	}
+	keyPEM, err := os.ReadFile(p.path("ca.key"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read lab CA key: %w", err)
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, errors.New("lab CA files are not PEM; run `drover lab down` and `drover lab up` to recreate the lab")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to parse lab CA: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to parse lab CA key: %w", err)
+	}
+	return cert, key, nil
+}
+
+// kubeconfig builds a kubeconfig for server that authenticates as user in groups.
+func (p pki) kubeconfig(clusterName, server, user string, groups []string) ([]byte, error) {
+	ca, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read lab CA: %w", err)
+	}
+	certPEM, keyPEM, err := p.clientCert(user, groups)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[clusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[clusterName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: user}
+	cfg.CurrentContext = clusterName
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode kubeconfig for %s: %w", clusterName, err)
+	}
+	return out, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		// crypto/rand does not fail on Linux; a fixed serial would still produce a usable lab.
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}

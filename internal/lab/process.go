@@ -1,0 +1,213 @@
+package lab
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// component is one process of a lab cluster.
+type component struct {
+	// name identifies the component in status output and log file names.
+	name string
+	// binary is the absolute path of the executable.
+	binary string
+	args   []string
+}
+
+// process is a running lab process found in /proc.
+type process struct {
+	pid  int
+	args []string
+}
+
+// Every component's command line names its cluster directory (data dir, kubeconfig or certs), so
+// the lab finds its processes by scanning /proc for that path. This survives a crashed `drover`
+// CLI and lost pid files: `lab down` after a crash still finds everything it started.
+func findProcesses(pathFragment string) ([]process, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("failed to list processes: %w", err)
+	}
+	self := os.Getpid()
+	var found []process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if !bytes.Contains(raw, []byte(pathFragment)) || isLabCLI(args) {
+			continue
+		}
+		p := process{pid: pid, args: args}
+		// Only the lab's own binaries: a shell or an editor with a lab file open is left alone.
+		if !slices.Contains(componentNames, componentOf(p)) {
+			continue
+		}
+		found = append(found, p)
+	}
+	return found, nil
+}
+
+// isLabCLI reports whether args are a `drover lab <verb>` CLI invocation (which may mention the
+// lab directory in a flag) rather than a component the lab started.
+func isLabCLI(args []string) bool {
+	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb
+}
+
+// componentOf tells which component a process is: the base name of its binary, or the lab
+// storage controller verb for drover itself.
+func componentOf(p process) string {
+	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == storageControllerVerb {
+		return componentStorage
+	}
+	return filepath.Base(p.args[0])
+}
+
+// start launches c detached from the caller (its own session), so it outlives a `drover lab up`
+// that exits. Output goes to logDir/<name>.log. When tieToParent is set (tests), the process is
+// killed if the starting process dies.
+func (c component) start(logDir string, tieToParent bool) (int, error) {
+	if _, err := os.Stat(c.binary); err != nil {
+		return 0, fmt.Errorf("binary %s for %s is missing: run `make tools` (or hack/build-tools.sh) to build it", c.binary, c.name)
+	}
+	logPath := filepath.Join(logDir, c.name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("failed to open log %s: %w", logPath, err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "\n==== %s starting %s %s\n", time.Now().Format(time.RFC3339), c.binary, strings.Join(c.args, " "))
+	cmd := exec.Command(c.binary, c.args...) //nolint:gosec // the lab runs binaries it built itself
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if tieToParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("failed to start %s: %w", c.name, err)
+	}
+	pid := cmd.Process.Pid
+	// Reap the child when it exits so it never lingers as a zombie in a long-running parent.
+	go func() { _ = cmd.Wait() }()
+	return pid, nil
+}
+
+// stopProcesses sends SIGTERM to every process, waits up to grace for them to exit and kills
+// what is left.
+func stopProcesses(procs []process, grace time.Duration) {
+	for _, p := range procs {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !anyAlive(procs) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range procs {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	for i := 0; i < 100 && anyAlive(procs); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func anyAlive(procs []process) bool {
+	for _, p := range procs {
+		if alive(p.pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether pid runs and is not a zombie waiting to be reaped.
+func alive(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 || i+2 >= len(raw) {
+		return false
+	}
+	return raw[i+2] != 'Z' && raw[i+2] != 'X'
+}
+
+// rssKiB reads a process's resident set size.
+func rssKiB(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed to find a free port: %w", err)
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("unexpected listener address %v", l.Addr())
+	}
+	return addr.Port, nil
+}
+
+// checkPortFree fails with an error that names the port and its user when port is taken.
+func checkPortFree(port int, user string) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d (for %s) is in use by another process: stop that process, or run `drover lab down` and `drover lab up` to pick new ports", port, user)
+	}
+	return l.Close()
+}
+
+// logExcerpt returns the error lines of a component's log (klog's E and F lines, or lines that
+// say "error"), at most n of the last ones, or the last n lines when none look like errors.
+func logExcerpt(path string, n int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	var errs []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "E") || strings.HasPrefix(l, "F") || strings.Contains(strings.ToLower(l), "error") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) > 0 {
+		lines = errs
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
