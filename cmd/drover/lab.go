@@ -185,7 +185,7 @@ func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
 
 // newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
 func newLabStorageControllerCommand() *cobra.Command {
-	var cluster, kubeconfig, dataDir string
+	var cluster, kubeconfig, dataDir, peerDataDir string
 	cmd := &cobra.Command{
 		Use:    "storage-controller",
 		Short:  "Run the lab storage of one managed cluster (started by the lab)",
@@ -199,13 +199,14 @@ func newLabStorageControllerCommand() *cobra.Command {
 			}
 			cfg.QPS, cfg.Burst = 1000, 2000
 			return storage.Run(cmd.Context(), cfg, storage.Options{
-				Cluster: cluster, DataDir: dataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
+				Cluster: cluster, DataDir: dataDir, PeerDataDir: peerDataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
 			})
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "lab cluster name")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the cluster's volumes")
+	cmd.Flags().StringVar(&peerDataDir, "peer-data-dir", "", "directory of the peer cluster's volumes, the mirroring target")
 	for _, name := range []string{"cluster", "kubeconfig", "data-dir"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -101,6 +101,16 @@ func (c *Cluster) logDir() string         { return filepath.Join(c.dir, "logs") 
 func (c *Cluster) storageDir() string     { return filepath.Join(c.dir, "storage") }
 func (c *Cluster) bin(name string) string { return filepath.Join(c.lab.opts.BinDir, name) }
 
+// peer returns the other managed cluster (the mirroring peer) of a managed cluster.
+func (c *Cluster) peer() *Cluster {
+	for _, o := range c.lab.clusters {
+		if o.Role == RoleManaged && o.Name != c.Name {
+			return o
+		}
+	}
+	return c
+}
+
 // components lists the cluster's processes in start order.
 func (c *Cluster) components() []component {
 	p := c.pki()
@@ -182,6 +192,7 @@ func (c *Cluster) components() []component {
 			"--cluster=" + c.Name,
 			"--kubeconfig=" + kubeconfig,
 			"--data-dir=" + c.storageDir(),
+			"--peer-data-dir=" + c.peer().storageDir(),
 		}},
 	)
 }

@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,27 +32,40 @@ const provisionedByAnnotation = "pv.kubernetes.io/provisioned-by"
 type Options struct {
 	// Cluster is the lab cluster's name, used in logs.
 	Cluster string
-	// DataDir holds the volumes, one directory each under volumes/.
+	// DataDir holds the volumes, one directory each under volumes/, and the image states.
 	DataDir string
+	// PeerDataDir is the peer cluster's DataDir, the target of mirroring. Empty: no peer.
+	PeerDataDir string
 	// Drivers are the CSI driver names this storage serves.
 	Drivers []string
 }
+
+// setupFunc registers one lab storage controller with the manager.
+type setupFunc func(ctrl.Manager, *store) error
 
 // Run runs the lab storage controllers against cfg until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.DataDir == "" || len(opts.Drivers) == 0 {
 		return errors.New("lab storage needs a data directory and at least one driver")
 	}
-	if err := os.MkdirAll(filepath.Join(opts.DataDir, "volumes"), 0o750); err != nil {
-		return fmt.Errorf("failed to create volume directory: %w", err)
+	images, err := NewImages(opts.DataDir, opts.PeerDataDir)
+	if err != nil {
+		return err
+	}
+	if err := images.MarkAlive(); err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	// VolumeSnapshots back the VolSync copy method the lab storage honours.
-	if err := snapshotv1.AddToScheme(scheme); err != nil {
-		return err
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		// VolumeSnapshots back the VolSync copy method the lab storage honours.
+		snapshotv1.AddToScheme,
+		replicationv1alpha1.AddToScheme,
+		volsyncv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -59,20 +75,30 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to create lab storage manager: %w", err)
 	}
-	s := &store{client: mgr.GetClient(), opts: opts}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-provisioner").
-		For(&corev1.PersistentVolumeClaim{}).Complete(reconcilerFunc(s.provision)); err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-deleter").
-		For(&corev1.PersistentVolume{}).Complete(reconcilerFunc(s.deleteReleased)); err != nil {
-		return err
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-attacher").
-		For(&storagev1.VolumeAttachment{}).Complete(reconcilerFunc(s.attach)); err != nil {
-		return err
+	s := &store{client: mgr.GetClient(), opts: opts, images: images}
+	for _, setup := range []setupFunc{
+		setupProvisioner, setupDeleter, setupAttacher,
+	} {
+		if err := setup(mgr, s); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
+}
+
+func setupProvisioner(mgr ctrl.Manager, s *store) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("lab-provisioner").
+		For(&corev1.PersistentVolumeClaim{}).Complete(reconcilerFunc(s.provision))
+}
+
+func setupDeleter(mgr ctrl.Manager, s *store) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("lab-deleter").
+		For(&corev1.PersistentVolume{}).Complete(reconcilerFunc(s.deleteReleased))
+}
+
+func setupAttacher(mgr ctrl.Manager, s *store) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("lab-attacher").
+		For(&storagev1.VolumeAttachment{}).Complete(reconcilerFunc(s.attach))
 }
 
 type reconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -85,6 +111,7 @@ func (f reconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 type store struct {
 	client client.Client
 	opts   Options
+	images *Images
 }
 
 func (s *store) ours(driver string) bool { return slices.Contains(s.opts.Drivers, driver) }
