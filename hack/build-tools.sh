@@ -2,7 +2,7 @@
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
 #   hack/build-tools.sh [lab|codegen|lint|all|NAME...]
-# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok.
+# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw.
 # The build flags never change between runs on purpose: a different flag set throws away the
 # whole Go build cache for k8s.io/kubernetes (6+ minutes on 2 cores).
 set -euo pipefail
@@ -28,6 +28,7 @@ spec() {
     kube-scheduler) echo "kube|k8s.io/kubernetes/cmd/kube-scheduler|$kube_ldflags|under 1 min cold after kube-apiserver" ;;
     kubectl) echo "kube|k8s.io/kubernetes/cmd/kubectl|$kube_ldflags|under 1 min cold after kube-apiserver" ;;
     kwok) echo "kwok|sigs.k8s.io/kwok/cmd/kwok|-s -w|about 75 s cold" ;;
+    versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
     golangci-lint) echo "lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-s -w|about 3 min cold" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
@@ -54,7 +55,7 @@ build() {
   echo "build-tools: built $name in $((SECONDS - start)) s"
 }
 
-lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw)
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do

@@ -26,9 +26,9 @@ func newLabCommand() *cobra.Command {
 		Use:   "lab",
 		Short: "A local lab of real Kubernetes control planes: a hub and the managed clusters east and west",
 		Long: `The lab runs a hub and two managed clusters (east, west) on this machine: real etcd,
-kube-apiserver, kube-controller-manager and kube-scheduler, fake nodes (kwok), and lab storage
-whose volumes are directories. No containers or VMs are needed. Build the binaries first with
-"make tools".`,
+kube-apiserver, kube-controller-manager and kube-scheduler, fake nodes (kwok), lab storage
+whose volumes are directories, and on each managed cluster an S3 server (versitygw). No
+containers or VMs are needed. Build the binaries first with "make tools".`,
 	}
 	defaultDir := os.Getenv(lab.DirEnv)
 	if defaultDir == "" {
@@ -39,7 +39,7 @@ whose volumes are directories. No containers or VMs are needed. Build the binari
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabStorageControllerCommand(),
+		newLabRecordsCommand(f), newLabStorageControllerCommand(),
 	)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -34,6 +35,9 @@ const (
 	BlockStorageClass = "lab-block"
 	// FileStorageClass is provisioned by FileDriver.
 	FileStorageClass = "lab-file"
+	// BlockSnapshotClass and FileSnapshotClass are the VolumeSnapshotClasses of the two drivers.
+	BlockSnapshotClass = "lab-block-snapshot"
+	FileSnapshotClass  = "lab-file-snapshot"
 )
 
 const (
@@ -58,6 +62,9 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	if err := installCRDs(ctx, cl, c.crdFiles()); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
+	if err := c.applyS3Secrets(ctx, cl); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
 	if c.Role != RoleManaged {
 		return nil
 	}
@@ -66,6 +73,8 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 		storageClass(FileStorageClass, FileDriver, false),
 		csiDriver(BlockDriver),
 		csiDriver(FileDriver),
+		snapshotClass(BlockSnapshotClass, BlockDriver),
+		snapshotClass(FileSnapshotClass, FileDriver),
 	}
 	for i := 1; i <= nodesPerCluster; i++ {
 		objs = append(objs, fakeNode(fmt.Sprintf("%s-node-%d", c.Name, i)))
@@ -171,6 +180,15 @@ func storageClass(name, driver string, isDefault bool) *storagev1.StorageClass {
 		sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
 	}
 	return sc
+}
+
+func snapshotClass(name, driver string) *snapshotv1.VolumeSnapshotClass {
+	return &snapshotv1.VolumeSnapshotClass{
+		TypeMeta:       metav1.TypeMeta{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshotClass"},
+		ObjectMeta:     metav1.ObjectMeta{Name: name},
+		Driver:         driver,
+		DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete,
+	}
 }
 
 func csiDriver(name string) *storagev1.CSIDriver {

@@ -35,12 +35,13 @@ const (
 	componentScheduler    = "kube-scheduler"
 	componentKwok         = "kwok"
 	componentStorage      = "lab-storage"
+	componentS3           = "s3"
 	storageControllerVerb = "storage-controller"
 )
 
 // componentNames lists every component, for recognising lab processes.
 var componentNames = []string{
-	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage,
+	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
 }
 
 const (
@@ -58,6 +59,8 @@ type Ports struct {
 	Etcd      int `json:"etcd"`
 	EtcdPeer  int `json:"etcdPeer"`
 	APIServer int `json:"apiServer"`
+	// S3 is the S3 server of a managed cluster's profile; zero on the hub.
+	S3 int `json:"s3,omitempty"`
 }
 
 // Cluster is one lab cluster: its directory, ports and processes.
@@ -194,6 +197,7 @@ func (c *Cluster) components() []component {
 			"--data-dir=" + c.storageDir(),
 			"--peer-data-dir=" + c.peer().storageDir(),
 		}},
+		c.s3Component(),
 	)
 }
 
@@ -231,7 +235,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.stop(); err != nil {
 		return err
 	}
-	for _, d := range []string{c.logDir(), c.storageDir()} {
+	dirs := []string{c.logDir(), c.storageDir()}
+	if c.Role == RoleManaged {
+		dirs = append(dirs, c.s3DataDir(), c.s3IAMDir())
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("failed to create %s: %w", d, err)
 		}
@@ -242,9 +250,18 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.writeAdminKubeconfig(); err != nil {
 		return err
 	}
-	for port, user := range map[int]string{
+	ports := map[int]string{
 		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
-	} {
+	}
+	var s3Profile S3Profile
+	if c.Role == RoleManaged {
+		ports[c.Ports.S3] = c.Name + " S3 server"
+		var err error
+		if s3Profile, err = c.ensureS3Profile(); err != nil {
+			return err
+		}
+	}
+	for port, user := range ports {
 		if err := checkPortFree(port, user); err != nil {
 			return err
 		}
@@ -252,6 +269,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	comps := c.components()
 	for _, comp := range comps {
 		began := time.Now()
+		if comp.name == componentS3 {
+			comp.env = s3Profile.env()
+		}
 		pid, err := comp.start(c.logDir(), c.lab.opts.TieToParent)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
@@ -264,6 +284,10 @@ func (c *Cluster) start(ctx context.Context) error {
 			if err == nil {
 				c.lab.progress("%s: kube-apiserver ready at %s (%.1f s)", c.Name, c.Endpoint(), time.Since(began).Seconds())
 				err = c.bootstrap(ctx)
+			}
+		case componentS3:
+			if err = c.waitReady(ctx, comp, pid, s3Profile.s3Ready); err == nil {
+				err = s3Profile.ensureBucket(ctx)
 			}
 		}
 		if err != nil {

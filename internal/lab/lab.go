@@ -38,8 +38,8 @@ const stateFile = "lab.json"
 type Options struct {
 	// Dir holds all lab state: certificates, etcd data, volumes, logs. Required.
 	Dir string
-	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
-	// kwok-stages.yaml, as hack/build-tools.sh builds them. Required.
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+	// kwok-stages.yaml and versitygw, as hack/build-tools.sh builds them. Required.
 	BinDir string
 	// DroverBinary runs the lab storage controller (`drover lab storage-controller`). Required.
 	DroverBinary string
@@ -93,6 +93,13 @@ func New(opts Options) (*Lab, error) {
 	for _, c := range l.clusters {
 		c.lab = l
 		c.dir = filepath.Join(dir, c.Name)
+		// A lab created before managed clusters had S3 servers gets a port now; the next up or
+		// start records it.
+		if c.Role == RoleManaged && c.Ports.S3 == 0 {
+			if c.Ports.S3, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return l, nil
 }
@@ -135,7 +142,11 @@ func (l *Lab) newState() (*labState, error) {
 		role Role
 	}{{Hub, RoleHub}, {East, RoleManaged}, {West, RoleManaged}} {
 		c := &Cluster{Name: spec.name, Role: spec.role}
-		for _, p := range []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer} {
+		ports := []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer}
+		if spec.role == RoleManaged {
+			ports = append(ports, &c.Ports.S3)
+		}
+		for _, p := range ports {
 			port, err := freePort()
 			if err != nil {
 				return nil, err
@@ -239,6 +250,10 @@ func (l *Lab) Start(ctx context.Context, name string) error {
 	defer unlock()
 	if _, err := os.Stat(filepath.Join(l.opts.Dir, stateFile)); err != nil {
 		return fmt.Errorf("there is no lab in %s: run `drover lab up` first", l.opts.Dir)
+	}
+	// The state may have gained ports since it was written (see New).
+	if err := l.writeState(); err != nil {
+		return err
 	}
 	began := time.Now()
 	if err := c.start(ctx); err != nil {

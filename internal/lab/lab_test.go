@@ -171,6 +171,11 @@ func TestHubServesDroverAPIsAndManagedClustersServeStorageAPIs(t *testing.T) {
 			g.Expect(cl.Get(ctx, client.ObjectKey{Name: crd}, u)).To(Succeed(), "cluster %s serves %s", name, crd)
 		}
 	}
+	for _, class := range []string{lab.BlockSnapshotClass, lab.FileSnapshotClass} {
+		u := &metav1.PartialObjectMetadata{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClass"})
+		g.Expect(clusterClient(g, lab.East).Get(ctx, client.ObjectKey{Name: class}, u)).To(Succeed(), "east has VolumeSnapshotClass %s", class)
+	}
 }
 
 var apiextensionsGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}

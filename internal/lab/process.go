@@ -21,6 +21,8 @@ type component struct {
 	// binary is the absolute path of the executable.
 	binary string
 	args   []string
+	// env is added to the lab's own environment; it carries what must not show on a command line.
+	env []string
 }
 
 // process is a running lab process found in /proc.
@@ -48,8 +50,11 @@ func findProcesses(pathFragment string) ([]process, error) {
 		if err != nil || len(raw) == 0 {
 			continue
 		}
+		if !bytes.Contains(raw, []byte(pathFragment)) {
+			continue
+		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if !bytes.Contains(raw, []byte(pathFragment)) || isLabCLI(args) {
+		if !namesOwnPath(args, pathFragment) || isLabCLI(args) {
 			continue
 		}
 		p := process{pid: pid, args: args}
@@ -62,19 +67,42 @@ func findProcesses(pathFragment string) ([]process, error) {
 	return found, nil
 }
 
+// peerArgPrefix starts the flags that name another cluster's directory, such as the storage
+// controller's --peer-data-dir.
+const peerArgPrefix = "--peer-"
+
+// namesOwnPath reports whether an argument other than a peer flag contains pathFragment. A process
+// belongs to the cluster whose directory it works in, not to the peer it mirrors to: without this,
+// stopping east would also find, and kill, west's storage controller.
+func namesOwnPath(args []string, pathFragment string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, peerArgPrefix) && strings.Contains(a, pathFragment) {
+			return true
+		}
+	}
+	return false
+}
+
 // isLabCLI reports whether args are a `drover lab <verb>` CLI invocation (which may mention the
 // lab directory in a flag) rather than a component the lab started.
 func isLabCLI(args []string) bool {
 	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb
 }
 
-// componentOf tells which component a process is: the base name of its binary, or the lab
-// storage controller verb for drover itself.
+// componentByBinary names the components whose binary is not named after them.
+var componentByBinary = map[string]string{"versitygw": componentS3}
+
+// componentOf tells which component a process is: the base name of its binary (mapped by
+// componentByBinary where they differ), or the lab storage controller verb for drover itself.
 func componentOf(p process) string {
 	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == storageControllerVerb {
 		return componentStorage
 	}
-	return filepath.Base(p.args[0])
+	base := filepath.Base(p.args[0])
+	if name, ok := componentByBinary[base]; ok {
+		return name
+	}
+	return base
 }
 
 // start launches c detached from the caller (its own session), so it outlives a `drover lab up`
@@ -94,6 +122,9 @@ func (c component) start(logDir string, tieToParent bool) (int, error) {
 	cmd := exec.Command(c.binary, c.args...) //nolint:gosec // the lab runs binaries it built itself
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if len(c.env) > 0 {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if tieToParent {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

@@ -48,7 +48,7 @@ func TestUpWithoutBinariesSaysWhatToBuild(t *testing.T) {
 	}
 }
 
-func TestComponentOfRecognisesTheLabStorageController(t *testing.T) {
+func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
@@ -56,6 +56,7 @@ func TestComponentOfRecognisesTheLabStorageController(t *testing.T) {
 	}{
 		{"a control-plane binary is named by its file", []string{"/x/bin/kube-apiserver", "--secure-port=1"}, componentAPIServer},
 		{"drover running the storage verb is lab storage", []string{"/x/bin/drover", "lab", storageControllerVerb, "--cluster=east"}, componentStorage},
+		{"versitygw is the S3 server", []string{"/x/bin/versitygw", "--port=127.0.0.1:1", "posix", "/lab/east/s3/data"}, componentS3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,5 +67,19 @@ func TestComponentOfRecognisesTheLabStorageController(t *testing.T) {
 	}
 	if !isLabCLI([]string{"drover", "lab", "down", "--dir=/x"}) {
 		t.Error("a `drover lab down` CLI must not be taken for a lab component")
+	}
+}
+
+func TestAProcessBelongsToTheClusterItWorksInNotToItsPeer(t *testing.T) {
+	storage := []string{"/x/bin/drover", "lab", storageControllerVerb, "--cluster=east",
+		"--data-dir=/lab/east/storage", "--peer-data-dir=/lab/west/storage"}
+	if !namesOwnPath(storage, "/lab/east/") {
+		t.Error("east's storage controller must belong to east")
+	}
+	if namesOwnPath(storage, "/lab/west/") {
+		t.Error("east's storage controller must not belong to west, which it only mirrors to")
+	}
+	if !namesOwnPath(storage, "/lab/") {
+		t.Error("every process of the lab must be found by the lab directory (lab down)")
 	}
 }

@@ -20,9 +20,11 @@ type ComponentStatus struct {
 
 // ClusterStatus is one cluster's health as `drover lab status` prints it.
 type ClusterStatus struct {
-	Name       string
-	Role       Role
-	Endpoint   string
+	Name     string
+	Role     Role
+	Endpoint string
+	// S3Endpoint is the URL of a managed cluster's S3 server; empty on the hub.
+	S3Endpoint string
 	Kubeconfig string
 	// Healthy is true when every component runs and the API server answers /readyz.
 	Healthy bool
@@ -49,6 +51,9 @@ func (l *Lab) Status(ctx context.Context) ([]ClusterStatus, error) {
 
 func (c *Cluster) status(ctx context.Context) (ClusterStatus, error) {
 	st := ClusterStatus{Name: c.Name, Role: c.Role, Endpoint: c.Endpoint(), Kubeconfig: c.KubeconfigPath()}
+	if c.Role == RoleManaged {
+		st.S3Endpoint = c.S3Endpoint()
+	}
 	procs, err := c.processes()
 	if err != nil {
 		return st, err
@@ -82,7 +87,7 @@ func (c *Cluster) status(ctx context.Context) (ClusterStatus, error) {
 // per component when verbose.
 func PrintStatus(w io.Writer, statuses []ClusterStatus, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tROLE\tHEALTH\tAPI ENDPOINT\tKUBECONFIG\tRSS")
+	fmt.Fprintln(tw, "CLUSTER\tROLE\tHEALTH\tAPI ENDPOINT\tS3 ENDPOINT\tKUBECONFIG\tRSS")
 	for _, st := range statuses {
 		health := "healthy"
 		if !st.Healthy {
@@ -92,7 +97,11 @@ func PrintStatus(w io.Writer, statuses []ClusterStatus, verbose bool) error {
 		for _, cs := range st.Components {
 			rss += cs.RSSKiB
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d MiB\n", st.Name, st.Role, health, st.Endpoint, st.Kubeconfig, rss/1024)
+		s3 := st.S3Endpoint
+		if s3 == "" {
+			s3 = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d MiB\n", st.Name, st.Role, health, st.Endpoint, s3, st.Kubeconfig, rss/1024)
 	}
 	if err := tw.Flush(); err != nil || !verbose {
 		return err

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/drover-io/drover/internal/lab"
@@ -47,6 +50,35 @@ func BuildDrover(ctx context.Context, root, dir string) (string, error) {
 	return out, nil
 }
 
+const (
+	tmpPrefix = "drover-lab-"
+	// ownerFile records the pid of the test process that owns a test lab.
+	ownerFile = "owner.pid"
+)
+
+// sweepOrphans takes down test labs whose owning test process is gone. A test binary killed
+// hard (a CI timeout, SIGKILL) cannot tear its lab down, and Pdeathsig does not cover every
+// way a process dies, so each new test lab first cleans up after dead ones.
+func sweepOrphans(binDir string) {
+	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpPrefix+"*", ownerFile))
+	for _, owner := range owners {
+		raw, err := os.ReadFile(owner)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		tmp := filepath.Dir(owner)
+		if l, err := lab.New(lab.Options{Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: filepath.Join(tmp, "drover")}); err == nil {
+			_ = l.Down()
+		}
+		_ = os.RemoveAll(tmp)
+		fmt.Fprintf(os.Stderr, "labtest: removed the orphaned test lab %s of dead process %d\n", tmp, pid)
+	}
+}
+
 // Lab is a running test lab.
 type Lab struct {
 	*lab.Lab
@@ -64,8 +96,12 @@ func Start(ctx context.Context) (*Lab, error) {
 	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
 		return nil, fmt.Errorf("the lab's binaries are not in %s: run `make tools` first", binDir)
 	}
-	tmp, err := os.MkdirTemp("", "drover-lab-")
+	sweepOrphans(binDir)
+	tmp, err := os.MkdirTemp("", tmpPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
 	drover, err := BuildDrover(ctx, root, tmp)

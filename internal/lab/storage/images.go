@@ -143,6 +143,38 @@ func (im *Images) SetPeerState(handle string, st ImageState) error {
 	return writeState(filepath.Join(im.peerDir, "images", handle+".json"), st)
 }
 
+// UpdateState changes the image's state by read-modify-write under a file lock, so this
+// process and the peer's (which writes the state when it mirrors) never lose each other's
+// changes.
+func (im *Images) UpdateState(handle string, change func(*ImageState)) (ImageState, error) {
+	return updateState(filepath.Join(im.dir, "images", handle+".json"), change)
+}
+
+// UpdatePeerState changes the peer's state of the image like UpdateState.
+func (im *Images) UpdatePeerState(handle string, change func(*ImageState)) (ImageState, error) {
+	return updateState(filepath.Join(im.peerDir, "images", handle+".json"), change)
+}
+
+func updateState(path string, change func(*ImageState)) (ImageState, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return ImageState{}, err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return ImageState{}, fmt.Errorf("failed to open image state lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return ImageState{}, fmt.Errorf("failed to lock image state: %w", err)
+	}
+	st, err := readState(path)
+	if err != nil {
+		return st, err
+	}
+	change(&st)
+	return st, writeState(path, st)
+}
+
 func readState(path string) (ImageState, error) {
 	var st ImageState
 	raw, err := os.ReadFile(path)
@@ -215,7 +247,7 @@ func copyFile(src, dst string) (int64, error) {
 		return 0, err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err
 	}

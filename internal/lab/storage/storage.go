@@ -16,13 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-
-	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
-	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
 // provisionedByAnnotation is the annotation external-provisioner sets on the PVs it creates.
@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	s := &store{client: mgr.GetClient(), opts: opts, images: images}
 	for _, setup := range []setupFunc{
-		setupProvisioner, setupDeleter, setupAttacher,
+		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync,
 	} {
 		if err := setup(mgr, s); err != nil {
 			return err
@@ -140,6 +140,9 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	name := "pvc-" + string(pvc.UID)
+	if res, err := s.populate(ctx, pvc, sc, name); err != nil || !res.IsZero() {
+		return res, err
+	}
 	if err := os.MkdirAll(VolumePath(s.opts.DataDir, name), 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create volume %s: %w", name, err)
 	}

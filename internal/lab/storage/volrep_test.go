@@ -1,0 +1,292 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// volRepClient returns an administrator client of a lab cluster that knows the replication API.
+func volRepClient(g Gomega, cluster string) client.Client {
+	c, err := testLab.Cluster(cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.Timeout = 5 * time.Second
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(replicationv1alpha1.AddToScheme(scheme)).To(Succeed())
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func replicationClass(name string, interval time.Duration) *replicationv1alpha1.VolumeReplicationClass {
+	return &replicationv1alpha1.VolumeReplicationClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: replicationv1alpha1.VolumeReplicationClassSpec{
+			Provisioner: lab.BlockDriver,
+			Parameters:  map[string]string{storage.SchedulingIntervalParameter: interval.String()},
+		},
+	}
+}
+
+func blockPVC(namespace, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(lab.BlockStorageClass),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	}
+}
+
+// restoredVolume is a PV pre-bound to a PVC that points at an existing image, as a restore
+// from metadata creates it on the peer.
+func restoredVolume(namespace, pvcName, handle string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim) {
+	pvc := blockPVC(namespace, pvcName)
+	pvc.Spec.VolumeName = handle
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: handle},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:              lab.BlockStorageClass,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: pvcName},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: lab.BlockDriver, VolumeHandle: handle,
+			}},
+		},
+	}
+	return pv, pvc
+}
+
+func volumeReplication(namespace, name, class string, state replicationv1alpha1.ReplicationState) *replicationv1alpha1.VolumeReplication {
+	return &replicationv1alpha1.VolumeReplication{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: replicationv1alpha1.VolumeReplicationSpec{
+			VolumeReplicationClass: class,
+			ReplicationState:       state,
+			DataSource:             corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: name},
+		},
+	}
+}
+
+// volumeDir is where a lab cluster keeps the data of the image with handle.
+func volumeDir(cluster, handle string) string {
+	return storage.VolumePath(filepath.Join(testLab.Dir(), cluster, "storage"), handle)
+}
+
+func imageState(g Gomega, cluster, handle string) storage.ImageState {
+	im, err := storage.NewImages(filepath.Join(testLab.Dir(), cluster, "storage"), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	st, err := im.State(handle)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
+}
+
+// boundHandle waits for the PVC to be Bound and returns its volume handle.
+func boundHandle(g Gomega, ctx context.Context, cl client.Client, namespace, name string) string {
+	var handle string
+	g.Eventually(func(g Gomega) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc)).To(Succeed())
+		g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
+		pv := &corev1.PersistentVolume{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+		handle = pv.Spec.CSI.VolumeHandle
+	}).Should(Succeed(), "PVC %s/%s bound", namespace, name)
+	return handle
+}
+
+func createNamespace(g Gomega, ctx context.Context, cl client.Client, name string) {
+	g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+func writeFile(g Gomega, dir, name, content string) {
+	g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
+}
+
+func readFiles(g Gomega, dir string) map[string]string {
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	files := map[string]string{}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			g.Expect(err).NotTo(HaveOccurred())
+			files[e.Name()] = string(raw)
+		}
+	}
+	return files
+}
+
+func getVR(g Gomega, ctx context.Context, cl client.Client, namespace, name string) *replicationv1alpha1.VolumeReplication {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vr)).To(Succeed())
+	return vr
+}
+
+func conditionReason(vr *replicationv1alpha1.VolumeReplication, condType string) string {
+	c := apimeta.FindStatusCondition(vr.Status.Conditions, condType)
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+func setReplicationState(g Gomega, ctx context.Context, cl client.Client, namespace, name string, state replicationv1alpha1.ReplicationState, autoResync bool) {
+	vr := getVR(g, ctx, cl, namespace, name)
+	patch := client.MergeFrom(vr.DeepCopy())
+	vr.Spec.ReplicationState, vr.Spec.AutoResync = state, autoResync
+	g.Expect(cl.Patch(ctx, vr, patch)).To(Succeed())
+}
+
+func TestPrimaryMirrorsItsImageToThePeerEveryInterval(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+	ns := "volrep-" + rand.String(5)
+	const interval = 2 * time.Second
+	class := replicationClass("lab-block-"+ns, interval)
+	for _, cl := range []client.Client{east, west} {
+		createNamespace(g, ctx, cl, ns)
+		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
+	}
+	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
+	handle := boundHandle(g, ctx, east, ns, "data")
+	writeFile(g, volumeDir(lab.East, handle), "first", "written before protection")
+
+	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(vr.Status.LastSyncTime).NotTo(BeNil())
+		g.Expect(*vr.Status.LastSyncBytes).To(BeNumerically(">", 0))
+		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("first", "written before protection"))
+	}).Should(Succeed(), "the first mirror is taken at once")
+	g.Expect(imageState(g, lab.West, handle).Writable()).To(BeFalse(), "the peer's image is a read-only secondary")
+
+	// The delay from a write to its presence on the peer is at most one interval plus the copy.
+	written := time.Now()
+	writeFile(g, volumeDir(lab.East, handle), "second", "written while protected")
+	g.Eventually(func(g Gomega) {
+		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKey("second"))
+	}).WithTimeout(interval + 10*time.Second).Should(Succeed())
+	delay := time.Since(written)
+	t.Logf("write-to-peer delay at a %s interval: %s", interval, delay.Round(time.Millisecond))
+	g.Expect(delay).To(BeNumerically("<", interval+5*time.Second))
+
+	// Deleting the VolumeReplication disables mirroring: the image is an ordinary volume again.
+	g.Expect(east.Delete(ctx, getVR(g, ctx, east, ns, "data"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, &replicationv1alpha1.VolumeReplication{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred())
+	}).Should(Succeed())
+	g.Expect(imageState(g, lab.East, handle).Role).To(Equal(storage.RoleNone))
+}
+
+// The failover story at the storage level: the primary is lost, the peer is force-promoted
+// with the data of the last mirror, the old primary returns as a split brain, is demoted with
+// autoResync and converges to the new primary's data; a second promotion while the peer is
+// primary is refused; a demotion sends a final mirror so the next promotion loses nothing.
+func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+	ns := "failover-" + rand.String(5)
+	// An hour: after the first mirror nothing is sent again unless a demotion sends it.
+	class := replicationClass("lab-block-"+ns, time.Hour)
+	for _, cl := range []client.Client{east, west} {
+		createNamespace(g, ctx, cl, ns)
+		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
+	}
+	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
+	handle := boundHandle(g, ctx, east, ns, "data")
+	writeFile(g, volumeDir(lab.East, handle), "synced", "before the last mirror")
+	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getVR(g, ctx, east, ns, "data").Status.LastSyncTime).NotTo(BeNil())
+	}).Should(Succeed())
+	writeFile(g, volumeDir(lab.East, handle), "unsynced", "after the last mirror")
+
+	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	pv, pvc := restoredVolume(ns, "data", handle)
+	g.Expect(west.Create(ctx, pv)).To(Succeed())
+	g.Expect(west.Create(ctx, pvc)).To(Succeed())
+	boundHandle(g, ctx, west, ns, "data")
+	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, west, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonForcePromoted))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonPeerDown))
+	}).Should(Succeed(), "west is force-promoted while east is down")
+	g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(map[string]string{"synced": "before the last mirror"}),
+		"west holds everything up to the last mirror and nothing after")
+	writeFile(g, volumeDir(lab.West, handle), "west", "written on the new primary")
+
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonSplitBrain))
+	}).Should(Succeed(), "the returning old primary reports the split brain and mirrors nothing")
+	g.Expect(readFiles(g, volumeDir(lab.West, handle))).NotTo(HaveKey("unsynced"))
+
+	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Secondary, true)
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(Equal(readFiles(g, volumeDir(lab.West, handle))))
+	}).Should(Succeed(), "the demoted old primary discards its divergence and takes west's data")
+	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKey("west"))
+
+	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Primary, true)
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonPeerIsPrimary))
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+	}).Should(Succeed(), "a second primary is refused while the peer is reachable and primary")
+
+	// Relocation back: west demotes (a final mirror), then east is promoted without force.
+	writeFile(g, volumeDir(lab.West, handle), "final", "written just before the demotion")
+	setReplicationState(g, ctx, west, ns, "data", replicationv1alpha1.Secondary, false)
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+	}).Should(Succeed(), "east is promoted once west is secondary")
+	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKeyWithValue("final", "written just before the demotion"),
+		"the demotion's final mirror carried the last write")
+	fmt.Fprintln(os.Stderr, "volrep failover story done")
+}

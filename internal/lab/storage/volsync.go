@@ -1,0 +1,375 @@
+package storage
+
+// VolSync in the lab
+//
+// The lab storage honours VolSync's rsync-over-TLS API (volsync.backube/v1alpha1) for the
+// volumes of its drivers, so drover's VolSync path moves real bytes between east and west. It
+// keeps VolSync's observable contract (the objects, status fields and conditions drover reads)
+// and replaces the movers (pods running rsync behind stunnel) with file copies between the two
+// clusters' data directories on this machine.
+//
+// Destination (ReplicationDestination with spec.rsyncTLS, reconciled by the storage of the
+// cluster it lives on):
+//   - it ensures the destination PVC: spec.rsyncTLS.destinationPVC if set (it must exist), else
+//     volsync-<rd>-dst from capacity, accessModes and storageClassName, owned by the RD;
+//   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
+//     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
+//   - it publishes status.rsyncTLS.address (volsync-<rd>.<namespace>.lab, derived from the
+//     RD's name so it stays the same across restarts), port 8000 and keySecret, and a listener
+//     file <dataDir>/volsync/listeners/<address>.json (namespace, name, uid, key), which is
+//     what a source on the peer "connects" to;
+//   - every volsyncPoll it looks for completed transfers in
+//     <dataDir>/volsync/incoming/<address>/<syncID>/ (transfer.json present), oldest first. A
+//     transfer whose key differs from the destination's is refused with an ack carrying the
+//     error, and the Synchronizing condition reports the refusal until a transfer is accepted
+//     (the source's handshake normally refuses a wrong key before any data moves). An accepted transfer's data directory is renamed over the destination volume
+//     (ReplaceDir under Images.Lock: no copy, and a reader sees the old or the new data). With
+//     copyMethod Snapshot (or Clone) the destination then creates a VolumeSnapshot of its PVC,
+//     named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the RD, and waits until the
+//     lab snapshotter (snapshot.go) reports it readyToUse; with Direct/None the latest image is
+//     the PVC itself. Only then does it set status.latestImage, lastSyncTime,
+//     lastSyncStartTime (when the source took its copy), lastSyncDuration and lastManualSync,
+//     and only after that status is stored does it write <syncID>/ack.json and delete the
+//     snapshots it owns other than the latest, as VolSync keeps one (snapshots labelled
+//     volsync.backube/do-not-delete are kept and released from the RD's ownership instead).
+//     Each step is observed again on the next pass (data gone means applied; the snapshot's
+//     name is derived from the syncID), so a crash anywhere repeats at most one step.
+//   - spec.paused stops receiving; a manual trigger accepts one transfer per new value (the
+//     mover of an upstream RD runs once per trigger); a schedule is not needed on this side
+//     and is ignored.
+//
+// Source (ReplicationSource with spec.rsyncTLS.address and spec.sourcePVC, reconciled by the
+// storage of its cluster):
+//   - a sync is due when trigger.manual differs from status.lastManualSync (manual wins over a
+//     schedule, as upstream), or at trigger.schedule's next time (5-field cron, robfig/cron;
+//     next = schedule.Next(lastSyncStartTime), so the cadence holds and a missed slot syncs at
+//     once; a source that never synced syncs at once), or, without a trigger, again as soon as
+//     the previous sync finished (upstream's continuous mode: every sync copies the whole
+//     volume, so in the lab a schedule or a manual trigger is kinder to a small machine);
+//   - the handshake stands for stunnel's TLS-PSK: the peer's storage must run
+//     (Images.PeerReachable), a listener must exist for the address, and the key in the
+//     source's keySecret (psk.txt) must equal the listener's. Otherwise nothing is sent and the
+//     Synchronizing condition says why (reason Error), retried every volsyncRetry. A refused key
+//     costs no copy, as a failed handshake sends no data. The key Secret is copied to the
+//     source's cluster by whoever sets up the pair (drover, a test, a person) without the
+//     destination's ownerReferences, which the garbage collector there would act on;
+//   - the copy: the source volume is copied under Images.Lock (a point-in-time copy that no
+//     record writer can tear; copyMethod Snapshot, Clone and Direct all take it this way) into
+//     <peerDataDir>/volsync/incoming/<address>/<rs-uid>-<start ns>/data, and transfer.json
+//     (key, bytes, start time, the manual trigger it serves) is renamed into place last to mark
+//     completion. The source then waits for ack.json (also while the peer is stopped: it then
+//     reports the peer unreachable); on an ack it records lastSyncTime,
+//     lastSyncStartTime, lastSyncDuration, lastManualSync (the trigger value the copy served, not
+//     the current one: a trigger changed during a sync causes another sync) and nextSyncTime,
+//     and removes the transfer directory. An ack with an error reports it and retries later.
+//
+// The transfer directory is the only record of a sync in flight, and every step reads it back:
+// a cluster that is stopped neither sends nor receives (its process is down), and after start
+// it continues from where it was. A source finding one of its own transfer directories without
+// transfer.json knows it is a copy torn by a stop (one reconcile per object at a time) and
+// removes it before copying again. At start the storage removes listeners (and their incoming
+// directories) of ReplicationDestinations deleted while it was down, and its staging directory.
+//
+// Not modelled: a source's temporary PVC (its storageClassName, accessModes and
+// volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
+// snapshots), the destination's serviceType, the mover settings (moverSecurityContext,
+// resources), rsync's delta transfer (every sync copies the whole volume), restic and rclone.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+)
+
+const (
+	// volsyncPoll is how often a destination looks for transfers and a source for its ack.
+	volsyncPoll = 500 * time.Millisecond
+	// volsyncRetry is how long a source or destination waits before retrying what failed.
+	volsyncRetry = 2 * time.Second
+	// volsyncIdle is the safety requeue of a source waiting for a new manual trigger.
+	volsyncIdle = time.Minute
+	// volsyncWorkers copy that many volumes at once (one object is never reconciled twice at
+	// once): a workload's PVCs replicate side by side, as their movers would.
+	volsyncWorkers = 4
+	// staleAckAge is after how long a destination removes an acknowledged transfer that no
+	// source collected (its ReplicationSource was deleted).
+	staleAckAge = 10 * time.Minute
+
+	// rsyncTLSPort is the port VolSync's rsync-tls movers listen on; the lab reports it.
+	rsyncTLSPort int32 = 8000
+	// pskKey is the key of the pre-shared key in a VolSync key Secret.
+	pskKey = "psk.txt"
+	// pskIdentity is the TLS-PSK identity VolSync writes before the key.
+	pskIdentity = "volsync"
+
+	transferFile = "transfer.json"
+	ackFile      = "ack.json"
+	dataDirName  = "data"
+)
+
+// listener is what a destination publishes so a source on the peer can reach it.
+type listener struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	PSK       string    `json:"psk"`
+}
+
+// transfer describes a completed copy in an incoming directory; it is written last.
+type transfer struct {
+	// Source is <cluster>/<namespace>/<name> of the ReplicationSource.
+	Source    string    `json:"source"`
+	PSK       string    `json:"psk"`
+	Bytes     int64     `json:"bytes"`
+	StartTime time.Time `json:"startTime"`
+	// Manual is the manual trigger this copy serves; empty for a schedule or continuous sync.
+	Manual string `json:"manual,omitempty"`
+}
+
+// ack is the destination's answer to a transfer.
+type ack struct {
+	// Error says why the transfer was refused; empty when it was applied.
+	Error string `json:"error,omitempty"`
+	// Image names the latest image that holds the transfer's data.
+	Image string    `json:"image,omitempty"`
+	Time  time.Time `json:"time"`
+}
+
+func setupVolSync(mgr ctrl.Manager, s *store) error {
+	if err := os.MkdirAll(filepath.Join(s.opts.DataDir, "volsync", "listeners"), 0o750); err != nil {
+		return fmt.Errorf("failed to create the VolSync directory: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-volsync-destination").
+		For(&volsyncv1alpha1.ReplicationDestination{}).
+		Owns(&snapshotv1.VolumeSnapshot{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
+		Complete(reconcilerFunc(s.reconcileDestination)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-volsync-source").
+		For(&volsyncv1alpha1.ReplicationSource{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
+		Complete(reconcilerFunc(s.reconcileSource)); err != nil {
+		return err
+	}
+	reader := mgr.GetAPIReader()
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		s.sweepListeners(ctx, reader)
+		return nil
+	}))
+}
+
+// rsyncTLSAddress is the address a destination publishes: stable for the RD's name, unique in
+// its cluster (a namespace has no dots).
+func rsyncTLSAddress(namespace, name string) string {
+	return fmt.Sprintf("volsync-%s.%s.lab", name, namespace)
+}
+
+// validAddress refuses addresses that could leave the VolSync directories.
+func validAddress(address string) error {
+	if errs := validation.IsDNS1123Subdomain(address); len(errs) > 0 {
+		return fmt.Errorf("address %q is not a lab address (%s); use the destination's status.rsyncTLS.address",
+			address, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func listenerPath(dataDir, address string) string {
+	return filepath.Join(dataDir, "volsync", "listeners", address+".json")
+}
+
+func incomingPath(dataDir, address string) string {
+	return filepath.Join(dataDir, "volsync", "incoming", address)
+}
+
+// stagingPath is a scratch directory on the volumes' file system, emptied at every start.
+func stagingPath(dataDir, name string) string {
+	return filepath.Join(dataDir, "staging", name)
+}
+
+// sweepListeners removes, once at start, the listeners of ReplicationDestinations deleted while
+// this storage was down, so sources on the peer see no listener instead of waiting forever.
+func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
+	log := ctrl.LoggerFrom(ctx).WithName("lab-volsync")
+	// Read the files before listing, so a listener published meanwhile is never taken for stale.
+	files, err := filepath.Glob(listenerPath(s.opts.DataDir, "*"))
+	if err != nil || len(files) == 0 {
+		return
+	}
+	list := &volsyncv1alpha1.ReplicationDestinationList{}
+	if err := retryList(ctx, func() error { return reader.List(ctx, list) }); err != nil {
+		log.Error(err, "Failed to list ReplicationDestinations; stale listeners stay")
+		return
+	}
+	live := map[types.UID]bool{}
+	for _, rd := range list.Items {
+		live[rd.UID] = true
+	}
+	for _, f := range files {
+		var l listener
+		if err := readJSON(f, &l); err == nil && live[l.UID] {
+			continue
+		}
+		address := strings.TrimSuffix(filepath.Base(f), ".json")
+		if err := s.forgetAddress(address); err != nil {
+			log.Error(err, "Failed to remove a stale listener", "address", address)
+			continue
+		}
+		log.Info("Removed the listener of a deleted ReplicationDestination", "address", address)
+	}
+}
+
+// retryList retries a list until it succeeds or ctx ends: at start the API server may still be
+// coming up.
+func retryList(ctx context.Context, list func() error) error {
+	for {
+		err := list()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// forgetAddress removes a destination's listener and its incoming transfers.
+func (s *store) forgetAddress(address string) error {
+	if err := os.Remove(listenerPath(s.opts.DataDir, address)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("failed to remove listener %s: %w", address, err)
+	}
+	if err := os.RemoveAll(incomingPath(s.opts.DataDir, address)); err != nil {
+		return fmt.Errorf("failed to remove incoming transfers of %s: %w", address, err)
+	}
+	return nil
+}
+
+// waitError is a precondition that is not met yet. The reconciler reports its message in the
+// Synchronizing condition and tries again after its delay; it never reaches controller-runtime.
+type waitError struct {
+	msg   string
+	after time.Duration
+	cause error
+}
+
+func (e *waitError) Error() string { return e.msg }
+
+func (e *waitError) Unwrap() error { return e.cause }
+
+func waitFor(after time.Duration, format string, args ...any) error {
+	return &waitError{msg: fmt.Sprintf(format, args...), after: after}
+}
+
+// volsyncPhase is one step of a VolSync reconcile. A phase that returns an error or a requeue
+// ends the pass.
+type volsyncPhase[S any] func(context.Context, S) (ctrl.Result, error)
+
+func runVolSyncPhases[S any](ctx context.Context, sc S, phases ...volsyncPhase[S]) (ctrl.Result, error) {
+	for _, phase := range phases {
+		if res, err := phase(ctx, sc); err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// settleVolSync turns the outcome of the phases into what the reconciler returns, reporting
+// waits and failures in the Synchronizing condition.
+func settleVolSync(res ctrl.Result, err error, conds *[]metav1.Condition, generation int64) (ctrl.Result, error) {
+	var wait *waitError
+	switch {
+	case errors.As(err, &wait):
+		setSynchronizing(conds, generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, wait.msg)
+		return ctrl.Result{RequeueAfter: wait.after}, nil
+	case err != nil:
+		msg := err.Error()
+		if errors.Is(err, reconcile.TerminalError(nil)) && errors.Unwrap(err) != nil {
+			msg = errors.Unwrap(err).Error()
+		}
+		setSynchronizing(conds, generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, msg)
+		return ctrl.Result{}, err
+	}
+	return res, nil
+}
+
+// setSynchronizing is the one setter of VolSync's Synchronizing condition.
+func setSynchronizing(conds *[]metav1.Condition, generation int64, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: volsyncv1alpha1.ConditionSynchronizing, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: generation,
+	})
+}
+
+// statusTime is t as the API stores it (seconds), so an unchanged status compares equal.
+func statusTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t).Rfc3339Copy()
+	return &mt
+}
+
+func readJSON(path string, v any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s is damaged: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to path atomically (a temporary file renamed into place).
+func writeJSON(path string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	return nil
+}
+
+// createFailed explains a failed Create; a namespace being deleted (its objects go with it) is
+// waited out.
+func createFailed(err error, what string, obj client.Object) error {
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return waitFor(volsyncRetry, "Namespace %s is being deleted", obj.GetNamespace())
+	}
+	return fmt.Errorf("failed to create %s %s: %w", what, klog.KObj(obj), err)
+}
+
+func exists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}

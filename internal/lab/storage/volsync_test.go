@@ -1,0 +1,483 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+const (
+	// volsyncTimeout bounds each wait of these tests: a sync of a few MB takes about a second.
+	volsyncTimeout = 60 * time.Second
+	volsyncPolling = 100 * time.Millisecond
+)
+
+// volsyncClient returns an administrator client of a lab cluster that knows VolSync and snapshots.
+func volsyncClient(g Gomega, cluster string) client.Client {
+	c, err := testLab.Cluster(cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.Timeout = 5 * time.Second
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(snapshotv1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(volsyncv1alpha1.AddToScheme(scheme)).To(Succeed())
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+// volsyncNamespace creates a namespace of a unique name on both managed clusters and deletes
+// it when the test ends.
+func volsyncNamespace(tb testing.TB, g Gomega, clients ...client.Client) string {
+	name := "volsync-" + utilrand.String(6)
+	for _, cl := range clients {
+		g.Expect(cl.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	}
+	tb.Cleanup(func() {
+		for _, cl := range clients {
+			_ = cl.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	return name
+}
+
+func fileClaim(namespace, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(lab.FileStorageClass),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	}
+}
+
+// restoredClaim is a file PVC whose data comes from a VolumeSnapshot.
+func restoredClaim(namespace, name, snapshot string) *corev1.PersistentVolumeClaim {
+	pvc := fileClaim(namespace, name)
+	pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{
+		APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: snapshot,
+	}
+	return pvc
+}
+
+func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestination {
+	return &volsyncv1alpha1.ReplicationDestination{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: volsyncv1alpha1.ReplicationDestinationSpec{
+			RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+				CopyMethod:       volsyncv1alpha1.CopyMethodSnapshot,
+				Capacity:         ptr.To(resource.MustParse("1Gi")),
+				StorageClassName: ptr.To(lab.FileStorageClass),
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			},
+		},
+	}
+}
+
+func rsyncSource(namespace, name, pvc, address, keySecret, manual string) *volsyncv1alpha1.ReplicationSource {
+	return &volsyncv1alpha1.ReplicationSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: volsyncv1alpha1.ReplicationSourceSpec{
+			SourcePVC: pvc,
+			Trigger:   &volsyncv1alpha1.TriggerSpec{Manual: manual},
+			RsyncTLS: &volsyncv1alpha1.ReplicationSourceRsyncTLSSpec{
+				CopyMethod: volsyncv1alpha1.CopyMethodSnapshot,
+				Address:    ptr.To(address),
+				KeySecret:  ptr.To(keySecret),
+			},
+		},
+	}
+}
+
+// publishedDestination waits for a destination's address and key Secret.
+func publishedDestination(g Gomega, cl client.Client, namespace, name string) (address, keySecret string) {
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, rd)).To(Succeed())
+		g.Expect(rd.Status).NotTo(BeNil())
+		g.Expect(rd.Status.RsyncTLS).NotTo(BeNil())
+		g.Expect(rd.Status.RsyncTLS.Address).NotTo(BeNil())
+		g.Expect(rd.Status.RsyncTLS.KeySecret).NotTo(BeNil())
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination publishes an address and a key Secret")
+	return *rd.Status.RsyncTLS.Address, *rd.Status.RsyncTLS.KeySecret
+}
+
+// copySecret copies a Secret between clusters, as a person or drover distributes the key.
+func copySecret(g Gomega, from, to client.Client, namespace, name string) {
+	secret := &corev1.Secret{}
+	g.Expect(from.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, secret)).To(Succeed())
+	g.Expect(to.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: secret.Data,
+	})).To(Succeed())
+}
+
+// claimVolumeDir waits for a PVC to be bound and returns its volume's directory.
+func claimVolumeDir(g Gomega, cl client.Client, cluster, namespace, name string) string {
+	pv := &corev1.PersistentVolume{}
+	g.Eventually(func(g Gomega) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, pvc)).To(Succeed())
+		g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "PVC %s on %s is bound", name, cluster)
+	return storage.VolumePath(filepath.Join(testLab.Dir(), cluster, "storage"), pv.Spec.CSI.VolumeHandle)
+}
+
+// tree is a directory's regular files by relative path.
+type tree map[string][]byte
+
+func writeTree(g Gomega, dir string, files tree) {
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		g.Expect(os.MkdirAll(filepath.Dir(path), 0o750)).To(Succeed())
+		g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+	}
+}
+
+func readTree(g Gomega, dir string) tree {
+	files := tree{}
+	g.Expect(filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		files[rel], err = os.ReadFile(path)
+		return err
+	})).To(Succeed())
+	return files
+}
+
+// sameTree compares trees without printing megabytes on a mismatch.
+func sameTree(g Gomega, got, want tree, what string) {
+	g.Expect(got).To(HaveLen(len(want)), "%s: files %v, want %v", what, keys(got), keys(want))
+	for name, data := range want {
+		g.Expect(got).To(HaveKey(name), what)
+		g.Expect(bytes.Equal(got[name], data)).To(BeTrue(), "%s: %s differs", what, name)
+	}
+}
+
+func keys(t tree) []string {
+	names := make([]string, 0, len(t))
+	for n := range t {
+		names = append(names, n)
+	}
+	return names
+}
+
+func randomBytes(g Gomega, n int) []byte {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	g.Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+func getSource(g Gomega, cl client.Client, namespace, name string) *volsyncv1alpha1.ReplicationSource {
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, rs)).To(Succeed())
+	if rs.Status == nil {
+		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
+	}
+	return rs
+}
+
+func triggerManual(g Gomega, cl client.Client, namespace, name, manual string) {
+	rs := getSource(g, cl, namespace, name)
+	patch := client.MergeFrom(rs.DeepCopy())
+	rs.Spec.Trigger = &volsyncv1alpha1.TriggerSpec{Manual: manual}
+	g.Expect(cl.Patch(context.Background(), rs, patch)).To(Succeed())
+}
+
+// awaitManualSync waits until a source reports the manual trigger served.
+func awaitManualSync(g Gomega, cl client.Client, namespace, name, manual string) *volsyncv1alpha1.ReplicationSource {
+	var rs *volsyncv1alpha1.ReplicationSource
+	g.Eventually(func(g Gomega) {
+		rs = getSource(g, cl, namespace, name)
+		g.Expect(rs.Status.LastManualSync).To(Equal(manual))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "source %s serves trigger %s", name, manual)
+	return rs
+}
+
+// latestSnapshot waits for the destination's latest image to be a ready VolumeSnapshot other
+// than previous, and returns it.
+func latestSnapshot(g Gomega, cl client.Client, namespace, name, previous string) *snapshotv1.VolumeSnapshot {
+	vs := &snapshotv1.VolumeSnapshot{}
+	g.Eventually(func(g Gomega) {
+		rd := &volsyncv1alpha1.ReplicationDestination{}
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, rd)).To(Succeed())
+		g.Expect(rd.Status).NotTo(BeNil())
+		g.Expect(rd.Status.LatestImage).NotTo(BeNil())
+		g.Expect(rd.Status.LatestImage.APIGroup).To(Equal(ptr.To(snapshotv1.GroupName)))
+		g.Expect(rd.Status.LatestImage.Kind).To(Equal("VolumeSnapshot"))
+		g.Expect(rd.Status.LatestImage.Name).NotTo(Equal(previous))
+		g.Expect(rd.Status.LastSyncTime).NotTo(BeNil())
+		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: rd.Status.LatestImage.Name}, vs)).To(Succeed())
+		g.Expect(vs.Status).NotTo(BeNil())
+		g.Expect(vs.Status.ReadyToUse).To(Equal(ptr.To(true)))
+		g.Expect(vs.Status.BoundVolumeSnapshotContentName).NotTo(BeNil())
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination's latest image is a ready snapshot")
+	return vs
+}
+
+// snapshotDataDir is where a lab snapshot's data lives.
+func snapshotDataDir(g Gomega, cl client.Client, cluster string, vs *snapshotv1.VolumeSnapshot) string {
+	content := &snapshotv1.VolumeSnapshotContent{}
+	g.Expect(cl.Get(context.Background(), client.ObjectKey{Name: *vs.Status.BoundVolumeSnapshotContentName}, content)).To(Succeed())
+	g.Expect(content.Spec.Driver).To(Equal(lab.FileDriver))
+	g.Expect(content.Status).NotTo(BeNil())
+	g.Expect(content.Status.ReadyToUse).To(Equal(ptr.To(true)))
+	g.Expect(content.Status.SnapshotHandle).NotTo(BeNil())
+	return storage.SnapshotPath(filepath.Join(testLab.Dir(), cluster, "storage"), *content.Status.SnapshotHandle)
+}
+
+func TestVolSyncRoundTripDeliversIdenticalDataAndAUsableSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	g.Expect(address).To(Equal("volsync-db." + ns + ".lab"))
+	copySecret(g, west, east, ns, keySecret)
+
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	source := claimVolumeDir(g, east, lab.East, ns, "db")
+	first := tree{"a.txt": []byte("alpha\n"), "dir/b.bin": randomBytes(g, 1<<20), "dir/sub/c.txt": []byte("gamma\n")}
+	writeTree(g, source, first)
+
+	began := time.Now()
+	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
+	rs := awaitManualSync(g, east, ns, "db", "first")
+	t.Logf("First sync of 1 MB reported by the source after %s (lastSyncDuration %s)",
+		time.Since(began).Round(time.Millisecond), rs.Status.LastSyncDuration.Duration)
+	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
+	g.Expect(rs.Status.LastSyncStartTime).NotTo(BeNil())
+	g.Expect(rs.Status.LastSyncDuration).NotTo(BeNil())
+	g.Expect(apimeta.IsStatusConditionFalse(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)).To(BeTrue())
+	g.Expect(apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing).Reason).
+		To(Equal(volsyncv1alpha1.SynchronizingReasonManual))
+
+	snap1 := latestSnapshot(g, west, ns, "db", "")
+	snap1Data := snapshotDataDir(g, west, lab.West, snap1)
+	sameTree(g, readTree(g, snap1Data), first, "the first snapshot")
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), first, "the destination volume")
+
+	g.Expect(west.Create(ctx, restoredClaim(ns, "restored-first", snap1.Name))).To(Succeed())
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-first")), first, "a PVC restored from the first snapshot")
+
+	second := tree{"a.txt": []byte("alpha, changed\n"), "dir/b.bin": first["dir/b.bin"], "d.txt": []byte("delta\n")}
+	g.Expect(os.Remove(filepath.Join(source, "dir/sub/c.txt"))).To(Succeed())
+	writeTree(g, source, second)
+	triggerManual(g, east, ns, "db", "second")
+	awaitManualSync(g, east, ns, "db", "second")
+
+	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
+	g.Expect(west.Create(ctx, restoredClaim(ns, "restored-second", snap2.Name))).To(Succeed())
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-second")), second, "a PVC restored from the second snapshot")
+	g.Eventually(func(g Gomega) {
+		err := west.Get(ctx, client.ObjectKeyFromObject(snap1), &snapshotv1.VolumeSnapshot{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the first snapshot is deleted, got %v", err)
+		g.Expect(snap1Data).NotTo(BeADirectory())
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination keeps only its latest snapshot")
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-first")), first,
+		"a volume restored from a deleted snapshot keeps its data")
+}
+
+func TestVolSyncSourceWithAWrongKeyIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	g.Expect(east.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: keySecret},
+		Data:       map[string][]byte{"psk.txt": []byte("volsync:0123456789abcdef")},
+	})).To(Succeed())
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), tree{"a.txt": []byte("alpha\n")})
+	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
+		g.Expect(cond.Message).To(ContainSubstring("refused the key"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source reports the refused key")
+	rs := getSource(g, east, ns, "db")
+	g.Expect(rs.Status.LastManualSync).To(BeEmpty())
+	g.Expect(rs.Status.LastSyncTime).To(BeNil())
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, rd)).To(Succeed())
+	g.Expect(rd.Status.LatestImage).To(BeNil())
+}
+
+func TestVolSyncDestinationRefusesATransferWithAnotherKey(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	west := volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, west)
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, _ := publishedDestination(g, west, ns, "db")
+
+	// A sender that skipped the handshake: its transfer arrives with a key of its own.
+	transfer := filepath.Join(testLab.Dir(), lab.West, "storage", "volsync", "incoming", address, "rogue-1")
+	writeTree(g, filepath.Join(transfer, "data"), tree{"planted.txt": []byte("not yours\n")})
+	writeTree(g, transfer, tree{"transfer.json": []byte(fmt.Sprintf(
+		`{"source":"elsewhere/%s/rogue","psk":"volsync:00","bytes":10,"startTime":%q}`, ns, time.Now().Format(time.RFC3339Nano)))})
+
+	g.Eventually(func(g Gomega) {
+		ack, err := os.ReadFile(filepath.Join(transfer, "ack.json"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(ack)).To(ContainSubstring("does not match"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination answers with a refusal")
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, rd)).To(Succeed())
+		cond := apimeta.FindStatusCondition(rd.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
+		g.Expect(cond.Message).To(ContainSubstring("Refused a transfer from elsewhere/"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination reports the refusal")
+	g.Expect(rd.Status.LatestImage).To(BeNil())
+	g.Expect(readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst"))).To(BeEmpty())
+	g.Expect(filepath.Join(transfer, "data", "planted.txt")).To(BeAnExistingFile(), "a refused transfer is not applied")
+}
+
+func TestVolSyncSourceWithoutATriggerSyncsContinuously(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	copySecret(g, west, east, ns, keySecret)
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	source := claimVolumeDir(g, east, lab.East, ns, "db")
+	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	rs := rsyncSource(ns, "db", "db", address, keySecret, "")
+	rs.Spec.Trigger = nil
+	g.Expect(east.Create(ctx, rs)).To(Succeed())
+
+	destination := claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
+	for _, content := range []string{"one\n", "two\n", "three\n"} {
+		writeTree(g, source, tree{"a.txt": []byte(content)})
+		g.Eventually(func(g Gomega) {
+			sameTree(g, readTree(g, destination), tree{"a.txt": []byte(content)}, "the destination volume")
+		}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "a change reaches the destination without a trigger")
+	}
+	rs = getSource(g, east, ns, "db")
+	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
+	g.Expect(rs.Status.LastManualSync).To(BeEmpty())
+	g.Expect(apimeta.IsStatusConditionTrue(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)).To(BeTrue())
+}
+
+func TestVolSyncWaitsWhileTheDestinationClusterIsStoppedAndContinuesAfterStart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	copySecret(g, west, east, ns, keySecret)
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	source := claimVolumeDir(g, east, lab.East, ns, "db")
+	writeTree(g, source, tree{"a.txt": []byte("before the stop\n")})
+	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
+	awaitManualSync(g, east, ns, "db", "first")
+	snap1 := latestSnapshot(g, west, ns, "db", "")
+
+	g.Expect(testLab.Stop(lab.West)).To(Succeed())
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = testLab.Start(context.Background(), lab.West)
+		}
+	})
+	second := tree{"a.txt": []byte("while west was stopped\n")}
+	writeTree(g, source, second)
+	triggerManual(g, east, ns, "db", "second")
+	g.Eventually(func(g Gomega) {
+		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Message).To(ContainSubstring("unreachable"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source reports the stopped peer")
+	g.Expect(getSource(g, east, ns, "db").Status.LastManualSync).To(Equal("first"))
+
+	began := time.Now()
+	g.Expect(testLab.Start(ctx, lab.West)).To(Succeed())
+	stopped = false
+	t.Logf("West started in %s", time.Since(began).Round(time.Millisecond))
+	west = volsyncClient(g, lab.West)
+	awaitManualSync(g, east, ns, "db", "second")
+	t.Logf("The sync waiting for west completed %s after its start", time.Since(began).Round(time.Millisecond))
+	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
+	g.Expect(west.Create(ctx, restoredClaim(ns, "restored", snap2.Name))).To(Succeed())
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored")), second, "a PVC restored after the restart")
+}
+
+// BenchmarkVolSyncRoundTrip measures one manual sync of a 50 MB volume from east to west, from
+// the trigger until the source reports it, the destination's snapshot included.
+func BenchmarkVolSyncRoundTrip(b *testing.B) {
+	const size = 50 << 20
+	g := NewWithT(b)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(b, g, east, west)
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	copySecret(g, west, east, ns, keySecret)
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	files := tree{}
+	for i := range 50 {
+		files[fmt.Sprintf("f%02d.bin", i)] = randomBytes(g, size/50)
+	}
+	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), files)
+	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "warm-up"))).To(Succeed())
+	awaitManualSync(g, east, ns, "db", "warm-up")
+
+	b.SetBytes(size)
+	i := 0
+	for b.Loop() {
+		i++
+		trigger := fmt.Sprintf("run-%d", i)
+		triggerManual(g, east, ns, "db", trigger)
+		rs := awaitManualSync(g, east, ns, "db", trigger)
+		b.ReportMetric(rs.Status.LastSyncDuration.Seconds(), "sync-s")
+	}
+}
