@@ -124,8 +124,12 @@ func Start(ctx context.Context) (*Lab, error) {
 	return &Lab{Lab: l, tmp: tmp}, nil
 }
 
-// Teardown takes the lab down and removes its directory, unless KeepEnv is set.
-func (l *Lab) Teardown() {
+// Teardown takes the lab down and removes its directory, unless KeepEnv is set. When the
+// tests failed (code != 0), the components' logs are kept in a directory it prints first.
+func (l *Lab) Teardown(code int) {
+	if code != 0 {
+		l.keepLogs()
+	}
 	if os.Getenv(KeepEnv) != "" {
 		fmt.Fprintf(os.Stderr, "labtest: leaving the lab running in %s\n", l.Dir())
 		return
@@ -134,4 +138,23 @@ func (l *Lab) Teardown() {
 		fmt.Fprintln(os.Stderr, "labtest:", err)
 	}
 	_ = os.RemoveAll(l.tmp)
+}
+
+// keepLogs copies every cluster's logs out of the lab before it is removed.
+func (l *Lab) keepLogs() {
+	dst, err := os.MkdirTemp("", "drover-lab-logs-")
+	if err != nil {
+		return
+	}
+	for _, c := range l.Clusters() {
+		logs := filepath.Join(c.Dir(), "logs")
+		entries, _ := os.ReadDir(logs)
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join(logs, e.Name()))
+			if err == nil {
+				_ = os.WriteFile(filepath.Join(dst, c.Name+"-"+e.Name()), raw, 0o600)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "labtest: tests failed; the lab's logs are kept in %s\n", dst)
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,12 @@ type ImageState struct {
 	// NeedsResync marks a secondary whose data diverged from the primary (it was written as a
 	// primary after the peer was promoted). It receives no mirror until it is resynced.
 	NeedsResync bool `json:"needsResync,omitempty"`
+	// Operation is the last role change (a VolumeReplication condition reason: Promoted,
+	// ForcePromoted, Demoted) and OperationTime when it happened. They are kept with the image,
+	// not only in a status, so the status can be recomputed from what is observed at every
+	// reconcile: a status written from a stale cache can never lose them.
+	Operation     string     `json:"operation,omitempty"`
+	OperationTime *time.Time `json:"operationTime,omitempty"`
 	// LastSyncTime is when the last completed mirror to the peer was taken (primary side) or
 	// applied (secondary side).
 	LastSyncTime *time.Time `json:"lastSyncTime,omitempty"`
@@ -86,21 +93,43 @@ func (im *Images) MarkAlive() error {
 	return nil
 }
 
-// PeerReachable reports whether the peer's storage controller runs.
+// PeerReachable reports whether the peer's storage controller runs: a live process (not a
+// zombie) whose command line names the peer's data directory as its own. This is exact and
+// immediate: the moment `drover lab stop` ends the peer's process, the peer is unreachable.
+// (A liveness flock was tried first; probing it from here raced with the peer taking it at
+// its start, and a probe that took the lock made the peer look down.)
 func (im *Images) PeerReachable() bool {
 	if im.peerDir == "" {
 		return false
 	}
-	f, err := os.OpenFile(filepath.Join(im.peerDir, ".alive"), os.O_RDWR, 0o600)
+	want := []byte("\x00--data-dir=" + im.peerDir + "\x00")
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(append(raw, 0), want) || !bytes.Contains(raw, []byte("storage-controller")) {
+			continue
+		}
+		if processRunning(e.Name()) {
+			return true
+		}
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
+}
+
+// processRunning reports whether /proc/<pid> is a process that is neither a zombie nor dead.
+func processRunning(pid string) bool {
+	raw, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(raw, ')')
+	return i > 0 && i+2 < len(raw) && raw[i+2] != 'Z' && raw[i+2] != 'X'
 }
 
 // Lock serialises access to one image within this process: writers and the mirror's

@@ -23,6 +23,6 @@ func TestMain(m *testing.M) {
 	}
 	testLab = l
 	code := m.Run()
-	l.Teardown()
+	l.Teardown(code)
 	os.Exit(code)
 }

@@ -96,7 +96,10 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	before := vr.DeepCopy()
 	sc := &volRepScope{vr: vr, now: time.Now()}
+	log := ctrl.LoggerFrom(ctx)
+	log.V(1).Info("Reconciling VolumeReplication", "replicationState", vr.Spec.ReplicationState)
 	result, err := s.volRepPhase(ctx, sc)
+	log.V(1).Info("Reconciled VolumeReplication", "state", vr.Status.State, "took", time.Since(sc.now).String())
 	vr.Status.ObservedGeneration = vr.Generation
 	if perr := s.client.Status().Patch(ctx, vr, client.MergeFrom(before)); perr != nil && err == nil {
 		err = fmt.Errorf("failed to update status of VolumeReplication %s: %w", req.NamespacedName, perr)
@@ -197,21 +200,21 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 			setVRCondition(vr, replicationv1alpha1.ConditionCompleted, false, ReasonPeerIsPrimary, msg)
 			return ctrl.Result{RequeueAfter: volRepStatusRefresh}, nil
 		}
-		reason, msg := ReasonPromoted, "image promoted to primary"
+		operation := ReasonPromoted
 		if !peerUp {
-			reason, msg = ReasonForcePromoted, "image force-promoted to primary: the peer cluster is unreachable"
+			operation = ReasonForcePromoted
 		}
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
 			st.Role, st.NeedsResync = RolePrimary, false
+			st.Operation, st.OperationTime = operation, &sc.now
 			// The mirror schedule starts anew: the first mirror from this primary is due now.
 			st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = nil, 0, 0
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
-		setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, reason, msg)
-		vr.Status.LastCompletionTime = &metav1.Time{Time: sc.now}
 	}
+	setCompleted(vr, local)
 	vr.Status.State = replicationv1alpha1.PrimaryState
 	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonHealthy, "")
 
@@ -301,6 +304,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		unlock := s.images.Lock(sc.handle)
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Role, st.NeedsResync = RoleSecondary, diverged
+			st.Operation, st.OperationTime = ReasonDemoted, &sc.now
 		})
 		unlock()
 		if err != nil {
@@ -312,9 +316,8 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 				return ctrl.Result{}, err
 			}
 		}
-		setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, ReasonDemoted, "image demoted to secondary")
-		vr.Status.LastCompletionTime = &metav1.Time{Time: sc.now}
 	}
+	setCompleted(vr, local)
 	resync := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
 	if local.NeedsResync && resync {
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
@@ -370,6 +373,27 @@ func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.Volume
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// setCompleted derives the Completed condition from the image's last role change, at every
+// reconcile, so it survives a status written from a stale cache.
+func setCompleted(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
+	messages := map[string]string{
+		ReasonPromoted:      "image promoted to primary",
+		ReasonForcePromoted: "image force-promoted to primary: the peer cluster was unreachable",
+		ReasonDemoted:       "image demoted to secondary",
+	}
+	reason := st.Operation
+	if _, ok := messages[reason]; !ok {
+		reason = ReasonPromoted
+		if st.Role == RoleSecondary {
+			reason = ReasonDemoted
+		}
+	}
+	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, reason, messages[reason])
+	if st.OperationTime != nil {
+		vr.Status.LastCompletionTime = &metav1.Time{Time: *st.OperationTime}
+	}
 }
 
 func stateOf(st ImageState) replicationv1alpha1.State {
