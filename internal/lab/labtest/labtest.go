@@ -152,7 +152,7 @@ func (l *Lab) keepLogs() {
 		for _, e := range entries {
 			raw, err := os.ReadFile(filepath.Join(logs, e.Name()))
 			if err == nil {
-				_ = os.WriteFile(filepath.Join(dst, c.Name+"-"+e.Name()), raw, 0o600)
+				_ = os.WriteFile(filepath.Join(dst, c.Name+"-"+filepath.Base(e.Name())), raw, 0o600) //nolint:gosec // names come from the lab's own log directory
 			}
 		}
 	}
