@@ -1,7 +1,15 @@
 // Package storage is the lab's storage: CSI-like drivers whose volumes are directories on this
-// machine. It provisions a PV for each PVC of its storage classes, deletes released volumes,
-// and marks VolumeAttachments of its drivers attached, so workloads on the lab's fake nodes get
-// Bound PVCs and real attachments as they would with a CSI driver and external-attacher.
+// machine, with the replication semantics drover drives in production.
+//
+//   - storage.go: provisions a PV for each PVC of its storage classes (from a VolumeSnapshot data
+//     source when one is named), deletes released volumes, marks VolumeAttachments attached.
+//   - images.go: image state beside each volume (role, epoch, resync, last mirror), the peer's
+//     reachability, point-in-time copies and atomic replacement.
+//   - volrep.go: csi-addons VolumeReplication, modelled on RBD snapshot mirroring.
+//   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
+//     VolumeSnapshots.
+//   - writer.go: workload writers that append checksummed records for pods labelled
+//     lab.drover.io/writer=true, refused on secondary images.
 //
 // It runs as `drover lab storage-controller`, one process per managed cluster, started and
 // stopped with that cluster. It is lab code: production packages never import it.
