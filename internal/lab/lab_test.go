@@ -108,8 +108,14 @@ func TestStatefulSetGetsBoundAttachedVolumesAndSurvivesClusterStop(t *testing.T)
 		g.Expect(attached).To(Equal(3), "VolumeAttachments attached")
 	}).Should(Succeed(), "pods Running with attached volumes")
 
+	dir, err := testLab.VolumeDir(ctx, lab.East, ns.Name, "data-db-0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(dir).To(BeADirectory(), "the records command reads the image behind a PVC from here")
+	_, err = testLab.VolumeDir(ctx, lab.East, ns.Name, "data-db-9")
+	g.Expect(err).To(MatchError(ContainSubstring("cluster east has no PVC sts-lab/data-db-9")))
+
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
-	err := cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	err = cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 	g.Expect(err).To(HaveOccurred(), "east's API must be unreachable once east is stopped")
 	g.Expect(err.Error()).To(Or(ContainSubstring("connection refused"), ContainSubstring("connect:")))
 
