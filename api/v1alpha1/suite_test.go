@@ -1,16 +1,13 @@
 package v1alpha1_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // k8sClient talks to the one API server that TestMain starts for the package, with drover's CRDs
@@ -18,55 +15,7 @@ import (
 var k8sClient client.Client
 
 func TestMain(m *testing.M) {
-	os.Exit(runWithAPIServer(m))
-}
-
-// runWithAPIServer starts etcd and kube-apiserver from the repository's bin/ directory once,
-// runs the tests and stops them. Missing binaries fail the package: these tests prove what the
-// API server rejects and must not be skipped silently.
-func runWithAPIServer(m *testing.M) int {
-	binDir, err := filepath.Abs(filepath.Join("..", "..", "bin"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "failed to resolve the bin directory: %v\n", err)
-		return 1
-	}
-	assets := binDir
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		assets = dir // envtest prefers KUBEBUILDER_ASSETS over BinaryAssetsDirectory
-	}
-	for _, name := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %s is missing from %s: run `make tools` to build the control-plane binaries\n",
-				name, assets)
-			return 1
-		}
-	}
-
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: binDir,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to start the API server with drover's CRDs: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "failed to stop the API server: %v\n", err)
-		}
-	}()
-
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to register drover's types: %v\n", err)
-		return 1
-	}
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: failed to create a client: %v\n", err)
-		return 1
-	}
-	return m.Run()
+	labtest.MainWithAPIServer(m, []string{"config/crd/bases"},
+		[]func(*runtime.Scheme) error{v1alpha1.AddToScheme},
+		func(cl client.Client) { k8sClient = cl })
 }

@@ -22,12 +22,7 @@ import (
 )
 
 func clusterClient(g Gomega, name string) client.Client {
-	c, err := testLab.Cluster(name)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.Timeout = 5 * time.Second
-	cl, err := client.New(cfg, client.Options{})
+	cl, err := testLab.Client(name)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cl
 }

@@ -1,12 +1,9 @@
 package objectstore_test
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
@@ -20,17 +17,7 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	l, err := labtest.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "failed to start the lab:", err)
-		os.Exit(1)
-	}
-	testLab = l
-	code := m.Run()
-	l.Teardown(code)
-	os.Exit(code)
+	labtest.Main(m, func(l *labtest.Lab) { testLab = l })
 }
 
 // needLab skips a test that needs the lab when -short left it out.

@@ -13,6 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -152,9 +156,34 @@ func (l *Lab) keepLogs() {
 		for _, e := range entries {
 			raw, err := os.ReadFile(filepath.Join(logs, e.Name()))
 			if err == nil {
-				_ = os.WriteFile(filepath.Join(dst, c.Name+"-"+filepath.Base(e.Name())), raw, 0o600) //nolint:gosec // names come from the lab's own log directory
+				_ = os.WriteFile(filepath.Join(dst, c.Name+"-"+filepath.Base(e.Name())), raw, 0o600)
 			}
 		}
 	}
 	fmt.Fprintf(os.Stderr, "labtest: tests failed; the lab's logs are kept in %s\n", dst)
+}
+
+// clientTimeout bounds each request of a test client, so a stopped cluster fails a test step
+// quickly instead of hanging it.
+const clientTimeout = 5 * time.Second
+
+// Client returns an administrator client of the named lab cluster for tests. It knows the
+// client-go types and those that addToScheme register.
+func (l *Lab) Client(cluster string, addToScheme ...func(*runtime.Scheme) error) (client.Client, error) {
+	c, err := l.Cluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = clientTimeout
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }

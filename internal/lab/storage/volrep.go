@@ -177,18 +177,21 @@ func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.Volume
 	return pv.Spec.CSI.VolumeHandle, interval, "", nil
 }
 
+// observe reads the image's local state and, when the peer is reachable, the peer's.
+func (s *store) observe(handle string) (peerUp bool, peer, local ImageState, err error) {
+	if peerUp = s.images.PeerReachable(); peerUp {
+		if peer, err = s.images.PeerState(handle); err != nil {
+			return false, peer, local, err
+		}
+	}
+	local, err = s.images.State(handle)
+	return peerUp, peer, local, err
+}
+
 // primary promotes the image when needed and mirrors it when a mirror is due.
 func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 	vr := sc.vr
-	peerUp := s.images.PeerReachable()
-	var peer ImageState
-	if peerUp {
-		var err error
-		if peer, err = s.images.PeerState(sc.handle); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	local, err := s.images.State(sc.handle)
+	peerUp, peer, local, err := s.observe(sc.handle)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -284,15 +287,7 @@ func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 // secondary demotes the image when needed (with a final mirror) and handles resync.
 func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	vr := sc.vr
-	peerUp := s.images.PeerReachable()
-	var peer ImageState
-	if peerUp {
-		var err error
-		if peer, err = s.images.PeerState(sc.handle); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	local, err := s.images.State(sc.handle)
+	peerUp, peer, local, err := s.observe(sc.handle)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

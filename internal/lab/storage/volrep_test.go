@@ -8,33 +8,31 @@ import (
 	"testing"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
 // volRepClient returns an administrator client of a lab cluster that knows the replication API.
 func volRepClient(g Gomega, cluster string) client.Client {
-	c, err := testLab.Cluster(cluster)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.Timeout = 5 * time.Second
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(replicationv1alpha1.AddToScheme(scheme)).To(Succeed())
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	return storageClient(g, cluster)
+}
+
+// storageClient returns an administrator client of a lab cluster that knows every API the lab
+// storage honours: replication, VolSync and snapshots.
+func storageClient(g Gomega, cluster string) client.Client {
+	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cl
 }

@@ -18,9 +18,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,18 +35,7 @@ const (
 
 // volsyncClient returns an administrator client of a lab cluster that knows VolSync and snapshots.
 func volsyncClient(g Gomega, cluster string) client.Client {
-	c, err := testLab.Cluster(cluster)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.Timeout = 5 * time.Second
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(snapshotv1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(volsyncv1alpha1.AddToScheme(scheme)).To(Succeed())
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	return cl
+	return storageClient(g, cluster)
 }
 
 // volsyncNamespace creates a namespace of a unique name on both managed clusters and deletes

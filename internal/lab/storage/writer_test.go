@@ -20,14 +20,7 @@ import (
 
 // writerClient returns an administrator client of a lab cluster.
 func writerClient(g Gomega, cluster string) client.Client {
-	c, err := testLab.Cluster(cluster)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg.Timeout = 5 * time.Second
-	cl, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	return cl
+	return storageClient(g, cluster)
 }
 
 // writerPod builds a pod labelled for a lab writer, writing every interval to the PVC claim.
