@@ -80,8 +80,27 @@ const (
 	// ReasonPVCConflict (DataReady, ClusterDataReady): a PV or PVC left on the cluster does not
 	// match the one being restored; drover never overwrites it. The message names the field.
 	ReasonPVCConflict = "PVCConflict"
-	// ReasonNoBackend (DataProtected): no storageClassBackends entry matches a PVC's StorageClass.
+	// ReasonNoBackend (DataReady, DataProtected): no storageClassBackends entry matches a PVC's
+	// StorageClass.
 	ReasonNoBackend = "NoBackend"
+	// ReasonPVCNotBound (DataReady of a protected PVC, DataReady, ClusterDataProtected): a
+	// selected PVC is not Bound yet; drover protects it once it is.
+	ReasonPVCNotBound = "PVCNotBound"
+	// ReasonPVCSelectedByOtherGroup (DataReady): a selected PVC is already protected by another
+	// VolumeReplicationGroup; the message names it. Narrow one of the pvcSelectors.
+	ReasonPVCSelectedByOtherGroup = "PVCSelectedByOtherGroup"
+	// ReasonBackendNotAvailable (DataReady): storageClassBackends chooses a backend for a PVC's
+	// StorageClass that this agent does not implement.
+	ReasonBackendNotAvailable = "BackendNotAvailable"
+	// ReasonNoReplicationClass (DataReady): no VolumeReplicationClass matches a PVC's
+	// provisioner and the schedulingInterval; the message names the class to create.
+	ReasonNoReplicationClass = "NoReplicationClass"
+	// ReasonReplicationClassAmbiguous (DataReady): several VolumeReplicationClasses match a
+	// PVC; the message names them. Set spec.volRep.replicationClassSelector.
+	ReasonReplicationClassAmbiguous = "ReplicationClassAmbiguous"
+	// ReasonReplicationConflict (DataReady): an object of the backend that drover would create
+	// for a PVC already exists and belongs to something else; the message names it.
+	ReasonReplicationConflict = "ReplicationConflict"
 	// ReasonStoreUnavailable (ClusterDataProtected, ClusterDataReady, KubeObjectsReady): an S3
 	// profile cannot be read or written; the message names it.
 	ReasonStoreUnavailable = "StoreUnavailable"

@@ -1,0 +1,254 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/replication/volrep"
+)
+
+const (
+	// Finalizer keeps a VolumeReplicationGroup until its PVCs are unprotected.
+	Finalizer = "drover.io/vrg-unprotect"
+	// PVCFinalizer marks a protected PVC; it is removed when the PVC is unprotected.
+	PVCFinalizer = "drover.io/vrg-protection"
+	// LabelProtectedBy marks a protected PVC with the name of its VolumeReplicationGroup.
+	LabelProtectedBy = "drover.io/protected-by"
+	// AnnotationOriginalReclaimPolicy records on a protected PVC's PV the reclaim policy it had
+	// before drover set Retain, so unprotecting can restore it.
+	AnnotationOriginalReclaimPolicy = "drover.io/original-reclaim-policy"
+
+	// fieldOwner names the agent in the objects' managedFields.
+	fieldOwner = "drover-agent"
+)
+
+// Requeue delays. Watches on PVCs and VolumeReplications wake the reconciler on most changes;
+// these bound the wait for what no watch reports.
+const (
+	// requeueWaitingForStorage: a PVC is not bound yet or the storage has not completed a request.
+	requeueWaitingForStorage = 2 * time.Second
+	// requeueWaitingForFirstSync: every PVC replicates, and some have not completed a sync yet.
+	requeueWaitingForFirstSync = 2 * time.Second
+	// requeueAfterFailure: a PVC cannot be protected until someone acts. Watches see the usual
+	// fixes (a VolumeReplicationClass created, a PVC relabelled); this catches the others
+	// (a StorageClass created, a group's spec fixed elsewhere).
+	requeueAfterFailure = 30 * time.Second
+	// requeueSafety: the periodic re-check of a fully protected group, which refreshes its sync
+	// times and rewrites metadata that changed without an event.
+	requeueSafety = time.Minute
+)
+
+// StoreFactory builds the Store of one S3 profile; NewS3Store in production, fakes in tests.
+type StoreFactory func(objectstore.Profile) (objectstore.Store, error)
+
+// NewS3Store is the production StoreFactory.
+func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objectstore.NewS3(p) }
+
+// Reconciler reconciles VolumeReplicationGroups. It holds only dependencies.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads S3 profile Secrets uncached, so the agent needs no list or watch of
+	// Secrets.
+	APIReader client.Reader
+	// Backends selects each PVC's replication backend.
+	Backends *replication.Registry
+	// NewStore builds the store of an S3 profile.
+	NewStore StoreFactory
+}
+
+// Least privilege: every write is a patch (or a create or delete of a VolumeReplication);
+// Secrets are read one by one, uncached, so the agent may not list or watch them.
+// +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplications,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplicationclasses,verbs=get;list;watch
+
+// SetupWithManager validates the dependencies and registers the controller with its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("the VolumeReplicationGroup reconciler needs a Client")
+	case r.APIReader == nil:
+		return errors.New("the VolumeReplicationGroup reconciler needs an APIReader")
+	case r.Backends == nil:
+		return errors.New("the VolumeReplicationGroup reconciler needs a replication backend Registry")
+	case r.NewStore == nil:
+		return errors.New("the VolumeReplicationGroup reconciler needs a StoreFactory")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("volumereplicationgroup").
+		For(&v1alpha1.VolumeReplicationGroup{}, builder.WithPredicates(notOnlyStatusChanged())).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
+		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
+		Complete(r)
+}
+
+// Reconcile protects the PVCs of one VolumeReplicationGroup, or unprotects them when it is
+// deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vrg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("replicationState", vrg.Spec.ReplicationState)
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if vrg.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(vrg, Finalizer) {
+		before := vrg.DeepCopy()
+		controllerutil.AddFinalizer(vrg, Finalizer)
+		if err := r.Client.Patch(ctx, vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to VolumeReplicationGroup %s: %w", req.NamespacedName, err)
+		}
+		return ctrl.Result{}, nil
+	}
+
+	sc := newScope(vrg)
+	if !vrg.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, sc)
+	}
+	defer func() {
+		if err := r.patchStatus(ctx, sc, reterr == nil); err != nil {
+			result, reterr = ctrl.Result{}, errors.Join(reterr, err)
+		}
+	}()
+	return runPhases(ctx, sc, []phase{r.parseSpec, r.selectPVCs, r.protectPVCs, r.protectMetadata})
+}
+
+// phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the
+// next phases run anyway when they can, so one broken PVC or store does not stop the rest.
+type phase func(ctx context.Context, sc *scope) (ctrl.Result, error)
+
+// runPhases runs every phase, joins their errors and keeps the shortest requeue. A requeue is
+// never returned together with an error.
+func runPhases(ctx context.Context, sc *scope, phases []phase) (ctrl.Result, error) {
+	var errs []error
+	result := ctrl.Result{}
+	for _, p := range phases {
+		res, err := p(ctx, sc)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		result = shortest(result, res)
+		if sc.stop {
+			break
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// shortest returns the requeue that comes first; zero means none.
+func shortest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter <= b.RequeueAfter:
+		return a
+	default:
+		return b
+	}
+}
+
+// patchStatus computes the status from the scope and patches it when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool) error {
+	computeStatus(sc, succeeded)
+	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, sc.vrg, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to patch status of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
+	}
+	return nil
+}
+
+// notOnlyStatusChanged drops the update events of a group whose status alone changed, mostly
+// the agent's own status patches: each would cost a pass over every PVC and store for nothing.
+// A change of spec (generation), labels, annotations, finalizers or deletion still counts.
+func notOnlyStatusChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			!maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+	}}
+}
+
+// pvcToVRGs maps a PVC to the groups that select it or protect it.
+func (r *Reconciler) pvcToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
+	vrgs := &v1alpha1.VolumeReplicationGroupList{}
+	if err := r.Client.List(ctx, vrgs); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list VolumeReplicationGroups for a PVC", "pvc", klog.KObj(obj))
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range vrgs.Items {
+		vrg := &vrgs.Items[i]
+		if !slices.Contains(protectedNamespaces(vrg), obj.GetNamespace()) {
+			continue
+		}
+		selected := obj.GetLabels()[LabelProtectedBy] == vrg.Name
+		if sel, err := pvcSelector(vrg); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			selected = true
+		}
+		if selected {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: vrg.Namespace, Name: vrg.Name}})
+		}
+	}
+	return out
+}
+
+// replicationClassToVRGs maps a VolumeReplicationClass to every group, so that a PVC waiting
+// for its class is protected as soon as someone creates it. Classes change rarely.
+func (r *Reconciler) replicationClassToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
+	vrgs := &v1alpha1.VolumeReplicationGroupList{}
+	if err := r.Client.List(ctx, vrgs); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list VolumeReplicationGroups for a VolumeReplicationClass", "class", obj.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(vrgs.Items))
+	for _, vrg := range vrgs.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: vrg.Namespace, Name: vrg.Name}})
+	}
+	return out
+}
+
+// volumeReplicationToVRG maps a VolumeReplication to the group its labels name.
+func volumeReplicationToVRG(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ns := obj.GetLabels()[volrep.LabelVRGName], obj.GetLabels()[volrep.LabelVRGNamespace]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}

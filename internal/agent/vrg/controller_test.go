@@ -1,0 +1,320 @@
+package vrg
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// This file drives Reconcile with a fake client, the fake backend and fake stores: the
+// decisions of one pass (marks, retain, selection, store outcomes, conditions) without an API
+// server. The lab test in protect_test.go proves the same against real control planes.
+
+type fixture struct {
+	client  client.Client
+	backend *replication.Fake
+	stores  map[string]*objectstore.Fake
+	r       *Reconciler
+	vrg     *v1alpha1.VolumeReplicationGroup
+}
+
+func s3Secret(name string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: name},
+		Data: map[string][]byte{
+			objectstore.SecretAccessKeyIDKey: []byte("key"), objectstore.SecretSecretAccessKeyKey: []byte("secret"),
+		},
+	}
+}
+
+func newFixture(t *testing.T, objs ...client.Object) *fixture {
+	t.Helper()
+	scheme, err := testScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := &v1alpha1.VolumeReplicationGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db", Generation: 1},
+		Spec: v1alpha1.VolumeReplicationGroupSpec{
+			ReplicationState: v1alpha1.ReplicationStatePrimary,
+			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			S3Profiles: []v1alpha1.S3Profile{
+				{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"}},
+				{Name: "s3-west", Endpoint: "http://127.0.0.1:9001", Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-west"}},
+			},
+			SchedulingInterval: "5s",
+			StorageClassBackends: []v1alpha1.StorageClassBackend{
+				{Provisioner: "block.lab.drover.io", Backend: v1alpha1.BackendVolRep},
+				{StorageClassName: "lab-file", Backend: v1alpha1.BackendVolSync},
+			},
+		},
+	}
+	base := []client.Object{
+		group, s3Secret("s3-east"), s3Secret("s3-west"),
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-block"}, Provisioner: "block.lab.drover.io"},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: "file.lab.drover.io"},
+	}
+	for _, o := range objs {
+		// As the fake client wants objects to be created: no server-set fields.
+		o.SetResourceVersion("")
+		o.SetManagedFields(nil)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(append(base, objs...)...).
+		WithStatusSubresource(&v1alpha1.VolumeReplicationGroup{}).Build()
+	f := &fixture{
+		client: c, backend: replication.NewFake(v1alpha1.BackendVolRep), vrg: group,
+		stores: map[string]*objectstore.Fake{"s3-east": objectstore.NewFake("s3-east"), "s3-west": objectstore.NewFake("s3-west")},
+	}
+	backends, err := replication.NewRegistry(f.backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = &Reconciler{Client: c, APIReader: c, Backends: backends, NewStore: func(p objectstore.Profile) (objectstore.Store, error) {
+		return f.stores[p.Name], nil
+	}}
+	return f
+}
+
+// reconcile runs passes until the finalizer is in place and one full pass ran.
+func (f *fixture) reconcile(g Gomega) (ctrl.Result, error) {
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.vrg)}
+	_, err := f.r.Reconcile(context.Background(), req)
+	g.Expect(err).NotTo(HaveOccurred(), "the first pass adds the finalizer")
+	return f.r.Reconcile(context.Background(), req)
+}
+
+func (f *fixture) group(g Gomega) *v1alpha1.VolumeReplicationGroup {
+	got := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(f.client.Get(context.Background(), client.ObjectKeyFromObject(f.vrg), got)).To(Succeed())
+	return got
+}
+
+func pvcCondition(g Gomega, vrg *v1alpha1.VolumeReplicationGroup, name, condType string) metav1.Condition {
+	for _, p := range vrg.Status.ProtectedPVCs {
+		if p.Name == name {
+			c := apimeta.FindStatusCondition(p.Conditions, condType)
+			g.Expect(c).NotTo(BeNil())
+			return *c
+		}
+	}
+	g.Expect(name).To(BeEmpty(), "no protectedPVCs entry for %s", name)
+	return metav1.Condition{}
+}
+
+func TestReconcileProtectsBoundPVCsAndReportsTheRest(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+	pv.Annotations = nil
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Labels, pvc.Finalizers, pvc.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+	pv.ResourceVersion = ""
+	pending := boundPVC("app", "data-db-1", "")
+	pending.Labels, pending.Finalizers, pending.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+	pending.Status.Phase = corev1.ClaimPending
+	filePV := boundPV("pv-f", "app", "files")
+	filePV.ResourceVersion, filePV.Spec.CSI.Driver = "", "file.lab.drover.io"
+	filePVC := boundPVC("app", "files", "pv-f")
+	filePVC.Labels, filePVC.Finalizers, filePVC.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+	filePVC.Spec.StorageClassName = ptr.To("lab-file")
+	other := boundPVC("app", "unselected", "")
+	other.Labels, other.Finalizers, other.ResourceVersion = map[string]string{"app": "web"}, nil, ""
+
+	f := newFixture(t, pv, pvc, pending, filePV, filePVC, other)
+	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{ReplicationID: "vrc-5s", LastSyncTime: ptr.To(metav1.NewTime(t0))})
+	f.stores["s3-west"].SetError(objectstore.ErrUnreachable)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).To(MatchError(ContainSubstring("S3 profile s3-west")), "a failing store is an error, retried with backoff")
+
+	for _, name := range []string{"data-db-0", "data-db-1", "files"} {
+		got := &corev1.PersistentVolumeClaim{}
+		g.Expect(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: name}, got)).To(Succeed())
+		g.Expect(got.Finalizers).To(ContainElement(PVCFinalizer), name)
+		g.Expect(got.Labels).To(HaveKeyWithValue(LabelProtectedBy, "db"), name)
+	}
+	got := &corev1.PersistentVolumeClaim{}
+	g.Expect(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "unselected"}, got)).To(Succeed())
+	g.Expect(got.Finalizers).To(BeEmpty())
+
+	gotPV := &corev1.PersistentVolume{}
+	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "pv-0"}, gotPV)).To(Succeed())
+	g.Expect(gotPV.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimRetain))
+	g.Expect(gotPV.Annotations).To(HaveKeyWithValue(AnnotationOriginalReclaimPolicy, "Delete"))
+	g.Expect(f.backend.Protected()).To(Equal([]string{"app/data-db-0"}), "only the bound VolRep PVC reaches the backend")
+
+	vrg := f.group(g)
+	g.Expect(pvcCondition(g, vrg, "data-db-0", v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(pvcCondition(g, vrg, "data-db-1", v1alpha1.ConditionDataReady).Reason).To(Equal(v1alpha1.ReasonPVCNotBound))
+	volsync := pvcCondition(g, vrg, "files", v1alpha1.ConditionDataReady)
+	g.Expect(volsync.Reason).To(Equal(v1alpha1.ReasonBackendNotAvailable))
+	g.Expect(volsync.Message).To(ContainSubstring("backend VolSync"))
+	g.Expect(volsync.Message).To(ContainSubstring("not implemented by this drover agent yet"))
+	ready := apimeta.FindStatusCondition(vrg.Status.Conditions, v1alpha1.ConditionDataReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonBackendNotAvailable), "a PVC that needs a person is reported first")
+	cdp := apimeta.FindStatusCondition(vrg.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+	g.Expect(cdp.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cdp.Reason).To(Equal(objectstore.ReasonStoreUnreachable))
+	g.Expect(cdp.Message).To(ContainSubstring("s3-west"))
+	g.Expect(cdp.Message).To(ContainSubstring("the metadata is written to S3 profiles s3-east"))
+	g.Expect(vrg.Status.ObservedGeneration).To(BeZero())
+
+	keys, err := f.stores["s3-east"].List(ctx, "app/db/")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys).To(ConsistOf("app/db/pvs/pv-0.json", "app/db/pvcs/app/data-db-0.json"),
+		"s3-east holds the replicating PVC; the unbound and the VolSync PVC are not stored")
+}
+
+func TestReconcileRetainsOnceAndSucceedsWhenEverythingIsProtected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.ResourceVersion, pv.Annotations = "", nil
+	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Labels, pvc.Finalizers, pvc.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+	f := newFixture(t, pv, pvc)
+	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{ReplicationID: "vrc-5s", LastSyncTime: ptr.To(metav1.NewTime(t0))})
+
+	res, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(requeueSafety))
+	// A second pass must not record Retain as the original policy.
+	_, err = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.vrg)})
+	g.Expect(err).NotTo(HaveOccurred())
+	gotPV := &corev1.PersistentVolume{}
+	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "pv-0"}, gotPV)).To(Succeed())
+	g.Expect(gotPV.Annotations).To(HaveKeyWithValue(AnnotationOriginalReclaimPolicy, "Delete"))
+
+	vrg := f.group(g)
+	for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
+		c := apimeta.FindStatusCondition(vrg.Status.Conditions, ct)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ct, c.Message)
+	}
+	g.Expect(vrg.Status.State).To(Equal(v1alpha1.StatePrimary))
+	g.Expect(vrg.Status.ObservedGeneration).To(Equal(vrg.Generation))
+	g.Expect(vrg.Status.LastGroupSyncTime.Time).To(BeTemporally("==", t0))
+	for _, s := range f.stores {
+		keys, _ := s.List(ctx, "app/db/")
+		g.Expect(keys).To(HaveLen(2), "store %s", s.Name())
+	}
+}
+
+func TestReconcileRefusesAPVCOfAnotherGroup(t *testing.T) {
+	g := NewWithT(t)
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.ResourceVersion = ""
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.ResourceVersion, pvc.Labels = "", map[string]string{"app": "db", LabelProtectedBy: "other"}
+	f := newFixture(t, pv, pvc)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	c := pvcCondition(g, f.group(g), "data-db-0", v1alpha1.ConditionDataReady)
+	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCSelectedByOtherGroup))
+	g.Expect(c.Message).To(ContainSubstring("already protected by VolumeReplicationGroup other"))
+	g.Expect(f.backend.Protected()).To(BeEmpty())
+}
+
+func TestASecondaryGroupIsReportedAsNotImplemented(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	f.vrg.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
+	g.Expect(f.client.Update(context.Background(), f.vrg)).To(Succeed())
+	_, err := f.reconcile(g)
+	g.Expect(err).To(MatchError(ContainSubstring(`replicationState "secondary" is not implemented by this drover agent yet`)))
+	c := apimeta.FindStatusCondition(f.group(g).Status.Conditions, v1alpha1.ConditionDataReady)
+	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+}
+
+func TestADeletedPVCIsReleasedSoItsDeletionCompletes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.Annotations = map[string]string{AnnotationOriginalReclaimPolicy: "Delete"}
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Finalizers = []string{PVCFinalizer}
+	f := newFixture(t, pv, pvc)
+	store := f.stores["s3-east"]
+	g.Expect(store.Put(ctx, "app/db/pvs/pv-0.json", []byte("{}"))).To(Succeed())
+	g.Expect(store.Put(ctx, "app/db/pvcs/app/data-db-0.json", []byte("{}"))).To(Succeed())
+	g.Expect(f.client.Delete(ctx, pvc)).To(Succeed(), "the owner deletes the PVC; drover's finalizer holds it")
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	err = f.client.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
+	g.Expect(err).To(MatchError(ContainSubstring("not found")), "released, the deletion completed")
+	gotPV := &corev1.PersistentVolume{}
+	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "pv-0"}, gotPV)).To(Succeed())
+	g.Expect(gotPV.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimDelete), "the original policy is back")
+	g.Expect(gotPV.Annotations).NotTo(HaveKey(AnnotationOriginalReclaimPolicy))
+	keys, _ := store.List(ctx, "app/db/")
+	g.Expect(keys).To(BeEmpty(), "its metadata is removed from the stores")
+	g.Expect(f.group(g).Status.ProtectedPVCs).To(BeEmpty())
+}
+
+func TestADeletedPVCStaysProtectedDuringARelocation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Finalizers = []string{PVCFinalizer}
+	f := newFixture(t, pv, pvc)
+	f.vrg.Spec.FinalSyncRequest = "2026-11-30T01:00:00Z"
+	g.Expect(f.client.Update(ctx, f.vrg)).To(Succeed())
+	g.Expect(f.client.Delete(ctx, pvc)).To(Succeed())
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &corev1.PersistentVolumeClaim{}
+	g.Expect(f.client.Get(ctx, client.ObjectKeyFromObject(pvc), got)).To(Succeed())
+	g.Expect(got.Finalizers).To(ContainElement(PVCFinalizer), "the final sync still needs it")
+	keys, _ := f.stores["s3-east"].List(ctx, "app/db/")
+	g.Expect(keys).To(HaveLen(2), "its metadata stays for the peer's restore")
+}
+
+func TestOnlyAGroupsOwnStatusChangeIsIgnored(t *testing.T) {
+	base := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db", Generation: 1}}
+	statusOnly := base.DeepCopy()
+	statusOnly.Status.State = v1alpha1.StatePrimary
+	spec := base.DeepCopy()
+	spec.Generation = 2
+	finalizer := base.DeepCopy()
+	finalizer.Finalizers = []string{Finalizer}
+	deleted := base.DeepCopy()
+	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	tests := []struct {
+		name string
+		new  *v1alpha1.VolumeReplicationGroup
+		want bool
+	}{
+		{"a status change alone is ignored", statusOnly, false},
+		{"a spec change counts", spec, true},
+		{"a finalizer change counts", finalizer, true},
+		{"a deletion counts", deleted, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := notOnlyStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new})
+			NewWithT(t).Expect(got).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// reconcileDelete unprotects the group's PVCs (DESIGN.md, PVC rule 6): their replication is
+// removed, their PVs' reclaim policies restored, their label and finalizer removed, and the
+// group's metadata deleted from every store; the PVCs and their data stay. The group's finalizer
+// goes last, once all of that is done. The status is not updated on this path.
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(sc.vrg, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	var errs []error
+	pending := false
+	for _, ns := range protectedNamespaces(sc.vrg) {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelProtectedBy: sc.vrg.Name}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to list protected PVCs in namespace %s: %w", ns, err)
+		}
+		for i := range list.Items {
+			done, err := r.unprotectPVC(ctx, sc, &list.Items[i])
+			if err != nil {
+				errs = append(errs, err)
+			}
+			pending = pending || !done
+		}
+	}
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		store, err := r.store(ctx, profile)
+		if err == nil {
+			err = store.DeletePrefix(ctx, StorePrefix(sc.vrg))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("failed to delete the metadata of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pending {
+		return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
+	}
+	before := sc.vrg.DeepCopy()
+	controllerutil.RemoveFinalizer(sc.vrg, Finalizer)
+	if err := r.Client.Patch(ctx, sc.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer from VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Unprotected VolumeReplicationGroup")
+	return ctrl.Result{}, nil
+}
+
+// unprotectPVC removes one PVC's replication, restores its PV's reclaim policy and then removes
+// its protection marks. It reports whether the PVC is fully unprotected.
+func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	var pv *corev1.PersistentVolume
+	if pvc.Spec.VolumeName != "" {
+		pv = &corev1.PersistentVolume{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, klog.KObj(pvc), err)
+			}
+			pv = nil
+		}
+	}
+	if pv != nil {
+		className := ""
+		if pvc.Spec.StorageClassName != nil {
+			className = *pvc.Spec.StorageClassName
+		}
+		provisioner, err := r.provisioner(ctx, className, pv)
+		if err != nil {
+			return false, err
+		}
+		// A class that selects no backend, or one this agent lacks, has nothing to clean up.
+		if backend, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner); err == nil {
+			if cleaner, ok := backend.(replication.Cleaner); ok {
+				pc := &replication.PVCContext{VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: className, Provisioner: provisioner}
+				if res := cleaner.Cleanup(ctx, pc); !res.IsDone() {
+					ctrl.LoggerFrom(ctx).V(1).Info("Waiting for replication cleanup", "pvc", klog.KObj(pvc), "result", res.String())
+					return false, nil
+				}
+			}
+		}
+		if err := r.restoreReclaimPolicy(ctx, pv); err != nil {
+			return false, err
+		}
+	}
+	before := pvc.DeepCopy()
+	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
+	delete(pvc.Labels, LabelProtectedBy)
+	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("failed to remove the protection of PVC %s: %w", klog.KObj(pvc), err)
+	}
+	return true, nil
+}
+
+// restoreReclaimPolicy gives the PV back the reclaim policy recorded before drover set Retain.
+func (r *Reconciler) restoreReclaimPolicy(ctx context.Context, pv *corev1.PersistentVolume) error {
+	original, ok := pv.Annotations[AnnotationOriginalReclaimPolicy]
+	if !ok {
+		return nil
+	}
+	before := pv.DeepCopy()
+	if original != "" {
+		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimPolicy(original)
+	}
+	delete(pv.Annotations, AnnotationOriginalReclaimPolicy)
+	if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to restore the reclaim policy of PV %s: %w", pv.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+// Package vrg is the agent's VolumeReplicationGroup reconciler. It owns, on its managed cluster,
+// everything that protects the selected PVCs of one application:
+//
+//   - the PVCs' protection marks: finalizer drover.io/vrg-protection and label
+//     drover.io/protected-by=<group name>;
+//   - their PVs' reclaim policy, set to Retain while protected, the original kept in the PV
+//     annotation drover.io/original-reclaim-policy so unprotecting can restore it;
+//   - each PVC's replication, through the backend its StorageClass selects (internal/replication);
+//   - the PV and PVC metadata, cleaned of everything specific to this cluster, in every S3
+//     profile of the group, under <group namespace>/<group name>/;
+//   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,
+//     ClusterDataProtected, lastGroupSyncTime and state.
+//
+// Built so far: the primary protect path with the VolRep backend, the release of a protected PVC
+// its owner deletes, and unprotect when the group is deleted (replication removed, reclaim
+// policies restored, marks removed, metadata deleted; the PVCs and their data stay). Not yet:
+// secondary, promotion and restore, demotion with consumer checks and the fencing webhook, the
+// final sync, VolSync (a PVC whose class selects it is reported), kube-object capture.
+//
+// The reconciler follows STYLE.md: get → finalizer → scope → deferred status patch → phases.
+// Everything of one request lives in the scope; the Reconciler holds only dependencies.
+package vrg

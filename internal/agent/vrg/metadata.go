@@ -1,0 +1,213 @@
+package vrg
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// Keys of the metadata in a store, under the group's prefix <namespace>/<name>/:
+// pvs/<pv>.json and pvcs/<pvc namespace>/<pvc>.json.
+const (
+	pvsDir  = "pvs/"
+	pvcsDir = "pvcs/"
+)
+
+// annotationsNotStored are annotations that describe the binding on this cluster. A restored PV
+// and PVC are bound anew by the PV controller, which writes its own.
+var annotationsNotStored = []string{
+	"pv.kubernetes.io/bind-completed",
+	"pv.kubernetes.io/bound-by-controller",
+	"volume.kubernetes.io/selected-node",
+}
+
+// StorePrefix is the key prefix of a group's objects in every store.
+func StorePrefix(vrg *v1alpha1.VolumeReplicationGroup) string {
+	return vrg.Namespace + "/" + vrg.Name + "/"
+}
+
+// PVKey is the key of a PV's metadata under a group's prefix.
+func PVKey(prefix, pv string) string { return prefix + pvsDir + pv + ".json" }
+
+// PVCKey is the key of a PVC's metadata under a group's prefix.
+func PVCKey(prefix, ns, name string) string { return prefix + pvcsDir + ns + "/" + name + ".json" }
+
+// cleanObjectMeta keeps what identifies an object on any cluster: name, namespace, labels and
+// annotations (less binding annotations and drover's own protection label).
+func cleanObjectMeta(in metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace}
+	for k, v := range in.Labels {
+		if k == LabelProtectedBy {
+			continue
+		}
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		out.Labels[k] = v
+	}
+	for k, v := range in.Annotations {
+		if slices.Contains(annotationsNotStored, k) {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	return out
+}
+
+// CleanPV returns the PV as stored: its spec, with a claimRef that names the claim but not its
+// uid or resourceVersion, and metadata without anything specific to this cluster (uid,
+// resourceVersion, creationTimestamp, managedFields, finalizers, owners, binding annotations).
+// The original reclaim policy annotation is kept: the peer needs it to unprotect a restored PV.
+func CleanPV(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+	out := &corev1.PersistentVolume{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+		ObjectMeta: cleanObjectMeta(pv.ObjectMeta),
+		Spec:       *pv.Spec.DeepCopy(),
+	}
+	if ref := out.Spec.ClaimRef; ref != nil {
+		ref.UID, ref.ResourceVersion = "", ""
+	}
+	return out
+}
+
+// CleanPVC returns the PVC as stored: its spec (volumeName included, so a restored PVC binds to
+// the restored PV) and metadata without anything specific to this cluster.
+func CleanPVC(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: cleanObjectMeta(pvc.ObjectMeta),
+		Spec:       *pvc.Spec.DeepCopy(),
+	}
+}
+
+// metadataObjects returns the objects to store, by key, and the keys to keep: those of every
+// PVC of the group, written now or earlier. (A deleted PVC is in the group only while a
+// relocation still needs it; its metadata stays for the peer's restore.) It fills
+// sc.metadataPending.
+func metadataObjects(sc *scope) (objects map[string][]byte, keep map[string]bool, err error) {
+	prefix := StorePrefix(sc.vrg)
+	objects, keep = map[string][]byte{}, map[string]bool{}
+	for _, ps := range sc.pvcs {
+		pvcKey := PVCKey(prefix, ps.pvc.Namespace, ps.pvc.Name)
+		keep[pvcKey] = true
+		if ps.pvc.Spec.VolumeName != "" {
+			keep[PVKey(prefix, ps.pvc.Spec.VolumeName)] = true
+		}
+		if !ps.writeMetadata {
+			if ps.result.Reason == v1alpha1.ReasonPVCNotBound {
+				sc.metadataPending = append(sc.metadataPending, ps.key())
+			}
+			continue
+		}
+		pvBody, err := json.Marshal(CleanPV(ps.pv))
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to encode PV %s: %w", ps.pv.Name, err)
+		}
+		pvcBody, err := json.Marshal(CleanPVC(ps.pvc))
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to encode PVC %s: %w", ps.key(), err)
+		}
+		objects[PVKey(prefix, ps.pv.Name)] = pvBody
+		objects[pvcKey] = pvcBody
+	}
+	return objects, keep, nil
+}
+
+// protectMetadata writes the PV and PVC metadata to every S3 profile of the group and removes
+// the metadata of PVCs no longer selected. A store that fails is reported and retried; the
+// others are still written, so the loss of one store loses nothing.
+func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	objects, keep, err := metadataObjects(sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	sc.metadataObjects = len(objects)
+	prefix := StorePrefix(sc.vrg)
+	var errs []error
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		store, err := r.store(ctx, profile)
+		if err == nil {
+			err = SyncObjects(ctx, store, prefix, objects, keep)
+		}
+		sc.stores = append(sc.stores, storeOutcome{name: profile.Name, err: err})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// store builds the Store of an S3 profile from the spec and its credentials Secret, read on
+// the agent's cluster.
+func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (objectstore.Store, error) {
+	ref := profile.SecretRef
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &objectstore.Error{
+				Kind: objectstore.KindInvalidProfile, Profile: profile.Name, Secret: ref.Namespace + "/" + ref.Name,
+				Err: fmt.Errorf("its credentials Secret %s/%s does not exist on this cluster: create it with keys %s and %s",
+					ref.Namespace, ref.Name, objectstore.SecretAccessKeyIDKey, objectstore.SecretSecretAccessKeyKey),
+			}
+		}
+		return nil, fmt.Errorf("failed to get Secret %s/%s of S3 profile %s: %w", ref.Namespace, ref.Name, profile.Name, err)
+	}
+	p, err := objectstore.ProfileFromSpec(profile, secret)
+	if err != nil {
+		return nil, err
+	}
+	return r.NewStore(p)
+}
+
+// SyncObjects makes the store hold objects under prefix: an object whose stored bytes are equal
+// is not written again (a Get instead of a Put, so a steady group rewrites nothing and object
+// timestamps tell when metadata last changed), and an object under prefix's pvs/ and pvcs/ that
+// is neither written nor in keep is deleted. It stops at the first failure: a store that is down
+// fails every call alike.
+func SyncObjects(ctx context.Context, store objectstore.Store, prefix string, objects map[string][]byte, keep map[string]bool) error {
+	for _, key := range slices.Sorted(maps.Keys(objects)) {
+		stored, err := store.Get(ctx, key)
+		switch {
+		case err == nil && bytes.Equal(stored, objects[key]):
+			continue
+		case err != nil && !errors.Is(err, objectstore.ErrNotFound):
+			return err
+		}
+		if err := store.Put(ctx, key, objects[key]); err != nil {
+			return err
+		}
+	}
+	for _, dir := range []string{pvsDir, pvcsDir} {
+		keys, err := store.List(ctx, prefix+dir)
+		if err != nil {
+			return err
+		}
+		for _, key := range keys {
+			if _, written := objects[key]; written || keep[key] || path.Ext(key) != ".json" || !strings.HasPrefix(key, prefix) {
+				continue
+			}
+			if err := store.Delete(ctx, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// parseSpec checks what the API server cannot: that the group asks for a role this agent
+// implements, and parses the interval.
+func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error) {
+	spec := sc.vrg.Spec
+	if spec.ReplicationState != v1alpha1.ReplicationStatePrimary {
+		sc.specProblem = fmt.Sprintf("replicationState %q is not implemented by this drover agent yet; only primary is", spec.ReplicationState)
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
+	}
+	d, err := spec.SchedulingInterval.Duration()
+	if err != nil {
+		sc.specProblem = "spec.schedulingInterval: " + err.Error()
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if _, err := pvcSelector(sc.vrg); err != nil {
+		sc.specProblem = fmt.Sprintf("spec.pvcSelector is invalid: %v", err)
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	sc.interval = d
+	return ctrl.Result{}, nil
+}
+
+// selectPVCs lists the PVCs that spec.pvcSelector selects in the protected namespaces, and
+// releases the protected ones being deleted.
+func (r *Reconciler) selectPVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	sel, _ := pvcSelector(sc.vrg) // parseSpec checked it
+	var errs []error
+	result := ctrl.Result{}
+	for _, ns := range protectedNamespaces(sc.vrg) {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			sc.stop = true
+			return ctrl.Result{}, fmt.Errorf("failed to list PVCs in namespace %s: %w", ns, err)
+		}
+		for i := range list.Items {
+			pvc := &list.Items[i]
+			released, err := r.releaseDeleted(ctx, sc, pvc)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if !released {
+				sc.pvcs = append(sc.pvcs, &pvcState{pvc: pvc})
+				continue
+			}
+			if controllerutil.ContainsFinalizer(pvc, PVCFinalizer) {
+				result = shortest(result, ctrl.Result{RequeueAfter: requeueWaitingForStorage})
+			}
+		}
+	}
+	slices.SortFunc(sc.pvcs, func(a, b *pvcState) int { return strings.Compare(a.key(), b.key()) })
+	sc.pvcsListed = true
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// releaseDeleted unprotects a PVC that its owner deleted, so the deletion completes: the
+// application no longer wants it. It reports whether the PVC is left out of the group (being
+// released). During a relocation (spec.finalSyncRequest set) a deleted PVC stays protected, since
+// its final sync must still carry every write; the final sync path releases it.
+func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	if pvc.DeletionTimestamp.IsZero() || sc.vrg.Spec.FinalSyncRequest != "" {
+		return false, nil
+	}
+	if pvc.Labels[LabelProtectedBy] != sc.vrg.Name {
+		// Not ours (never marked, or another group's): nothing to release, nothing to protect.
+		return true, nil
+	}
+	done, err := r.unprotectPVC(ctx, sc, pvc)
+	if err == nil && done {
+		ctrl.LoggerFrom(ctx).Info("Released deleted PVC", "pvc", klog.KObj(pvc))
+		controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
+	}
+	return true, err
+}
+
+// protectPVCs protects every selected PVC and asks for the soonest look again any of them needs.
+func (r *Reconciler) protectPVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	var errs []error
+	for _, ps := range sc.pvcs {
+		if err := r.protectPVC(ctx, sc, ps); err != nil {
+			errs = append(errs, err)
+			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: protectRequeue(sc.pvcs)}, nil
+}
+
+// protectRequeue is how soon the PVCs need another look: the soonest retry a backend asked for,
+// a short poll while a first sync is awaited, a slow one while a PVC waits for a person, and
+// the safety requeue otherwise.
+func protectRequeue(pvcs []*pvcState) (after time.Duration) {
+	after = requeueSafety
+	for _, ps := range pvcs {
+		switch ps.result.Outcome {
+		case replication.OutcomeRetry:
+			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
+		case replication.OutcomeFailed:
+			after = min(after, requeueAfterFailure)
+		default:
+			if ps.sync.LastSyncTime == nil {
+				after = min(after, requeueWaitingForFirstSync)
+			}
+		}
+	}
+	return after
+}
+
+// protectPVC marks one PVC protected, retains its PV and runs its backend's Protect. Problems
+// the user must fix land in ps.result; API failures are returned.
+func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) error {
+	pvc := ps.pvc
+	if pvc.Spec.StorageClassName != nil {
+		ps.storageClass = *pvc.Spec.StorageClassName
+	}
+	if owner := pvc.Labels[LabelProtectedBy]; owner != "" && owner != sc.vrg.Name {
+		ps.result = replication.Failed(v1alpha1.ReasonPVCSelectedByOtherGroup, fmt.Sprintf(
+			"PVC %s is already protected by VolumeReplicationGroup %s (label %s): narrow the pvcSelector of one of the groups",
+			ps.key(), owner, LabelProtectedBy))
+		return nil
+	}
+	if err := r.markProtected(ctx, sc, pvc); err != nil {
+		return retryOnConflict(ps, err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonPVCNotBound, fmt.Sprintf(
+			"PVC %s is not Bound yet (phase %s); drover protects it once it is", ps.key(), pvc.Status.Phase))
+		return nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, ps.key(), err)
+	}
+	if err := r.retainPV(ctx, pv); err != nil {
+		return retryOnConflict(ps, err)
+	}
+	ps.pv = pv
+
+	provisioner, err := r.provisioner(ctx, ps.storageClass, pv)
+	if err != nil {
+		return err
+	}
+	backend, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, ps.storageClass, provisioner)
+	if err != nil {
+		ps.result = replication.Failed(selectionReason(err), fmt.Sprintf("PVC %s: %v", ps.key(), err))
+		return nil
+	}
+	ps.backend = backend.Name()
+	pc := &replication.PVCContext{
+		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
+	}
+	ps.result = backend.Protect(ctx, pc)
+	// The metadata of a PVC whose replication cannot work is not stored: restoring it on the
+	// peer would give the workload a volume without its data.
+	ps.writeMetadata = ps.result.Outcome != replication.OutcomeFailed
+	if ps.sync, err = backend.Status(ctx, pc); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Protected PVC", "pvc", klog.KObj(pvc), "backend", ps.backend, "result", ps.result.String())
+	return nil
+}
+
+// retryOnConflict turns a write that lost an optimistic-lock race (the cache was behind the
+// API server, or another writer won) into a short retry of the PVC; other errors are returned.
+func retryOnConflict(ps *pvcState, err error) error {
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonProgressing,
+		fmt.Sprintf("PVC %s or its PV changed while drover marked it; retrying", ps.key()))
+	return nil
+}
+
+// selectionReason is the condition reason of a backend selection error.
+func selectionReason(err error) string {
+	switch {
+	case errors.Is(err, replication.ErrSeveralBackends):
+		return v1alpha1.ReasonInvalidSpec
+	case errors.Is(err, replication.ErrBackendNotAvailable):
+		return v1alpha1.ReasonBackendNotAvailable
+	default:
+		return v1alpha1.ReasonNoBackend
+	}
+}
+
+// markProtected adds the protection finalizer and label to a PVC. A PVC being deleted gets no
+// new finalizer (the API server refuses one), and keeps the one it has.
+func (r *Reconciler) markProtected(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) error {
+	if pvc.Labels[LabelProtectedBy] == sc.vrg.Name && (controllerutil.ContainsFinalizer(pvc, PVCFinalizer) || !pvc.DeletionTimestamp.IsZero()) {
+		return nil
+	}
+	before := pvc.DeepCopy()
+	if pvc.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(pvc, PVCFinalizer)
+	}
+	if pvc.Labels == nil {
+		pvc.Labels = map[string]string{}
+	}
+	pvc.Labels[LabelProtectedBy] = sc.vrg.Name
+	// The optimistic lock makes two groups racing for one PVC fail instead of both winning.
+	if err := r.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to mark PVC %s protected: %w", klog.KObj(pvc), err)
+	}
+	return nil
+}
+
+// retainPV sets the PV's reclaim policy to Retain, first recording the original in an
+// annotation. The annotation is written once: a later reconcile that finds Retain must not record
+// Retain as the original.
+func (r *Reconciler) retainPV(ctx context.Context, pv *corev1.PersistentVolume) error {
+	_, recorded := pv.Annotations[AnnotationOriginalReclaimPolicy]
+	if recorded && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain {
+		return nil
+	}
+	before := pv.DeepCopy()
+	if !recorded {
+		metav1.SetMetaDataAnnotation(&pv.ObjectMeta, AnnotationOriginalReclaimPolicy, string(pv.Spec.PersistentVolumeReclaimPolicy))
+	}
+	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to set reclaim policy Retain on PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// provisioner returns the provisioner of the StorageClass, or the PV's CSI driver when the class
+// does not exist (it may be deleted after provisioning).
+func (r *Reconciler) provisioner(ctx context.Context, className string, pv *corev1.PersistentVolume) (string, error) {
+	if className != "" {
+		class := &storagev1.StorageClass{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
+		switch {
+		case err == nil:
+			return class.Provisioner, nil
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("failed to get StorageClass %s: %w", className, err)
+		}
+	}
+	if pv.Spec.CSI != nil {
+		return pv.Spec.CSI.Driver, nil
+	}
+	return "", nil
+}
+
+// pvcSelector returns spec.pvcSelector as a selector.
+func pvcSelector(vrg *v1alpha1.VolumeReplicationGroup) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(&vrg.Spec.PVCSelector)
+}
+
+// protectedNamespaces returns spec.protectedNamespaces, or the group's own namespace.
+func protectedNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
+	if len(vrg.Spec.ProtectedNamespaces) == 0 {
+		return []string{vrg.Namespace}
+	}
+	return vrg.Spec.ProtectedNamespaces
+}

@@ -1,0 +1,65 @@
+package vrg
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// scope is the state of one reconcile of one VolumeReplicationGroup. Nothing in it outlives the
+// request.
+type scope struct {
+	vrg *v1alpha1.VolumeReplicationGroup
+	// before is the group as read, the base of the status patch.
+	before *v1alpha1.VolumeReplicationGroup
+
+	// specProblem, when set, says why the spec cannot be acted on; stop ends the phases.
+	specProblem string
+	stop        bool
+	// interval is spec.schedulingInterval, parsed.
+	interval time.Duration
+
+	// pvcs are the selected PVCs, sorted by namespace and name; pvcsListed is false when they
+	// could not be listed, and then the status is left as it was.
+	pvcs       []*pvcState
+	pvcsListed bool
+	// stores are the outcome of writing the metadata to each S3 profile, in spec order; nil
+	// until the metadata phase ran.
+	stores []storeOutcome
+	// metadataPending names PVCs whose metadata cannot be written yet (not bound).
+	metadataPending []string
+	// metadataObjects counts the objects written to every store.
+	metadataObjects int
+}
+
+func newScope(vrg *v1alpha1.VolumeReplicationGroup) *scope {
+	return &scope{vrg: vrg, before: vrg.DeepCopy()}
+}
+
+// pvcState is what one reconcile learned of one selected PVC.
+type pvcState struct {
+	pvc *corev1.PersistentVolumeClaim
+	// pv is the PV the PVC is bound to; nil while it is not bound.
+	pv *corev1.PersistentVolume
+	// storageClass is the PVC's StorageClass name.
+	storageClass string
+	// backend is the selected backend's name; empty when none was selected.
+	backend v1alpha1.ReplicationBackend
+	// result says whether the PVC's replication is established (DataReady).
+	result replication.Result
+	// sync is the backend's observation of the last sync.
+	sync replication.SyncStatus
+	// writeMetadata is true when the PV and PVC are to be written to the stores.
+	writeMetadata bool
+}
+
+func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }
+
+// storeOutcome is the result of writing the metadata to one S3 profile.
+type storeOutcome struct {
+	name string
+	err  error
+}

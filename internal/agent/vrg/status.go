@@ -1,0 +1,224 @@
+package vrg
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// computeStatus writes the group's status from what the reconcile observed. observedGeneration
+// moves only after a fully successful pass: no error, every PVC replicating and the metadata in
+// every store.
+func computeStatus(sc *scope, succeeded bool) {
+	vrg := sc.vrg
+	st := &vrg.Status
+	if sc.specProblem != "" {
+		msg := sc.specProblem
+		for _, t := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected} {
+			setCondition(vrg, &st.Conditions, t, false, v1alpha1.ReasonInvalidSpec, msg)
+		}
+		st.State = v1alpha1.StateUnknown
+		return
+	}
+	if !sc.pvcsListed {
+		// Nothing was observed (the API server failed); the last status stands and the error
+		// is retried.
+		return
+	}
+	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
+	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
+	dataProtected := dataProtectedCondition(sc.pvcs)
+	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
+	for _, c := range []metav1.Condition{dataReady, dataProtected, clusterData} {
+		setCondition(vrg, &st.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+	}
+	st.State = v1alpha1.StateUnknown
+	if dataReady.Status == metav1.ConditionTrue {
+		st.State = v1alpha1.StatePrimary
+	}
+	st.LastGroupSyncTime = lastGroupSyncTime(sc.pvcs)
+	if succeeded && dataReady.Status == metav1.ConditionTrue && clusterData.Status == metav1.ConditionTrue {
+		st.ObservedGeneration = vrg.Generation
+	}
+}
+
+// setCondition is the one condition setter: it stamps the group's generation and keeps the
+// transition time while the status does not change.
+func setCondition(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]metav1.Condition, condType string, status bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	apimeta.SetStatusCondition(conditions, metav1.Condition{
+		Type: condType, Status: s, Reason: reason, Message: message, ObservedGeneration: vrg.Generation,
+	})
+}
+
+func condition(condType string, status bool, reason, message string) metav1.Condition {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: condType, Status: s, Reason: reason, Message: message}
+}
+
+// protectedPVCs builds status.protectedPVCs, keeping each PVC's condition transition times from
+// the previous status.
+func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previous []v1alpha1.ProtectedPVC) []v1alpha1.ProtectedPVC {
+	out := make([]v1alpha1.ProtectedPVC, 0, len(pvcs))
+	for _, ps := range pvcs {
+		p := v1alpha1.ProtectedPVC{
+			Namespace: ps.pvc.Namespace, Name: ps.pvc.Name, StorageClassName: ps.storageClass,
+			Backend: ps.backend, ReplicationID: ps.sync.ReplicationID,
+			AccessModes:  ps.pvc.Spec.AccessModes,
+			LastSyncTime: ps.sync.LastSyncTime, LastSyncDuration: ps.sync.LastSyncDuration, LastSyncBytes: ps.sync.LastSyncBytes,
+		}
+		if q, ok := ps.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
+			p.Capacity = &q
+		} else if q, ok := ps.pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			p.Capacity = &q
+		}
+		for _, prev := range previous {
+			if prev.Namespace == p.Namespace && prev.Name == p.Name {
+				p.Conditions = prev.Conditions
+			}
+		}
+		for _, c := range pvcConditions(ps) {
+			setCondition(vrg, &p.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// pvcConditions are one PVC's DataReady (replication established) and DataProtected (a sync
+// completed).
+func pvcConditions(ps *pvcState) []metav1.Condition {
+	r := ps.result
+	if !r.IsDone() {
+		return []metav1.Condition{
+			condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message),
+			condition(v1alpha1.ConditionDataProtected, false, r.Reason, "replication is not established: "+r.Message),
+		}
+	}
+	ready := condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("PVC %s is primary and replicates with %s", ps.key(), ps.backend))
+	if ps.sync.LastSyncTime == nil {
+		return []metav1.Condition{ready, condition(v1alpha1.ConditionDataProtected, false, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("waiting for the first sync of PVC %s", ps.key()))}
+	}
+	return []metav1.Condition{ready, condition(v1alpha1.ConditionDataProtected, true, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("PVC %s last synced at %s", ps.key(), ps.sync.LastSyncTime.UTC().Format(time.RFC3339)))}
+}
+
+// firstProblem returns the reason and message of the first PVC whose condition of condType is
+// not True, preferring PVCs that need a person (Failed) over those in progress, and how many
+// PVCs have such a problem.
+func firstProblem(pvcs []*pvcState, condType string) (reason, message string, count int) {
+	rank := -1
+	for _, ps := range pvcs {
+		for _, c := range pvcConditions(ps) {
+			if c.Type != condType || c.Status == metav1.ConditionTrue {
+				continue
+			}
+			count++
+			r := 0
+			if ps.result.Outcome == replication.OutcomeFailed {
+				r = 1
+			}
+			if r > rank {
+				rank, reason, message = r, c.Reason, c.Message
+			}
+		}
+	}
+	return reason, message, count
+}
+
+func andMore(message string, count int) string {
+	if count > 1 {
+		return fmt.Sprintf("%s (and %d more PVCs)", message, count-1)
+	}
+	return message
+}
+
+// dataReadyCondition is True when every selected PVC replicates as primary.
+func dataReadyCondition(pvcs []*pvcState, namespaces []string) metav1.Condition {
+	if len(pvcs) == 0 {
+		return condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSucceeded,
+			fmt.Sprintf("no PVC in namespaces %s matches spec.pvcSelector", strings.Join(namespaces, ", ")))
+	}
+	if reason, msg, n := firstProblem(pvcs, v1alpha1.ConditionDataReady); n > 0 {
+		return condition(v1alpha1.ConditionDataReady, false, reason, andMore(msg, n))
+	}
+	return condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("all %d PVCs are primary and replicate", len(pvcs)))
+}
+
+// dataProtectedCondition is True when every selected PVC has completed a sync.
+func dataProtectedCondition(pvcs []*pvcState) metav1.Condition {
+	if len(pvcs) == 0 {
+		return condition(v1alpha1.ConditionDataProtected, true, v1alpha1.ReasonSucceeded, "no PVC is selected")
+	}
+	if reason, msg, n := firstProblem(pvcs, v1alpha1.ConditionDataProtected); n > 0 {
+		return condition(v1alpha1.ConditionDataProtected, false, reason, andMore(msg, n))
+	}
+	oldest := lastGroupSyncTime(pvcs)
+	return condition(v1alpha1.ConditionDataProtected, true, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("all %d PVCs completed a sync; the oldest last sync is %s", len(pvcs), oldest.UTC().Format(time.RFC3339)))
+}
+
+// clusterDataProtectedCondition is True when every store holds the metadata of every PVC that
+// can be stored. A failing store is named with its reason; the others are still written.
+func clusterDataProtectedCondition(stores []storeOutcome, pending []string, objects int) metav1.Condition {
+	var failed, ok []string
+	reason := ""
+	for _, s := range stores {
+		if s.err == nil {
+			ok = append(ok, s.name)
+			continue
+		}
+		if reason == "" {
+			reason = objectstore.ReasonOf(s.err)
+		}
+		failed = append(failed, s.err.Error())
+	}
+	switch {
+	case len(failed) > 0:
+		msg := strings.Join(failed, "; ")
+		if len(ok) > 0 {
+			msg += fmt.Sprintf("; the metadata is written to S3 profiles %s", strings.Join(ok, ", "))
+		}
+		return condition(v1alpha1.ConditionClusterDataProtected, false, reason, msg)
+	case stores == nil:
+		return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonProgressing, "the metadata is not written yet")
+	case len(pending) > 0:
+		return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonPVCNotBound,
+			fmt.Sprintf("the metadata of PVCs %s is written once they are Bound", strings.Join(pending, ", ")))
+	}
+	return condition(v1alpha1.ConditionClusterDataProtected, true, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("the metadata (%d objects) is in S3 profiles %s", objects, strings.Join(ok, ", ")))
+}
+
+// lastGroupSyncTime is the oldest last sync of the PVCs: the group's recovery point. It is nil
+// while any PVC has not completed a sync, since the group has no complete recovery point then.
+func lastGroupSyncTime(pvcs []*pvcState) *metav1.Time {
+	var oldest *metav1.Time
+	for _, ps := range pvcs {
+		t := ps.sync.LastSyncTime
+		if t == nil {
+			return nil
+		}
+		if oldest == nil || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	return oldest
+}

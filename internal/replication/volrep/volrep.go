@@ -1,0 +1,264 @@
+package volrep
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+const (
+	// SchedulingIntervalParameter is the VolumeReplicationClass parameter holding the interval,
+	// as csi-addons drivers name it.
+	SchedulingIntervalParameter = "schedulingInterval"
+
+	// LabelVRGName marks a VolumeReplication with the name of the group that made it.
+	LabelVRGName = "drover.io/vrg-name"
+	// LabelVRGNamespace marks a VolumeReplication with the namespace of the group that made it.
+	LabelVRGNamespace = "drover.io/vrg-namespace"
+
+	// pollInterval is how soon to look again while the storage has not completed a request.
+	pollInterval = 2 * time.Second
+	// retryAfterError is how soon to retry after an API failure.
+	retryAfterError = 5 * time.Second
+	// fieldOwner names drover in the objects' managedFields.
+	fieldOwner = "drover-agent"
+)
+
+// Backend is the VolRep backend. It holds only its client.
+type Backend struct {
+	client client.Client
+}
+
+var (
+	_ replication.Backend = (*Backend)(nil)
+	_ replication.Cleaner = (*Backend)(nil)
+)
+
+// New returns the VolRep backend working through c, which must know the replication API's types.
+func New(c client.Client) *Backend { return &Backend{client: c} }
+
+// Name returns v1alpha1.BackendVolRep.
+func (b *Backend) Name() v1alpha1.ReplicationBackend { return v1alpha1.BackendVolRep }
+
+// Protect ensures a primary VolumeReplication of the PVC with a matching class and is Done once
+// the storage reports it primary with its last operation completed.
+func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	vr, res := b.ensureVolumeReplication(ctx, pc)
+	if vr == nil {
+		return res
+	}
+	return observePrimary(vr)
+}
+
+// Status reports the VolumeReplication's last sync; a PVC without one has a zero SyncStatus.
+func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (replication.SyncStatus, error) {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	key := client.ObjectKeyFromObject(pc.PVC)
+	if err := b.client.Get(ctx, key, vr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return replication.SyncStatus{}, nil
+		}
+		return replication.SyncStatus{}, fmt.Errorf("failed to get VolumeReplication %s: %w", key, err)
+	}
+	return replication.SyncStatus{
+		ReplicationID:    vr.Spec.VolumeReplicationClass,
+		LastSyncTime:     vr.Status.LastSyncTime,
+		LastSyncDuration: vr.Status.LastSyncDuration,
+		LastSyncBytes:    vr.Status.LastSyncBytes,
+	}, nil
+}
+
+// ensureVolumeReplication returns the PVC's VolumeReplication, created or set to primary as
+// needed, or nil and the Result that explains why there is none.
+func (b *Backend) ensureVolumeReplication(ctx context.Context, pc *replication.PVCContext) (*replicationv1alpha1.VolumeReplication, replication.Result) {
+	key := client.ObjectKeyFromObject(pc.PVC)
+	vr := &replicationv1alpha1.VolumeReplication{}
+	err := b.client.Get(ctx, key, vr)
+	switch {
+	case apierrors.IsNotFound(err):
+		return b.createVolumeReplication(ctx, pc)
+	case err != nil:
+		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get VolumeReplication %s: %v", key, err))
+	}
+	if msg := foreign(vr, pc); msg != "" {
+		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, msg)
+	}
+	if vr.Spec.ReplicationState != replicationv1alpha1.Primary || vr.Labels[LabelVRGName] == "" {
+		// Primary, and labelled so that an adopted VolumeReplication wakes its group too.
+		before := vr.DeepCopy()
+		vr.Spec.ReplicationState = replicationv1alpha1.Primary
+		if vr.Labels == nil {
+			vr.Labels = map[string]string{}
+		}
+		vr.Labels[LabelVRGName], vr.Labels[LabelVRGNamespace] = pc.VRG.Name, pc.VRG.Namespace
+		if err := b.client.Patch(ctx, vr, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to set VolumeReplication %s to primary: %v", key, err))
+		}
+	}
+	return vr, replication.Result{}
+}
+
+// foreign says why an existing VolumeReplication named like the PVC is not this group's to use,
+// or "" when it is.
+func foreign(vr *replicationv1alpha1.VolumeReplication, pc *replication.PVCContext) string {
+	key := client.ObjectKeyFromObject(vr)
+	name, ns := vr.Labels[LabelVRGName], vr.Labels[LabelVRGNamespace]
+	switch {
+	case vr.Spec.DataSource.Kind != "PersistentVolumeClaim" || vr.Spec.DataSource.Name != pc.PVC.Name:
+		return fmt.Sprintf("VolumeReplication %s exists and replicates %s %s, not PVC %s: delete or rename it so drover can replicate the PVC",
+			key, vr.Spec.DataSource.Kind, vr.Spec.DataSource.Name, pc.PVC.Name)
+	case name == "" && ns == "":
+		// Made by hand or by an earlier agent without labels for the same PVC: adopt it.
+		return ""
+	case name != pc.VRG.Name || ns != pc.VRG.Namespace:
+		return fmt.Sprintf("VolumeReplication %s belongs to VolumeReplicationGroup %s/%s: only one group may protect PVC %s",
+			key, ns, name, pc.PVC.Name)
+	}
+	return ""
+}
+
+func (b *Backend) createVolumeReplication(ctx context.Context, pc *replication.PVCContext) (*replicationv1alpha1.VolumeReplication, replication.Result) {
+	class, res := b.selectClass(ctx, pc)
+	if class == "" {
+		return nil, res
+	}
+	vr := &replicationv1alpha1.VolumeReplication{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pc.PVC.Namespace, Name: pc.PVC.Name,
+			Labels: map[string]string{LabelVRGName: pc.VRG.Name, LabelVRGNamespace: pc.VRG.Namespace},
+		},
+		Spec: replicationv1alpha1.VolumeReplicationSpec{
+			VolumeReplicationClass: class,
+			ReplicationState:       replicationv1alpha1.Primary,
+			DataSource: corev1.TypedLocalObjectReference{
+				APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pc.PVC.Name,
+			},
+		},
+	}
+	if err := b.client.Create(ctx, vr, client.FieldOwner(fieldOwner)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("VolumeReplication %s/%s was just created", vr.Namespace, vr.Name))
+		}
+		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to create VolumeReplication %s/%s: %v", vr.Namespace, vr.Name, err))
+	}
+	return vr, replication.Result{}
+}
+
+// selectClass returns the name of the one VolumeReplicationClass for the PVC, or "" and the
+// Result saying why there is none.
+func (b *Backend) selectClass(ctx context.Context, pc *replication.PVCContext) (string, replication.Result) {
+	driver := ""
+	if pc.PV.Spec.CSI != nil {
+		driver = pc.PV.Spec.CSI.Driver
+	}
+	if driver == "" {
+		return "", replication.Failed(v1alpha1.ReasonNoReplicationClass, fmt.Sprintf(
+			"PV %s of PVC %s/%s (StorageClass %s) is not a CSI volume: VolRep replicates only CSI volumes; choose another backend for this class",
+			pc.PV.Name, pc.PVC.Namespace, pc.PVC.Name, pc.StorageClassName))
+	}
+	selector := labels.Everything()
+	if vr := pc.VRG.Spec.VolRep; vr != nil && vr.ReplicationClassSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(vr.ReplicationClassSelector)
+		if err != nil {
+			return "", replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.volRep.replicationClassSelector is invalid: %v", err))
+		}
+		selector = s
+	}
+	classes := &replicationv1alpha1.VolumeReplicationClassList{}
+	if err := b.client.List(ctx, classes, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return "", replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to list VolumeReplicationClasses: %v", err))
+	}
+	names := MatchingClasses(classes.Items, driver, pc.Interval)
+	switch len(names) {
+	case 1:
+		return names[0], replication.Result{}
+	case 0:
+		filter := ""
+		if !selector.Empty() {
+			filter = fmt.Sprintf(" with labels matching %q (spec.volRep.replicationClassSelector)", selector.String())
+		}
+		return "", replication.Failed(v1alpha1.ReasonNoReplicationClass, fmt.Sprintf(
+			"no VolumeReplicationClass%s has provisioner %s and parameter %s %q for PVC %s/%s of StorageClass %s: create a VolumeReplicationClass with spec.provisioner %s and parameters.%s %q",
+			filter, driver, SchedulingIntervalParameter, pc.Interval, pc.PVC.Namespace, pc.PVC.Name, pc.StorageClassName,
+			driver, SchedulingIntervalParameter, pc.Interval))
+	default:
+		return "", replication.Failed(v1alpha1.ReasonReplicationClassAmbiguous, fmt.Sprintf(
+			"VolumeReplicationClasses %s all have provisioner %s and %s %q for PVC %s/%s of StorageClass %s: label the one to use and set spec.volRep.replicationClassSelector",
+			strings.Join(names, ", "), driver, SchedulingIntervalParameter, pc.Interval, pc.PVC.Namespace, pc.PVC.Name, pc.StorageClassName))
+	}
+}
+
+// MatchingClasses returns, sorted, the names of the classes whose provisioner is driver and whose
+// schedulingInterval parameter is interval. Intervals compare as durations, so "60s" matches
+// "1m"; a class without the parameter or with an unparsable one does not match.
+func MatchingClasses(classes []replicationv1alpha1.VolumeReplicationClass, driver string, interval time.Duration) []string {
+	var names []string
+	for _, c := range classes {
+		if c.Spec.Provisioner != driver {
+			continue
+		}
+		d, err := time.ParseDuration(c.Spec.Parameters[SchedulingIntervalParameter])
+		if err != nil || d != interval {
+			continue
+		}
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// observePrimary judges a VolumeReplication asked to be primary: Done once the storage has acted
+// on its current generation, reports it Primary and its last operation completed.
+func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Result {
+	key := vr.Namespace + "/" + vr.Name
+	completed := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionCompleted)
+	switch {
+	case vr.Status.ObservedGeneration < vr.Generation || completed == nil:
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
+	case completed.Status != metav1.ConditionTrue:
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s", key, completed.Reason, completed.Message))
+	case vr.Status.State != replicationv1alpha1.PrimaryState:
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("VolumeReplication %s reports state %q, waiting for Primary", key, vr.Status.State))
+	}
+	return replication.Done()
+}
+
+// Cleanup deletes the PVC's VolumeReplication if this group made it (or it carries no group's
+// labels) and is Done once it is gone; the storage then leaves the volume an ordinary writable
+// one. A VolumeReplication of another group is left alone.
+func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	key := client.ObjectKeyFromObject(pc.PVC)
+	vr := &replicationv1alpha1.VolumeReplication{}
+	if err := b.client.Get(ctx, key, vr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return replication.Done()
+		}
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get VolumeReplication %s: %v", key, err))
+	}
+	if foreign(vr, pc) != "" {
+		return replication.Done()
+	}
+	if vr.DeletionTimestamp.IsZero() {
+		if err := b.client.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
+			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to delete VolumeReplication %s: %v", key, err))
+		}
+	}
+	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for VolumeReplication %s to be deleted", key))
+}

@@ -1,0 +1,222 @@
+package volrep
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// These tests use a fake client: they check the backend's decisions (which class, which object,
+// which Result); the agent's lab test proves them against a real API server and lab storage.
+
+const driver = "block.lab.drover.io"
+
+func class(name, provisioner, interval string, labels map[string]string) *replicationv1alpha1.VolumeReplicationClass {
+	params := map[string]string{}
+	if interval != "" {
+		params[SchedulingIntervalParameter] = interval
+	}
+	return &replicationv1alpha1.VolumeReplicationClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       replicationv1alpha1.VolumeReplicationClassSpec{Provisioner: provisioner, Parameters: params},
+	}
+}
+
+func TestMatchingClassesComparesProvisionerAndIntervalAsDuration(t *testing.T) {
+	classes := []replicationv1alpha1.VolumeReplicationClass{
+		*class("b-1m", driver, "1m", nil), *class("a-60s", driver, "60s", nil), *class("other-driver", "rbd", "1m", nil),
+		*class("no-interval", driver, "", nil), *class("garbage", driver, "soon", nil), *class("c-5s", driver, "5s", nil),
+	}
+	tests := []struct {
+		name     string
+		interval time.Duration
+		want     []string
+	}{
+		{"equal durations in other spellings match, sorted", time.Minute, []string{"a-60s", "b-1m"}},
+		{"one class of the interval", 5 * time.Second, []string{"c-5s"}},
+		{"no class of the interval", 7 * time.Second, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(MatchingClasses(classes, driver, tt.interval)).To(Equal(tt.want))
+		})
+	}
+}
+
+func pvcContext(interval time.Duration, volRep *v1alpha1.VolRepSpec) *replication.PVCContext {
+	return &replication.PVCContext{
+		VRG: &v1alpha1.VolumeReplicationGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"},
+			Spec:       v1alpha1.VolumeReplicationGroupSpec{VolRep: volRep},
+		},
+		PVC: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"}},
+		PV: &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-0"}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "pv-0"}},
+		}},
+		StorageClassName: "lab-block", Provisioner: driver, Interval: interval,
+	}
+}
+
+func newClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := replicationv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&replicationv1alpha1.VolumeReplication{}).Build()
+}
+
+func TestProtectCreatesAPrimaryVolumeReplicationWithTheMatchingClass(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newClient(t, class("vrc-5s", driver, "5s", nil), class("vrc-1m", driver, "1m", nil))
+	b := New(c)
+	pc := pvcContext(5*time.Second, nil)
+
+	res := b.Protect(ctx, pc)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry), res.String())
+	g.Expect(res.Message).To(ContainSubstring("waiting for the storage to act on VolumeReplication app/data-db-0"))
+
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data-db-0"}, vr)).To(Succeed())
+	g.Expect(vr.Spec.VolumeReplicationClass).To(Equal("vrc-5s"))
+	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary))
+	g.Expect(vr.Spec.DataSource.Kind).To(Equal("PersistentVolumeClaim"))
+	g.Expect(vr.Spec.DataSource.Name).To(Equal("data-db-0"))
+	g.Expect(vr.Labels).To(Equal(map[string]string{LabelVRGName: "db", LabelVRGNamespace: "app"}))
+	g.Expect(vr.OwnerReferences).To(BeEmpty(), "labelled, never garbage-collected behind the agent's back")
+
+	// The storage reports it primary with a first sync: Protect is Done, Status reports the sync.
+	synced := metav1.NewTime(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
+	vr.Status = replicationv1alpha1.VolumeReplicationStatus{
+		State: replicationv1alpha1.PrimaryState, ObservedGeneration: vr.Generation, LastSyncTime: &synced,
+		Conditions: []metav1.Condition{{Type: replicationv1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "Promoted", LastTransitionTime: synced}},
+	}
+	g.Expect(c.Status().Update(ctx, vr)).To(Succeed())
+	g.Expect(b.Protect(ctx, pc).IsDone()).To(BeTrue())
+	st, err := b.Status(ctx, pc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.ReplicationID).To(Equal("vrc-5s"))
+	g.Expect(st.LastSyncTime.Time).To(BeTemporally("==", synced.Time))
+}
+
+func TestProtectExplainsAMissingOrAmbiguousClass(t *testing.T) {
+	tests := []struct {
+		name       string
+		classes    []client.Object
+		volRep     *v1alpha1.VolRepSpec
+		wantReason string
+		wantIn     []string
+	}{
+		{
+			name:       "no class of the interval names the storage class, provisioner and interval",
+			classes:    []client.Object{class("vrc-5s", driver, "5s", nil)},
+			wantReason: v1alpha1.ReasonNoReplicationClass,
+			wantIn: []string{"StorageClass lab-block", "provisioner " + driver, `schedulingInterval "7s"`,
+				`create a VolumeReplicationClass with spec.provisioner block.lab.drover.io and parameters.schedulingInterval "7s"`},
+		},
+		{
+			name:       "a selector that excludes every class says so",
+			classes:    []client.Object{class("vrc-7s", driver, "7s", map[string]string{"tier": "gold"})},
+			volRep:     &v1alpha1.VolRepSpec{ReplicationClassSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}},
+			wantReason: v1alpha1.ReasonNoReplicationClass,
+			wantIn:     []string{`with labels matching "tier=silver"`},
+		},
+		{
+			name:       "two matching classes are named, with the fix",
+			classes:    []client.Object{class("vrc-a", driver, "7s", nil), class("vrc-b", driver, "7s", nil)},
+			wantReason: v1alpha1.ReasonReplicationClassAmbiguous,
+			wantIn:     []string{"vrc-a, vrc-b", "set spec.volRep.replicationClassSelector"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := newClient(t, tt.classes...)
+			res := New(c).Protect(context.Background(), pvcContext(7*time.Second, tt.volRep))
+			g.Expect(res.Outcome).To(Equal(replication.OutcomeFailed))
+			g.Expect(res.Reason).To(Equal(tt.wantReason))
+			for _, s := range tt.wantIn {
+				g.Expect(res.Message).To(ContainSubstring(s))
+			}
+			list := &replicationv1alpha1.VolumeReplicationList{}
+			g.Expect(c.List(context.Background(), list)).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty())
+		})
+	}
+}
+
+func TestProtectLeavesAnotherGroupsVolumeReplicationAlone(t *testing.T) {
+	g := NewWithT(t)
+	theirs := &replicationv1alpha1.VolumeReplication{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", Labels: map[string]string{LabelVRGName: "other", LabelVRGNamespace: "app"}},
+		Spec: replicationv1alpha1.VolumeReplicationSpec{
+			VolumeReplicationClass: "vrc-5s", ReplicationState: replicationv1alpha1.Secondary,
+			DataSource: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "data-db-0"},
+		},
+	}
+	c := newClient(t, theirs)
+	b := New(c)
+	res := b.Protect(context.Background(), pvcContext(5*time.Second, nil))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonReplicationConflict))
+	g.Expect(res.Message).To(ContainSubstring("belongs to VolumeReplicationGroup app/other"))
+	g.Expect(b.Cleanup(context.Background(), pvcContext(5*time.Second, nil)).IsDone()).To(BeTrue(), "cleanup leaves it alone")
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(theirs), vr)).To(Succeed())
+	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Secondary), "never promoted by another group")
+}
+
+func TestObservePrimaryWaitsForTheStorage(t *testing.T) {
+	completed := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: replicationv1alpha1.ConditionCompleted, Status: status, Reason: reason, Message: "image is primary on the peer cluster"}}
+	}
+	tests := []struct {
+		name   string
+		vr     replicationv1alpha1.VolumeReplication
+		done   bool
+		wantIn string
+	}{
+		{"not observed yet", replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: replicationv1alpha1.VolumeReplicationStatus{ObservedGeneration: 1}}, false, "waiting for the storage"},
+		{"refused because the peer is primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{Conditions: completed(metav1.ConditionFalse, "PeerIsPrimary")}}, false, "not primary yet: PeerIsPrimary: image is primary on the peer cluster"},
+		{"completed but not primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.SecondaryState, Conditions: completed(metav1.ConditionTrue, "Demoted")}}, false, `reports state "Secondary"`},
+		{"primary and completed", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, Conditions: completed(metav1.ConditionTrue, "Promoted")}}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := observePrimary(&tt.vr)
+			g.Expect(res.IsDone()).To(Equal(tt.done))
+			g.Expect(res.Message).To(ContainSubstring(tt.wantIn))
+		})
+	}
+}
+
+func TestProtectAdoptsAnUnlabelledVolumeReplicationOfThePVC(t *testing.T) {
+	g := NewWithT(t)
+	mine := &replicationv1alpha1.VolumeReplication{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"},
+		Spec: replicationv1alpha1.VolumeReplicationSpec{
+			VolumeReplicationClass: "vrc-5s", ReplicationState: replicationv1alpha1.Secondary,
+			DataSource: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "data-db-0"},
+		},
+	}
+	c := newClient(t, mine)
+	res := New(c).Protect(context.Background(), pvcContext(5*time.Second, nil))
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry), res.String())
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(mine), vr)).To(Succeed())
+	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary))
+	g.Expect(vr.Labels).To(Equal(map[string]string{LabelVRGName: "db", LabelVRGNamespace: "app"}))
+}
