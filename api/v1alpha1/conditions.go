@@ -80,6 +80,17 @@ const (
 	// ReasonPVCConflict (DataReady, ClusterDataReady): a PV or PVC left on the cluster does not
 	// match the one being restored; drover never overwrites it. The message names the field.
 	ReasonPVCConflict = "PVCConflict"
+	// ReasonPVConflict (ClusterDataReady, DataReady of the PVC): a PV left on the cluster has
+	// the name of one being restored but another driver, volume handle, claim, access mode or
+	// volume mode; drover never overwrites it. The message names the PV and the mismatch.
+	ReasonPVConflict = "PVConflict"
+	// ReasonSecondary (DataReady, and as the reason of the conditions that do not apply to a
+	// secondary: DataProtected, ClusterDataReady, ClusterDataProtected): the group is secondary;
+	// its PVCs, if any, receive the peer primary's replication.
+	ReasonSecondary = "Secondary"
+	// ReasonFenceNotAvailable (DataReady): a relocation's demotion waits for the admission
+	// webhook that fences new consumers of the PVCs, which this agent does not serve yet.
+	ReasonFenceNotAvailable = "FenceNotAvailable"
 	// ReasonNoBackend (DataReady, DataProtected): no storageClassBackends entry matches a PVC's
 	// StorageClass.
 	ReasonNoBackend = "NoBackend"

@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -29,6 +30,10 @@ type Options struct {
 	MetricsBindAddress string
 	// NewStore builds S3 stores; nil means vrg.NewS3Store.
 	NewStore vrg.StoreFactory
+	// InProcess is set when several agents (of different clusters) or successive agents run in
+	// one process, as in tests: controller-runtime otherwise refuses a second controller of
+	// the same name, since both would report the same metrics.
+	InProcess bool
 }
 
 // NewScheme returns the types the agent reads and writes: client-go's, drover's and csi-addons
@@ -59,9 +64,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		opts.NewStore = vrg.NewS3Store
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Logger:  ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
-		Metrics: metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Scheme:     scheme,
+		Logger:     ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
+		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the agent's manager: %w", err)

@@ -18,9 +18,13 @@ type Fake struct {
 	statuses  map[string]SyncStatus
 	statusErr error
 	protected []string
+	demoted   []string
 }
 
-var _ Backend = (*Fake)(nil)
+var (
+	_ Backend = (*Fake)(nil)
+	_ Demoter = (*Fake)(nil)
+)
 
 // NewFake returns a fake backend with the given name.
 func NewFake(name v1alpha1.ReplicationBackend) *Fake {
@@ -81,4 +85,24 @@ func (f *Fake) Status(_ context.Context, pc *PVCContext) (SyncStatus, error) {
 		return SyncStatus{}, f.statusErr
 	}
 	return f.statuses[Key(pc)], nil
+}
+
+// Demoted returns the keys of the PVCs Demote was called for, in call order, each followed by
+// "+resync" when resync was asked.
+func (f *Fake) Demoted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.demoted...)
+}
+
+// Demote records the call and returns Done.
+func (f *Fake) Demote(_ context.Context, pc *PVCContext, resync bool) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := Key(pc)
+	if resync {
+		key += "+resync"
+	}
+	f.demoted = append(f.demoted, key)
+	return Done()
 }

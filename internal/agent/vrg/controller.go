@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,12 +80,15 @@ type Reconciler struct {
 	NewStore StoreFactory
 }
 
-// Least privilege: every write is a patch (or a create or delete of a VolumeReplication);
+// Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
+// create of a restored PV or PVC (never their deletion); pods and VolumeAttachments are only read;
 // Secrets are read one by one, uncached, so the agent may not list or watch them.
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplications,verbs=get;list;watch;create;patch;delete
@@ -102,12 +106,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	case r.NewStore == nil:
 		return errors.New("the VolumeReplicationGroup reconciler needs a StoreFactory")
 	}
+	if err := indexConsumers(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumereplicationgroup").
 		For(&v1alpha1.VolumeReplicationGroup{}, builder.WithPredicates(notOnlyStatusChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
 		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs)).
 		Complete(r)
 }
 
@@ -139,7 +148,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			result, reterr = ctrl.Result{}, errors.Join(reterr, err)
 		}
 	}()
-	return runPhases(ctx, sc, []phase{r.parseSpec, r.selectPVCs, r.protectPVCs, r.protectMetadata})
+	return runPhases(ctx, sc, r.phases(vrg))
+}
+
+// phases are the steps of a reconcile of a live group, chosen by the role it asks for. A primary
+// promoted by a failover or a relocation restores its PVs and PVCs before protecting
+// (restorePVCs does nothing otherwise); a secondary demotes what it finds and never writes
+// metadata: the stores hold the primary's, under the same keys.
+func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
+	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
+		return []phase{r.parseSpec, r.selectPVCs, r.demotePVCs}
+	}
+	return []phase{r.parseSpec, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the

@@ -75,6 +75,8 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(append(base, objs...)...).
+		WithIndex(&corev1.Pod{}, indexPodPVC, podPVCs).
+		WithIndex(&storagev1.VolumeAttachment{}, indexVolumeAttachmentPV, volumeAttachmentPV).
 		WithStatusSubresource(&v1alpha1.VolumeReplicationGroup{}).Build()
 	f := &fixture{
 		client: c, backend: replication.NewFake(v1alpha1.BackendVolRep), vrg: group,
@@ -232,17 +234,6 @@ func TestReconcileRefusesAPVCOfAnotherGroup(t *testing.T) {
 	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCSelectedByOtherGroup))
 	g.Expect(c.Message).To(ContainSubstring("already protected by VolumeReplicationGroup other"))
 	g.Expect(f.backend.Protected()).To(BeEmpty())
-}
-
-func TestASecondaryGroupIsReportedAsNotImplemented(t *testing.T) {
-	g := NewWithT(t)
-	f := newFixture(t)
-	f.vrg.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
-	g.Expect(f.client.Update(context.Background(), f.vrg)).To(Succeed())
-	_, err := f.reconcile(g)
-	g.Expect(err).To(MatchError(ContainSubstring(`replicationState "secondary" is not implemented by this drover agent yet`)))
-	c := apimeta.FindStatusCondition(f.group(g).Status.Conditions, v1alpha1.ConditionDataReady)
-	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
 }
 
 func TestADeletedPVCIsReleasedSoItsDeletionCompletes(t *testing.T) {

@@ -8,14 +8,20 @@
 //   - each PVC's replication, through the backend its StorageClass selects (internal/replication);
 //   - the PV and PVC metadata, cleaned of everything specific to this cluster, in every S3
 //     profile of the group, under <group namespace>/<group name>/;
+//   - on promotion (primary with action Failover or Relocate), the restore of the group's PVs and
+//     PVCs from the first readable S3 profile, adopting matching leftovers and reporting, never
+//     overwriting, colliding ones (promote.go);
+//   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field
+//     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,
-//     ClusterDataProtected, lastGroupSyncTime and state.
+//     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime and state.
 //
 // Built so far: the primary protect path with the VolRep backend, the release of a protected PVC
-// its owner deletes, and unprotect when the group is deleted (replication removed, reclaim
-// policies restored, marks removed, metadata deleted; the PVCs and their data stay). Not yet:
-// secondary, promotion and restore, demotion with consumer checks and the fencing webhook, the
-// final sync, VolSync (a PVC whose class selects it is reported), kube-object capture.
+// its owner deletes, unprotect when the group is deleted (replication removed, reclaim policies
+// restored, marks removed, metadata deleted; the PVCs and their data stay), promotion with
+// restore and adoption, the secondary role and the failover demotion (with resync). Not yet: the
+// relocation's demotion (it waits, reason FenceNotAvailable, for the fencing webhook), the final
+// sync, VolSync (a PVC whose class selects it is reported), kube-object capture.
 //
 // The reconciler follows STYLE.md: get → finalizer → scope → deferred status patch → phases.
 // Everything of one request lives in the scope; the Reconciler holds only dependencies.

@@ -135,6 +135,12 @@ func metadataObjects(sc *scope) (objects map[string][]byte, keep map[string]bool
 // the metadata of PVCs no longer selected. A store that fails is reported and retried; the
 // others are still written, so the loss of one store loses nothing.
 func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if sc.restore != nil && !sc.restore.complete() {
+		// The stores hold the peer's metadata, which the unfinished restore still reads; this
+		// cluster's PVCs are not the whole group yet, and writing them would delete the rest.
+		sc.metadataDeferred = true
+		return ctrl.Result{}, nil
+	}
 	objects, keep, err := metadataObjects(sc)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -27,8 +27,8 @@ import (
 // implements, and parses the interval.
 func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error) {
 	spec := sc.vrg.Spec
-	if spec.ReplicationState != v1alpha1.ReplicationStatePrimary {
-		sc.specProblem = fmt.Sprintf("replicationState %q is not implemented by this drover agent yet; only primary is", spec.ReplicationState)
+	if spec.ReplicationState != v1alpha1.ReplicationStatePrimary && spec.ReplicationState != v1alpha1.ReplicationStateSecondary {
+		sc.specProblem = fmt.Sprintf("replicationState %q is neither primary nor secondary", spec.ReplicationState)
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
 	}
@@ -143,6 +143,13 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 	pvc := ps.pvc
 	if pvc.Spec.StorageClassName != nil {
 		ps.storageClass = *pvc.Spec.StorageClassName
+	}
+	if c, ok := sc.restore.conflict(ps.key()); ok {
+		// Never protect (mark, replicate, store) a PVC that collides with the restore: it is
+		// not the application's replicated volume, and storing it would overwrite the metadata
+		// the restore needs.
+		ps.result = replication.Failed(c.reason, c.message)
+		return nil
 	}
 	if owner := pvc.Labels[LabelProtectedBy]; owner != "" && owner != sc.vrg.Name {
 		ps.result = replication.Failed(v1alpha1.ReasonPVCSelectedByOtherGroup, fmt.Sprintf(

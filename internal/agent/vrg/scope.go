@@ -33,6 +33,12 @@ type scope struct {
 	metadataPending []string
 	// metadataObjects counts the objects written to every store.
 	metadataObjects int
+	// restore is what the restore of a promotion observed; nil when the group is not promoting
+	// (a primary without action, or a secondary).
+	restore *restoreState
+	// metadataDeferred is true when the metadata was not written because the restore is not
+	// complete: the stores keep the peer's metadata, the source of the restore.
+	metadataDeferred bool
 }
 
 func newScope(vrg *v1alpha1.VolumeReplicationGroup) *scope {
@@ -54,6 +60,9 @@ type pvcState struct {
 	sync replication.SyncStatus
 	// writeMetadata is true when the PV and PVC are to be written to the stores.
 	writeMetadata bool
+	// secondary is true when the PVC is being demoted (its group is secondary); result then
+	// says whether it is secondary.
+	secondary bool
 }
 
 func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }

@@ -28,15 +28,28 @@ func computeStatus(sc *scope, succeeded bool) {
 		st.State = v1alpha1.StateUnknown
 		return
 	}
+	if sc.restore != nil && !sc.restore.done {
+		// A restore completed earlier in this generation keeps its condition as written then.
+		c := clusterDataReadyCondition(sc.restore)
+		setConditionStatus(vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
+	}
 	if !sc.pvcsListed {
 		// Nothing was observed (the API server failed); the last status stands and the error
 		// is retried.
+		return
+	}
+	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
+		computeSecondaryStatus(sc, succeeded)
 		return
 	}
 	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
 	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
 	dataProtected := dataProtectedCondition(sc.pvcs)
 	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
+	if sc.metadataDeferred {
+		clusterData = condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonProgressing,
+			"the metadata is written once the restore completes (ClusterDataReady)")
+	}
 	for _, c := range []metav1.Condition{dataReady, dataProtected, clusterData} {
 		setCondition(vrg, &st.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
 	}
@@ -45,21 +58,73 @@ func computeStatus(sc *scope, succeeded bool) {
 		st.State = v1alpha1.StatePrimary
 	}
 	st.LastGroupSyncTime = lastGroupSyncTime(sc.pvcs)
-	if succeeded && dataReady.Status == metav1.ConditionTrue && clusterData.Status == metav1.ConditionTrue {
+	if succeeded && dataReady.Status == metav1.ConditionTrue && clusterData.Status == metav1.ConditionTrue && (sc.restore == nil || sc.restore.complete()) {
 		st.ObservedGeneration = vrg.Generation
 	}
 }
 
-// setCondition is the one condition setter: it stamps the group's generation and keeps the
-// transition time while the status does not change.
+// setCondition sets a True or False condition through setConditionStatus.
 func setCondition(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]metav1.Condition, condType string, status bool, reason, message string) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
+	setConditionStatus(vrg, conditions, condType, s, reason, message)
+}
+
+// setConditionStatus is the one condition setter: it stamps the group's generation and keeps
+// the transition time while the status does not change. Unknown is for a condition that does
+// not apply to the group's role.
+func setConditionStatus(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]metav1.Condition, condType string, status metav1.ConditionStatus, reason, message string) {
 	apimeta.SetStatusCondition(conditions, metav1.Condition{
-		Type: condType, Status: s, Reason: reason, Message: message, ObservedGeneration: vrg.Generation,
+		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: vrg.Generation,
 	})
+}
+
+// computeSecondaryStatus writes the status of a secondary group. Its conditions:
+//
+//   - DataReady: True with reason Secondary when every selected PVC is secondary, including
+//     when none is selected (the usual secondary: its peer's primary protects the PVCs, and
+//     this cluster holds only the replicated images); False with the first PVC's problem (in
+//     use, waiting for the fence, demotion under way) otherwise. "Ready" means ready for the
+//     role asked, as for a primary.
+//   - DataProtected, ClusterDataReady and ClusterDataProtected: Unknown with reason Secondary.
+//     They describe a primary's replication, restore and metadata, and the hub reads them from
+//     the primary's group; True would claim protection this cluster does not provide, False a
+//     problem it does not have.
+//
+// state is Secondary once DataReady is True.
+func computeSecondaryStatus(sc *scope, succeeded bool) {
+	vrg := sc.vrg
+	st := &vrg.Status
+	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
+	var dataReady metav1.Condition
+	namespaces := strings.Join(protectedNamespaces(vrg), ", ")
+	if reason, msg, n := firstProblem(sc.pvcs, v1alpha1.ConditionDataReady); n > 0 {
+		dataReady = condition(v1alpha1.ConditionDataReady, false, reason, andMore(msg, n))
+	} else if len(sc.pvcs) == 0 {
+		dataReady = condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary, fmt.Sprintf(
+			"the group is secondary and no PVC in namespaces %s matches spec.pvcSelector: the peer's primary protects them", namespaces))
+	} else {
+		dataReady = condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary, fmt.Sprintf(
+			"all %d PVCs are secondary and receive the peer's replication", len(sc.pvcs)))
+	}
+	setConditionStatus(vrg, &st.Conditions, dataReady.Type, dataReady.Status, dataReady.Reason, dataReady.Message)
+	for _, c := range [][2]string{
+		{v1alpha1.ConditionDataProtected, "the group is secondary: the primary's group reports whether the data is protected"},
+		{v1alpha1.ConditionClusterDataReady, "the group is secondary: PVs and PVCs are restored when it is promoted"},
+		{v1alpha1.ConditionClusterDataProtected, "the group is secondary: the primary's group writes the metadata"},
+	} {
+		setConditionStatus(vrg, &st.Conditions, c[0], metav1.ConditionUnknown, v1alpha1.ReasonSecondary, c[1])
+	}
+	st.State = v1alpha1.StateUnknown
+	st.LastGroupSyncTime = nil
+	if dataReady.Status == metav1.ConditionTrue {
+		st.State = v1alpha1.StateSecondary
+		if succeeded {
+			st.ObservedGeneration = vrg.Generation
+		}
+	}
 }
 
 func condition(condType string, status bool, reason, message string) metav1.Condition {
@@ -92,7 +157,7 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 			}
 		}
 		for _, c := range pvcConditions(ps) {
-			setCondition(vrg, &p.Conditions, c.Type, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+			setConditionStatus(vrg, &p.Conditions, c.Type, c.Status, c.Reason, c.Message)
 		}
 		out = append(out, p)
 	}
@@ -103,6 +168,15 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 // completed).
 func pvcConditions(ps *pvcState) []metav1.Condition {
 	r := ps.result
+	if ps.secondary {
+		notApplicable := metav1.Condition{Type: v1alpha1.ConditionDataProtected, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonSecondary,
+			Message: fmt.Sprintf("PVC %s is demoted: the peer's primary protects the data", ps.key())}
+		if !r.IsDone() {
+			return []metav1.Condition{condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message), notApplicable}
+		}
+		return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary,
+			fmt.Sprintf("PVC %s is secondary and receives the peer's replication", ps.key())), notApplicable}
+	}
 	if !r.IsDone() {
 		return []metav1.Condition{
 			condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message),

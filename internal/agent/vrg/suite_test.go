@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +20,16 @@ import (
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// testLab is the one lab of this package, started once in TestMain. The agent of east runs
-// in-process against it for the whole package; west has no agent yet (the protect path is
-// all that is built).
+// testLab is the one lab of this package, started once in TestMain. An agent runs in-process
+// on each managed cluster, east and west, for the whole package; a test that stops a cluster
+// stops its agent first (stopAgent) and starts a new one once the cluster is back (startAgent).
 var testLab *labtest.Lab
+
+// agents holds the function that stops the running agent of each cluster.
+var (
+	agentsMu sync.Mutex
+	agents   = map[string]func(){}
+)
 
 // TestMain is labtest.Main plus the agent: the agent must stop after the tests and before the
 // lab is torn down, which labtest.Main has no place for.
@@ -47,14 +54,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	testLab = l
-	stopAgent, err := startAgent(lab.East)
 	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "failed to start the agent:", err)
+	if err := startAgent(lab.East); err != nil {
+		fmt.Fprintln(os.Stderr, "failed to start the agent of east:", err)
+	} else if err := startAgent(lab.West); err != nil {
+		fmt.Fprintln(os.Stderr, "failed to start the agent of west:", err)
 	} else {
 		code = m.Run()
-		stopAgent()
 	}
+	// Every agent stops before the lab is torn down.
+	stopAgent(lab.East)
+	stopAgent(lab.West)
 	if code != 0 || os.Getenv(labtest.KeepEnv) != "" {
 		fmt.Fprintf(os.Stderr, "agent logs: %s\n", filepath.Clean(logFile.Name()))
 	} else {
@@ -64,30 +74,47 @@ func run(m *testing.M) int {
 	return code
 }
 
-// startAgent runs the agent of a lab cluster in-process, as `drover agent` would, and returns
-// the function that stops it and waits until it has stopped.
-func startAgent(cluster string) (func(), error) {
+// startAgent runs the agent of a lab cluster in-process, as `drover agent` would; stopAgent
+// stops it.
+func startAgent(cluster string) error {
+	agentsMu.Lock()
+	defer agentsMu.Unlock()
+	if agents[cluster] != nil {
+		return fmt.Errorf("the agent of %s is already running", cluster)
+	}
 	c, err := testLab.Cluster(cluster)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster})
+	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return func() {
+	agents[cluster] = func() {
 		cancel()
 		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "the agent stopped with an error:", err)
+			fmt.Fprintf(os.Stderr, "the agent of %s stopped with an error: %v\n", cluster, err)
 		}
-	}, nil
+	}
+	return nil
+}
+
+// stopAgent stops the agent of a lab cluster, if it runs, and waits until it has stopped.
+func stopAgent(cluster string) {
+	agentsMu.Lock()
+	stop := agents[cluster]
+	delete(agents, cluster)
+	agentsMu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // clusterClient returns a client of a lab cluster that knows the agent's types.

@@ -46,6 +46,7 @@ type Backend struct {
 var (
 	_ replication.Backend = (*Backend)(nil)
 	_ replication.Cleaner = (*Backend)(nil)
+	_ replication.Demoter = (*Backend)(nil)
 )
 
 // New returns the VolRep backend working through c, which must know the replication API's types.
@@ -90,7 +91,7 @@ func (b *Backend) ensureVolumeReplication(ctx context.Context, pc *replication.P
 	err := b.client.Get(ctx, key, vr)
 	switch {
 	case apierrors.IsNotFound(err):
-		return b.createVolumeReplication(ctx, pc)
+		return b.createVolumeReplication(ctx, pc, replicationv1alpha1.Primary, false)
 	case err != nil:
 		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get VolumeReplication %s: %v", key, err))
 	}
@@ -131,7 +132,7 @@ func foreign(vr *replicationv1alpha1.VolumeReplication, pc *replication.PVCConte
 	return ""
 }
 
-func (b *Backend) createVolumeReplication(ctx context.Context, pc *replication.PVCContext) (*replicationv1alpha1.VolumeReplication, replication.Result) {
+func (b *Backend) createVolumeReplication(ctx context.Context, pc *replication.PVCContext, state replicationv1alpha1.ReplicationState, autoResync bool) (*replicationv1alpha1.VolumeReplication, replication.Result) {
 	class, res := b.selectClass(ctx, pc)
 	if class == "" {
 		return nil, res
@@ -143,7 +144,8 @@ func (b *Backend) createVolumeReplication(ctx context.Context, pc *replication.P
 		},
 		Spec: replicationv1alpha1.VolumeReplicationSpec{
 			VolumeReplicationClass: class,
-			ReplicationState:       replicationv1alpha1.Primary,
+			ReplicationState:       state,
+			AutoResync:             autoResync,
 			DataSource: corev1.TypedLocalObjectReference{
 				APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pc.PVC.Name,
 			},
@@ -261,4 +263,54 @@ func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) repli
 		}
 	}
 	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for VolumeReplication %s to be deleted", key))
+}
+
+// Demote sets the PVC's VolumeReplication to secondary, with autoResync when resync is asked (the
+// old primary of a failover: the storage discards its writes since the peer's promotion and
+// takes the peer's data), and is Done once the storage reports it Secondary. A PVC without a
+// VolumeReplication gets a secondary one. The agent calls it only once nothing uses the PVC.
+func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, resync bool) replication.Result {
+	key := client.ObjectKeyFromObject(pc.PVC)
+	vr := &replicationv1alpha1.VolumeReplication{}
+	err := b.client.Get(ctx, key, vr)
+	switch {
+	case apierrors.IsNotFound(err):
+		created, res := b.createVolumeReplication(ctx, pc, replicationv1alpha1.Secondary, resync)
+		if created == nil {
+			return res
+		}
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for the storage to demote VolumeReplication %s", key))
+	case err != nil:
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get VolumeReplication %s: %v", key, err))
+	}
+	if msg := foreign(vr, pc); msg != "" {
+		return replication.Failed(v1alpha1.ReasonReplicationConflict, msg)
+	}
+	if vr.Spec.ReplicationState != replicationv1alpha1.Secondary || vr.Spec.AutoResync != resync {
+		before := vr.DeepCopy()
+		vr.Spec.ReplicationState, vr.Spec.AutoResync = replicationv1alpha1.Secondary, resync
+		if err := b.client.Patch(ctx, vr, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to set VolumeReplication %s to secondary: %v", key, err))
+		}
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for the storage to demote VolumeReplication %s", key))
+	}
+	return observeSecondary(vr)
+}
+
+// observeSecondary judges a VolumeReplication asked to be secondary: Done once the storage has
+// acted on its current generation and reports it Secondary.
+func observeSecondary(vr *replicationv1alpha1.VolumeReplication) replication.Result {
+	key := vr.Namespace + "/" + vr.Name
+	switch {
+	case vr.Status.ObservedGeneration < vr.Generation:
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
+	case vr.Status.State != replicationv1alpha1.SecondaryState:
+		msg := fmt.Sprintf("VolumeReplication %s reports state %q, waiting for Secondary", key, vr.Status.State)
+		if c := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionCompleted); c != nil && c.Status != metav1.ConditionTrue {
+			msg += fmt.Sprintf(": %s: %s", c.Reason, c.Message)
+		}
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
+	}
+	return replication.Done()
 }

@@ -220,3 +220,45 @@ func TestProtectAdoptsAnUnlabelledVolumeReplicationOfThePVC(t *testing.T) {
 	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary))
 	g.Expect(vr.Labels).To(Equal(map[string]string{LabelVRGName: "db", LabelVRGNamespace: "app"}))
 }
+
+func TestDemoteSetsThePrimaryToSecondaryWithAutoResyncAndWaitsForTheStorage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newClient(t, class("vrc-5s", driver, "5s", nil))
+	b := New(c)
+	pc := pvcContext(5*time.Second, nil)
+	g.Expect(b.Protect(ctx, pc).Outcome).To(Equal(replication.OutcomeRetry))
+
+	res := b.Demote(ctx, pc, true)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry), res.String())
+	g.Expect(res.Message).To(ContainSubstring("waiting for the storage to demote VolumeReplication app/data-db-0"))
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data-db-0"}, vr)).To(Succeed())
+	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Secondary))
+	g.Expect(vr.Spec.AutoResync).To(BeTrue())
+
+	// The storage has not acted on the new generation yet, then reports it still primary.
+	vr.Status = replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, ObservedGeneration: vr.Generation - 1}
+	g.Expect(c.Status().Update(ctx, vr)).To(Succeed())
+	g.Expect(b.Demote(ctx, pc, true).Message).To(ContainSubstring("waiting for the storage to act on VolumeReplication app/data-db-0"))
+	vr.Status.ObservedGeneration = vr.Generation
+	g.Expect(c.Status().Update(ctx, vr)).To(Succeed())
+	g.Expect(b.Demote(ctx, pc, true).Message).To(ContainSubstring(`reports state "Primary", waiting for Secondary`))
+
+	vr.Status.State = replicationv1alpha1.SecondaryState
+	g.Expect(c.Status().Update(ctx, vr)).To(Succeed())
+	g.Expect(b.Demote(ctx, pc, true).IsDone()).To(BeTrue())
+}
+
+func TestDemoteCreatesASecondaryVolumeReplicationWhenThePVCHasNone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newClient(t, class("vrc-5s", driver, "5s", nil))
+	res := New(c).Demote(ctx, pvcContext(5*time.Second, nil), true)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry), res.String())
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data-db-0"}, vr)).To(Succeed())
+	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Secondary))
+	g.Expect(vr.Spec.AutoResync).To(BeTrue())
+	g.Expect(vr.Spec.VolumeReplicationClass).To(Equal("vrc-5s"))
+}

@@ -1,0 +1,135 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// requeueWaitingForConsumers: a PVC to demote is still used by a pod or a VolumeAttachment.
+// Watches on both wake the group when they go; this bounds the wait for what they miss.
+const requeueWaitingForConsumers = 5 * time.Second
+
+// Demotion (DESIGN.md, PVC rules 1 and 3). A secondary group makes every selected PVC on this
+// cluster secondary so the peer's data wins:
+//
+//   - action Failover (this cluster was failed away from, and may just have come back): a PVC
+//     that still exists does not block. Once no pod names it and no VolumeAttachment attaches
+//     its PV, its replication is demoted with resync, so writes made here after the peer's
+//     promotion are discarded and the peer's next sync replaces them. The PVC, its PV and the
+//     stored metadata stay; so do the PVC's protection finalizer and label, since the group
+//     still protects it (as secondary) and unprotecting is the group's deletion's job.
+//   - action Relocate: the demotion must carry every write, so no consumer may appear between
+//     the consumer check and the demotion. The admission webhook that closes that race is not
+//     served by this agent yet, so a relocation's demotion waits, saying so (FenceNotAvailable):
+//     demoting without the fence could lose writes.
+//   - no action: a secondary group with PVCs but no reason given is not demoted (nothing says
+//     whether the peer's data may win); the PVC reports it.
+//
+// A group that selects no PVC here (the usual secondary: the peer protects them) is simply
+// Secondary.
+
+// demotePVCs demotes every selected PVC.
+func (r *Reconciler) demotePVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	var errs []error
+	for _, ps := range sc.pvcs {
+		ps.secondary = true
+		if err := r.demotePVC(ctx, sc, ps); err != nil {
+			errs = append(errs, err)
+			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: demoteRequeue(sc.pvcs)}, nil
+}
+
+// demoteRequeue is how soon the PVCs need another look; the safety requeue once all are
+// secondary.
+func demoteRequeue(pvcs []*pvcState) time.Duration {
+	after := requeueSafety
+	for _, ps := range pvcs {
+		switch ps.result.Outcome {
+		case replication.OutcomeRetry:
+			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
+		case replication.OutcomeFailed:
+			after = min(after, requeueAfterFailure)
+		}
+	}
+	return after
+}
+
+// demotePVC demotes one PVC once nothing uses it. Problems land in ps.result; API failures are
+// returned.
+func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) error {
+	pvc := ps.pvc
+	if pvc.Spec.StorageClassName != nil {
+		ps.storageClass = *pvc.Spec.StorageClassName
+	}
+	if pvc.Spec.VolumeName == "" {
+		// Never bound: no volume, so nothing replicates and nothing can be demoted.
+		ps.result = replication.Done()
+		return nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, ps.key(), err)
+	}
+	ps.pv = pv
+	provisioner, err := r.provisioner(ctx, ps.storageClass, pv)
+	if err != nil {
+		return err
+	}
+	backend, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, ps.storageClass, provisioner)
+	if err != nil {
+		ps.result = replication.Failed(selectionReason(err), fmt.Sprintf("PVC %s: %v", ps.key(), err))
+		return nil
+	}
+	ps.backend = backend.Name()
+	demoter, ok := backend.(replication.Demoter)
+	if !ok {
+		ps.result = replication.Failed(v1alpha1.ReasonBackendNotAvailable, fmt.Sprintf(
+			"PVC %s: backend %s of this agent cannot demote a PVC", ps.key(), backend.Name()))
+		return nil
+	}
+	users, err := r.consumers(ctx, pvc)
+	if err != nil {
+		return err
+	}
+	if len(users) > 0 {
+		ps.result = replication.Retry(requeueWaitingForConsumers, v1alpha1.ReasonPVCInUse, inUseMessage(ps.key(), users))
+		return nil
+	}
+	switch sc.vrg.Spec.Action {
+	case v1alpha1.ActionRelocate:
+		ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
+			"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent does not serve it yet; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
+			ps.key()))
+		return nil
+	case v1alpha1.ActionFailover:
+	default:
+		ps.result = replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"PVC %s exists on this cluster and the group is secondary without spec.action: set action Failover to demote it with resync (the peer's data wins)",
+			ps.key()))
+		return nil
+	}
+	pc := &replication.PVCContext{
+		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
+	}
+	ps.result = demoter.Demote(ctx, pc, true)
+	if ps.sync, err = backend.Status(ctx, pc); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Demoted PVC", "pvc", klog.KObj(pvc), "backend", ps.backend, "result", ps.result.String())
+	return nil
+}
