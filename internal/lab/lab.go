@@ -96,7 +96,7 @@ func New(opts Options) (*Lab, error) {
 		// A lab created before managed clusters had S3 servers gets a port now; the next up or
 		// start records it.
 		if c.Role == RoleManaged && c.Ports.S3 == 0 {
-			if c.Ports.S3, err = freePort(); err != nil {
+			if c.Ports.S3, err = reservePort(dir); err != nil {
 				return nil, err
 			}
 		}
@@ -147,7 +147,7 @@ func (l *Lab) newState() (*labState, error) {
 			ports = append(ports, &c.Ports.S3)
 		}
 		for _, p := range ports {
-			port, err := freePort()
+			port, err := reservePort(l.opts.Dir)
 			if err != nil {
 				return nil, err
 			}
@@ -302,6 +302,7 @@ func (l *Lab) Down() error {
 	}
 	stopProcesses(left, stopGrace)
 	unlock()
+	releasePorts(l.opts.Dir)
 	if err := os.RemoveAll(l.opts.Dir); err != nil {
 		return fmt.Errorf("failed to remove lab directory %s: %w", l.opts.Dir, err)
 	}

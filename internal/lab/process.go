@@ -2,7 +2,9 @@ package lab
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -197,18 +199,63 @@ func rssKiB(pid int) int64 {
 	return 0
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed to find a free port: %w", err)
+// Lab ports come from below Linux's ephemeral range (32768-60999), so the kernel never hands
+// one of them to an outgoing connection, and each is reserved machine-wide by a file named after
+// it, so labs that start at the same moment (test packages run in parallel) never pick the
+// same port. A reservation whose lab directory is gone is stale and reused.
+const (
+	portRangeFirst = 20000
+	portRangeSize  = 12000
+)
+
+// portReservations is the directory of port reservation files.
+func portReservations() string { return filepath.Join(os.TempDir(), "drover-lab-ports") }
+
+// reservePort picks an unused loopback port for the lab in labDir and reserves it.
+func reservePort(labDir string) (int, error) {
+	if err := os.MkdirAll(portReservations(), 0o750); err != nil {
+		return 0, fmt.Errorf("failed to create the port reservation directory: %w", err)
 	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, fmt.Errorf("unexpected listener address %v", l.Addr())
+	for range 1000 {
+		port := portRangeFirst + rand.IntN(portRangeSize) //nolint:gosec // spreading ports, not a secret
+		path := filepath.Join(portReservations(), strconv.Itoa(port))
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			// A reservation is stale when its lab directory is gone and it is older than any
+			// lab's start-up (a new lab reserves its ports before it creates its directory).
+			owner, rerr := os.ReadFile(path)
+			info, ierr := os.Stat(path)
+			if rerr == nil && ierr == nil && len(owner) > 0 && time.Since(info.ModTime()) > time.Minute {
+				if _, serr := os.Stat(string(owner)); errors.Is(serr, os.ErrNotExist) {
+					_ = os.Remove(path) // the next round may take it
+				}
+			}
+			continue
+		}
+		_, werr := f.WriteString(labDir)
+		_ = f.Close()
+		if werr != nil {
+			_ = os.Remove(path)
+			return 0, fmt.Errorf("failed to reserve port %d: %w", port, werr)
+		}
+		if checkPortFree(port, "") != nil {
+			_ = os.Remove(path)
+			continue
+		}
+		return port, nil
 	}
-	return addr.Port, nil
+	return 0, errors.New("found no free loopback port to reserve in 1000 tries")
+}
+
+// releasePorts removes the reservations of the lab in labDir.
+func releasePorts(labDir string) {
+	entries, _ := os.ReadDir(portReservations())
+	for _, e := range entries {
+		path := filepath.Join(portReservations(), e.Name())
+		if owner, err := os.ReadFile(path); err == nil && string(owner) == labDir {
+			_ = os.Remove(path)
+		}
+	}
 }
 
 // checkPortFree fails with an error that names the port and its user when port is taken.

@@ -83,3 +83,27 @@ func TestAProcessBelongsToTheClusterItWorksInNotToItsPeer(t *testing.T) {
 		t.Error("every process of the lab must be found by the lab directory (lab down)")
 	}
 }
+
+func TestReservedPortsAreBelowTheEphemeralRangeAndNeverHandedOutTwice(t *testing.T) {
+	labDir := t.TempDir()
+	seen := map[int]bool{}
+	for range 50 {
+		port, err := reservePort(labDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < portRangeFirst || port >= 32768 {
+			t.Errorf("port %d is outside [%d, 32768)", port, portRangeFirst)
+		}
+		if seen[port] {
+			t.Errorf("port %d reserved twice", port)
+		}
+		seen[port] = true
+	}
+	releasePorts(labDir)
+	for port := range seen {
+		if _, err := os.Stat(filepath.Join(portReservations(), fmt.Sprint(port))); !os.IsNotExist(err) {
+			t.Errorf("reservation of port %d not released: %v", port, err)
+		}
+	}
+}
