@@ -89,8 +89,12 @@ const (
 	// its PVCs, if any, receive the peer primary's replication.
 	ReasonSecondary = "Secondary"
 	// ReasonFenceNotAvailable (DataReady): a relocation's demotion waits for the admission
-	// webhook that fences new consumers of the PVCs, which this agent does not serve yet.
+	// webhook that fences new consumers of the PVCs, which this agent runs without.
 	ReasonFenceNotAvailable = "FenceNotAvailable"
+	// ReasonSplitBrain (ClusterDataProtected): the storage reports a PVC primary on both
+	// clusters; the agent stops writing metadata so a stale primary never overwrites the new
+	// primary's.
+	ReasonSplitBrain = "SplitBrain"
 	// ReasonNoBackend (DataReady, DataProtected): no storageClassBackends entry matches a PVC's
 	// StorageClass.
 	ReasonNoBackend = "NoBackend"

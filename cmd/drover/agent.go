@@ -16,6 +16,8 @@ type agentFlags struct {
 	kubeconfig         string
 	clusterName        string
 	metricsBindAddress string
+	webhookAddress     string
+	webhookCertDir     string
 }
 
 // newAgentCommand runs the agent of one managed cluster.
@@ -33,6 +35,10 @@ selects and writes their PV/PVC metadata to every S3 profile of the group.`,
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG, else in-cluster)")
 	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "", "name of the managed cluster, for logs")
 	cmd.Flags().StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	cmd.Flags().StringVar(&f.webhookAddress, "webhook-address", "127.0.0.1:0",
+		"host:port where the fence (the admission webhook that guards a relocation's demotion) listens; port 0 picks a free one")
+	cmd.Flags().StringVar(&f.webhookCertDir, "webhook-cert-dir", "",
+		"directory with the fence's tls.crt, tls.key and ca.crt (default: a self-signed certificate for 127.0.0.1)")
 	_ = cmd.MarkFlagRequired("cluster-name")
 	return cmd
 }
@@ -49,7 +55,10 @@ func (f *agentFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("failed to load the cluster's configuration: %w", err)
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress})
+	mgr, err := agent.NewManager(cfg, agent.Options{
+		ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress,
+		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
+	})
 	if err != nil {
 		return err
 	}

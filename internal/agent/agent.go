@@ -4,19 +4,28 @@
 package agent
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
@@ -34,6 +43,18 @@ type Options struct {
 	// one process, as in tests: controller-runtime otherwise refuses a second controller of
 	// the same name, since both would report the same metrics.
 	InProcess bool
+
+	// WebhookAddress is where the fence (internal/agent/webhook) listens, host:port; default
+	// "127.0.0.1:0", a free port on the loopback, as in the lab where kube-apiserver and the
+	// agent share 127.0.0.1.
+	WebhookAddress string
+	// WebhookCertDir holds the fence's serving certificate (tls.crt, tls.key, reloaded when
+	// they rotate) and the CA that signed it (ca.crt). Empty makes a self-signed one for
+	// 127.0.0.1.
+	WebhookCertDir string
+	// DisableFence runs the agent without the fence: a relocation's demotion then waits,
+	// saying so (FenceNotAvailable).
+	DisableFence bool
 }
 
 // NewScheme returns the types the agent reads and writes: client-go's, drover's and csi-addons
@@ -64,7 +85,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		opts.NewStore = vrg.NewS3Store
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
+		Scheme: scheme,
+		// The fence labels namespaces one by one; the agent neither lists nor watches them.
+		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
 		Logger:     ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
 		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
@@ -77,11 +100,98 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opts.DisableFence {
+		if err := addFence(mgr, opts); err != nil {
+			return nil, err
+		}
+	}
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: backends, NewStore: opts.NewStore,
+		Fence: !opts.DisableFence,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)
 	}
 	return mgr, nil
 }
+
+// addFence adds the fence's server to the manager and, once the manager starts, installs its
+// ValidatingWebhookConfiguration (the server listens from NewServer on, so its URL is known).
+func addFence(mgr manager.Manager, opts Options) error {
+	if opts.WebhookAddress == "" {
+		opts.WebhookAddress = "127.0.0.1:0"
+	}
+	var getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	var caBundle []byte
+	if opts.WebhookCertDir == "" {
+		certs, err := webhook.NewSelfSigned("127.0.0.1")
+		if err != nil {
+			return err
+		}
+		getCertificate, caBundle = certs.GetCertificate, certs.CABundle
+	} else {
+		watcher, err := certwatcher.New(filepath.Join(opts.WebhookCertDir, webhook.CertFile), filepath.Join(opts.WebhookCertDir, webhook.KeyFile))
+		if err != nil {
+			return fmt.Errorf("failed to load the fence's serving certificate from %s: %w", opts.WebhookCertDir, err)
+		}
+		if err := mgr.Add(watcher); err != nil {
+			return fmt.Errorf("failed to add the fence's certificate watcher: %w", err)
+		}
+		caFile := filepath.Join(opts.WebhookCertDir, webhook.CAFile)
+		if caBundle, err = os.ReadFile(caFile); err != nil { //nolint:gosec // the operator's own flag names the directory
+			return fmt.Errorf("failed to read the fence's CA %s: %w", caFile, err)
+		}
+		getCertificate = watcher.GetCertificate
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{
+		Address:        opts.WebhookAddress,
+		GetCertificate: getCertificate,
+		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
+		Logger:         mgr.GetLogger().WithName("fence"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("failed to add the fence's server: %w", err)
+	}
+	install := webhook.Options{URL: srv.URL(), CABundle: caBundle}
+	if err := mgr.Add(configurationInstaller{client: mgr.GetClient(), opts: install}); err != nil {
+		return fmt.Errorf("failed to add the fence's configuration installer: %w", err)
+	}
+	return nil
+}
+
+// retryInstall is the pause between attempts to install the fence's configuration.
+const retryInstall = 2 * time.Second
+
+// configurationInstaller applies the fence's configuration once the manager starts, then waits
+// for the manager to stop. Every replica applies the same configuration, so it needs no leader.
+type configurationInstaller struct {
+	client client.Client
+	opts   webhook.Options
+}
+
+// Start implements manager.Runnable.
+func (c configurationInstaller) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("fence")
+	for {
+		err := webhook.EnsureConfiguration(ctx, c.client, c.opts)
+		if err == nil {
+			log.Info("Installed the fence's configuration", "url", c.opts.URL)
+			break
+		}
+		// Until it is installed, a relocation's probe finds no fence and waits.
+		log.Error(err, "Failed to install the fence's configuration; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retryInstall):
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (configurationInstaller) NeedLeaderElection() bool { return false }

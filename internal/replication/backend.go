@@ -99,6 +99,9 @@ type SyncStatus struct {
 	LastSyncTime     *metav1.Time
 	LastSyncDuration *metav1.Duration
 	LastSyncBytes    *int64
+	// SplitBrain, when not empty, is the storage's message that the volume is primary on both
+	// clusters; empty otherwise.
+	SplitBrain string
 }
 
 // Backend replicates PVCs with one mechanism. See the package documentation for the contract

@@ -3,6 +3,7 @@ package vrg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,15 +59,24 @@ func volumeAttachmentPV(obj client.Object) []string {
 
 // consumers names what uses a PVC: the pods of its namespace whose volumes name it and have not
 // terminated (a pod being deleted still runs until it is gone), and the VolumeAttachments of
-// its PV. Empty when nothing does.
-func (r *Reconciler) consumers(ctx context.Context, pvc *corev1.PersistentVolumeClaim) ([]string, error) {
+// its PV. Empty when nothing does. fresh reads from the API server instead of the cache: a
+// relocation re-checks after fencing, and a pod admitted just before the fence may not be in
+// the cache yet (the API server cannot select pods by volume, so they are filtered here).
+func (r *Reconciler) consumers(ctx context.Context, pvc *corev1.PersistentVolumeClaim, fresh bool) ([]string, error) {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(pvc.Namespace), client.MatchingFields{indexPodPVC: pvc.Name}); err != nil {
+	var err error
+	if fresh {
+		err = r.APIReader.List(ctx, pods, client.InNamespace(pvc.Namespace))
+	} else {
+		err = r.Client.List(ctx, pods, client.InNamespace(pvc.Namespace), client.MatchingFields{indexPodPVC: pvc.Name})
+	}
+	if err != nil {
 		return nil, fmt.Errorf("failed to list the pods of PVC %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
 	var out []string
-	for _, pod := range pods.Items {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || !slices.Contains(podPVCs(pod), pvc.Name) {
 			continue
 		}
 		out = append(out, "pod "+pod.Namespace+"/"+pod.Name)
@@ -75,10 +85,19 @@ func (r *Reconciler) consumers(ctx context.Context, pvc *corev1.PersistentVolume
 		return out, nil
 	}
 	vas := &storagev1.VolumeAttachmentList{}
-	if err := r.Client.List(ctx, vas, client.MatchingFields{indexVolumeAttachmentPV: pvc.Spec.VolumeName}); err != nil {
+	if fresh {
+		err = r.APIReader.List(ctx, vas)
+	} else {
+		err = r.Client.List(ctx, vas, client.MatchingFields{indexVolumeAttachmentPV: pvc.Spec.VolumeName})
+	}
+	if err != nil {
 		return nil, fmt.Errorf("failed to list the VolumeAttachments of PV %s: %w", pvc.Spec.VolumeName, err)
 	}
-	for _, va := range vas.Items {
+	for i := range vas.Items {
+		va := &vas.Items[i]
+		if !slices.Contains(volumeAttachmentPV(va), pvc.Spec.VolumeName) {
+			continue
+		}
 		out = append(out, fmt.Sprintf("VolumeAttachment %s (node %s)", va.Name, va.Spec.NodeName))
 	}
 	return out, nil

@@ -78,6 +78,10 @@ type Reconciler struct {
 	Backends *replication.Registry
 	// NewStore builds the store of an S3 profile.
 	NewStore StoreFactory
+	// Fence is true when the agent serves the fence (internal/agent/webhook) and has installed
+	// its configuration: a relocation demotes only behind it. False refuses to demote for a
+	// relocation (FenceNotAvailable).
+	Fence bool
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
@@ -157,9 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // metadata: the stores hold the primary's, under the same keys.
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
-		return []phase{r.parseSpec, r.selectPVCs, r.demotePVCs}
+		return []phase{r.parseSpec, r.selectPVCs, r.fenceRelocation, r.demotePVCs, r.finishRelocation}
 	}
-	return []phase{r.parseSpec, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata}
+	return []phase{r.parseSpec, r.unfence, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/drover-io/drover/internal/agent/webhook"
 	"github.com/drover-io/drover/internal/replication"
 )
 
@@ -51,6 +52,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	if pending {
 		return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
+	}
+	if r.Fence {
+		for _, ns := range protectedNamespaces(sc.vrg) {
+			if err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	before := sc.vrg.DeepCopy()
 	controllerutil.RemoveFinalizer(sc.vrg, Finalizer)

@@ -29,9 +29,13 @@ const requeueWaitingForConsumers = 5 * time.Second
 //     stored metadata stay; so do the PVC's protection finalizer and label, since the group
 //     still protects it (as secondary) and unprotecting is the group's deletion's job.
 //   - action Relocate: the demotion must carry every write, so no consumer may appear between
-//     the consumer check and the demotion. The admission webhook that closes that race is not
-//     served by this agent yet, so a relocation's demotion waits, saying so (FenceNotAvailable):
-//     demoting without the fence could lose writes.
+//     the consumer check and the demotion. fenceRelocation first fences the PVCs (the group's
+//     drover.io/fence annotation, the namespaces' drover.io/fenced label) and probes until the
+//     API server refuses new pods that mount them; then the consumer check; then the demotion,
+//     without autoResync (after the storage's final mirror both images are equal, and nothing
+//     written here may be discarded). finishRelocation records status.finalSync once every PVC
+//     is secondary and synced after the demotion. An agent without the fence refuses to demote
+//     (FenceNotAvailable): demoting without it could lose writes.
 //   - no action: a secondary group with PVCs but no reason given is not demoted (nothing says
 //     whether the peer's data may win); the PVC reports it.
 //
@@ -102,7 +106,8 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 			"PVC %s: backend %s of this agent cannot demote a PVC", ps.key(), backend.Name()))
 		return nil
 	}
-	users, err := r.consumers(ctx, pvc)
+	// A relocation behind an enforced fence re-checks uncached: nothing may slip in between.
+	users, err := r.consumers(ctx, pvc, sc.vrg.Spec.Action == v1alpha1.ActionRelocate && sc.fenced)
 	if err != nil {
 		return err
 	}
@@ -110,12 +115,26 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 		ps.result = replication.Retry(requeueWaitingForConsumers, v1alpha1.ReasonPVCInUse, inUseMessage(ps.key(), users))
 		return nil
 	}
+	resync := true
 	switch sc.vrg.Spec.Action {
 	case v1alpha1.ActionRelocate:
-		ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
-			"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent does not serve it yet; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
-			ps.key()))
-		return nil
+		if !r.Fence {
+			ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
+				"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent runs without it; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
+				ps.key()))
+			return nil
+		}
+		if !sc.fenced {
+			ps.result = replication.Retry(requeueWaitingForFence, v1alpha1.ReasonProgressing, fmt.Sprintf(
+				"PVC %s is not demoted yet: waiting for the API server to enforce the fence that refuses new pods mounting it", ps.key()))
+			return nil
+		}
+		if err := r.markDemotion(ctx, sc); err != nil {
+			return err
+		}
+		// No resync: both images hold the same data after the final mirror, and a relocation
+		// never discards what this cluster wrote.
+		resync = false
 	case v1alpha1.ActionFailover:
 	default:
 		ps.result = replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
@@ -126,7 +145,7 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 	pc := &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
 	}
-	ps.result = demoter.Demote(ctx, pc, true)
+	ps.result = demoter.Demote(ctx, pc, resync)
 	if ps.sync, err = backend.Status(ctx, pc); err != nil {
 		return err
 	}

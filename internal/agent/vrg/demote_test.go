@@ -125,7 +125,7 @@ func TestAFailoverDemotionWaitsForEveryConsumerThenDemotesWithResyncKeepingThePV
 	g.Expect(kept.Finalizers).To(ContainElement(PVCFinalizer), "it stays protected by the secondary group")
 }
 
-func TestARelocationDemotionWaitsForTheFencingWebhook(t *testing.T) {
+func TestARelocationDemotionWithoutTheFenceRefusesToDemote(t *testing.T) {
 	g := NewWithT(t)
 	pv, pvc := protectedPVC()
 	f := newFixture(t, pv, pvc)

@@ -141,6 +141,18 @@ func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Resul
 		sc.metadataDeferred = true
 		return ctrl.Result{}, nil
 	}
+	for _, ps := range sc.pvcs {
+		if ps.sync.SplitBrain != "" {
+			// This cluster may be the stale primary: its metadata must never overwrite the
+			// new primary's. Neither side can tell which it is, so both stop writing until
+			// one is demoted.
+			sc.splitBrain = append(sc.splitBrain, ps.sync.SplitBrain)
+		}
+	}
+	if len(sc.splitBrain) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Not writing metadata: the storage reports a split brain", "pvcs", len(sc.splitBrain))
+		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
+	}
 	objects, keep, err := metadataObjects(sc)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -39,6 +39,13 @@ type scope struct {
 	// metadataDeferred is true when the metadata was not written because the restore is not
 	// complete: the stores keep the peer's metadata, the source of the restore.
 	metadataDeferred bool
+	// fenced is true once the API server enforces the fence on the group's PVCs (a relocation
+	// demotes only then); finalSync, when set, is the final sync this pass proved.
+	fenced    bool
+	finalSync *v1alpha1.FinalSyncStatus
+	// splitBrain holds the storage's messages for PVCs primary on both clusters; while any,
+	// no metadata is written.
+	splitBrain []string
 }
 
 func newScope(vrg *v1alpha1.VolumeReplicationGroup) *scope {

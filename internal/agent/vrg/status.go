@@ -39,6 +39,9 @@ func computeStatus(sc *scope, succeeded bool) {
 		return
 	}
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
+		if sc.finalSync != nil {
+			st.FinalSync = sc.finalSync
+		}
 		computeSecondaryStatus(sc, succeeded)
 		return
 	}
@@ -46,6 +49,9 @@ func computeStatus(sc *scope, succeeded bool) {
 	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
 	dataProtected := dataProtectedCondition(sc.pvcs)
 	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
+	if len(sc.splitBrain) > 0 {
+		clusterData = splitBrainCondition(sc.splitBrain)
+	}
 	if sc.metadataDeferred {
 		clusterData = condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonProgressing,
 			"the metadata is written once the restore completes (ClusterDataReady)")
@@ -279,6 +285,15 @@ func clusterDataProtectedCondition(stores []storeOutcome, pending []string, obje
 	}
 	return condition(v1alpha1.ConditionClusterDataProtected, true, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("the metadata (%d objects) is in S3 profiles %s", objects, strings.Join(ok, ", ")))
+}
+
+// splitBrainCondition says that the metadata is not written while the storage reports PVCs
+// primary on both clusters, and what to do.
+func splitBrainCondition(messages []string) metav1.Condition {
+	return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonSplitBrain, fmt.Sprintf(
+		"the metadata is not written to the S3 profiles: the storage reports PVCs primary on both clusters (%s); "+
+			"this cluster may be the stale primary and must not overwrite the new primary's metadata: demote the stale group (secondary, action Failover)",
+		strings.Join(messages, "; ")))
 }
 
 // lastGroupSyncTime is the oldest last sync of the PVCs: the group's recovery point. It is nil

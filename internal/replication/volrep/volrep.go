@@ -30,6 +30,11 @@ const (
 	// LabelVRGNamespace marks a VolumeReplication with the namespace of the group that made it.
 	LabelVRGNamespace = "drover.io/vrg-namespace"
 
+	// ReasonSplitBrain is the reason of a VolumeReplication's Degraded condition when its volume
+	// is primary on both clusters: the reason the csi-addons drivers drover targets and the lab's
+	// storage (internal/lab/storage.ReasonSplitBrain) use; drover does not import the lab.
+	ReasonSplitBrain = "SplitBrain"
+
 	// pollInterval is how soon to look again while the storage has not completed a request.
 	pollInterval = 2 * time.Second
 	// retryAfterError is how soon to retry after an API failure.
@@ -75,12 +80,17 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 		}
 		return replication.SyncStatus{}, fmt.Errorf("failed to get VolumeReplication %s: %w", key, err)
 	}
-	return replication.SyncStatus{
+	st := replication.SyncStatus{
 		ReplicationID:    vr.Spec.VolumeReplicationClass,
 		LastSyncTime:     vr.Status.LastSyncTime,
 		LastSyncDuration: vr.Status.LastSyncDuration,
 		LastSyncBytes:    vr.Status.LastSyncBytes,
-	}, nil
+	}
+	if c := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionDegraded); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == ReasonSplitBrain {
+		st.SplitBrain = fmt.Sprintf("VolumeReplication %s: %s", key, c.Message)
+	}
+	return st, nil
 }
 
 // ensureVolumeReplication returns the PVC's VolumeReplication, created or set to primary as

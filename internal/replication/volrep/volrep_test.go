@@ -262,3 +262,30 @@ func TestDemoteCreatesASecondaryVolumeReplicationWhenThePVCHasNone(t *testing.T)
 	g.Expect(vr.Spec.AutoResync).To(BeTrue())
 	g.Expect(vr.Spec.VolumeReplicationClass).To(Equal("vrc-5s"))
 }
+
+func TestStatusReportsASplitBrainOnlyFromTheDegradedCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		degraded  *metav1.Condition
+		wantSplit bool
+	}{
+		{name: "a healthy replication reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Healthy"}},
+		{name: "another degradation reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "PeerDown"}},
+		{name: "a resolved split brain reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonSplitBrain}},
+		{name: "Degraded with reason SplitBrain reports it with the storage's message", wantSplit: true,
+			degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonSplitBrain, Message: "primary on both"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"}}
+			vr.Status.Conditions = []metav1.Condition{*tc.degraded}
+			st, err := New(newClient(t, vr)).Status(context.Background(), pvcContext(5*time.Second, nil))
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.wantSplit {
+				g.Expect(st.SplitBrain).To(Equal("VolumeReplication app/data-db-0: primary on both"))
+			} else {
+				g.Expect(st.SplitBrain).To(BeEmpty())
+			}
+		})
+	}
+}

@@ -1,0 +1,168 @@
+package vrg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/webhook"
+)
+
+// AnnotationDemotedAt records on a group, in RFC 3339, when the agent first asked the storage to
+// demote a PVC for a relocation. The final sync is proven by a last sync at or after it; it
+// cannot be re-observed, so it is persisted, and removed once the final sync is recorded.
+const AnnotationDemotedAt = "drover.io/relocate-demoted-at"
+
+// requeueWaitingForFence: the API server has not started to enforce the fence yet (its informers
+// see the namespace label and the group's annotation within a second or so).
+const requeueWaitingForFence = 500 * time.Millisecond
+
+// The fence's steps need to label namespaces and to create dry-run pods (ProbeFence).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create
+
+// fenceRelocation fences the PVCs of a group that is secondary for a relocation (DESIGN.md, PVC
+// rule 3), before demotePVCs checks their consumers: it annotates the group (AnnotationFence,
+// while it is still demoting), labels every protected namespace so the API server calls the
+// fence, and probes until the API server refuses a pod that mounts a protected PVC. Only then is
+// sc.fenced true and may a PVC be demoted. Without the fence (Reconciler.Fence false) it does
+// nothing and demotePVC refuses to demote.
+func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !r.Fence {
+		return ctrl.Result{}, nil
+	}
+	for _, ns := range protectedNamespaces(sc.vrg) {
+		if err := webhook.SetNamespaceFence(ctx, r.Client, ns, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	var probe *pvcState
+	for _, ps := range sc.pvcs {
+		if ps.pvc.Labels[LabelProtectedBy] == sc.vrg.Name && ps.pvc.Spec.VolumeName != "" {
+			probe = ps
+			break
+		}
+	}
+	if probe == nil {
+		// Nothing protected here is bound: nothing to demote, nothing to fence.
+		sc.fenced = true
+		return ctrl.Result{}, nil
+	}
+	if sc.vrg.Status.State != v1alpha1.StateSecondary && sc.vrg.Annotations[webhook.AnnotationFence] != webhook.FenceRelocate {
+		if err := r.annotate(ctx, sc, webhook.AnnotationFence, webhook.FenceRelocate); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	fenced, err := webhook.ProbeFence(ctx, r.Client, probe.pvc.Namespace, probe.pvc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !fenced {
+		return ctrl.Result{RequeueAfter: requeueWaitingForFence}, nil
+	}
+	sc.fenced = true
+	return ctrl.Result{}, nil
+}
+
+// finishRelocation records the final sync and removes what fenced the demotion, once every PVC
+// is secondary. status.finalSync is set when every demoted PVC's last sync began at or after
+// AnnotationDemotedAt (the storage's final mirror: metav1.Time has a resolution of a second, so
+// the demotion time is truncated to the second); without spec.finalSyncRequest the PVCs are
+// demoted and finalSync stays unset. The fence annotation goes once all are secondary (the
+// group's secondary state fences its PVCs from then on); AnnotationDemotedAt goes once the
+// final sync is recorded in the status (a pass after the one that records it, hence the short
+// requeue).
+func (r *Reconciler) finishRelocation(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !r.Fence {
+		return ctrl.Result{}, nil
+	}
+	for _, ps := range sc.pvcs {
+		if !ps.result.IsDone() {
+			return ctrl.Result{}, nil
+		}
+	}
+	if sc.vrg.Annotations[webhook.AnnotationFence] != "" {
+		if err := r.annotate(ctx, sc, webhook.AnnotationFence, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	request := sc.vrg.Spec.FinalSyncRequest
+	recorded := sc.vrg.Status.FinalSync != nil && sc.vrg.Status.FinalSync.Request == request
+	if request == "" || recorded {
+		if sc.vrg.Annotations[AnnotationDemotedAt] != "" {
+			return ctrl.Result{}, r.annotate(ctx, sc, AnnotationDemotedAt, "")
+		}
+		return ctrl.Result{}, nil
+	}
+	demotedAt, err := time.Parse(time.RFC3339Nano, sc.vrg.Annotations[AnnotationDemotedAt])
+	if err != nil {
+		// Demoted before this agent recorded when, or the annotation was edited: the final
+		// sync cannot be proven, and no requeue would change that.
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot prove the final sync", "annotation", AnnotationDemotedAt)
+		return ctrl.Result{}, nil
+	}
+	demotedAt = demotedAt.Truncate(time.Second)
+	for _, ps := range sc.pvcs {
+		if ps.pv == nil {
+			continue
+		}
+		if ps.sync.LastSyncTime == nil || ps.sync.LastSyncTime.Time.Before(demotedAt) {
+			return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
+		}
+	}
+	sc.finalSync = &v1alpha1.FinalSyncStatus{Request: request, CompletionTime: metav1.Now()}
+	ctrl.LoggerFrom(ctx).Info("Final sync completed", "request", request)
+	return ctrl.Result{RequeueAfter: requeueWaitingForFence}, nil
+}
+
+// markDemotion records AnnotationDemotedAt before the first demotion of a relocation.
+func (r *Reconciler) markDemotion(ctx context.Context, sc *scope) error {
+	if sc.vrg.Annotations[AnnotationDemotedAt] != "" {
+		return nil
+	}
+	return r.annotate(ctx, sc, AnnotationDemotedAt, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// unfence undoes the fence of a group that is primary again: its annotations and the label of
+// its namespaces. Namespaces are read uncached (the agent does not watch them).
+func (r *Reconciler) unfence(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if !r.Fence {
+		return ctrl.Result{}, nil
+	}
+	for _, a := range []string{webhook.AnnotationFence, AnnotationDemotedAt} {
+		if sc.vrg.Annotations[a] != "" {
+			if err := r.annotate(ctx, sc, a, ""); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	for _, ns := range protectedNamespaces(sc.vrg) {
+		if err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// annotate sets (value non-empty) or removes one annotation of the group by a merge patch.
+func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string) error {
+	before := sc.vrg.DeepCopy()
+	if value == "" {
+		delete(sc.vrg.Annotations, key)
+	} else {
+		if sc.vrg.Annotations == nil {
+			sc.vrg.Annotations = map[string]string{}
+		}
+		sc.vrg.Annotations[key] = value
+	}
+	if err := r.Client.Patch(ctx, sc.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to patch annotation %s of VolumeReplicationGroup %s: %w", key, klog.KObj(sc.vrg), err)
+	}
+	return nil
+}
