@@ -52,7 +52,10 @@ func imageReport(g Gomega, cluster, handle string) records.Report {
 // on east, protected by east's primary group; east is lost; west's group, promoted with action
 // Failover, restores the PVCs under the StatefulSet's names from the store that survived and
 // the StatefulSet runs on west with every record up to the last completed mirror; east returns
-// with its PVCs kept, its group demoted with action Failover, and its images resync to west's.
+// with its PVCs kept, its group demoted with action Failover, and its images resync to west's;
+// the StatefulSet fails back to east, which adopts its leftovers; then the whole round repeats,
+// so each cluster has been primary twice: east is lost again, west adopts what its first time
+// as primary left, and east returns a second time and resyncs.
 func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
@@ -304,4 +307,154 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
 	}).Should(Succeed(), "the StatefulSet runs on east again with its adopted PVCs")
+
+	// The second round: east is lost again while its new writers write; west is promoted with
+	// action Failover a second time and adopts what its first time as primary left.
+	eastWriters2 := map[string]string{}
+	g.Eventually(func(g Gomega) {
+		for i := range 3 {
+			pvc := fmt.Sprintf("data-db-%d", i)
+			pod := &corev1.Pod{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			eastWriters2[pvc] = storage.WriterID(pod)
+			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(eastWriters2[pvc])
+			g.Expect(ok).To(BeTrue(), "west's image of %s holds records of %s", pvc, eastWriters2[pvc])
+			g.Expect(w.LastSeq).To(BeNumerically(">", 10))
+		}
+	}).WithTimeout(90*time.Second).Should(Succeed(), "the second east writers' records are mirrored to west")
+	for pvc, writer := range eastWriters2 {
+		g.Expect(writer).NotTo(Equal(eastWriters[pvc]), "%s: the second east writer is a new pod", pvc)
+	}
+
+	time.Sleep(interval / 2)
+	stopAgent(lab.East)
+	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	lostOnEast, keptOnWest = map[string]records.Report{}, map[string]records.Report{}
+	for pvc, handle := range handles {
+		lostOnEast[pvc] = imageReport(g, lab.East, handle)
+		keptOnWest[pvc] = imageReport(g, lab.West, handle)
+	}
+
+	failover = time.Now()
+	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	var adoptedSaid string
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
+		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(cdr.Message).To(ContainSubstring("(0 objects created, 6 adopted)"), "west's kept PVs and PVCs are adopted")
+		g.Expect(cdr.Message).To(ContainSubstring("skipped: S3 profile s3-east"), "the unreachable store is named")
+		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
+		g.Expect(dr.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
+		adoptedSaid = cdr.Message
+	}).WithTimeout(90*time.Second).Should(Succeed(), "west's group adopts its leftovers and is primary again")
+	t.Logf("second failover: action Failover on west → ClusterDataReady and DataReady in %s; %s",
+		time.Since(failover).Round(time.Millisecond), adoptedSaid)
+
+	for pvc, handle := range handles {
+		got := &corev1.PersistentVolumeClaim{}
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
+		pv := &corev1.PersistentVolume{}
+		g.Expect(west.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
+		g.Expect(pv.Spec.CSI.VolumeHandle).To(Equal(handle), "PVC %s binds to its replicated image", pvc)
+		vr := &replicationv1alpha1.VolumeReplication{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(got), vr)).To(Succeed())
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+
+		// West holds every record of the second east writer up to the last completed mirror and
+		// none after; the writers of earlier rounds are the same on both.
+		writer := eastWriters2[pvc]
+		promoted := imageReport(g, lab.West, handle)
+		g.Expect(records.Compare(keptOnWest[pvc], promoted).Identical).To(BeTrue(), "promotion changed no record of %s", pvc)
+		wrote, _ := lostOnEast[pvc].Writer(writer)
+		kept, ok := promoted.Writer(writer)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(kept.Gaps).To(BeEmpty())
+		diff := records.Compare(lostOnEast[pvc], promoted)
+		g.Expect(diff.Writers).To(HaveLen(3), "%s: the first east, the west and the second east writer", pvc)
+		for _, w := range diff.Writers {
+			g.Expect(w.OnlyInB).To(BeEmpty(), "%s: west has no record of %s that east did not write", pvc, w.Writer)
+			if w.Writer != writer {
+				g.Expect(w.OnlyInA).To(BeEmpty(), "%s: the earlier writer %s is the same on both", pvc, w.Writer)
+			} else if wrote.LastSeq > kept.LastSeq {
+				g.Expect(w.OnlyInA).To(Equal([]records.Range{{First: kept.LastSeq + 1, Last: wrote.LastSeq}}),
+					"what is lost is exactly what east wrote after the last mirror")
+			} else {
+				g.Expect(w.OnlyInA).To(BeEmpty())
+			}
+		}
+		t.Logf("second failover, %s: east wrote %d records, west kept %d, lost %d written after the last mirror",
+			pvc, wrote.LastSeq, kept.LastSeq, wrote.LastSeq-kept.LastSeq)
+	}
+
+	g.Expect(west.Create(ctx, writerStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
+	westWriters2 := map[string]string{}
+	g.Eventually(func(g Gomega) {
+		for i := range 3 {
+			pvc := fmt.Sprintf("data-db-%d", i)
+			pod := &corev1.Pod{}
+			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", pvc)))
+			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(storage.WriterID(pod))
+			g.Expect(ok).To(BeTrue())
+			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
+			westWriters2[pvc] = storage.WriterID(pod)
+		}
+	}).WithTimeout(90*time.Second).Should(Succeed(), "the StatefulSet runs on west again with its adopted PVCs and writes")
+
+	// East returns a second time: its StatefulSet deleted, its PVCs kept, its group demoted with
+	// action Failover, and nobody deletes a PVC.
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	g.Expect(startAgent(lab.East)).To(Succeed())
+	east = clusterClient(t, lab.East)
+	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	demoted = time.Now()
+	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	waits = nil
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		if said := dr.Reason + ": " + dr.Message; dr.Status != metav1.ConditionTrue && !slices.Contains(waits, said) {
+			waits = append(waits, said)
+		}
+		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
+		g.Expect(dr.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(3))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "east's group reaches Secondary a second time")
+	t.Logf("old primary, second time: action Failover (secondary) → Secondary in %s; on the way, DataReady said: %s",
+		time.Since(demoted).Round(time.Millisecond), strings.Join(waits, " | "))
+	pvcs = &corev1.PersistentVolumeClaimList{}
+	g.Expect(east.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(pvcs.Items).To(HaveLen(3), "east's PVCs are kept")
+	for _, pvc := range pvcs.Items {
+		g.Expect(pvc.DeletionTimestamp).To(BeNil())
+		vr := &replicationv1alpha1.VolumeReplication{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(&pvc), vr)).To(Succeed())
+		g.Expect(vr.Spec.AutoResync).To(BeTrue())
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+	}
+
+	// East's images resync to west's: east holds no record west lacks (the second east writers'
+	// stray records are discarded), and every writer but the running west ones is identical.
+	g.Eventually(func(g Gomega) {
+		for pvc, handle := range handles {
+			diff := records.Compare(imageReport(g, lab.East, handle), imageReport(g, lab.West, handle))
+			g.Expect(diff.Writers).To(HaveLen(4), "%s: two east writers and two west writers", pvc)
+			for _, w := range diff.Writers {
+				g.Expect(w.OnlyInA).To(BeEmpty(), "%s: east holds records of %s that west lacks", pvc, w.Writer)
+				if w.Writer != westWriters2[pvc] {
+					g.Expect(w.OnlyInB).To(BeEmpty(), "%s: the log of %s is identical on both", pvc, w.Writer)
+				}
+			}
+		}
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's a second time")
 }
