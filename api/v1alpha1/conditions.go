@@ -91,6 +91,9 @@ const (
 	// ReasonFenceNotAvailable (DataReady): a relocation's demotion waits for the admission
 	// webhook that fences new consumers of the PVCs, which this agent runs without.
 	ReasonFenceNotAvailable = "FenceNotAvailable"
+	// ReasonPeerIsPrimary (DataReady, per PVC): the storage refuses to promote a volume because
+	// the peer cluster, which it can reach, still holds it as primary.
+	ReasonPeerIsPrimary = "PeerIsPrimary"
 	// ReasonSplitBrain (ClusterDataProtected): the storage reports a PVC primary on both
 	// clusters; the agent stops writing metadata so a stale primary never overwrites the new
 	// primary's.

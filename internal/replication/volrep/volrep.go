@@ -34,6 +34,9 @@ const (
 	// is primary on both clusters: the reason the csi-addons drivers drover targets and the lab's
 	// storage (internal/lab/storage.ReasonSplitBrain) use; drover does not import the lab.
 	ReasonSplitBrain = "SplitBrain"
+	// ReasonPeerIsPrimary is the reason of a VolumeReplication's Completed=False when the storage
+	// refuses a promotion because the reachable peer still holds the volume as primary.
+	ReasonPeerIsPrimary = "PeerIsPrimary"
 
 	// pollInterval is how soon to look again while the storage has not completed a request.
 	pollInterval = 2 * time.Second
@@ -242,6 +245,10 @@ func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Resul
 	case vr.Status.ObservedGeneration < vr.Generation || completed == nil:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
+	case completed.Status != metav1.ConditionTrue && completed.Reason == ReasonPeerIsPrimary:
+		return replication.Retry(pollInterval, v1alpha1.ReasonPeerIsPrimary,
+			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s; demote the peer cluster's VolumeReplicationGroup first, or fail over with the peer stopped",
+				key, completed.Reason, completed.Message))
 	case completed.Status != metav1.ConditionTrue:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s", key, completed.Reason, completed.Message))

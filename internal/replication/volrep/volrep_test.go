@@ -187,11 +187,12 @@ func TestObservePrimaryWaitsForTheStorage(t *testing.T) {
 		vr     replicationv1alpha1.VolumeReplication
 		done   bool
 		wantIn string
+		reason string
 	}{
-		{"not observed yet", replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: replicationv1alpha1.VolumeReplicationStatus{ObservedGeneration: 1}}, false, "waiting for the storage"},
-		{"refused because the peer is primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{Conditions: completed(metav1.ConditionFalse, "PeerIsPrimary")}}, false, "not primary yet: PeerIsPrimary: image is primary on the peer cluster"},
-		{"completed but not primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.SecondaryState, Conditions: completed(metav1.ConditionTrue, "Demoted")}}, false, `reports state "Secondary"`},
-		{"primary and completed", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, Conditions: completed(metav1.ConditionTrue, "Promoted")}}, true, ""},
+		{"not observed yet", replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: replicationv1alpha1.VolumeReplicationStatus{ObservedGeneration: 1}}, false, "waiting for the storage", ""},
+		{"refused because the peer is primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{Conditions: completed(metav1.ConditionFalse, "PeerIsPrimary")}}, false, "not primary yet: PeerIsPrimary: image is primary on the peer cluster; demote the peer cluster's VolumeReplicationGroup first", v1alpha1.ReasonPeerIsPrimary},
+		{"completed but not primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.SecondaryState, Conditions: completed(metav1.ConditionTrue, "Demoted")}}, false, `reports state "Secondary"`, ""},
+		{"primary and completed", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, Conditions: completed(metav1.ConditionTrue, "Promoted")}}, true, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +200,9 @@ func TestObservePrimaryWaitsForTheStorage(t *testing.T) {
 			res := observePrimary(&tt.vr)
 			g.Expect(res.IsDone()).To(Equal(tt.done))
 			g.Expect(res.Message).To(ContainSubstring(tt.wantIn))
+			if tt.reason != "" {
+				g.Expect(res.Reason).To(Equal(tt.reason))
+			}
 		})
 	}
 }
