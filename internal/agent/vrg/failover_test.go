@@ -226,16 +226,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "east's group reaches Secondary")
 	t.Logf("old primary: action Failover (secondary) → Secondary in %s; on the way, DataReady said: %s",
 		time.Since(demoted).Round(time.Millisecond), strings.Join(waits, " | "))
-	pvcs = &corev1.PersistentVolumeClaimList{}
-	g.Expect(east.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
-	g.Expect(pvcs.Items).To(HaveLen(3), "east's PVCs are kept")
-	for _, pvc := range pvcs.Items {
-		g.Expect(pvc.DeletionTimestamp).To(BeNil())
-		vr := &replicationv1alpha1.VolumeReplication{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(&pvc), vr)).To(Succeed())
-		g.Expect(vr.Spec.AutoResync).To(BeTrue())
-		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-	}
+	expectPVCsKeptAndResyncing(g, ctx, east, ns, 3)
 
 	// East's images resync to west's: the east writers' logs are identical on both (east's
 	// stray records since the failover are discarded), and east holds no record west lacks;
@@ -432,16 +423,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "east's group reaches Secondary a second time")
 	t.Logf("old primary, second time: action Failover (secondary) → Secondary in %s; on the way, DataReady said: %s",
 		time.Since(demoted).Round(time.Millisecond), strings.Join(waits, " | "))
-	pvcs = &corev1.PersistentVolumeClaimList{}
-	g.Expect(east.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
-	g.Expect(pvcs.Items).To(HaveLen(3), "east's PVCs are kept")
-	for _, pvc := range pvcs.Items {
-		g.Expect(pvc.DeletionTimestamp).To(BeNil())
-		vr := &replicationv1alpha1.VolumeReplication{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(&pvc), vr)).To(Succeed())
-		g.Expect(vr.Spec.AutoResync).To(BeTrue())
-		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-	}
+	expectPVCsKeptAndResyncing(g, ctx, east, ns, 3)
 
 	// East's images resync to west's: east holds no record west lacks (the second east writers'
 	// stray records are discarded), and every writer but the running west ones is identical.
@@ -457,4 +439,19 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			}
 		}
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's a second time")
+}
+
+// expectPVCsKeptAndResyncing checks that a demoted old primary kept its want PVCs (nobody
+// deleted them) and that each one's VolumeReplication is secondary with autoResync.
+func expectPVCsKeptAndResyncing(g Gomega, ctx context.Context, cl client.Client, ns string, want int) {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	g.Expect(cl.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(pvcs.Items).To(HaveLen(want), "the old primary's PVCs are kept")
+	for _, pvc := range pvcs.Items {
+		g.Expect(pvc.DeletionTimestamp).To(BeNil())
+		vr := &replicationv1alpha1.VolumeReplication{}
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(&pvc), vr)).To(Succeed())
+		g.Expect(vr.Spec.AutoResync).To(BeTrue())
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+	}
 }
