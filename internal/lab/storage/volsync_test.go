@@ -253,13 +253,8 @@ func TestVolSyncRoundTripDeliversIdenticalDataAndAUsableSnapshot(t *testing.T) {
 	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
 	ns := volsyncNamespace(t, g, east, west)
 
-	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
-	address, keySecret := publishedDestination(g, west, ns, "db")
+	address, keySecret, source := volsyncPair(g, east, west, ns)
 	g.Expect(address).To(Equal("volsync-db." + ns + ".lab"))
-	copySecret(g, west, east, ns, keySecret)
-
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	source := claimVolumeDir(g, east, lab.East, ns, "db")
 	first := tree{"a.txt": []byte("alpha\n"), "dir/b.bin": randomBytes(g, 1<<20), "dir/sub/c.txt": []byte("gamma\n")}
 	writeTree(g, source, first)
 
@@ -370,11 +365,7 @@ func TestVolSyncSourceWithoutATriggerSyncsContinuously(t *testing.T) {
 	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
 	ns := volsyncNamespace(t, g, east, west)
 
-	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
-	address, keySecret := publishedDestination(g, west, ns, "db")
-	copySecret(g, west, east, ns, keySecret)
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	source := claimVolumeDir(g, east, lab.East, ns, "db")
+	address, keySecret, source := volsyncPair(g, east, west, ns)
 	writeTree(g, source, tree{"a.txt": []byte("one\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "")
 	rs.Spec.Trigger = nil
@@ -399,11 +390,7 @@ func TestVolSyncWaitsWhileTheDestinationClusterIsStoppedAndContinuesAfterStart(t
 	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
 	ns := volsyncNamespace(t, g, east, west)
 
-	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
-	address, keySecret := publishedDestination(g, west, ns, "db")
-	copySecret(g, west, east, ns, keySecret)
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	source := claimVolumeDir(g, east, lab.East, ns, "db")
+	address, keySecret, source := volsyncPair(g, east, west, ns)
 	writeTree(g, source, tree{"a.txt": []byte("before the stop\n")})
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
@@ -467,4 +454,16 @@ func BenchmarkVolSyncRoundTrip(b *testing.B) {
 		rs := awaitManualSync(g, east, ns, "db", trigger)
 		b.ReportMetric(rs.Status.LastSyncDuration.Seconds(), "sync-s")
 	}
+}
+
+// volsyncPair sets up the usual pair in ns: a ReplicationDestination "db" on west with its
+// published address, its key Secret copied to east, and a PVC "db" on east. It returns the
+// address, the key Secret's name and the directory of the east PVC's volume.
+func volsyncPair(g Gomega, east, west client.Client, ns string) (address, keySecret, source string) {
+	ctx := context.Background()
+	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
+	address, keySecret = publishedDestination(g, west, ns, "db")
+	copySecret(g, west, east, ns, keySecret)
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	return address, keySecret, claimVolumeDir(g, east, lab.East, ns, "db")
 }
