@@ -158,16 +158,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		clusterDataReady.Round(time.Millisecond), dataReady.Round(time.Millisecond))
 
 	for pvc, handle := range handles {
-		got := &corev1.PersistentVolumeClaim{}
-		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
-		g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
-		pv := &corev1.PersistentVolume{}
-		g.Expect(west.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
-		g.Expect(pv.Spec.CSI.VolumeHandle).To(Equal(handle), "PVC %s binds to its replicated image", pvc)
-		g.Expect(pv.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimRetain))
-		vr := &replicationv1alpha1.VolumeReplication{}
-		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(got), vr)).To(Succeed())
-		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+		expectRestoredPrimary(g, ctx, west, ns, pvc, handle)
 
 		// West's image holds every record of the east writer up to the last completed mirror,
 		// and none after.
@@ -348,15 +339,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		time.Since(failover).Round(time.Millisecond), adoptedSaid)
 
 	for pvc, handle := range handles {
-		got := &corev1.PersistentVolumeClaim{}
-		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
-		g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
-		pv := &corev1.PersistentVolume{}
-		g.Expect(west.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
-		g.Expect(pv.Spec.CSI.VolumeHandle).To(Equal(handle), "PVC %s binds to its replicated image", pvc)
-		vr := &replicationv1alpha1.VolumeReplication{}
-		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(got), vr)).To(Succeed())
-		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
+		expectRestoredPrimary(g, ctx, west, ns, pvc, handle)
 
 		// West holds every record of the second east writer up to the last completed mirror and
 		// none after; the writers of earlier rounds are the same on both.
@@ -454,4 +437,19 @@ func expectPVCsKeptAndResyncing(g Gomega, ctx context.Context, cl client.Client,
 		g.Expect(vr.Spec.AutoResync).To(BeTrue())
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
 	}
+}
+
+// expectRestoredPrimary checks that a promoted cluster's PVC is Bound to a retained PV of its
+// replicated image and that its VolumeReplication is primary.
+func expectRestoredPrimary(g Gomega, ctx context.Context, cl client.Client, ns, pvc, handle string) {
+	got := &corev1.PersistentVolumeClaim{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
+	g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
+	pv := &corev1.PersistentVolume{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
+	g.Expect(pv.Spec.CSI.VolumeHandle).To(Equal(handle), "PVC %s binds to its replicated image", pvc)
+	g.Expect(pv.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimRetain))
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(got), vr)).To(Succeed())
+	g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
 }
