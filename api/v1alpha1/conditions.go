@@ -3,8 +3,8 @@ package v1alpha1
 // Condition types. Every condition is a metav1.Condition whose observedGeneration says which
 // spec it judged.
 const (
-	// ConditionValidated (DRCluster, DRPolicy) is True when the spec and everything it refers to
-	// are usable.
+	// ConditionValidated (DRCluster, DRPolicy, DRPlacementControl) is True when the spec and
+	// everything it refers to are usable.
 	ConditionValidated = "Validated"
 	// ConditionReachable (DRCluster) is True while the hub's health probe of the cluster
 	// succeeds. It turns False only after the probe has failed for a grace period.
@@ -23,6 +23,9 @@ const (
 	// replicate within the policy's interval.
 	ConditionProtected = "Protected"
 
+	// ConditionActionAccepted (DRPlacementControl) is False when the hub refuses the action the
+	// spec asks for, or postpones it; the message says why and what to do. True otherwise.
+	ConditionActionAccepted = "ActionAccepted"
 	// ConditionDataReady (VolumeReplicationGroup, protected PVC) is True when the PVCs hold the
 	// role replicationState asks for.
 	ConditionDataReady = "DataReady"
@@ -71,6 +74,32 @@ const (
 	ReasonActionInProgress = "ActionInProgress"
 	// ReasonPeerUnreachable (PeerReady): the peer cluster is unreachable.
 	ReasonPeerUnreachable = "PeerUnreachable"
+	// ReasonPeerNotReady (ActionAccepted): a relocation needs PeerReady, which is False.
+	ReasonPeerNotReady = "PeerNotReady"
+	// ReasonPrimaryNotProtected (ActionAccepted): a relocation needs the primary's data
+	// protected (DataProtected), which it is not.
+	ReasonPrimaryNotProtected = "PrimaryNotProtected"
+	// ReasonClusterNotInPolicy (Validated of a DRPlacementControl): a cluster the spec names is
+	// not one of the two clusters of its DRPolicy.
+	ReasonClusterNotInPolicy = "ClusterNotInPolicy"
+	// ReasonNamespaceConflict (Validated of a DRPlacementControl): another DRPlacementControl
+	// already protects one of its namespaces.
+	ReasonNamespaceConflict = "NamespaceConflict"
+	// ReasonPolicyNotValidated (Validated of a DRPlacementControl): its DRPolicy is not
+	// Validated.
+	ReasonPolicyNotValidated = "PolicyNotValidated"
+	// ReasonNoKubeconfig (Validated of a DRCluster): the kubeconfig Secret is missing or
+	// unusable.
+	ReasonNoKubeconfig = "NoKubeconfig"
+	// ReasonNeverReachable (Validated of a DRCluster): the cluster has not answered the probe
+	// once yet.
+	ReasonNeverReachable = "NeverReachable"
+	// ReasonClusterNotValidated (Validated of a DRPolicy): one of its DRClusters is missing or
+	// not Validated.
+	ReasonClusterNotValidated = "ClusterNotValidated"
+	// ReasonNoS3Profile (Validated of a DRPolicy): a DRCluster's s3ProfileName is not defined
+	// in the policy's s3Profiles.
+	ReasonNoS3Profile = "NoS3Profile"
 	// ReasonSyncStale (Protected): the last group sync is older than twice the policy's interval.
 	ReasonSyncStale = "SyncStale"
 

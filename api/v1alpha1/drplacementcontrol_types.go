@@ -179,6 +179,12 @@ type DRPlacementControlStatus struct {
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 
+	// actionTarget is the cluster the action in progress, or the last one, moves the application
+	// to. It is kept in the status because the spec may ask for something else while an action
+	// runs, and the action must finish where it started.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ActionTarget string `json:"actionTarget,omitempty"`
 	// actionStartTime is when the action in force started.
 	// +optional
 	ActionStartTime *metav1.Time `json:"actionStartTime,omitempty"`
