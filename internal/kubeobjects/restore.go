@@ -1,0 +1,138 @@
+package kubeobjects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RestoreResult counts what a restore did.
+type RestoreResult struct {
+	// Created are the objects created; Adopted those that existed and were left as they are.
+	Created, Adopted int
+	// Waiting are the tiers' objects not attempted because an earlier tier failed.
+	Waiting int
+}
+
+// Restore creates the objects that do not exist, tier by tier in Order: an object that exists is
+// adopted and never overwritten (a Namespace only gains the stored labels and annotations it
+// lacks). When an object of a tier fails, the tier's other objects are still tried but the later
+// tiers wait for the next call, so workloads never start without their configuration. It is
+// idempotent: call it again until it returns no error.
+func Restore(ctx context.Context, c client.Client, objects []*unstructured.Unstructured, fieldOwner string) (RestoreResult, error) {
+	ordered := slices.Clone(objects)
+	Order(ordered)
+	var res RestoreResult
+	var errs []error
+	for i, obj := range ordered {
+		tier := TierOf(obj.GroupVersionKind().GroupKind())
+		if len(errs) > 0 && (i == 0 || tier != TierOf(ordered[i-1].GroupVersionKind().GroupKind())) {
+			res.Waiting = len(ordered) - i
+			break
+		}
+		created, err := restoreOne(ctx, c, obj, fieldOwner)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case created:
+			res.Created++
+		default:
+			res.Adopted++
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// restoreOne creates one object unless it exists; it reports whether it created it.
+func restoreOne(ctx context.Context, c client.Client, stored *unstructured.Unstructured, fieldOwner string) (bool, error) {
+	obj := stored.DeepCopy()
+	err := c.Create(ctx, obj, client.FieldOwner(fieldOwner))
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsAlreadyExists(err):
+		return false, fmt.Errorf("failed to restore %s: %w", Key(stored), err)
+	case obj.GroupVersionKind().GroupKind() == KindNamespace:
+		return false, completeNamespace(ctx, c, stored, fieldOwner)
+	}
+	return false, nil
+}
+
+// completeNamespace adds to an existing namespace the stored labels and annotations it lacks
+// (a namespace created empty before the PVCs were restored, or by someone else), never changing
+// one it has.
+func completeNamespace(ctx context.Context, c client.Client, stored *unstructured.Unstructured, fieldOwner string) error {
+	ns := &unstructured.Unstructured{}
+	ns.SetGroupVersionKind(stored.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKey{Name: stored.GetName()}, ns); err != nil {
+		return fmt.Errorf("failed to get namespace %s: %w", stored.GetName(), err)
+	}
+	before := ns.DeepCopy()
+	l, a := addMissing(ns.GetLabels(), stored.GetLabels()), addMissing(ns.GetAnnotations(), stored.GetAnnotations())
+	if maps.Equal(l, ns.GetLabels()) && maps.Equal(a, ns.GetAnnotations()) {
+		return nil
+	}
+	ns.SetLabels(l)
+	ns.SetAnnotations(a)
+	if err := c.Patch(ctx, ns, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to add the stored labels to namespace %s: %w", stored.GetName(), err)
+	}
+	return nil
+}
+
+// addMissing returns have with the entries of want whose keys it lacks.
+func addMissing(have, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	for k, v := range want {
+		if _, ok := out[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// DeleteWorkloads deletes, in the namespaces, the objects of the workload resources that the
+// selection selects and that no controller owns (a Job of a CronJob goes with its CronJob), so
+// their pods go and release their PVCs. The PVCs stay: a StatefulSet leaves its claims, and
+// nothing here deletes one. It returns the objects that still exist (being deleted included);
+// none means done. Call it again until it returns none.
+func DeleteWorkloads(ctx context.Context, c client.Client, resources []Resource, namespaces []string, sel Selection) ([]string, error) {
+	var remaining []string
+	var errs []error
+	for _, ns := range namespaces {
+		for _, r := range resources {
+			if !IsWorkload(r.GVK.GroupKind()) {
+				continue
+			}
+			items, err := list(ctx, c, r, ns, sel)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, item := range items {
+				if controlled(item) {
+					continue
+				}
+				remaining = append(remaining, Key(item))
+				if item.GetDeletionTimestamp() != nil {
+					continue
+				}
+				// Background: the object goes at once and the garbage collector deletes its pods.
+				if err := c.Delete(ctx, item, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("failed to delete %s: %w", Key(item), err))
+				}
+			}
+		}
+	}
+	return remaining, errors.Join(errs...)
+}
