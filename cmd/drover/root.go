@@ -13,6 +13,6 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newLabCommand(), newAgentCommand())
+	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand())
 	return root
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/drover-io/drover/internal/hub"
+)
+
+type hubFlags struct {
+	kubeconfig         string
+	metricsBindAddress string
+	probeInterval      time.Duration
+	unreachableAfter   time.Duration
+}
+
+// newHubCommand runs the hub.
+func newHubCommand() *cobra.Command {
+	f := &hubFlags{}
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Run the hub: reconciles DRClusters, DRPolicies and DRPlacementControls",
+		Long: `The hub runs on the control cluster. It probes each DRCluster through the kubeconfig in its
+Secret, validates DRPolicies, and drives each DRPlacementControl's VolumeReplicationGroups on
+the managed clusters through deploy, failover and relocation. It never touches PVCs or storage.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else in-cluster)")
+	cmd.Flags().StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	cmd.Flags().DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each managed cluster is probed")
+	cmd.Flags().DurationVar(&f.unreachableAfter, "unreachable-after", 15*time.Second,
+		"how long a cluster's probe must fail before its DRCluster's Reachable condition turns False")
+	return cmd
+}
+
+func (f *hubFlags) run(cmd *cobra.Command) error {
+	ctrl.SetLogger(zap.New())
+	var cfg *rest.Config
+	var err error
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("failed to load the hub cluster's configuration: %w", err)
+	}
+	mgr, err := hub.NewManager(cfg, hub.Options{
+		MetricsBindAddress: f.metricsBindAddress, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(cmd.Context())
+}

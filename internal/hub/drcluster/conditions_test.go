@@ -1,0 +1,68 @@
+package drcluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/gateway"
+)
+
+func TestReachableTurnsFalseOnlyAfterTheGracePeriod(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	refused := errors.New("connection refused")
+	for _, tc := range []struct {
+		name         string
+		err          error
+		failingSince time.Time
+		status       metav1.ConditionStatus
+		reason       string
+	}{
+		{"a probe that succeeds", nil, time.Time{}, metav1.ConditionTrue, v1alpha1.ReasonSucceeded},
+		{"a probe failing for less than the grace period", refused, now.Add(-5 * time.Second), metav1.ConditionTrue, v1alpha1.ReasonProbeFailing},
+		{"a probe failing for the grace period", refused, now.Add(-15 * time.Second), metav1.ConditionFalse, v1alpha1.ReasonUnreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := reachableCondition(tc.err, tc.failingSince, now, 15*time.Second)
+			if c.Status != tc.status || c.Reason != tc.reason {
+				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tc.status, tc.reason)
+			}
+			if tc.err != nil && !strings.Contains(c.Message, "connection refused") {
+				t.Fatalf("the message %q does not carry the last error", c.Message)
+			}
+		})
+	}
+}
+
+func TestValidatedNeedsAUsableKubeconfigAndOneSuccessfulProbe(t *testing.T) {
+	validated := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: v1alpha1.DRClusterStatus{Conditions: []metav1.Condition{{
+		Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, ObservedGeneration: 1,
+	}}}}
+	fresh := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	refused := errors.New("connection refused")
+	noSecret := fmt.Errorf("%w for DRCluster east: secret not found", gateway.ErrNoKubeconfig)
+	for _, tc := range []struct {
+		name   string
+		drc    *v1alpha1.DRCluster
+		err    error
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"a cluster that answered", fresh, nil, metav1.ConditionTrue, v1alpha1.ReasonSucceeded},
+		{"a cluster that never answered", fresh, refused, metav1.ConditionFalse, v1alpha1.ReasonNeverReachable},
+		{"a validated cluster that became unreachable stays validated", validated, refused, metav1.ConditionTrue, v1alpha1.ReasonSucceeded},
+		{"a cluster whose kubeconfig Secret is missing", validated, noSecret, metav1.ConditionFalse, v1alpha1.ReasonNoKubeconfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validatedCondition(tc.drc, tc.err)
+			if c.Status != tc.status || c.Reason != tc.reason {
+				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tc.status, tc.reason)
+			}
+		})
+	}
+}

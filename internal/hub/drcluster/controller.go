@@ -1,0 +1,161 @@
+package drcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/gateway"
+)
+
+// fieldOwner names the hub in managedFields.
+const fieldOwner = "drover-hub"
+
+// Reconciler reconciles DRClusters. It holds only dependencies.
+type Reconciler struct {
+	// Client reads and writes DRClusters on the hub.
+	Client client.Client
+	// Gateway gives a client of each managed cluster.
+	Gateway gateway.Gateway
+	// Health remembers since when each cluster's probe fails.
+	Health *gateway.Health
+	// ProbeInterval is how often a cluster is probed.
+	ProbeInterval time.Duration
+	// UnreachableAfter is the grace period: Reachable turns False only once the probe has been
+	// failing this long.
+	UnreachableAfter time.Duration
+	// Recorder records ClusterReachable and ClusterUnreachable events; nil records none.
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=drover.io,resources=drclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=drover.io,resources=drclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager validates the dependencies and registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("the DRCluster reconciler needs a Client")
+	case r.Gateway == nil:
+		return errors.New("the DRCluster reconciler needs a Gateway")
+	case r.Health == nil:
+		return errors.New("the DRCluster reconciler needs a Health")
+	case r.ProbeInterval <= 0 || r.UnreachableAfter <= 0:
+		return errors.New("the DRCluster reconciler needs a positive ProbeInterval and UnreachableAfter")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("drcluster").
+		// A fixed kubeconfig Secret is noticed at the next probe; watching Secrets would need
+		// the hub to list every Secret of the hub cluster.
+		For(&v1alpha1.DRCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// Reconcile validates one DRCluster and probes it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	drc := &v1alpha1.DRCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, drc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := drc.DeepCopy()
+	now := time.Now()
+
+	cl, err := r.Gateway.Client(ctx, drc.Name)
+	if err == nil {
+		err = gateway.Probe(ctx, cl)
+	}
+	failingSince := r.Health.Observe(drc.Name, err, now)
+	setCondition(drc, validatedCondition(drc, err))
+	setCondition(drc, reachableCondition(err, failingSince, now, r.UnreachableAfter))
+	if c := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionFenced); c == nil {
+		setCondition(drc, metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonUnfenced, Message: "drover does not fence clusters; a failover demotes the old primary's groups when it returns"})
+	}
+	drc.Status.ObservedGeneration = drc.Generation
+	r.recordTransition(before, drc)
+
+	if !equality.Semantic.DeepEqual(before.Status, drc.Status) {
+		if perr := r.Client.Status().Patch(ctx, drc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); perr != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to patch status of DRCluster %s: %w", drc.Name, perr)
+		}
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Probe failed", "cluster", klog.KObj(drc), "error", err.Error())
+	}
+	return ctrl.Result{RequeueAfter: r.ProbeInterval}, nil
+}
+
+// recordTransition records an event when Reachable changed status.
+func (r *Reconciler) recordTransition(before, after *v1alpha1.DRCluster) {
+	if r.Recorder == nil {
+		return
+	}
+	was := apimeta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReachable)
+	is := apimeta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionReachable)
+	if is == nil || (was != nil && was.Status == is.Status) {
+		return
+	}
+	switch is.Status {
+	case metav1.ConditionTrue:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, v1alpha1.EventClusterReachable, "Probe", "Cluster %s is reachable", after.Name)
+	case metav1.ConditionFalse:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1alpha1.EventClusterUnreachable, "Probe", "Cluster %s is unreachable: %s", after.Name, is.Message)
+	}
+}
+
+// validatedCondition is Validated: True once the cluster answered a probe with a usable
+// kubeconfig. It stays True while the cluster is only unreachable (it was validated), and turns
+// False when the kubeconfig itself is unusable.
+func validatedCondition(drc *v1alpha1.DRCluster, probeErr error) metav1.Condition {
+	prev := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated)
+	switch {
+	case errors.Is(probeErr, gateway.ErrNoKubeconfig):
+		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoKubeconfig,
+			Message: probeErr.Error() + "; create the Secret named by spec.kubeconfigSecretRef with the cluster's kubeconfig under key \"kubeconfig\""}
+	case probeErr == nil:
+		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded,
+			Message: "the kubeconfig works and the cluster serves drover's API"}
+	case prev != nil && prev.Status == metav1.ConditionTrue && prev.ObservedGeneration == drc.Generation:
+		return *prev
+	default:
+		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNeverReachable,
+			Message: fmt.Sprintf("the cluster has not answered once yet: %v; check that its API server is up, that the kubeconfig points at it and that drover's CRDs are installed there", probeErr)}
+	}
+}
+
+// reachableCondition is Reachable: True while the probe succeeds and during the grace period
+// after it starts failing (reason ProbeFailing), False after.
+func reachableCondition(probeErr error, failingSince, now time.Time, grace time.Duration) metav1.Condition {
+	switch {
+	case probeErr == nil:
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded,
+			Message: "the cluster answers the hub's probe"}
+	case now.Sub(failingSince) < grace:
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbeFailing,
+			Message: fmt.Sprintf("the probe has failed since %s (grace period %s): %v", failingSince.UTC().Format(time.TimeOnly), grace, probeErr)}
+	default:
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable,
+			Message: fmt.Sprintf("unreachable since %s: %v", failingSince.UTC().Format(time.TimeOnly), probeErr)}
+	}
+}
+
+// setCondition sets a condition stamped with the DRCluster's generation.
+func setCondition(drc *v1alpha1.DRCluster, c metav1.Condition) {
+	c.ObservedGeneration = drc.Generation
+	apimeta.SetStatusCondition(&drc.Status.Conditions, c)
+}

@@ -1,0 +1,170 @@
+package drpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/gateway"
+)
+
+const (
+	// Finalizer keeps a DRPlacementControl until its groups are deleted on both clusters.
+	Finalizer = "drover.io/drpc-unprotect"
+	// fieldOwner names the hub in managedFields.
+	fieldOwner = "drover-hub"
+)
+
+// Reconciler reconciles DRPlacementControls. It holds only dependencies.
+type Reconciler struct {
+	// Client reads and writes the hub.
+	Client client.Client
+	// Gateway gives a client of each managed cluster.
+	Gateway gateway.Gateway
+	// Recorder records the actions' events; nil records none.
+	Recorder events.EventRecorder
+	// Now returns the time; nil means time.Now. Unit tests set it.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols/status,verbs=get;patch
+// +kubebuilder:rbac:groups=drover.io,resources=drpolicies;drclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager validates the dependencies and registers the controller. A change of a
+// DRPolicy or DRCluster (a cluster reachable again) reconciles the DRPlacementControls that use
+// it at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("the DRPlacementControl reconciler needs a Client")
+	case r.Gateway == nil:
+		return errors.New("the DRPlacementControl reconciler needs a Gateway")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("drplacementcontrol").
+		For(&v1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpolicyToDRPCs)).
+		Watches(&v1alpha1.DRCluster{}, handler.EnqueueRequestsFromMapFunc(r.drclusterToDRPCs)).
+		Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile drives one DRPlacementControl one step through its state machine.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
+	drpc := &v1alpha1.DRPlacementControl{}
+	if err := r.Client.Get(ctx, req.NamespacedName, drpc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if drpc.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(drpc, Finalizer) {
+		before := drpc.DeepCopy()
+		controllerutil.AddFinalizer(drpc, Finalizer)
+		if err := r.Client.Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to DRPlacementControl %s: %w", req.NamespacedName, err)
+		}
+	}
+	sc := newScope(drpc, r.now())
+	if !drpc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, sc)
+	}
+	defer func() {
+		if err := r.patchStatus(ctx, sc, reterr == nil); err != nil {
+			result, reterr = ctrl.Result{}, errors.Join(reterr, err)
+		}
+	}()
+	if err := r.validate(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if sc.invalid {
+		return ctrl.Result{RequeueAfter: requeueInvalid}, nil
+	}
+	r.observe(ctx, sc)
+	if err := r.observeDecision(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.next(sc)(ctx, sc)
+}
+
+// patchStatus computes the conditions and patches the status when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool) error {
+	if !sc.invalid && sc.policy != nil {
+		computeConditions(sc)
+	}
+	if succeeded {
+		sc.drpc.Status.ObservedGeneration = sc.drpc.Generation
+	}
+	if equality.Semantic.DeepEqual(sc.before.Status, sc.drpc.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, sc.drpc, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to patch status of DRPlacementControl %s: %w", klog.KObj(sc.drpc), err)
+	}
+	return nil
+}
+
+// event records an event on the DRPlacementControl.
+func (r *Reconciler) event(sc *scope, eventType, reason, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(sc.drpc, nil, eventType, reason, reason, note, args...)
+	}
+}
+
+// drpolicyToDRPCs maps a DRPolicy to the DRPlacementControls that use it.
+func (r *Reconciler) drpolicyToDRPCs(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.drpcsWhere(ctx, func(d *v1alpha1.DRPlacementControl) bool { return d.Spec.DRPolicyRef.Name == obj.GetName() })
+}
+
+// drclusterToDRPCs maps a DRCluster to the DRPlacementControls whose policy pairs it.
+func (r *Reconciler) drclusterToDRPCs(ctx context.Context, obj client.Object) []reconcile.Request {
+	policies := &v1alpha1.DRPolicyList{}
+	if err := r.Client.List(ctx, policies); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list DRPolicies for a DRCluster", "cluster", obj.GetName())
+		return nil
+	}
+	names := map[string]bool{}
+	for _, p := range policies.Items {
+		if slices.Contains(p.Spec.DRClusters, obj.GetName()) {
+			names[p.Name] = true
+		}
+	}
+	return r.drpcsWhere(ctx, func(d *v1alpha1.DRPlacementControl) bool { return names[d.Spec.DRPolicyRef.Name] })
+}
+
+func (r *Reconciler) drpcsWhere(ctx context.Context, match func(*v1alpha1.DRPlacementControl) bool) []reconcile.Request {
+	list := &v1alpha1.DRPlacementControlList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list DRPlacementControls")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if match(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package drpc
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// reconcileDelete unprotects the application on both clusters: it deletes each group (its
+// agent then tears replication down, restores the PVs' reclaim policies and removes the
+// metadata; the PVCs stay with the application) and removes the finalizer once both are gone.
+// A cluster that cannot be reached holds the deletion, saying so: its group would otherwise
+// keep protecting with nobody to remove it. The PlacementDecision is left as it is: the
+// application keeps running where it runs.
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	drpc := sc.drpc
+	if !controllerutil.ContainsFinalizer(drpc, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	policy := &v1alpha1.DRPolicy{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: drpc.Spec.DRPolicyRef.Name}, policy); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("failed to get DRPolicy %s: %w", drpc.Spec.DRPolicyRef.Name, err)
+		}
+		// Without its policy the hub does not know the clusters: nothing it created can be
+		// found, so nothing holds the deletion.
+		return ctrl.Result{}, r.removeFinalizer(ctx, drpc)
+	}
+	sc.policy = policy
+	r.observe(ctx, sc)
+	var waiting []string
+	for _, name := range policy.Spec.DRClusters {
+		cv := sc.view(name)
+		switch {
+		case !cv.reachable():
+			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v)", name, cv.err))
+		case cv.vrg != nil:
+			if cv.vrg.DeletionTimestamp.IsZero() {
+				if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
+					return ctrl.Result{}, fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, name, err)
+				}
+			}
+			waiting = append(waiting, fmt.Sprintf("%s's agent is unprotecting", name))
+		}
+	}
+	if len(waiting) == 0 {
+		r.event(sc, "Normal", v1alpha1.EventUnprotected, "Unprotected on %s", policy.Spec.DRClusters)
+		return ctrl.Result{}, r.removeFinalizer(ctx, drpc)
+	}
+	before := drpc.DeepCopy()
+	drpc.Status.Phase, drpc.Status.Progression = v1alpha1.PhaseDeleting, string(ProgressionDeletingGroups)
+	apimeta.SetStatusCondition(&drpc.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonProgressing, Message: fmt.Sprintf("unprotecting: %v", waiting), ObservedGeneration: drpc.Generation})
+	if !equality.Semantic.DeepEqual(before.Status, drpc.Status) {
+		if err := r.Client.Status().Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to patch status of DRPlacementControl %s/%s: %w", drpc.Namespace, drpc.Name, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlacementControl) error {
+	before := drpc.DeepCopy()
+	controllerutil.RemoveFinalizer(drpc, Finalizer)
+	if err := r.Client.Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to remove the finalizer of DRPlacementControl %s/%s: %w", drpc.Namespace, drpc.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Unprotected")
+	return nil
+}

@@ -1,0 +1,6 @@
+// Package drpc reconciles DRPlacementControls on the hub: it keeps one application's
+// VolumeReplicationGroups on its two clusters in the roles the spec asks for, through the
+// cluster gateway, and runs failover and relocation as an explicit state machine (machine.go)
+// recorded in status.phase and status.progression. In placement mode it also writes the
+// application's PlacementDecision. It never touches PVCs, pods or storage: the agents do.
+package drpc

@@ -1,0 +1,344 @@
+package drpc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// The DRPlacementControl's lifecycle is a state machine. The state is status.phase (with
+// status.actionTarget and status.actionStartTime for an action in progress); each state is one
+// function that observes the clusters, asks for what the step needs and moves to the next
+// state when its step is done. Every function is idempotent: a hub restarted at any point
+// observes the same groups and continues. The progression is the step a person sees.
+//
+//	""/Deploying ──► Deployed ──(Failover)──► FailingOver ──► FailedOver
+//	                    │                          ▲                │
+//	                    └──(Relocate)──► Relocating ┘(a failover     └─(Relocate)─► Relocating ──► Relocated
+//	                                                  overtakes a stuck relocation)
+//
+// Deployed, FailedOver and Relocated are settled: the application runs on currentPrimary and
+// the hub keeps its peer's group secondary (demoting a returning old primary first thing).
+
+// Progression is a step of a phase.
+type Progression string
+
+// The steps.
+const (
+	ProgressionCreatingGroups   Progression = "CreatingGroups"
+	ProgressionWaitingForGroup  Progression = "WaitingForPrimary"
+	ProgressionWaitingForTarget Progression = "WaitingForTargetCluster"
+	ProgressionPromotingTarget  Progression = "PromotingTarget"
+	ProgressionStoppingApp      Progression = "StoppingApplication"
+	ProgressionFinalSync        Progression = "DemotingForFinalSync"
+	ProgressionWaitingForSource Progression = "WaitingForSourceCluster"
+	ProgressionPlacingApp       Progression = "PlacingApplication"
+	ProgressionCleaningUp       Progression = "DemotingOldPrimary"
+	ProgressionWaitingForPeer   Progression = "WaitingForPeer"
+	ProgressionCompleted        Progression = "Completed"
+	ProgressionDeletingGroups   Progression = "DeletingGroups"
+)
+
+// Requeue delays. The hub does not watch the managed clusters: it polls their groups, quickly
+// while an action runs or a cluster is away, slowly when settled.
+const (
+	requeueAction      = time.Second
+	requeueUnreachable = 2 * time.Second
+	requeueSettled     = 10 * time.Second
+	requeueInvalid     = 30 * time.Second
+)
+
+// state is one state of the machine.
+type state func(ctx context.Context, sc *scope) (ctrl.Result, error)
+
+// next chooses the state function for this reconcile from the phase and the spec, starting an
+// action when the spec asks for one that may start (which records it in the status), and
+// recording in ActionAccepted why a spec change is refused or postponed.
+func (r *Reconciler) next(sc *scope) state {
+	st := &sc.drpc.Status
+	spec := sc.drpc.Spec
+	switch st.Phase {
+	case v1alpha1.PhaseFailingOver:
+		if spec.Action != v1alpha1.ActionFailover || spec.FailoverCluster != st.ActionTarget {
+			sc.refuse(v1alpha1.ReasonActionInProgress, fmt.Sprintf(
+				"a failover to %s is in progress and finishes first; ask again once the phase is FailedOver", st.ActionTarget))
+		}
+		return r.failingOver
+	case v1alpha1.PhaseRelocating:
+		if spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster != "" {
+			// A failover may overtake a relocation, which may be stuck on a lost cluster.
+			r.begin(sc, v1alpha1.PhaseFailingOver, spec.FailoverCluster)
+			return r.failingOver
+		}
+		if spec.Action != v1alpha1.ActionRelocate || spec.PreferredCluster != st.ActionTarget {
+			sc.refuse(v1alpha1.ReasonActionInProgress, fmt.Sprintf(
+				"a relocation to %s is in progress and finishes first; only a failover may overtake it", st.ActionTarget))
+		}
+		return r.relocating
+	case v1alpha1.PhaseDeploying, "":
+		return r.deploying
+	}
+	// Settled: start what the spec asks, if it may start.
+	switch {
+	case spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster != st.CurrentPrimary:
+		r.begin(sc, v1alpha1.PhaseFailingOver, spec.FailoverCluster)
+		return r.failingOver
+	case spec.Action == v1alpha1.ActionRelocate && spec.PreferredCluster != st.CurrentPrimary:
+		if reason, msg := r.relocateRefusal(sc); reason != "" {
+			sc.refuse(reason, msg)
+			return r.settled
+		}
+		r.begin(sc, v1alpha1.PhaseRelocating, spec.PreferredCluster)
+		return r.relocating
+	case spec.Action == v1alpha1.ActionNone && spec.PreferredCluster != "" && spec.PreferredCluster != st.CurrentPrimary:
+		sc.refuse(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"the application runs on %s, not on preferredCluster %s: set action Relocate to move it there", st.CurrentPrimary, spec.PreferredCluster))
+	}
+	return r.settled
+}
+
+// relocateRefusal says why a relocation may not start now; empty when it may.
+func (r *Reconciler) relocateRefusal(sc *scope) (reason, message string) {
+	st := &sc.drpc.Status
+	primary, target := sc.view(st.CurrentPrimary), sc.view(sc.drpc.Spec.PreferredCluster)
+	for _, cv := range []*clusterView{primary, target} {
+		if !cv.reachable() {
+			return v1alpha1.ReasonPeerUnreachable, fmt.Sprintf("relocate refused: %s is unreachable (%v); a relocation needs both clusters; use failover", cv.name, cv.err)
+		}
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionPeerReady); c == nil || c.Status != metav1.ConditionTrue {
+		msg := "not observed yet"
+		if c != nil {
+			msg = c.Message
+		}
+		return v1alpha1.ReasonPeerNotReady, "relocate refused: the peer is not ready: " + msg
+	}
+	if !isTrue(primary.vrg, v1alpha1.ConditionDataProtected) {
+		return v1alpha1.ReasonPrimaryNotProtected, "relocate refused: " + notYet(primary.name, primary.vrg, v1alpha1.ConditionDataProtected)
+	}
+	return "", ""
+}
+
+// begin starts an action: it records the phase, the target and the start, and clears what
+// described the previous state, so stale values never show.
+func (r *Reconciler) begin(sc *scope, phase v1alpha1.DRPCPhase, target string) {
+	st := &sc.drpc.Status
+	st.Phase, st.ActionTarget = phase, target
+	start := metav1.NewTime(sc.now.Truncate(time.Second))
+	st.ActionStartTime, st.ActionDuration, st.LastGroupSyncTime = &start, nil, nil
+	st.Progression = string(ProgressionPromotingTarget)
+	reason, verb := v1alpha1.EventFailoverStarted, "Failing over"
+	if phase == v1alpha1.PhaseRelocating {
+		st.Progression = string(ProgressionStoppingApp)
+		reason, verb = v1alpha1.EventRelocateStarted, "Relocating"
+	}
+	r.event(sc, corev1.EventTypeNormal, reason, "%s from %s to %s", verb, st.CurrentPrimary, target)
+}
+
+// complete ends an action on its target.
+func (r *Reconciler) complete(sc *scope, phase v1alpha1.DRPCPhase) {
+	st := &sc.drpc.Status
+	st.Phase, st.CurrentPrimary = phase, st.ActionTarget
+	st.Progression = string(ProgressionCompleted)
+	if st.ActionStartTime != nil {
+		st.ActionDuration = &metav1.Duration{Duration: sc.now.Sub(st.ActionStartTime.Time).Round(time.Millisecond)}
+	}
+	reason := v1alpha1.EventFailoverCompleted
+	if phase == v1alpha1.PhaseRelocated {
+		reason = v1alpha1.EventRelocateCompleted
+	}
+	r.event(sc, corev1.EventTypeNormal, reason, "The application runs on %s (%s)", st.CurrentPrimary, st.ActionDuration.Duration)
+}
+
+// finalSyncRequest is the final sync request of the relocation in the status: derived from its
+// start, so a restarted hub asks for the same one.
+func finalSyncRequest(st *v1alpha1.DRPlacementControlStatus) string {
+	if st.ActionStartTime == nil {
+		return ""
+	}
+	return fmt.Sprintf("relocate-%s-%d", st.ActionTarget, st.ActionStartTime.Unix())
+}
+
+// settledAction is the action that led to a settled phase, which the groups keep.
+func settledAction(phase v1alpha1.DRPCPhase) v1alpha1.DRAction {
+	switch phase {
+	case v1alpha1.PhaseFailedOver:
+		return v1alpha1.ActionFailover
+	case v1alpha1.PhaseRelocated:
+		return v1alpha1.ActionRelocate
+	}
+	return v1alpha1.ActionNone
+}
+
+// deploying protects the application where it runs: a primary group on the preferred cluster
+// (or the failover cluster, when the spec asks for a failover before anything was protected),
+// a secondary group on the peer.
+func (r *Reconciler) deploying(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	st := &sc.drpc.Status
+	target := sc.drpc.Spec.PreferredCluster
+	if sc.drpc.Spec.Action == v1alpha1.ActionFailover {
+		target = sc.drpc.Spec.FailoverCluster
+	}
+	if st.CurrentPrimary != "" {
+		target = st.CurrentPrimary
+	}
+	st.Phase, st.CurrentPrimary, st.ActionTarget = v1alpha1.PhaseDeploying, target, target
+	tv, pv := sc.view(target), sc.view(sc.peer(target))
+	if !tv.reachable() {
+		st.Progression = string(ProgressionWaitingForTarget)
+		sc.waiting = fmt.Sprintf("%s is unreachable: %v", target, tv.err)
+		return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+	}
+	st.Progression = string(ProgressionCreatingGroups)
+	if err := r.ensureGroup(ctx, sc, tv, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionNone, "")); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pv.reachable() {
+		if err := r.ensureGroup(ctx, sc, pv, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionNone, "")); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.place(ctx, sc, target); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !isTrue(tv.vrg, v1alpha1.ConditionDataReady) {
+		st.Progression = string(ProgressionWaitingForGroup)
+		sc.waiting = notYet(target, tv.vrg, v1alpha1.ConditionDataReady)
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
+	st.Phase, st.Progression = v1alpha1.PhaseDeployed, string(ProgressionCompleted)
+	return r.settled(ctx, sc)
+}
+
+// settled keeps the application's groups in their roles: primary on currentPrimary, secondary on
+// the peer with the action that made it so (a failover's old primary is demoted, discarding
+// its stray writes, as soon as it is reachable: nothing else is asked of it before).
+func (r *Reconciler) settled(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	st := &sc.drpc.Status
+	action := settledAction(st.Phase)
+	primary, peer := sc.view(st.CurrentPrimary), sc.view(sc.peer(st.CurrentPrimary))
+	finalSync := ""
+	if st.Phase == v1alpha1.PhaseRelocated {
+		finalSync = finalSyncRequest(st)
+	}
+	result := ctrl.Result{RequeueAfter: requeueSettled}
+	if peer.reachable() {
+		if err := r.ensureGroup(ctx, sc, peer, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, action, finalSync)); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		result.RequeueAfter = requeueUnreachable
+	}
+	if primary.reachable() {
+		if err := r.ensureGroup(ctx, sc, primary, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, action, "")); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		result.RequeueAfter = requeueUnreachable
+	}
+	if err := r.place(ctx, sc, append([]string{primary.name}, sc.keepUnacknowledged(peer.name)...)...); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.Progression = string(ProgressionCompleted)
+	if !peer.reachable() || !secondary(peer.vrg) {
+		st.Progression = string(ProgressionWaitingForPeer)
+		if action == v1alpha1.ActionFailover {
+			st.Progression = string(ProgressionCleaningUp)
+		}
+		result.RequeueAfter = min(result.RequeueAfter, requeueUnreachable)
+	}
+	return result, nil
+}
+
+// failingOver promotes the failover cluster's group without waiting for the old primary, which
+// may be lost; the old primary's group is demoted whenever it is reachable (first, when it is
+// reachable now: the storage refuses to promote while the peer holds a reachable primary).
+func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	st := &sc.drpc.Status
+	target, old := sc.view(st.ActionTarget), sc.view(sc.peer(st.ActionTarget))
+	if old.reachable() {
+		if err := r.ensureGroup(ctx, sc, old, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover, "")); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !target.reachable() {
+		st.Progression = string(ProgressionWaitingForTarget)
+		sc.waiting = fmt.Sprintf("failover target %s is unreachable: %v", target.name, target.err)
+		return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+	}
+	st.Progression = string(ProgressionPromotingTarget)
+	if err := r.ensureGroup(ctx, sc, target, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover, "")); err != nil {
+		return ctrl.Result{}, err
+	}
+	keep := sc.keepUnacknowledged(old.name)
+	ok, waiting := promoted(target.name, target.vrg)
+	if !ok {
+		sc.waiting = waiting
+		if err := r.place(ctx, sc, keep...); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
+	st.Progression = string(ProgressionPlacingApp)
+	if err := r.place(ctx, sc, append([]string{target.name}, keep...)...); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.complete(sc, v1alpha1.PhaseFailedOver)
+	return r.settled(ctx, sc)
+}
+
+// relocating moves the application with no data loss: the application is stopped on the
+// current primary, its group demoted for the final sync (the agent checks consumers, fences
+// and syncs), and only once the final sync is confirmed is the target promoted.
+func (r *Reconciler) relocating(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	st := &sc.drpc.Status
+	target, source := sc.view(st.ActionTarget), sc.view(sc.peer(st.ActionTarget))
+	for _, cv := range []*clusterView{source, target} {
+		if !cv.reachable() {
+			st.Progression = string(ProgressionWaitingForSource)
+			if cv == target {
+				st.Progression = string(ProgressionWaitingForTarget)
+			}
+			sc.waiting = fmt.Sprintf("%s is unreachable (%v); a relocation needs both clusters: set action Failover to move the application without it", cv.name, cv.err)
+			return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+		}
+	}
+	demoted := secondary(source.vrg) && source.vrg.FinalSyncComplete() && source.vrg.Spec.FinalSyncRequest == finalSyncRequest(st)
+	if !demoted {
+		// Stop the application first: the decision names no cluster while the final sync runs.
+		if err := r.place(ctx, sc); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.ensureGroup(ctx, sc, source, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate, finalSyncRequest(st))); err != nil {
+			return ctrl.Result{}, err
+		}
+		st.Progression = string(ProgressionFinalSync)
+		if c := condition(source.vrg, v1alpha1.ConditionDataReady); c != nil && c.Reason == v1alpha1.ReasonPVCInUse {
+			st.Progression = string(ProgressionStoppingApp)
+		}
+		sc.waiting = fmt.Sprintf("waiting for %s's VolumeReplicationGroup to be Secondary with the final sync done: %s",
+			source.name, notYet(source.name, source.vrg, v1alpha1.ConditionDataReady))
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
+	st.Progression = string(ProgressionPromotingTarget)
+	if err := r.ensureGroup(ctx, sc, target, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate, "")); err != nil {
+		return ctrl.Result{}, err
+	}
+	if ok, waiting := promoted(target.name, target.vrg); !ok {
+		sc.waiting = waiting
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
+	st.Progression = string(ProgressionPlacingApp)
+	if err := r.place(ctx, sc, target.name); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.complete(sc, v1alpha1.PhaseRelocated)
+	return r.settled(ctx, sc)
+}

@@ -1,0 +1,135 @@
+package drpc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// validate checks what the API server cannot: the policy exists and is Validated, the clusters
+// the spec names belong to it, and no other DRPlacementControl protects the same namespaces.
+// A problem sets Validated False and sc.invalid; nothing is done until it is fixed.
+func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
+	drpc := sc.drpc
+	policy := &v1alpha1.DRPolicy{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: drpc.Spec.DRPolicyRef.Name}, policy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return sc.invalidate(v1alpha1.ReasonNotFound, fmt.Sprintf("DRPolicy %s does not exist: create it, or delete this DRPlacementControl", drpc.Spec.DRPolicyRef.Name))
+	case err != nil:
+		return fmt.Errorf("failed to get DRPolicy %s: %w", drpc.Spec.DRPolicyRef.Name, err)
+	}
+	sc.policy = policy
+	if c := apimeta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionValidated); c == nil || c.Status != metav1.ConditionTrue {
+		msg := "not checked yet"
+		if c != nil {
+			msg = c.Message
+		}
+		return sc.invalidate(v1alpha1.ReasonPolicyNotValidated, fmt.Sprintf("DRPolicy %s is not Validated: %s", policy.Name, msg))
+	}
+	if sc.interval, err = policy.Spec.SchedulingInterval.Duration(); err != nil {
+		return sc.invalidate(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("DRPolicy %s: %v", policy.Name, err))
+	}
+	for field, cluster := range map[string]string{"preferredCluster": drpc.Spec.PreferredCluster, "failoverCluster": drpc.Spec.FailoverCluster} {
+		if cluster != "" && !slices.Contains(policy.Spec.DRClusters, cluster) {
+			return sc.invalidate(v1alpha1.ReasonClusterNotInPolicy, fmt.Sprintf("spec.%s %s is not one of the clusters of DRPolicy %s (%s): name one of them",
+				field, cluster, policy.Name, strings.Join(policy.Spec.DRClusters, ", ")))
+		}
+	}
+	if drpc.Status.CurrentPrimary == "" && drpc.Spec.PreferredCluster == "" && drpc.Spec.Action != v1alpha1.ActionFailover {
+		return sc.invalidate(v1alpha1.ReasonInvalidSpec, "spec.preferredCluster is empty and the application is not protected yet: name the cluster where it runs")
+	}
+	if msg, err := r.namespaceConflict(ctx, drpc); err != nil {
+		return err
+	} else if msg != "" {
+		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
+	}
+	sc.argoNames = map[string]string{}
+	for _, name := range policy.Spec.DRClusters {
+		drc := &v1alpha1.DRCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
+			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
+		}
+		sc.argoNames[name] = drc.Spec.ArgoCDClusterName
+	}
+	sc.setCondition(v1alpha1.ConditionValidated, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the policy is Validated and the spec names its clusters")
+	return nil
+}
+
+// invalidate records why the spec cannot be acted on.
+func (sc *scope) invalidate(reason, message string) error {
+	sc.invalid = true
+	sc.setCondition(v1alpha1.ConditionValidated, metav1.ConditionFalse, reason, message)
+	return nil
+}
+
+// protectedNamespaces are the namespaces whose PVCs a DRPlacementControl protects.
+func protectedNamespaces(drpc *v1alpha1.DRPlacementControl) []string {
+	if len(drpc.Spec.ProtectedNamespaces) > 0 {
+		return drpc.Spec.ProtectedNamespaces
+	}
+	return []string{drpc.Namespace}
+}
+
+// namespaceConflict names the older DRPlacementControl that already protects one of the
+// namespaces of this one; empty when there is none. The older one keeps them.
+func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (string, error) {
+	list := &v1alpha1.DRPlacementControlList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return "", fmt.Errorf("failed to list DRPlacementControls: %w", err)
+	}
+	mine := protectedNamespaces(drpc)
+	for i := range list.Items {
+		other := &list.Items[i]
+		if (other.Namespace == drpc.Namespace && other.Name == drpc.Name) || !older(other, drpc) {
+			continue
+		}
+		for _, ns := range protectedNamespaces(other) {
+			if slices.Contains(mine, ns) {
+				return fmt.Sprintf("namespace %s is already protected by DRPlacementControl %s/%s: protect each namespace with one DRPlacementControl",
+					ns, other.Namespace, other.Name), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// older orders DRPlacementControls by creation, then by namespace and name.
+func older(a, b *v1alpha1.DRPlacementControl) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// observe reads the application's group on each cluster of the policy. A cluster that cannot be
+// read is recorded as unreachable with its error; that is not an error of the reconcile.
+func (r *Reconciler) observe(ctx context.Context, sc *scope) {
+	for _, name := range sc.policy.Spec.DRClusters {
+		cv := &clusterView{name: name}
+		sc.clusters[name] = cv
+		cl, err := r.Gateway.Client(ctx, name)
+		if err != nil {
+			cv.err = err
+			continue
+		}
+		cv.client = cl
+		vrg := &v1alpha1.VolumeReplicationGroup{}
+		err = cl.Get(ctx, client.ObjectKey{Namespace: sc.drpc.Namespace, Name: sc.drpc.Name}, vrg)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			cv.err = fmt.Errorf("failed to get VolumeReplicationGroup %s/%s: %w", sc.drpc.Namespace, sc.drpc.Name, err)
+		default:
+			cv.vrg = vrg
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package drpc
+
+import (
+	"fmt"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// setCondition sets a condition stamped with the DRPlacementControl's generation.
+func (sc *scope) setCondition(condType string, status metav1.ConditionStatus, reason, message string) {
+	apimeta.SetStatusCondition(&sc.drpc.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: sc.drpc.Generation,
+	})
+}
+
+// refuse records why the action the spec asks for is refused or postponed.
+func (sc *scope) refuse(reason, message string) {
+	if sc.refusal == nil {
+		sc.refusal = &refusal{reason: reason, message: message}
+	}
+}
+
+// computeConditions writes Available, PeerReady, Protected and ActionAccepted, the groups'
+// summaries and lastGroupSyncTime from what this reconcile observed.
+func computeConditions(sc *scope) {
+	st := &sc.drpc.Status
+	st.VRGs = summaries(sc)
+	inAction := st.Phase == v1alpha1.PhaseFailingOver || st.Phase == v1alpha1.PhaseRelocating || st.Phase == v1alpha1.PhaseDeploying
+	primary := sc.view(st.CurrentPrimary)
+
+	if sc.refusal != nil {
+		sc.setCondition(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, sc.refusal.reason, sc.refusal.message)
+	} else {
+		sc.setCondition(v1alpha1.ConditionActionAccepted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the action the spec asks for is accepted")
+	}
+
+	switch {
+	case inAction:
+		sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress,
+			fmt.Sprintf("%s to %s, step %s: %s", st.Phase, st.ActionTarget, st.Progression, sc.waiting))
+	case !primary.reachable():
+		sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionUnknown, v1alpha1.ReasonUnknown,
+			fmt.Sprintf("%s, where the application runs, is unreachable: %v; set action Failover to start it on the peer", st.CurrentPrimary, primary.err))
+	default:
+		if ok, waiting := promoted(primary.name, primary.vrg); ok || (settledAction(st.Phase) == v1alpha1.ActionNone && isTrue(primary.vrg, v1alpha1.ConditionDataReady)) {
+			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("the application runs on %s", st.CurrentPrimary))
+		} else {
+			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
+		}
+	}
+
+	peer := sc.view(sc.peer(st.CurrentPrimary))
+	switch {
+	case inAction:
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, fmt.Sprintf("%s to %s in progress", st.Phase, st.ActionTarget))
+	case !peer.reachable():
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
+			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
+	case secondary(peer.vrg):
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s's VolumeReplicationGroup is Secondary", peer.name))
+	default:
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
+			"waiting for the peer to be Secondary: "+notYet(peer.name, peer.vrg, v1alpha1.ConditionDataReady))
+	}
+
+	st.LastGroupSyncTime = nil
+	if !inAction && primary.reachable() && primary.vrg != nil {
+		st.LastGroupSyncTime = primary.vrg.Status.LastGroupSyncTime.DeepCopy()
+	}
+	status, reason, message := protected(sc, inAction, primary)
+	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
+}
+
+// protected judges Protected: the primary's data and metadata replicate and its last group sync
+// is no older than twice the policy's interval.
+func protected(sc *scope, inAction bool, primary *clusterView) (metav1.ConditionStatus, string, string) {
+	st := &sc.drpc.Status
+	switch {
+	case inAction:
+		return metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, fmt.Sprintf("%s to %s in progress", st.Phase, st.ActionTarget)
+	case !primary.reachable():
+		return metav1.ConditionUnknown, v1alpha1.ReasonUnknown, fmt.Sprintf("%s is unreachable: %v", primary.name, primary.err)
+	}
+	for _, ct := range []string{v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
+		if !isTrue(primary.vrg, ct) {
+			reason := v1alpha1.ReasonProgressing
+			if c := condition(primary.vrg, ct); c != nil {
+				reason = c.Reason
+			}
+			return metav1.ConditionFalse, reason, notYet(primary.name, primary.vrg, ct)
+		}
+	}
+	last := st.LastGroupSyncTime
+	if last == nil {
+		return metav1.ConditionFalse, v1alpha1.ReasonProgressing, "no group sync has completed yet"
+	}
+	if age := sc.now.Sub(last.Time); age > 2*sc.interval {
+		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf("the last group sync was %s ago, more than twice the interval %s",
+			age.Round(time.Second), sc.interval)
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("data and metadata replicate; last group sync %s", last.UTC().Format(time.RFC3339))
+}
+
+// summaries summarises each cluster's group for status.vrgs.
+func summaries(sc *scope) []v1alpha1.VRGSummary {
+	out := make([]v1alpha1.VRGSummary, 0, 2)
+	prev := map[string]v1alpha1.VRGSummary{}
+	for _, s := range sc.drpc.Status.VRGs {
+		prev[s.Cluster] = s
+	}
+	for _, name := range sc.policy.Spec.DRClusters {
+		cv := sc.view(name)
+		switch {
+		case !cv.reachable():
+			// Keep the last summary seen, saying nothing new about a cluster that did not answer.
+			if s, ok := prev[name]; ok {
+				out = append(out, s)
+			}
+		case cv.vrg != nil:
+			conds := make([]metav1.Condition, 0, len(cv.vrg.Status.Conditions))
+			for _, c := range cv.vrg.Status.Conditions {
+				conds = append(conds, *c.DeepCopy())
+			}
+			out = append(out, v1alpha1.VRGSummary{
+				Cluster: name, ReplicationState: cv.vrg.Spec.ReplicationState, State: cv.vrg.Status.State, Conditions: conds,
+				LastGroupSyncTime: cv.vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: cv.vrg.Status.ObservedGeneration,
+			})
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package drpolicy
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+func TestAPolicyIsValidatedWhenBothClustersAreAndTheirProfilesAreDefined(t *testing.T) {
+	cluster := func(name, profile string, validated bool) *v1alpha1.DRCluster {
+		c := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.DRClusterSpec{S3ProfileName: profile}}
+		if validated {
+			c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded}}
+		}
+		return c
+	}
+	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{
+		DRClusters: []string{"east", "west"},
+		S3Profiles: []v1alpha1.S3Profile{{Name: "s3-east"}, {Name: "s3-west"}},
+	}}
+	for _, tc := range []struct {
+		name     string
+		clusters map[string]*v1alpha1.DRCluster
+		status   metav1.ConditionStatus
+		reason   string
+		message  string
+	}{
+		{"both validated with their profiles", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-west", true)},
+			metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "both clusters"},
+		{"a missing cluster", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true)},
+			metav1.ConditionFalse, v1alpha1.ReasonClusterNotValidated, "DRCluster west does not exist"},
+		{"a cluster not validated", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-west", false)},
+			metav1.ConditionFalse, v1alpha1.ReasonClusterNotValidated, "DRCluster west is not Validated"},
+		{"a profile the policy does not define", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-north", true)},
+			metav1.ConditionFalse, v1alpha1.ReasonNoS3Profile, `names S3 profile "s3-north", which spec.s3Profiles does not define`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ValidatedCondition(policy, tc.clusters)
+			if c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Fatalf("got %s/%s %q, want %s/%s containing %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
+			}
+		})
+	}
+}

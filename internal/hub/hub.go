@@ -1,0 +1,98 @@
+// Package hub wires drover's hub: the scheme, the cluster gateway and the DRCluster, DRPolicy
+// and DRPlacementControl reconcilers, in one controller-runtime manager. `drover hub` runs it;
+// tests run the same manager in-process against the lab's hub.
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/gateway"
+	"github.com/drover-io/drover/internal/hub/drcluster"
+	"github.com/drover-io/drover/internal/hub/drpc"
+	"github.com/drover-io/drover/internal/hub/drpolicy"
+)
+
+// Options configure the hub.
+type Options struct {
+	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
+	MetricsBindAddress string
+	// ProbeInterval is how often each DRCluster is probed; default 5s.
+	ProbeInterval time.Duration
+	// UnreachableAfter is how long a cluster's probe must fail before Reachable turns False;
+	// default 15s.
+	UnreachableAfter time.Duration
+	// InProcess is set when several hubs run in one process one after the other, as in tests.
+	InProcess bool
+}
+
+// NewScheme returns the types the hub reads and writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("failed to build the hub's scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if opts.MetricsBindAddress == "" {
+		opts.MetricsBindAddress = "0"
+	}
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = 5 * time.Second
+	}
+	if opts.UnreachableAfter == 0 {
+		opts.UnreachableAfter = 15 * time.Second
+	}
+	if opts.ProbeInterval < 0 || opts.UnreachableAfter < 0 {
+		return nil, errors.New("the hub's probe interval and grace period must be positive")
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		// Kubeconfig Secrets are read one by one, uncached: the hub neither lists nor watches
+		// the Secrets of the hub cluster.
+		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Logger:     ctrl.Log.WithName("hub"),
+		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the hub's manager: %w", err)
+	}
+	gw := &gateway.Secrets{Hub: mgr.GetAPIReader(), Scheme: scheme}
+	recorder := mgr.GetEventRecorder("drover-hub")
+	if err := (&drcluster.Reconciler{
+		Client: mgr.GetClient(), Gateway: gw, Health: &gateway.Health{}, Recorder: recorder,
+		ProbeInterval: opts.ProbeInterval, UnreachableAfter: opts.UnreachableAfter,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("failed to set up the DRCluster controller: %w", err)
+	}
+	if err := (&drpolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("failed to set up the DRPolicy controller: %w", err)
+	}
+	if err := (&drpc.Reconciler{Client: mgr.GetClient(), Gateway: gw, Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
+	}
+	return mgr, nil
+}
