@@ -4,7 +4,11 @@
 #   - drover's CRDs, its install, into config/crd/bases/;
 #   - the CRDs of the external APIs drover drives (csi-addons replication, VolSync, OCM
 #     PlacementDecision, and VolumeSnapshot from the external-snapshotter client module) into
-#     internal/lab/crds/external/, for the lab and tests only.
+#     internal/lab/crds/external/, for the lab and tests only;
+#   - the ClusterRoles of drover's processes, from the +kubebuilder:rbac markers next to their code:
+#     the agent's into config/rbac/agent/role.yaml, the hub's own (on the hub cluster) into
+#     config/rbac/hub/role.yaml. What the hub may do on a managed cluster is hand-written in
+#     config/rbac/hub-on-managed-cluster/ and is not touched here.
 # controller-gen is built once into bin/ from the pinned module hack/tools/codegen.
 set -euo pipefail
 
@@ -33,3 +37,32 @@ for f in internal/lab/crds/external/snapshot.storage.k8s.io_*.yaml; do
   grep -q 'api-approved.kubernetes.io' "$f" && continue
   sed -i 's|^  annotations:$|  annotations:\n    api-approved.kubernetes.io: https://github.com/kubernetes-csi/external-snapshotter/pull/814|' "$f"
 done
+
+# rbac ROLE DIR PKGDIR... writes the ClusterRole ROLE of the markers under the package directories
+# into DIR/role.yaml. controller-gen writes nothing when there is no marker (or no package yet);
+# the role is then written with no rules, so the kustomization in DIR always builds.
+rbac() {
+  local role=$1 dir=$2 tmp paths=()
+  shift 2
+  for d in "$@"; do
+    if [[ -d $d ]]; then
+      paths+=("paths=./$d/...")
+    fi
+  done
+  tmp=$(mktemp -d)
+  if ((${#paths[@]})); then
+    "$cg" "rbac:roleName=$role,headerFile=hack/boilerplate.yaml.txt" "${paths[@]}" output:rbac:dir="$tmp" ||
+      { rm -rf "$tmp"; return 1; }
+  fi
+  if [[ ! -f $tmp/role.yaml ]]; then
+    { cat hack/boilerplate.yaml.txt
+      printf -- '---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s\nrules: []\n' "$role"
+    } >"$tmp/role.yaml"
+  fi
+  mkdir -p "$dir"
+  mv "$tmp/role.yaml" "$dir/role.yaml"
+  rm -rf "$tmp"
+}
+
+rbac drover-agent config/rbac/agent internal/agent
+rbac drover-hub config/rbac/hub internal/hub

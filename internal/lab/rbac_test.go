@@ -1,0 +1,160 @@
+package lab_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
+)
+
+// hubUser is the user that config/rbac/hub-on-managed-cluster binds.
+const hubUser = "drover-hub"
+
+// kubectl runs the lab's kubectl with the administrator kubeconfig of a cluster.
+func kubectl(g Gomega, cluster string, args ...string) string {
+	root, err := labtest.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := testLab.Cluster(cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", c.KubeconfigPath()}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
+	return string(out)
+}
+
+// userClient returns a client of a lab cluster that authenticates as user, with no groups.
+func userClient(g Gomega, cluster, user string) client.Client {
+	c, err := testLab.Cluster(cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	raw, err := c.Kubeconfig(user, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.Timeout = 5 * time.Second
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func TestRBACKustomizationsBuild(t *testing.T) {
+	for dir, want := range map[string][]string{
+		"config/rbac/agent":                  {"kind: ClusterRole\n", "kind: ClusterRoleBinding\n", "kind: ServiceAccount\n", "name: drover-agent\n"},
+		"config/rbac/hub":                    {"kind: ClusterRole\n", "kind: ClusterRoleBinding\n", "kind: ServiceAccount\n", "name: drover-hub\n"},
+		"config/rbac/hub-on-managed-cluster": {"kind: ClusterRole\n", "kind: ClusterRoleBinding\n", "name: drover-hub-on-managed-cluster\n"},
+	} {
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			out := kubectl(g, lab.East, "kustomize", dir)
+			for _, w := range want {
+				g.Expect(out).To(ContainSubstring(w))
+			}
+		})
+	}
+}
+
+func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	admin := clusterClient(g, lab.East)
+	kubectl(g, lab.East, "apply", "--server-side", "-k", "config/rbac/hub-on-managed-cluster")
+	hub := userClient(g, lab.East, hubUser)
+
+	// A user the binding does not name can do nothing: the role is what grants the access.
+	stranger := userClient(g, lab.East, "not-"+hubUser)
+	err := stranger.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a user without the binding: %v", err)
+
+	// Allowed: create and get the VRG's namespace.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-hub"}}
+	g.Eventually(func() error { return hub.Create(ctx, ns) }).Should(Succeed(),
+		"the hub creates the namespace once the RBAC authorizer has seen the binding")
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})).To(Succeed())
+
+	// Allowed: create, get, patch, update the VRG; get its status.
+	vrg := &v1alpha1.VolumeReplicationGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "app"},
+		Spec: v1alpha1.VolumeReplicationGroupSpec{
+			ReplicationState: v1alpha1.ReplicationStatePrimary,
+			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			S3Profiles: []v1alpha1.S3Profile{{
+				Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
+				SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: "s3-east"},
+			}},
+			SchedulingInterval:   "1m",
+			StorageClassBackends: []v1alpha1.StorageClassBackend{{Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep}},
+		},
+	}
+	g.Expect(hub.Create(ctx, vrg)).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(vrg), vrg)).To(Succeed())
+	patch := client.MergeFromWithOptions(vrg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	vrg.Labels = map[string]string{"patched": "true"}
+	g.Expect(hub.Patch(ctx, vrg, patch)).To(Succeed())
+	vrg.Labels["updated"] = "true"
+	g.Expect(hub.Update(ctx, vrg)).To(Succeed())
+	g.Expect(hub.SubResource("status").Get(ctx, vrg, &v1alpha1.VolumeReplicationGroup{})).To(Succeed())
+
+	// Allowed: copy a VolSync key Secret (create, get, patch).
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0-volsync-key"},
+		StringData: map[string]string{"psk.txt": "volsync:0123456789abcdef"},
+	}
+	g.Expect(hub.Create(ctx, secret)).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secretPatch := client.MergeFrom(secret.DeepCopy())
+	secret.Labels = map[string]string{"copied-by": hubUser}
+	g.Expect(hub.Patch(ctx, secret, secretPatch)).To(Succeed())
+
+	// Forbidden: everything the agent owns, and what would destroy data.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0"}}
+	g.Expect(admin.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: pvc.ObjectMeta,
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	})).To(Succeed(), "a PVC that exists, so a refusal cannot be a NotFound")
+	forbidden := map[string]error{
+		"list pods in the namespace": hub.List(ctx, &corev1.PodList{}, client.InNamespace(ns.Name)),
+		"list pods of the cluster":   hub.List(ctx, &corev1.PodList{}),
+		"get a PVC":                  hub.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{}),
+		"delete the namespace":       hub.Delete(ctx, ns.DeepCopy()),
+		"list Secrets":               hub.List(ctx, &corev1.SecretList{}, client.InNamespace(ns.Name)),
+		"delete a Secret":            hub.Delete(ctx, secret.DeepCopy()),
+		"patch the VRG's status":     hub.Status().Patch(ctx, vrg.DeepCopy(), client.MergeFrom(vrg)),
+		"list PersistentVolumes":     hub.List(ctx, &corev1.PersistentVolumeList{}),
+	}
+	for what, err := range forbidden {
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s must be forbidden, got %v", what, err)
+	}
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})).To(Succeed(), "the namespace is still there")
+
+	// Allowed: delete the VRG (unprotect).
+	g.Expect(hub.Delete(ctx, vrg)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(vrg), &v1alpha1.VolumeReplicationGroup{}))
+	}).Should(BeTrue(), "the VRG is gone")
+}
