@@ -38,7 +38,12 @@ func TestPlacementModeFailsOverAndRelocatesAStatefulSetDeployedByAGitOpsTool(t *
 	d := &deployer.Deployer{Hub: a.hub, Clusters: clusters, Namespace: a.ns, Placement: "db", Manifests: manifests, Interval: 500 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the deployer: %v", err)
+		}
+	}()
 
 	a.g.Expect(a.hub.Create(ctx, a.drpcFor(true))).To(Succeed())
 	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is deployed on east and protected")
@@ -69,7 +74,7 @@ func TestPlacementModeFailsOverAndRelocatesAStatefulSetDeployedByAGitOpsTool(t *
 	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, true, "east's group is Secondary with no human step")
 	a.gone(lab.East)
 	a.g.Expect(d.Status().Decided).To(Equal([]string{lab.West}))
-	_ = westWriters
+	a.g.Expect(a.writing(lab.West, handles)).To(Equal(westWriters), "west's application kept running meanwhile")
 
 	// Relocate back to east; the hub dies while it runs and a new one finishes it.
 	asked = a.ask(v1alpha1.ActionRelocate, lab.East)
