@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -98,6 +99,10 @@ func setup() error {
 	if err != nil {
 		return err
 	}
+	root, err := labtest.RepoRoot()
+	if err != nil {
+		return err
+	}
 	policy := &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyVolRep}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{lab.East, lab.West}, SchedulingInterval: v1alpha1.SchedulingInterval(interval.String()),
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep}},
@@ -113,7 +118,15 @@ func setup() error {
 		if err != nil {
 			return err
 		}
-		kubeconfig, err := os.ReadFile(c.KubeconfigPath())
+		// The hub's credential is the user drover-hub, bound to the role written down in
+		// config/rbac/hub-on-managed-cluster: the tests prove it is enough.
+		apply := exec.Command(filepath.Join(root, "bin", "kubectl"), "--kubeconfig", c.KubeconfigPath(),
+			"apply", "--server-side", "-k", "config/rbac/hub-on-managed-cluster")
+		apply.Dir = root
+		if out, err := apply.CombinedOutput(); err != nil {
+			return fmt.Errorf("failed to apply the hub's role on %s: %w: %s", name, err, out)
+		}
+		kubeconfig, err := c.Kubeconfig("drover-hub", nil)
 		if err != nil {
 			return err
 		}
