@@ -6,9 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -469,4 +471,53 @@ func TestDeletingTheDRPCDeletesBothGroupsThenReleasesTheFinalizer(t *testing.T) 
 	w.reconcile()
 	err := w.hub.Get(context.Background(), w.key, &v1alpha1.DRPlacementControl{})
 	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the finalizer is removed once both groups are gone")
+}
+
+func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	ctx := context.Background()
+	capacity := resource.MustParse("1Gi")
+
+	// east's primary reports a VolSync PVC: west's secondary is asked to receive it.
+	east := w.vrg("east")
+	east.Status.ProtectedPVCs = []v1alpha1.ProtectedPVC{
+		{Namespace: "app", Name: "data-db-0", StorageClassName: "lab-file", Backend: v1alpha1.BackendVolSync,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: &capacity},
+		{Namespace: "app", Name: "block", Backend: v1alpha1.BackendVolRep, Capacity: &capacity},
+	}
+	w.g.Expect(w.clusters["east"].Status().Update(ctx, east)).To(Succeed())
+	w.reconcile()
+	west := w.vrg("west")
+	w.g.Expect(west.Spec.VolSync).NotTo(BeNil())
+	w.g.Expect(west.Spec.VolSync.ReceivePVCs).To(ConsistOf(v1alpha1.VolSyncReceivePVC{
+		PVCNamespace: "app", PVCName: "data-db-0", StorageClassName: "lab-file",
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: capacity,
+	}))
+
+	// west reports its destination and holds its key: both reach east, the key without
+	// anything of west's identity.
+	key := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db-data-db-0-key", UID: "west-uid",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "y"}}},
+		Data: map[string][]byte{"psk.txt": []byte("volsync:00ff")},
+	}
+	w.g.Expect(w.clusters["west"].Create(ctx, key)).To(Succeed())
+	west = w.vrg("west")
+	west.Status.VolSyncDestinations = []v1alpha1.VolSyncDestination{{PVCNamespace: "app", PVCName: "data-db-0", Address: "127.0.0.1:30000", KeySecretName: key.Name}}
+	w.g.Expect(w.clusters["west"].Status().Update(ctx, west)).To(Succeed())
+	w.reconcile()
+	east = w.vrg("east")
+	w.g.Expect(east.Spec.VolSync).NotTo(BeNil())
+	w.g.Expect(east.Spec.VolSync.Destinations).To(Equal(west.Status.VolSyncDestinations))
+	copied := &corev1.Secret{}
+	w.g.Expect(w.clusters["east"].Get(ctx, client.ObjectKeyFromObject(key), copied)).To(Succeed())
+	w.g.Expect(copied.Data).To(Equal(key.Data))
+	w.g.Expect(copied.OwnerReferences).To(BeEmpty())
+	w.g.Expect(copied.UID).NotTo(Equal(key.UID))
+
+	// West unreachable: east keeps the destinations it has.
+	w.gw.SetDown("west", true)
+	w.reconcile()
+	w.g.Expect(w.vrg("east").Spec.VolSync.Destinations).To(HaveLen(1))
 }
