@@ -41,6 +41,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	for _, name := range policy.Spec.DRClusters {
 		cv := sc.view(name)
 		switch {
+		case !cv.reachable() && drpc.Status.Phase == "":
+			// Never deployed (its spec or policy was never valid): nothing was created there.
 		case !cv.reachable():
 			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v)", name, cv.err))
 		case cv.vrg != nil:
