@@ -161,9 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // metadata: the stores hold the primary's, under the same keys.
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
-		return []phase{r.parseSpec, r.selectPVCs, r.fenceRelocation, r.demotePVCs, r.finishRelocation}
+		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.fenceRelocation, r.demotePVCs, r.finishRelocation}
 	}
-	return []phase{r.parseSpec, r.unfence, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata}
+	return []phase{r.parseSpec, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the

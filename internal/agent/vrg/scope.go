@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
@@ -46,6 +47,9 @@ type scope struct {
 	// splitBrain holds the storage's messages for PVCs primary on both clusters; while any,
 	// no metadata is written.
 	splitBrain []string
+	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
+	// leaves the condition as it was (no capture was due).
+	kubeObjectsReady *metav1.Condition
 }
 
 func newScope(vrg *v1alpha1.VolumeReplicationGroup) *scope {

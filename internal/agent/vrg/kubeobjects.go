@@ -1,0 +1,405 @@
+package vrg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeobjects"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// Kubernetes object protection (self-contained mode, spec.kubeObjectProtection set): a primary
+// captures the objects of its protected namespaces into every store, once per
+// schedulingInterval; a primary promoted by a failover or relocation restores them once its
+// PVCs are restored and Bound, workloads last; a secondary demoted by a failover or relocation
+// removes the application's workloads before its PVCs' consumer checks, so their pods go and
+// the demotion needs no person. See internal/kubeobjects for what is captured and how.
+//
+// Decisions that cannot be re-observed are annotations of the group:
+const (
+	// AnnotationKubeObjectsCapturedAt is when (RFC 3339) the last capture was written to at
+	// least one store. The next capture is due an interval later (or at once when the spec
+	// changes), however often the group is reconciled.
+	AnnotationKubeObjectsCapturedAt = "drover.io/kube-objects-captured-at"
+	// AnnotationKubeObjectsRestored is the generation whose promotion restored the objects: later
+	// passes of that generation capture instead of restoring again (the application may delete
+	// an object since).
+	AnnotationKubeObjectsRestored = "drover.io/kube-objects-restored"
+	// AnnotationKubeObjectsFinalCapture is the generation whose relocation wrote the final
+	// capture, from the demoting primary before its workloads were removed.
+	AnnotationKubeObjectsFinalCapture = "drover.io/kube-objects-final-capture"
+)
+
+// Least privilege is broad here by nature: the agent reads and recreates an application's
+// objects. It creates namespaces for a promotion; reads (list included, uncached), creates and,
+// for workloads, deletes the default kinds (kubeobjects.DefaultKinds); creating Roles and
+// RoleBindings needs escalate and bind, since their rules and subjects are the application's.
+// Custom resources named in includedKinds need get, list and create granted on them by the
+// installation (an aggregated ClusterRole): no marker can name them in advance, and without
+// it the capture reports Forbidden. Secrets are listed here, which the protect path never does.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;services,verbs=get;list;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;create;escalate;bind
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;create
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;create
+
+// ensureNamespaces creates the protected namespaces that do not exist on a cluster being
+// promoted, before restorePVCs creates PVCs in them. Both modes need it: in self-contained
+// mode the application's namespaces exist only where it ran. The namespaces are created bare;
+// the kube-object restore adds their stored labels.
+func (r *Reconciler) ensureNamespaces(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if !promoting(sc.vrg) || restoreCompleted(sc.vrg) {
+		return ctrl.Result{}, nil
+	}
+	var errs []error
+	for _, name := range protectedNamespaces(sc.vrg) {
+		ns := &corev1.Namespace{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("failed to get namespace %s: %w", name, err))
+			}
+			continue
+		}
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := r.Client.Create(ctx, ns, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("failed to create namespace %s: %w", name, err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Created a protected namespace for the restore", "namespace", name)
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// protectKubeObjects, the last phase of a primary, restores the objects once after a promotion
+// and captures them every interval otherwise.
+func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	spec := sc.vrg.Spec.KubeObjectProtection
+	if spec == nil {
+		return ctrl.Result{}, nil
+	}
+	sel, err := kubeobjects.NewSelection(spec)
+	if err != nil {
+		// Nothing to retry: a change of the spec wakes the group.
+		sc.kubeObjectsReady = ptrTo(condition(v1alpha1.ConditionKubeObjectsReady, false, v1alpha1.ReasonInvalidSpec, err.Error()))
+		return ctrl.Result{}, nil
+	}
+	if promoting(sc.vrg) && sc.vrg.Annotations[AnnotationKubeObjectsRestored] != generation(sc.vrg) {
+		return r.restoreKubeObjects(ctx, sc, sel)
+	}
+	if sc.restore != nil && !sc.restore.complete() {
+		return ctrl.Result{}, nil
+	}
+	if len(sc.splitBrain) > 0 {
+		sc.kubeObjectsReady = ptrTo(condition(v1alpha1.ConditionKubeObjectsReady, false, v1alpha1.ReasonSplitBrain,
+			"the objects are not captured: the storage reports PVCs primary on both clusters, and this cluster may be the stale primary; demote the stale group (secondary, action Failover)"))
+		return ctrl.Result{}, nil
+	}
+	now := time.Now()
+	if wait := captureDueIn(sc.vrg, sc.interval, now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	cr, err := r.writeCapture(ctx, sc, sel, now)
+	sc.kubeObjectsReady = ptrTo(captureCondition(cr, err, promoting(sc.vrg)))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !cr.written() {
+		return ctrl.Result{}, fmt.Errorf("failed to write the objects of VolumeReplicationGroup %s to any S3 profile", klog.KObj(sc.vrg))
+	}
+	// Recorded once one store holds the capture: a store that is down gets the next one, an
+	// interval later, rather than the others being rewritten at every retry.
+	if err := r.annotate(ctx, sc, AnnotationKubeObjectsCapturedAt, now.UTC().Format(time.RFC3339Nano)); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: sc.interval}, nil
+}
+
+// captureDueIn is how long until the next capture; zero or less means now. A capture is due an
+// interval after the last one, and at once when KubeObjectsReady does not describe the current
+// generation (a new spec, role or action).
+func captureDueIn(vrg *v1alpha1.VolumeReplicationGroup, interval time.Duration, now time.Time) time.Duration {
+	c := apimeta.FindStatusCondition(vrg.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+	if c == nil || c.ObservedGeneration != vrg.Generation {
+		return 0
+	}
+	last, err := time.Parse(time.RFC3339Nano, vrg.Annotations[AnnotationKubeObjectsCapturedAt])
+	if err != nil {
+		return 0
+	}
+	return last.Add(interval).Sub(now)
+}
+
+// captureResult is what one capture read and where it was written.
+type captureResult struct {
+	at        time.Time
+	objects   int
+	summary   string
+	notServed []string
+	stores    []storeOutcome
+}
+
+// written reports whether at least one store holds the capture.
+func (c *captureResult) written() bool {
+	for _, s := range c.stores {
+		if s.err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// writeCapture reads the selected objects of the protected namespaces and writes them, as one
+// document, to every S3 profile. An error means nothing was written.
+func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time) (*captureResult, error) {
+	resources, notServed, err := sel.Resolve(r.Client.RESTMapper())
+	if err != nil {
+		return nil, err
+	}
+	namespaces := protectedNamespaces(sc.vrg)
+	objects, err := kubeobjects.Collect(ctx, r.Client, resources, namespaces, sel)
+	if err != nil {
+		return nil, err
+	}
+	body, err := kubeobjects.Encode(&kubeobjects.Capture{
+		Version: kubeobjects.FormatVersion, CapturedAt: metav1.NewTime(now), Namespaces: namespaces, Objects: objects,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cr := &captureResult{at: now, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		store, err := r.store(ctx, profile)
+		if err == nil {
+			err = store.Put(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey, body)
+		}
+		cr.stores = append(cr.stores, storeOutcome{name: profile.Name, err: err})
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Captured the Kubernetes objects", "objects", cr.objects, "written", cr.written())
+	return cr, nil
+}
+
+// captureCondition is KubeObjectsReady after a capture: True when every store holds it; False
+// naming each failing store with its classified reason and the stores written.
+//
+// Except on a group promoted in this generation (restored is true), whose objects this pass
+// found restored: there KubeObjectsReady stays True, with the failing stores in the message,
+// while at least one store holds the capture. The hub reads it as "the application is restored
+// here", and right after a failover the lost peer's store always fails; ClusterDataProtected
+// reports the same stores for the metadata.
+func captureCondition(cr *captureResult, err error, restored bool) metav1.Condition {
+	t := v1alpha1.ConditionKubeObjectsReady
+	if err != nil {
+		return condition(t, false, v1alpha1.ReasonError, "failed to capture the objects: "+err.Error())
+	}
+	var failed, ok []string
+	reason := ""
+	for _, s := range cr.stores {
+		if s.err == nil {
+			ok = append(ok, s.name)
+			continue
+		}
+		if reason == "" {
+			reason = objectstore.ReasonOf(s.err)
+		}
+		failed = append(failed, s.err.Error())
+	}
+	what := fmt.Sprintf("the capture of %s (%d objects", cr.at.UTC().Format(time.RFC3339), cr.objects)
+	if cr.summary != "" {
+		what += ": " + cr.summary
+	}
+	what += ")"
+	if len(cr.notServed) > 0 {
+		what += fmt.Sprintf(" has no objects of kinds %s, which this cluster does not serve,", strings.Join(cr.notServed, ", "))
+	}
+	if len(failed) > 0 {
+		msg := strings.Join(failed, "; ")
+		if len(ok) == 0 {
+			return condition(t, false, reason, msg)
+		}
+		msg += fmt.Sprintf("; %s is in S3 profiles %s", what, strings.Join(ok, ", "))
+		if restored {
+			return condition(t, true, v1alpha1.ReasonSucceeded, "the objects are restored here; "+msg)
+		}
+		return condition(t, false, reason, msg)
+	}
+	return condition(t, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s is in S3 profiles %s", what, strings.Join(ok, ", ")))
+}
+
+// restoreKubeObjects restores the objects of a promoted group, once its PVCs are restored and
+// Bound, from the first S3 profile that holds a capture.
+func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kubeobjects.Selection) (ctrl.Result, error) {
+	t := v1alpha1.ConditionKubeObjectsReady
+	if sc.restore == nil || !sc.restore.complete() {
+		// The workloads must find their PVCs restored and Bound; restorePVCs requeues.
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonProgressing,
+			"the objects are restored once the PVs and PVCs are (ClusterDataReady)"))
+		return ctrl.Result{}, nil
+	}
+	capture, from, unavailable := r.readCapture(ctx, sc)
+	skipped := ""
+	if len(unavailable) > 0 {
+		skipped = "; skipped: " + strings.Join(unavailable, "; ")
+	}
+	if from == "" {
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonStoreUnavailable,
+			"no S3 profile could be read; drover retries: "+strings.Join(unavailable, "; ")))
+		return ctrl.Result{}, fmt.Errorf("failed to read the objects of VolumeReplicationGroup %s from any S3 profile", klog.KObj(sc.vrg))
+	}
+	var msg string
+	if capture == nil {
+		msg = fmt.Sprintf("no S3 profile holds a capture of the objects (the primary never wrote one): nothing to restore; read %s%s", from, skipped)
+	} else {
+		objects := selected(capture, sel)
+		res, err := kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
+		if err != nil {
+			sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, fmt.Sprintf(
+				"restoring the capture of %s from S3 profile %s: %d objects created, %d adopted, %d waiting for the ones that failed: %v",
+				capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, res.Waiting, err)))
+			return ctrl.Result{}, err
+		}
+		msg = fmt.Sprintf("the capture of %s is restored from S3 profile %s (%d objects created, %d adopted: %s)%s",
+			capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, kubeobjects.Summary(objects), skipped)
+		ctrl.LoggerFrom(ctx).Info("Restored the Kubernetes objects", "store", from, "created", res.Created, "adopted", res.Adopted)
+	}
+	if err := r.annotate(ctx, sc, AnnotationKubeObjectsRestored, generation(sc.vrg)); err != nil {
+		return ctrl.Result{}, err
+	}
+	sc.kubeObjectsReady = ptrTo(condition(t, true, v1alpha1.ReasonSucceeded, msg))
+	return ctrl.Result{}, nil
+}
+
+// selected keeps the captured objects that the current selection still selects: the
+// namespaces, and objects of its kinds whose labels match.
+func selected(c *kubeobjects.Capture, sel kubeobjects.Selection) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(c.Objects))
+	for _, o := range c.Objects {
+		gk := o.GroupVersionKind().GroupKind()
+		if gk == kubeobjects.KindNamespace || (slices.Contains(sel.Kinds, gk) && sel.Selector.Matches(labels.Set(o.GetLabels()))) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// readCapture reads the capture from the first S3 profile, in spec order, that holds one. from
+// names the profile read ("" when none could be read); capture is nil when the readable ones
+// hold none.
+func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeobjects.Capture, from string, unavailable []string) {
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		store, err := r.store(ctx, profile)
+		var body []byte
+		if err == nil {
+			body, err = store.Get(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey)
+		}
+		switch {
+		case errors.Is(err, objectstore.ErrNotFound):
+			if from == "" {
+				from = profile.Name
+			}
+			continue
+		case err != nil:
+			unavailable = append(unavailable, err.Error())
+			continue
+		}
+		c, err := kubeobjects.Decode(body)
+		if err != nil {
+			unavailable = append(unavailable, fmt.Sprintf("S3 profile %s: %v", profile.Name, err))
+			continue
+		}
+		return c, profile.Name, unavailable
+	}
+	return nil, from, unavailable
+}
+
+// removeWorkloads, on a group demoted by a failover or a relocation, deletes the application's
+// workloads (the selected workload kinds in the protected namespaces) before demotePVCs checks
+// the PVCs' consumers, so the pods go and the demotion needs no person; the PVCs stay. A
+// relocation first writes a final capture from the demoting primary, so what changed since the
+// last capture reaches the peer too. A secondary without action is left alone: nothing says
+// the application must leave this cluster.
+func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	spec := sc.vrg.Spec.KubeObjectProtection
+	if spec == nil {
+		return ctrl.Result{}, nil
+	}
+	t := v1alpha1.ConditionKubeObjectsReady
+	action := sc.vrg.Spec.Action
+	if action != v1alpha1.ActionFailover && action != v1alpha1.ActionRelocate {
+		sc.kubeObjectsReady = ptrTo(metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonSecondary,
+			Message: "the group is secondary without an action: the application's objects here are left as they are"})
+		return ctrl.Result{}, nil
+	}
+	sel, err := kubeobjects.NewSelection(spec)
+	if err != nil {
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonInvalidSpec, err.Error()))
+		return ctrl.Result{}, nil
+	}
+	if action == v1alpha1.ActionRelocate && needsFinalCapture(sc.vrg) {
+		cr, err := r.writeCapture(ctx, sc, sel, time.Now())
+		if err != nil || !cr.written() {
+			c := captureCondition(cr, err, false)
+			sc.kubeObjectsReady = ptrTo(condition(t, false, c.Reason,
+				"the workloads stay until the relocation's final capture is written: "+c.Message))
+			return ctrl.Result{}, errors.Join(err, fmt.Errorf("failed to write the final capture of VolumeReplicationGroup %s", klog.KObj(sc.vrg)))
+		}
+		if err := r.annotate(ctx, sc, AnnotationKubeObjectsFinalCapture, generation(sc.vrg)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	resources, _, err := sel.Workloads().Resolve(r.Client.RESTMapper())
+	if err != nil {
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, err.Error()))
+		return ctrl.Result{}, err
+	}
+	namespaces := protectedNamespaces(sc.vrg)
+	remaining, err := kubeobjects.DeleteWorkloads(ctx, r.Client, resources, namespaces, sel)
+	if err != nil {
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, err.Error()))
+		return ctrl.Result{}, err
+	}
+	if len(remaining) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Removing the application's workloads from a demoted cluster", "workloads", strings.Join(remaining, ", "))
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonProgressing, fmt.Sprintf(
+			"the group is secondary (action %s): deleting the workloads %s so their pods release the PVCs; the PVCs stay",
+			action, strings.Join(remaining, ", "))))
+		return ctrl.Result{RequeueAfter: requeueWaitingForConsumers}, nil
+	}
+	sc.kubeObjectsReady = ptrTo(condition(t, true, v1alpha1.ReasonSecondary, fmt.Sprintf(
+		"the group is secondary (action %s): the application's workloads are removed from namespaces %s; their PVCs stay",
+		action, strings.Join(namespaces, ", "))))
+	return ctrl.Result{}, nil
+}
+
+// needsFinalCapture reports whether a relocation's final capture is still to be written: only
+// by a group that captured as primary and is still demoting (never by a secondary whose peer
+// may be primary by now), once per generation.
+func needsFinalCapture(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	return vrg.Annotations[AnnotationKubeObjectsCapturedAt] != "" && vrg.Status.State != v1alpha1.StateSecondary &&
+		vrg.Annotations[AnnotationKubeObjectsFinalCapture] != generation(vrg)
+}
+
+func generation(vrg *v1alpha1.VolumeReplicationGroup) string {
+	return strconv.FormatInt(vrg.Generation, 10)
+}
+
+func ptrTo(c metav1.Condition) *metav1.Condition { return &c }
