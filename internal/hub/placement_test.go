@@ -67,6 +67,19 @@ func TestPlacementModeFailsOverAndRelocatesAStatefulSetDeployedByAGitOpsTool(t *
 	a.g.Expect(pr.Reason).To(Equal(v1alpha1.ReasonPeerUnreachable))
 	a.g.Expect(slices.Contains(d.Status().Decided, lab.East)).To(BeTrue(), "east stays in the decision while it cannot be demoted")
 	a.expectFailoverKept(lab.West, handles, eastWriters, lost)
+	a.g.Eventually(func(g Gomega) {
+		drc := &v1alpha1.DRCluster{}
+		g.Expect(a.hub.Get(ctx, client.ObjectKey{Name: lab.East}, drc)).To(Succeed())
+		r := metav1.Condition{}
+		for _, c := range drc.Status.Conditions {
+			if c.Type == v1alpha1.ConditionReachable {
+				r = c
+			}
+		}
+		g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(r.Reason).To(Equal(v1alpha1.ReasonUnreachable))
+		g.Expect(r.Message).To(ContainSubstring("unreachable since"))
+	}).Should(Succeed(), "east's DRCluster turns unreachable after the grace period, with the last error")
 	westWriters := a.writing(lab.West, handles)
 
 	// East returns: demoted first, then the deployer removes the app; PVCs kept; PeerReady.
