@@ -148,8 +148,12 @@ type S3Profile struct {
 // stores and restores on the peer cluster. Kinds are written Kind for the core group and
 // Kind.group otherwise, such as ConfigMap or Deployment.apps.
 type KubeObjectProtectionSpec struct {
-	// includedKinds limits the capture to these kinds. Empty captures every namespaced kind
-	// except excludedKinds.
+	// includedKinds limits the capture to these kinds, custom resources included. Empty
+	// captures the application kinds of Kubernetes' own API groups (ConfigMap, Secret,
+	// ServiceAccount, Role, RoleBinding, Service, PodDisruptionBudget, HorizontalPodAutoscaler,
+	// NetworkPolicy, Ingress, Deployment, StatefulSet, DaemonSet, Job, CronJob) except
+	// excludedKinds; custom resources are captured only when named here. PVCs, PVs and the
+	// kinds controllers derive (Pods, ReplicaSets, Endpoints, Events...) are never captured.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
