@@ -251,3 +251,33 @@ func TestADemotedGroupRemovesItsWorkloadsOnlyWhenAnActionSaysTheApplicationLeave
 		})
 	}
 }
+
+func TestKubeObjectsReadyAfterACaptureNamesTheStoresAndKeepsARestoreTrue(t *testing.T) {
+	down := &objectstore.Error{Kind: objectstore.KindUnreachable, Profile: "s3-east", Err: errors.New("connection refused")}
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		stores   []storeOutcome
+		restored bool
+		status   metav1.ConditionStatus
+		reason   string
+		contains string
+	}{
+		{"every store holds the capture", []storeOutcome{{name: "s3-east"}, {name: "s3-west"}}, false,
+			metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the capture of 2026-01-01T12:00:00Z (2 objects: 2 ConfigMap) is in S3 profiles s3-east, s3-west"},
+		{"a failing store makes it False on a primary", []storeOutcome{{name: "s3-east", err: down}, {name: "s3-west"}}, false,
+			metav1.ConditionFalse, objectstore.KindUnreachable.Reason(), "is in S3 profiles s3-west"},
+		{"a failing store leaves a restored group True, naming the store", []storeOutcome{{name: "s3-east", err: down}, {name: "s3-west"}}, true,
+			metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the objects are restored here; S3 profile s3-east"},
+		{"no store written is False even after a restore", []storeOutcome{{name: "s3-east", err: down}}, true,
+			metav1.ConditionFalse, objectstore.KindUnreachable.Reason(), "s3-east"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := captureCondition(&captureResult{at: at, objects: 2, summary: "2 ConfigMap", stores: tc.stores}, nil, tc.restored)
+			g.Expect(c.Status).To(Equal(tc.status), c.Message)
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.Message).To(ContainSubstring(tc.contains))
+		})
+	}
+}
