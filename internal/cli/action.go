@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// Defaults of the action verbs.
+const (
+	// DefaultTimeout bounds --wait.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultPollInterval is how often --wait reads the DRPlacementControl; the hub itself polls
+	// the clusters every second during an action.
+	DefaultPollInterval = time.Second
+)
+
+// ActionOptions are the options of `drover failover` and `drover relocate`.
+type ActionOptions struct {
+	// Namespace and App name the DRPlacementControl.
+	Namespace, App string
+	// Action is Failover or Relocate.
+	Action v1alpha1.DRAction
+	// To is the cluster to move the application to.
+	To string
+	// Wait follows the action until it completes, fails or Timeout passes.
+	Wait bool
+	// Timeout bounds Wait; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// PollInterval is how often Wait reads the DRPlacementControl; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate checks the options that do not need the cluster.
+func (o *ActionOptions) Validate() error {
+	if err := validateAction(o.Action, o.App, o.To); err != nil {
+		return err
+	}
+	if o.Timeout < 0 || o.PollInterval < 0 {
+		return errors.New("--timeout must not be negative")
+	}
+	return nil
+}
+
+// Act asks the hub for a failover or a relocation: it checks the preconditions the hub would
+// check (refusing with what to do), merge-patches the DRPlacementControl's spec (action and
+// failoverCluster or preferredCluster) and, with Wait, prints a line on every change of the
+// phase, the step or what the hub waits for, until the application is available on the target.
+func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	a, err := loadApp(ctx, c, o.Namespace, o.App)
+	if err != nil {
+		return err
+	}
+	verb := strings.ToLower(string(o.Action))
+	p := preview(a, o.Action, o.To, now(o.Now))
+	key := a.drpc.Namespace + "/" + a.drpc.Name
+	if p.Noop {
+		fmt.Fprintf(w, "Nothing to ask: %s.\n", p.NoopReason)
+		if !o.Wait || settled(a.drpc.Status.Phase) {
+			return nil
+		}
+		return wait(ctx, c, w, o, a.drpc.Generation)
+	}
+	if err := p.Refusal(); err != nil {
+		return err
+	}
+	for _, c := range p.Warnings() {
+		fmt.Fprintf(w, "Warning: %s: %s\n", c.Name, c.Detail)
+	}
+	field := "failoverCluster"
+	if o.Action == v1alpha1.ActionRelocate {
+		field = "preferredCluster"
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"action": o.Action, field: o.To}})
+	if err != nil {
+		return fmt.Errorf("failed to encode the patch: %w", err)
+	}
+	if err := c.Patch(ctx, a.drpc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return fmt.Errorf("the API server refused the %s of %s: %w", verb, key, err)
+		}
+		return fmt.Errorf("failed to patch DRPlacementControl %s: %w", key, err)
+	}
+	fmt.Fprintf(w, "Asked the hub to %s %s from %s to %s (spec.action %s, spec.%s %s). Expected data loss: %s.\n",
+		verb, key, dash(p.From), o.To, o.Action, field, o.To, p.Loss)
+	if !o.Wait {
+		fmt.Fprintf(w, "Follow it with `drover status %s -n %s`.\n", a.drpc.Name, a.drpc.Namespace)
+		return nil
+	}
+	return wait(ctx, c, w, o, a.drpc.Generation)
+}
+
+// progress is what a --wait line shows; a line is printed when it changes.
+type progress struct {
+	phase, progression, available string
+}
+
+func progressOf(d *v1alpha1.DRPlacementControl) progress {
+	p := progress{phase: dash(string(d.Status.Phase)), progression: dash(d.Status.Progression), available: "Available not reported"}
+	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
+		p.available = c.Message
+		if c.Status != metav1.ConditionTrue {
+			p.available = "waiting: " + c.Message
+		}
+	}
+	return p
+}
+
+// progressLine is one --wait line: the elapsed time, the phase, the step and what the hub
+// waits for (the Available condition's message).
+func progressLine(elapsed time.Duration, p progress) string {
+	return fmt.Sprintf("%7s  %-11s  %-24s  %s", fmt.Sprintf("%.1fs", elapsed.Seconds()), p.phase, p.progression, p.available)
+}
+
+// outcome judges the DRPlacementControl during --wait: done, failed (with an error that says
+// why and what to do), or neither. generation is the spec generation the patch produced.
+func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64) (bool, error) {
+	st := d.Status
+	verb := strings.ToLower(string(o.Action))
+	if d.DeletionTimestamp != nil {
+		return false, fmt.Errorf("the DRPlacementControl is being deleted; stopped waiting for the %s", verb)
+	}
+	if want, got := o.To, specTarget(d, o.Action); d.Spec.Action != o.Action || got != want {
+		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", asked(d), verb, want)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
+		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
+		return false, fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message)
+	}
+	done := st.Phase == settledPhase(o.Action) && st.CurrentPrimary == o.To &&
+		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable)
+	return done, nil
+}
+
+func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string {
+	if action == v1alpha1.ActionRelocate {
+		return d.Spec.PreferredCluster
+	}
+	return d.Spec.FailoverCluster
+}
+
+// wait follows the action, printing a line on every change, until it is done, fails or times out.
+func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
+	timeout, interval := o.Timeout, o.PollInterval
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if interval == 0 {
+		interval = DefaultPollInterval
+	}
+	start := now(o.Now)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	key := client.ObjectKey{Namespace: o.Namespace, Name: o.App}
+	verb := strings.ToLower(string(o.Action))
+	var last *progress
+	var lastSeen *v1alpha1.DRPlacementControl
+	lastErr := ""
+	for {
+		d := &v1alpha1.DRPlacementControl{}
+		err := c.Get(ctx, key, d)
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("DRPlacementControl %s was deleted while waiting for the %s", key, verb)
+		case err != nil && ctx.Err() == nil:
+			// A read can fail while the API server restarts; the timeout bounds the retries.
+			if err.Error() != lastErr {
+				fmt.Fprintf(w, "%7s  failed to read the DRPlacementControl: %v (retrying)\n", fmt.Sprintf("%.1fs", now(o.Now).Sub(start).Seconds()), err)
+				lastErr = err.Error()
+			}
+		case err == nil:
+			lastSeen, lastErr = d, ""
+			p := progressOf(d)
+			if last == nil || p != *last {
+				fmt.Fprintln(w, progressLine(now(o.Now).Sub(start), p))
+				last = &p
+			}
+			done, err := outcome(d, &o, generation)
+			if err != nil {
+				return err
+			}
+			if done {
+				took := ""
+				if d.Status.ActionDuration != nil {
+					took = fmt.Sprintf(" (the hub took %s)", d.Status.ActionDuration.Duration)
+				}
+				fmt.Fprintf(w, "Done: %s runs on %s, phase %s%s.\n", key, o.To, d.Status.Phase, took)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for the %s of %s to %s: %w; the hub goes on: follow it with `drover status %s -n %s`",
+				verb, key, o.To, ctx.Err(), key.Name, key.Namespace)
+		case <-deadline.C:
+			return waitTimeout(key, o, timeout, generation, lastSeen)
+		case <-ticker.C:
+		}
+	}
+}
+
+// waitTimeout says where the action stood when --wait gave up, and what to check.
+func waitTimeout(key client.ObjectKey, o ActionOptions, timeout time.Duration, generation int64, d *v1alpha1.DRPlacementControl) error {
+	verb := strings.ToLower(string(o.Action))
+	where := "the DRPlacementControl could not be read"
+	if d != nil {
+		p := progressOf(d)
+		where = fmt.Sprintf("phase %s, step %s, %s", p.phase, p.progression, p.available)
+		if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionActionAccepted); c == nil || c.ObservedGeneration < generation {
+			where += "; the hub has not observed the change: " + hubHint
+		}
+	}
+	return fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
+		timeout, verb, key, o.To, where, key.Name, key.Namespace)
+}

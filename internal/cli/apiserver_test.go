@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// The tests below run the verbs against a real API server holding the hub's objects, whose
+// status the tests write as the hub would.
+
+func TestStatusListsTheApplicationsOfANamespace(t *testing.T) {
+	e := newEnv(t, "status-list")
+	db := e.newApp(t, "db")
+	setStatus(t, db, e.deployed(e.east, e.west))
+	web := e.newApp(t, "web")
+	setStatus(t, web, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.west
+		d.Status.ActionStartTime, d.Status.LastGroupSyncTime = ago(5*time.Second), nil
+		d.Status.VRGs[0].LastGroupSyncTime = ago(35 * time.Second)
+		setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
+		setCond(d, cond(v1alpha1.ConditionProtected, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
+	})
+	e.newApp(t, "new") // the hub never reported
+
+	var out bytes.Buffer
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Now: clockAt}); err != nil {
+		t.Fatalf("status failed: %v", err)
+	}
+	want := `APP  PHASE        PRIMARY           PEER READY  PROTECTED  LAST SYNC  RPO LAG        PROGRESSION
+db   Deployed     status-list-east  True        True       8s ago     8s/10s         Completed
+new  -            -                 -           -          -          -              -
+web  FailingOver  status-list-east  False       False      35s ago    35s/10s STALE  PromotingTarget
+`
+	if out.String() != want {
+		t.Errorf("status printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+
+	out.Reset()
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{AllNamespaces: true, Now: clockAt}); err != nil {
+		t.Fatalf("status -A failed: %v", err)
+	}
+	mustContain(t, out.String(), "NAMESPACE    APP", "status-list  db   Deployed")
+}
+
+func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
+	e := newEnv(t, "status-one")
+	db := e.newApp(t, "db")
+	e.setReachable(t, e.west, false)
+	setStatus(t, db, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+		setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable, "peer status-one-west is unreachable: timeout"))
+	})
+	var out bytes.Buffer
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db", Now: clockAt}); err != nil {
+		t.Fatalf("status db failed: %v", err)
+	}
+	mustContain(t, out.String(),
+		"db   Deployed  status-one-east  False       True       8s ago     8s/10s",
+		"Policy:  status-one (clusters status-one-east and status-one-west, every 10s)",
+		"  PeerReady       False   PeerUnreachable  60s  peer status-one-west is unreachable: timeout",
+		"  CLUSTER          REACHABLE  ASKED      STATE      DATA READY  DATA PROTECTED  LAST SYNC",
+		"  status-one-east  True       primary    Primary    True        True            8s ago",
+		"  status-one-west  False      secondary  Secondary  True        Unknown         -",
+		"  status-one-west: unreachable since 12:04:10 UTC",
+	)
+
+	for _, format := range []string{"json", "yaml"} {
+		out.Reset()
+		if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db", Output: format}); err != nil {
+			t.Fatalf("status -o %s failed: %v", format, err)
+		}
+		var got statusEntry
+		data := out.Bytes()
+		if format == "yaml" {
+			var err error
+			if data, err = yaml.YAMLToJSON(data); err != nil {
+				t.Fatalf("-o yaml printed no YAML: %v\n%s", err, out.String())
+			}
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("-o %s printed no status entry: %v\n%s", format, err, out.String())
+		}
+		if got.Name != "db" || got.Namespace != e.ns || got.Status.Phase != v1alpha1.PhaseDeployed || got.Status.CurrentPrimary != e.east || len(got.Status.VRGs) != 2 {
+			t.Errorf("-o %s printed %+v, want db's status", format, got)
+		}
+	}
+}
+
+func TestStatusErrorsSayWhatToDo(t *testing.T) {
+	e := newEnv(t, "status-errors")
+	e.newApp(t, "db")
+	e.newApp(t, "web")
+	var out bytes.Buffer
+	err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "dbb"})
+	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "status-errors"; it has: db, web` {
+		t.Errorf("status of a missing DRPC: %v", err)
+	}
+	err = Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: "default", App: "db"})
+	if err == nil || !strings.Contains(err.Error(), "which has none: name its namespace with -n, or list all with `drover status -A`") {
+		t.Errorf("status of a DRPC in an empty namespace: %v", err)
+	}
+	out.Reset()
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db"}); err != nil {
+		t.Fatalf("status db failed: %v", err)
+	}
+	mustContain(t, out.String(), "The hub has not reported on status-errors/db yet (its status is empty): is `drover hub` running against this cluster?")
+}
+
+func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
+	e := newEnv(t, "plan-relocate")
+	db := e.newApp(t, "db")
+	setStatus(t, db, e.deployed(e.east, e.west))
+	var out bytes.Buffer
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt}); err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	mustContain(t, out.String(),
+		"Plan: relocate plan-relocate/db from plan-relocate-east to plan-relocate-west (DRPolicy plan-relocate, every 10s)",
+		"  [ok] primary plan-relocate-east is reachable: reachable",
+		"  [ok] PeerReady is True: PeerReady True (Succeeded)",
+		"  [ok] the data of primary plan-relocate-east is protected (DataProtected): every PVC has synced",
+		"  1. stop the application on plan-relocate-east: its agent deletes the workloads of db (PVCs stay) (StoppingApplication)",
+		"  2. demote plan-relocate-east with a final sync (DemotingForFinalSync)",
+		"  3. promote plan-relocate-west's group once the final sync is confirmed (PromotingTarget)",
+		"Expected data loss: none",
+		"Verdict: relocate can start: drover relocate db -n plan-relocate --to plan-relocate-west",
+	)
+	if strings.Contains(out.String(), "[NO]") || strings.Contains(out.String(), "[warn]") {
+		t.Errorf("a protected application's relocation has a precondition not met:\n%s", out.String())
+	}
+	if d := get(t, db); d.Spec.Action != v1alpha1.ActionNone {
+		t.Errorf("plan changed the spec: action %q", d.Spec.Action)
+	}
+}
+
+func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
+	e := newEnv(t, "plan-failover")
+	db := e.newApp(t, "db")
+	e.setReachable(t, e.east, false)
+	setStatus(t, db, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east, where the application runs, is unreachable"))
+		setCond(d, cond(v1alpha1.ConditionProtected, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east is unreachable"))
+		d.Status.LastGroupSyncTime = ago(42 * time.Second)
+	})
+	var out bytes.Buffer
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west, Now: clockAt}); err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	mustContain(t, out.String(),
+		"  [ok] target plan-failover-west is reachable: reachable",
+		"  [warn] Protected: the last sync is recent: Protected Unknown (Unknown): plan-failover-east is unreachable",
+		"  2. promote plan-failover-west's group (PromotingTarget)",
+		"Expected data loss: up to 42s of writes: those made after the last group sync at 12:03:48 UTC (the policy syncs every 10s)",
+		"Verdict: failover can start",
+	)
+	out.Reset()
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt}); err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	mustContain(t, out.String(),
+		"  [NO] primary plan-failover-east is reachable: primary plan-failover-east unreachable since 12:04:10 UTC; a relocation needs both clusters: use failover (drover failover db -n plan-failover --to plan-failover-west)",
+		"Verdict: relocate would be refused now: primary plan-failover-east unreachable since 12:04:10 UTC",
+	)
+}
+
+func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
+	cases := []struct {
+		name    string
+		arrange func(t *testing.T, e env, d *v1alpha1.DRPlacementControl)
+		want    string
+	}{
+		{
+			name: "the peer is unreachable",
+			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
+				e.setReachable(t, e.west, false)
+				setStatus(t, d, e.deployed(e.east, e.west))
+			},
+			want: "relocate refused: peer refuse-0-west unreachable since 12:04:10 UTC; the relocation needs it: wait until it is reachable (`kubectl get drcluster refuse-0-west`)",
+		},
+		{
+			name: "PeerReady is False",
+			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
+				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+					setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for the peer to be Secondary: PVCInUse"))
+				})
+			},
+			want: "relocate refused: the peer is not ready (PeerReady False (Progressing): waiting for the peer to be Secondary: PVCInUse); wait until PeerReady is True (drover status db -n refuse-1), or use failover",
+		},
+		{
+			name: "the primary's data is not protected",
+			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
+				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+					d.Status.VRGs[0].Conditions[1] = cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+				})
+			},
+			want: "relocate refused: refuse-2-east's data is not protected (DataProtected False, Progressing: 1 of 3 PVCs has not synced yet); wait for it (drover status db -n refuse-2), or use failover and lose the writes since the last sync",
+		},
+		{
+			name: "a failover is in progress",
+			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
+				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+					d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.east
+				})
+			},
+			want: "relocate refused: a failover to refuse-3-east is in progress (step PromotingTarget) and finishes first: follow it with `drover status db -n refuse-3`",
+		},
+		{
+			name:    "the hub never reported",
+			arrange: func(*testing.T, env, *v1alpha1.DRPlacementControl) {},
+			want:    "relocate refused: the hub has not reported on refuse-4/db (its status is empty): is `drover hub` running against this cluster?",
+		},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "refuse-"+string(rune('0'+i)))
+			d := e.newApp(t, "db")
+			tc.arrange(t, e, d)
+			var out bytes.Buffer
+			err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("relocate returned %v\nwant: %s", err, tc.want)
+			}
+			if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.east {
+				t.Errorf("a refused relocation changed the spec: %+v", got.Spec)
+			}
+		})
+	}
+}
+
+func TestFailoverToAClusterOutsideThePolicyIsRefused(t *testing.T) {
+	e := newEnv(t, "failover-outside")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	var out bytes.Buffer
+	err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: "north"})
+	want := "failover refused: north is not a cluster of DRPolicy failover-outside, which pairs failover-outside-east and failover-outside-west: name one of those with --to"
+	if err == nil || err.Error() != want {
+		t.Errorf("failover returned %v\nwant: %s", err, want)
+	}
+}
+
+func TestFailoverPatchesTheSpec(t *testing.T) {
+	e := newEnv(t, "failover-patch")
+	d := e.newApp(t, "db")
+	e.setReachable(t, e.east, false)
+	setStatus(t, d, e.deployed(e.east, e.west))
+	var out bytes.Buffer
+	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west, Now: clockAt}); err != nil {
+		t.Fatalf("failover failed: %v", err)
+	}
+	got := get(t, d)
+	if got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.west || got.Spec.PreferredCluster != e.east {
+		t.Errorf("failover left the spec %+v, want action Failover to %s with preferredCluster kept", got.Spec, e.west)
+	}
+	mustContain(t, out.String(),
+		"Asked the hub to failover failover-patch/db from failover-patch-east to failover-patch-west (spec.action Failover, spec.failoverCluster failover-patch-west). Expected data loss: up to 8s of writes",
+		"Follow it with `drover status db -n failover-patch`.")
+
+	// Asking again changes nothing while the hub fails over.
+	setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, e.west
+	})
+	out.Reset()
+	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west}); err != nil {
+		t.Fatalf("failover again failed: %v", err)
+	}
+	mustContain(t, out.String(), "Nothing to ask: a failover to failover-patch-west is already in progress")
+	if again := get(t, d); again.Generation != got.Generation {
+		t.Errorf("asking again wrote the spec: generation %d, was %d", again.Generation, got.Generation)
+	}
+}

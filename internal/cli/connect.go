@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// defaultNamespace is the namespace when neither --namespace nor the kubeconfig context names one.
+const defaultNamespace = "default"
+
+// Connection selects the hub cluster and the namespace the way kubectl does: the kubeconfig
+// from --kubeconfig, else $KUBECONFIG, else ~/.kube/config; its current context unless
+// --context names another; the namespace from --namespace, else the context's, else "default".
+type Connection struct {
+	// Kubeconfig is an explicit kubeconfig file.
+	Kubeconfig string
+	// Context is the kubeconfig context of the hub cluster.
+	Context string
+	// Namespace overrides the context's namespace.
+	Namespace string
+}
+
+// AddFlags registers --kubeconfig, --context and -n/--namespace.
+func (c *Connection) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else ~/.kube/config)")
+	fs.StringVar(&c.Context, "context", "", "kubeconfig context of the hub cluster (default: the current context)")
+	fs.StringVarP(&c.Namespace, "namespace", "n", "", `namespace of the DRPlacementControls (default: the context's namespace, else "default")`)
+}
+
+func (c *Connection) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
+	overrides.Context.Namespace = c.Namespace
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+}
+
+// Resolve returns the hub's REST configuration and the namespace to use.
+func (c *Connection) Resolve() (*rest.Config, string, error) {
+	cc := c.clientConfig()
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", errors.New("no kubeconfig found for the hub cluster: pass --kubeconfig FILE or set KUBECONFIG")
+		}
+		return nil, "", fmt.Errorf("failed to load the hub cluster's kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to read the namespace of the kubeconfig context: %w", err)
+	}
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	return cfg, ns, nil
+}
+
+// Client returns a client of the hub cluster for drover's types, and the namespace to use.
+func (c *Connection) Client() (client.Client, string, error) {
+	cfg, ns, err := c.Resolve()
+	if err != nil {
+		return nil, "", err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, "", fmt.Errorf("failed to register drover's types: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to create a client of the hub cluster at %s: %w", cfg.Host, err)
+	}
+	return cl, ns, nil
+}

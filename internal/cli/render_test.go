@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// Pure tests of what the verbs compute and print, without an API server.
+
+func TestRPOLag(t *testing.T) {
+	cases := []struct {
+		name     string
+		lag      time.Duration
+		interval time.Duration
+		want     string
+	}{
+		{"within the interval", 8 * time.Second, 10 * time.Second, "8s/10s"},
+		{"late but within twice the interval", 19 * time.Second, 10 * time.Second, "19s/10s"},
+		{"past twice the interval is stale, as the hub's Protected says", 21 * time.Second, 10 * time.Second, "21s/10s STALE"},
+		{"minutes", 150 * time.Second, 5 * time.Minute, "2m30s/5m"},
+		{"an unknown interval", 8 * time.Second, 0, "8s/?"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rpoLag(tc.lag, tc.interval); got != tc.want {
+				t.Errorf("rpoLag(%s, %s) = %q, want %q", tc.lag, tc.interval, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRowOf(t *testing.T) {
+	e := env{ns: "app", east: "east", west: "west", policy: "p"}
+	deployed := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
+	failing := deployed.DeepCopy()
+	failing.Status.Phase, failing.Status.Progression, failing.Status.LastGroupSyncTime = v1alpha1.PhaseFailingOver, "PromotingTarget", nil
+	failing.Status.VRGs[0].LastGroupSyncTime = ago(25 * time.Second)
+	never := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "app"}}
+	cases := []struct {
+		name string
+		d    *v1alpha1.DRPlacementControl
+		want statusRow
+	}{
+		{"a deployed, protected application", deployed,
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed"}},
+		{"during a failover the primary's group tells the last sync", failing,
+			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget"}},
+		{"an application the hub never reported", never,
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rowOf(tc.d, 10*time.Second, testNow); got != tc.want {
+				t.Errorf("rowOf = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// offlineApp is an application deployed on east, as the hub reports it, with its policy and
+// both clusters reachable.
+func offlineApp() *app {
+	e := env{ns: "app", east: "east", west: "west", policy: "p"}
+	reachable := func(name string) *v1alpha1.DRCluster {
+		return &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.DRClusterStatus{Conditions: []metav1.Condition{
+			cond(v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the probe succeeds")}}}
+	}
+	return &app{
+		drpc: &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"},
+			Spec: v1alpha1.DRPlacementControlSpec{DRPolicyRef: v1alpha1.PolicyReference{Name: "p"}, PreferredCluster: "east",
+				PlacementRef: &v1alpha1.PlacementReference{Kind: "Placement", Name: "db-placement"}},
+			Status: e.deployed("east", "west")},
+		policy:   &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.DRPolicySpec{DRClusters: []string{"east", "west"}, SchedulingInterval: "10s"}},
+		interval: 10 * time.Second,
+		clusters: map[string]*v1alpha1.DRCluster{"east": reachable("east"), "west": reachable("west")},
+	}
+}
+
+func TestPreview(t *testing.T) {
+	cases := []struct {
+		name    string
+		action  v1alpha1.DRAction
+		to      string
+		arrange func(a *app)
+		refusal string
+		warns   []string
+		noop    string
+	}{
+		{name: "a relocation of a protected application may start", action: v1alpha1.ActionRelocate, to: "west"},
+		{name: "a failover may overtake a relocation", action: v1alpha1.ActionFailover, to: "west",
+			arrange: func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseRelocating, "west" },
+		},
+		{name: "a relocation may not overtake a failover", action: v1alpha1.ActionRelocate, to: "west",
+			arrange: func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseFailingOver, "west" },
+			refusal: "relocate refused: a failover to west is in progress",
+		},
+		{name: "nothing to do where the application runs", action: v1alpha1.ActionFailover, to: "east",
+			noop: "the application already runs on east (phase Deployed)"},
+		{name: "the action already in progress", action: v1alpha1.ActionRelocate, to: "west",
+			arrange: func(a *app) {
+				a.drpc.Status.Phase, a.drpc.Status.ActionTarget, a.drpc.Status.Progression = v1alpha1.PhaseRelocating, "west", "DemotingForFinalSync"
+			},
+			noop: "a relocate to west is already in progress (step DemotingForFinalSync)"},
+		{name: "a failover while the peer is not ready warns", action: v1alpha1.ActionFailover, to: "west",
+			arrange: func(a *app) {
+				setCond(a.drpc, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west is demoting"))
+			},
+			warns: []string{"PeerReady False (Progressing): west is demoting; west may not hold the latest data"},
+		},
+		{name: "a failover to an unreachable target is refused", action: v1alpha1.ActionFailover, to: "west",
+			arrange: func(a *app) { a.clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
+			refusal: "failover refused: peer west unreachable since 12:03:30 UTC; the failover needs it",
+		},
+		{name: "a relocation while the primary's probe fails is refused", action: v1alpha1.ActionRelocate, to: "west",
+			arrange: func(a *app) {
+				a.clusters["east"].Status.Conditions[0].Reason = v1alpha1.ReasonProbeFailing
+				a.clusters["east"].Status.Conditions[0].Message = "the probe has failed since 12:04:20 (grace period 15s): timeout"
+			},
+			refusal: "relocate refused: primary east not answering the hub's probe (the probe has failed since 12:04:20 (grace period 15s): timeout); a relocation needs both clusters: use failover (drover failover db -n app --to west)",
+		},
+		{name: "an invalid DRPlacementControl is refused", action: v1alpha1.ActionFailover, to: "west",
+			arrange: func(a *app) {
+				setCond(a.drpc, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, "web protects db already"))
+			},
+			refusal: "failover refused: the hub does not accept the DRPlacementControl (NamespaceConflict): web protects db already",
+		},
+		{name: "a DRPolicy that does not exist is named", action: v1alpha1.ActionRelocate, to: "west",
+			arrange: func(a *app) { a.policy = nil },
+			refusal: "relocate refused: DRPolicy p does not exist on the hub",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := offlineApp()
+			if tc.arrange != nil {
+				tc.arrange(a)
+			}
+			p := preview(a, tc.action, tc.to, testNow)
+			if p.Noop != (tc.noop != "") || p.NoopReason != tc.noop {
+				t.Errorf("noop %v %q, want %q", p.Noop, p.NoopReason, tc.noop)
+			}
+			err := p.Refusal()
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refusal != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.refusal)):
+				t.Errorf("refusal %v, want it to start with %q", err, tc.refusal)
+			}
+			var warns []string
+			for _, c := range p.Warnings() {
+				warns = append(warns, c.Detail)
+			}
+			if strings.Join(warns, "|") != strings.Join(tc.warns, "|") {
+				t.Errorf("warnings %q, want %q", warns, tc.warns)
+			}
+		})
+	}
+}
+
+func TestStepsFollowTheStateMachine(t *testing.T) {
+	a := offlineApp()
+	relocate := strings.Join(steps(a, v1alpha1.ActionRelocate, "west"), "\n")
+	for i, want := range []string{
+		"stop the application on east: the PlacementDecision of db-placement names no cluster",
+		"demote east with a final sync (DemotingForFinalSync)",
+		"promote west's group once the final sync is confirmed (PromotingTarget)",
+		"place the application on west: the PlacementDecision of db-placement names west",
+	} {
+		if !strings.Contains(relocate, want) {
+			t.Errorf("relocation step %d lacks %q:\n%s", i+1, want, relocate)
+		}
+	}
+	failover := strings.Join(steps(a, v1alpha1.ActionFailover, "west"), "\n")
+	if !strings.Contains(failover, "promote west's group (PromotingTarget)") || strings.Contains(failover, "final sync") {
+		t.Errorf("failover steps:\n%s", failover)
+	}
+}
+
+func TestLoss(t *testing.T) {
+	a := offlineApp()
+	if got := loss(a, v1alpha1.ActionRelocate, testNow); !strings.HasPrefix(got, "none:") {
+		t.Errorf("relocation loss %q, want none", got)
+	}
+	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "up to 8s of writes: those made after the last group sync at 12:04:22 UTC (the policy syncs every 10s)"; got != want {
+		t.Errorf("failover loss %q, want %q", got, want)
+	}
+	a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs = nil, nil
+	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no group sync is recorded") {
+		t.Errorf("failover loss without a sync %q", got)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	base := offlineApp().drpc
+	base.Generation = 3
+	base.Spec.Action, base.Spec.FailoverCluster = v1alpha1.ActionFailover, "west"
+	o := &ActionOptions{Action: v1alpha1.ActionFailover, To: "west"}
+	cases := []struct {
+		name    string
+		mutate  func(d *v1alpha1.DRPlacementControl)
+		done    bool
+		wantErr string
+	}{
+		{name: "not started yet", mutate: func(*v1alpha1.DRPlacementControl) {}},
+		{name: "an old refusal is not this action's", mutate: func(d *v1alpha1.DRPlacementControl) {
+			c := cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "old")
+			c.ObservedGeneration = 2
+			setCond(d, c)
+		}},
+		{name: "the hub refuses this action", mutate: func(d *v1alpha1.DRPlacementControl) {
+			c := cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "a relocation runs")
+			c.ObservedGeneration = 3
+			setCond(d, c)
+		}, wantErr: "the hub refused the failover (ActionInProgress): a relocation runs"},
+		{name: "failed over but not available yet", mutate: func(d *v1alpha1.DRPlacementControl) {
+			d.Status.Phase, d.Status.CurrentPrimary = v1alpha1.PhaseFailedOver, "west"
+			setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west not DataReady"))
+		}},
+		{name: "failed over and available", mutate: func(d *v1alpha1.DRPlacementControl) {
+			d.Status.Phase, d.Status.CurrentPrimary = v1alpha1.PhaseFailedOver, "west"
+		}, done: true},
+		{name: "someone asks for something else", mutate: func(d *v1alpha1.DRPlacementControl) {
+			d.Spec.Action = v1alpha1.ActionRelocate
+		}, wantErr: "the DRPlacementControl's spec changed while waiting: it now asks for Relocate to east; stopped waiting for the failover to west"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := base.DeepCopy()
+			tc.mutate(d)
+			done, err := outcome(d, o, 3)
+			if done != tc.done || (err == nil) != (tc.wantErr == "") || err != nil && err.Error() != tc.wantErr {
+				t.Errorf("outcome = %v, %v; want %v, %q", done, err, tc.done, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"an unknown output", (&StatusOptions{Output: "wide"}).Validate(), `unknown output format "wide": use -o json, -o yaml, or leave -o out for a table`},
+		{"APP with -A", (&StatusOptions{App: "db", AllNamespaces: true}).Validate(), "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
+		{"no --to", (&ActionOptions{Action: v1alpha1.ActionFailover, App: "db"}).Validate(), "name the cluster to move the application to with --to"},
+		{"an unknown action", (&PlanOptions{Action: "Evacuate", App: "db", To: "west"}).Validate(), `unknown action "Evacuate": use failover or relocate`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.err == nil || tc.err.Error() != tc.want {
+				t.Errorf("got %v, want %q", tc.err, tc.want)
+			}
+		})
+	}
+}

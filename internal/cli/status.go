@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// StatusOptions are the options of `drover status`.
+type StatusOptions struct {
+	// Namespace of the DRPlacementControls; ignored with AllNamespaces.
+	Namespace string
+	// AllNamespaces lists the DRPlacementControls of every namespace.
+	AllNamespaces bool
+	// App names one DRPlacementControl; empty lists them all.
+	App string
+	// Output is "" (a table), "json" or "yaml".
+	Output string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate checks the options that do not need the cluster.
+func (o *StatusOptions) Validate() error {
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("unknown output format %q: use -o json, -o yaml, or leave -o out for a table", o.Output)
+	}
+	if o.App != "" && o.AllNamespaces {
+		return errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n")
+	}
+	return nil
+}
+
+func now(f func() time.Time) time.Time {
+	if f == nil {
+		return time.Now()
+	}
+	return f()
+}
+
+// statusEntry is one DRPlacementControl as -o json|yaml prints it.
+type statusEntry struct {
+	Namespace string                            `json:"namespace"`
+	Name      string                            `json:"name"`
+	Status    v1alpha1.DRPlacementControlStatus `json:"status"`
+}
+
+// Status prints the protected applications: a table of them, or for one APP the table, its
+// conditions and its groups; with Output json or yaml, their status objects.
+func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	t := now(o.Now)
+	var apps []*app
+	if o.App != "" {
+		a, err := loadApp(ctx, c, o.Namespace, o.App)
+		if err != nil {
+			return err
+		}
+		apps = []*app{a}
+	} else {
+		list := &v1alpha1.DRPlacementControlList{}
+		opts := []client.ListOption{}
+		where := "namespace " + o.Namespace
+		if !o.AllNamespaces {
+			opts = append(opts, client.InNamespace(o.Namespace))
+		} else {
+			where = "any namespace"
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			return readError("DRPlacementControls", err)
+		}
+		if len(list.Items) == 0 {
+			fmt.Fprintf(w, "No DRPlacementControls in %s.\n", where)
+			return nil
+		}
+		sort.Slice(list.Items, func(i, j int) bool {
+			a, b := list.Items[i], list.Items[j]
+			return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+		})
+		policies := map[string]*v1alpha1.DRPolicy{}
+		for i := range list.Items {
+			a := &app{drpc: &list.Items[i]}
+			if err := a.loadPolicy(ctx, c, policies); err != nil {
+				return err
+			}
+			apps = append(apps, a)
+		}
+	}
+	switch o.Output {
+	case "json", "yaml":
+		return printStatusObjects(w, apps, o.App != "", o.Output)
+	}
+	rows := make([]statusRow, 0, len(apps))
+	for _, a := range apps {
+		rows = append(rows, rowOf(a.drpc, a.interval, t))
+	}
+	printTable(w, rows, o.AllNamespaces)
+	if o.App != "" {
+		printDetails(w, apps[0], t)
+	}
+	return nil
+}
+
+func printStatusObjects(w io.Writer, apps []*app, one bool, format string) error {
+	entries := make([]statusEntry, 0, len(apps))
+	for _, a := range apps {
+		entries = append(entries, statusEntry{Namespace: a.drpc.Namespace, Name: a.drpc.Name, Status: a.drpc.Status})
+	}
+	var v any = map[string]any{"items": entries}
+	if one {
+		v = entries[0]
+	}
+	var out []byte
+	var err error
+	if format == "json" {
+		out, err = json.MarshalIndent(v, "", "  ")
+		out = append(out, '\n')
+	} else {
+		out, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to encode the status as %s: %w", format, err)
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// statusRow is one line of the status table.
+type statusRow struct {
+	Namespace, App, Phase, Primary, PeerReady, Protected, LastSync, RPOLag, Progression string
+}
+
+// rowOf computes the table line of a DRPlacementControl at now; interval 0 means unknown.
+func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time) statusRow {
+	r := statusRow{
+		Namespace: d.Namespace, App: d.Name, Phase: dash(string(d.Status.Phase)), Primary: dash(d.Status.CurrentPrimary),
+		PeerReady: condStatus(d.Status.Conditions, v1alpha1.ConditionPeerReady),
+		Protected: condStatus(d.Status.Conditions, v1alpha1.ConditionProtected),
+		LastSync:  "-", RPOLag: "-", Progression: dash(d.Status.Progression),
+	}
+	if t := lastSync(d); t != nil {
+		lag := now.Sub(t.Time)
+		r.LastSync = age(lag) + " ago"
+		r.RPOLag = rpoLag(lag, interval)
+	}
+	return r
+}
+
+// rpoLag is the time since the last sync against the policy's interval: "8s/10s", and STALE
+// past twice the interval (where the hub's Protected turns False with SyncStale).
+func rpoLag(lag, interval time.Duration) string {
+	if interval <= 0 {
+		return age(lag) + "/?"
+	}
+	s := age(lag) + "/" + age(interval)
+	if lag > 2*interval {
+		s += " STALE"
+	}
+	return s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0) }
+
+func printTable(w io.Writer, rows []statusRow, withNamespace bool) {
+	tw := newTabWriter(w)
+	header := "APP\tPHASE\tPRIMARY\tPEER READY\tPROTECTED\tLAST SYNC\tRPO LAG\tPROGRESSION"
+	if withNamespace {
+		header = "NAMESPACE\t" + header
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		line := strings.Join([]string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression}, "\t")
+		if withNamespace {
+			line = r.Namespace + "\t" + line
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+}
+
+// printDetails prints one application's policy, action, conditions and groups.
+func printDetails(w io.Writer, a *app, now time.Time) {
+	d := a.drpc
+	fmt.Fprintln(w)
+	if !reported(d) {
+		fmt.Fprintf(w, "The hub has not reported on %s/%s yet (its status is empty): %s\n", d.Namespace, d.Name, hubHint)
+		return
+	}
+	policy := d.Spec.DRPolicyRef.Name
+	if a.policy == nil {
+		policy += " (not found)"
+	} else {
+		policy += fmt.Sprintf(" (clusters %s, every %s)", strings.Join(a.policy.Spec.DRClusters, " and "), a.policy.Spec.SchedulingInterval)
+	}
+	fmt.Fprintf(w, "Policy:  %s\n", policy)
+	if d.Spec.Action != v1alpha1.ActionNone {
+		fmt.Fprintf(w, "Asked:   %s\n", asked(d))
+	}
+	if st := d.Status; st.ActionTarget != "" && st.ActionStartTime != nil && (inAction(st.Phase) || st.ActionDuration != nil) {
+		line := fmt.Sprintf("%s to %s, started %s", actionOf(st.Phase), st.ActionTarget, clock(st.ActionStartTime.Time))
+		if st.ActionDuration != nil && !inAction(st.Phase) {
+			line += ", took " + st.ActionDuration.Duration.String()
+		} else {
+			line += fmt.Sprintf(", running for %s", age(now.Sub(st.ActionStartTime.Time)))
+		}
+		fmt.Fprintf(w, "Action:  %s\n", line)
+	}
+	fmt.Fprintln(w, "\nConditions:")
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+	for _, c := range d.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(now.Sub(c.LastTransitionTime.Time)), c.Message)
+	}
+	_ = tw.Flush()
+	printGroups(w, a, now)
+}
+
+// printGroups prints the hub's summary of each cluster's group, then what any condition of a
+// group that is not True says.
+func printGroups(w io.Writer, a *app, now time.Time) {
+	d := a.drpc
+	fmt.Fprintln(w, "\nClusters:")
+	if len(d.Status.VRGs) == 0 {
+		fmt.Fprintln(w, "  no VolumeReplicationGroup reported yet")
+		return
+	}
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "  CLUSTER\tREACHABLE\tASKED\tSTATE\tDATA READY\tDATA PROTECTED\tLAST SYNC")
+	var notes []string
+	for _, s := range d.Status.VRGs {
+		reach := "-"
+		if a.clusters != nil {
+			if ok, why := a.reachability(s.Cluster); ok {
+				reach = "True"
+			} else {
+				reach = "False"
+				notes = append(notes, fmt.Sprintf("  %s: %s", s.Cluster, why))
+			}
+		}
+		last := "-"
+		if s.LastGroupSyncTime != nil {
+			last = age(now.Sub(s.LastGroupSyncTime.Time)) + " ago"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, reach, dash(string(s.ReplicationState)), dash(string(s.State)),
+			condStatus(s.Conditions, v1alpha1.ConditionDataReady), condStatus(s.Conditions, v1alpha1.ConditionDataProtected), last)
+		for _, c := range s.Conditions {
+			if c.Status != metav1.ConditionTrue && c.Reason != v1alpha1.ReasonSecondary {
+				notes = append(notes, fmt.Sprintf("  %s: %s %s (%s): %s", s.Cluster, c.Type, c.Status, c.Reason, c.Message))
+			}
+		}
+	}
+	_ = tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+}
+
+// asked describes the action the spec asks for.
+func asked(d *v1alpha1.DRPlacementControl) string {
+	switch d.Spec.Action {
+	case v1alpha1.ActionFailover:
+		return "Failover to " + d.Spec.FailoverCluster
+	case v1alpha1.ActionRelocate:
+		return "Relocate to " + d.Spec.PreferredCluster
+	}
+	return "no action"
+}
+
+// actionOf names the action of a phase.
+func actionOf(phase v1alpha1.DRPCPhase) string {
+	switch phase {
+	case v1alpha1.PhaseFailingOver, v1alpha1.PhaseFailedOver:
+		return "Failover"
+	case v1alpha1.PhaseRelocating, v1alpha1.PhaseRelocated:
+		return "Relocate"
+	}
+	return "Deploy"
+}
+
+// conditionLine is "Type Status (Reason): message", or "Type not reported".
+func conditionLine(conds []metav1.Condition, condType string) string {
+	c := apimeta.FindStatusCondition(conds, condType)
+	if c == nil {
+		return condType + " not reported"
+	}
+	return fmt.Sprintf("%s %s (%s): %s", c.Type, c.Status, c.Reason, c.Message)
+}

@@ -1,0 +1,23 @@
+package cli
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/labtest"
+)
+
+// k8sClient talks to the one API server that TestMain starts for the package, with drover's
+// CRDs installed: it stands for the hub cluster. No hub runs: the tests write the status the
+// hub would write, to put each DRPlacementControl in the situation a test needs.
+var k8sClient client.Client
+
+func TestMain(m *testing.M) {
+	labtest.MainWithAPIServer(m, []string{"config/crd/bases"},
+		[]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme},
+		func(cl client.Client) { k8sClient = cl })
+}

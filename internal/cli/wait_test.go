@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// The --wait tests play the hub in a goroutine: it waits for the command's patch, then advances
+// the status one step at a time, each time only after the command printed the previous step,
+// so every step is observed and the printed lines are exact.
+
+// hubStep is a status the fake hub writes, and the progress line the command must print for it.
+type hubStep struct {
+	mutate func(d *v1alpha1.DRPlacementControl)
+	line   string
+}
+
+// playHub writes each step once the spec asks for action and the previous step's line is printed.
+func playHub(t *testing.T, e env, d *v1alpha1.DRPlacementControl, out *syncBuffer, action v1alpha1.DRAction, steps []hubStep) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		waitFor(t, "the command to patch the spec", func() bool { return get(t, d).Spec.Action == action })
+		for i, s := range steps {
+			cur := get(t, d)
+			setStatus(t, d, cur.Status, func(d *v1alpha1.DRPlacementControl) { s.mutate(d) })
+			if i < len(steps)-1 {
+				waitFor(t, "the line "+s.line, func() bool {
+					return strings.Contains(strings.Join(progressLines(out.String()), "\n"), s.line)
+				})
+			}
+		}
+	}()
+	return done
+}
+
+func inProgress(phase v1alpha1.DRPCPhase, target, progression, waiting string) func(d *v1alpha1.DRPlacementControl) {
+	return func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.ActionTarget, d.Status.Progression = phase, target, progression
+		d.Status.ActionStartTime = ago(0)
+		setCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded,
+			Message: "accepted", ObservedGeneration: d.Generation, LastTransitionTime: *ago(0)})
+		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress,
+			string(phase)+" to "+target+", step "+progression+": "+waiting))
+	}
+}
+
+// progressLines are the printed lines without their elapsed time, which the test cannot know.
+func progressLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasSuffix(f[0], "s") && strings.Contains(f[0], ".") {
+			lines = append(lines, strings.Join(f[1:], " "))
+		}
+	}
+	return lines
+}
+
+func TestFailoverWaitPrintsEachStepUntilAvailable(t *testing.T) {
+	e := newEnv(t, "wait-failover")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	out := &syncBuffer{}
+	hub := playHub(t, e, d, out, v1alpha1.ActionFailover, []hubStep{
+		{inProgress(v1alpha1.PhaseFailingOver, e.west, "PromotingTarget", "wait-failover-west's VolumeReplicationGroup is not DataReady yet"),
+			"FailingOver PromotingTarget waiting: FailingOver to wait-failover-west, step PromotingTarget: wait-failover-west's VolumeReplicationGroup is not DataReady yet"},
+		{inProgress(v1alpha1.PhaseFailingOver, e.west, "PlacingApplication", "placing the application"),
+			"FailingOver PlacingApplication waiting: FailingOver to wait-failover-west, step PlacingApplication: placing the application"},
+		{func(d *v1alpha1.DRPlacementControl) {
+			d.Status.Phase, d.Status.CurrentPrimary, d.Status.Progression = v1alpha1.PhaseFailedOver, e.west, "DemotingOldPrimary"
+			d.Status.ActionDuration = &metav1.Duration{Duration: 1200 * time.Millisecond}
+			setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on wait-failover-west"))
+		}, "FailedOver DemotingOldPrimary the application runs on wait-failover-west"},
+	})
+	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west,
+		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
+	<-hub
+	if err != nil {
+		t.Fatalf("failover --wait failed: %v\n%s", err, out.String())
+	}
+	want := []string{
+		"Deployed Completed the application runs on wait-failover-east",
+		"FailingOver PromotingTarget waiting: FailingOver to wait-failover-west, step PromotingTarget: wait-failover-west's VolumeReplicationGroup is not DataReady yet",
+		"FailingOver PlacingApplication waiting: FailingOver to wait-failover-west, step PlacingApplication: placing the application",
+		"FailedOver DemotingOldPrimary the application runs on wait-failover-west",
+	}
+	got := progressLines(out.String())
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("--wait printed the steps\n%s\nwant\n%s\nfull output:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), out.String())
+	}
+	mustContain(t, out.String(), "Done: wait-failover/db runs on wait-failover-west, phase FailedOver (the hub took 1.2s).")
+}
+
+func TestRelocateWaitFailsWhenTheHubRefuses(t *testing.T) {
+	e := newEnv(t, "wait-refused")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	out := &syncBuffer{}
+	refusal := "relocate refused: wait-refused-west is unreachable (timeout); a relocation needs both clusters; use failover"
+	hub := playHub(t, e, d, out, v1alpha1.ActionRelocate, []hubStep{{func(d *v1alpha1.DRPlacementControl) {
+		setCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
+			Message: refusal, ObservedGeneration: d.Generation, LastTransitionTime: *ago(0)})
+	}, ""}})
+	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west,
+		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
+	<-hub
+	want := "the hub refused the relocate (PeerUnreachable): " + refusal
+	if err == nil || err.Error() != want {
+		t.Errorf("relocate --wait returned %v\nwant: %s\noutput:\n%s", err, want, out.String())
+	}
+}
+
+func TestWaitTimesOutWhenNoHubAnswers(t *testing.T) {
+	e := newEnv(t, "wait-timeout")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	out := &syncBuffer{}
+	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west,
+		Wait: true, Timeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	want := "timed out after 300ms waiting for the failover of wait-timeout/db to wait-timeout-west: phase Deployed, step Completed, " +
+		"the application runs on wait-timeout-east; the hub has not observed the change: is `drover hub` running against this cluster?; " +
+		"the hub goes on: follow it with `drover status db -n wait-timeout`"
+	if err == nil || err.Error() != want {
+		t.Errorf("failover --wait returned %v\nwant: %s", err, want)
+	}
+	if got := progressLines(out.String()); len(got) != 1 {
+		t.Errorf("an unchanged status printed %d progress lines, want 1:\n%s", len(got), out.String())
+	}
+}
