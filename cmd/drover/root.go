@@ -14,5 +14,6 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand())
+	addCLICommands(root)
 	return root
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+)
+
+func newRelocateCommand() *cobra.Command {
+	conn := &cli.Connection{}
+	o := cli.ActionOptions{Action: v1alpha1.ActionRelocate}
+	cmd := &cobra.Command{
+		Use:   "relocate APP --to CLUSTER",
+		Short: "Move an application to CLUSTER with a final sync and no data loss",
+		Long: `Asks the hub to relocate the application to CLUSTER: it is stopped where it runs, its
+volumes are demoted with a final sync, and only then promoted on CLUSTER and the application
+placed there. Refuses, saying what to do, unless both clusters are reachable, PeerReady is
+True and the primary's data is protected: with a cluster lost, use failover. With --wait,
+prints a line on every step until the application is available on CLUSTER, and fails when
+the hub refuses the action or the timeout passes.`,
+		Example: `  drover plan relocate db -n app --to east
+  drover relocate db -n app --to east --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runAction(cmd, args, conn, o) },
+	}
+	actionFlags(cmd, conn, &o)
+	return cmd
+}

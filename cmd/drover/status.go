@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/internal/cli"
+)
+
+// kubectlPluginName is the binary's name when installed as a kubectl plugin (`kubectl drover`).
+const kubectlPluginName = "kubectl-drover"
+
+// addCLICommands adds the verbs for people (status, failover, relocate, plan) to the root and,
+// when the binary runs as a kubectl plugin, makes help say `kubectl drover`.
+func addCLICommands(root *cobra.Command) {
+	root.AddCommand(newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand())
+	adaptToPluginName(root, os.Args[0])
+}
+
+// adaptToPluginName names the root `kubectl drover` in help, usage and examples when argv0 is
+// kubectl-drover: kubectl runs a plugin by its file name.
+func adaptToPluginName(root *cobra.Command, argv0 string) {
+	if name := strings.TrimSuffix(filepath.Base(argv0), ".exe"); name != kubectlPluginName {
+		return
+	}
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = "kubectl drover"
+	for _, c := range root.Commands() {
+		c.Example = strings.ReplaceAll(c.Example, "  drover ", "  kubectl drover ")
+	}
+}
+
+func newStatusCommand() *cobra.Command {
+	conn := &cli.Connection{}
+	o := cli.StatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [APP]",
+		Short: "Show protected applications: phase, primary, peer readiness, protection and RPO lag",
+		Long: `Lists the DRPlacementControls on the hub (of the namespace, or of all with -A) as a table:
+phase, current primary, PeerReady, Protected, the age of the last group sync and the RPO lag
+(time since the last sync / the policy's interval, STALE past twice the interval), and the
+current step. For one APP it also prints its conditions and each cluster's group.
+With -o json or -o yaml it prints the status objects.`,
+		Example: `  drover status
+  drover status -A
+  drover status db -n app
+  drover status db -n app -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.App = args[0]
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			c, ns, err := conn.Client()
+			if err != nil {
+				return err
+			}
+			o.Namespace = ns
+			return cli.Status(cmd.Context(), c, cmd.OutOrStdout(), o)
+		},
+	}
+	conn.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the DRPlacementControls of every namespace")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a table)")
+	return cmd
+}
+
+// actionFlags registers the flags failover and relocate share.
+func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *cli.ActionOptions) {
+	conn.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the action, printing each step, until it completes or fails")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", cli.DefaultTimeout, "how long --wait waits before giving up (the hub goes on)")
+	_ = cmd.MarkFlagRequired("to")
+}
+
+// runAction is the RunE of failover and relocate.
+func runAction(cmd *cobra.Command, args []string, conn *cli.Connection, o cli.ActionOptions) error {
+	o.App = args[0]
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	c, ns, err := conn.Client()
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	return cli.Act(cmd.Context(), c, cmd.OutOrStdout(), o)
+}
