@@ -123,7 +123,7 @@ func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
 	}
 	mustContain(t, out.String(),
 		"Plan: relocate plan-relocate/db from plan-relocate-east to plan-relocate-west (DRPolicy plan-relocate, every 10s)",
-		"  [ok] primary plan-relocate-east is reachable: reachable",
+		"  [ok] primary plan-relocate-east is reachable: Reachable True: the probe succeeds",
 		"  [ok] PeerReady is True: PeerReady True (Succeeded)",
 		"  [ok] the data of primary plan-relocate-east is protected (DataProtected): every PVC has synced",
 		"  1. stop the application on plan-relocate-east: its agent deletes the workloads of db (PVCs stay) (StoppingApplication)",
@@ -154,9 +154,11 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		t.Fatalf("plan failed: %v", err)
 	}
 	mustContain(t, out.String(),
-		"  [ok] target plan-failover-west is reachable: reachable",
+		"  [ok] target plan-failover-west is reachable: Reachable True: the probe succeeds",
 		"  [warn] Protected: the last sync is recent: Protected Unknown (Unknown): plan-failover-east is unreachable",
-		"  2. promote plan-failover-west's group (PromotingTarget)",
+		"  1. plan-failover-east is unreachable since 12:04:10 UTC: its group is demoted the moment it is reachable again",
+		"  2. promote plan-failover-west's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary (the storage force-promotes while plan-failover-east is away)",
+		"  3. start the application on plan-failover-west: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last (PlacingApplication)",
 		"Expected data loss: up to 42s of writes: those made after the last group sync at 12:03:48 UTC (the policy syncs every 10s)",
 		"Verdict: failover can start",
 	)

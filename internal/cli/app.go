@@ -177,7 +177,7 @@ func (a *app) reachability(cluster string) (bool, string) {
 	case c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonProbeFailing:
 		return false, "not answering the hub's probe (" + c.Message + ")"
 	case c.Status == metav1.ConditionTrue:
-		return true, "reachable"
+		return true, "Reachable True: " + c.Message
 	}
 	return false, "unreachable since " + clock(c.LastTransitionTime.Time)
 }

@@ -285,25 +285,29 @@ func steps(a *app, action v1alpha1.DRAction, to string) []string {
 	}
 	place := fmt.Sprintf("place the application on %s: the PlacementDecision of %s names %s, for the GitOps tool to deploy it", to, placementName(d), to)
 	stop := fmt.Sprintf("stop the application on %s: the PlacementDecision of %s names no cluster, the GitOps tool removes it", from, placementName(d))
-	restore := "restore its PVs and PVCs from the S3 store"
 	if d.Spec.PlacementRef == nil {
-		place = fmt.Sprintf("the application runs on %s: %s's agent restored its Kubernetes objects, workloads last", to, to)
+		place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last", to)
 		stop = fmt.Sprintf("stop the application on %s: its agent deletes the workloads of %s (PVCs stay)", from, strings.Join(d.Spec.ProtectedNamespaces, ", "))
-		restore = "restore its PVs, PVCs and Kubernetes objects from the S3 store"
 	}
+	promote := fmt.Sprintf("promote %s's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary", to)
 	if action == v1alpha1.ActionFailover {
+		demote := fmt.Sprintf("demote %s's group first (action Failover: its writes since the last sync are discarded when it resyncs)", from)
+		if ok, why := a.reachability(from); !ok {
+			demote = fmt.Sprintf("%s is %s: its group is demoted the moment it is reachable again, before anything else happens there", from, why)
+			promote += " (the storage force-promotes while " + from + " is away)"
+		}
 		return []string{
-			fmt.Sprintf("if %s answers, demote its group (action Failover; its writes since the last sync are discarded); otherwise that happens the moment it is reachable again", from),
-			fmt.Sprintf("promote %s's group (%s): %s and make its volumes primary", to, "PromotingTarget", restore),
-			fmt.Sprintf("%s (%s)", place, "PlacingApplication"),
-			fmt.Sprintf("phase FailedOver; %s's group is demoted when it answers (%s), then PeerReady turns True", from, "DemotingOldPrimary"),
+			demote,
+			promote,
+			place + " (PlacingApplication)",
+			fmt.Sprintf("phase FailedOver; %s's group is demoted when it answers (DemotingOldPrimary), then PeerReady turns True", from),
 		}
 	}
 	return []string{
-		fmt.Sprintf("%s (%s)", stop, "StoppingApplication"),
-		fmt.Sprintf("demote %s with a final sync (%s): its agent fences new pods, waits until nothing uses the PVCs, makes them secondary and syncs the last writes to %s", from, "DemotingForFinalSync", to),
-		fmt.Sprintf("promote %s's group once the final sync is confirmed (%s): %s", to, "PromotingTarget", restore),
-		fmt.Sprintf("%s (%s)", place, "PlacingApplication"),
+		stop + " (StoppingApplication)",
+		fmt.Sprintf("demote %s with a final sync (DemotingForFinalSync): its agent fences new pods, waits until nothing uses the PVCs, makes them secondary and syncs the last writes to %s", from, to),
+		strings.Replace(promote, "(PromotingTarget)", "once the final sync is confirmed (PromotingTarget)", 1),
+		place + " (PlacingApplication)",
 		fmt.Sprintf("phase Relocated; %s's group stays secondary and receives from %s", from, to),
 	}
 }

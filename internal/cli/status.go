@@ -220,7 +220,7 @@ func printDetails(w io.Writer, a *app, now time.Time) {
 	if d.Spec.Action != v1alpha1.ActionNone {
 		fmt.Fprintf(w, "Asked:   %s\n", asked(d))
 	}
-	if st := d.Status; st.ActionTarget != "" && st.ActionStartTime != nil && (inAction(st.Phase) || st.ActionDuration != nil) {
+	if st := d.Status; st.ActionTarget != "" && st.ActionStartTime != nil && st.Phase != v1alpha1.PhaseDeployed && st.Phase != v1alpha1.PhaseDeploying {
 		line := fmt.Sprintf("%s to %s, started %s", actionOf(st.Phase), st.ActionTarget, clock(st.ActionStartTime.Time))
 		if st.ActionDuration != nil && !inAction(st.Phase) {
 			line += ", took " + st.ActionDuration.Duration.String()
