@@ -132,3 +132,38 @@ func TestWaitTimesOutWhenNoHubAnswers(t *testing.T) {
 		t.Errorf("an unchanged status printed %d progress lines, want 1:\n%s", len(got), out.String())
 	}
 }
+
+func TestRelocateWaitFollowsTheFinalSyncUntilRelocated(t *testing.T) {
+	e := newEnv(t, "wait-relocate")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	out := &syncBuffer{}
+	hub := playHub(t, e, d, out, v1alpha1.ActionRelocate, []hubStep{
+		{inProgress(v1alpha1.PhaseRelocating, e.west, "StoppingApplication", "wait-relocate-east: pod db-0 uses PVC data-db-0"),
+			"Relocating StoppingApplication waiting: Relocating to wait-relocate-west, step StoppingApplication: wait-relocate-east: pod db-0 uses PVC data-db-0"},
+		{inProgress(v1alpha1.PhaseRelocating, e.west, "DemotingForFinalSync", "waiting for the final sync"),
+			"Relocating DemotingForFinalSync waiting: Relocating to wait-relocate-west, step DemotingForFinalSync: waiting for the final sync"},
+		// Relocated on the target but not Available yet: the command goes on waiting.
+		{func(d *v1alpha1.DRPlacementControl) {
+			d.Status.Phase, d.Status.CurrentPrimary, d.Status.Progression = v1alpha1.PhaseRelocated, e.west, "Completed"
+			setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "wait-relocate-west is not DataReady"))
+		}, "Relocated Completed waiting: wait-relocate-west is not DataReady"},
+		{func(d *v1alpha1.DRPlacementControl) {
+			setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on wait-relocate-west"))
+		}, "Relocated Completed the application runs on wait-relocate-west"},
+	})
+	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west,
+		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
+	<-hub
+	if err != nil {
+		t.Fatalf("relocate --wait failed: %v\n%s", err, out.String())
+	}
+	got := progressLines(out.String())
+	if len(got) != 5 || got[4] != "Relocated Completed the application runs on wait-relocate-west" || got[3] != "Relocated Completed waiting: wait-relocate-west is not DataReady" {
+		t.Errorf("--wait printed the steps\n%s\nfull output:\n%s", strings.Join(got, "\n"), out.String())
+	}
+	mustContain(t, out.String(), "Expected data loss: none", "Done: wait-relocate/db runs on wait-relocate-west, phase Relocated.")
+	if cur := get(t, d); cur.Spec.Action != v1alpha1.ActionRelocate || cur.Spec.PreferredCluster != e.west {
+		t.Errorf("relocate left the spec %+v", cur.Spec)
+	}
+}
