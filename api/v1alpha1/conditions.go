@@ -26,6 +26,10 @@ const (
 	// ConditionActionAccepted (DRPlacementControl) is False when the hub refuses the action the
 	// spec asks for, or postpones it; the message says why and what to do. True otherwise.
 	ConditionActionAccepted = "ActionAccepted"
+	// ConditionPlacementReady (DRPlacementControl, placement mode with Argo CD) is True when
+	// every ApplicationSet that follows the DRPlacementControl's decision targets only the
+	// policy's clusters.
+	ConditionPlacementReady = "PlacementReady"
 	// ConditionDataReady (VolumeReplicationGroup, protected PVC) is True when the PVCs hold the
 	// role replicationState asks for.
 	ConditionDataReady = "DataReady"

@@ -91,7 +91,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := (&drpolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPolicy controller: %w", err)
 	}
-	if err := (&drpc.Reconciler{Client: mgr.GetClient(), Gateway: gw, Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	if err := (&drpc.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
 	}
 	return mgr, nil

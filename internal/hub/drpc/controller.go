@@ -34,6 +34,9 @@ const (
 type Reconciler struct {
 	// Client reads and writes the hub.
 	Client client.Client
+	// APIReader reads Argo CD's ApplicationSets and Applications uncached (the hub does not
+	// watch them); nil skips the Argo CD integration.
+	APIReader client.Reader
 	// Gateway gives a client of each managed cluster.
 	Gateway gateway.Gateway
 	// Recorder records the actions' events; nil records none.
@@ -48,6 +51,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;patch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list
 
 // SetupWithManager validates the dependencies and registers the controller. A change of a
 // DRPolicy or DRCluster (a cluster reachable again) reconciles the DRPlacementControls that use
@@ -106,7 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.observeDecision(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.next(sc)(ctx, sc)
+	res, err := r.next(sc)(ctx, sc)
+	if cerr := r.checkFollowers(ctx, sc); cerr != nil {
+		return ctrl.Result{}, errors.Join(err, cerr)
+	}
+	return res, err
 }
 
 // patchStatus computes the conditions and patches the status when it changed.

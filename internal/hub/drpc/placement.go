@@ -124,7 +124,7 @@ func (r *Reconciler) place(ctx context.Context, sc *scope, clusters ...string) e
 		return fmt.Errorf("failed to update PlacementDecision %s: %w", key, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Updated PlacementDecision", "decision", klog.KObj(sc.decision), "clusters", clusters)
-	return nil
+	return r.refreshFollowers(ctx, sc)
 }
 
 // sameClusters compares two decision lists by cluster name, in order.
