@@ -117,7 +117,10 @@ func progressOf(d *v1alpha1.DRPlacementControl) progress {
 	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
 		p.available = c.Message
 		if c.Status != metav1.ConditionTrue {
-			p.available = "waiting: " + c.Message
+			// During an action the hub's message repeats the phase, target and step that the
+			// line already shows: "Relocating to west, step PromotingTarget: <what it waits for>".
+			msg := strings.TrimPrefix(c.Message, fmt.Sprintf("%s to %s, step %s: ", d.Status.Phase, d.Status.ActionTarget, d.Status.Progression))
+			p.available = "waiting: " + msg
 		}
 	}
 	return p

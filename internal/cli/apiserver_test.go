@@ -48,6 +48,18 @@ web  FailingOver  status-list-east  False       False      35s ago    35s/10s ST
 		t.Fatalf("status -A failed: %v", err)
 	}
 	mustContain(t, out.String(), "NAMESPACE    APP", "status-list  db   Deployed")
+
+	out.Reset()
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Output: "json"}); err != nil {
+		t.Fatalf("status -o json failed: %v", err)
+	}
+	var list struct{ Items []statusEntry }
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
+		t.Fatalf("-o json printed no list: %v\n%s", err, out.String())
+	}
+	if len(list.Items) != 3 || list.Items[0].Name != "db" || list.Items[2].Status.Phase != v1alpha1.PhaseFailingOver {
+		t.Errorf("-o json printed %+v, want db, new and web", list.Items)
+	}
 }
 
 func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
@@ -155,7 +167,7 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 	}
 	mustContain(t, out.String(),
 		"  [ok] target plan-failover-west is reachable: Reachable True: the probe succeeds",
-		"  [warn] Protected: the last sync is recent: Protected Unknown (Unknown): plan-failover-east is unreachable",
+		"  [warn] the last group sync is recent: 42s ago, more than twice the interval 10s: the target holds the data of 12:03:48 UTC",
 		"  1. plan-failover-east is unreachable since 12:04:10 UTC: its group is demoted the moment it is reachable again",
 		"  2. promote plan-failover-west's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary (the storage force-promotes while plan-failover-east is away)",
 		"  3. start the application on plan-failover-west: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last (PlacingApplication)",

@@ -123,7 +123,7 @@ func preview(a *app, action v1alpha1.DRAction, to string, now time.Time) Preview
 	case st.Phase == activePhase(action) && st.ActionTarget == to:
 		p.Noop, p.NoopReason = true, fmt.Sprintf("a %s to %s is already in progress (step %s)", strings.ToLower(string(action)), to, dash(st.Progression))
 	}
-	p.Checks = checks(a, action, to)
+	p.Checks = checks(a, action, to, now)
 	p.Steps = steps(a, action, to)
 	p.Loss = loss(a, action, now)
 	return p
@@ -146,7 +146,7 @@ func settledPhase(action v1alpha1.DRAction) v1alpha1.DRPCPhase {
 }
 
 // checks are the preconditions of action to the cluster to, in the order the hub meets them.
-func checks(a *app, action v1alpha1.DRAction, to string) []Check {
+func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check {
 	d := a.drpc
 	st := d.Status
 	noun := "failover"
@@ -168,9 +168,7 @@ func checks(a *app, action v1alpha1.DRAction, to string) []Check {
 		if !peer.Met {
 			peer.Detail += fmt.Sprintf("; %s may not hold the latest data", to)
 		}
-		prot := Check{Name: "Protected: the last sync is recent", Met: condTrue(st.Conditions, v1alpha1.ConditionProtected),
-			Detail: conditionLine(st.Conditions, v1alpha1.ConditionProtected)}
-		return append(out, peer, prot)
+		return append(out, peer, recentSyncCheck(a, now))
 	}
 	if from != "" && from != to {
 		ok, why := a.reachability(from)
@@ -192,6 +190,25 @@ func checks(a *app, action v1alpha1.DRAction, to string) []Check {
 	}
 	out = append(out, peer, protectedCheck(d, from, cmd))
 	return out
+}
+
+// recentSyncCheck: the last group sync is no older than twice the interval, as the hub's
+// Protected judges it. It is judged from the time rather than from Protected, which is Unknown
+// while the primary is unreachable, the very case of a failover.
+func recentSyncCheck(a *app, now time.Time) Check {
+	c := Check{Name: "the last group sync is recent"}
+	t := lastSync(a.drpc)
+	switch {
+	case t == nil:
+		c.Detail = "no group sync is recorded: the target may hold no data of the application"
+	case a.interval == 0:
+		c.Met, c.Detail = true, fmt.Sprintf("%s ago (the policy's interval is unknown)", age(now.Sub(t.Time)))
+	case now.Sub(t.Time) > 2*a.interval:
+		c.Detail = fmt.Sprintf("%s ago, more than twice the interval %s: the target holds the data of %s", age(now.Sub(t.Time)), a.interval, clock(t.Time))
+	default:
+		c.Met, c.Detail = true, fmt.Sprintf("%s ago, within twice the interval %s", age(now.Sub(t.Time)), a.interval)
+	}
+	return c
 }
 
 func hubCheck(d *v1alpha1.DRPlacementControl) Check {

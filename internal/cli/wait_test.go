@@ -68,9 +68,9 @@ func TestFailoverWaitPrintsEachStepUntilAvailable(t *testing.T) {
 	out := &syncBuffer{}
 	hub := playHub(t, e, d, out, v1alpha1.ActionFailover, []hubStep{
 		{inProgress(v1alpha1.PhaseFailingOver, e.west, "PromotingTarget", "wait-failover-west's VolumeReplicationGroup is not DataReady yet"),
-			"FailingOver PromotingTarget waiting: FailingOver to wait-failover-west, step PromotingTarget: wait-failover-west's VolumeReplicationGroup is not DataReady yet"},
+			"FailingOver PromotingTarget waiting: wait-failover-west's VolumeReplicationGroup is not DataReady yet"},
 		{inProgress(v1alpha1.PhaseFailingOver, e.west, "PlacingApplication", "placing the application"),
-			"FailingOver PlacingApplication waiting: FailingOver to wait-failover-west, step PlacingApplication: placing the application"},
+			"FailingOver PlacingApplication waiting: placing the application"},
 		{func(d *v1alpha1.DRPlacementControl) {
 			d.Status.Phase, d.Status.CurrentPrimary, d.Status.Progression = v1alpha1.PhaseFailedOver, e.west, "DemotingOldPrimary"
 			d.Status.ActionDuration = &metav1.Duration{Duration: 1200 * time.Millisecond}
@@ -85,8 +85,8 @@ func TestFailoverWaitPrintsEachStepUntilAvailable(t *testing.T) {
 	}
 	want := []string{
 		"Deployed Completed the application runs on wait-failover-east",
-		"FailingOver PromotingTarget waiting: FailingOver to wait-failover-west, step PromotingTarget: wait-failover-west's VolumeReplicationGroup is not DataReady yet",
-		"FailingOver PlacingApplication waiting: FailingOver to wait-failover-west, step PlacingApplication: placing the application",
+		"FailingOver PromotingTarget waiting: wait-failover-west's VolumeReplicationGroup is not DataReady yet",
+		"FailingOver PlacingApplication waiting: placing the application",
 		"FailedOver DemotingOldPrimary the application runs on wait-failover-west",
 	}
 	got := progressLines(out.String())
@@ -140,9 +140,9 @@ func TestRelocateWaitFollowsTheFinalSyncUntilRelocated(t *testing.T) {
 	out := &syncBuffer{}
 	hub := playHub(t, e, d, out, v1alpha1.ActionRelocate, []hubStep{
 		{inProgress(v1alpha1.PhaseRelocating, e.west, "StoppingApplication", "wait-relocate-east: pod db-0 uses PVC data-db-0"),
-			"Relocating StoppingApplication waiting: Relocating to wait-relocate-west, step StoppingApplication: wait-relocate-east: pod db-0 uses PVC data-db-0"},
+			"Relocating StoppingApplication waiting: wait-relocate-east: pod db-0 uses PVC data-db-0"},
 		{inProgress(v1alpha1.PhaseRelocating, e.west, "DemotingForFinalSync", "waiting for the final sync"),
-			"Relocating DemotingForFinalSync waiting: Relocating to wait-relocate-west, step DemotingForFinalSync: waiting for the final sync"},
+			"Relocating DemotingForFinalSync waiting: waiting for the final sync"},
 		// Relocated on the target but not Available yet: the command goes on waiting.
 		{func(d *v1alpha1.DRPlacementControl) {
 			d.Status.Phase, d.Status.CurrentPrimary, d.Status.Progression = v1alpha1.PhaseRelocated, e.west, "Completed"
