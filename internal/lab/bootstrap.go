@@ -84,6 +84,11 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 	}
+	if c.lab.opts.RunDrover {
+		if err := c.bootstrapManagedForDrover(ctx, cl); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+	}
 	return nil
 }
 

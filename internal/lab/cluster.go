@@ -36,12 +36,15 @@ const (
 	componentKwok         = "kwok"
 	componentStorage      = "lab-storage"
 	componentS3           = "s3"
+	componentHub          = "drover-hub"
+	componentAgent        = "drover-agent"
 	storageControllerVerb = "storage-controller"
 )
 
 // componentNames lists every component, for recognising lab processes.
 var componentNames = []string{
 	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
+	componentHub, componentAgent,
 }
 
 const (
@@ -61,6 +64,8 @@ type Ports struct {
 	APIServer int `json:"apiServer"`
 	// S3 is the S3 server of a managed cluster's profile; zero on the hub.
 	S3 int `json:"s3,omitempty"`
+	// Webhook is where a managed cluster's agent serves its fence; zero on the hub.
+	Webhook int `json:"webhook,omitempty"`
 }
 
 // Cluster is one lab cluster: its directory, ports and processes.
@@ -172,9 +177,12 @@ func (c *Cluster) components() []component {
 		}},
 	}
 	if c.Role == RoleHub {
+		if c.lab.opts.RunDrover {
+			comps = append(comps, c.hubComponent())
+		}
 		return comps
 	}
-	return append(comps,
+	comps = append(comps,
 		component{name: componentScheduler, binary: c.bin("kube-scheduler"), args: []string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
@@ -199,6 +207,10 @@ func (c *Cluster) components() []component {
 		}},
 		c.s3Component(),
 	)
+	if c.lab.opts.RunDrover {
+		comps = append(comps, c.agentComponent())
+	}
+	return comps
 }
 
 // processes returns the cluster's running processes by component name.
@@ -254,6 +266,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
 	}
 	var s3Profile S3Profile
+	if c.Role == RoleManaged && c.lab.opts.RunDrover {
+		ports[c.Ports.Webhook] = c.Name + " drover agent's fence"
+	}
 	if c.Role == RoleManaged {
 		ports[c.Ports.S3] = c.Name + " S3 server"
 		var err error
@@ -289,6 +304,8 @@ func (c *Cluster) start(ctx context.Context) error {
 			if err = c.waitReady(ctx, comp, pid, s3Profile.s3Ready); err == nil {
 				err = s3Profile.ensureBucket(ctx)
 			}
+		case componentAgent:
+			err = c.waitReady(ctx, comp, pid, c.agentListening)
 		}
 		if err != nil {
 			return err

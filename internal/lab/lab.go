@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 // Cluster names of the lab.
@@ -49,6 +51,16 @@ type Options struct {
 	// it so a crashed test binary leaves nothing behind; the CLI does not, so the lab outlives
 	// `drover lab up`.
 	TieToParent bool
+	// RunDrover runs drover in the lab: `drover hub` as a component of the hub cluster, `drover
+	// agent` as one of each managed cluster, and bootstrap creates what they need (the hub's role
+	// on the managed clusters, VolumeReplicationClasses, the DRClusters with their kubeconfig
+	// Secrets, the policies PolicyVolRep and PolicyVolSync). The CLI sets it; test labs leave it
+	// off by default because most suites run the hub and agents in-process.
+	RunDrover bool
+	// HubProbeInterval and HubUnreachableAfter are passed to `drover hub` (--probe-interval,
+	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
+	HubProbeInterval    time.Duration
+	HubUnreachableAfter time.Duration
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -84,6 +96,9 @@ func New(opts Options) (*Lab, error) {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	l := &Lab{opts: opts, scheme: scheme}
 	state, err := l.readState()
 	if err != nil {
@@ -97,6 +112,12 @@ func New(opts Options) (*Lab, error) {
 		// start records it.
 		if c.Role == RoleManaged && c.Ports.S3 == 0 {
 			if c.Ports.S3, err = reservePort(dir); err != nil {
+				return nil, err
+			}
+		}
+		// Likewise for the agent's fence, added when the lab began to run drover.
+		if c.Role == RoleManaged && c.Ports.Webhook == 0 {
+			if c.Ports.Webhook, err = reservePort(dir); err != nil {
 				return nil, err
 			}
 		}
@@ -144,7 +165,7 @@ func (l *Lab) newState() (*labState, error) {
 		c := &Cluster{Name: spec.name, Role: spec.role}
 		ports := []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer}
 		if spec.role == RoleManaged {
-			ports = append(ports, &c.Ports.S3)
+			ports = append(ports, &c.Ports.S3, &c.Ports.Webhook)
 		}
 		for _, p := range ports {
 			port, err := reservePort(l.opts.Dir)
@@ -233,6 +254,9 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
+	if err := l.bootstrapDrover(ctx); err != nil {
+		return false, err
+	}
 	l.progress("lab: up in %.1f s; kubeconfigs under %s/<cluster>/kubeconfig", time.Since(began).Seconds(), l.opts.Dir)
 	return false, nil
 }
@@ -258,6 +282,11 @@ func (l *Lab) Start(ctx context.Context, name string) error {
 	began := time.Now()
 	if err := c.start(ctx); err != nil {
 		return err
+	}
+	if c.Role == RoleHub {
+		if err := l.bootstrapDrover(ctx); err != nil {
+			return err
+		}
 	}
 	l.progress("%s: started (%.1f s)", name, time.Since(began).Seconds())
 	return nil

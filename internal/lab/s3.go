@@ -102,7 +102,7 @@ func (c *Cluster) s3Profile() (S3Profile, error) {
 		return S3Profile{}, fmt.Errorf("S3 credentials %s are damaged: run `drover lab down` and `drover lab up`", path)
 	}
 	return S3Profile{
-		Name: "s3-" + c.Name, Endpoint: c.S3Endpoint(), Bucket: S3Bucket, Region: S3Region,
+		Name: S3ProfileName(c.Name), Endpoint: c.S3Endpoint(), Bucket: S3Bucket, Region: S3Region,
 		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey,
 	}, nil
 }
