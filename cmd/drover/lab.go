@@ -27,8 +27,11 @@ func newLabCommand() *cobra.Command {
 		Short: "A local lab of real Kubernetes control planes: a hub and the managed clusters east and west",
 		Long: `The lab runs a hub and two managed clusters (east, west) on this machine: real etcd,
 kube-apiserver, kube-controller-manager and kube-scheduler, fake nodes (kwok), lab storage
-whose volumes are directories, and on each managed cluster an S3 server (versitygw). No
-containers or VMs are needed. Build the binaries first with "make tools".`,
+whose volumes are directories, and on each managed cluster an S3 server (versitygw). It runs
+drover too: "drover hub" on the hub, "drover agent" on east and west, with the DRClusters
+east and west and the DRPolicies ` + lab.PolicyVolRep + ` (lab-block volumes, VolRep) and ` + lab.PolicyVolSync + `
+(lab-file volumes, VolSync) created, so an application can be protected right away with a
+DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".`,
 	}
 	defaultDir := os.Getenv(lab.DirEnv)
 	if defaultDir == "" {
@@ -53,7 +56,24 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout})
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true})
+}
+
+// printStatus prints the clusters and, below them, drover's processes and what the hub reports
+// of the DRClusters and DRPolicies (nothing of those when the hub's API is down).
+func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
+	st, err := l.Status(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if err := lab.PrintStatus(cmd.OutOrStdout(), st, verbose); err != nil {
+		return err
+	}
+	ds, err := l.DroverStatus(cmd.Context())
+	if err != nil {
+		return err
+	}
+	return lab.PrintDroverStatus(cmd.OutOrStdout(), ds)
 }
 
 func newLabUpCommand(f *labFlags) *cobra.Command {
@@ -73,11 +93,7 @@ func newLabUpCommand(f *labFlags) *cobra.Command {
 			if already {
 				fmt.Fprintf(cmd.OutOrStdout(), "The lab in %s is already running\n", l.Dir())
 			}
-			st, err := l.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return lab.PrintStatus(cmd.OutOrStdout(), st, false)
+			return printStatus(cmd, l, false)
 		},
 	}
 }
@@ -106,18 +122,14 @@ func newLabStatusCommand(f *labFlags) *cobra.Command {
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show each cluster's health, API endpoint and kubeconfig",
+		Short: "Show each cluster's health, API endpoint and kubeconfig, drover's processes and its DRClusters and DRPolicies",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
 			if err != nil {
 				return err
 			}
-			st, err := l.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return lab.PrintStatus(cmd.OutOrStdout(), st, verbose)
+			return printStatus(cmd, l, verbose)
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show every component's process and memory")
@@ -127,7 +139,7 @@ func newLabStatusCommand(f *labFlags) *cobra.Command {
 func newLabStopCommand(f *labFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop CLUSTER",
-		Short: "Stop a whole cluster (control plane and storage), as if it were lost",
+		Short: "Stop a whole cluster (control plane, storage, S3 and its drover process), as if it were lost",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := f.open()

@@ -8,6 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 // ComponentStatus is one process of a cluster as status reports it.
@@ -118,4 +125,140 @@ func PrintStatus(w io.Writer, statuses []ClusterStatus, verbose bool) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// DroverProcess is the hub's or an agent's process as status reports it.
+type DroverProcess struct {
+	// Cluster is the lab cluster whose component the process is.
+	Cluster string
+	// Name is drover-hub or drover-agent.
+	Name    string
+	PID     int
+	Running bool
+	RSSKiB  int64
+}
+
+// DRClusterStatus is one DRCluster's conditions as the hub reports them; a condition the hub has
+// not written yet is nil.
+type DRClusterStatus struct {
+	Name      string
+	Validated *metav1.Condition
+	Reachable *metav1.Condition
+}
+
+// DRPolicyStatus is one DRPolicy's Validated condition; nil until the hub writes it.
+type DRPolicyStatus struct {
+	Name      string
+	Validated *metav1.Condition
+}
+
+// DroverStatus is what `drover lab status` shows of drover: its processes and, read from the
+// hub, the DRClusters and DRPolicies.
+type DroverStatus struct {
+	// Processes lists the hub and the agents, hub first; empty unless the lab runs drover.
+	Processes []DroverProcess
+	// HubAnswered is false when the hub's API could not be read; Clusters and Policies are
+	// empty then.
+	HubAnswered bool
+	Clusters    []DRClusterStatus
+	Policies    []DRPolicyStatus
+}
+
+// hubReadTimeout bounds status's reads from the hub, so a stopped hub costs little.
+const hubReadTimeout = 2 * time.Second
+
+// DroverStatus reports drover's processes and, when the hub answers, its DRClusters and
+// DRPolicies. It changes nothing.
+func (l *Lab) DroverStatus(ctx context.Context) (DroverStatus, error) {
+	var st DroverStatus
+	if l.opts.RunDrover {
+		for _, c := range l.clusters {
+			procs, err := c.processes()
+			if err != nil {
+				return st, err
+			}
+			name := componentAgent
+			if c.Role == RoleHub {
+				name = componentHub
+			}
+			dp := DroverProcess{Cluster: c.Name, Name: name}
+			if p, ok := procs[name]; ok && alive(p.pid) {
+				dp.PID, dp.Running, dp.RSSKiB = p.pid, true, rssKiB(p.pid)
+			}
+			st.Processes = append(st.Processes, dp)
+		}
+	}
+	hub, err := l.Cluster(Hub)
+	if err != nil {
+		return st, err
+	}
+	cfg, err := hub.RESTConfig()
+	if err != nil {
+		return st, nil //nolint:nilerr // no hub kubeconfig yet: nothing to read, quietly
+	}
+	cfg.Timeout = hubReadTimeout
+	cl, err := client.New(cfg, client.Options{Scheme: l.scheme})
+	if err != nil {
+		return st, fmt.Errorf("failed to create a client of the hub: %w", err)
+	}
+	clusters := &v1alpha1.DRClusterList{}
+	policies := &v1alpha1.DRPolicyList{}
+	if cl.List(ctx, clusters) != nil || cl.List(ctx, policies) != nil {
+		return st, nil //nolint:nilerr // the hub's API is down: skip quietly
+	}
+	st.HubAnswered = true
+	for _, c := range clusters.Items {
+		st.Clusters = append(st.Clusters, DRClusterStatus{
+			Name:      c.Name,
+			Validated: meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionValidated),
+			Reachable: meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReachable),
+		})
+	}
+	for _, p := range policies.Items {
+		st.Policies = append(st.Policies, DRPolicyStatus{
+			Name: p.Name, Validated: meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionValidated),
+		})
+	}
+	return st, nil
+}
+
+// PrintDroverStatus writes drover's processes, DRClusters and DRPolicies as tables, each only
+// when there is something to show.
+func PrintDroverStatus(w io.Writer, st DroverStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(st.Processes) > 0 {
+		fmt.Fprintln(tw, "\nDROVER\tCLUSTER\tSTATE\tPID\tRSS")
+		for _, p := range st.Processes {
+			if p.Running {
+				fmt.Fprintf(tw, "%s\t%s\trunning\t%d\t%d MiB\n", p.Name, p.Cluster, p.PID, p.RSSKiB/1024)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\tnot running: run `drover lab start %s`\t-\t-\n", p.Name, p.Cluster, p.Cluster)
+			}
+		}
+	}
+	if len(st.Clusters) > 0 {
+		fmt.Fprintln(tw, "\nDRCLUSTER\tVALIDATED\tREACHABLE")
+		for _, c := range st.Clusters {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, conditionText(c.Validated), conditionText(c.Reachable))
+		}
+	}
+	if len(st.Policies) > 0 {
+		fmt.Fprintln(tw, "\nDRPOLICY\tVALIDATED")
+		for _, p := range st.Policies {
+			fmt.Fprintf(tw, "%s\t%s\n", p.Name, conditionText(p.Validated))
+		}
+	}
+	return tw.Flush()
+}
+
+// conditionText is a condition's status, with its reason and message unless it is True.
+func conditionText(c *metav1.Condition) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.Status == metav1.ConditionTrue:
+		return string(c.Status)
+	default:
+		return fmt.Sprintf("%s (%s: %s)", c.Status, c.Reason, c.Message)
+	}
 }
