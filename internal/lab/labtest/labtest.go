@@ -89,9 +89,26 @@ type Lab struct {
 	tmp string
 }
 
-// Start builds drover, creates a lab in a temporary directory and brings it up. The
-// control-plane binaries must be in <repo>/bin (`make tools`).
+// Options configure a test lab.
+type Options struct {
+	// RunDrover runs the hub and an agent per managed cluster as lab processes from the built
+	// binary, and bootstraps the DRClusters and the lab's DRPolicies (lab.Options.RunDrover).
+	// Off by default: most suites run the hub and agents in-process.
+	RunDrover bool
+	// HubProbeInterval and HubUnreachableAfter shorten the hub's probe and grace period when
+	// set (lab.Options).
+	HubProbeInterval    time.Duration
+	HubUnreachableAfter time.Duration
+}
+
+// Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
+// processes. The control-plane binaries must be in <repo>/bin (`make tools`).
 func Start(ctx context.Context) (*Lab, error) {
+	return StartWith(ctx, Options{})
+}
+
+// StartWith is Start with options, such as a lab that runs drover.
+func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -115,6 +132,7 @@ func Start(ctx context.Context) (*Lab, error) {
 	l, err := lab.New(lab.Options{
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
+		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
 	})
 	if err != nil {
 		return nil, err

@@ -19,8 +19,13 @@ const startTimeout = 5 * time.Minute
 // Main is the TestMain of a package whose tests share one lab: it starts the lab, hands it to
 // use, runs the tests, tears the lab down (keeping its logs when a test failed) and exits.
 func Main(m *testing.M, use func(*Lab)) {
+	MainWith(m, Options{}, use)
+}
+
+// MainWith is Main with options, such as a lab that runs drover.
+func MainWith(m *testing.M, opts Options, use func(*Lab)) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	l, err := Start(ctx)
+	l, err := StartWith(ctx, opts)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: failed to start the lab:", err)
