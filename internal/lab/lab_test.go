@@ -70,6 +70,7 @@ func TestStatefulSetGetsBoundAttachedVolumesAndSurvivesClusterStop(t *testing.T)
 	g.Expect(cl.Create(ctx, statefulSet(ns.Name, "db", 3))).To(Succeed())
 
 	pvcUIDs := map[string]types.UID{}
+	pvNames := map[string]bool{}
 	g.Eventually(func(g Gomega) {
 		pvcs := &corev1.PersistentVolumeClaimList{}
 		g.Expect(cl.List(ctx, pvcs, client.InNamespace(ns.Name))).To(Succeed())
@@ -82,6 +83,7 @@ func TestStatefulSetGetsBoundAttachedVolumesAndSurvivesClusterStop(t *testing.T)
 			g.Expect(pv.Spec.CSI).NotTo(BeNil())
 			g.Expect(pv.Spec.CSI.Driver).To(Equal(lab.BlockDriver))
 			pvcUIDs[pvc.Name] = pvc.UID
+			pvNames[pv.Name] = true
 		}
 	}).Should(Succeed(), "the StatefulSet controller creates 3 PVCs and the lab provisions and binds them")
 
@@ -96,7 +98,9 @@ func TestStatefulSetGetsBoundAttachedVolumesAndSurvivesClusterStop(t *testing.T)
 		g.Expect(cl.List(ctx, vas)).To(Succeed())
 		attached := 0
 		for _, va := range vas.Items {
-			if va.Spec.Attacher == lab.BlockDriver && va.Status.Attached {
+			// Only this StatefulSet's volumes: other tests' applications share the cluster.
+			pv := va.Spec.Source.PersistentVolumeName
+			if va.Spec.Attacher == lab.BlockDriver && va.Status.Attached && pv != nil && pvNames[*pv] {
 				attached++
 			}
 		}

@@ -93,26 +93,40 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})).To(Succeed())
 
 	// Allowed: create, get, patch, update the VRG; get its status.
+	profile := s3Profile(g, lab.East)
 	vrg := &v1alpha1.VolumeReplicationGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "app"},
 		Spec: v1alpha1.VolumeReplicationGroupSpec{
 			ReplicationState: v1alpha1.ReplicationStatePrimary,
 			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			// East's real profile: the lab's agent on east protects the group and, when it is
+			// deleted, removes its metadata there before it lets it go.
 			S3Profiles: []v1alpha1.S3Profile{{
-				Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
-				SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: "s3-east"},
+				Name: profile.Name, Endpoint: profile.Endpoint, Bucket: profile.Bucket, Region: profile.Region,
+				SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: profile.Name},
 			}},
 			SchedulingInterval:   "1m",
 			StorageClassBackends: []v1alpha1.StorageClassBackend{{Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep}},
 		},
 	}
 	g.Expect(hub.Create(ctx, vrg)).To(Succeed())
-	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(vrg), vrg)).To(Succeed())
-	patch := client.MergeFromWithOptions(vrg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	vrg.Labels = map[string]string{"patched": "true"}
-	g.Expect(hub.Patch(ctx, vrg, patch)).To(Succeed())
-	vrg.Labels["updated"] = "true"
-	g.Expect(hub.Update(ctx, vrg)).To(Succeed())
+	// The lab's agent on east reconciles the VRG meanwhile, so a write may meet a conflict (not a
+	// refusal) and is retried on a fresh copy.
+	g.Eventually(func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(vrg), vrg); err != nil {
+			return err
+		}
+		patch := client.MergeFromWithOptions(vrg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		vrg.Labels = map[string]string{"patched": "true"}
+		return hub.Patch(ctx, vrg, patch)
+	}).Should(Succeed())
+	g.Eventually(func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(vrg), vrg); err != nil {
+			return err
+		}
+		vrg.Labels["updated"] = "true"
+		return hub.Update(ctx, vrg)
+	}).Should(Succeed())
 	g.Expect(hub.SubResource("status").Get(ctx, vrg, &v1alpha1.VolumeReplicationGroup{})).To(Succeed())
 
 	// Allowed: copy a VolSync key Secret (create, get, patch).

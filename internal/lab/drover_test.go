@@ -1,0 +1,264 @@
+package lab_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// droverStartTimeout bounds how long the hub takes to validate the lab's clusters and
+// policies once they run: a probe or two.
+const droverStartTimeout = 30 * time.Second
+
+func droverStatus(g Gomega) lab.DroverStatus {
+	st, err := testLab.DroverStatus(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
+}
+
+// droverProcess returns the drover process of a cluster from st.
+func droverProcess(g Gomega, st lab.DroverStatus, cluster string) lab.DroverProcess {
+	for _, p := range st.Processes {
+		if p.Cluster == cluster {
+			return p
+		}
+	}
+	g.Expect(cluster).To(BeEmpty(), "status lists no drover process of this cluster")
+	return lab.DroverProcess{}
+}
+
+func conditionIs(c *metav1.Condition, status metav1.ConditionStatus) bool {
+	return c != nil && c.Status == status
+}
+
+// expectDRCluster asserts, within g, a DRCluster's Validated and Reachable conditions.
+func expectDRCluster(g Gomega, st lab.DroverStatus, name string, validated, reachable metav1.ConditionStatus) {
+	for _, c := range st.Clusters {
+		if c.Name == name {
+			g.Expect(conditionIs(c.Validated, validated)).To(BeTrue(), "DRCluster %s Validated %v", name, c.Validated)
+			g.Expect(conditionIs(c.Reachable, reachable)).To(BeTrue(), "DRCluster %s Reachable %v", name, c.Reachable)
+			return
+		}
+	}
+	g.Expect(name).To(BeEmpty(), "the hub has no DRCluster of this name")
+}
+
+// expectDroverReady asserts, within g, that the hub and both agents run and that the hub has
+// validated and reaches both clusters and validated both lab policies.
+func expectDroverReady(g Gomega) {
+	st := droverStatus(g)
+	g.Expect(st.Processes).To(HaveLen(3))
+	for _, p := range st.Processes {
+		g.Expect(p.Running).To(BeTrue(), "%s of %s runs", p.Name, p.Cluster)
+	}
+	g.Expect(st.HubAnswered).To(BeTrue())
+	expectDRCluster(g, st, lab.East, metav1.ConditionTrue, metav1.ConditionTrue)
+	expectDRCluster(g, st, lab.West, metav1.ConditionTrue, metav1.ConditionTrue)
+	validated := map[string]bool{}
+	for _, p := range st.Policies {
+		validated[p.Name] = conditionIs(p.Validated, metav1.ConditionTrue)
+	}
+	g.Expect(validated).To(Equal(map[string]bool{lab.PolicyVolRep: true, lab.PolicyVolSync: true}))
+}
+
+func hubClient(g Gomega) client.Client {
+	cl, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func TestLabRunsTheHubAndAgentsThatValidateItsClustersAndPolicies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(expectDroverReady).WithTimeout(droverStartTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	hub := hubClient(g)
+	for _, name := range []string{lab.East, lab.West} {
+		drc := &v1alpha1.DRCluster{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, drc)).To(Succeed())
+		g.Expect(drc.Spec).To(Equal(v1alpha1.DRClusterSpec{
+			KubeconfigSecretRef: v1alpha1.SecretRef{Namespace: lab.DroverNamespace, Name: lab.KubeconfigSecretName(name)},
+			S3ProfileName:       lab.S3ProfileName(name), Region: name,
+		}))
+
+		// The Secret's credential is the hub's user, with the hub's role and nothing more.
+		secret := &corev1.Secret{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: lab.DroverNamespace, Name: lab.KubeconfigSecretName(name)}, secret)).To(Succeed())
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
+		g.Expect(err).NotTo(HaveOccurred())
+		cfg.Timeout = 5 * time.Second
+		scheme := runtime.NewScheme()
+		g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+		asHub, err := client.New(cfg, client.Options{Scheme: scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(asHub.List(ctx, &v1alpha1.VolumeReplicationGroupList{})).To(Succeed(), "the hub's credential lists VRGs on %s", name)
+		err = asHub.List(ctx, &corev1.PodList{})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the hub's credential must not list pods on %s: %v", name, err)
+
+		managed, err := testLab.Client(name, replicationv1alpha1.AddToScheme)
+		g.Expect(err).NotTo(HaveOccurred())
+		class := &replicationv1alpha1.VolumeReplicationClass{}
+		g.Expect(managed.Get(ctx, client.ObjectKey{Name: lab.ReplicationClassName(lab.PolicyInterval)}, class)).To(Succeed())
+		g.Expect(class.Spec.Provisioner).To(Equal(lab.BlockDriver))
+		g.Expect(class.Spec.Parameters).To(HaveKeyWithValue("schedulingInterval", "5s"))
+
+		c, err := testLab.Cluster(name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(filepath.Join(c.Dir(), "logs", "drover-agent.log")).To(BeARegularFile(), "the agent logs under its cluster")
+	}
+
+	profiles, err := testLab.S3Profiles()
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, backend := range map[string]v1alpha1.StorageClassBackend{
+		lab.PolicyVolRep:  {Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep},
+		lab.PolicyVolSync: {Provisioner: lab.FileDriver, Backend: v1alpha1.BackendVolSync},
+	} {
+		p := &v1alpha1.DRPolicy{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
+		g.Expect(p.Spec.DRClusters).To(Equal([]string{lab.East, lab.West}))
+		g.Expect(p.Spec.SchedulingInterval).To(BeEquivalentTo(lab.PolicyInterval.String()))
+		g.Expect(p.Spec.StorageClassBackends).To(Equal([]v1alpha1.StorageClassBackend{backend}))
+		g.Expect(p.Spec.S3Profiles).To(HaveLen(len(profiles)))
+		for i, prof := range profiles {
+			g.Expect(p.Spec.S3Profiles[i].Name).To(Equal(prof.Name))
+			g.Expect(p.Spec.S3Profiles[i].Endpoint).To(Equal(prof.Endpoint))
+			g.Expect(p.Spec.S3Profiles[i].SecretRef).To(Equal(v1alpha1.SecretRef{Namespace: lab.DroverNamespace, Name: prof.Name}))
+		}
+	}
+
+	var out strings.Builder
+	g.Expect(lab.PrintDroverStatus(&out, droverStatus(g))).To(Succeed())
+	for _, want := range []string{"drover-hub", "drover-agent", "east", "lab-volrep", "lab-volsync", "REACHABLE"} {
+		g.Expect(out.String()).To(ContainSubstring(want))
+	}
+}
+
+func TestStoppedClusterLosesItsAgentTurnsUnreachableAndComesBackWithIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(expectDroverReady).WithTimeout(droverStartTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	agent := droverProcess(g, droverStatus(g), lab.East)
+
+	// The hub's failure clock starts at its first failed probe, after east's API server stopped.
+	stopping := time.Now()
+	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	st := droverStatus(g)
+	g.Expect(droverProcess(g, st, lab.East).Running).To(BeFalse(), "a lost cluster loses its agent")
+	g.Expect(droverProcess(g, st, lab.West).Running).To(BeTrue(), "west's agent is not east's")
+	g.Expect(droverProcess(g, st, lab.Hub).Running).To(BeTrue())
+	g.Expect(syscall.Kill(agent.PID, 0)).To(MatchError(syscall.ESRCH), "east's agent process %d is gone", agent.PID)
+
+	g.Eventually(func(g Gomega) {
+		expectDRCluster(g, droverStatus(g), lab.East, metav1.ConditionTrue, metav1.ConditionFalse)
+	}).WithTimeout(hubUnreachableAfter+10*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(),
+		"the hub reports east unreachable after its grace period")
+	g.Expect(time.Since(stopping)).To(BeNumerically(">=", hubUnreachableAfter), "not before the grace period")
+	expectDRCluster(g, droverStatus(g), lab.West, metav1.ConditionTrue, metav1.ConditionTrue)
+
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	back := droverProcess(g, droverStatus(g), lab.East)
+	g.Expect(back.Running).To(BeTrue(), "east's agent starts with east")
+	g.Expect(back.PID).NotTo(Equal(agent.PID))
+	g.Eventually(func(g Gomega) {
+		expectDRCluster(g, droverStatus(g), lab.East, metav1.ConditionTrue, metav1.ConditionTrue)
+	}).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "east is reachable again")
+}
+
+func TestKilledHubIsNamedByStatusAndStartRestartsIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(expectDroverReady).WithTimeout(droverStartTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	killed := droverProcess(g, droverStatus(g), lab.Hub)
+	g.Expect(syscall.Kill(killed.PID, syscall.SIGKILL)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(droverProcess(g, droverStatus(g), lab.Hub).Running).To(BeFalse())
+		hub := findStatus(g, ctx, lab.Hub)
+		g.Expect(hub.Healthy).To(BeFalse())
+		g.Expect(hub.Problem).To(ContainSubstring("drover-hub not running"))
+		g.Expect(hub.Problem).To(ContainSubstring("drover lab start hub"))
+	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	g.Expect(testLab.Start(ctx, lab.Hub)).To(Succeed())
+	restarted := droverProcess(g, droverStatus(g), lab.Hub)
+	g.Expect(restarted.Running).To(BeTrue())
+	g.Expect(restarted.PID).NotTo(Equal(killed.PID))
+	g.Expect(findStatus(g, ctx, lab.Hub).Healthy).To(BeTrue())
+
+	// The new hub reconciles: a DRCluster without its Secret is judged at once.
+	hub := hubClient(g)
+	north := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: "north"}, Spec: v1alpha1.DRClusterSpec{
+		KubeconfigSecretRef: v1alpha1.SecretRef{Namespace: lab.DroverNamespace, Name: "kubeconfig-north"}, S3ProfileName: "s3-north", Region: "north",
+	}}
+	g.Expect(hub.Create(ctx, north)).To(Succeed())
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), north) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(north), north)).To(Succeed())
+		g.Expect(conditionIs(apimeta.FindStatusCondition(north.Status.Conditions, v1alpha1.ConditionValidated), metav1.ConditionFalse)).To(BeTrue())
+	}).WithTimeout(droverStartTimeout).WithPolling(200*time.Millisecond).Should(Succeed(), "the restarted hub validates DRClusters")
+	g.Eventually(expectDroverReady).WithTimeout(droverStartTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+// TestLabsProcessesProtectAnApplication is a smoke test of the processes together: a
+// DRPlacementControl on the hub protects a StatefulSet on east, through the hub's and the
+// agents' processes, the lab storage and S3.
+func TestLabsProcessesProtectAnApplication(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(expectDroverReady).WithTimeout(droverStartTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	const ns = "smoke"
+	east := clusterClient(g, lab.East)
+	hub := hubClient(g)
+	for _, cl := range []client.Client{east, hub} {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		g.Expect(cl.Create(ctx, namespace)).To(Succeed())
+		t.Cleanup(func() { _ = cl.Delete(context.Background(), namespace) })
+	}
+	sts := statefulSet(ns, "db", 1)
+	sts.Spec.Template.Labels[storage.WriterLabel] = "true"
+	sts.Spec.VolumeClaimTemplates[0].Labels = map[string]string{"app": "db"}
+	g.Expect(east.Create(ctx, sts)).To(Succeed())
+
+	drpc := &v1alpha1.DRPlacementControl{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: v1alpha1.DRPlacementControlSpec{
+			DRPolicyRef:         v1alpha1.PolicyReference{Name: lab.PolicyVolRep},
+			PreferredCluster:    lab.East,
+			ProtectedNamespaces: []string{ns},
+			PVCSelector:         metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		},
+	}
+	g.Expect(hub.Create(ctx, drpc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(drpc), drpc)).To(Succeed())
+		g.Expect(drpc.Status.Phase).To(Equal(v1alpha1.PhaseDeployed))
+		protected := apimeta.FindStatusCondition(drpc.Status.Conditions, v1alpha1.ConditionProtected)
+		g.Expect(conditionIs(protected, metav1.ConditionTrue)).To(BeTrue(), "Protected: %v", protected)
+	}).WithTimeout(90*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(),
+		"the hub deploys the DRPC and east's agent protects the PVC, replicated by the lab storage")
+
+	// Unprotect, so the lab's later tests find no DRPC watching east.
+	g.Expect(hub.Delete(ctx, drpc)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(drpc), &v1alpha1.DRPlacementControl{}))
+	}).WithTimeout(60*time.Second).WithPolling(500*time.Millisecond).Should(BeTrue(), "the DRPC is deleted once both agents unprotected")
+}
