@@ -1,0 +1,10 @@
+// Package story runs drover's whole story against the lab, as a user would: deploy an
+// application with the lab's writer, protect it with a DRPlacementControl, fail it over with
+// its cluster stopped, bring the cluster back, fail back, relocate, relocate back, unprotect.
+// After every action it proves with the writer's records what was kept and what was lost, and
+// a watcher checks throughout that the two clusters never both run a writable primary.
+//
+// The end-to-end suite (test/e2e) runs it for a matrix of workloads, backends and modes;
+// `drover demo` runs it once and prints its table. It is lab code: production code never
+// imports it.
+package story

@@ -1,0 +1,321 @@
+package story
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/records"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// Protect creates the application's DRPlacementControl preferring home and waits until it is
+// Deployed, Protected and PeerReady with the writers writing on home.
+func (r *Run) Protect(ctx context.Context) Step {
+	began := time.Now()
+	step := Step{Action: "protect", From: r.home, To: r.home}
+	d := &v1alpha1.DRPlacementControl{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name},
+		Spec: v1alpha1.DRPlacementControlSpec{
+			DRPolicyRef: v1alpha1.PolicyReference{Name: r.c.Policy}, PreferredCluster: r.home,
+			PVCSelector: metav1.LabelSelector{MatchLabels: AppLabel},
+		},
+	}
+	if r.c.Mode == Placement {
+		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: "db"}
+	} else {
+		d.Spec.ProtectedNamespaces = []string{r.c.Namespace}
+	}
+	r.say("protect: DRPlacementControl %s with policy %s, preferred cluster %s", r.key, r.c.Policy, r.home)
+	if err := r.env.Hub.Create(ctx, d); err != nil {
+		step.Err = fmt.Errorf("failed to create the DRPlacementControl: %w", err)
+		return r.record(step)
+	}
+	if _, _, err := r.writing(ctx, r.home); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	step.Err = r.await(ctx, "protect", func(d *v1alpha1.DRPlacementControl) bool {
+		return settled(d, v1alpha1.PhaseDeployed, r.home) && isTrue(d, v1alpha1.ConditionProtected) && isTrue(d, v1alpha1.ConditionPeerReady)
+	})
+	step.Duration = time.Since(began)
+	return r.record(step)
+}
+
+// ask sets the DRPlacementControl's action and cluster, as the CLI does.
+func (r *Run) ask(ctx context.Context, action v1alpha1.DRAction, cluster string) error {
+	for range 10 {
+		d, err := r.drpc(ctx)
+		if err != nil {
+			return err
+		}
+		before := d.DeepCopy()
+		d.Spec.Action = action
+		if action == v1alpha1.ActionFailover {
+			d.Spec.FailoverCluster = cluster
+		} else {
+			d.Spec.PreferredCluster = cluster
+		}
+		err = r.env.Hub.Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return errors.New("the DRPlacementControl kept changing; could not set the action")
+}
+
+// Failover loses from (its cluster is stopped), fails the application over to the other
+// cluster and checks that every record up to the last group sync is there and that what is
+// lost was written after it.
+func (r *Run) Failover(ctx context.Context, from string) Step {
+	to := r.other(from)
+	step := Step{Action: "failover", From: from, To: to}
+	ws, handles, err := r.writing(ctx, from)
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	// The recovery point is the primary group's last group sync, read where the agent writes it.
+	group := &v1alpha1.VolumeReplicationGroup{}
+	if err := r.env.Clusters[from].Get(ctx, r.key, group); err != nil {
+		step.Err = fmt.Errorf("failed to read the group on %s before the failover: %w", from, err)
+		return r.record(step)
+	}
+	if group.Status.LastGroupSyncTime == nil {
+		step.Err = fmt.Errorf("no group sync completed on %s before the failover", from)
+		return r.record(step)
+	}
+	lastSync := group.Status.LastGroupSyncTime.Time
+	r.say("failover: stopping %s (its control plane, storage and agent); last group sync %s ago",
+		from, time.Since(lastSync).Round(100*time.Millisecond))
+	r.mu.Lock()
+	r.down[from] = true
+	r.mu.Unlock()
+	if err := r.env.StopCluster(from); err != nil {
+		step.Err = fmt.Errorf("failed to stop %s: %w", from, err)
+		return r.record(step)
+	}
+	step.LossBound = time.Since(lastSync)
+	wrote := map[string]records.Report{}
+	for pvc, h := range handles {
+		if wrote[pvc], err = r.report(from, h); err != nil {
+			step.Err = err
+			return r.record(step)
+		}
+	}
+	began := time.Now()
+	r.say("failover: asking drover to fail over to %s", to)
+	if err := r.ask(ctx, v1alpha1.ActionFailover, to); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	if err := r.await(ctx, "failover", func(d *v1alpha1.DRPlacementControl) bool { return settled(d, v1alpha1.PhaseFailedOver, to) }); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	step.Duration = time.Since(began)
+	toHandles, err := r.boundVolumes(ctx, to, ws)
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	var errs []error
+	for _, w := range ws {
+		for _, pvc := range w.pvcs {
+			h, ok := toHandles[pvc]
+			if !ok {
+				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", pvc, to))
+				continue
+			}
+			promoted, err := r.report(to, h)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			before, _ := wrote[pvc].Writer(w.id)
+			kept, _ := promoted.Writer(w.id)
+			step.Kept += kept.LastSeq
+			step.Lost += before.LastSeq - min(before.LastSeq, kept.LastSeq)
+			switch {
+			case len(kept.Gaps) > 0:
+				errs = append(errs, fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps)))
+			case kept.LastSeq > before.LastSeq:
+				errs = append(errs, fmt.Errorf("%s: %s holds record %d of %s, which it never wrote on %s", pvc, to, kept.LastSeq, w.id, from))
+			case float64(before.LastSeq-kept.LastSeq)*parseInterval().Seconds() > (step.LossBound + time.Second + parseInterval()).Seconds():
+				// The writer writes one record per interval: losing more than the time since the
+				// last group sync holds (plus the second that metav1.Time truncates and one
+				// record) means records written before the sync were lost.
+				errs = append(errs, fmt.Errorf("%s: %d records of %s lost, more than %s of writes since the last group sync: records up to the sync were lost",
+					pvc, before.LastSeq-kept.LastSeq, w.id, step.LossBound.Round(time.Millisecond)))
+			}
+		}
+	}
+	step.Err = errors.Join(errs...)
+	if step.Err == nil {
+		_, _, step.Err = r.writing(ctx, to)
+	}
+	return r.record(step)
+}
+
+// parseInterval is the writer's interval.
+func parseInterval() time.Duration {
+	d, _ := time.ParseDuration(WriterInterval)
+	return d
+}
+
+// Recover starts a lost cluster again and waits, with no other action, until drover has
+// cleaned it (the application no longer runs there) and demoted it (PeerReady); the PVCs of a
+// workload that keeps them are still there.
+func (r *Run) Recover(ctx context.Context, cluster string) Step {
+	step := Step{Action: "recover", From: cluster, To: cluster}
+	began := time.Now()
+	r.say("recover: starting %s again", cluster)
+	if err := r.env.StartCluster(ctx, cluster); err != nil {
+		step.Err = fmt.Errorf("failed to start %s: %w", cluster, err)
+		return r.record(step)
+	}
+	r.mu.Lock()
+	delete(r.down, cluster)
+	r.back[cluster] = time.Now()
+	r.mu.Unlock()
+	// Recovered means the peer is ready and the primary's data replicates to it again
+	// (Protected), so the next failover has a recovery point.
+	step.Err = r.await(ctx, "recover", func(d *v1alpha1.DRPlacementControl) bool {
+		return d.Status.CurrentPrimary != cluster && isTrue(d, v1alpha1.ConditionPeerReady) && isTrue(d, v1alpha1.ConditionAvailable) &&
+			isTrue(d, v1alpha1.ConditionProtected)
+	})
+	step.Duration = time.Since(began)
+	if step.Err == nil {
+		ws, err := r.writers(ctx, cluster)
+		switch {
+		case err != nil:
+			step.Err = err
+		case len(ws) > 0:
+			step.Err = fmt.Errorf("the application still runs on %s (pod %s) after its group is Secondary", cluster, ws[0].pod)
+		}
+	}
+	if step.Err == nil && r.c.Workload == StatefulSetKeepsPVCs {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := r.env.Clusters[cluster].List(ctx, list, client.InNamespace(r.c.Namespace), client.MatchingLabels(AppLabel)); err != nil {
+			step.Err = err
+		} else if len(list.Items) != int(r.c.Replicas) {
+			step.Err = fmt.Errorf("%d of the StatefulSet's %d PVCs are left on %s: nobody may delete them", len(list.Items), r.c.Replicas, cluster)
+		}
+	}
+	return r.record(step)
+}
+
+// Relocate moves the application to the other cluster with both up and checks that every
+// record its writers acknowledged is on the target.
+func (r *Run) Relocate(ctx context.Context, from string) Step {
+	to := r.other(from)
+	step := Step{Action: "relocate", From: from, To: to}
+	ws, _, err := r.writing(ctx, from)
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	began := time.Now()
+	r.say("relocate: asking drover to relocate to %s", to)
+	if err := r.ask(ctx, v1alpha1.ActionRelocate, to); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	if err := r.await(ctx, "relocate", func(d *v1alpha1.DRPlacementControl) bool { return settled(d, v1alpha1.PhaseRelocated, to) }); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	step.Duration = time.Since(began)
+	toHandles, err := r.boundVolumes(ctx, to, ws)
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	var errs []error
+	for _, w := range ws {
+		st, err := storage.ReadWriterStatus(filepath.Clean(r.env.DataDir(from)), r.c.Namespace, w.pod)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Running {
+			errs = append(errs, fmt.Errorf("the writer of %s on %s still runs after the relocation", w.pod, from))
+		}
+		for _, v := range st.Volumes {
+			h, ok := toHandles[v.PVC]
+			if !ok {
+				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", v.PVC, to))
+				continue
+			}
+			rep, err := r.report(to, h)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			got, _ := rep.Writer(st.WriterID)
+			step.Kept += got.LastSeq
+			step.Lost += v.LastSeq - min(v.LastSeq, got.LastSeq)
+			if got.LastSeq < v.LastSeq || len(got.Gaps) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s acknowledged %d records on %s, %s holds %d (gaps %s)",
+					v.PVC, st.WriterID, v.LastSeq, from, to, got.LastSeq, records.FormatRanges(got.Gaps)))
+			}
+		}
+	}
+	step.Err = errors.Join(errs...)
+	if step.Err == nil {
+		_, _, step.Err = r.writing(ctx, to)
+	}
+	if step.Err == nil {
+		step.Err = r.await(ctx, "relocate: peer ready", func(d *v1alpha1.DRPlacementControl) bool { return isTrue(d, v1alpha1.ConditionPeerReady) })
+	}
+	return r.record(step)
+}
+
+// Unprotect deletes the DRPlacementControl and waits until it is gone and both groups with it;
+// the application keeps running where it runs.
+func (r *Run) Unprotect(ctx context.Context) Step {
+	d, err := r.drpc(ctx)
+	step := Step{Action: "unprotect"}
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	primary := d.Status.CurrentPrimary
+	step.From, step.To = primary, primary
+	began := time.Now()
+	r.say("unprotect: deleting the DRPlacementControl")
+	if err := r.env.Hub.Delete(ctx, d); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, r.env.Timeout)
+	defer cancel()
+	for {
+		gone := apierrors.IsNotFound(r.env.Hub.Get(ctx2, r.key, &v1alpha1.DRPlacementControl{}))
+		for _, cl := range r.env.Clusters {
+			if !apierrors.IsNotFound(cl.Get(ctx2, r.key, &v1alpha1.VolumeReplicationGroup{})) {
+				gone = false
+			}
+		}
+		if gone {
+			break
+		}
+		select {
+		case <-ctx2.Done():
+			step.Err = errors.New("the DRPlacementControl or a VolumeReplicationGroup is still there")
+			return r.record(step)
+		case <-timeAfter():
+		}
+	}
+	step.Duration = time.Since(began)
+	_, _, step.Err = r.writing(ctx, primary)
+	return r.record(step)
+}

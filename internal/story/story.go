@@ -1,0 +1,322 @@
+package story
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/deployer"
+)
+
+// Mode is how the application is named to drover.
+type Mode string
+
+const (
+	// SelfContained protects protectedNamespaces: drover captures and restores the objects.
+	SelfContained Mode = "self-contained"
+	// Placement protects a placementRef: a GitOps tool (the lab's deployer) deploys the
+	// application where drover's PlacementDecision says.
+	Placement Mode = "placement"
+)
+
+// Case is one application and how it is protected.
+type Case struct {
+	Workload Workload
+	// Policy is the DRPolicy; StorageClass the class of the application's PVCs, which the
+	// policy replicates.
+	Policy, StorageClass string
+	Mode                 Mode
+	// Namespace is the application's namespace (on the hub, for the DRPC, and the managed
+	// clusters).
+	Namespace string
+	// Replicas of a StatefulSet; 3 when zero.
+	Replicas int32
+}
+
+// Name is a short name of the case, for test names and tables.
+func (c Case) Name() string { return fmt.Sprintf("%s/%s/%s", c.Workload, c.Policy, c.Mode) }
+
+// Env is the lab as a story sees it.
+type Env struct {
+	// Hub is a client of the hub with drover's, OCM's and client-go's types; Clusters are
+	// clients of east and west with drover's and client-go's types.
+	Hub      client.Client
+	Clusters map[string]client.Client
+	// DataDir returns a managed cluster's lab storage directory, where the records are read.
+	DataDir func(cluster string) string
+	// StopCluster loses a cluster (control plane, storage, agent); StartCluster brings it back.
+	StopCluster  func(cluster string) error
+	StartCluster func(ctx context.Context, cluster string) error
+	// Out receives a line per step and per change of what drover waits for; nil discards.
+	Out io.Writer
+	// Timeout bounds each step; 4 minutes when zero.
+	Timeout time.Duration
+}
+
+// Step is the outcome of one action.
+type Step struct {
+	Action   string
+	From, To string
+	Duration time.Duration
+	// Kept and Lost count the records of the writers that ran before the action, summed over
+	// the PVCs: kept on the target, and lost (written, not on the target).
+	Kept, Lost uint64
+	// LossBound is what a failover may lose: the time from the last group sync to the loss of
+	// the cluster. Zero for a relocation, which may lose nothing.
+	LossBound time.Duration
+	// Err is why the step's check failed; nil when it passed.
+	Err error
+}
+
+// Run is a story in progress: it holds what the steps learned (the application's writers, the
+// clusters that are down) for the next steps and the watcher.
+type Run struct {
+	env  Env
+	c    Case
+	key  client.ObjectKey
+	out  io.Writer
+	t0   time.Time
+	home string
+	// Steps are the outcomes so far.
+	Steps []Step
+
+	mu sync.Mutex
+	// down are the stopped clusters; back is when each cluster last came back.
+	down map[string]bool
+	back map[string]time.Time
+	// violations are the moments the watcher saw two writable primaries.
+	violations []string
+	// overlap is the longest time both clusters ran writers after a cluster came back.
+	overlap time.Duration
+
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
+	deployer       *deployer.Deployer
+}
+
+// New prepares a story of case c whose application starts on home.
+func New(env Env, c Case, home string) *Run {
+	if c.Replicas == 0 {
+		c.Replicas = 3
+	}
+	if env.Timeout == 0 {
+		env.Timeout = 4 * time.Minute
+	}
+	out := env.Out
+	if out == nil {
+		out = io.Discard
+	}
+	return &Run{env: env, c: c, key: client.ObjectKey{Namespace: c.Namespace, Name: "db"}, out: out, home: home,
+		down: map[string]bool{}, back: map[string]time.Time{}}
+}
+
+// say prints a progress line with the time since the story began.
+func (r *Run) say(format string, args ...any) {
+	fmt.Fprintf(r.out, "[%7.1fs] %s\n", time.Since(r.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Start deploys the application on home with the lab's writer and starts the watcher and, in
+// placement mode, the deployer. Close stops them.
+func (r *Run) Start(ctx context.Context) error {
+	r.t0 = time.Now()
+	bg, cancel := context.WithCancel(context.Background())
+	r.stopBackground = cancel
+	objs, err := manifests(r.c.Workload, r.c.Replicas, r.c.StorageClass)
+	if err != nil {
+		return err
+	}
+	if err := createNamespace(ctx, r.env.Hub, r.c.Namespace); err != nil {
+		return err
+	}
+	switch r.c.Mode {
+	case SelfContained:
+		r.say("deploy: %s in namespace %s on %s (%s)", r.c.Workload, r.c.Namespace, r.home, r.c.StorageClass)
+		home := r.env.Clusters[r.home]
+		if err := createNamespace(ctx, home, r.c.Namespace); err != nil {
+			return err
+		}
+		for _, o := range objs {
+			o.SetNamespace(r.c.Namespace)
+			if err := home.Create(ctx, o); err != nil {
+				return fmt.Errorf("failed to create %s %s on %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), r.home, err)
+			}
+		}
+	case Placement:
+		r.say("deploy: the lab's GitOps deployer follows placement db in namespace %s (%s)", r.c.Namespace, r.c.Workload)
+		var us []*unstructured.Unstructured
+		for _, o := range objs {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+			if err != nil {
+				return err
+			}
+			us = append(us, &unstructured.Unstructured{Object: m})
+		}
+		r.deployer = &deployer.Deployer{Hub: r.env.Hub, Clusters: r.env.Clusters, Namespace: r.c.Namespace, Placement: "db",
+			Manifests: us, Interval: 500 * time.Millisecond}
+		r.background.Add(1)
+		go func() {
+			defer r.background.Done()
+			_ = r.deployer.Run(bg)
+		}()
+	}
+	r.background.Add(1)
+	go func() {
+		defer r.background.Done()
+		r.watch(bg)
+	}()
+	return nil
+}
+
+// Close stops the watcher and the deployer and returns the watcher's verdict: an error naming
+// every moment both clusters ran a writable primary outside the grace after a return.
+func (r *Run) Close() error {
+	if r.stopBackground != nil {
+		r.stopBackground()
+	}
+	r.background.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A story that failed with a cluster stopped leaves the lab as it found it.
+	var errs []error
+	for _, cluster := range sortedKeys(r.down) {
+		if err := r.env.StartCluster(context.Background(), cluster); err != nil {
+			errs = append(errs, fmt.Errorf("failed to start %s again: %w", cluster, err))
+		}
+		delete(r.down, cluster)
+	}
+	if len(r.violations) > 0 {
+		errs = append(errs, fmt.Errorf("two writable primaries: %v", r.violations))
+	}
+	return errors.Join(errs...)
+}
+
+// Overlap is the longest time both clusters ran the application's writers, after a lost
+// cluster came back and before drover removed them there.
+func (r *Run) Overlap() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.overlap
+}
+
+func createNamespace(ctx context.Context, cl client.Client, name string) error {
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// drpc returns the application's DRPlacementControl.
+func (r *Run) drpc(ctx context.Context) (*v1alpha1.DRPlacementControl, error) {
+	d := &v1alpha1.DRPlacementControl{}
+	if err := r.env.Hub.Get(ctx, r.key, d); err != nil {
+		return nil, fmt.Errorf("failed to get DRPlacementControl %s: %w", r.key, err)
+	}
+	return d, nil
+}
+
+func condition(d *v1alpha1.DRPlacementControl, t string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(d.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Message: "not reported yet"}
+}
+
+// await polls the DRPlacementControl until done says it is, printing a line whenever the phase,
+// the step or what drover waits for changes. It fails at the timeout with the last state.
+func (r *Run) await(ctx context.Context, what string, done func(*v1alpha1.DRPlacementControl) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
+	defer cancel()
+	last := ""
+	for {
+		d, err := r.drpc(ctx)
+		if err == nil {
+			av := condition(d, v1alpha1.ConditionAvailable)
+			line := fmt.Sprintf("%s/%s: %s", d.Status.Phase, d.Status.Progression, av.Message)
+			if av.Status == metav1.ConditionTrue {
+				pr := condition(d, v1alpha1.ConditionPeerReady)
+				line = fmt.Sprintf("%s/%s on %s; PeerReady %s: %s", d.Status.Phase, d.Status.Progression, d.Status.CurrentPrimary, pr.Status, pr.Message)
+			}
+			if line != last {
+				r.say("  %s", line)
+				last = line
+			}
+			if done(d) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not done after %s; last seen: %s", what, r.env.Timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// settled reports whether the application runs on cluster in phase, Available, with the
+// status judging the current spec.
+func settled(d *v1alpha1.DRPlacementControl, phase v1alpha1.DRPCPhase, cluster string) bool {
+	return d.Status.ObservedGeneration == d.Generation && d.Status.Phase == phase && d.Status.CurrentPrimary == cluster &&
+		condition(d, v1alpha1.ConditionAvailable).Status == metav1.ConditionTrue
+}
+
+func isTrue(d *v1alpha1.DRPlacementControl, t string) bool {
+	return condition(d, t).Status == metav1.ConditionTrue
+}
+
+// record appends a step and prints its verdict.
+func (r *Run) record(s Step) Step {
+	r.Steps = append(r.Steps, s)
+	verdict := "ok"
+	if s.Err != nil {
+		verdict = "FAILED: " + s.Err.Error()
+	}
+	r.say("%s %s→%s done in %s: kept %d, lost %d; %s", s.Action, s.From, s.To, s.Duration.Round(time.Millisecond), s.Kept, s.Lost, verdict)
+	return s
+}
+
+// errorsOf joins the step errors of the story so far.
+func (r *Run) errorsOf() error {
+	var errs []error
+	for _, s := range r.Steps {
+		if s.Err != nil {
+			errs = append(errs, fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Err is the first failure of the story so far, nil when every step passed.
+func (r *Run) Err() error { return r.errorsOf() }
+
+// other returns the peer of a lab cluster.
+func (r *Run) other(cluster string) string {
+	for name := range r.env.Clusters {
+		if name != cluster {
+			return name
+		}
+	}
+	return ""
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,60 @@
+package story
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Full runs the whole story of the end-to-end suite from home: protect, failover with home
+// stopped, home back, failover back with the other stopped, that one back, relocate, relocate
+// back, unprotect. It stops at the first failed step.
+func (r *Run) Full(ctx context.Context, unprotect bool) error {
+	away := r.other(r.home)
+	steps := []func() Step{
+		func() Step { return r.Protect(ctx) },
+		func() Step { return r.Failover(ctx, r.home) },
+		func() Step { return r.Recover(ctx, r.home) },
+		func() Step { return r.Failover(ctx, away) },
+		func() Step { return r.Recover(ctx, away) },
+		func() Step { return r.Relocate(ctx, r.home) },
+		func() Step { return r.Relocate(ctx, away) },
+	}
+	if unprotect {
+		steps = append(steps, func() Step { return r.Unprotect(ctx) })
+	}
+	for _, run := range steps {
+		if s := run(); s.Err != nil {
+			return fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err)
+		}
+	}
+	return nil
+}
+
+// PrintTable writes a table of the steps: action, duration, records kept and lost, the loss
+// bound of a failover and the verdict.
+func PrintTable(w io.Writer, steps []Step) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tFROM → TO\tDURATION\tRECORDS KEPT\tRECORDS LOST\tEXPECTED LOSS BOUND\tCHECK")
+	for _, s := range steps {
+		bound := "0 (no loss allowed)"
+		switch s.Action {
+		case "failover":
+			bound = fmt.Sprintf("writes of the last %s", s.LossBound.Round(100*time.Millisecond))
+		case "protect", "recover", "unprotect":
+			bound = "-"
+		}
+		kept, lost := fmt.Sprint(s.Kept), fmt.Sprint(s.Lost)
+		if s.Action != "failover" && s.Action != "relocate" {
+			kept, lost = "-", "-"
+		}
+		check := "ok"
+		if s.Err != nil {
+			check = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s → %s\t%s\t%s\t%s\t%s\t%s\n", s.Action, s.From, s.To, s.Duration.Round(10*time.Millisecond), kept, lost, bound, check)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,101 @@
+package story
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// Workload is the kind of application a case protects.
+type Workload string
+
+const (
+	// StatefulSetKeepsPVCs is a StatefulSet with the default PVC retention: its PVCs stay when it
+	// is deleted. The seed's case.
+	StatefulSetKeepsPVCs Workload = "sts-retain"
+	// StatefulSetDeletesPVCs is a StatefulSet with persistentVolumeClaimRetentionPolicy
+	// whenDeleted: Delete.
+	StatefulSetDeletesPVCs Workload = "sts-delete"
+	// DeploymentWithPVC is a Deployment of one pod with one PVC of its own, deleted with it.
+	DeploymentWithPVC Workload = "deployment"
+)
+
+// AppLabel selects the application's pods and PVCs: app=db.
+var AppLabel = map[string]string{"app": "db"}
+
+// WriterInterval is the time between two records of each writer.
+const WriterInterval = "200ms"
+
+// manifests returns the application's objects, without a namespace: a workload named db whose
+// pods write records (the lab's writer) into PVCs of storageClass labelled app=db, and a headless
+// Service.
+func manifests(w Workload, replicas int32, storageClass string) ([]client.Object, error) {
+	labels := func() map[string]string { return map[string]string{"app": "db"} }
+	pod := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{"app": "db", storage.WriterLabel: "true"},
+			Annotations: map[string]string{storage.WriterIntervalAnnotation: WriterInterval},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "db", Image: "lab/writer",
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+		}}},
+	}
+	pvcSpec := corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: ptr.To(storageClass),
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}
+	service := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels(),
+			Ports: []corev1.ServicePort{{Name: "db", Port: 5432}}},
+	}
+	switch w {
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs:
+		sts := &appsv1.StatefulSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(replicas), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
+				Selector: &metav1.LabelSelector{MatchLabels: labels()},
+				Template: pod,
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+					ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels()}, Spec: pvcSpec,
+				}},
+			},
+		}
+		if w == StatefulSetDeletesPVCs {
+			sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			}
+		}
+		return []client.Object{service, sts}, nil
+	case DeploymentWithPVC:
+		pvc := &corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: "data-db", Labels: labels()}, Spec: pvcSpec,
+		}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
+		}}}
+		dep := &appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels()}, Template: pod,
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			},
+		}
+		return []client.Object{service, pvc, dep}, nil
+	}
+	return nil, fmt.Errorf("unknown workload %q", w)
+}
