@@ -1,0 +1,49 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPrintDroverStatusSaysWhatIsDownAndWhy(t *testing.T) {
+	st := DroverStatus{
+		Processes: []DroverProcess{
+			{Cluster: Hub, Name: componentHub, PID: 42, Running: true, RSSKiB: 38 * 1024},
+			{Cluster: East, Name: componentAgent},
+		},
+		HubAnswered: true,
+		Clusters: []DRClusterStatus{{
+			Name:      East,
+			Validated: &metav1.Condition{Status: metav1.ConditionTrue},
+			Reachable: &metav1.Condition{Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "unreachable since 12:04:10"},
+		}, {Name: West}},
+		Policies: []DRPolicyStatus{{Name: PolicyVolRep, Validated: &metav1.Condition{Status: metav1.ConditionTrue}}},
+	}
+	var out strings.Builder
+	if err := PrintDroverStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"drover-hub    hub      running",
+		"drover-agent  east     not running: run `drover lab start east`",
+		"east       True       False (Unreachable: unreachable since 12:04:10)",
+		"west       -          -",
+		"lab-volrep  True",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPrintDroverStatusPrintsNothingForALabWithoutDroverAndAHubThatIsDown(t *testing.T) {
+	var out strings.Builder
+	if err := PrintDroverStatus(&out, DroverStatus{}); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("want no output, got:\n%s", out.String())
+	}
+}
