@@ -155,6 +155,22 @@ const (
 	// ReasonStoreUnavailable (ClusterDataProtected, ClusterDataReady, KubeObjectsReady): an S3
 	// profile cannot be read or written; the message names it.
 	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonVolSyncDestinationUnknown (DataReady of a VolSync PVC on a primary): spec.volSync
+	// names no destination for the PVC, or its key Secret is not on this cluster yet; the hub
+	// copies both from the secondary.
+	ReasonVolSyncDestinationUnknown = "VolSyncDestinationUnknown"
+	// ReasonNoSnapshotClass (DataReady): no VolumeSnapshotClass of a VolSync PVC's provisioner
+	// matches spec.volSync.volumeSnapshotClassSelector; the message names what to create.
+	ReasonNoSnapshotClass = "NoSnapshotClass"
+	// ReasonSnapshotClassAmbiguous (DataReady): several VolumeSnapshotClasses match a VolSync
+	// PVC; the message names them. Set spec.volSync.volumeSnapshotClassSelector.
+	ReasonSnapshotClassAmbiguous = "SnapshotClassAmbiguous"
+	// ReasonNoLatestImage (ClusterDataReady): a VolSync PVC cannot be restored because its
+	// ReplicationDestination on this cluster has not received a sync (no status.latestImage).
+	ReasonNoLatestImage = "NoLatestImage"
+	// ReasonSyncFailed (DataReady): VolSync reports a sync of a PVC failing; the message
+	// carries VolSync's own message.
+	ReasonSyncFailed = "SyncFailed"
 )
 
 // Event reasons. drover records events on transitions only.

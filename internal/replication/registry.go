@@ -38,7 +38,7 @@ func (e *SelectionError) Error() string {
 	case errors.Is(e.Err, ErrSeveralBackends):
 		return fmt.Sprintf("storageClassBackends has %d entries for %s: %s; keep one", len(e.Matches), class, describe(e.Matches))
 	case errors.Is(e.Err, ErrBackendNotAvailable):
-		return fmt.Sprintf("backend %s, chosen for %s by storageClassBackends, is not implemented by this drover agent yet; choose another backend for this class", e.Backend, class)
+		return fmt.Sprintf("backend %s, chosen for %s by storageClassBackends, is not provided by this drover agent; choose another backend for this class", e.Backend, class)
 	default:
 		return fmt.Sprintf("no storageClassBackends entry names %s or its provisioner: add one", class)
 	}
@@ -113,4 +113,10 @@ func (r *Registry) Select(entries []v1alpha1.StorageClassBackend, storageClassNa
 		return nil, selErr
 	}
 	return b, nil
+}
+
+// Backend returns the registered backend of that name, if any.
+func (r *Registry) Backend(name v1alpha1.ReplicationBackend) (Backend, bool) {
+	b, ok := r.backends[name]
+	return b, ok
 }

@@ -70,7 +70,7 @@ func TestRegistrySelectsTheBackendOfAPVCsStorageClass(t *testing.T) {
 			name:      "a backend the agent does not provide is named",
 			entries:   []v1alpha1.StorageClassBackend{byClass("fast", v1alpha1.BackendVolSync)},
 			wantErr:   replication.ErrBackendNotAvailable,
-			wantInMsg: "backend VolSync, chosen for StorageClass \"fast\" (provisioner rbd.csi) by storageClassBackends, is not implemented by this drover agent yet",
+			wantInMsg: "backend VolSync, chosen for StorageClass \"fast\" (provisioner rbd.csi) by storageClassBackends, is not provided by this drover agent",
 		},
 	}
 	for _, tt := range tests {
@@ -129,3 +129,23 @@ func TestResultsSayWhatTheyAre(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestRegistryWithBothBackendsSelectsVolSyncForItsClass(t *testing.T) {
+	reg, err := replication.NewRegistry(replication.NewFake(v1alpha1.BackendVolRep), replication.NewFake(v1alpha1.BackendVolSync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []v1alpha1.StorageClassBackend{
+		{Provisioner: "file.csi", Backend: v1alpha1.BackendVolRep}, {StorageClassName: "shared-fs", Backend: v1alpha1.BackendVolSync},
+	}
+	b, err := reg.Select(entries, "shared-fs", "file.csi")
+	if err != nil || b.Name() != v1alpha1.BackendVolSync {
+		t.Fatalf("Select() = %v, %v; want the VolSync backend", b, err)
+	}
+	if b, ok := reg.Backend(v1alpha1.BackendVolSync); !ok || b.Name() != v1alpha1.BackendVolSync {
+		t.Fatalf("Backend(VolSync) = %v, %v; want the VolSync backend", b, ok)
+	}
+	if _, err := reg.Select(entries, "other-fs", "nfs.csi"); !errors.Is(err, replication.ErrNoBackend) {
+		t.Fatalf("Select() of a class nothing names = %v; want ErrNoBackend", err)
+	}
+}

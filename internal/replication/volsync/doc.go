@@ -1,0 +1,39 @@
+// Package volsync is the replication backend over VolSync's rsync-tls mover, for storage that
+// has no mirroring of its own: a ReplicationSource per PVC on the primary sends a snapshot of the
+// volume to a ReplicationDestination per PVC on the secondary, which keeps the latest received
+// image as a VolumeSnapshot (status.latestImage). Promotion restores the PVC from that snapshot.
+//
+// # Names
+//
+// Every object is derived from the PVC and its VolumeReplicationGroup, so both clusters, the hub
+// and a person can find it without a lookup:
+//   - the ReplicationSource and the ReplicationDestination are named like the PVC, in its
+//     namespace (two kinds, so one name);
+//   - the rsync-tls key Secret is KeySecretName(group, PVC), in the PVC's namespace, holding
+//     psk.txt = "volsync:<64 hex digits>". The secondary's agent creates it once (random) and
+//     reuses it when it exists, so after the hub copied it to the other cluster the name and the
+//     key stay the same whichever cluster is secondary;
+//   - the DR-owned PVC of a relocation's final sync from a deleted PVC is FinalSyncPVCName(PVC).
+//
+// # What the hub must copy (the contract with the hub)
+//
+// Secondary → primary, for every PVC of backend VolSync:
+//   - status.volSyncDestinations[] of the secondary's group → spec.volSync.destinations[] of the
+//     primary's group (pvcNamespace, pvcName, address, keySecretName), as they are;
+//   - the Secret status.volSyncDestinations[].keySecretName in pvcNamespace on the secondary →
+//     the same name and namespace on the primary's cluster, data as it is, without
+//     ownerReferences, resourceVersion or uid (a copy that keeps them is garbage-collected or
+//     refused there).
+//
+// Primary → secondary:
+//   - every status.protectedPVCs[] entry of the primary's group whose backend is VolSync →
+//     spec.volSync.receivePVCs[] of the secondary's group (pvcNamespace ← namespace, pvcName ←
+//     name, storageClassName, accessModes, capacity).
+//
+// Until a destination and its key are on the primary, Protect returns Retry with reason
+// VolSyncDestinationUnknown; that is the normal state of a primary right after a failover while
+// the peer is down.
+//
+// The objects are labelled with their group (LabelVRGName, LabelVRGNamespace), not owned by
+// it, like volrep's: a group may protect PVCs of other namespaces.
+package volsync

@@ -1,0 +1,79 @@
+package volsync
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+)
+
+// maxNameLength is the longest name of a Secret or PVC (a DNS subdomain).
+const maxNameLength = 253
+
+// KeySecretName is the name of the rsync-tls key Secret of a PVC protected by the group
+// vrgName: "<vrg>-<pvc>-volsync-key", shortened with a hash when it would be too long. It is the
+// same on both clusters.
+func KeySecretName(vrgName, pvcName string) string {
+	return boundedName(fmt.Sprintf("%s-%s-volsync-key", vrgName, pvcName))
+}
+
+// FinalSyncPVCName is the name of the DR-owned PVC that a relocation binds to the retained PV of
+// a deleted PVC to run its final sync: "<pvc>-drover-final", shortened with a hash when it would
+// be too long.
+func FinalSyncPVCName(pvcName string) string {
+	return boundedName(pvcName + "-drover-final")
+}
+
+// boundedName returns name, or when it is longer than a name may be, its head and a hash of the
+// whole, so distinct long names stay distinct.
+func boundedName(name string) string {
+	if len(name) <= maxNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:10]
+	return name[:maxNameLength-len(suffix)] + suffix
+}
+
+// Trigger is the ReplicationSource trigger that syncs every interval: a cron schedule
+// (Schedule) from a minute up; below a minute, which cron cannot express, none, so VolSync syncs
+// continuously (each sync starts when the previous one ended: never later than the interval
+// asks, at the cost of copying all the time). Intervals above a minute that Schedule cannot
+// express are an error.
+func Trigger(interval time.Duration) (*volsyncv1alpha1.TriggerSpec, error) {
+	if interval > 0 && interval < time.Minute {
+		return nil, nil
+	}
+	schedule, err := Schedule(interval)
+	if err != nil {
+		return nil, err
+	}
+	return &volsyncv1alpha1.TriggerSpec{Schedule: &schedule}, nil
+}
+
+// Schedule is the cron schedule (5 fields, as VolSync validates it) that syncs every interval:
+// whole minutes below an hour ("*/N * * * *"), whole hours below a day ("0 */N * * *"), whole
+// days ("0 0 */N * *"). A cron step restarts at each hour or day, so an interval that does not
+// divide it (7m) also syncs at the top of the hour; VolSync users live with the same. Intervals
+// below a minute or not a whole number of these units cannot be expressed: the error says what
+// to choose.
+func Schedule(interval time.Duration) (string, error) {
+	switch {
+	case interval < time.Minute || interval%time.Minute != 0:
+		return "", fmt.Errorf("schedulingInterval %s cannot be a VolSync schedule, which counts whole minutes: use 1m or more, in whole minutes", interval)
+	case interval < time.Hour:
+		return fmt.Sprintf("*/%d * * * *", interval/time.Minute), nil
+	case interval%time.Hour != 0:
+		return "", fmt.Errorf("schedulingInterval %s cannot be a VolSync schedule: above an hour, use whole hours", interval)
+	case interval < 24*time.Hour:
+		return fmt.Sprintf("0 */%d * * *", interval/time.Hour), nil
+	case interval%(24*time.Hour) != 0:
+		return "", fmt.Errorf("schedulingInterval %s cannot be a VolSync schedule: above a day, use whole days", interval)
+	case interval > 31*24*time.Hour:
+		return "", fmt.Errorf("schedulingInterval %s cannot be a VolSync schedule: at most 31 days", interval)
+	default:
+		return fmt.Sprintf("0 0 */%d * *", interval/(24*time.Hour)), nil
+	}
+}

@@ -1,0 +1,569 @@
+package volsync
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+const (
+	// LabelVRGName marks a ReplicationSource, ReplicationDestination or key Secret with the name
+	// of the group that made it; the same key volrep uses, so one map function wakes the group.
+	LabelVRGName = "drover.io/vrg-name"
+	// LabelVRGNamespace marks them with the group's namespace.
+	LabelVRGNamespace = "drover.io/vrg-namespace"
+	// AnnotationFinalSyncOf on a DR-owned PVC names the PVC whose final sync it carries; the
+	// backend then uses that PVC's ReplicationSource.
+	AnnotationFinalSyncOf = "drover.io/final-sync-of"
+
+	// PSKKey is the key of the pre-shared key in a key Secret, as VolSync names it.
+	PSKKey = "psk.txt"
+	// pskIdentity is the TLS-PSK identity VolSync writes before the key.
+	pskIdentity = "volsync"
+	// defaultSnapshotClassAnnotation marks the default VolumeSnapshotClass of a driver.
+	defaultSnapshotClassAnnotation = "snapshot.storage.kubernetes.io/is-default-class"
+
+	// pollInterval is how soon to look again while VolSync works.
+	pollInterval = 2 * time.Second
+	// retryAfterError is how soon to retry after an API failure.
+	retryAfterError = 5 * time.Second
+	// waitForHub is how soon to look again for what the hub copies between the clusters.
+	waitForHub = 5 * time.Second
+	// fieldOwner names drover in the objects' managedFields.
+	fieldOwner = "drover-agent"
+)
+
+// Backend is the VolSync backend. It holds only its clients.
+type Backend struct {
+	client client.Client
+	// reader reads Secrets uncached: the agent may neither list nor watch them.
+	reader client.Reader
+}
+
+var (
+	_ replication.Backend     = (*Backend)(nil)
+	_ replication.Cleaner     = (*Backend)(nil)
+	_ replication.Demoter     = (*Backend)(nil)
+	_ replication.FinalSyncer = (*Backend)(nil)
+)
+
+// New returns the VolSync backend working through c, which must know the VolSync and snapshot
+// types, and reading Secrets through reader.
+func New(c client.Client, reader client.Reader) *Backend { return &Backend{client: c, reader: reader} }
+
+// Name returns v1alpha1.BackendVolSync.
+func (b *Backend) Name() v1alpha1.ReplicationBackend { return v1alpha1.BackendVolSync }
+
+// GroupLabels are the labels of the objects made for the group.
+func GroupLabels(vrg *v1alpha1.VolumeReplicationGroup) map[string]string {
+	return map[string]string{LabelVRGName: vrg.Name, LabelVRGNamespace: vrg.Namespace}
+}
+
+// ownedBy reports whether obj carries the group's labels.
+func ownedBy(obj client.Object, vrg *v1alpha1.VolumeReplicationGroup) bool {
+	return obj.GetLabels()[LabelVRGName] == vrg.Name && obj.GetLabels()[LabelVRGNamespace] == vrg.Namespace
+}
+
+// sourceName is the name of the ReplicationSource of the PVC: its own, or for a DR-owned PVC of
+// a final sync, the one of the PVC it stands for.
+func sourceName(pvc *corev1.PersistentVolumeClaim) string {
+	if of := pvc.Annotations[AnnotationFinalSyncOf]; of != "" {
+		return of
+	}
+	return pvc.Name
+}
+
+// DestinationOf returns the spec.volSync.destinations entry of a PVC, or nil.
+func DestinationOf(vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) *v1alpha1.VolSyncDestination {
+	if vrg.Spec.VolSync == nil {
+		return nil
+	}
+	for i := range vrg.Spec.VolSync.Destinations {
+		d := &vrg.Spec.VolSync.Destinations[i]
+		if d.PVCNamespace == namespace && d.PVCName == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Protect makes the PVC a replicating primary: a ReplicationSource sends it on the group's
+// schedule (Trigger) to the destination the hub gave in spec.volSync.destinations, with the key Secret the
+// hub copied. Done once the source exists as asked and VolSync reports no failure. The
+// ReplicationDestination this cluster may still hold for the PVC from its time as secondary is
+// the agent's to remove, once its restore no longer needs it.
+func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	ns, name := pc.PVC.Namespace, pc.PVC.Name
+	dest := DestinationOf(pc.VRG, ns, name)
+	if dest == nil {
+		return replication.Retry(waitForHub, v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
+			"PVC %s/%s waits for its VolSync destination: spec.volSync.destinations has no entry for it yet; the hub copies it from the secondary's status.volSyncDestinations once the peer's group is secondary",
+			ns, name))
+	}
+	if res := b.checkKeySecret(ctx, ns, dest.KeySecretName); !res.IsDone() {
+		return res
+	}
+	trigger, err := Trigger(pc.Interval)
+	if err != nil {
+		return replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("PVC %s/%s: %v", ns, name, err))
+	}
+	rs, res := b.ensureSource(ctx, pc, dest, trigger)
+	if rs == nil {
+		return res
+	}
+	return observeSource(rs)
+}
+
+// checkKeySecret is Done when the key Secret the destination names is on this cluster.
+func (b *Backend) checkKeySecret(ctx context.Context, namespace, name string) replication.Result {
+	secret := &corev1.Secret{}
+	err := b.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return replication.Retry(waitForHub, v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
+			"the VolSync key Secret %s/%s is not on this cluster yet: the hub copies it from the secondary cluster", namespace, name))
+	case err != nil:
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get Secret %s/%s: %v", namespace, name, err))
+	case len(secret.Data[PSKKey]) == 0:
+		return replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"the VolSync key Secret %s/%s has no %s: copy it again from the secondary cluster", namespace, name, PSKKey))
+	}
+	return replication.Done()
+}
+
+// ensureSource returns the PVC's ReplicationSource, created or changed to send to dest with
+// trigger; nil and the Result that explains why there is none.
+func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, dest *v1alpha1.VolSyncDestination, trigger *volsyncv1alpha1.TriggerSpec) (*volsyncv1alpha1.ReplicationSource, replication.Result) {
+	class, res := b.selectSnapshotClass(ctx, pc.VRG, pc.Provisioner, pc.PVC.Namespace+"/"+pc.PVC.Name)
+	if class == "" {
+		return nil, res
+	}
+	want := volsyncv1alpha1.ReplicationSourceSpec{
+		SourcePVC: pc.PVC.Name,
+		Trigger:   trigger,
+		RsyncTLS: &volsyncv1alpha1.ReplicationSourceRsyncTLSSpec{
+			CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
+			VolumeSnapshotClassName: ptr.To(class),
+			KeySecret:               ptr.To(dest.KeySecretName),
+			Address:                 ptr.To(dest.Address),
+		},
+	}
+	if pc.StorageClassName != "" {
+		want.RsyncTLS.StorageClassName = ptr.To(pc.StorageClassName)
+	}
+	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	err := b.client.Get(ctx, key, rs)
+	switch {
+	case apierrors.IsNotFound(err):
+		rs = &volsyncv1alpha1.ReplicationSource{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: GroupLabels(pc.VRG)},
+			Spec:       want,
+		}
+		if err := b.client.Create(ctx, rs, client.FieldOwner(fieldOwner)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("ReplicationSource %s was just created", key))
+			}
+			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to create ReplicationSource %s: %v", key, err))
+		}
+		return rs, replication.Result{}
+	case err != nil:
+		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationSource %s: %v", key, err))
+	}
+	if !ownedBy(rs, pc.VRG) {
+		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
+			"ReplicationSource %s exists and does not belong to VolumeReplicationGroup %s/%s (labels %s, %s): delete or rename it so drover can replicate PVC %s",
+			key, pc.VRG.Namespace, pc.VRG.Name, LabelVRGNamespace, LabelVRGName, pc.PVC.Name))
+	}
+	if !equality.Semantic.DeepEqual(rs.Spec, want) {
+		before := rs.DeepCopy()
+		rs.Spec = want
+		if err := b.client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to update ReplicationSource %s: %v", key, err))
+		}
+	}
+	return rs, replication.Result{}
+}
+
+// observeSource is Done unless VolSync reports the source failing.
+func observeSource(rs *volsyncv1alpha1.ReplicationSource) replication.Result {
+	if msg := syncError(rs.Status); msg != "" {
+		return replication.Retry(waitForHub, v1alpha1.ReasonSyncFailed, fmt.Sprintf("ReplicationSource %s/%s: %s", rs.Namespace, rs.Name, msg))
+	}
+	return replication.Done()
+}
+
+// syncError is the message of a Synchronizing condition with reason Error, or "".
+func syncError(st *volsyncv1alpha1.ReplicationSourceStatus) string {
+	if st == nil {
+		return ""
+	}
+	c := apimeta.FindStatusCondition(st.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+	if c == nil || c.Reason != volsyncv1alpha1.SynchronizingReasonError {
+		return ""
+	}
+	return c.Message
+}
+
+// Status reports the ReplicationSource's last sync. lastSyncTime is when the last completed
+// sync started (the point-in-time copy: the recovery point), falling back to its completion.
+func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (replication.SyncStatus, error) {
+	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	if err := b.client.Get(ctx, key, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return replication.SyncStatus{}, nil
+		}
+		return replication.SyncStatus{}, fmt.Errorf("failed to get ReplicationSource %s: %w", key, err)
+	}
+	st := replication.SyncStatus{ReplicationID: "ReplicationSource/" + rs.Name}
+	if rs.Status != nil {
+		st.LastSyncTime = rs.Status.LastSyncStartTime
+		if st.LastSyncTime == nil {
+			st.LastSyncTime = rs.Status.LastSyncTime
+		}
+		st.LastSyncDuration = rs.Status.LastSyncDuration
+	}
+	return st, nil
+}
+
+// FinalSync stops the PVC's schedule and runs one manual sync whose trigger is the group's
+// spec.finalSyncRequest, from pc.PVC (a DR-owned PVC carries the final sync of the PVC named by
+// AnnotationFinalSyncOf, through that PVC's source). Done once the source reports
+// lastManualSync equal to the request: the destination confirmed it (VolSync records it only
+// after the destination acknowledged the transfer). The agent calls it only once nothing uses
+// the PVC and new consumers are fenced.
+func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	request := pc.VRG.Spec.FinalSyncRequest
+	if request == "" {
+		return replication.Done()
+	}
+	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	if err := b.client.Get(ctx, key, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return replication.Failed(v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
+				"PVC %s has no ReplicationSource %s (it never had a VolSync destination), so its final sync cannot run: its writes exist only on this cluster; fail over instead, or give the primary its destination",
+				pc.PVC.Name, key))
+		}
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationSource %s: %v", key, err))
+	}
+	if !ownedBy(rs, pc.VRG) {
+		return replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf("ReplicationSource %s does not belong to this group", key))
+	}
+	if rs.Status != nil && rs.Status.LastManualSync == request && rs.Spec.SourcePVC == pc.PVC.Name {
+		return replication.Done()
+	}
+	if rs.Spec.SourcePVC != pc.PVC.Name || rs.Spec.Trigger == nil || rs.Spec.Trigger.Manual != request || rs.Spec.Trigger.Schedule != nil {
+		before := rs.DeepCopy()
+		rs.Spec.SourcePVC = pc.PVC.Name
+		rs.Spec.Trigger = &volsyncv1alpha1.TriggerSpec{Manual: request}
+		if err := b.client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to ask ReplicationSource %s for the final sync: %v", key, err))
+		}
+	}
+	msg := fmt.Sprintf("waiting for the final sync of PVC %s/%s (ReplicationSource %s, trigger.manual %q)", pc.PVC.Namespace, pc.PVC.Name, key.Name, request)
+	if e := syncError(rs.Status); e != "" {
+		msg += ": " + e
+	}
+	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
+}
+
+// Demote removes the PVC's ReplicationSource: the peer's data wins from now on, and this side
+// becomes a destination once the hub lists the PVC in spec.volSync.receivePVCs. The writes made
+// here since the peer was promoted are never sent (resync makes no difference: a destination
+// always takes the whole volume). Done once the source is gone.
+func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, _ bool) replication.Result {
+	return b.DeleteSource(ctx, pc.VRG, pc.PVC.Namespace, sourceName(pc.PVC))
+}
+
+// Cleanup removes the PVC's ReplicationSource and ReplicationDestination made by this group.
+// The key Secret stays: the group's deletion removes it (DeleteGroupObjects).
+func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	if res := b.DeleteSource(ctx, pc.VRG, pc.PVC.Namespace, sourceName(pc.PVC)); !res.IsDone() {
+		return res
+	}
+	return b.RemoveDestination(ctx, pc.VRG, pc.PVC.Namespace, pc.PVC.Name)
+}
+
+// DeleteSource deletes a ReplicationSource of the group; Done once it is gone. One of another
+// group is left alone.
+func (b *Backend) DeleteSource(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) replication.Result {
+	return b.deleteOwned(ctx, vrg, &volsyncv1alpha1.ReplicationSource{}, "ReplicationSource", namespace, name)
+}
+
+// RemoveDestination deletes a ReplicationDestination of the group; Done once it is gone. Its
+// own PVC and snapshots go with it (VolSync owns them).
+func (b *Backend) RemoveDestination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) replication.Result {
+	return b.deleteOwned(ctx, vrg, &volsyncv1alpha1.ReplicationDestination{}, "ReplicationDestination", namespace, name)
+}
+
+func (b *Backend) deleteOwned(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, obj client.Object, kind, namespace, name string) replication.Result {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	if err := b.client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return replication.Done()
+		}
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get %s %s: %v", kind, key, err))
+	}
+	if !ownedBy(obj, vrg) {
+		return replication.Done()
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		if err := b.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to delete %s %s: %v", kind, key, err))
+		}
+	}
+	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for %s %s to be deleted", kind, key))
+}
+
+// selectSnapshotClass returns the VolumeSnapshotClass of provisioner that the group's selector
+// selects: the only one, or the one marked default among several; "" and the Result saying
+// what to do otherwise.
+func (b *Backend) selectSnapshotClass(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, provisioner, pvcKey string) (string, replication.Result) {
+	selector := labels.Everything()
+	if vs := vrg.Spec.VolSync; vs != nil && vs.VolumeSnapshotClassSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(vs.VolumeSnapshotClassSelector)
+		if err != nil {
+			return "", replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.volSync.volumeSnapshotClassSelector is invalid: %v", err))
+		}
+		selector = s
+	}
+	list := &snapshotv1.VolumeSnapshotClassList{}
+	if err := b.client.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return "", replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to list VolumeSnapshotClasses: %v", err))
+	}
+	name, err := SnapshotClassFor(list.Items, provisioner)
+	if err == nil {
+		return name, replication.Result{}
+	}
+	filter := ""
+	if !selector.Empty() {
+		filter = fmt.Sprintf(" with labels matching %q (spec.volSync.volumeSnapshotClassSelector)", selector.String())
+	}
+	if errors.Is(err, errNoSnapshotClass) {
+		return "", replication.Failed(v1alpha1.ReasonNoSnapshotClass, fmt.Sprintf(
+			"no VolumeSnapshotClass%s has driver %s for PVC %s, which VolSync needs for its snapshots: create one with driver %s",
+			filter, provisioner, pvcKey, provisioner))
+	}
+	return "", replication.Failed(v1alpha1.ReasonSnapshotClassAmbiguous, fmt.Sprintf(
+		"PVC %s: %v%s: label the one to use and set spec.volSync.volumeSnapshotClassSelector, or mark one with %s",
+		pvcKey, err, filter, defaultSnapshotClassAnnotation))
+}
+
+// errNoSnapshotClass: no class has the driver.
+var errNoSnapshotClass = errors.New("no VolumeSnapshotClass matches")
+
+// SnapshotClassFor picks, among classes, the one of driver: the only one, or among several the
+// one annotated as the driver's default. It fails when none has the driver, or several do and
+// not exactly one is the default.
+func SnapshotClassFor(classes []snapshotv1.VolumeSnapshotClass, driver string) (string, error) {
+	var names, defaults []string
+	for _, c := range classes {
+		if c.Driver != driver {
+			continue
+		}
+		names = append(names, c.Name)
+		if c.Annotations[defaultSnapshotClassAnnotation] == "true" {
+			defaults = append(defaults, c.Name)
+		}
+	}
+	slices.Sort(names)
+	switch {
+	case len(names) == 1:
+		return names[0], nil
+	case len(names) == 0:
+		return "", errNoSnapshotClass
+	case len(defaults) == 1:
+		return defaults[0], nil
+	}
+	return "", fmt.Errorf("VolumeSnapshotClasses %s all have driver %s", strings.Join(names, ", "), driver)
+}
+
+// EnsureDestination makes the ReplicationDestination of a PVC this secondary receives: rsync-tls,
+// copyMethod Snapshot, the capacity, access modes and StorageClass of the primary's PVC, the
+// VolumeSnapshotClass of the class's provisioner, and the key Secret KeySecretName (created with
+// a random key when missing, kept when it exists, as after an earlier role). destinationPVC, when
+// not empty, names an existing PVC to receive into (a PVC kept from this cluster's time as
+// primary, so each sync rolls it forward); otherwise VolSync makes its own. It returns the
+// destination to report in status.volSyncDestinations once VolSync publishes the address.
+func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, rp v1alpha1.VolSyncReceivePVC, destinationPVC string) (*v1alpha1.VolSyncDestination, replication.Result) {
+	pvcKey := rp.PVCNamespace + "/" + rp.PVCName
+	keyName := KeySecretName(vrg.Name, rp.PVCName)
+	if res := b.ensureKeySecret(ctx, vrg, rp.PVCNamespace, keyName); !res.IsDone() {
+		return nil, res
+	}
+	class := &storagev1.StorageClass{}
+	if err := b.client.Get(ctx, client.ObjectKey{Name: rp.StorageClassName}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, replication.Failed(v1alpha1.ReasonNotFound, fmt.Sprintf(
+				"StorageClass %s of PVC %s does not exist on this cluster: create it so the PVC can be received", rp.StorageClassName, pvcKey))
+		}
+		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get StorageClass %s: %v", rp.StorageClassName, err))
+	}
+	snapClass, res := b.selectSnapshotClass(ctx, vrg, class.Provisioner, pvcKey)
+	if snapClass == "" {
+		return nil, res
+	}
+	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
+		Capacity:                ptr.To(rp.Capacity),
+		StorageClassName:        ptr.To(rp.StorageClassName),
+		AccessModes:             rp.AccessModes,
+		VolumeSnapshotClassName: ptr.To(snapClass),
+		KeySecret:               ptr.To(keyName),
+	}}
+	if destinationPVC != "" {
+		want.RsyncTLS.DestinationPVC = ptr.To(destinationPVC)
+	}
+	key := client.ObjectKey{Namespace: rp.PVCNamespace, Name: rp.PVCName}
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	err := b.client.Get(ctx, key, rd)
+	switch {
+	case apierrors.IsNotFound(err):
+		rd = &volsyncv1alpha1.ReplicationDestination{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: GroupLabels(vrg)},
+			Spec:       want,
+		}
+		if err := b.client.Create(ctx, rd, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to create ReplicationDestination %s: %v", key, err))
+		}
+		return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ReplicationDestination %s to publish its address", key))
+	case err != nil:
+		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationDestination %s: %v", key, err))
+	case !ownedBy(rd, vrg):
+		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
+			"ReplicationDestination %s exists and does not belong to VolumeReplicationGroup %s/%s: delete or rename it so drover can receive PVC %s",
+			key, vrg.Namespace, vrg.Name, pvcKey))
+	}
+	if !equality.Semantic.DeepEqual(rd.Spec, want) {
+		before := rd.DeepCopy()
+		rd.Spec = want
+		if err := b.client.Patch(ctx, rd, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to update ReplicationDestination %s: %v", key, err))
+		}
+	}
+	if rd.Status == nil || rd.Status.RsyncTLS == nil || ptr.Deref(rd.Status.RsyncTLS.Address, "") == "" {
+		return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ReplicationDestination %s to publish its address", key))
+	}
+	return &v1alpha1.VolSyncDestination{
+		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName,
+		Address: *rd.Status.RsyncTLS.Address, KeySecretName: keyName,
+	}, replication.Done()
+}
+
+// ensureKeySecret creates the key Secret with a random key unless it exists (with a key).
+func (b *Backend) ensureKeySecret(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) replication.Result {
+	secret := &corev1.Secret{}
+	err := b.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
+	switch {
+	case err == nil && len(secret.Data[PSKKey]) > 0:
+		return replication.Done()
+	case err == nil:
+		return replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"Secret %s/%s, the VolSync key of this group, has no %s: delete it and drover makes a new one", namespace, name, PSKKey))
+	case !apierrors.IsNotFound(err):
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get Secret %s/%s: %v", namespace, name, err))
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to make a VolSync key: %v", err))
+	}
+	secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: GroupLabels(vrg)},
+		Data:       map[string][]byte{PSKKey: []byte(pskIdentity + ":" + hex.EncodeToString(raw))},
+	}
+	if err := b.client.Create(ctx, secret, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to create Secret %s/%s: %v", namespace, name, err))
+	}
+	return replication.Done()
+}
+
+// Destination returns the group's ReplicationDestination of a PVC, or nil when there is none.
+func (b *Backend) Destination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) (*volsyncv1alpha1.ReplicationDestination, error) {
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to get ReplicationDestination %s/%s: %w", namespace, name, err)
+	}
+	if !ownedBy(rd, vrg) {
+		return nil, nil
+	}
+	return rd, nil
+}
+
+// LatestImage is the snapshot a destination's last sync left, or nil.
+func LatestImage(rd *volsyncv1alpha1.ReplicationDestination) *corev1.TypedLocalObjectReference {
+	if rd == nil || rd.Status == nil || rd.Status.LatestImage == nil || rd.Status.LatestImage.Kind != "VolumeSnapshot" {
+		return nil
+	}
+	return rd.Status.LatestImage
+}
+
+// DestinationPVC is the PVC a destination receives into when it names one, or "".
+func DestinationPVC(rd *volsyncv1alpha1.ReplicationDestination) string {
+	if rd == nil || rd.Spec.RsyncTLS == nil {
+		return ""
+	}
+	return ptr.Deref(rd.Spec.RsyncTLS.DestinationPVC, "")
+}
+
+// DeleteGroupObjects deletes, in namespace, the group's ReplicationSources and
+// ReplicationDestinations for which keep returns false, and the key Secrets of the deleted
+// ones when deleteKeys is set. It reports whether none of them is left.
+func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace string, keep func(kind, name string) bool, deleteKeys bool) (bool, error) {
+	sel := client.MatchingLabels(GroupLabels(vrg))
+	sources := &volsyncv1alpha1.ReplicationSourceList{}
+	if err := b.client.List(ctx, sources, client.InNamespace(namespace), sel); err != nil {
+		return false, fmt.Errorf("failed to list ReplicationSources in namespace %s: %w", namespace, err)
+	}
+	dests := &volsyncv1alpha1.ReplicationDestinationList{}
+	if err := b.client.List(ctx, dests, client.InNamespace(namespace), sel); err != nil {
+		return false, fmt.Errorf("failed to list ReplicationDestinations in namespace %s: %w", namespace, err)
+	}
+	var objs []client.Object
+	for i := range sources.Items {
+		if keep == nil || !keep("ReplicationSource", sources.Items[i].Name) {
+			objs = append(objs, &sources.Items[i])
+		}
+	}
+	for i := range dests.Items {
+		if keep == nil || !keep("ReplicationDestination", dests.Items[i].Name) {
+			objs = append(objs, &dests.Items[i])
+		}
+	}
+	for _, obj := range objs {
+		if err := b.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("failed to delete %s/%s: %w", namespace, obj.GetName(), err)
+		}
+		if deleteKeys {
+			key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: KeySecretName(vrg.Name, obj.GetName())}}
+			if err := b.client.Delete(ctx, key); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("failed to delete Secret %s/%s: %w", namespace, key.Name, err)
+			}
+		}
+	}
+	return len(objs) == 0, nil
+}

@@ -1,0 +1,297 @@
+package volsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/replication"
+)
+
+// These tests use a fake client: they check the backend's decisions (names, schedule, class,
+// which object, which Result); the agent's lab test proves them against a real API server and
+// the lab's VolSync.
+
+const driver = "file.lab.drover.io"
+
+func TestNamesAreDerivedFromTheGroupAndThePVCAndStayValid(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(KeySecretName("db", "data-db-0")).To(Equal("db-data-db-0-volsync-key"))
+	g.Expect(FinalSyncPVCName("data-db-0")).To(Equal("data-db-0-drover-final"))
+
+	long := strings.Repeat("p", 250)
+	a, b := FinalSyncPVCName(long+"a"), FinalSyncPVCName(long+"b")
+	g.Expect(len(a)).To(Equal(maxNameLength), "a name too long is shortened to the longest allowed")
+	g.Expect(a).NotTo(Equal(b), "two long names stay distinct")
+	g.Expect(FinalSyncPVCName(long+"a")).To(Equal(a), "the same PVC always gets the same name")
+	g.Expect(len(KeySecretName(long, long))).To(Equal(maxNameLength))
+}
+
+func TestScheduleExpressesWholeMinutesHoursAndDaysAndRefusesTheRest(t *testing.T) {
+	tests := []struct {
+		name     string
+		interval time.Duration
+		want     string
+		wantErr  string
+	}{
+		{"a minute", time.Minute, "*/1 * * * *", ""},
+		{"five minutes", 5 * time.Minute, "*/5 * * * *", ""},
+		{"two hours", 2 * time.Hour, "0 */2 * * *", ""},
+		{"a day", 24 * time.Hour, "0 0 */1 * *", ""},
+		{"seconds cannot be scheduled", 30 * time.Second, "", "use 1m or more"},
+		{"part minutes cannot be scheduled", 90 * time.Second, "", "whole minutes"},
+		{"part hours above an hour cannot be scheduled", 90 * time.Minute, "", "whole hours"},
+		{"part days above a day cannot be scheduled", 36 * time.Hour, "", "whole days"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := Schedule(tt.interval)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestTriggerIsContinuousBelowAMinuteAndAScheduleFromAMinute(t *testing.T) {
+	g := NewWithT(t)
+	tr, err := Trigger(5 * time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tr).To(BeNil())
+	tr, err = Trigger(2 * time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tr.Schedule).To(HaveValue(Equal("*/2 * * * *")))
+	_, err = Trigger(61 * time.Second)
+	g.Expect(err).To(HaveOccurred())
+}
+
+func snapshotClass(name, drv string, isDefault bool) snapshotv1.VolumeSnapshotClass {
+	c := snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: drv, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}
+	if isDefault {
+		c.Annotations = map[string]string{defaultSnapshotClassAnnotation: "true"}
+	}
+	return c
+}
+
+func TestSnapshotClassForPicksTheDriversOnlyOrDefaultClass(t *testing.T) {
+	tests := []struct {
+		name    string
+		classes []snapshotv1.VolumeSnapshotClass
+		want    string
+		wantErr string
+	}{
+		{"the only class of the driver", []snapshotv1.VolumeSnapshotClass{snapshotClass("a", driver, false), snapshotClass("rbd", "rbd", true)}, "a", ""},
+		{"the default among several", []snapshotv1.VolumeSnapshotClass{snapshotClass("a", driver, false), snapshotClass("b", driver, true)}, "b", ""},
+		{"none of the driver", []snapshotv1.VolumeSnapshotClass{snapshotClass("rbd", "rbd", false)}, "", "no VolumeSnapshotClass"},
+		{"several without one default", []snapshotv1.VolumeSnapshotClass{snapshotClass("b", driver, false), snapshotClass("a", driver, false)}, "", "VolumeSnapshotClasses a, b all have driver"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := SnapshotClassFor(tt.classes, driver)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func newClient(g Gomega, objs ...client.Object) client.Client {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme} {
+		g.Expect(add(s)).To(Succeed())
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&volsyncv1alpha1.ReplicationSource{}, &volsyncv1alpha1.ReplicationDestination{}).Build()
+}
+
+func group() *v1alpha1.VolumeReplicationGroup {
+	return &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"}}
+}
+
+func pvcContext(vrg *v1alpha1.VolumeReplicationGroup) *replication.PVCContext {
+	return &replication.PVCContext{
+		VRG:              vrg,
+		PVC:              &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}},
+		PV:               &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}},
+		StorageClassName: "lab-file", Provisioner: driver, Interval: time.Minute,
+	}
+}
+
+func keySecret(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name}, Data: map[string][]byte{PSKKey: []byte("volsync:00")}}
+}
+
+func TestProtectWaitsForTheDestinationAndItsKeyThenSendsOnTheSchedule(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	cl := newClient(g, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))
+	b := New(cl, cl)
+
+	res := b.Protect(ctx, pvcContext(vrg))
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown))
+	g.Expect(res.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
+
+	key := KeySecretName("db", "data")
+	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{Destinations: []v1alpha1.VolSyncDestination{{
+		PVCNamespace: "app", PVCName: "data", Address: "volsync-data.app.lab", KeySecretName: key,
+	}}}
+	res = b.Protect(ctx, pvcContext(vrg))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown))
+	g.Expect(res.Message).To(ContainSubstring("key Secret app/" + key + " is not on this cluster yet"))
+
+	g.Expect(cl.Create(ctx, keySecret(key))).To(Succeed())
+	g.Expect(b.Protect(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rs)).To(Succeed())
+	g.Expect(rs.Labels).To(Equal(GroupLabels(vrg)))
+	g.Expect(rs.Spec.SourcePVC).To(Equal("data"))
+	g.Expect(rs.Spec.Trigger.Schedule).To(HaveValue(Equal("*/1 * * * *")))
+	g.Expect(rs.Spec.RsyncTLS.Address).To(HaveValue(Equal("volsync-data.app.lab")))
+	g.Expect(rs.Spec.RsyncTLS.KeySecret).To(HaveValue(Equal(key)))
+	g.Expect(rs.Spec.RsyncTLS.CopyMethod).To(Equal(volsyncv1alpha1.CopyMethodSnapshot))
+	g.Expect(rs.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal("lab-file-snapshot")))
+
+	pc := pvcContext(vrg)
+	pc.Interval = 10 * time.Second
+	g.Expect(b.Protect(ctx, pc).IsDone()).To(BeTrue())
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+	g.Expect(rs.Spec.Trigger).To(BeNil(), "below a minute the source syncs continuously")
+
+	pc.Interval = 90 * time.Second
+	res = b.Protect(ctx, pc)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeFailed))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+	g.Expect(res.Message).To(ContainSubstring("whole minutes"))
+}
+
+func TestAReplicationSourceOfAnotherGroupIsAConflict(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	key := KeySecretName("db", "data")
+	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{Destinations: []v1alpha1.VolSyncDestination{{PVCNamespace: "app", PVCName: "data", Address: "a.lab", KeySecretName: key}}}
+	foreign := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data",
+		Labels: map[string]string{LabelVRGName: "other", LabelVRGNamespace: "app"}}}
+	cl := newClient(g, ptr.To(snapshotClass("c", driver, false)), keySecret(key), foreign)
+	b := New(cl, cl)
+	res := b.Protect(ctx, pvcContext(vrg))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonReplicationConflict))
+	g.Expect(b.Demote(ctx, pvcContext(vrg), true).IsDone()).To(BeTrue(), "another group's source is left alone")
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(foreign), &volsyncv1alpha1.ReplicationSource{})).To(Succeed())
+}
+
+func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	vrg.Spec.FinalSyncRequest = "relocate-1"
+	rs := &volsyncv1alpha1.ReplicationSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)},
+		Spec: volsyncv1alpha1.ReplicationSourceSpec{SourcePVC: "data", Trigger: &volsyncv1alpha1.TriggerSpec{Schedule: ptr.To("*/1 * * * *")},
+			RsyncTLS: &volsyncv1alpha1.ReplicationSourceRsyncTLSSpec{Address: ptr.To("a.lab")}},
+	}
+	cl := newClient(g, rs)
+	b := New(cl, cl)
+
+	// A DR-owned PVC stands for the deleted PVC "data": it syncs through its source.
+	pc := pvcContext(vrg)
+	pc.PVC = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: FinalSyncPVCName("data"),
+		Annotations: map[string]string{AnnotationFinalSyncOf: "data"}}}
+	res := b.FinalSync(ctx, pc)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+	g.Expect(rs.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1"}), "the schedule stops, one manual sync is asked")
+	g.Expect(rs.Spec.SourcePVC).To(Equal(FinalSyncPVCName("data")))
+
+	rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{LastManualSync: "an-earlier-one"}
+	g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
+	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeFalse(), "an earlier manual sync does not count")
+	rs.Status.LastManualSync = "relocate-1"
+	g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
+	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeTrue())
+
+	missing := pvcContext(vrg)
+	missing.PVC = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "never-protected"}}
+	g.Expect(b.FinalSync(ctx, missing).Outcome).To(Equal(replication.OutcomeFailed), "a PVC without a source cannot carry its writes")
+}
+
+func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: driver}
+	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))
+	b := New(cl, cl)
+	rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: "data", StorageClassName: "lab-file",
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi")}
+
+	d, res := b.EnsureDestination(ctx, vrg, rp, "")
+	g.Expect(d).To(BeNil())
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry), "waiting for the address")
+	key := &corev1.Secret{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: KeySecretName("db", "data")}, key)).To(Succeed())
+	g.Expect(string(key.Data[PSKKey])).To(MatchRegexp("^volsync:[0-9a-f]{64}$"))
+	g.Expect(key.OwnerReferences).To(BeEmpty(), "the key outlives the destination: the hub copies it to the peer")
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rd)).To(Succeed())
+	g.Expect(rd.Spec.RsyncTLS.KeySecret).To(HaveValue(Equal(KeySecretName("db", "data"))))
+	g.Expect(rd.Spec.RsyncTLS.CopyMethod).To(Equal(volsyncv1alpha1.CopyMethodSnapshot))
+	g.Expect(rd.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal("lab-file-snapshot")))
+	g.Expect(rd.Spec.RsyncTLS.Capacity.String()).To(Equal("1Gi"))
+	g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(BeNil())
+
+	rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{Address: ptr.To("volsync-data.app.lab")}}
+	g.Expect(cl.Status().Update(ctx, rd)).To(Succeed())
+	d, res = b.EnsureDestination(ctx, vrg, rp, "data")
+	g.Expect(res.IsDone()).To(BeTrue())
+	g.Expect(d).To(Equal(&v1alpha1.VolSyncDestination{PVCNamespace: "app", PVCName: "data", Address: "volsync-data.app.lab", KeySecretName: KeySecretName("db", "data")}))
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rd), rd)).To(Succeed())
+	g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(HaveValue(Equal("data")), "a kept PVC becomes the destination's volume")
+	before := key.Data[PSKKey]
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(key), key)).To(Succeed())
+	g.Expect(key.Data[PSKKey]).To(Equal(before), "an existing key is kept")
+
+	rp.StorageClassName = "missing"
+	_, res = b.EnsureDestination(ctx, vrg, rp, "")
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonNotFound))
+}
+
+func TestDemoteRemovesTheSourceAndCleanupTheDestination(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	cl := newClient(g,
+		&volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}},
+		&volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}})
+	b := New(cl, cl)
+	g.Expect(b.Demote(ctx, pvcContext(vrg), true).Outcome).To(Equal(replication.OutcomeRetry), "waiting for the deletion")
+	g.Expect(b.Demote(ctx, pvcContext(vrg), true).IsDone()).To(BeTrue())
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationDestination{})).To(Succeed(), "demoting keeps the destination")
+	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
+}
