@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,8 +28,10 @@ import (
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // Options configure the agent.
@@ -57,11 +60,14 @@ type Options struct {
 	DisableFence bool
 }
 
-// NewScheme returns the types the agent reads and writes: client-go's, drover's and csi-addons
-// replication.
+// NewScheme returns the types the agent reads and writes: client-go's, drover's, csi-addons
+// replication, VolSync and VolumeSnapshot.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme,
+		volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme,
+	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("failed to build the agent's scheme: %w", err)
 		}
@@ -95,8 +101,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the agent's manager: %w", err)
 	}
-	// Backends are registered here, explicitly; VolSync joins when it is built.
-	backends, err := replication.NewRegistry(volrep.New(mgr.GetClient()))
+	// Backends are registered here, explicitly.
+	backends, err := replication.NewRegistry(volrep.New(mgr.GetClient()), volsync.New(mgr.GetClient(), mgr.GetAPIReader()))
 	if err != nil {
 		return nil, err
 	}

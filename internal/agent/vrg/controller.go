@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
@@ -119,6 +120,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
 		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
+		Watches(&volsyncv1alpha1.ReplicationSource{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
 		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs)).
 		Complete(r)
@@ -161,9 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // metadata: the stores hold the primary's, under the same keys.
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
-		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.fenceRelocation, r.demotePVCs, r.finishRelocation}
+		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.fenceRelocation, r.demotePVCs, r.continueVolSyncFinalSyncs, r.finishRelocation, r.receiveVolSync}
 	}
-	return []phase{r.parseSpec, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects}
+	return []phase{r.parseSpec, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects, r.primaryVolSync}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the

@@ -38,6 +38,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			pending = pending || !done
 		}
 	}
+	if done, err := r.unprotectVolSync(ctx, sc); err != nil {
+		errs = append(errs, err)
+	} else if !done {
+		pending = true
+	}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		store, err := r.store(ctx, profile)
 		if err == nil {

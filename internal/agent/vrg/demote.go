@@ -145,7 +145,13 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 	pc := &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
 	}
-	ps.result = demoter.Demote(ctx, pc, resync)
+	if fs, ok := backend.(replication.FinalSyncer); ok && finalSyncOpen(sc.vrg) {
+		// A backend that syncs on demand runs the relocation's final sync first; its demotion
+		// follows once finishRelocation recorded the sync, which the backend's Status proves.
+		ps.result = r.finalSyncPVC(ctx, sc, pc, fs)
+	} else {
+		ps.result = demoter.Demote(ctx, pc, resync)
+	}
 	if ps.sync, err = backend.Status(ctx, pc); err != nil {
 		return err
 	}

@@ -87,6 +87,9 @@ func (r *Reconciler) finishRelocation(ctx context.Context, sc *scope) (ctrl.Resu
 			return ctrl.Result{}, nil
 		}
 	}
+	if len(sc.finalSyncPending) > 0 {
+		return ctrl.Result{RequeueAfter: requeueFinalSync}, nil
+	}
 	if sc.vrg.Annotations[webhook.AnnotationFence] != "" {
 		if err := r.annotate(ctx, sc, webhook.AnnotationFence, ""); err != nil {
 			return ctrl.Result{}, err

@@ -97,6 +97,12 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	var errs []error
 	for _, pvc := range pvcs {
+		if handled, err := r.restoreVolSyncPVC(ctx, sc, pvc, pvs[pvc.Spec.VolumeName]); handled {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if err := r.restorePVC(ctx, sc.restore, pvc, pvs[pvc.Spec.VolumeName]); err != nil {
 			errs = append(errs, err)
 		}

@@ -44,6 +44,9 @@ type scope struct {
 	// demotes only then); finalSync, when set, is the final sync this pass proved.
 	fenced    bool
 	finalSync *v1alpha1.FinalSyncStatus
+	// finalSyncPending names the PVs whose final sync from a DR-owned PVC is not finished
+	// (volsync_finalsync.go); finishRelocation records no final sync while any.
+	finalSyncPending []string
 	// splitBrain holds the storage's messages for PVCs primary on both clusters; while any,
 	// no metadata is written.
 	splitBrain []string

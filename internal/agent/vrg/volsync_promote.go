@@ -1,0 +1,225 @@
+package vrg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/replication/volsync"
+)
+
+// Promotion of a VolSync PVC (DESIGN.md, PVC rule 2, for storage without mirroring). The stored
+// PV names a volume of the old primary's storage, which does not exist here, so it is never
+// restored; the stored PVC gives the name, labels and spec, and the data comes from this
+// cluster's ReplicationDestination of the PVC:
+//
+//   - no PVC of that name: it is created from the stored one without spec.volumeName and with
+//     a dataSourceRef to the destination's status.latestImage (a VolumeSnapshot), so the
+//     provisioner restores the last received sync into a new volume; no latest image is
+//     ReasonNoLatestImage (nothing was ever received, nothing to restore);
+//   - a PVC of that name that the destination received into (spec.rsyncTLS.destinationPVC,
+//     set by receiveVolSync for a PVC kept from an earlier role) and whose latest image is a
+//     snapshot of it: adopted. Every sync already rolled it forward; VolSync writes it only
+//     while a sync runs and the latest image is taken right after, so it holds that image or
+//     a newer complete sync (in the lab a transfer replaces the volume atomically). This is
+//     the roll-forward chosen over a restore into a kept PVC, which neither VolSync nor the
+//     lab can do in place;
+//   - any other PVC of that name: a conflict (ReasonPVCConflict), never overwritten: one that
+//     differs in StorageClass, access modes or size or is bound to a volume claimed by
+//     something else, or one that matches but did not receive the replication (its data is
+//     older than the peer's).
+//
+// The destinations are removed by primaryVolSync once the restore is complete (every PVC Bound:
+// the snapshot is copied), and each PVC gets its ReplicationSource from the backend's Protect.
+
+// AnnotationRestoredFrom marks a PVC restored from a VolSync image with the uid of the
+// ReplicationDestination it was restored from, so later passes of the same promotion recognise
+// it: every role of a cluster has its own destination, so a PVC left by an earlier promotion
+// never carries the uid of the current one.
+const AnnotationRestoredFrom = "drover.io/restored-from"
+
+// restoreVolSyncPVC restores or adopts one stored PVC whose StorageClass selects VolSync. It
+// reports whether the PVC is VolSync's (handled here); the outcome lands in sc.restore.
+func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *corev1.PersistentVolumeClaim, storedPV *corev1.PersistentVolume) (bool, error) {
+	vs := r.volSync()
+	if vs == nil {
+		return false, nil
+	}
+	className := ptrString(stored.Spec.StorageClassName)
+	provisioner, err := r.storedProvisioner(ctx, className, storedPV)
+	if err != nil {
+		return true, err
+	}
+	// A class that selects no backend is the volrep path's to report.
+	isVolSync := false
+	if b, selErr := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner); selErr == nil {
+		isVolSync = b.Name() == v1alpha1.BackendVolSync
+	}
+	if !isVolSync {
+		return false, nil
+	}
+	rs := sc.restore
+	key := stored.Namespace + "/" + stored.Name
+	rd, err := vs.Destination(ctx, sc.vrg, stored.Namespace, stored.Name)
+	if err != nil {
+		return true, err
+	}
+	image := volsync.LatestImage(rd)
+	pvc := &corev1.PersistentVolumeClaim{}
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(stored), pvc)
+	switch {
+	case apierrors.IsNotFound(err):
+		if image == nil {
+			rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, noImageMessage(key, rd)}
+			return true, nil
+		}
+		pvc = restoredVolSyncPVC(stored, image.Name)
+		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, AnnotationRestoredFrom, string(rd.UID))
+		if err := r.Client.Create(ctx, pvc, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return true, fmt.Errorf("failed to restore PVC %s: %w", key, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Restored PVC from the latest VolSync image", "pvc", klog.KObj(pvc), "snapshot", image.Name)
+		rs.restored++
+		rs.unbound = append(rs.unbound, key)
+		return true, nil
+	case err != nil:
+		return true, fmt.Errorf("failed to get PVC %s: %w", key, err)
+	}
+	restoredHere := rd != nil && pvc.Annotations[AnnotationRestoredFrom] == string(rd.UID)
+	if apimeta.IsStatusConditionTrue(sc.vrg.Status.Conditions, v1alpha1.ConditionClusterDataReady) &&
+		(rd == nil || restoredHere || volsync.DestinationPVC(rd) == pvc.Name) {
+		// The restore of this promotion completed in an earlier generation (the hub changed the
+		// spec since; a secondary resets the condition, so it is this promotion's) and the PVC
+		// is the one it restored or adopted, its destination perhaps gone since: it is this
+		// primary's own.
+		rs.adopted++
+		if pvc.Status.Phase != corev1.ClaimBound {
+			rs.unbound = append(rs.unbound, key)
+		}
+		return true, nil
+	}
+	if restoredHere {
+		// Restored by an earlier pass of this promotion (perhaps from an image a later sync
+		// has replaced since): counted as restored, as it was.
+		rs.restored++
+		if pvc.Status.Phase != corev1.ClaimBound {
+			rs.unbound = append(rs.unbound, key)
+		}
+		return true, nil
+	}
+	if msg, err := r.volSyncPVCMismatch(ctx, pvc, stored); err != nil || msg != "" {
+		if msg != "" {
+			rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, msg}
+		}
+		return true, err
+	}
+	if volsync.DestinationPVC(rd) != pvc.Name {
+		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, fmt.Sprintf(
+			"PVC %s exists on this cluster and matches, but did not receive the replication (it is not the volume of its ReplicationDestination), so its data is older than the peer's: drover does not overwrite it; delete it (and its data) if it is not needed, and the restore creates it from the latest snapshot",
+			key)}
+		return true, nil
+	}
+	rolled, err := r.imageOf(ctx, image, pvc)
+	if err != nil {
+		return true, err
+	}
+	if !rolled {
+		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, fmt.Sprintf(
+			"PVC %s is the volume of its ReplicationDestination but has not received a sync since (status.latestImage is not a snapshot of it): it holds data older than the peer's; drover waits for a sync, or delete it and restore from an image",
+			key)}
+		return true, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Adopted PVC rolled forward by its VolSync destination", "pvc", klog.KObj(pvc), "snapshot", image.Name)
+	rs.adopted++
+	if pvc.Status.Phase != corev1.ClaimBound {
+		rs.unbound = append(rs.unbound, key)
+	}
+	return true, nil
+}
+
+// storedProvisioner is the provisioner of a stored PVC's class here, or its stored PV's driver.
+func (r *Reconciler) storedProvisioner(ctx context.Context, className string, storedPV *corev1.PersistentVolume) (string, error) {
+	if storedPV == nil {
+		storedPV = &corev1.PersistentVolume{}
+	}
+	return r.provisioner(ctx, className, storedPV)
+}
+
+// imageOf reports whether image is a snapshot of pvc.
+func (r *Reconciler) imageOf(ctx context.Context, image *corev1.TypedLocalObjectReference, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	if image == nil {
+		return false, nil
+	}
+	snap := &snapshotv1.VolumeSnapshot{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pvc.Namespace, Name: image.Name}, snap); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", pvc.Namespace, image.Name, err)
+	}
+	return ptr.Deref(snap.Spec.Source.PersistentVolumeClaimName, "") == pvc.Name, nil
+}
+
+func noImageMessage(key string, rd *volsyncv1alpha1.ReplicationDestination) string {
+	if rd == nil {
+		return fmt.Sprintf("PVC %s cannot be restored: this cluster has no ReplicationDestination for it, so it never received the PVC's data; check that spec.volSync.receivePVCs listed it while this cluster was secondary", key)
+	}
+	return fmt.Sprintf("PVC %s cannot be restored: its ReplicationDestination on this cluster has not received a sync yet (no status.latestImage); nothing of its data is here", key)
+}
+
+// restoredVolSyncPVC is the PVC to create from its stored form: the same name, labels and spec,
+// no volume, and the snapshot as its data source.
+func restoredVolSyncPVC(stored *corev1.PersistentVolumeClaim, snapshot string) *corev1.PersistentVolumeClaim {
+	pvc := stored.DeepCopy()
+	pvc.TypeMeta = metav1.TypeMeta{}
+	pvc.Status = corev1.PersistentVolumeClaimStatus{}
+	pvc.Spec.VolumeName = ""
+	pvc.Spec.DataSource = nil
+	pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: snapshot}
+	for k := range pvc.Annotations {
+		if strings.HasPrefix(k, "pv.kubernetes.io/") || strings.HasPrefix(k, "volume.kubernetes.io/") || strings.HasPrefix(k, "volume.beta.kubernetes.io/") {
+			delete(pvc.Annotations, k)
+		}
+	}
+	return pvc
+}
+
+// volSyncPVCMismatch says how an existing PVC differs from the stored one in what makes it the
+// same claim for VolSync (StorageClass, access modes, requested size), or that it is bound to a
+// PV claimed by another PVC; "" when it matches.
+func (r *Reconciler) volSyncPVCMismatch(ctx context.Context, existing, stored *corev1.PersistentVolumeClaim) (string, error) {
+	key := existing.Namespace + "/" + existing.Name
+	rp := v1alpha1.VolSyncReceivePVC{
+		StorageClassName: ptrString(stored.Spec.StorageClassName), AccessModes: stored.Spec.AccessModes,
+		Capacity: stored.Spec.Resources.Requests[corev1.ResourceStorage],
+	}
+	diffs := receiveMismatch(existing, rp)
+	if existing.Spec.VolumeName != "" {
+		pv := &corev1.PersistentVolume{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: existing.Spec.VolumeName}, pv)
+		switch {
+		case err == nil:
+			if ref := pv.Spec.ClaimRef; ref != nil && (ref.Namespace != existing.Namespace || ref.Name != existing.Name || (ref.UID != "" && ref.UID != existing.UID)) {
+				diffs = strings.Trim(diffs+fmt.Sprintf(", PV %s claimed by %s/%s", pv.Name, ref.Namespace, ref.Name), ", ")
+			}
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("failed to get PV %s of PVC %s: %w", existing.Spec.VolumeName, key, err)
+		}
+	}
+	if diffs == "" {
+		return "", nil
+	}
+	return fmt.Sprintf("PVC %s exists on this cluster with %s: drover does not overwrite it; delete or rename it if it is not needed, and the restore continues", key, diffs), nil
+}

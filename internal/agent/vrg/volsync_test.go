@@ -1,0 +1,508 @@
+package vrg_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/records"
+	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/replication/volsync"
+)
+
+// volSyncClient is a client of a lab cluster that also knows VolSync's and the snapshot API's
+// types.
+func volSyncClient(t *testing.T, cluster string) client.Client {
+	t.Helper()
+	cl, err := testLab.Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// fileStatefulSet is a writer StatefulSet whose claims use the lab's file class (VolSync).
+func fileStatefulSet(namespace, name string, replicas int32) *appsv1.StatefulSet {
+	sts := writerStatefulSet(namespace, name, replicas, 100*time.Millisecond)
+	sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To(lab.FileStorageClass)
+	return sts
+}
+
+// volSyncVRG is primaryVRG with the lab's file class replicated by VolSync, every minute (the
+// finest VolSync schedule).
+func volSyncVRG(namespace string, profiles []v1alpha1.S3Profile, state v1alpha1.ReplicationState) *v1alpha1.VolumeReplicationGroup {
+	group := primaryVRG(namespace, "db", "db", "1m", profiles)
+	group.Spec.ReplicationState = state
+	group.Spec.StorageClassBackends = []v1alpha1.StorageClassBackend{{StorageClassName: lab.FileStorageClass, Backend: v1alpha1.BackendVolSync}}
+	return group
+}
+
+// hubCopy does for VolSync what the hub does between a primary's and a secondary's groups (the
+// contract in internal/replication/volsync's package documentation): the primary's VolSync
+// protectedPVCs become the secondary's receivePVCs; once the secondary reports want
+// destinations, they become the primary's destinations and each key Secret is copied to the
+// primary's cluster (same name and namespace, data only).
+func hubCopy(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
+	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
+	var receive []v1alpha1.VolSyncReceivePVC
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(primary.Get(ctx, client.ObjectKeyFromObject(pGroup), got)).To(Succeed())
+		receive = nil
+		for _, p := range got.Status.ProtectedPVCs {
+			if p.Backend != v1alpha1.BackendVolSync {
+				continue
+			}
+			g.Expect(p.Capacity).NotTo(BeNil())
+			receive = append(receive, v1alpha1.VolSyncReceivePVC{
+				PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
+				AccessModes: p.AccessModes, Capacity: *p.Capacity,
+			})
+		}
+		g.Expect(receive).To(HaveLen(want))
+	}).Should(Succeed(), "the primary reports its VolSync PVCs")
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(secondary.Get(ctx, client.ObjectKeyFromObject(sGroup), got)).To(Succeed())
+		if got.Spec.VolSync == nil {
+			got.Spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		got.Spec.VolSync.ReceivePVCs = receive
+		g.Expect(secondary.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	var dests []v1alpha1.VolSyncDestination
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(secondary.Get(ctx, client.ObjectKeyFromObject(sGroup), got)).To(Succeed())
+		dests = got.Status.VolSyncDestinations
+		g.Expect(dests).To(HaveLen(want))
+	}).Should(Succeed(), "the secondary reports a destination per PVC")
+	for _, d := range dests {
+		g.Expect(d.KeySecretName).To(Equal(volsync.KeySecretName(sGroup.Name, d.PVCName)), "the key Secret's name is derived from the group and the PVC")
+		key := &corev1.Secret{}
+		g.Expect(secondary.Get(ctx, client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}, key)).To(Succeed())
+		copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: key.Labels}, Data: key.Data}
+		g.Eventually(func(g Gomega) {
+			have := &corev1.Secret{}
+			err := primary.Get(ctx, client.ObjectKeyFromObject(copied), have)
+			if apierrors.IsNotFound(err) {
+				g.Expect(primary.Create(ctx, copied.DeepCopy())).To(Succeed())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			have.Data = key.Data
+			g.Expect(primary.Update(ctx, have)).To(Succeed())
+		}).Should(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(primary.Get(ctx, client.ObjectKeyFromObject(pGroup), got)).To(Succeed())
+		if got.Spec.VolSync == nil {
+			got.Spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		got.Spec.VolSync.Destinations = dests
+		g.Expect(primary.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// pvcImage is the lab volume handle of a PVC's PV.
+func pvcImage(ctx context.Context, g Gomega, cl client.Client, ns, name string) string {
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
+	g.Expect(pvc.Spec.VolumeName).NotTo(BeEmpty(), "PVC %s/%s is bound", ns, name)
+	pv := &corev1.PersistentVolume{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+	return pv.Spec.CSI.VolumeHandle
+}
+
+// runningWriters waits for the StatefulSet's n pods to run and returns their writer IDs by PVC.
+func runningWriters(ctx context.Context, g Gomega, cl client.Client, ns string, n int) map[string]string {
+	writers := map[string]string{}
+	g.Eventually(func(g Gomega) {
+		for i := range n {
+			pod := &corev1.Pod{}
+			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			writers[fmt.Sprintf("data-db-%d", i)] = storage.WriterID(pod)
+		}
+	}).Should(Succeed(), "the StatefulSet's pods run")
+	return writers
+}
+
+// volumeWatch records, from a watch, the PVCs created in a namespace and the last state of each
+// PV before it was deleted.
+type volumeWatch struct {
+	mu      sync.Mutex
+	pvcs    []string
+	lastPVs map[string]corev1.PersistentVolume
+	deleted []string
+}
+
+func watchVolumes(ctx context.Context, t *testing.T, g Gomega, cluster, ns string) *volumeWatch {
+	c, err := testLab.Cluster(cluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	wc, err := client.NewWithWatch(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	pvcs, err := wc.Watch(ctx, &corev1.PersistentVolumeClaimList{}, client.InNamespace(ns))
+	g.Expect(err).NotTo(HaveOccurred())
+	pvs, err := wc.Watch(ctx, &corev1.PersistentVolumeList{})
+	g.Expect(err).NotTo(HaveOccurred())
+	w := &volumeWatch{lastPVs: map[string]corev1.PersistentVolume{}}
+	go func() {
+		for e := range pvcs.ResultChan() {
+			if pvc, ok := e.Object.(*corev1.PersistentVolumeClaim); ok && e.Type == watch.Added {
+				w.mu.Lock()
+				w.pvcs = append(w.pvcs, pvc.Name)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		for e := range pvs.ResultChan() {
+			pv, ok := e.Object.(*corev1.PersistentVolume)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			if e.Type == watch.Deleted {
+				w.deleted = append(w.deleted, pv.Name)
+			} else {
+				w.lastPVs[pv.Name] = *pv
+			}
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { pvcs.Stop(); pvs.Stop() })
+	return w
+}
+
+func (w *volumeWatch) sawPVC(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.pvcs, name)
+}
+
+func (w *volumeWatch) lastPV(name string) (corev1.PersistentVolume, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pv, ok := w.lastPVs[name]
+	return pv, ok
+}
+
+// expectNoVolSyncObjects checks that no ReplicationSource or ReplicationDestination of kind is
+// left in a namespace.
+func countVolSync(ctx context.Context, g Gomega, cl client.Client, ns string) (sources, destinations []string) {
+	rss := &volsyncv1alpha1.ReplicationSourceList{}
+	g.Expect(cl.List(ctx, rss, client.InNamespace(ns))).To(Succeed())
+	for _, rs := range rss.Items {
+		sources = append(sources, rs.Name)
+	}
+	rds := &volsyncv1alpha1.ReplicationDestinationList{}
+	g.Expect(cl.List(ctx, rds, client.InNamespace(ns))).To(Succeed())
+	for _, rd := range rds.Items {
+		destinations = append(destinations, rd.Name)
+	}
+	return sources, destinations
+}
+
+// The VolSync story, driven through VolumeReplicationGroups with the hub's copies done by the
+// test (hubCopy): a StatefulSet of writers on east, its PVCs of the lab's file class replicated
+// by VolSync to west; east is lost and west's group, promoted with action Failover, restores
+// the PVCs from the latest snapshots with every record up to the last sync; east returns, its
+// StatefulSet's PVCs kept, is demoted with action Failover and becomes the destination,
+// receiving into its kept PVCs; the application is relocated back to east with no record lost,
+// one PVC deleted by the workload on the way (its final sync runs from a DR-owned PVC bound to
+// the retained PV); east adopts its rolled-forward PVCs; and unprotecting leaves nothing of
+// VolSync behind.
+func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volSyncClient(t, lab.East), volSyncClient(t, lab.West)
+
+	ns := "volsync-sts"
+	for _, cl := range []client.Client{east, west} {
+		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	profiles, _ := labS3Profiles(g)
+	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
+	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
+	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
+	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
+	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
+
+	// (a) Protect. Without a destination, east's PVCs say what they wait for.
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
+		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(dr.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), dr.Message)
+		g.Expect(dr.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
+	}).Should(Succeed(), "east's PVCs wait for their destinations")
+	protect := time.Now()
+	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
+	eastWriters := runningWriters(ctx, g, east, ns, 2)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
+			c := conditionOf(got.Status.Conditions, ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
+		}
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
+		g.Expect(got.Status.LastGroupSyncTime).NotTo(BeNil())
+		for pvc, writer := range eastWriters {
+			rs := &volsyncv1alpha1.ReplicationSource{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
+			g.Expect(rs.Spec.Trigger.Schedule).To(HaveValue(Equal("*/1 * * * *")))
+			g.Expect(rs.Spec.RsyncTLS.CopyMethod).To(Equal(volsyncv1alpha1.CopyMethodSnapshot))
+			rd := &volsyncv1alpha1.ReplicationDestination{}
+			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
+			g.Expect(rd.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal(lab.FileSnapshotClass)))
+			g.Expect(rd.Status.LatestImage).NotTo(BeNil())
+			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
+			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
+			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
+		}
+	}).Should(Succeed(), "east's PVCs sync to west's destinations and the records reach west")
+	t.Logf("protect: destinations given → east's records on west in %s", time.Since(protect).Round(time.Millisecond))
+
+	// (b) Fail over with east lost.
+	eastHandles := map[string]string{}
+	for pvc := range eastWriters {
+		eastHandles[pvc] = pvcImage(ctx, g, east, ns, pvc)
+	}
+	stopAgent(lab.East)
+	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	lostOnEast := map[string]records.Report{}
+	for pvc, handle := range eastHandles {
+		lostOnEast[pvc] = imageReport(g, lab.East, handle)
+	}
+	failover := time.Now()
+	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
+		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"))
+		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(dr.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), "with the peer lost, no destination: %s", dr.Message)
+		g.Expect(got.Status.VolSyncDestinations).To(BeEmpty(), "a primary receives nothing")
+		_, rds := countVolSync(ctx, g, west, ns)
+		g.Expect(rds).To(BeEmpty(), "west's destinations are removed once the PVCs are restored")
+	}).Should(Succeed(), "west's group restores the PVCs from the latest snapshots")
+	t.Logf("failover: action Failover → PVCs restored on west in %s", time.Since(failover).Round(time.Millisecond))
+	for pvc, writer := range eastWriters {
+		got := &corev1.PersistentVolumeClaim{}
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
+		g.Expect(got.Spec.DataSourceRef).NotTo(BeNil())
+		g.Expect(got.Spec.DataSourceRef.Kind).To(Equal("VolumeSnapshot"))
+		restored := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		wrote, _ := lostOnEast[pvc].Writer(writer)
+		kept, ok := restored.Writer(writer)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(kept.Gaps).To(BeEmpty())
+		g.Expect(kept.LastSeq).To(BeNumerically(">", 0))
+		diff := records.Compare(lostOnEast[pvc], restored)
+		g.Expect(diff.Writers).To(HaveLen(1))
+		g.Expect(diff.Writers[0].OnlyInB).To(BeEmpty(), "west has no record east did not write")
+		if wrote.LastSeq > kept.LastSeq {
+			g.Expect(diff.Writers[0].OnlyInA).To(Equal([]records.Range{{First: kept.LastSeq + 1, Last: wrote.LastSeq}}),
+				"what is lost is exactly what east wrote after the last sync")
+		}
+		t.Logf("failover, %s: east wrote %d records, west restored %d, lost %d written after the last sync", pvc, wrote.LastSeq, kept.LastSeq, wrote.LastSeq-kept.LastSeq)
+	}
+	g.Expect(west.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
+	westWriters := runningWriters(ctx, g, west, ns, 2)
+
+	// East returns; its StatefulSet is deleted, its PVCs kept; it is demoted with action
+	// Failover and becomes the destination.
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	g.Expect(startAgent(lab.East)).To(Succeed())
+	east = volSyncClient(t, lab.East)
+	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	demoted := time.Now()
+	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	g.Eventually(func(g Gomega) {
+		sources, _ := countVolSync(ctx, g, east, ns)
+		g.Expect(sources).To(BeEmpty(), "the old primary's sources are removed")
+	}).Should(Succeed())
+	hubCopy(ctx, g, west, westGroup, east, eastGroup, 2)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+		for pvc := range eastWriters {
+			rd := &volsyncv1alpha1.ReplicationDestination{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
+			g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(HaveValue(Equal(pvc)), "east receives into its kept PVC")
+			kept := &corev1.PersistentVolumeClaim{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, kept)).To(Succeed())
+			g.Expect(kept.DeletionTimestamp).To(BeNil())
+			g.Expect(pvcImage(ctx, g, east, ns, pvc)).To(Equal(eastHandles[pvc]), "the kept PVC is east's own volume")
+			w, ok := imageReport(g, lab.East, eastHandles[pvc]).Writer(westWriters[pvc])
+			g.Expect(ok).To(BeTrue(), "east's kept %s holds records of the west writer", pvc)
+			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
+		}
+		wg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), wg)).To(Succeed())
+		dr := conditionOf(wg.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
+		g.Expect(wg.Status.State).To(Equal(v1alpha1.StatePrimary))
+	}).Should(Succeed(), "east is the destination, receiving west's data into its kept PVCs")
+	t.Logf("old primary: action Failover → destination receiving into its kept PVCs in %s", time.Since(demoted).Round(time.Millisecond))
+
+	// (c) Relocate west → east; the workload deletes one of its PVCs on the way.
+	watched := watchVolumes(ctx, t, g, lab.West, ns)
+	westHandles := map[string]string{}
+	for pvc := range westWriters {
+		westHandles[pvc] = pvcImage(ctx, g, west, ns, pvc)
+	}
+	deletedPVC := &corev1.PersistentVolumeClaim{}
+	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-1"}, deletedPVC)).To(Succeed())
+	deletedPV := deletedPVC.Spec.VolumeName
+	const request = "relocate-1"
+	relocate := time.Now()
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
+		got.Spec.FinalSyncRequest = request
+		g.Expect(west.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	g.Expect(west.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	g.Expect(west.Delete(ctx, deletedPVC)).To(Succeed())
+	var wroteOnWest map[string]records.Report
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
+		// Nothing writes any more: the writers' logs are final.
+		wroteOnWest = map[string]records.Report{}
+		for pvc, handle := range westHandles {
+			wroteOnWest[pvc] = imageReport(g, lab.West, handle)
+		}
+	}).Should(Succeed(), "west's workload is stopped and its group fenced")
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		g.Expect(got.Status.FinalSync).NotTo(BeNil())
+		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+	}).Should(Succeed(), "west's group records the final sync and is Secondary")
+	t.Logf("relocate: action Relocate → final sync recorded on west in %s", time.Since(relocate).Round(time.Millisecond))
+	finalPVC := volsync.FinalSyncPVCName("data-db-1")
+	g.Expect(watched.sawPVC(finalPVC)).To(BeTrue(), "a DR-owned PVC carried the final sync of the deleted PVC")
+	g.Eventually(func(g Gomega) {
+		err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: finalPVC}, &corev1.PersistentVolumeClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the DR-owned PVC is deleted: %v", err)
+		err = west.Get(ctx, client.ObjectKey{Name: deletedPV}, &corev1.PersistentVolume{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the PV, given back its Delete policy and its deleted claim, is reclaimed: %v", err)
+	}).Should(Succeed())
+	last, ok := watched.lastPV(deletedPV)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(last.Spec.ClaimRef).NotTo(BeNil())
+	g.Expect(last.Spec.ClaimRef.Name).To(Equal("data-db-1"), "the PV's claimRef was restored")
+	g.Expect(last.Spec.ClaimRef.UID).To(Equal(deletedPVC.UID))
+	g.Expect(last.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimDelete), "the PV's reclaim policy was restored")
+	g.Expect(last.Annotations).NotTo(HaveKey(vrg.AnnotationOriginalReclaimPolicy))
+
+	promote := time.Now()
+	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
+		g.Expect(cdr.Message).To(ContainSubstring("(0 objects created, 2 adopted)"), "east adopts its rolled-forward PVCs")
+	}).Should(Succeed(), "east's group adopts the PVCs its destinations rolled forward")
+	t.Logf("relocate: action Relocate on east → PVCs adopted in %s (%s since the relocation began)",
+		time.Since(promote).Round(time.Millisecond), time.Since(relocate).Round(time.Millisecond))
+	for pvc, handle := range eastHandles {
+		onEast := imageReport(g, lab.East, handle)
+		wrote, ok := wroteOnWest[pvc].Writer(westWriters[pvc])
+		g.Expect(ok).To(BeTrue())
+		kept, ok := onEast.Writer(westWriters[pvc])
+		g.Expect(ok).To(BeTrue())
+		g.Expect(kept.Gaps).To(BeEmpty())
+		for _, w := range records.Compare(wroteOnWest[pvc], onEast).Writers {
+			g.Expect(w.OnlyInA).To(BeEmpty(), "%s: east lacks records of %s", pvc, w.Writer)
+		}
+		g.Expect(kept.LastSeq).To(BeNumerically(">=", wrote.LastSeq))
+		t.Logf("relocate, %s: the west writer wrote %d records, east holds %d, lost 0", pvc, wrote.LastSeq, kept.LastSeq)
+	}
+	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
+		sources, rds := countVolSync(ctx, g, east, ns)
+		g.Expect(sources).To(ConsistOf("data-db-0", "data-db-1"))
+		g.Expect(rds).To(BeEmpty())
+		sources, rds = countVolSync(ctx, g, west, ns)
+		g.Expect(sources).To(BeEmpty())
+		g.Expect(rds).To(ConsistOf("data-db-0", "data-db-1"))
+		rd := &volsyncv1alpha1.ReplicationDestination{}
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, rd)).To(Succeed())
+		g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(HaveValue(Equal("data-db-0")), "west receives into the PVC it kept")
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-1"}, rd)).To(Succeed())
+		g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(BeNil(), "the deleted PVC's destination has a volume of its own")
+	}).Should(Succeed(), "east is primary again with sources, west the destination")
+
+	// Unprotect both sides: nothing of VolSync is left, the reclaim policies are restored.
+	for _, c := range []struct {
+		cl    client.Client
+		group *v1alpha1.VolumeReplicationGroup
+	}{{east, eastGroup}, {west, westGroup}} {
+		g.Expect(c.cl.Delete(ctx, c.group.DeepCopy())).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		for _, cl := range []client.Client{east, west} {
+			err := cl.Get(ctx, client.ObjectKeyFromObject(eastGroup), &v1alpha1.VolumeReplicationGroup{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the group is gone: %v", err)
+			sources, rds := countVolSync(ctx, g, cl, ns)
+			g.Expect(sources).To(BeEmpty())
+			g.Expect(rds).To(BeEmpty())
+			for _, pvc := range []string{"data-db-0", "data-db-1"} {
+				err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: volsync.KeySecretName("db", pvc)}, &corev1.Secret{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "key Secret of %s: %v", pvc, err)
+			}
+		}
+		for pvc := range eastHandles {
+			got := &corev1.PersistentVolumeClaim{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got)).To(Succeed())
+			g.Expect(got.Finalizers).NotTo(ContainElement(vrg.PVCFinalizer))
+			pv := &corev1.PersistentVolume{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
+			g.Expect(pv.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimDelete))
+			g.Expect(pv.Annotations).NotTo(HaveKey(vrg.AnnotationOriginalReclaimPolicy))
+		}
+	}).Should(Succeed(), "unprotecting removes every VolSync object and restores the reclaim policies")
+}
