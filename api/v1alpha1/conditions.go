@@ -131,6 +131,10 @@ const (
 	// clusters; the agent stops writing metadata so a stale primary never overwrites the new
 	// primary's.
 	ReasonSplitBrain = "SplitBrain"
+	// ReasonStalePrimary (ClusterDataProtected, KubeObjectsReady): a store's primary marker
+	// names another cluster with a newer epoch: this group is a stale primary (its cluster was
+	// failed away from while unreachable) and writes nothing to any store until it is demoted.
+	ReasonStalePrimary = "StalePrimary"
 	// ReasonNoBackend (DataReady, DataProtected): no storageClassBackends entry matches a PVC's
 	// StorageClass.
 	ReasonNoBackend = "NoBackend"
