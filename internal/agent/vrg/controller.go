@@ -83,6 +83,8 @@ type Reconciler struct {
 	// its configuration: a relocation demotes only behind it. False refuses to demote for a
 	// relocation (FenceNotAvailable).
 	Fence bool
+	// ClusterName names this agent's cluster in the primary marker of the stores (epoch.go).
+	ClusterName string
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
@@ -110,6 +112,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return errors.New("the VolumeReplicationGroup reconciler needs a replication backend Registry")
 	case r.NewStore == nil:
 		return errors.New("the VolumeReplicationGroup reconciler needs a StoreFactory")
+	case r.ClusterName == "":
+		return errors.New("the VolumeReplicationGroup reconciler needs the name of its cluster")
 	}
 	if err := indexConsumers(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -166,7 +170,7 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
 		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.fenceRelocation, r.demotePVCs, r.continueVolSyncFinalSyncs, r.finishRelocation, r.receiveVolSync}
 	}
-	return []phase{r.parseSpec, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects, r.primaryVolSync}
+	return []phase{r.parseSpec, r.fenceStores, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects, r.primaryVolSync}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the

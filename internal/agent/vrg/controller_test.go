@@ -86,7 +86,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r = &Reconciler{Client: c, APIReader: c, Backends: backends, NewStore: func(p objectstore.Profile) (objectstore.Store, error) {
+	f.r = &Reconciler{Client: c, APIReader: c, Backends: backends, ClusterName: "east", NewStore: func(p objectstore.Profile) (objectstore.Store, error) {
 		return f.stores[p.Name], nil
 	}}
 	return f
@@ -178,7 +178,7 @@ func TestReconcileProtectsBoundPVCsAndReportsTheRest(t *testing.T) {
 	g.Expect(cdp.Message).To(ContainSubstring("the metadata is written to S3 profiles s3-east"))
 	g.Expect(vrg.Status.ObservedGeneration).To(BeZero())
 
-	keys, err := f.stores["s3-east"].List(ctx, "app/db/")
+	keys, err := f.stores["s3-east"].List(ctx, "app/db/pv")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(keys).To(ConsistOf("app/db/pvs/pv-0.json", "app/db/pvcs/app/data-db-0.json"),
 		"s3-east holds the replicating PVC; the unbound and the VolSync PVC are not stored")
@@ -215,7 +215,7 @@ func TestReconcileRetainsOnceAndSucceedsWhenEverythingIsProtected(t *testing.T) 
 	g.Expect(vrg.Status.ObservedGeneration).To(Equal(vrg.Generation))
 	g.Expect(vrg.Status.LastGroupSyncTime.Time).To(BeTemporally("==", t0))
 	for _, s := range f.stores {
-		keys, _ := s.List(ctx, "app/db/")
+		keys, _ := s.List(ctx, "app/db/pv")
 		g.Expect(keys).To(HaveLen(2), "store %s", s.Name())
 	}
 }
@@ -257,7 +257,7 @@ func TestADeletedPVCIsReleasedSoItsDeletionCompletes(t *testing.T) {
 	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "pv-0"}, gotPV)).To(Succeed())
 	g.Expect(gotPV.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimDelete), "the original policy is back")
 	g.Expect(gotPV.Annotations).NotTo(HaveKey(AnnotationOriginalReclaimPolicy))
-	keys, _ := store.List(ctx, "app/db/")
+	keys, _ := store.List(ctx, "app/db/pv")
 	g.Expect(keys).To(BeEmpty(), "its metadata is removed from the stores")
 	g.Expect(f.group(g).Status.ProtectedPVCs).To(BeEmpty())
 }
@@ -278,7 +278,7 @@ func TestADeletedPVCStaysProtectedDuringARelocation(t *testing.T) {
 	got := &corev1.PersistentVolumeClaim{}
 	g.Expect(f.client.Get(ctx, client.ObjectKeyFromObject(pvc), got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ContainElement(PVCFinalizer), "the final sync still needs it")
-	keys, _ := f.stores["s3-east"].List(ctx, "app/db/")
+	keys, _ := f.stores["s3-east"].List(ctx, "app/db/pv")
 	g.Expect(keys).To(HaveLen(2), "its metadata stays for the peer's restore")
 }
 

@@ -109,13 +109,19 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 	if sc.restore != nil && !sc.restore.complete() {
 		return ctrl.Result{}, nil
 	}
+	if sc.epoch.isStale() {
+		sc.kubeObjectsReady = ptrTo(condition(v1alpha1.ConditionKubeObjectsReady, false, v1alpha1.ReasonStalePrimary,
+			"the objects are not captured: "+staleMessage(sc.epoch)))
+		return ctrl.Result{}, nil
+	}
 	if len(sc.splitBrain) > 0 {
 		sc.kubeObjectsReady = ptrTo(condition(v1alpha1.ConditionKubeObjectsReady, false, v1alpha1.ReasonSplitBrain,
 			"the objects are not captured: the storage reports PVCs primary on both clusters, and this cluster may be the stale primary; demote the stale group (secondary, action Failover)"))
 		return ctrl.Result{}, nil
 	}
 	now := time.Now()
-	if wait := captureDueIn(sc.vrg, sc.interval, now); wait > 0 {
+	// A store caught up by the fence this pass gets this primary's capture at once.
+	if wait := captureDueIn(sc.vrg, sc.interval, now); wait > 0 && len(sc.epoch.caughtUpStores()) == 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	cr, err := r.writeCapture(ctx, sc, sel, now)
@@ -188,7 +194,12 @@ func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobject
 	}
 	cr := &captureResult{at: now, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		store, err := r.store(ctx, profile)
+		// A store whose marker could not be read is not written this pass.
+		err := sc.epoch.writable(profile.Name)
+		var store objectstore.Store
+		if err == nil {
+			store, err = r.store(ctx, profile)
+		}
 		if err == nil {
 			err = store.Put(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey, body)
 		}
@@ -354,7 +365,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonInvalidSpec, err.Error()))
 		return ctrl.Result{}, nil
 	}
-	if action == v1alpha1.ActionRelocate && needsFinalCapture(sc.vrg) {
+	if action == v1alpha1.ActionRelocate && needsFinalCapture(sc.vrg) && !r.staleDemotion(ctx, sc) {
 		cr, err := r.writeCapture(ctx, sc, sel, time.Now())
 		if err != nil || !cr.written() {
 			c := captureCondition(cr, err, false)

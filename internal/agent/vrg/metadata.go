@@ -135,19 +135,31 @@ func metadataObjects(sc *scope) (objects map[string][]byte, keep map[string]bool
 // the metadata of PVCs no longer selected. A store that fails is reported and retried; the
 // others are still written, so the loss of one store loses nothing.
 func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if sc.epoch.isStale() {
+		// A newer primary holds the group (epoch.go): nothing is written to any store.
+		return ctrl.Result{}, nil
+	}
 	if sc.restore != nil && !sc.restore.complete() {
 		// The stores hold the peer's metadata, which the unfinished restore still reads; this
 		// cluster's PVCs are not the whole group yet, and writing them would delete the rest.
 		sc.metadataDeferred = true
 		return ctrl.Result{}, nil
 	}
+	var splitBrain []string
 	for _, ps := range sc.pvcs {
 		if ps.sync.SplitBrain != "" {
-			// This cluster may be the stale primary: its metadata must never overwrite the
-			// new primary's. Neither side can tell which it is, so both stop writing until
-			// one is demoted.
-			sc.splitBrain = append(sc.splitBrain, ps.sync.SplitBrain)
+			splitBrain = append(splitBrain, ps.sync.SplitBrain)
 		}
+	}
+	if len(splitBrain) > 0 && sc.epoch.provenNewest() {
+		// Every store was read and none holds a newer claim: this group is the newest primary,
+		// and the other is the stale one, which the store fence stops.
+		ctrl.LoggerFrom(ctx).Info("Writing metadata despite a split brain: every store shows this group holds the newest epoch", "pvcs", len(splitBrain))
+	} else if len(splitBrain) > 0 {
+		// This cluster may be the stale primary: its metadata must never overwrite the new
+		// primary's. Without every store's marker neither side can tell which it is, so both
+		// stop writing until one is demoted.
+		sc.splitBrain = splitBrain
 	}
 	if len(sc.splitBrain) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Not writing metadata: the storage reports a split brain", "pvcs", len(sc.splitBrain))
@@ -161,7 +173,12 @@ func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Resul
 	prefix := StorePrefix(sc.vrg)
 	var errs []error
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		store, err := r.store(ctx, profile)
+		// A store whose marker could not be read is not written this pass.
+		err := sc.epoch.writable(profile.Name)
+		var store objectstore.Store
+		if err == nil {
+			store, err = r.store(ctx, profile)
+		}
 		if err == nil {
 			err = SyncObjects(ctx, store, prefix, objects, keep)
 		}

@@ -184,7 +184,7 @@ func TestLeftoversThatMatchAreAdoptedAndCollisionsAreReportedAndLeftUntouched(t 
 	g.Expect(dr.Reason).To(Equal(v1alpha1.ReasonPVCConflict))
 	g.Expect(pvcCondition(g, got, "data-db-0", v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue), "the others proceed")
 	g.Expect(f.backend.Protected()).NotTo(ContainElement("app/data-db-1"))
-	keys, err := f.stores["s3-east"].List(ctx, "app/db/")
+	keys, err := f.stores["s3-east"].List(ctx, "app/db/pv")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(keys).To(HaveLen(6), "the stored metadata is kept for the restore to finish")
 	body, err := f.stores["s3-east"].Get(ctx, PVCKey("app/db/", "app", "data-db-1"))

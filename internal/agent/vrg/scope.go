@@ -50,6 +50,9 @@ type scope struct {
 	// splitBrain holds the storage's messages for PVCs primary on both clusters; while any,
 	// no metadata is written.
 	splitBrain []string
+	// epoch is what the store fence decided (epoch.go); nil on a secondary. A stale primary
+	// writes nothing to any store.
+	epoch *epochState
 	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
 	// leaves the condition as it was (no capture was due).
 	kubeObjectsReady *metav1.Condition

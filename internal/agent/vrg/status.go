@@ -55,6 +55,9 @@ func computeStatus(sc *scope, succeeded bool) {
 	if len(sc.splitBrain) > 0 {
 		clusterData = splitBrainCondition(sc.splitBrain)
 	}
+	if sc.epoch.isStale() {
+		clusterData = staleCondition(sc.epoch)
+	}
 	if sc.metadataDeferred {
 		clusterData = condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonProgressing,
 			"the metadata is written once the restore completes (ClusterDataReady)")

@@ -1,0 +1,313 @@
+package vrg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// Fencing stale primaries through the stores (DESIGN.md, PVC rule 7). The storage's split brain
+// signal is symmetric (neither side can tell which one is stale) and VolSync has none, so the
+// stores carry the answer: each group's prefix holds a marker, primary.json, naming the cluster
+// whose primary last claimed the group and its epoch. A promotion claims epoch = max over every
+// readable store + 1; the claim is recorded on the group first (an annotation: it cannot be
+// re-observed, and an agent restarted mid-promotion must not claim again), then written to
+// every store it reaches. Before any write, a primary reads each store's marker (one small GET
+// per store per pass): a higher epoch there, or the same epoch claimed by another cluster, means
+// this group is a stale primary, and it writes nothing to any store until the hub demotes it; a
+// lower or missing epoch is a store that was down during the promotion, and the primary catches
+// it up, marker first, then its metadata and a capture.
+//
+// The check and the writes that follow are not atomic (S3 has no conditional write the lab's
+// stores honour), so a stale primary that read a store just before the new primary claimed it
+// may write once more; its next pass stops. The new primary claims before it restores, and its
+// next pass rewrites what it keeps in the stores.
+const (
+	// MarkerKey is the key of the primary marker under a group's prefix.
+	MarkerKey = "primary.json"
+	// AnnotationPrimaryEpoch records the epoch this cluster's group claimed, as JSON
+	// ({"epoch":N,"generation":G,"since":T}): G is the generation whose promotion claimed it.
+	AnnotationPrimaryEpoch = "drover.io/primary-epoch"
+)
+
+// PrimaryMarker is the object at <prefix>primary.json: the cluster whose primary holds the
+// group, the epoch of its claim and when it claimed it.
+type PrimaryMarker struct {
+	Cluster string      `json:"cluster"`
+	Epoch   int64       `json:"epoch"`
+	Since   metav1.Time `json:"since"`
+}
+
+// epochClaim is the value of AnnotationPrimaryEpoch.
+type epochClaim struct {
+	Epoch      int64       `json:"epoch"`
+	Generation int64       `json:"generation"`
+	Since      metav1.Time `json:"since"`
+}
+
+// storeMarker is what reading one store's marker returned.
+type storeMarker struct {
+	name  string
+	store objectstore.Store
+	// marker is nil when the store holds none.
+	marker *PrimaryMarker
+	// err is set when the store could not be read (or its marker decoded).
+	err error
+}
+
+// epochState is what the fence decided in one pass; nil when it did not run (a secondary).
+type epochState struct {
+	own PrimaryMarker
+	// stale, when set, is the newer claim found and the store holding it: nothing is written.
+	stale      *PrimaryMarker
+	staleStore string
+	// failed are the stores whose marker could not be read or caught up, with the error; no
+	// data is written to them this pass.
+	failed map[string]error
+	// caughtUp are the stores whose marker named an older epoch and was rewritten this pass:
+	// they hold an older primary's data, which this pass replaces. (A store without a marker
+	// gets one too, but is not listed: it is new to this group, or missed its first claim.)
+	caughtUp []string
+	// newest is true when every store was read and none holds a newer claim: this group is
+	// the newest primary, proven by the stores.
+	newest bool
+}
+
+// isStale reports whether the group must write nothing because a newer primary claimed it.
+func (e *epochState) isStale() bool { return e != nil && e.stale != nil }
+
+// provenNewest reports whether every store was read and none holds a newer claim.
+func (e *epochState) provenNewest() bool { return e != nil && e.stale == nil && e.newest }
+
+// writable returns nil when data may be written to a store this pass, else why not.
+func (e *epochState) writable(store string) error {
+	if e == nil {
+		return nil
+	}
+	return e.failed[store]
+}
+
+// nextEpoch is one more than the highest epoch in the readable stores; ok is false when no
+// store could be read, and then no epoch can be claimed.
+func nextEpoch(markers []storeMarker) (epoch int64, ok bool) {
+	for _, m := range markers {
+		if m.err != nil {
+			continue
+		}
+		ok = true
+		if m.marker != nil && m.marker.Epoch > epoch {
+			epoch = m.marker.Epoch
+		}
+	}
+	return epoch + 1, ok
+}
+
+// needsClaim reports whether the group claims a new epoch this pass: a promotion (a primary with
+// action Failover or Relocate whose restore is not complete) that has not claimed for its
+// generation, or a first protection: a primary that never claimed, and whose readable stores
+// hold no marker.
+func needsClaim(vrg *v1alpha1.VolumeReplicationGroup, claim *epochClaim, markers []storeMarker) bool {
+	if promoting(vrg) && !restoreCompleted(vrg) {
+		return claim == nil || claim.Generation != vrg.Generation
+	}
+	if claim != nil {
+		return false
+	}
+	for _, m := range markers {
+		if m.err == nil && m.marker != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeEpoch compares the group's own claim with every store's marker. A store whose marker is
+// newer, or of the same epoch but another cluster (two promotions that could not see each
+// other's stores: both stop, as for a split brain), makes the group stale; a store whose marker
+// is older or missing is lagging and is to be caught up.
+func judgeEpoch(own PrimaryMarker, markers []storeMarker) (state *epochState, lagging []storeMarker) {
+	state = &epochState{own: own, failed: map[string]error{}, newest: true}
+	for _, m := range markers {
+		switch {
+		case m.err != nil:
+			state.failed[m.name] = m.err
+			state.newest = false
+		case m.marker == nil || m.marker.Epoch < own.Epoch:
+			lagging = append(lagging, m)
+		case m.marker.Epoch > own.Epoch || m.marker.Cluster != own.Cluster:
+			if state.stale == nil || m.marker.Epoch > state.stale.Epoch {
+				state.stale, state.staleStore = m.marker, m.name
+			}
+		}
+	}
+	return state, lagging
+}
+
+// fenceStores is the primary's phase before the restore and any write to a store: it claims an
+// epoch when the group is promoted (or first protected), reads every store's marker, and
+// decides whether this group is a stale primary (sc.epoch); a lagging store gets its marker.
+func (r *Reconciler) fenceStores(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	markers := r.readMarkers(ctx, sc)
+	claim, err := epochClaimOf(sc.vrg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if needsClaim(sc.vrg, claim, markers) {
+		epoch, ok := nextEpoch(markers)
+		if !ok {
+			// Nothing can be written anyway: every store failed, and each is reported.
+			sc.epoch, _ = judgeEpoch(PrimaryMarker{Cluster: r.ClusterName}, markers)
+			return ctrl.Result{}, fmt.Errorf("failed to claim VolumeReplicationGroup %s as primary: no S3 profile could be read", klog.KObj(sc.vrg))
+		}
+		claim = &epochClaim{Epoch: epoch, Generation: sc.vrg.Generation, Since: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+		value, err := json.Marshal(claim)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to encode the epoch of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
+		}
+		// Recorded on the group before any store holds it: a restarted agent finds its claim
+		// and does not claim again.
+		if err := r.annotate(ctx, sc, AnnotationPrimaryEpoch, string(value)); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.Info("Claimed the group as primary", "epoch", epoch)
+	}
+	var own PrimaryMarker
+	if claim != nil {
+		own = PrimaryMarker{Cluster: r.ClusterName, Epoch: claim.Epoch, Since: claim.Since}
+	} else {
+		own = PrimaryMarker{Cluster: r.ClusterName}
+	}
+	state, lagging := judgeEpoch(own, markers)
+	sc.epoch = state
+	if state.isStale() {
+		log.Info("Not writing to the S3 profiles: a newer primary holds the group",
+			"holder", state.stale.Cluster, "epoch", state.stale.Epoch, "ownEpoch", own.Epoch, "store", state.staleStore)
+		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
+	}
+	body, err := json.Marshal(own)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to encode the primary marker of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
+	}
+	for _, m := range lagging {
+		if own.Epoch == 0 {
+			break // never claimed: nothing to catch up with
+		}
+		if err := m.store.Put(ctx, StorePrefix(sc.vrg)+MarkerKey, body); err != nil {
+			state.failed[m.name] = err
+			state.newest = false
+			continue
+		}
+		if m.marker != nil {
+			// The store holds an older primary's claim, and so its data: the metadata phase
+			// rewrites that, and caughtUp has the capture written at once.
+			state.caughtUp = append(state.caughtUp, m.name)
+			log.Info("Caught up an S3 profile that missed the group's claim", "store", m.name, "from", m.marker.Epoch, "epoch", own.Epoch)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// readMarkers reads the marker of every S3 profile of the group, in spec order.
+func (r *Reconciler) readMarkers(ctx context.Context, sc *scope) []storeMarker {
+	out := make([]storeMarker, 0, len(sc.vrg.Spec.S3Profiles))
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		m := storeMarker{name: profile.Name}
+		m.store, m.err = r.store(ctx, profile)
+		if m.err == nil {
+			m.marker, m.err = ReadMarker(ctx, m.store, StorePrefix(sc.vrg))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ReadMarker reads the primary marker under a group's prefix; nil when there is none.
+func ReadMarker(ctx context.Context, store objectstore.Store, prefix string) (*PrimaryMarker, error) {
+	body, err := store.Get(ctx, prefix+MarkerKey)
+	if errors.Is(err, objectstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &PrimaryMarker{}
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
+	}
+	return m, nil
+}
+
+// epochClaimOf reads the group's claim; nil when it never claimed.
+func epochClaimOf(vrg *v1alpha1.VolumeReplicationGroup) (*epochClaim, error) {
+	value, ok := vrg.Annotations[AnnotationPrimaryEpoch]
+	if !ok || value == "" {
+		return nil, nil
+	}
+	c := &epochClaim{}
+	if err := json.Unmarshal([]byte(value), c); err != nil {
+		// Only a person can have written it: a claim is never guessed, since a wrong one
+		// could let a stale primary write.
+		return nil, fmt.Errorf("failed to decode annotation %s of VolumeReplicationGroup %s (%q): %w; remove it to claim anew",
+			AnnotationPrimaryEpoch, klog.KObj(vrg), value, err)
+	}
+	return c, nil
+}
+
+// staleCondition is ClusterDataProtected of a stale primary: nothing is written to any store.
+func staleCondition(e *epochState) metav1.Condition {
+	return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonStalePrimary, staleMessage(e))
+}
+
+func staleMessage(e *epochState) string {
+	own := "no epoch"
+	if e.own.Epoch > 0 {
+		own = "epoch " + strconv.FormatInt(e.own.Epoch, 10)
+	}
+	return fmt.Sprintf("this cluster is a stale primary: cluster %s holds the group with epoch %d (claimed %s, read from S3 profile %s), this group has %s; "+
+		"nothing is written to any S3 profile, so the new primary's metadata and objects are kept. The hub demotes this group when it reaches it; "+
+		"if this cluster must be primary instead, fail over or relocate to it",
+		e.stale.Cluster, e.stale.Epoch, e.stale.Since.UTC().Format(time.RFC3339), e.staleStore, own)
+}
+
+// caughtUpStores are the stores that held an older primary's claim until this pass.
+func (e *epochState) caughtUpStores() []string {
+	if e == nil {
+		return nil
+	}
+	return e.caughtUp
+}
+
+// staleDemotion reports, for a relocation's demoting group about to write its final capture,
+// whether a newer primary already holds the group: then the capture is not written (it would
+// overwrite the newer primary's) and the demotion goes on. It claims nothing and catches up
+// nothing; sc.epoch keeps the stores whose marker could not be read out of the capture.
+func (r *Reconciler) staleDemotion(ctx context.Context, sc *scope) bool {
+	own := PrimaryMarker{Cluster: r.ClusterName}
+	claim, err := epochClaimOf(sc.vrg)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Not writing the final capture")
+		return true
+	}
+	if claim != nil {
+		own.Epoch, own.Since = claim.Epoch, claim.Since
+	}
+	// A group that never claimed (epoch 0) is stale as soon as any store holds a marker.
+	sc.epoch, _ = judgeEpoch(own, r.readMarkers(ctx, sc))
+	if sc.epoch.isStale() {
+		ctrl.LoggerFrom(ctx).Info("Not writing the final capture: a newer primary holds the group",
+			"holder", sc.epoch.stale.Cluster, "epoch", sc.epoch.stale.Epoch)
+		return true
+	}
+	return false
+}
