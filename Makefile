@@ -17,6 +17,10 @@ help: ## List the targets
 tools: ## Build the lab's control-plane binaries into bin/ (only those missing or out of date)
 	@hack/build-tools.sh lab
 
+.PHONY: tools-argocd
+tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (~7 min cold)
+	@hack/build-tools.sh argocd
+
 .PHONY: build
 build: ## Build bin/drover
 	$(GO) build -o $(BIN)/drover ./cmd/drover
@@ -30,6 +34,14 @@ demo: tools build ## Bring the lab up and show its status (the full DR story lan
 test: tools ## Run all tests (unit tests and tests against the lab's real API servers)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-argocd
+test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo CD (-tags argocd; not part of make test)
+	$(GO) test -count=1 -tags argocd -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./internal/lab/argocd/
+
+.PHONY: bench-argocd
+bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
+	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/
+
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRD YAML with the pinned controller-gen
 	@hack/build-tools.sh codegen
@@ -38,7 +50,7 @@ generate: ## Regenerate deepcopy code and CRD YAML with the pinned controller-ge
 .PHONY: verify
 verify: generate ## Regenerate and fail when generated files or formatting differ from what is committed
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@for d in . hack/tools/*/; do (cd $$d && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$d"; exit 1; }; done
+	@for d in . hack/tools/*/; do (cd $$d && GOTOOLCHAIN=$$(awk '$$1 == "toolchain" { print $$2 }' go.mod | grep . || echo local) $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$d"; exit 1; }; done
 	@git diff --exit-code -- api config internal || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config internal)" || { git status --porcelain -- api config internal; echo "untracked generated files: commit them"; exit 1; }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
-#   hack/build-tools.sh [lab|codegen|lint|all|NAME...]
+#   hack/build-tools.sh [lab|codegen|lint|argocd|all|NAME...]
 # lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw.
+# argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
+# opt-in, `make tools-argocd`, and not part of all: CI does not need it.
+# A tools module whose go.mod has a `toolchain` line is built with that Go toolchain (the go
+# command fetches it from the proxy once); the others with the machine's Go.
 # The build flags never change between runs on purpose: a different flag set throws away the
 # whole Go build cache for k8s.io/kubernetes (6+ minutes on 2 cores).
 set -euo pipefail
@@ -31,14 +35,24 @@ spec() {
     versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
     golangci-lint) echo "lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-s -w|about 3 min cold" ;;
+    argocd) echo "argocd|github.com/argoproj/argo-cd/v3/cmd|-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.6.1|about 7 min cold, 3 GB of memory" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
   esac
+}
+
+# toolchain prints the Go toolchain a tools module builds with.
+toolchain() {
+  local tc
+  tc=$(awk '$1 == "toolchain" { print $2 }' "$tools/$1/go.mod")
+  echo "${tc:-local}"
 }
 
 build() {
   local name=$1 dir pkg ldflags hint
   IFS='|' read -r dir pkg ldflags hint < <(spec "$name")
   local stamp
+  local -x GOTOOLCHAIN
+  GOTOOLCHAIN=$(toolchain "$dir")
   stamp=$(cat "$tools/$dir/go.mod" "$tools/$dir/go.sum" <(go version) <(echo "$ldflags") | sha256sum | cut -c1-16)
   if [[ -x "$bin/$name" && "$(cat "$bin/.stamps/$name" 2>/dev/null)" == "$stamp" ]]; then
     return 0
@@ -64,10 +78,46 @@ for arg in "$@"; do
     codegen) targets+=(controller-gen) ;;
     lint) targets+=(golangci-lint) ;;
     all) targets+=("${lab[@]}" controller-gen golangci-lint) ;;
+    argocd) targets+=(argocd redis-server) ;;
     *) targets+=("$arg") ;;
   esac
 done
-for t in "${targets[@]}"; do build "$t"; done
+# redis-server comes from Debian (Argo CD's application controller caches in it). Installed once
+# with apt-get as root; otherwise the error says what to run.
+install_redis() {
+  command -v redis-server >/dev/null && return 0
+  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    echo "build-tools: redis-server is missing; install it as root: apt-get install -y redis-server" >&2
+    return 1
+  fi
+  echo "build-tools: installing redis-server with apt-get..."
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null; then
+    apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null ||
+      { echo "build-tools: apt-get install redis-server failed; see the errors above" >&2; return 1; }
+  fi
+  echo "build-tools: installed $(redis-server --version | cut -d' ' -f1-3)"
+}
+
+for t in "${targets[@]}"; do
+  case "$t" in
+    redis-server) install_redis ;;
+    *) build "$t" ;;
+  esac
+done
+
+# From the argo-cd module, next to the binary: its CRDs (2 MB, so not committed; the lab installs
+# them on the hub) and the two scripts its repo-server runs git through, found on PATH (the lab
+# puts bin/argocd-path first on the repo-server's PATH).
+if [[ " ${targets[*]} " == *" argocd "* ]]; then
+  argocd_dir=$(cd "$tools/argocd" && GOTOOLCHAIN=$(toolchain argocd) go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+  mkdir -p "$bin/argocd-path" "$bin/argocd-crds"
+  for f in git-verify-wrapper.sh git-ask-pass.sh; do
+    cmp -s "$argocd_dir/hack/$f" "$bin/argocd-path/$f" || install -m 0755 "$argocd_dir/hack/$f" "$bin/argocd-path/$f"
+  done
+  for f in application-crd.yaml applicationset-crd.yaml appproject-crd.yaml; do
+    cmp -s "$argocd_dir/manifests/crds/$f" "$bin/argocd-crds/$f" || install -m 0644 "$argocd_dir/manifests/crds/$f" "$bin/argocd-crds/$f"
+  done
+fi
 
 # kwok needs stage definitions (how fake nodes and pods change state). They ship inside the kwok
 # module; the lab uses the fast node and pod stages and the lease heartbeat, concatenated.
