@@ -8,6 +8,7 @@ BIN := $(CURDIR)/bin
 # make test stays under ~20 minutes on a warm 2-core machine; the long matrix is test-e2e.
 TEST_TIMEOUT ?= 25m
 GO_TEST_FLAGS ?=
+DEMO_FLAGS ?=
 
 .PHONY: help
 help: ## List the targets
@@ -26,13 +27,16 @@ build: ## Build bin/drover
 	$(GO) build -o $(BIN)/drover ./cmd/drover
 
 .PHONY: demo
-demo: tools build ## Bring the lab up and show its status (the full DR story lands with the demo issue)
-	$(BIN)/drover lab up
-	$(BIN)/drover lab status --verbose
+demo: tools build ## The whole DR story in the lab: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
+	$(BIN)/drover demo $(DEMO_FLAGS)
 
 .PHONY: test
-test: tools ## Run all tests (unit tests and tests against the lab's real API servers)
+test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-e2e
+test-e2e: tools ## Run the whole end-to-end matrix: workload x backend x mode (~40 min)
+	DROVER_E2E=full $(GO) test -count=1 -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
 
 .PHONY: test-argocd
 test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo CD (-tags argocd; not part of make test)

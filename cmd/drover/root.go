@@ -13,7 +13,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand())
+	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())
 	addCLICommands(root)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -39,16 +40,13 @@ func PrintTable(w io.Writer, steps []Step) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACTION\tFROM → TO\tDURATION\tRECORDS KEPT\tRECORDS LOST\tEXPECTED LOSS BOUND\tCHECK")
 	for _, s := range steps {
-		bound := "0 (no loss allowed)"
-		switch s.Action {
-		case "failover":
+		kept, lost, bound := "-", "-", "-"
+		switch {
+		case strings.Contains(s.Action, "failover"):
+			kept, lost = fmt.Sprint(s.Kept), fmt.Sprint(s.Lost)
 			bound = fmt.Sprintf("writes of the last %s", s.LossBound.Round(100*time.Millisecond))
-		case "protect", "recover", "unprotect":
-			bound = "-"
-		}
-		kept, lost := fmt.Sprint(s.Kept), fmt.Sprint(s.Lost)
-		if s.Action != "failover" && s.Action != "relocate" {
-			kept, lost = "-", "-"
+		case strings.Contains(s.Action, "relocate"):
+			kept, lost, bound = fmt.Sprint(s.Kept), fmt.Sprint(s.Lost), "0 (no loss allowed)"
 		}
 		check := "ok"
 		if s.Err != nil {

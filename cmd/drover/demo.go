@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/story"
+)
+
+type demoFlags struct {
+	lab     labFlags
+	keep    bool
+	backend string
+	mode    string
+}
+
+// newDemoCommand runs drover's story in the lab.
+func newDemoCommand() *cobra.Command {
+	f := &demoFlags{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole DR story in the lab: protect, fail over, fail back, relocate, with the data checked",
+		Long: `demo brings the lab up (hub, east, west, with drover's hub and agents), deploys a StatefulSet of
+three pods that write sequence-numbered records into their PVCs on east, protects it with a
+DRPlacementControl, fails it over to west with east stopped, starts east again (drover cleans
+and demotes it, nobody deletes anything by hand), fails back to east with a relocation and
+relocates it to west. It prints a line per step and what drover waits for, and at the end a
+table: each action, its duration, the records kept and lost, and the loss allowed. It exits
+non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
+	}
+	defaultDir := os.Getenv(lab.DirEnv)
+	if defaultDir == "" {
+		defaultDir = lab.DefaultDir
+	}
+	cmd.Flags().StringVar(&f.lab.dir, "dir", defaultDir, "lab state directory (default from $"+lab.DirEnv+")")
+	cmd.Flags().StringVar(&f.lab.binDir, "bin-dir", "", "directory of the control-plane binaries (default: the directory of this drover binary)")
+	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
+	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
+	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
+	return cmd
+}
+
+func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
+	ctrl.SetLogger(logr.Discard())
+	c := story.Case{Workload: story.StatefulSetKeepsPVCs, Replicas: 3}
+	switch f.backend {
+	case "volrep":
+		c.Policy, c.StorageClass = lab.PolicyVolRep, lab.BlockStorageClass
+	case "volsync":
+		c.Policy, c.StorageClass = lab.PolicyVolSync, lab.FileStorageClass
+	default:
+		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
+	}
+	switch story.Mode(f.mode) {
+	case story.SelfContained, story.Placement:
+		c.Mode = story.Mode(f.mode)
+	default:
+		return fmt.Errorf("--mode %q: use self-contained or placement", f.mode)
+	}
+	l, err := f.lab.open()
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	fmt.Fprintln(out, "== drover demo: bringing the lab up")
+	wasUp, err := l.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
+	}
+	env, err := demoEnv(l, out)
+	if err != nil {
+		return err
+	}
+	if c.Namespace, err = freeNamespace(ctx, env.Hub); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	r := story.New(env, c, lab.East)
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	steps := []func() story.Step{
+		func() story.Step { return r.Protect(ctx) },
+		func() story.Step { return r.Failover(ctx, lab.East) },
+		func() story.Step { return r.Recover(ctx, lab.East) },
+		func() story.Step { return r.Relocate(ctx, lab.West) },
+		func() story.Step { return r.Relocate(ctx, lab.East) },
+	}
+	for _, step := range steps {
+		if s := step(); s.Err != nil {
+			break
+		}
+	}
+	// The first relocation brings the application home: the fail-back.
+	if len(r.Steps) > 3 {
+		r.Steps[3].Action = "fail back (relocate)"
+	}
+	watchErr := r.Close()
+	fmt.Fprintln(out)
+	story.PrintTable(out, r.Steps)
+	fmt.Fprintf(out, "\nwall time %s; the longest time both clusters ran the application after a lost cluster returned: %s\n",
+		time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond))
+	storyErr := errors.Join(r.Err(), watchErr)
+	switch {
+	case f.keep || wasUp:
+		fmt.Fprintf(out, "the lab keeps running: kubectl --kubeconfig %s get drpc -n %s; drover lab down when done\n",
+			filepath.Join(l.Dir(), lab.Hub, "kubeconfig"), c.Namespace)
+	default:
+		if err := l.Down(); err != nil {
+			storyErr = errors.Join(storyErr, err)
+		}
+	}
+	if storyErr != nil {
+		return fmt.Errorf("the demo failed: %w", storyErr)
+	}
+	fmt.Fprintln(out, "all checks passed")
+	return nil
+}
+
+// demoEnv is the story's view of a lab that runs drover.
+func demoEnv(l *lab.Lab, out io.Writer) (story.Env, error) {
+	clientOf := func(name string, add ...func(*runtime.Scheme) error) (client.Client, error) {
+		c, err := l.Cluster(name)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		s := runtime.NewScheme()
+		for _, a := range append(add, clientgoscheme.AddToScheme, v1alpha1.AddToScheme) {
+			if err := a(s); err != nil {
+				return nil, err
+			}
+		}
+		return client.New(cfg, client.Options{Scheme: s})
+	}
+	h, err := clientOf(lab.Hub, ocmv1beta1.AddToScheme)
+	if err != nil {
+		return story.Env{}, err
+	}
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		if clusters[name], err = clientOf(name); err != nil {
+			return story.Env{}, err
+		}
+	}
+	return story.Env{
+		Hub: h, Clusters: clusters, Out: out,
+		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		StopCluster:  l.Stop,
+		StartCluster: l.Start,
+	}, nil
+}
+
+// freeNamespace returns demo, or demo-2, demo-3... when an earlier demo (--keep) left its
+// namespace on the hub.
+func freeNamespace(ctx context.Context, hub client.Client) (string, error) {
+	for i := 1; i < 100; i++ {
+		name := "demo"
+		if i > 1 {
+			name = fmt.Sprintf("demo-%d", i)
+		}
+		err := hub.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return name, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("failed to read the hub: %w", err)
+		}
+	}
+	return "", errors.New("99 earlier demos are still in the lab: run drover lab down")
+}
