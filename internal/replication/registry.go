@@ -38,7 +38,7 @@ func (e *SelectionError) Error() string {
 	case errors.Is(e.Err, ErrSeveralBackends):
 		return fmt.Sprintf("storageClassBackends has %d entries for %s: %s; keep one", len(e.Matches), class, describe(e.Matches))
 	case errors.Is(e.Err, ErrBackendNotAvailable):
-		return fmt.Sprintf("backend %s, chosen for %s by storageClassBackends, is not provided by this drover agent; choose another backend for this class", e.Backend, class)
+		return fmt.Sprintf("backend %s, chosen for %s by storageClassBackends, is not implemented by this drover agent yet; choose another backend for this class", e.Backend, class)
 	default:
 		return fmt.Sprintf("no storageClassBackends entry names %s or its provisioner: add one", class)
 	}

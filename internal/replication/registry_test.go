@@ -70,7 +70,7 @@ func TestRegistrySelectsTheBackendOfAPVCsStorageClass(t *testing.T) {
 			name:      "a backend the agent does not provide is named",
 			entries:   []v1alpha1.StorageClassBackend{byClass("fast", v1alpha1.BackendVolSync)},
 			wantErr:   replication.ErrBackendNotAvailable,
-			wantInMsg: "backend VolSync, chosen for StorageClass \"fast\" (provisioner rbd.csi) by storageClassBackends, is not provided by this drover agent",
+			wantInMsg: "backend VolSync, chosen for StorageClass \"fast\" (provisioner rbd.csi) by storageClassBackends, is not implemented by this drover agent yet",
 		},
 	}
 	for _, tt := range tests {
