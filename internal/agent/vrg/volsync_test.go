@@ -29,7 +29,7 @@ import (
 
 // volSyncClient is a client of a lab cluster that also knows VolSync's and the snapshot API's
 // types.
-func volSyncClient(t *testing.T, cluster string) client.Client {
+func volSyncClient(t testing.TB, cluster string) client.Client {
 	t.Helper()
 	cl, err := testLab.Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme)
 	if err != nil {
