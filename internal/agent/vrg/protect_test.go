@@ -362,7 +362,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	err := east.Get(ctx, client.ObjectKeyFromObject(pvc), &replicationv1alpha1.VolumeReplication{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no VolumeReplication without a class: %v", err)
 	for _, store := range stores {
-		keys, err := store.List(ctx, ns+"/solo/")
+		keys, err := store.List(ctx, ns+"/solo/pv")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(BeEmpty(), "a PVC that cannot replicate has no metadata in store %s", store.Name())
 	}
@@ -381,7 +381,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the class's creation wakes the group, well before the 30 s retry")
 	t.Logf("VolumeReplicationClass created → group protected in %s", time.Since(fixed).Round(time.Millisecond))
 	for _, store := range stores {
-		keys, err := store.List(ctx, ns+"/solo/")
+		keys, err := store.List(ctx, ns+"/solo/pv")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(HaveLen(2), "store %s holds the PV and the PVC", store.Name())
 	}
@@ -439,7 +439,7 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 		g.Expect(got.Status.ObservedGeneration).To(BeZero())
 	}).Should(Succeed())
 	for _, store := range stores {
-		keys, err := store.List(ctx, ns+"/solo/")
+		keys, err := store.List(ctx, ns+"/solo/pv")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(HaveLen(2), "store %s holds the PV and the PVC", store.Name())
 	}
