@@ -43,6 +43,10 @@ type Result struct {
 	// person saying what is awaited or what to fix; both empty when Done.
 	Reason  string
 	Message string
+	// Writable, on a Protect that is not Done, says the PVC is already primary and writable:
+	// only its replication is not established yet (DataReady True, DataProtected False). A VolSync
+	// primary right after a failover, while the peer is lost and no destination is known, is one.
+	Writable bool
 }
 
 // Done returns a Result for a complete operation.

@@ -189,6 +189,13 @@ func pvcConditions(ps *pvcState) []metav1.Condition {
 		return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary,
 			fmt.Sprintf("PVC %s is secondary and receives the peer's replication", ps.key())), notApplicable}
 	}
+	if !r.IsDone() && r.Writable {
+		return []metav1.Condition{
+			condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSucceeded,
+				fmt.Sprintf("PVC %s is primary and writable; its replication with %s is not established yet", ps.key(), ps.backend)),
+			condition(v1alpha1.ConditionDataProtected, false, r.Reason, "replication is not established: "+r.Message),
+		}
+	}
 	if !r.IsDone() {
 		return []metav1.Condition{
 			condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message),

@@ -55,6 +55,13 @@ func TestGroupConditionsFollowTheirPVCs(t *testing.T) {
 			wantReason: v1alpha1.ReasonNoReplicationClass, wantMessage: "no VolumeReplicationClass for PVC app/c (and 1 more PVCs)",
 		},
 		{
+			name: "a writable PVC whose replication waits (a VolSync primary without destination) is ready but not protected",
+			pvcs: []*pvcState{pvcIn("a", replication.Result{Outcome: replication.OutcomeRetry, RetryAfter: time.Second,
+				Reason: v1alpha1.ReasonVolSyncDestinationUnknown, Message: "PVC app/a waits for its VolSync destination", Writable: true}, nil)},
+			wantReady: metav1.ConditionTrue, wantProtect: metav1.ConditionFalse,
+			wantReason: v1alpha1.ReasonVolSyncDestinationUnknown, wantMessage: "replication is not established: PVC app/a waits for its VolSync destination",
+		},
+		{
 			name:      "no PVC selected is ready and protected: there is nothing to wait for",
 			wantReady: metav1.ConditionTrue, wantProtect: metav1.ConditionTrue,
 		},

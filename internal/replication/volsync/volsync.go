@@ -113,6 +113,14 @@ func DestinationOf(vrg *v1alpha1.VolumeReplicationGroup, namespace, name string)
 // ReplicationDestination this cluster may still hold for the PVC from its time as secondary is
 // the agent's to remove, once its restore no longer needs it.
 func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	// VolSync never makes a volume read-only: whatever the state of its source, the PVC is the
+	// application's writable volume.
+	res := b.protect(ctx, pc)
+	res.Writable = !res.IsDone()
+	return res
+}
+
+func (b *Backend) protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
 	ns, name := pc.PVC.Namespace, pc.PVC.Name
 	dest := DestinationOf(pc.VRG, ns, name)
 	if dest == nil {

@@ -155,6 +155,7 @@ func TestProtectWaitsForTheDestinationAndItsKeyThenSendsOnTheSchedule(t *testing
 	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
 	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown))
 	g.Expect(res.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
+	g.Expect(res.Writable).To(BeTrue(), "the PVC is writable while its replication waits")
 
 	key := KeySecretName("db", "data")
 	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{Destinations: []v1alpha1.VolSyncDestination{{
