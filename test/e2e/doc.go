@@ -1,0 +1,10 @@
+// Package e2e is drover's end-to-end suite: the lab with the hub and both agents running as
+// real processes from the built binary, driven only through DRPlacementControls, for a matrix of
+// workload × backend × mode. Each case runs the whole story (internal/story): deploy with the
+// lab's writer, protect, failover with the primary stopped, primary back, failover back the
+// other way, relocate, relocate back, unprotect, checking the records after every action and
+// that the clusters never both run a writable primary.
+//
+// `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
+// `make test-e2e` (DROVER_E2E=full) runs the whole matrix.
+package e2e

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// FullEnv selects the whole matrix when set to "full".
+const FullEnv = "DROVER_E2E"
+
+var testLab *labtest.Lab
+
+func TestMain(m *testing.M) {
+	// The suite talks to the lab through clients only; drover's own logs are in the lab's dir.
+	ctrl.SetLogger(logr.Discard())
+	labtest.MainWith(m, labtest.Options{RunDrover: true, HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second},
+		func(l *labtest.Lab) { testLab = l })
+}
+
+// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, else the seed's
+// case (a StatefulSet that keeps its PVCs) for each backend, one in each mode.
+func cases() []story.Case {
+	backends := []struct{ policy, class string }{
+		{lab.PolicyVolRep, lab.BlockStorageClass},
+		{lab.PolicyVolSync, lab.FileStorageClass},
+	}
+	if os.Getenv(FullEnv) != "full" {
+		return []story.Case{
+			{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.SelfContained},
+			{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Mode: story.Placement},
+		}
+	}
+	var out []story.Case
+	for _, w := range []story.Workload{story.StatefulSetKeepsPVCs, story.StatefulSetDeletesPVCs, story.DeploymentWithPVC} {
+		for _, b := range backends {
+			for _, m := range []story.Mode{story.SelfContained, story.Placement} {
+				out = append(out, story.Case{Workload: w, Policy: b.policy, StorageClass: b.class, Mode: m})
+			}
+		}
+	}
+	return out
+}
+
+// env is the story's view of the lab; losing a cluster stops its agent with it.
+func env(t *testing.T) story.Env {
+	t.Helper()
+	h, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		cl, err := testLab.Client(name, v1alpha1.AddToScheme, clientgoscheme.AddToScheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters[name] = cl
+	}
+	return story.Env{
+		Hub: h, Clusters: clusters, Out: testWriter{t},
+		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
+		StopCluster:  testLab.Stop,
+		StartCluster: testLab.Start,
+	}
+}
+
+// testWriter sends the story's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+func TestTheWholeStory(t *testing.T) {
+	for _, c := range cases() {
+		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
+			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy]
+		t.Run(c.Name(), func(t *testing.T) {
+			began := time.Now()
+			r := story.New(env(t), c, lab.East)
+			if err := r.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			err := r.Full(context.Background(), true)
+			if cerr := r.Close(); cerr != nil {
+				t.Error(cerr)
+			}
+			var table writerBuffer
+			story.PrintTable(&table, r.Steps)
+			t.Logf("%s in %s; longest overlap of both clusters running the application after a return: %s\n%s",
+				c.Name(), time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond), table)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+type writerBuffer []byte
+
+func (b *writerBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+func (b writerBuffer) String() string               { return string(b) }
