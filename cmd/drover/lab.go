@@ -12,12 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/argocd"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
 type labFlags struct {
 	dir    string
 	binDir string
+	// gitops is set by `lab up --gitops`.
+	gitops string
 }
 
 func newLabCommand() *cobra.Command {
@@ -56,11 +59,12 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true})
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops})
 }
 
 // printStatus prints the clusters and, below them, drover's processes and what the hub reports
-// of the DRClusters and DRPolicies (nothing of those when the hub's API is down).
+// of the DRClusters and DRPolicies (nothing of those when the hub's API is down), and Argo CD's
+// processes when the lab runs it.
 func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
 	st, err := l.Status(cmd.Context())
 	if err != nil {
@@ -73,14 +77,25 @@ func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	return lab.PrintDroverStatus(cmd.OutOrStdout(), ds)
+	if err := lab.PrintDroverStatus(cmd.OutOrStdout(), ds); err != nil {
+		return err
+	}
+	as, ok, err := l.ArgoCDStatus()
+	if err != nil || !ok {
+		return err
+	}
+	return argocd.PrintStatus(cmd.OutOrStdout(), as)
 }
 
 func newLabUpCommand(f *labFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the lab's clusters (idempotent)",
-		Args:  cobra.NoArgs,
+		Long: `Start the lab's clusters and drover's processes; what already runs is left alone.
+With --gitops argocd it also runs a real Argo CD (built by "make tools-argocd") in placement
+mode: its objects on the hub, a cluster Secret per managed cluster, the generator ConfigMap for
+PlacementDecisions, and a local git repository with the demo application.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
 			if err != nil {
@@ -96,6 +111,8 @@ func newLabUpCommand(f *labFlags) *cobra.Command {
 			return printStatus(cmd, l, false)
 		},
 	}
+	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
+	return cmd
 }
 
 func newLabDownCommand(f *labFlags) *cobra.Command {

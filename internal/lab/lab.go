@@ -61,6 +61,10 @@ type Options struct {
 	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
 	HubProbeInterval    time.Duration
 	HubUnreachableAfter time.Duration
+	// GitOps runs a GitOps tool once the clusters are up: GitOpsArgoCD is a real Argo CD in
+	// placement mode (gitops.go; `make tools-argocd` builds it). Empty runs none. Down stops it
+	// whatever this says.
+	GitOps string
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -88,6 +92,9 @@ func New(opts Options) (*Lab, error) {
 	opts.Dir = dir
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
+	}
+	if err := validGitOps(opts.GitOps); err != nil {
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -237,7 +244,7 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 		}
 	}
 	if len(todo) == 0 {
-		return true, nil
+		return true, l.startGitOps(ctx)
 	}
 	began := time.Now()
 	errs := make([]error, len(todo))
@@ -255,6 +262,9 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 		return false, err
 	}
 	if err := l.bootstrapDrover(ctx); err != nil {
+		return false, err
+	}
+	if err := l.startGitOps(ctx); err != nil {
 		return false, err
 	}
 	l.progress("lab: up in %.1f s; kubeconfigs under %s/<cluster>/kubeconfig", time.Since(began).Seconds(), l.opts.Dir)
@@ -311,6 +321,11 @@ func (l *Lab) Stop(name string) error {
 func (l *Lab) Down() error {
 	unlock, err := l.lock()
 	if err != nil {
+		return err
+	}
+	// Argo CD first, so its controllers do not spend their shutdown retrying dead API servers.
+	if err := l.stopGitOps(); err != nil {
+		unlock()
 		return err
 	}
 	// Clusters stop in parallel: each waits for its components to exit in turn.

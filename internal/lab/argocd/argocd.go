@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"text/tabwriter"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -355,30 +356,21 @@ func (i *Instance) Status() (Status, error) {
 	return st, nil
 }
 
-// PrintStatus writes the instance's status for `drover lab status`: one line, and with verbose
-// a line per component.
-func PrintStatus(w io.Writer, st Status, verbose bool) {
-	var rss int64
-	up := 0
-	for _, c := range st.Components {
-		rss += c.RSSKiB
-		if c.Running {
-			up++
-		}
-	}
-	health := "healthy"
-	if !st.Healthy {
-		health = "NOT HEALTHY"
-	}
-	fmt.Fprintf(w, "Argo CD: %s, %d/%d components running, %d MiB; repository %s\n", health, up, len(st.Components), rss/1024, st.RepoURL)
-	if !verbose && st.Healthy {
-		return
-	}
+// PrintStatus writes the instance's status for `drover lab status`: a line per component (a
+// stopped one with its log) and the git repository.
+func PrintStatus(w io.Writer, st Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nARGO CD\tSTATE\tPID\tRSS")
 	for _, c := range st.Components {
 		if c.Running {
-			fmt.Fprintf(w, "  %-34s pid %-8d %6d MiB\n", c.Name, c.PID, c.RSSKiB/1024)
+			fmt.Fprintf(tw, "%s\trunning\t%d\t%d MiB\n", c.Name, c.PID, c.RSSKiB/1024)
 		} else {
-			fmt.Fprintf(w, "  %-34s stopped (log: %s)\n", c.Name, filepath.Join(st.Dir, "logs", c.Name+".log"))
+			fmt.Fprintf(tw, "%s\tnot running (log: %s)\t-\t-\n", c.Name, filepath.Join(st.Dir, "logs", c.Name+".log"))
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "Argo CD reads %s (the demo application is under %s)\n", st.RepoURL, AppPath)
+	return err
 }

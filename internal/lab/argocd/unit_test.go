@@ -148,3 +148,15 @@ func TestPortsAreReservedForTheInstanceAndReleased(t *testing.T) {
 	_, err = Open(t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("no Argo CD was started")))
 }
+
+func TestStatusPrintsEveryComponentAndTheLogOfAStoppedOne(t *testing.T) {
+	g := NewWithT(t)
+	var out strings.Builder
+	g.Expect(PrintStatus(&out, Status{Dir: "/lab/argocd", RepoURL: "file:///lab/argocd/git/apps.git", Components: []ComponentStatus{
+		{Name: ComponentRedis, PID: 10, Running: true, RSSKiB: 11 * 1024},
+		{Name: ComponentRepoServer},
+	}})).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`redis-server\s+running\s+10\s+11 MiB`))
+	g.Expect(out.String()).To(ContainSubstring("argocd-repo-server  not running (log: /lab/argocd/logs/argocd-repo-server.log)"))
+	g.Expect(out.String()).To(ContainSubstring("Argo CD reads file:///lab/argocd/git/apps.git"))
+}
