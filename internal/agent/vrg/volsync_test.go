@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/webhook"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -253,14 +254,15 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 
-	// (a) Protect. Without a destination, east's PVCs say what they wait for.
+	// (a) Protect. Without a destination, east's PVCs are writable and say what they wait for.
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
-		g.Expect(dr.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), dr.Message)
-		g.Expect(dr.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
+		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue))
+		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), dp.Message)
+		g.Expect(dp.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
 	}).Should(Succeed(), "east's PVCs wait for their destinations")
 	protect := time.Now()
 	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
@@ -310,7 +312,10 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"))
 		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
-		g.Expect(dr.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), "with the peer lost, no destination: %s", dr.Message)
+		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
+		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), "with the peer lost, no destination: %s", dp.Message)
 		g.Expect(got.Status.VolSyncDestinations).To(BeEmpty(), "a primary receives nothing")
 		_, rds := countVolSync(ctx, g, west, ns)
 		g.Expect(rds).To(BeEmpty(), "west's destinations are removed once the PVCs are restored")
@@ -395,6 +400,13 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		got.Spec.FinalSyncRequest = request
 		g.Expect(west.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
+	// The workload goes once the agent acts on the relocation (as the hub orders it): a PVC
+	// deleted before would be released as a scale-down of the primary.
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
+	}).Should(Succeed(), "west's group is fenced for the relocation")
 	g.Expect(west.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
 	g.Expect(west.Delete(ctx, deletedPVC)).To(Succeed())
 	var wroteOnWest map[string]records.Report

@@ -269,6 +269,16 @@ func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) rep
 	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
 	rs := &volsyncv1alpha1.ReplicationSource{}
 	if err := b.client.Get(ctx, key, rs); err != nil {
+		if dest := DestinationOf(pc.VRG, key.Namespace, key.Name); apierrors.IsNotFound(err) && dest != nil {
+			// Removed behind the relocation's back (the PVC was released as deleted before
+			// this agent saw the request): the destination is known, so the final sync gets a
+			// source of its own.
+			if _, res := b.ensureSource(ctx, pc, dest, &volsyncv1alpha1.TriggerSpec{Manual: request}); res.Outcome != replication.OutcomeRetry && res.Outcome != replication.OutcomeDone {
+				return res
+			}
+			return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf(
+				"waiting for the final sync of PVC %s/%s (ReplicationSource %s recreated, trigger.manual %q)", pc.PVC.Namespace, pc.PVC.Name, key.Name, request))
+		}
 		if apierrors.IsNotFound(err) {
 			return replication.Failed(v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
 				"PVC %s has no ReplicationSource %s (it never had a VolSync destination), so its final sync cannot run: its writes exist only on this cluster; fail over instead, or give the primary its destination",

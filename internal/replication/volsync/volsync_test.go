@@ -238,7 +238,22 @@ func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testi
 
 	missing := pvcContext(vrg)
 	missing.PVC = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "never-protected"}}
-	g.Expect(b.FinalSync(ctx, missing).Outcome).To(Equal(replication.OutcomeFailed), "a PVC without a source cannot carry its writes")
+	g.Expect(b.FinalSync(ctx, missing).Outcome).To(Equal(replication.OutcomeFailed), "a PVC without a source or a destination cannot carry its writes")
+
+	// A source removed behind the relocation's back is recreated for the final sync when the
+	// destination is known.
+	g.Expect(cl.Create(ctx, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))).To(Succeed())
+	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{Destinations: []v1alpha1.VolSyncDestination{{
+		PVCNamespace: "app", PVCName: "gone", Address: "volsync-gone.app.lab", KeySecretName: KeySecretName("db", "gone"),
+	}}}
+	gone := pvcContext(vrg)
+	gone.PVC = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: FinalSyncPVCName("gone"),
+		Annotations: map[string]string{AnnotationFinalSyncOf: "gone"}}}
+	g.Expect(b.FinalSync(ctx, gone).Outcome).To(Equal(replication.OutcomeRetry))
+	recreated := &volsyncv1alpha1.ReplicationSource{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "gone"}, recreated)).To(Succeed())
+	g.Expect(recreated.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1"}))
+	g.Expect(recreated.Spec.SourcePVC).To(Equal(FinalSyncPVCName("gone")))
 }
 
 func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
