@@ -19,7 +19,7 @@ tools: ## Build the lab's control-plane binaries into bin/ (only those missing o
 	@hack/build-tools.sh lab
 
 .PHONY: tools-argocd
-tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (~7 min cold)
+tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (7-15 min cold)
 	@hack/build-tools.sh argocd
 
 .PHONY: build

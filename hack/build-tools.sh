@@ -35,7 +35,7 @@ spec() {
     versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
     golangci-lint) echo "lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-s -w|about 3 min cold" ;;
-    argocd) echo "argocd|github.com/argoproj/argo-cd/v3/cmd|-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.6.1|about 7 min cold, 3 GB of memory" ;;
+    argocd) echo "argocd|github.com/argoproj/argo-cd/v3/cmd|-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.6.1|7-15 min cold, 2.5-3 GB of memory" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
   esac
 }
