@@ -234,8 +234,9 @@ func countVolSync(ctx context.Context, g Gomega, cl client.Client, ns string) (s
 // StatefulSet's PVCs kept, is demoted with action Failover and becomes the destination,
 // receiving into its kept PVCs; the application is relocated back to east with no record lost,
 // one PVC deleted by the workload on the way (its final sync runs from a DR-owned PVC bound to
-// the retained PV); east adopts its rolled-forward PVCs; and unprotecting leaves nothing of
-// VolSync behind.
+// the retained PV); east adopts its rolled-forward PVCs; east is lost again and west, primary a
+// second time, adopts the PVC it kept and restores the deleted one; and unprotecting leaves
+// nothing of VolSync behind.
 func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
@@ -487,6 +488,83 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-1"}, rd)).To(Succeed())
 		g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(BeNil(), "the deleted PVC's destination has a volume of its own")
 	}).Should(Succeed(), "east is primary again with sources, west the destination")
+
+	// (d) West becomes primary a second time: the StatefulSet runs on east again, the group's
+	// interval drops below a minute (the sources then sync continuously), east is lost, and
+	// west's group, promoted with action Failover, adopts the PVC it kept and received into
+	// and restores the one the workload deleted from its latest snapshot.
+	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
+	eastWriters2 := runningWriters(ctx, g, east, ns, 2)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		got.Spec.SchedulingInterval = "10s"
+		g.Expect(east.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		for pvc, writer := range eastWriters2 {
+			rs := &volsyncv1alpha1.ReplicationSource{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
+			g.Expect(rs.Spec.Trigger).To(BeNil(), "below a minute the source syncs continuously")
+			into := "volsync-" + pvc + "-dst" // VolSync's own volume
+			if pvc == "data-db-0" {
+				into = pvc // west's kept PVC
+			}
+			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, into)).Writer(writer)
+			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
+			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
+		}
+	}).Should(Succeed(), "the second east writers' records reach west")
+	stopAgent(lab.East)
+	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	lostOnEast = map[string]records.Report{}
+	for pvc, handle := range eastHandles {
+		lostOnEast[pvc] = imageReport(g, lab.East, handle)
+	}
+	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
+		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(cdr.Message).To(ContainSubstring("(1 objects created, 1 adopted)"), "data-db-0 kept and rolled forward, data-db-1 restored")
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
+	}).Should(Succeed(), "west's group adopts one PVC and restores the other")
+	g.Expect(pvcImage(ctx, g, west, ns, "data-db-0")).To(Equal(westHandles["data-db-0"]), "west's kept PVC is adopted, not replaced")
+	for pvc, writer := range eastWriters2 {
+		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		wrote, _ := lostOnEast[pvc].Writer(writer)
+		kept, ok := onWest.Writer(writer)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(kept.Gaps).To(BeEmpty())
+		for _, w := range records.Compare(lostOnEast[pvc], onWest).Writers {
+			g.Expect(w.OnlyInB).To(BeEmpty(), "%s: west has no record of %s that east did not write", pvc, w.Writer)
+			if w.Writer == writer && wrote.LastSeq > kept.LastSeq {
+				g.Expect(w.OnlyInA).To(Equal([]records.Range{{First: kept.LastSeq + 1, Last: wrote.LastSeq}}), "%s: only the tail after the last sync is lost", pvc)
+			} else {
+				g.Expect(w.OnlyInA).To(BeEmpty(), "%s: the log of %s is the same on both", pvc, w.Writer)
+			}
+		}
+		t.Logf("second failover, %s: east wrote %d records, west kept %d", pvc, wrote.LastSeq, kept.LastSeq)
+	}
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	g.Expect(startAgent(lab.East)).To(Succeed())
+	east = volSyncClient(t, lab.East)
+	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	hubCopy(ctx, g, west, westGroup, east, eastGroup, 2)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+		sources, rds := countVolSync(ctx, g, east, ns)
+		g.Expect(sources).To(BeEmpty())
+		g.Expect(rds).To(ConsistOf("data-db-0", "data-db-1"))
+		wg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), wg)).To(Succeed())
+		g.Expect(conditionOf(wg.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed(), "east is the destination again and west's PVCs are protected")
 
 	// Unprotect both sides: nothing of VolSync is left, the reclaim policies are restored.
 	for _, c := range []struct {
