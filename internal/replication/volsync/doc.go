@@ -34,6 +34,16 @@
 // VolSyncDestinationUnknown; that is the normal state of a primary right after a failover while
 // the peer is down.
 //
+// # The order of a relocation
+//
+// A PVC that the workload deletes while its group is still primary is released as a
+// scale-down: its source is removed and its PV's reclaim policy restored. So the hub asks the
+// old primary for the relocation (replicationState secondary, action Relocate,
+// finalSyncRequest) and removes the workload only once its agent acted on it (the group carries
+// the annotation drover.io/fence=relocate, or a PVC's DataReady says PVCInUse); a PVC the
+// workload deletes from then on keeps its data for the final sync, which runs from a DR-owned
+// PVC. A source removed anyway is recreated for the final sync while the destination is known.
+//
 // The objects are labelled with their group (LabelVRGName, LabelVRGNamespace), not owned by
 // it, like volrep's: a group may protect PVCs of other namespaces.
 package volsync
