@@ -184,7 +184,7 @@ func TestStartingAgainStartsNothingAndStatusShowsEveryComponent(t *testing.T) {
 	g.Expect(opened.Ports()).To(Equal(argo.Ports()))
 }
 
-func TestTheApplicationFollowsThePlacementDecisionWithPruneOnTheOldCluster(t *testing.T) {
+func TestTheApplicationFollowsThePlacementDecisionThereAndBackWithPruneOnTheOldCluster(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
@@ -206,9 +206,24 @@ func TestTheApplicationFollowsThePlacementDecisionWithPruneOnTheOldCluster(t *te
 	g.Eventually(func(g Gomega) { expectRunning(ctx, g, e.west, ns) }).Should(Succeed(), "the demo app runs on west")
 	g.Eventually(func(g Gomega) { expectPruned(ctx, g, e, appSet, lab.East, ns) }).Should(Succeed(), "Argo CD prunes the app from east")
 	g.Expect(pvcUIDs(ctx, g, e.east, ns)).To(Equal(eastPVCs), "east keeps its PVCs: Argo CD did not create them")
+	// The controller removes the annotation once it has regenerated, so the next decision change
+	// can set it again and be noticed (setting an annotation that is already there is no event).
+	g.Eventually(func(g Gomega) {
+		as := &unstructured.Unstructured{}
+		as.SetGroupVersionKind(argocd.ApplicationSetGVK)
+		g.Expect(e.hub.Get(ctx, client.ObjectKey{Namespace: argocd.Namespace, Name: appSet}, as)).To(Succeed())
+		g.Expect(as.GetAnnotations()).NotTo(HaveKey(argocd.RefreshAnnotation))
+	}).Should(Succeed(), "the ApplicationSet controller clears the refresh annotation")
 	app, err := argocd.ApplicationStatus(ctx, e.hub, argocd.ApplicationName(appSet, lab.West))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(app.Destination).To(Equal(lab.West))
+
+	// Back to east: its StatefulSet takes the PVCs it left there, and west is pruned in turn.
+	took = move(ctx, g, e.hub, appSet, placement, lab.East, true, 90*time.Second)
+	t.Logf("decision west -> east with the refresh annotation: Synced/Healthy on east after %.1f s", took.Seconds())
+	g.Eventually(func(g Gomega) { expectRunning(ctx, g, e.east, ns) }).Should(Succeed(), "the demo app runs on east again")
+	g.Expect(pvcUIDs(ctx, g, e.east, ns)).To(Equal(eastPVCs), "east's pods use the PVCs they had")
+	g.Eventually(func(g Gomega) { expectPruned(ctx, g, e, appSet, lab.West, ns) }).Should(Succeed(), "Argo CD prunes the app from west")
 	logRSS(t)
 }
 
