@@ -195,7 +195,15 @@ func (c *Cluster) components() []component {
 			"--config=" + c.bin("kwok-stages.yaml"),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
-			"--node-lease-duration-seconds=40",
+			// kwok acts for a node (runs and deletes its pods) only while it holds the node's
+			// Lease, under an identity new in every process. A restarted kwok takes the Lease over
+			// only once it expired, trying every renew interval (a quarter of the duration; the
+			// first try after a start often fails, before its Lease cache is filled). With the
+			// kubelet's 40 s, a cluster back from a short `stop` kept its deleted pods Terminating
+			// and their volumes attached for 10-40 s, where a restarted kubelet renews its own
+			// Lease at once. 4 s (renewed every second) makes the handover take about a second;
+			// kcm judges nodes by its node-monitor grace period, which this does not change.
+			"--node-lease-duration-seconds=4",
 			"--server-address=",
 		}},
 		component{name: componentStorage, binary: c.lab.opts.DroverBinary, args: []string{
