@@ -36,8 +36,12 @@ const (
 	Finalizer = "drover.io/vrg-unprotect"
 	// PVCFinalizer marks a protected PVC; it is removed when the PVC is unprotected.
 	PVCFinalizer = "drover.io/vrg-protection"
-	// LabelProtectedBy marks a protected PVC with the name of its VolumeReplicationGroup.
+	// LabelProtectedBy marks a protected PVC, and its PV, with the name of its
+	// VolumeReplicationGroup.
 	LabelProtectedBy = "drover.io/protected-by"
+	// LabelProtectedByNamespace marks a protected PVC's PV with the namespace of its
+	// VolumeReplicationGroup (a PV has none).
+	LabelProtectedByNamespace = "drover.io/protected-by-namespace"
 	// AnnotationOriginalReclaimPolicy records on a protected PVC's PV the reclaim policy it had
 	// before drover set Retain, so unprotecting can restore it.
 	AnnotationOriginalReclaimPolicy = "drover.io/original-reclaim-policy"

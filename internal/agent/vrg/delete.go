@@ -38,6 +38,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			pending = pending || !done
 		}
 	}
+	if done, err := r.releaseKeptReplicas(ctx, sc); err != nil {
+		errs = append(errs, err)
+	} else if !done {
+		pending = true
+	}
 	if done, err := r.unprotectVolSync(ctx, sc); err != nil {
 		errs = append(errs, err)
 	} else if !done {
@@ -130,6 +135,8 @@ func (r *Reconciler) restoreReclaimPolicy(ctx context.Context, pv *corev1.Persis
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimPolicy(original)
 	}
 	delete(pv.Annotations, AnnotationOriginalReclaimPolicy)
+	delete(pv.Labels, LabelProtectedBy)
+	delete(pv.Labels, LabelProtectedByNamespace)
 	if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to restore the reclaim policy of PV %s: %w", pv.Name, err)
 	}

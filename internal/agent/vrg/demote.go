@@ -151,6 +151,13 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 		ps.result = r.finalSyncPVC(ctx, sc, pc, fs)
 	} else {
 		ps.result = demoter.Demote(ctx, pc, resync)
+		if ps.result.IsDone() && !pvc.DeletionTimestamp.IsZero() {
+			// The application deleted the PVC here: now that it is secondary, let the deletion
+			// complete and keep the replica for a later promotion.
+			if _, err := r.keepReplica(ctx, sc, pvc); err != nil {
+				return err
+			}
+		}
 	}
 	if ps.sync, err = backend.Status(ctx, pc); err != nil {
 		return err

@@ -94,6 +94,14 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 		// Not ours (never marked, or another group's): nothing to release, nothing to protect.
 		return true, nil
 	}
+	if sc.vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
+		// A VolRep PVC deleted on a secondary stays in the group until it is demoted; demotePVC
+		// then releases it and keeps its replica (keepReplica).
+		backend, err := r.backendOf(ctx, sc, pvc)
+		if err != nil || backend == v1alpha1.BackendVolRep {
+			return false, err
+		}
+	}
 	done, err := r.unprotectPVC(ctx, sc, pvc)
 	if err == nil && done {
 		ctrl.LoggerFrom(ctx).Info("Released deleted PVC", "pvc", klog.KObj(pvc))
@@ -169,7 +177,7 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
 		return fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, ps.key(), err)
 	}
-	if err := r.retainPV(ctx, pv); err != nil {
+	if err := r.retainPV(ctx, sc, pv); err != nil {
 		return retryOnConflict(ps, err)
 	}
 	ps.pv = pv
@@ -245,15 +253,19 @@ func (r *Reconciler) markProtected(ctx context.Context, sc *scope, pvc *corev1.P
 // retainPV sets the PV's reclaim policy to Retain, first recording the original in an
 // annotation. The annotation is written once: a later reconcile that finds Retain must not record
 // Retain as the original.
-func (r *Reconciler) retainPV(ctx context.Context, pv *corev1.PersistentVolume) error {
+func (r *Reconciler) retainPV(ctx context.Context, sc *scope, pv *corev1.PersistentVolume) error {
 	_, recorded := pv.Annotations[AnnotationOriginalReclaimPolicy]
-	if recorded && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain {
+	labelled := pv.Labels[LabelProtectedBy] == sc.vrg.Name && pv.Labels[LabelProtectedByNamespace] == sc.vrg.Namespace
+	if recorded && labelled && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain {
 		return nil
 	}
 	before := pv.DeepCopy()
 	if !recorded {
 		metav1.SetMetaDataAnnotation(&pv.ObjectMeta, AnnotationOriginalReclaimPolicy, string(pv.Spec.PersistentVolumeReclaimPolicy))
 	}
+	// The labels find the PV again if its PVC is deleted on a secondary (keepReplica).
+	metav1.SetMetaDataLabel(&pv.ObjectMeta, LabelProtectedBy, sc.vrg.Name)
+	metav1.SetMetaDataLabel(&pv.ObjectMeta, LabelProtectedByNamespace, sc.vrg.Namespace)
 	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 	if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to set reclaim policy Retain on PV %s: %w", pv.Name, err)
