@@ -312,12 +312,17 @@ func (r *Reconciler) relocating(ctx context.Context, sc *scope) (ctrl.Result, er
 	}
 	demoted := secondary(source.vrg) && source.vrg.FinalSyncComplete() && source.vrg.Spec.FinalSyncRequest == finalSyncRequest(st)
 	if !demoted {
-		// Stop the application first: the decision names no cluster while the final sync runs.
-		if err := r.place(ctx, sc); err != nil {
-			return ctrl.Result{}, err
-		}
 		if err := r.ensureGroup(ctx, sc, source, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate, finalSyncRequest(st))); err != nil {
 			return ctrl.Result{}, err
+		}
+		// Then stop the application: the decision names no cluster while the final sync runs.
+		// Only once the source's agent has acted on the relocation (it fences the PVCs and keeps
+		// a deleted one for its final sync): a PVC the GitOps tool prunes while the group still
+		// looks primary would be released as a scale-down.
+		if acknowledged(source.vrg) {
+			if err := r.place(ctx, sc); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		st.Progression = string(ProgressionFinalSync)
 		if c := condition(source.vrg, v1alpha1.ConditionDataReady); c != nil && c.Reason == v1alpha1.ReasonPVCInUse {

@@ -330,10 +330,11 @@ func TestRelocatePromotesTheTargetOnlyAfterTheFinalSync(t *testing.T) {
 	w.g.Expect(east.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
 	w.g.Expect(east.Spec.Action).To(Equal(v1alpha1.ActionRelocate))
 	w.g.Expect(east.Spec.FinalSyncRequest).To(Equal(finalSyncRequest(&d.Status)))
-	w.g.Expect(w.decision()).To(BeEmpty(), "the application is stopped before the final sync")
+	w.g.Expect(w.decision()).To(Equal([]string{"east"}), "the application runs until east's agent acts on the relocation")
 
 	w.agent("east", true)
 	w.reconcile()
+	w.g.Expect(w.decision()).To(BeEmpty(), "the application is stopped before the final sync")
 	w.g.Expect(w.drpc().Status.Progression).To(Equal(string(ProgressionStoppingApp)))
 	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "not promoted before the final sync")
 
