@@ -39,6 +39,9 @@ const (
 	StateApplied State = "Applied"
 	// StateRemoved means the decision does not name the cluster and no manifest is left there.
 	StateRemoved State = "Removed"
+	// StateUntouched means the decision does not name the cluster and the deployer never
+	// applied the manifests there (or removed them already): it leaves the cluster alone.
+	StateUntouched State = "Untouched"
 	// StateError means the pass failed (the cluster is unreachable, a manifest was refused, or the
 	// decision names a cluster the deployer has no client for); it is retried next round.
 	StateError State = "Error"
@@ -76,7 +79,8 @@ type Status struct {
 //
 // A missing decision changes nothing anywhere (a GitOps tool does not delete an application
 // because its generator has no answer); a decision that names no cluster removes the manifests
-// everywhere. Removal deletes each manifest's object with background propagation and nothing
+// from every cluster where the deployer applied them, and only there (a GitOps tool prunes what
+// its Application deployed, never a cluster it never deployed to). Removal deletes each manifest's object with background propagation and nothing
 // else: the namespace stays, and so do the PVCs a StatefulSet created, as Kubernetes leaves
 // them. A cluster that fails is reported (Status) and retried next round while the others go on.
 type Deployer struct {
@@ -104,6 +108,9 @@ type Deployer struct {
 	status Status
 	// busy marks the clusters whose pass is still running; a round skips them.
 	busy map[string]bool
+	// holds marks the clusters where the deployer applied the manifests and has not removed
+	// them since: the only clusters it removes them from.
+	holds map[string]bool
 }
 
 // Status returns a copy of what the deployer did last.
@@ -231,12 +238,28 @@ func (d *Deployer) round(ctx context.Context, passes *sync.WaitGroup) {
 			})
 		}
 	}
+	if d.holds == nil {
+		d.holds = map[string]bool{}
+	}
 	for name, cl := range d.Clusters {
 		if d.busy[name] {
 			continue
 		}
-		d.busy[name] = true
 		place := slices.Contains(decided, name)
+		if !place && !d.holds[name] {
+			// Like a GitOps tool, the deployer removes only what it deployed: a cluster that
+			// never held the application (or whose removal completed) is left alone, so what
+			// others create there (drover restoring a PVC before the decision names the
+			// cluster) is never touched.
+			if prev, seen := d.status.Clusters[name]; !seen || prev.State != StateRemoved {
+				d.recordLocked(log.WithValues("cluster", name), name, ClusterResult{State: StateUntouched, Round: round, Time: time.Now()})
+			}
+			continue
+		}
+		if place {
+			d.holds[name] = true
+		}
+		d.busy[name] = true
 		passes.Go(func() {
 			clog := log.WithValues("cluster", name)
 			res := d.pass(ctrl.LoggerInto(ctx, clog), cl, place)
@@ -244,6 +267,9 @@ func (d *Deployer) round(ctx context.Context, passes *sync.WaitGroup) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			d.busy[name] = false
+			if !place && res.State == StateRemoved {
+				d.holds[name] = false
+			}
 			if ctx.Err() == nil {
 				d.recordLocked(clog, name, res)
 			}
@@ -286,6 +312,8 @@ func (d *Deployer) recordLocked(log logr.Logger, name string, res ClusterResult)
 		log.Info("Applied the manifests")
 	case StateRemoved:
 		log.Info("Removed the manifests")
+	case StateUntouched:
+		log.V(1).Info("Leaving the cluster alone: the deployer never applied the manifests there")
 	default:
 		log.Error(errors.New(res.Message), "Failed to deploy on the cluster; retrying next round")
 	}

@@ -159,7 +159,7 @@ func TestDeployerMovesTheAppWhereTheDecisionSays(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		expectApplied(ctx, g, e.east, ns)
 		expectState(g, d, lab.East, deployer.StateApplied)
-		expectState(g, d, lab.West, deployer.StateRemoved)
+		expectState(g, d, lab.West, deployer.StateUntouched)
 		eastPVCs = pvcUIDs(ctx, g, e.east, ns)
 		pods := &corev1.PodList{}
 		g.Expect(e.east.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
