@@ -84,16 +84,13 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	// The recovery point is the primary group's last group sync, read where the agent writes it.
-	group := &v1alpha1.VolumeReplicationGroup{}
-	if err := r.env.Clusters[from].Get(ctx, r.key, group); err != nil {
-		step.Err = fmt.Errorf("failed to read the group on %s before the failover: %w", from, err)
+	// The loss comes after a sync that began once the writers had written, so the failover has
+	// records to keep.
+	lastSync, err := r.syncAfter(ctx, from, time.Now())
+	if err != nil {
+		step.Err = err
 		return r.record(step)
 	}
-	if group.Status.LastGroupSyncTime == nil {
-		step.Err = fmt.Errorf("no group sync completed on %s before the failover", from)
-		return r.record(step)
-	}
-	lastSync := group.Status.LastGroupSyncTime.Time
 	r.say("failover: stopping %s (its control plane, storage and agent); last group sync %s ago",
 		from, time.Since(lastSync).Round(100*time.Millisecond))
 	r.mu.Lock()
@@ -145,6 +142,8 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 			step.Kept += kept.LastSeq
 			step.Lost += before.LastSeq - min(before.LastSeq, kept.LastSeq)
 			switch {
+			case kept.LastSeq == 0 && before.LastWrite.Before(lastSync):
+				errs = append(errs, fmt.Errorf("%s: %s holds no record of %s, which wrote before the last group sync", pvc, to, w.id))
 			case len(kept.Gaps) > 0:
 				errs = append(errs, fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps)))
 			case kept.LastSeq > before.LastSeq:
@@ -318,4 +317,26 @@ func (r *Run) Unprotect(ctx context.Context) Step {
 	step.Duration = time.Since(began)
 	_, _, step.Err = r.writing(ctx, primary)
 	return r.record(step)
+}
+
+// syncAfter waits until the primary group on cluster reports a group sync that began at or after
+// t (to the second: metav1.Time), and returns it.
+func (r *Run) syncAfter(ctx context.Context, cluster string, t time.Time) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
+	defer cancel()
+	for {
+		group := &v1alpha1.VolumeReplicationGroup{}
+		err := r.env.Clusters[cluster].Get(ctx, r.key, group)
+		if err == nil && group.Status.LastGroupSyncTime != nil && !group.Status.LastGroupSyncTime.Time.Before(t.Truncate(time.Second)) {
+			return group.Status.LastGroupSyncTime.Time, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return time.Time{}, fmt.Errorf("no group sync on %s after %s: %w", cluster, t.Format(time.TimeOnly), err)
+			}
+			return time.Time{}, fmt.Errorf("no group sync on %s after %s", cluster, t.Format(time.TimeOnly))
+		case <-timeAfter():
+		}
+	}
 }

@@ -1,0 +1,82 @@
+package hub_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// storyEnv is the story's view of this suite's lab, whose hub and agents run in-process: losing
+// a cluster stops its agent first, bringing it back starts the agent after.
+func storyEnv(t *testing.T) story.Env {
+	t.Helper()
+	h, err := hubClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		cl, err := testLab.Client(name, v1alpha1.AddToScheme, clientgoscheme.AddToScheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters[name] = cl
+	}
+	return story.Env{
+		Hub: h, Clusters: clusters, Out: os.Stderr,
+		DataDir: func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
+		StopCluster: func(cluster string) error {
+			stop(cluster)
+			return testLab.Stop(cluster)
+		},
+		StartCluster: func(ctx context.Context, cluster string) error {
+			if err := testLab.Start(ctx, cluster); err != nil {
+				return err
+			}
+			return startAgent(cluster)
+		},
+	}
+}
+
+// The whole story (protect, failover with the primary stopped both ways, recover, relocate both
+// ways, unprotect) for workloads whose PVCs go away with them, driven by the hub.
+func TestTheStoryOfWorkloadsThatDeleteTheirPVCs(t *testing.T) {
+	for _, c := range []story.Case{
+		{Workload: story.DeploymentWithPVC, Policy: policyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.Placement, Namespace: "story-deployment"},
+		{Workload: story.StatefulSetDeletesPVCs, Policy: policyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: "story-sts-delete"},
+	} {
+		t.Run(c.Name(), func(t *testing.T) {
+			r := story.New(storyEnv(t), c, lab.East)
+			if err := r.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			err := r.Full(context.Background(), true)
+			if err != nil && os.Getenv("STORY_DEBUG") != "" {
+				pvcs := &corev1.PersistentVolumeClaimList{}
+				_ = storyEnv(t).Clusters[lab.East].List(context.Background(), pvcs, client.InNamespace(c.Namespace))
+				for _, p := range pvcs.Items {
+					for _, m := range p.ManagedFields {
+						t.Logf("east PVC %s uid %s created %s: manager %s op %s at %s", p.Name, p.UID, p.CreationTimestamp, m.Manager, m.Operation, m.Time)
+					}
+				}
+			}
+			if cerr := r.Close(); cerr != nil {
+				t.Error(cerr)
+			}
+			story.PrintTable(os.Stderr, r.Steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("longest overlap after a return: %s", r.Overlap())
+		})
+	}
+}
