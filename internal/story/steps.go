@@ -30,7 +30,7 @@ func (r *Run) Protect(ctx context.Context) Step {
 		},
 	}
 	if r.c.Mode == Placement {
-		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: "db"}
+		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: r.c.placement(), Namespace: r.c.PlacementNamespace}
 	} else {
 		d.Spec.ProtectedNamespaces = []string{r.c.Namespace}
 	}

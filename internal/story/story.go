@@ -44,6 +44,17 @@ type Case struct {
 	Namespace string
 	// Replicas of a StatefulSet; 3 when zero.
 	Replicas int32
+	// Placement names the placement of placement mode (db when empty); PlacementNamespace is
+	// where its decision lives, the namespace a GitOps tool reads (Namespace when empty).
+	Placement, PlacementNamespace string
+}
+
+// placement is the placement's name.
+func (c Case) placement() string {
+	if c.Placement == "" {
+		return "db"
+	}
+	return c.Placement
 }
 
 // Name is a short name of the case, for test names and tables.
@@ -64,6 +75,9 @@ type Env struct {
 	Out io.Writer
 	// Timeout bounds each step; 4 minutes when zero.
 	Timeout time.Duration
+	// StartGitOps, when set, makes a real GitOps tool follow the case's placement (Argo CD
+	// in the lab); nil runs the lab's deployer.
+	StartGitOps func(ctx context.Context, c Case) error
 }
 
 // Step is the outcome of one action.
@@ -155,6 +169,13 @@ func (r *Run) Start(ctx context.Context) error {
 			}
 		}
 	case Placement:
+		if r.env.StartGitOps != nil {
+			r.say("deploy: the GitOps tool follows placement %s (%s)", r.c.placement(), r.c.Workload)
+			if err := r.env.StartGitOps(ctx, r.c); err != nil {
+				return err
+			}
+			break
+		}
 		r.say("deploy: the lab's GitOps deployer follows placement db in namespace %s (%s)", r.c.Namespace, r.c.Workload)
 		var us []*unstructured.Unstructured
 		for _, o := range objs {

@@ -27,7 +27,7 @@ var testLab *labtest.Lab
 func TestMain(m *testing.M) {
 	// The suite talks to the lab through clients only; drover's own logs are in the lab's dir.
 	ctrl.SetLogger(logr.Discard())
-	labtest.MainWith(m, labtest.Options{RunDrover: true, HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second},
+	labtest.MainWith(m, labtest.Options{RunDrover: true, HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second, GitOps: gitOps},
 		func(l *labtest.Lab) { testLab = l })
 }
 

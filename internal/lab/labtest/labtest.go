@@ -99,6 +99,8 @@ type Options struct {
 	// set (lab.Options).
 	HubProbeInterval    time.Duration
 	HubUnreachableAfter time.Duration
+	// GitOps runs a GitOps tool in the lab (lab.Options.GitOps), such as lab.GitOpsArgoCD.
+	GitOps string
 }
 
 // Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
@@ -133,6 +135,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
+		GitOps: opts.GitOps,
 	})
 	if err != nil {
 		return nil, err
