@@ -32,6 +32,8 @@ type app struct {
 	clusters map[string]client.Client
 	key      client.ObjectKey
 	replicas int
+	// down are the clusters this test stopped and has not started again.
+	down map[string]bool
 }
 
 func newApp(t *testing.T, ns string) *app {
@@ -191,6 +193,30 @@ func (a *app) lose(cluster string, handles map[string]string) (lost, kept map[st
 	if cluster == lab.West {
 		survivor = lab.East
 	}
+	// Lose the cluster after a group sync that began once the writers had written, so the
+	// failover has records to keep.
+	since := metav1.NewTime(time.Now().Truncate(time.Second))
+	a.g.Eventually(func(g Gomega) {
+		vrg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(a.clusters[cluster].Get(context.Background(), a.key, vrg)).To(Succeed())
+		g.Expect(vrg.Status.LastGroupSyncTime).NotTo(BeNil())
+		g.Expect(vrg.Status.LastGroupSyncTime.Before(&since)).To(BeFalse())
+	}).Should(Succeed(), "a group sync on %s after the writers wrote", cluster)
+	if a.down == nil {
+		a.down = map[string]bool{}
+		// A test that fails with a cluster stopped leaves the lab as it found it.
+		a.t.Cleanup(func() {
+			for c := range a.down {
+				if err := testLab.Start(context.Background(), c); err != nil {
+					a.t.Errorf("failed to start %s again: %v", c, err)
+				}
+				if err := startAgent(c); err != nil {
+					a.t.Errorf("failed to start the agent of %s again: %v", c, err)
+				}
+			}
+		})
+	}
+	a.down[cluster] = true
 	stop(cluster)
 	a.g.Expect(testLab.Stop(cluster)).To(Succeed())
 	lost, kept = map[string]records.Report{}, map[string]records.Report{}
@@ -204,6 +230,7 @@ func (a *app) lose(cluster string, handles map[string]string) (lost, kept map[st
 func (a *app) restore(cluster string) {
 	a.g.Expect(testLab.Start(context.Background(), cluster)).To(Succeed())
 	a.g.Expect(startAgent(cluster)).To(Succeed())
+	delete(a.down, cluster)
 }
 
 // expectFailoverKept checks each image promoted on to: it holds the old writers' records up to
