@@ -489,6 +489,11 @@ func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *te
 	}
 	w.g.Expect(w.clusters["east"].Status().Update(ctx, east)).To(Succeed())
 	w.reconcile()
+	w.agent("west", false) // west is Secondary for its new spec, with no destination yet
+	w.reconcile()
+	pr := w.cond(v1alpha1.ConditionPeerReady)
+	w.g.Expect(pr.Status).To(Equal(metav1.ConditionFalse), "a VolSync peer without a destination is not ready")
+	w.g.Expect(pr.Message).To(ContainSubstring("waiting for west's VolSync destination of PVC app/data-db-0"))
 	west := w.vrg("west")
 	w.g.Expect(west.Spec.VolSync).NotTo(BeNil())
 	w.g.Expect(west.Spec.VolSync.ReceivePVCs).To(ConsistOf(v1alpha1.VolSyncReceivePVC{
@@ -511,6 +516,8 @@ func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *te
 	east = w.vrg("east")
 	w.g.Expect(east.Spec.VolSync).NotTo(BeNil())
 	w.g.Expect(east.Spec.VolSync.Destinations).To(Equal(west.Status.VolSyncDestinations))
+	w.reconcile()
+	w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionTrue), "the destination is reported and handed over")
 	copied := &corev1.Secret{}
 	w.g.Expect(w.clusters["east"].Get(ctx, client.ObjectKeyFromObject(key), copied)).To(Succeed())
 	w.g.Expect(copied.Data).To(Equal(key.Data))

@@ -61,6 +61,10 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
 			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
 	case secondary(peer.vrg):
+		if waiting := volSyncWaiting(primary, peer); waiting != "" {
+			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
+			break
+		}
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s's VolumeReplicationGroup is Secondary", peer.name))
 	default:
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
@@ -132,4 +136,36 @@ func summaries(sc *scope) []v1alpha1.VRGSummary {
 		}
 	}
 	return out
+}
+
+// volSyncWaiting says what a VolSync peer still lacks to receive the primary's PVCs: a secondary
+// is ready for the next action only once it has a destination for every VolSync PVC the primary
+// protects and the primary has been handed it; empty when nothing is missing (or the primary is
+// not observed).
+func volSyncWaiting(primary, peer *clusterView) string {
+	if !primary.reachable() || primary.vrg == nil || peer.vrg == nil {
+		return ""
+	}
+	reported, handed := map[string]bool{}, map[string]bool{}
+	for _, d := range peer.vrg.Status.VolSyncDestinations {
+		reported[d.PVCNamespace+"/"+d.PVCName] = true
+	}
+	if vs := primary.vrg.Spec.VolSync; vs != nil {
+		for _, d := range vs.Destinations {
+			handed[d.PVCNamespace+"/"+d.PVCName] = true
+		}
+	}
+	for _, p := range primary.vrg.Status.ProtectedPVCs {
+		if p.Backend != v1alpha1.BackendVolSync {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		switch {
+		case !reported[key]:
+			return fmt.Sprintf("waiting for %s's VolSync destination of PVC %s", peer.name, key)
+		case !handed[key]:
+			return fmt.Sprintf("waiting to hand %s's VolSync destination of PVC %s to %s", peer.name, key, primary.name)
+		}
+	}
+	return ""
 }
