@@ -35,8 +35,8 @@ test: tools ## Run all tests (unit tests, tests against the lab's real API serve
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: tools ## Run the whole end-to-end matrix: workload x backend x mode (~40 min)
-	DROVER_E2E=full $(GO) test -count=1 -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
+test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode) and the Argo CD case (~45 min)
+	DROVER_E2E=full $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
 
 .PHONY: test-argocd
 test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo CD (-tags argocd; not part of make test)
