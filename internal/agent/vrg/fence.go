@@ -154,6 +154,12 @@ func (r *Reconciler) unfence(ctx context.Context, sc *scope) (ctrl.Result, error
 }
 
 // annotate sets (value non-empty) or removes one annotation of the group by a merge patch.
+// The patch is sent from a copy: its answer is the group as the API server holds it now, whose
+// spec may already be the hub's next step (a relocation's old primary promoted back, say), and
+// the rest of the pass must act on the spec it began with, never on half of each. (A secondary
+// pass that took the answer found a primary's spec without spec.volSync.receivePVCs and deleted
+// every ReplicationDestination its promotion was about to adopt the kept PVCs from.) The next
+// spec gets a pass of its own: the change is an event.
 func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string) error {
 	before := sc.vrg.DeepCopy()
 	if value == "" {
@@ -164,7 +170,7 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 		}
 		sc.vrg.Annotations[key] = value
 	}
-	if err := r.Client.Patch(ctx, sc.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+	if err := r.Client.Patch(ctx, sc.vrg.DeepCopy(), client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch annotation %s of VolumeReplicationGroup %s: %w", key, klog.KObj(sc.vrg), err)
 	}
 	return nil

@@ -9,13 +9,16 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // fencedClient wraps the fixture's client: while enforced, creating a pod fails as the API
@@ -131,4 +134,80 @@ func TestARelocationWaitsForItsConsumersAndWithoutAFinalSyncRequestLeavesFinalSy
 	g.Expect(got.Annotations).NotTo(HaveKey(webhook.AnnotationFence))
 	g.Expect(got.Annotations).NotTo(HaveKey(AnnotationDemotedAt))
 	g.Expect(f.backend.Demoted()).To(HaveEach("app/data-db-0"))
+}
+
+// TestAPassActsOnTheSpecItBeganWithWhenTheHubChangesItMeanwhile: the hub promotes a relocation's
+// old primary (back to primary, no spec.volSync) while the agent's secondary pass removes
+// AnnotationDemotedAt, so the answer to that patch carries the primary's spec. The pass goes on
+// as the secondary it began as: it keeps the ReplicationDestinations of its
+// spec.volSync.receivePVCs, which the promotion needs to adopt the PVCs kept here (taking the
+// answer, it found no receivePVCs and deleted them all), and its status answers the generation
+// it acted on, not the primary's.
+func TestAPassActsOnTheSpecItBeganWithWhenTheHubChangesItMeanwhile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv, pvc := protectedPVC()
+	rd := &volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "app", Name: "data-web-0",
+		Labels: map[string]string{volsync.LabelVRGName: "db", volsync.LabelVRGNamespace: "app"},
+	}}
+	f := newFixture(t, pv, pvc, rd, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	backends, err := replication.NewRegistry(f.backend, volsync.New(f.client, f.client))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.r.Backends = backends
+	enforced := &atomic.Bool{}
+	enforced.Store(true)
+	promoteOnPatch := &atomic.Bool{}
+	f.r.Client, f.r.Fence = interceptor.NewClient(fencedClient(f.client, enforced).(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*v1alpha1.VolumeReplicationGroup); ok && promoteOnPatch.CompareAndSwap(true, false) {
+				// The hub's next step lands between the pass's read and its patch.
+				hub := &v1alpha1.VolumeReplicationGroup{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), hub); err != nil {
+					return err
+				}
+				hub.Spec.ReplicationState, hub.Spec.FinalSyncRequest, hub.Spec.VolSync = v1alpha1.ReplicationStatePrimary, "", nil
+				hub.Generation++
+				if err := c.Update(ctx, hub); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}), true
+	f.vrg.Spec.FinalSyncRequest = "relocate-1"
+	f.vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{ReceivePVCs: []v1alpha1.VolSyncReceivePVC{{
+		PVCNamespace: "app", PVCName: "data-web-0", StorageClassName: "lab-file",
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"),
+	}}}
+	f.demote(g, v1alpha1.ActionRelocate)
+
+	// Fenced, demoted, and the final sync recorded (a sync began after the demotion).
+	_, err = f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{LastSyncTime: &metav1.Time{Time: time.Now().Add(time.Hour)}})
+	got := f.group(g)
+	for i := 0; i < 3 && got.Status.FinalSync == nil; i++ {
+		_, err = f.pass()
+		g.Expect(err).NotTo(HaveOccurred())
+		got = f.group(g)
+	}
+	g.Expect(got.Status.FinalSync).NotTo(BeNil())
+	g.Expect(got.Annotations).To(HaveKey(AnnotationDemotedAt), "removed by the next pass")
+	secondaryGeneration := got.Generation
+	g.Expect(f.client.Get(ctx, client.ObjectKeyFromObject(rd), &volsyncv1alpha1.ReplicationDestination{})).To(Succeed())
+
+	// The pass that removes AnnotationDemotedAt meets the hub's promotion.
+	promoteOnPatch.Store(true)
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(promoteOnPatch.Load()).To(BeFalse(), "the pass patched the group")
+	got = f.group(g)
+	g.Expect(got.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
+	g.Expect(got.Generation).To(BeNumerically(">", secondaryGeneration))
+	g.Expect(got.Annotations).NotTo(HaveKey(AnnotationDemotedAt))
+	g.Expect(f.client.Get(ctx, client.ObjectKeyFromObject(rd), &volsyncv1alpha1.ReplicationDestination{})).To(Succeed(),
+		"a secondary pass keeps the destinations of its receivePVCs")
+	g.Expect(got.Status.ObservedGeneration).To(Equal(secondaryGeneration), "the status answers the spec the pass acted on")
+	g.Expect(groupCondition(g, got, v1alpha1.ConditionDataReady).ObservedGeneration).To(Equal(secondaryGeneration))
 }
