@@ -5,7 +5,6 @@
 // other way, relocate, relocate back, unprotect, checking the records after every action and
 // that the clusters never both run a writable primary.
 //
-// `make test` runs the seed's case (a StatefulSet that keeps its PVCs) with VolRep; `make
-// test-e2e` (DROVER_E2E=full) runs the whole matrix, where the VolSync cases currently fail on the
-// relocation back (see cases()).
+// `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
+// `make test-e2e` (DROVER_E2E=full) runs the whole matrix.
 package e2e

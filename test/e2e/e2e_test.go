@@ -32,19 +32,16 @@ func TestMain(m *testing.M) {
 }
 
 // cases is the matrix: every workload × backend × mode with DROVER_E2E=full, else the seed's
-// case (a StatefulSet that keeps its PVCs) with VolRep.
+// case (a StatefulSet that keeps its PVCs) for each backend, one in each mode.
 func cases() []story.Case {
 	backends := []struct{ policy, class string }{
 		{lab.PolicyVolRep, lab.BlockStorageClass},
 		{lab.PolicyVolSync, lab.FileStorageClass},
 	}
 	if os.Getenv(FullEnv) != "full" {
-		// The VolSync case of the seed (sts-retain/lab-volsync/*) fails its second relocation
-		// (west → east: the kept PVCs on east are reported as PVCConflict, "did not receive the
-		// replication"); until that is fixed it runs in make test-e2e only, where it fails
-		// visibly, so make test stays green for CI.
 		return []story.Case{
 			{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.SelfContained},
+			{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Mode: story.Placement},
 		}
 	}
 	var out []story.Case
