@@ -64,7 +64,6 @@ func randomBytes(n int) []byte {
 }
 
 func TestS3StoreRoundTripsOnEveryLabProfile(t *testing.T) {
-	needLab(t)
 	for _, cluster := range []string{lab.East, lab.West} {
 		t.Run(cluster, func(t *testing.T) {
 			g := NewWithT(t)
@@ -119,7 +118,6 @@ func TestS3StoreRoundTripsOnEveryLabProfile(t *testing.T) {
 }
 
 func TestS3StoreGetOfAMissingKeyIsErrNotFound(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	p := labProfile(g, lab.East)
@@ -136,7 +134,6 @@ func TestS3StoreGetOfAMissingKeyIsErrNotFound(t *testing.T) {
 }
 
 func TestS3StoreClassifiesRefusedCredentials(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	east, west := labProfile(g, lab.East), labProfile(g, lab.West)
 	wrongSecret := east
@@ -170,7 +167,6 @@ func TestS3StoreClassifiesRefusedCredentials(t *testing.T) {
 }
 
 func TestS3StoreClassifiesAMissingBucket(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	p := labProfile(g, lab.West)
 	p.Bucket = "drover-no-such-bucket"
@@ -240,7 +236,6 @@ func freePort(g Gomega) int {
 }
 
 func TestS3StoreOfAStoppedClusterFailsFastAsUnreachableAndComesBack(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	eastProfile, westProfile := labProfile(g, lab.East), labProfile(g, lab.West)
@@ -363,7 +358,6 @@ func TestS3StoreThatNeverAnswersFailsWithTheCallersDeadline(t *testing.T) {
 }
 
 func TestProfileFromTheLabsSecretReachesTheStore(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	hub, err := testLab.Cluster(lab.Hub)
@@ -396,7 +390,6 @@ func TestProfileFromTheLabsSecretReachesTheStore(t *testing.T) {
 }
 
 func TestS3StoreKeepsEveryByteUnderConcurrentPuts(t *testing.T) {
-	needLab(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newStore(g, labProfile(g, lab.West))
