@@ -3,6 +3,7 @@ package story
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,21 +79,16 @@ func (r *Run) expectedPods() int {
 // writing waits until the application runs its writers on a cluster and each has written into
 // its volume, and returns them.
 func (r *Run) writing(ctx context.Context, cluster string) ([]writer, map[string]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
-	var lastErr error
-	for {
-		ws, handles, err := r.writingNow(ctx, cluster)
-		if err == nil {
-			return ws, handles, nil
-		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("the application does not write on %s: %w", cluster, lastErr)
-		case <-timeAfter():
-		}
+	var ws []writer
+	var handles map[string]string
+	err := r.poll(ctx, pollInterval, func(ctx context.Context) (err error) {
+		ws, handles, err = r.writingNow(ctx, cluster)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the application does not write on %s: %w", cluster, err)
 	}
+	return ws, handles, nil
 }
 
 func (r *Run) writingNow(ctx context.Context, cluster string) ([]writer, map[string]string, error) {
@@ -146,32 +142,35 @@ func (r *Run) imageRole(cluster, handle string) storage.ImageRole {
 // boundVolumes waits until every PVC the writers used is Bound on a cluster and returns the
 // handles; at the timeout it says which PVC is not and in which phase.
 func (r *Run) boundVolumes(ctx context.Context, cluster string, ws []writer) (map[string]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
-	for {
-		handles, err := r.volumes(ctx, cluster)
-		missing := ""
-		if err == nil {
-			for _, w := range ws {
-				for _, pvc := range w.pvcs {
-					if _, ok := handles[pvc]; !ok && missing == "" {
-						missing = pvc
-					}
+	var handles map[string]string
+	missing := ""
+	err := r.poll(ctx, pollInterval, func(ctx context.Context) (err error) {
+		if handles, err = r.volumes(ctx, cluster); err != nil {
+			return err
+		}
+		missing = ""
+		for _, w := range ws {
+			for _, pvc := range w.pvcs {
+				if _, ok := handles[pvc]; !ok && missing == "" {
+					missing = pvc
 				}
 			}
-			if missing == "" {
-				return handles, nil
-			}
 		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return nil, err
-			}
-			pvc := &corev1.PersistentVolumeClaim{}
-			gerr := r.env.Clusters[cluster].Get(context.Background(), client.ObjectKey{Namespace: r.c.Namespace, Name: missing}, pvc)
-			return nil, fmt.Errorf("PVC %s is not Bound on %s (get: %w, phase %q, labels %v, deleting %t)", missing, cluster, gerr, pvc.Status.Phase, pvc.Labels, !pvc.DeletionTimestamp.IsZero())
-		case <-timeAfter():
+		if missing != "" {
+			return errNotBound
 		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNotBound):
+		pvc := &corev1.PersistentVolumeClaim{}
+		gerr := r.env.Clusters[cluster].Get(context.Background(), client.ObjectKey{Namespace: r.c.Namespace, Name: missing}, pvc)
+		return nil, fmt.Errorf("PVC %s is not Bound on %s (get: %w, phase %q, labels %v, deleting %t)", missing, cluster, gerr, pvc.Status.Phase, pvc.Labels, !pvc.DeletionTimestamp.IsZero())
+	case err != nil:
+		return nil, err
 	}
+	return handles, nil
 }
+
+// errNotBound says a PVC the writers used is not Bound yet; boundVolumes describes it at the end.
+var errNotBound = errors.New("a PVC is not Bound")

@@ -295,24 +295,20 @@ func (r *Run) Unprotect(ctx context.Context) Step {
 		step.Err = err
 		return r.record(step)
 	}
-	ctx2, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
-	for {
-		gone := apierrors.IsNotFound(r.env.Hub.Get(ctx2, r.key, &v1alpha1.DRPlacementControl{}))
+	if err := r.poll(ctx, pollInterval, func(ctx context.Context) error {
+		gone := apierrors.IsNotFound(r.env.Hub.Get(ctx, r.key, &v1alpha1.DRPlacementControl{}))
 		for _, cl := range r.env.Clusters {
-			if !apierrors.IsNotFound(cl.Get(ctx2, r.key, &v1alpha1.VolumeReplicationGroup{})) {
+			if !apierrors.IsNotFound(cl.Get(ctx, r.key, &v1alpha1.VolumeReplicationGroup{})) {
 				gone = false
 			}
 		}
-		if gone {
-			break
+		if !gone {
+			return errors.New("the DRPlacementControl or a VolumeReplicationGroup is still there")
 		}
-		select {
-		case <-ctx2.Done():
-			step.Err = errors.New("the DRPlacementControl or a VolumeReplicationGroup is still there")
-			return r.record(step)
-		case <-timeAfter():
-		}
+		return nil
+	}); err != nil {
+		step.Err = err
+		return r.record(step)
 	}
 	step.Duration = time.Since(began)
 	_, _, step.Err = r.writing(ctx, primary)
@@ -322,21 +318,17 @@ func (r *Run) Unprotect(ctx context.Context) Step {
 // syncAfter waits until the primary group on cluster reports a group sync that began at or after
 // t (to the second: metav1.Time), and returns it.
 func (r *Run) syncAfter(ctx context.Context, cluster string, t time.Time) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
-	for {
+	var last time.Time
+	err := r.poll(ctx, pollInterval, func(ctx context.Context) error {
 		group := &v1alpha1.VolumeReplicationGroup{}
-		err := r.env.Clusters[cluster].Get(ctx, r.key, group)
-		if err == nil && group.Status.LastGroupSyncTime != nil && !group.Status.LastGroupSyncTime.Time.Before(t.Truncate(time.Second)) {
-			return group.Status.LastGroupSyncTime.Time, nil
+		if err := r.env.Clusters[cluster].Get(ctx, r.key, group); err != nil {
+			return fmt.Errorf("no group sync on %s after %s: %w", cluster, t.Format(time.TimeOnly), err)
 		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return time.Time{}, fmt.Errorf("no group sync on %s after %s: %w", cluster, t.Format(time.TimeOnly), err)
-			}
-			return time.Time{}, fmt.Errorf("no group sync on %s after %s", cluster, t.Format(time.TimeOnly))
-		case <-timeAfter():
+		if group.Status.LastGroupSyncTime == nil || group.Status.LastGroupSyncTime.Time.Before(t.Truncate(time.Second)) {
+			return fmt.Errorf("no group sync on %s after %s", cluster, t.Format(time.TimeOnly))
 		}
-	}
+		last = group.Status.LastGroupSyncTime.Time
+		return nil
+	})
+	return last, err
 }

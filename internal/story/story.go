@@ -255,15 +255,30 @@ func condition(d *v1alpha1.DRPlacementControl, t string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Message: "not reported yet"}
 }
 
+// poll calls check every interval until it returns nil or the step's timeout passes, and then
+// returns check's last error: each caller says in it what was still awaited.
+func (r *Run) poll(ctx context.Context, every time.Duration, check func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
+	defer cancel()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(every):
+		}
+	}
+}
+
 // await polls the DRPlacementControl until done says it is, printing a line whenever the phase,
 // the step or what drover waits for changes. It fails at the timeout with the last state.
 func (r *Run) await(ctx context.Context, what string, done func(*v1alpha1.DRPlacementControl) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
 	last := ""
-	for {
-		d, err := r.drpc(ctx)
-		if err == nil {
+	return r.poll(ctx, 250*time.Millisecond, func(ctx context.Context) error {
+		if d, err := r.drpc(ctx); err == nil {
 			av := condition(d, v1alpha1.ConditionAvailable)
 			line := fmt.Sprintf("%s/%s: %s", d.Status.Phase, d.Status.Progression, av.Message)
 			if av.Status == metav1.ConditionTrue {
@@ -278,12 +293,8 @@ func (r *Run) await(ctx context.Context, what string, done func(*v1alpha1.DRPlac
 				return nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not done after %s; last seen: %s", what, r.env.Timeout, last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("%s: not done after %s; last seen: %s", what, r.env.Timeout, last)
+	})
 }
 
 // settled reports whether the application runs on cluster in phase, Available, with the

@@ -14,7 +14,8 @@ import (
 // reachable again). Its writes go to a stale primary and are discarded by the resync.
 const returnGrace = 45 * time.Second
 
-func timeAfter() <-chan time.Time { return time.After(500 * time.Millisecond) }
+// pollInterval is how often the story looks again at what it waits for.
+const pollInterval = 500 * time.Millisecond
 
 // watch checks, until ctx ends, that the two clusters never both run a writable primary of the
 // application: writer pods Running on both, or (volrep) one image primary on both, while both
@@ -25,7 +26,7 @@ func (r *Run) watch(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timeAfter():
+		case <-time.After(pollInterval):
 		}
 		both, what := r.twoPrimaries(ctx)
 		r.mu.Lock()
