@@ -14,6 +14,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())
+	root.AddCommand(newVersionCommand())
 	addCLICommands(root)
 	return root
 }
