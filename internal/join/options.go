@@ -1,0 +1,159 @@
+package join
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// Names and labels of what join creates.
+const (
+	// DefaultNamespace holds, on both clusters, everything join creates that is namespaced.
+	DefaultNamespace = "drover-system"
+	// ServiceAccountName is the hub's identity on a managed cluster.
+	ServiceAccountName = "drover-hub"
+	// TokenSecretName is the kubernetes.io/service-account-token Secret of ServiceAccountName.
+	TokenSecretName = ServiceAccountName + "-token" //nolint:gosec // a name, not a credential
+	// FieldOwner is the server-side apply field manager of everything join writes.
+	FieldOwner = "drover-cluster-join"
+	// LabelManagedBy and ManagedByValue mark what join created; LabelCluster names the cluster
+	// it was created for, which is how unjoin finds it.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "drover"
+	LabelCluster   = "drover.io/cluster"
+	// DefaultTokenTimeout bounds the wait for the token controller to fill the token Secret.
+	DefaultTokenTimeout = 30 * time.Second
+	// requestTimeout bounds every request, so an address that drops packets fails in seconds.
+	requestTimeout = 15 * time.Second
+)
+
+// KubeconfigSecretName is the name of the Secret on the hub that holds the hub's kubeconfig for
+// cluster.
+func KubeconfigSecretName(cluster string) string { return "kubeconfig-" + cluster }
+
+// DefaultS3ProfileName is the S3 profile of cluster when none is given; it is also the name of
+// the profile's credentials Secret.
+func DefaultS3ProfileName(cluster string) string { return "s3-" + cluster }
+
+// Cluster is how join reaches one cluster.
+type Cluster struct {
+	// Config is the REST configuration; on the managed cluster its user must be allowed to
+	// create namespaces, ServiceAccounts, Secrets and RBAC (cluster-admin, in practice).
+	Config *rest.Config
+	// Source says where Config came from, for messages, such as
+	// "kubeconfig /home/me/.kube/east (context east, user admin)".
+	Source string
+}
+
+// Options are the inputs of Join.
+type Options struct {
+	// Name is the DRCluster's name, also the value of LabelCluster.
+	Name string
+	// Hub is the hub cluster; Managed is the cluster to join.
+	Hub, Managed Cluster
+	// Server is the managed cluster's API address as the hub reaches it; empty means
+	// Managed.Config.Host.
+	Server string
+	// Region is the DRCluster's spec.region (its failure domain); empty means Name.
+	Region string
+	// Namespace holds what join creates on both clusters; empty means DefaultNamespace.
+	Namespace string
+	// S3 is the cluster's S3 profile. Name empty means DefaultS3ProfileName(Name); its Secret
+	// has the profile's name.
+	S3 objectstore.Profile
+	// DryRun prints what join would apply, as YAML, after the checks, and writes nothing.
+	DryRun bool
+	// TokenTimeout bounds the wait for the token; zero means DefaultTokenTimeout.
+	TokenTimeout time.Duration
+	// Out receives the report (and, with DryRun, the objects); nil means os.Stdout.
+	Out io.Writer
+}
+
+// complete fills the defaults and validates, before any request.
+func (o Options) complete() (Options, error) {
+	var problems []string
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("cluster name %q is not a valid object name: %s", o.Name, strings.Join(errs, "; ")))
+	}
+	if o.Hub.Config == nil {
+		problems = append(problems, "no kubeconfig for the hub cluster: pass --hub-kubeconfig or set KUBECONFIG")
+	}
+	if o.Managed.Config == nil {
+		problems = append(problems, "no kubeconfig for the managed cluster: pass --cluster-kubeconfig")
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Region == "" {
+		o.Region = o.Name
+	}
+	if o.Server == "" && o.Managed.Config != nil {
+		o.Server = o.Managed.Config.Host
+	}
+	if o.S3.Name == "" {
+		o.S3.Name = DefaultS3ProfileName(o.Name)
+	}
+	o.S3.SecretNamespace, o.S3.SecretName = o.Namespace, o.S3.Name
+	if err := o.S3.Validate(); err != nil {
+		problems = append(problems, err.Error()+" (pass --s3-endpoint, --s3-bucket and the credentials)")
+	}
+	if o.TokenTimeout == 0 {
+		o.TokenTimeout = DefaultTokenTimeout
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if len(problems) > 0 {
+		return o, errors.New(strings.Join(problems, "\n"))
+	}
+	return o, nil
+}
+
+// LoadKubeconfig loads the REST configuration of a kubeconfig the way kubectl does: path, else
+// $KUBECONFIG, else ~/.kube/config; its current context unless context names another. The
+// returned Cluster's Source names the file, the context and the user for messages.
+func LoadKubeconfig(path, context string) (Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return Cluster{}, errors.New("no kubeconfig found: pass the file or set KUBECONFIG")
+		}
+		return Cluster{}, fmt.Errorf("failed to load kubeconfig %s: %w", describePath(path), err)
+	}
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return Cluster{}, fmt.Errorf("failed to load kubeconfig %s: %w", describePath(path), err)
+	}
+	ctxName := context
+	if ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	user := ""
+	if c, ok := raw.Contexts[ctxName]; ok {
+		user = c.AuthInfo
+	}
+	return Cluster{Config: cfg, Source: fmt.Sprintf("kubeconfig %s (context %q, user %q)", describePath(path), ctxName, user)}, nil
+}
+
+func describePath(path string) string {
+	switch {
+	case path != "":
+		return path
+	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
+		return "$" + clientcmd.RecommendedConfigPathEnvVar + "=" + os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	default:
+		return clientcmd.RecommendedHomeFile
+	}
+}

@@ -1,0 +1,124 @@
+package join
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// The agent of every cluster of a DRPolicy writes to every S3 profile of the policy, so each
+// managed cluster needs the credentials Secret of every joined cluster's profile, under the
+// name the policy's secretRef gives (the profile's name). Join keeps a copy of each profile's
+// Secret on the hub, where later joins read it: the joining cluster gets the copies of the
+// profiles already joined, and the clusters already joined get the new profile through the
+// hub's own credential for them (which may create and patch Secrets, for VolSync's keys).
+
+// LabelS3Profile marks an S3 credentials Secret join wrote, with the profile's name.
+const LabelS3Profile = "drover.io/s3-profile"
+
+const secretAccessKeyKey = objectstore.SecretSecretAccessKeyKey
+
+func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+// profileSecretFor is the copy of a profile's Secret kept on cluster (or on the hub, for it).
+func profileSecretFor(src *corev1.Secret, profile, cluster string) (*unstructured.Unstructured, error) {
+	l := labels(cluster)
+	l[LabelS3Profile] = profile
+	return toUnstructured(&corev1.Secret{
+		TypeMeta:   metav1TypeMeta("v1", "Secret"),
+		ObjectMeta: objectMeta(src.Namespace, src.Name, l),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       src.Data,
+	})
+}
+
+// otherProfiles returns, for the joining cluster, copies of the profile Secrets that the hub
+// keeps for the other joined clusters.
+func otherProfiles(ctx context.Context, o Options, hub *target) ([]*unstructured.Unstructured, error) {
+	list := &corev1.SecretList{}
+	if err := hub.cl.List(ctx, list, client.InNamespace(o.Namespace),
+		client.MatchingLabels{LabelManagedBy: ManagedByValue}, client.HasLabels{LabelS3Profile}); err != nil {
+		return nil, fmt.Errorf("failed to list the S3 profile Secrets on the hub: %w", hub.explain(err))
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Labels[LabelCluster] == o.Name || s.Name == o.S3.Name {
+			continue
+		}
+		u, err := profileSecretFor(s, s.Labels[LabelS3Profile], o.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// shareProfile copies the joined cluster's profile Secret to every other joined cluster,
+// through the hub's credential for it. A cluster that cannot be reached now gets it when it is
+// joined again; the report says which.
+func (o Options) shareProfile(ctx context.Context, hub *target) {
+	list := &v1alpha1.DRClusterList{}
+	if err := hub.cl.List(ctx, list, client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
+		fmt.Fprintf(o.Out, "warning: could not list the other joined clusters to give them S3 profile %s: %v\n", o.S3.Name, hub.explain(err))
+		return
+	}
+	for i := range list.Items {
+		drc := &list.Items[i]
+		if drc.Name == o.Name {
+			continue
+		}
+		if err := o.shareProfileWith(ctx, hub, drc); err != nil {
+			fmt.Fprintf(o.Out, "warning: cluster %s did not get the credentials of S3 profile %s (%v): run `drover cluster join %s` again, which copies every joined profile onto it\n",
+				drc.Name, o.S3.Name, err, drc.Name)
+		}
+	}
+}
+
+func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) error {
+	ref := drc.Spec.KubeconfigSecretRef
+	secret := &corev1.Secret{}
+	if err := hub.cl.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+		return hub.explain(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
+	if err != nil {
+		return fmt.Errorf("failed to read the kubeconfig in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	peer, err := newTarget("managed cluster "+drc.Name, Cluster{Config: cfg, Source: "the hub's kubeconfig Secret " + ref.Namespace + "/" + ref.Name})
+	if err != nil {
+		return err
+	}
+	u, err := profileSecretFor(s3Secret(o.S3, o.Name), o.S3.Name, drc.Name)
+	if err != nil {
+		return err
+	}
+	r := &run{out: o.Out}
+	return r.apply(ctx, peer, u)
+}
+
+// printPolicyHint says what a DRPolicy that pairs the cluster must define for its profile:
+// profiles are defined in DRPolicy.spec.s3Profiles, which join does not write.
+func (o Options) printPolicyHint() {
+	entry := []v1alpha1.S3Profile{{
+		Name: o.S3.Name, Endpoint: o.S3.Endpoint, Bucket: o.S3.Bucket, Region: o.S3.Region,
+		SecretRef: v1alpha1.SecretRef{Namespace: o.Namespace, Name: o.S3.Name},
+	}}
+	raw, err := yaml.Marshal(map[string]any{"s3Profiles": entry})
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(o.Out, "\nCluster %s is joined. Every DRPolicy that pairs it must define its S3 profile in spec.s3Profiles:\n%s", o.Name, raw)
+}
