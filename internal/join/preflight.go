@@ -197,4 +197,3 @@ func checkAccess(ctx context.Context, t *target, want []access) error {
 	return fmt.Errorf("%s at %s refused the user of %s (403 Forbidden): it may not %s; use a kubeconfig whose user may (cluster-admin)",
 		t.role, t.host, t.source, strings.Join(missing, ", "))
 }
-

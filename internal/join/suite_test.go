@@ -1,0 +1,133 @@
+package join_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/join"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// testLab is the package's lab: a hub and the managed clusters east and west, each with
+// kube-controller-manager (whose token controller issues the hub's token) and drover's CRDs,
+// without drover's processes and without the lab's own DRClusters.
+var testLab *labtest.Lab
+
+func TestMain(m *testing.M) {
+	labtest.Main(m, func(l *labtest.Lab) { testLab = l })
+}
+
+// labCluster is how join reaches a lab cluster: its administrator kubeconfig.
+func labCluster(t *testing.T, name string) join.Cluster {
+	t.Helper()
+	c, err := testLab.Cluster(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return join.Cluster{Config: cfg, Source: "the lab's administrator kubeconfig of " + name}
+}
+
+func adminClient(t *testing.T, name string) client.Client {
+	t.Helper()
+	cl, err := testLab.Client(name, v1alpha1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// profileName is the tests' S3 profile of a cluster; not the lab's own s3-<cluster>, whose
+// Secrets the lab keeps on every cluster.
+func profileName(cluster string) string { return "store-" + cluster }
+
+// joinOptions joins the lab cluster managed as name, reporting into out.
+func joinOptions(t *testing.T, name, managed string, out *bytes.Buffer) join.Options {
+	return join.Options{
+		Name: name, Hub: labCluster(t, lab.Hub), Managed: labCluster(t, managed),
+		S3: objectstore.Profile{
+			Name: profileName(name), Endpoint: "http://127.0.0.1:9000", Bucket: "drover-" + name, Region: "lab-1",
+			AccessKeyID: "AKID-" + name, SecretAccessKey: "not-a-real-secret-" + name,
+		},
+		Out: out,
+	}
+}
+
+// mustJoin joins and registers an unjoin with the test's cleanup.
+func mustJoin(t *testing.T, o join.Options) string {
+	t.Helper()
+	if err := join.Join(t.Context(), o); err != nil {
+		t.Fatalf("join %s failed: %v\n%s", o.Name, err, o.Out)
+	}
+	t.Cleanup(func() { unjoinAll(t, o.Name, o.Managed) })
+	return o.Out.(*bytes.Buffer).String()
+}
+
+func unjoinAll(t *testing.T, name string, managed join.Cluster) {
+	var out bytes.Buffer
+	err := join.Unjoin(context.Background(), join.UnjoinOptions{
+		Name: name, Hub: labCluster(t, lab.Hub), Managed: managed, Force: true, Out: &out,
+	})
+	if err != nil {
+		t.Errorf("cleanup: unjoin %s failed: %v\n%s", name, err, out.String())
+	}
+}
+
+var labelledKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRole"},
+	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRoleBinding"},
+	v1alpha1.GroupVersion.WithKind("DRCluster"),
+}
+
+// labelled returns "Kind namespace/name" => resourceVersion of every object join labelled for
+// name on the cluster.
+func labelled(t *testing.T, cluster, name string) map[string]string {
+	t.Helper()
+	cl := adminClient(t, cluster)
+	out := map[string]string{}
+	for _, gvk := range labelledKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := cl.List(t.Context(), list, client.MatchingLabels{join.LabelCluster: name}); err != nil {
+			t.Fatalf("failed to list %ss on %s: %v", gvk.Kind, cluster, err)
+		}
+		for _, o := range list.Items {
+			out[gvk.Kind+" "+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+func mustContain(t *testing.T, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+}
+
+func getSecret(t *testing.T, cluster, name string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := adminClient(t, cluster).Get(t.Context(), client.ObjectKey{Namespace: join.DefaultNamespace, Name: name}, s); err != nil {
+		t.Fatalf("failed to get Secret %s on %s: %v", name, cluster, err)
+	}
+	return s
+}
