@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
+
+// undoTimeout bounds deleting what a failed run created.
+const undoTimeout = 30 * time.Second
 
 // written is an object a run applied, and whether the run created it.
 type written struct {
@@ -54,6 +58,9 @@ func (r *run) apply(ctx context.Context, t *target, obj *unstructured.Unstructur
 
 // undo deletes, newest first, what the run created, and returns cause with what it did.
 func (r *run) undo(ctx context.Context, cause error) error {
+	// Undo even when the failure was the caller's cancellation (an interrupted join).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
 	var undone []string
 	var errs []error
 	for _, w := range slices.Backward(r.written) {
