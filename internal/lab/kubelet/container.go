@@ -1,0 +1,305 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// minBackOff and maxBackOff bound the delay before a process that exited is started again;
+	// it doubles on each exit and resets once a process ran for backOffReset.
+	minBackOff   = time.Second
+	maxBackOff   = 30 * time.Second
+	backOffReset = 10 * time.Second
+	// mountScript runs inside a new mount namespace: it binds each (source, target, ro|rw)
+	// triple up to "--", changes to the working directory and execs the command, so the pid the
+	// kubelet started is the container's process.
+	mountScript = `set -e
+wd=$1; shift
+while [ "$1" != "--" ]; do
+  if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
+  mount --bind "$1" "$2"
+  if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; fi
+  shift 3
+done
+shift
+cd "$wd"
+exec "$@"`
+)
+
+// mount is a host directory (or file) bound at a path inside a container's mount namespace.
+type mount struct {
+	source, target string
+	readOnly       bool
+}
+
+// container supervises the process of one container: it starts it, restarts it with back-off
+// when it exits, and records what a ContainerStatus reports.
+type container struct {
+	w    *podWorker
+	spec *corev1.Container
+
+	stopCh chan time.Duration
+	done   chan struct{}
+
+	mu          sync.Mutex
+	supervising bool
+	pid         int
+	startedAt   time.Time
+	running     bool
+	restarts    int32
+	last        *corev1.ContainerStateTerminated
+	waiting     *corev1.ContainerStateWaiting
+	ready       bool
+	failures    int32
+	lastProbe   time.Time
+}
+
+func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerStatus) *container {
+	c := &container{
+		w: w, spec: spec, stopCh: make(chan time.Duration, 1), done: make(chan struct{}),
+		waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"},
+	}
+	if prev != nil {
+		// A kubelet that stopped took its processes with it: starting them again is a restart.
+		c.restarts = prev.RestartCount
+		if prev.State.Running != nil {
+			c.restarts++
+		}
+		c.last = prev.LastTerminationState.Terminated
+	}
+	return c
+}
+
+func (c *container) startSupervisor() {
+	c.mu.Lock()
+	c.supervising = true
+	c.mu.Unlock()
+	go c.supervise()
+}
+
+// supervise runs the process until stop: restartPolicy Always, whatever the pod says (the lab
+// runs Deployments' pods).
+func (c *container) supervise() {
+	defer close(c.done)
+	backOff := time.Duration(0)
+	for {
+		cmd, exited, err := c.launch()
+		if err != nil {
+			c.setWaiting(launchReason(err), err.Error())
+		} else {
+			started := time.Now()
+			select {
+			case grace := <-c.stopCh:
+				c.terminate(cmd, exited, grace)
+				return
+			case <-exited:
+				c.exited(cmd, started)
+			}
+			if time.Since(started) >= backOffReset {
+				backOff = 0
+			}
+		}
+		backOff = min(max(2*backOff, minBackOff), maxBackOff)
+		select {
+		case <-c.stopCh:
+			return
+		case <-time.After(backOff):
+		}
+		c.mu.Lock()
+		c.restarts++
+		c.mu.Unlock()
+	}
+}
+
+// errUnknownImage marks a container whose image the lab cannot run.
+var errUnknownImage = errors.New("unknown image")
+
+func launchReason(err error) string {
+	if errors.Is(err, errUnknownImage) {
+		return "ErrImagePull"
+	}
+	return "CreateContainerError"
+}
+
+// launch starts the container's process in a mount namespace of its own, with its mounts bound.
+func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
+	w := c.w
+	pod := w.currentPod()
+	binary, ok := imageBinary(w.k.opts.Images, c.spec.Image)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the lab kubelet runs only the images %s, not %s: map it in the lab kubelet's Images", errUnknownImage, knownImages(w.k.opts.Images), c.spec.Image)
+	}
+	ctx := context.Background()
+	env, vars, err := w.containerEnv(ctx, pod, c.spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	mounts, err := w.mounts(pod, c.spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return nil, nil, fmt.Errorf("unshare (util-linux) is missing: install it to run pods: %w", err)
+	}
+	wd := c.spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountScript, "sh", wd}
+	for _, m := range mounts {
+		mode := "rw"
+		if m.readOnly {
+			mode = "ro"
+		}
+		args = append(args, m.source, m.target, mode)
+	}
+	args = append(append(args, "--"), argv(binary, c.spec, vars)...)
+	logFile, err := c.openLog()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(argv(binary, c.spec, vars), " "))
+	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("failed to start %s: %w", binary, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c.mu.Lock()
+	c.pid, c.startedAt, c.running, c.waiting, c.ready, c.failures = cmd.Process.Pid, time.Now(), true, nil, false, 0
+	c.mu.Unlock()
+	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
+	w.k.writeState(ctx)
+	return cmd, exited, nil
+}
+
+func (c *container) logPath() string {
+	return LogPath(c.w.k.opts.LogDir, c.w.key.Namespace, c.w.key.Name, c.spec.Name)
+}
+
+// LogPath is where the lab kubelet writes a container's output.
+func LogPath(logDir, namespace, pod, container string) string {
+	return filepath.Join(logDir, fmt.Sprintf("%s_%s_%s.log", namespace, pod, container))
+}
+
+func (c *container) openLog() (*os.File, error) {
+	f, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open log %s: %w", c.logPath(), err)
+	}
+	return f, nil
+}
+
+// exited records how the process ended.
+func (c *container) exited(cmd *exec.Cmd, started time.Time) {
+	st := cmd.ProcessState
+	term := &corev1.ContainerStateTerminated{
+		ExitCode: int32(st.ExitCode()), Reason: "Completed",
+		StartedAt: metav1.NewTime(started), FinishedAt: metav1.Now(),
+		ContainerID: containerID(c.w, c.spec.Name, cmd.Process.Pid),
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		term.Signal = int32(ws.Signal())
+		term.ExitCode = 128 + int32(ws.Signal())
+	}
+	if term.ExitCode != 0 {
+		term.Reason = "Error"
+	}
+	c.mu.Lock()
+	c.running, c.ready, c.last, c.pid = false, false, term, 0
+	c.waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+		Message: fmt.Sprintf("back-off restarting failed container %s; see %s", c.spec.Name, c.logPath())}
+	c.mu.Unlock()
+	klog.Background().Info("Container exited", "pod", c.w.key, "container", c.spec.Name, "exitCode", term.ExitCode)
+	c.w.k.writeState(context.Background())
+}
+
+func (c *container) setWaiting(reason, message string) {
+	c.mu.Lock()
+	c.waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: message}
+	c.mu.Unlock()
+}
+
+// terminate sends SIGTERM to the process group and SIGKILL after grace.
+func (c *container) terminate(cmd *exec.Cmd, exited chan struct{}, grace time.Duration) {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-exited
+	}
+	c.mu.Lock()
+	c.running, c.ready, c.pid = false, false, 0
+	c.mu.Unlock()
+}
+
+// stop ends the supervisor, giving a running process grace after SIGTERM.
+func (c *container) stop(grace time.Duration) {
+	c.mu.Lock()
+	supervising := c.supervising
+	c.mu.Unlock()
+	if !supervising {
+		return
+	}
+	c.stopCh <- grace
+	<-c.done
+}
+
+func containerID(w *podWorker, name string, pid int) string {
+	return fmt.Sprintf("lab://%s/%s/%d", w.uid, name, pid)
+}
+
+// mounts lists what a container sees: its volumeMounts and, unless a volume is mounted there or
+// automounting is off, the ServiceAccount directory.
+func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error) {
+	var out []mount
+	saMounted := false
+	for _, vm := range c.VolumeMounts {
+		vol := findVolume(pod, vm.Name)
+		if vol == nil {
+			return nil, fmt.Errorf("volume mount %s of container %s names no volume of the pod", vm.Name, c.Name)
+		}
+		src := w.volumeDir(vm.Name)
+		if vm.SubPath != "" {
+			src = filepath.Join(src, vm.SubPath)
+		}
+		ro := vm.ReadOnly || vol.EmptyDir == nil
+		out = append(out, mount{source: src, target: vm.MountPath, readOnly: ro})
+		saMounted = saMounted || filepath.Clean(vm.MountPath) == serviceAccountDir
+	}
+	if !saMounted && automountToken(pod) {
+		out = append(out, mount{source: w.saDir(), target: serviceAccountDir, readOnly: true})
+	}
+	return out, nil
+}
+
+func findVolume(pod *corev1.Pod, name string) *corev1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package kubelet
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestExpandFollowsKubernetesRules(t *testing.T) {
+	env := map[string]string{"POD_IP": "127.100.0.2", "EMPTY": ""}
+	for _, tc := range []struct{ name, in, want string }{
+		{"a known variable is replaced", "--bind=$(POD_IP):8081", "--bind=127.100.0.2:8081"},
+		{"an unknown variable is left as written", "$(NOPE)/x", "$(NOPE)/x"},
+		{"a doubled dollar escapes a reference", "$$(POD_IP)", "$(POD_IP)"},
+		{"an empty value is still a value", "a$(EMPTY)b", "ab"},
+		{"an unterminated reference is kept", "x$(POD_IP", "x$(POD_IP"},
+		{"a lone dollar stays", "cost $5", "cost $5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(expand(tc.in, env)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestImageBinaryMatchesNameWithoutTag(t *testing.T) {
+	images := map[string]string{"ghcr.io/drover-io/drover": "/bin/drover", "podprobe": "/bin/podprobe"}
+	for _, tc := range []struct {
+		image, want string
+		ok          bool
+	}{
+		{"ghcr.io/drover-io/drover:v0.3.0", "/bin/drover", true},
+		{"ghcr.io/drover-io/drover@sha256:abc", "/bin/drover", true},
+		{"localhost:5000/lab/podprobe:dev", "/bin/podprobe", true},
+		{"localhost:5000/lab/podprobe", "/bin/podprobe", true},
+		{"docker.io/library/nginx:1.29", "", false},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			g := NewWithT(t)
+			bin, ok := imageBinary(images, tc.image)
+			g.Expect(ok).To(Equal(tc.ok))
+			g.Expect(bin).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestArgvUsesTheImageBinaryForTheEntrypoint(t *testing.T) {
+	g := NewWithT(t)
+	env := map[string]string{"NS": "drover-system"}
+	g.Expect(argv("/b/drover", &corev1.Container{Args: []string{"hub", "--namespace=$(NS)"}}, env)).
+		To(Equal([]string{"/b/drover", "hub", "--namespace=drover-system"}))
+	g.Expect(argv("/b/drover", &corev1.Container{Command: []string{"/drover", "agent"}, Args: []string{"-v"}}, env)).
+		To(Equal([]string{"/b/drover", "agent", "-v"}))
+}
+
+func TestWriteAtomicSwapsContentAndDropsStaleFiles(t *testing.T) {
+	g := NewWithT(t)
+	dir := filepath.Join(t.TempDir(), "vol")
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")}, 0o644)).To(Succeed())
+	first, err := os.Readlink(filepath.Join(dir, dataDir))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")}, 0o644)).To(Succeed())
+	same, _ := os.Readlink(filepath.Join(dir, dataDir))
+	g.Expect(same).To(Equal(first), "unchanged content is not rewritten")
+
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("b"), "sub/ca.crt": []byte("c")}, 0o644)).To(Succeed())
+	g.Expect(os.ReadFile(filepath.Join(dir, "tls.crt"))).To(BeEquivalentTo("b"))
+	g.Expect(os.ReadFile(filepath.Join(dir, "sub", "ca.crt"))).To(BeEquivalentTo("c"))
+	_, err = os.Stat(filepath.Join(dir, "tls.key"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "a key gone from the secret is gone from the volume")
+	_, err = os.Stat(filepath.Join(dir, first))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the previous data directory is removed")
+}

@@ -1,0 +1,150 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// podWorker owns one pod on this node: its directory, pod IP, token and volumes, and one
+// supervisor per container.
+type podWorker struct {
+	k          *Kubelet
+	key        types.NamespacedName
+	uid        types.UID
+	ip         netip.Addr
+	dir        string
+	containers []*container
+	startTime  time.Time
+	tokens     map[string]*tokenFile // by volume/source, "" for the ServiceAccount directory; used by run only
+
+	mu         sync.Mutex
+	pod        *corev1.Pod // latest seen
+	lastStatus *corev1.PodStatus
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newPodWorker allocates the pod's IP and directory; nothing runs until start.
+func (k *Kubelet) newPodWorker(ctx context.Context, pod *corev1.Pod) (*podWorker, error) {
+	ip, err := k.ips.allocate(pod.Status.PodIP)
+	if err != nil {
+		return nil, fmt.Errorf("failed to give pod %s an IP: %w", klog.KObj(pod), err)
+	}
+	w := &podWorker{
+		k: k, key: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, uid: pod.UID, ip: ip,
+		dir: filepath.Join(k.opts.StateDir, "pods", string(pod.UID)), startTime: time.Now(),
+		pod: pod, done: make(chan struct{}), tokens: map[string]*tokenFile{},
+	}
+	if pod.Status.StartTime != nil {
+		w.startTime = pod.Status.StartTime.Time
+	}
+	for i := range pod.Spec.Containers {
+		c := newContainer(w, &pod.Spec.Containers[i], previousStatus(pod, pod.Spec.Containers[i].Name))
+		w.containers = append(w.containers, c)
+	}
+	klog.FromContext(ctx).Info("Running pod", "pod", klog.KObj(pod), "podIP", ip)
+	return w, nil
+}
+
+func previousStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// start prepares the pod's files and starts its containers and its sync loop.
+func (w *podWorker) start(ctx context.Context) {
+	ctx, w.cancel = context.WithCancel(ctx)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("pod", w.key))
+	go func() {
+		defer close(w.done)
+		w.run(ctx)
+	}()
+}
+
+// update records the latest pod seen and asks for a sync soon.
+func (w *podWorker) update(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	w.mu.Unlock()
+}
+
+func (w *podWorker) currentPod() *corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod
+}
+
+// run prepares the pod's files, then syncs every SyncPeriod: refreshes files, starts containers
+// whose files are ready, probes, and writes the pod's status when it changed.
+func (w *podWorker) run(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	tick := time.NewTicker(w.k.opts.SyncPeriod)
+	defer tick.Stop()
+	started := false
+	for {
+		pod := w.currentPod()
+		err := w.refreshFiles(ctx, pod)
+		if err != nil {
+			log.Error(err, "Failed to prepare pod files")
+		}
+		if !started && err == nil {
+			for _, c := range w.containers {
+				c.startSupervisor()
+			}
+			started = true
+		}
+		for _, c := range w.containers {
+			c.probe(ctx, w.ip)
+		}
+		if err := w.writeStatus(ctx, pod, err); err != nil && ctx.Err() == nil {
+			log.Error(err, "Failed to write pod status")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// stop ends the sync loop and the containers: SIGTERM, then SIGKILL after grace.
+func (w *podWorker) stop(ctx context.Context, grace time.Duration) {
+	if w.cancel != nil {
+		w.cancel()
+		<-w.done
+	}
+	var wg sync.WaitGroup
+	for _, c := range w.containers {
+		wg.Go(func() { c.stop(grace) })
+	}
+	wg.Wait()
+	klog.FromContext(ctx).Info("Stopped pod", "pod", w.key)
+}
+
+// refreshFiles writes the ServiceAccount files and the pod's volumes; each write is a no-op when
+// nothing changed.
+func (w *podWorker) refreshFiles(ctx context.Context, pod *corev1.Pod) error {
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+		return fmt.Errorf("failed to create pod directory %s: %w", w.dir, err)
+	}
+	if automountToken(pod) {
+		if err := w.refreshServiceAccount(ctx, pod); err != nil {
+			return err
+		}
+	}
+	return w.refreshVolumes(ctx, pod)
+}

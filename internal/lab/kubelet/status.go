@@ -1,0 +1,121 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// writeStatus patches the pod's status when what the kubelet observes changed.
+func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod, filesErr error) error {
+	status := w.podStatus(pod, filesErr)
+	w.mu.Lock()
+	last := w.lastStatus
+	w.mu.Unlock()
+	if last != nil && equality.Semantic.DeepEqual(last, status) {
+		return nil
+	}
+	keepTransitionTimes(status, last)
+	body, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return fmt.Errorf("failed to encode status of pod %s: %w", w.key, err)
+	}
+	_, err = w.k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("failed to patch status of pod %s: %w", w.key, err)
+	}
+	w.mu.Lock()
+	w.lastStatus = status
+	w.mu.Unlock()
+	klog.FromContext(ctx).V(1).Info("Wrote pod status", "phase", status.Phase)
+	return nil
+}
+
+// podStatus is what a kubelet reports: Running once a container started (and while it restarts),
+// Ready when every container is.
+func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus {
+	ip := w.ip.String()
+	st := &corev1.PodStatus{
+		Phase: corev1.PodPending, HostIP: "127.0.0.1", HostIPs: []corev1.HostIP{{IP: "127.0.0.1"}},
+		PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &metav1.Time{Time: w.startTime},
+		QOSClass: corev1.PodQOSBestEffort,
+	}
+	if pod.Status.QOSClass != "" {
+		st.QOSClass = pod.Status.QOSClass
+	}
+	allReady, anyStarted := true, false
+	for _, c := range w.containers {
+		cs := c.status(pod)
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		allReady = allReady && cs.Ready
+		anyStarted = anyStarted || cs.State.Running != nil || cs.RestartCount > 0
+	}
+	if anyStarted {
+		st.Phase = corev1.PodRunning
+	}
+	initialized := corev1.ConditionTrue
+	if filesErr != nil {
+		initialized = corev1.ConditionFalse
+		st.Message = filesErr.Error()
+		st.Reason = "VolumesNotReady"
+	}
+	ready := corev1.ConditionFalse
+	if allReady {
+		ready = corev1.ConditionTrue
+	}
+	st.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReadyToStartContainers, Status: initialized},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+		{Type: corev1.ContainersReady, Status: ready},
+		{Type: corev1.PodReady, Status: ready},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+	}
+	return st
+}
+
+// keepTransitionTimes stamps each condition's transition time: now when its status changed,
+// else the time it had.
+func keepTransitionTimes(st, last *corev1.PodStatus) {
+	now := metav1.Now()
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.LastTransitionTime = now
+		if last == nil {
+			continue
+		}
+		for _, l := range last.Conditions {
+			if l.Type == c.Type && l.Status == c.Status {
+				c.LastTransitionTime = l.LastTransitionTime
+			}
+		}
+	}
+}
+
+func (c *container) status(pod *corev1.Pod) corev1.ContainerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := corev1.ContainerStatus{
+		Name: c.spec.Name, Image: c.spec.Image, ImageID: "lab://" + c.spec.Image,
+		RestartCount: c.restarts, Ready: c.ready && c.running,
+	}
+	started := c.running
+	cs.Started = &started
+	if c.running {
+		cs.ContainerID = containerID(c.w, c.spec.Name, c.pid)
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
+	} else if c.waiting != nil {
+		w := *c.waiting
+		cs.State.Waiting = &w
+	}
+	if c.last != nil {
+		t := *c.last
+		cs.LastTerminationState.Terminated = &t
+	}
+	return cs
+}

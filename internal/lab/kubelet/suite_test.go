@@ -1,0 +1,102 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/drover-io/drover/internal/lab/labtest"
+)
+
+// probeImage is the image name the tests' kubelet maps to the podprobe binary.
+const probeImage = "example.com/lab/podprobe"
+
+var (
+	cfg        *rest.Config
+	cs         *kubernetes.Clientset
+	testKube   *Kubelet
+	probeBin   string
+	testLogDir string
+)
+
+func TestMain(m *testing.M) {
+	gomega.SetDefaultEventuallyTimeout(30 * time.Second)
+	gomega.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	os.Exit(run(m))
+}
+
+// run starts one API server (etcd and kube-apiserver from bin/, through envtest) and one lab
+// kubelet for the package, builds the test workload and runs the tests.
+func run(m *testing.M) int {
+	root, err := labtest.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", name)); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %s is missing from %s/bin: run `make tools`\n", name, root)
+			return 1
+		}
+	}
+	tmp, err := os.MkdirTemp("", "lab-kubelet-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	probeBin = filepath.Join(tmp, "podprobe")
+	build := exec.Command("go", "build", "-o", probeBin, "./internal/lab/kubelet/testdata/podprobe")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: failed to build the test workload: %v\n%s", err, out)
+		return 1
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin")}
+	if cfg, err = env.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: failed to start the API server:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cs = kubernetes.NewForConfigOrDie(cfg)
+	testLogDir = filepath.Join(tmp, "logs")
+	testKube, err = New(Options{
+		Config: cfg, Images: map[string]string{probeImage: probeBin},
+		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- testKube.Run(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: lab kubelet:", err)
+		code = 1
+	}
+	if code != 0 {
+		keepLogs(testLogDir)
+	}
+	return code
+}
+
+// keepLogs prints the containers' logs of a failed run.
+func keepLogs(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		fmt.Fprintf(os.Stderr, "---- %s\n%s\n", e.Name(), data)
+	}
+}
