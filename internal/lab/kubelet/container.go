@@ -63,8 +63,8 @@ type container struct {
 	last        *corev1.ContainerStateTerminated
 	waiting     *corev1.ContainerStateWaiting
 	ready       bool
-	failures    int32
-	lastProbe   time.Time
+	readyProbe  probeState
+	liveProbe   probeState
 }
 
 func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerStatus) *container {
@@ -167,13 +167,17 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 		}
 		args = append(args, m.source, m.target, mode)
 	}
-	args = append(append(args, "--"), argv(binary, c.spec, vars)...)
+	command := argv(binary, c.spec, vars)
+	if !w.k.opts.KeepWildcardBinds {
+		command = narrowWildcardBinds(command, c.spec, w.ip.String())
+	}
+	args = append(append(args, "--"), command...)
 	logFile, err := c.openLog()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(argv(binary, c.spec, vars), " "))
+	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(command, " "))
 	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -186,7 +190,8 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 		close(exited)
 	}()
 	c.mu.Lock()
-	c.pid, c.startedAt, c.running, c.waiting, c.ready, c.failures = cmd.Process.Pid, time.Now(), true, nil, false, 0
+	c.pid, c.startedAt, c.running, c.waiting, c.ready = cmd.Process.Pid, time.Now(), true, nil, false
+	c.readyProbe, c.liveProbe = probeState{}, probeState{}
 	c.mu.Unlock()
 	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
 	w.k.writeState(ctx)

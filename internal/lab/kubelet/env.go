@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,35 @@ func argv(binary string, c *corev1.Container, env map[string]string) []string {
 	}
 	for _, a := range c.Args {
 		out = append(out, expand(a, env))
+	}
+	return out
+}
+
+// narrowWildcardBinds rewrites an argument that binds a port the container declares on all
+// addresses (":8081", "0.0.0.0:8081", "[::]:8081", alone or as "--flag=:8081") to the pod's IP.
+// A real pod has a network namespace of its own, where "all addresses" are the pod's; the lab's
+// processes share the machine's, where two pods on :8081 would clash.
+func narrowWildcardBinds(args []string, c *corev1.Container, podIP string) []string {
+	declared := map[string]bool{}
+	for _, p := range c.Ports {
+		declared[strconv.Itoa(int(p.ContainerPort))] = true
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		flag, value, hasFlag := strings.Cut(a, "=")
+		if !hasFlag || !strings.HasPrefix(flag, "-") {
+			flag, value = "", a
+		}
+		host, port, err := net.SplitHostPort(value)
+		if err != nil || !declared[port] || (host != "" && host != "0.0.0.0" && host != "::") {
+			continue
+		}
+		narrowed := net.JoinHostPort(podIP, port)
+		if flag != "" {
+			narrowed = flag + "=" + narrowed
+		}
+		out[i] = narrowed
 	}
 	return out
 }

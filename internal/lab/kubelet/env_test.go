@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -73,4 +74,32 @@ func TestWriteAtomicSwapsContentAndDropsStaleFiles(t *testing.T) {
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "a key gone from the secret is gone from the volume")
 	_, err = os.Stat(filepath.Join(dir, first))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the previous data directory is removed")
+}
+
+func TestNarrowWildcardBindsOnlyTouchesDeclaredPorts(t *testing.T) {
+	c := &corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 8081}, {ContainerPort: 8443}, {ContainerPort: 9443}}}
+	for _, tc := range []struct{ name, in, want string }{
+		{"a flag on all addresses is narrowed", "--health-probe-bind-address=:8081", "--health-probe-bind-address=127.100.0.7:8081"},
+		{"0.0.0.0 is all addresses", "--metrics-bind-address=0.0.0.0:8443", "--metrics-bind-address=127.100.0.7:8443"},
+		{"an IPv6 wildcard is all addresses", "--webhook-address=[::]:9443", "--webhook-address=127.100.0.7:9443"},
+		{"a value on its own is narrowed", ":9443", "127.100.0.7:9443"},
+		{"an undeclared port is left alone", "--pprof=:6060", "--pprof=:6060"},
+		{"a specific address is left alone", "--metrics-bind-address=127.0.0.1:8443", "--metrics-bind-address=127.0.0.1:8443"},
+		{"a disabled endpoint is left alone", "--metrics-bind-address=0", "--metrics-bind-address=0"},
+		{"a subcommand is left alone", "agent", "agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(narrowWildcardBinds([]string{tc.in}, c, "127.100.0.7")).To(Equal([]string{tc.want}))
+		})
+	}
+}
+
+func TestTokenIsRefreshedAfterFourFifthsOfItsLifetime(t *testing.T) {
+	g := NewWithT(t)
+	issued := time.Now()
+	tok := &tokenFile{token: "t", issued: issued, lifetime: time.Hour}
+	g.Expect(tok.fresh(issued.Add(47 * time.Minute))).To(BeTrue())
+	g.Expect(tok.fresh(issued.Add(49 * time.Minute))).To(BeFalse())
+	var none *tokenFile
+	g.Expect(none.fresh(issued)).To(BeFalse())
 }

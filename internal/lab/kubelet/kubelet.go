@@ -70,6 +70,15 @@ type Options struct {
 	Env []string
 	// SyncPeriod is how often each pod is synced without events. Default 1 s.
 	SyncPeriod time.Duration
+	// KeepWildcardBinds passes arguments such as --metrics-bind-address=:8443 through as they
+	// are. By default an argument that binds a port the container declares on all addresses is
+	// narrowed to the pod's IP, standing in for the pod's own network namespace.
+	KeepWildcardBinds bool
+	// PodIP, when set, proposes a pod's IP (inside PodCIDR), so that the lab can give a pod it
+	// reaches from outside (a webhook behind an ExternalName Service) an address that does not
+	// change when the pod is replaced. A proposal that is taken or outside PodCIDR falls back to
+	// the pool.
+	PodIP func(*corev1.Pod) netip.Addr
 }
 
 // Kubelet runs the pods bound to one node of one cluster. Create it with New and run it with Run.

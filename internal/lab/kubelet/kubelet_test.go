@@ -301,3 +301,41 @@ func TestStoppingTheKubeletEndsItsProcesses(t *testing.T) {
 	g.Expect(<-done).To(Succeed())
 	g.Expect(syscall.Kill(pid, 0)).To(MatchError(syscall.ESRCH))
 }
+
+func TestPodsBindingAllAddressesOnOnePortDoNotClash(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, g)
+	for _, name := range []string{"first", "second"} {
+		pod := probePod(ns, name)
+		c := &pod.Spec.Containers[0]
+		c.Args = []string{"--bind=:8081"}
+		c.Ports = []corev1.ContainerPort{{Name: "probes", ContainerPort: 8081}}
+		c.ReadinessProbe.HTTPGet.Port = intstr.FromString("probes")
+		createPod(g, pod)
+	}
+	for _, name := range []string{"first", "second"} {
+		pod := readyPod(g, ns, name)
+		resp, err := http.Get("http://" + pod.Status.PodIP + ":8081/readyz") //nolint:gosec // the test's own pod on loopback
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(lastReport(g, ns, name).Args).To(Equal([]string{"--bind=" + pod.Status.PodIP + ":8081"}))
+	}
+}
+
+func TestFailingLivenessProbeRestartsTheProcess(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, g)
+	pod := probePod(ns, "sick")
+	c := &pod.Spec.Containers[0]
+	c.Args = append(c.Args, "--unhealthy-after=2s")
+	c.LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2, ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8081)}}}
+	createPod(g, pod)
+	g.Eventually(func(g Gomega) {
+		got, err := cs.CoreV1().Pods(ns).Get(context.Background(), "sick", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.ContainerStatuses).To(HaveLen(1))
+		g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1))
+		g.Expect(got.Status.ContainerStatuses[0].LastTerminationState.Terminated).NotTo(BeNil())
+	}).Should(Succeed())
+}

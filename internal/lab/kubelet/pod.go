@@ -36,7 +36,13 @@ type podWorker struct {
 
 // newPodWorker allocates the pod's IP and directory; nothing runs until start.
 func (k *Kubelet) newPodWorker(ctx context.Context, pod *corev1.Pod) (*podWorker, error) {
-	ip, err := k.ips.allocate(pod.Status.PodIP)
+	want := pod.Status.PodIP
+	if want == "" && k.opts.PodIP != nil {
+		if a := k.opts.PodIP(pod); a.IsValid() {
+			want = a.String()
+		}
+	}
+	ip, err := k.ips.allocate(want)
 	if err != nil {
 		return nil, fmt.Errorf("failed to give pod %s an IP: %w", klog.KObj(pod), err)
 	}

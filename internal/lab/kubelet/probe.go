@@ -8,45 +8,103 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
-// probe runs the container's readiness probe when its period has passed: a container is Ready
-// after a success and stops being Ready after failureThreshold failures in a row. A container
-// without a readiness probe (or with an exec or gRPC probe, which the lab does not run) is Ready
-// while its process runs.
+// probeState counts a probe's consecutive failures and remembers when it last ran.
+type probeState struct {
+	failures int32
+	last     time.Time
+}
+
+// probe runs the container's readiness and liveness probes when their periods have passed.
 func (c *container) probe(ctx context.Context, podIP netip.Addr) {
-	c.mu.Lock()
-	running, startedAt, lastProbe := c.running, c.startedAt, c.lastProbe
-	c.mu.Unlock()
+	c.readiness(ctx, podIP)
+	c.liveness(ctx, podIP)
+}
+
+// readiness makes a container Ready after a probe's success and not Ready after
+// failureThreshold failures in a row. A container without a readiness probe (or with an exec or
+// gRPC probe, which the lab does not run) is Ready while its process runs.
+func (c *container) readiness(ctx context.Context, podIP netip.Addr) {
 	p := c.spec.ReadinessProbe
-	if !running || p == nil || (p.HTTPGet == nil && p.TCPSocket == nil) {
+	if p == nil || (p.HTTPGet == nil && p.TCPSocket == nil) {
 		c.mu.Lock()
 		c.ready = c.running
 		c.mu.Unlock()
 		return
 	}
-	now := time.Now()
-	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
-	if now.Before(startedAt.Add(time.Duration(p.InitialDelaySeconds)*time.Second)) || now.Sub(lastProbe) < period {
+	ran, ok, failed := c.runProbe(ctx, p, podIP, &c.readyProbe)
+	if !ran {
 		return
 	}
-	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
-	err := c.check(ctx, p, podIP, timeout)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastProbe = now
-	if err == nil {
-		c.ready, c.failures = c.running, 0
-		return
-	}
-	c.failures++
-	if c.failures >= max(p.FailureThreshold, 1) {
+	if ok {
+		c.ready = c.running
+	} else if failed {
 		c.ready = false
 	}
+}
+
+// liveness restarts a process whose liveness probe failed failureThreshold times in a row: SIGTERM,
+// then SIGKILL after the pod's termination grace period, as a kubelet does.
+func (c *container) liveness(ctx context.Context, podIP netip.Addr) {
+	p := c.spec.LivenessProbe
+	if p == nil || (p.HTTPGet == nil && p.TCPSocket == nil) {
+		return
+	}
+	_, _, failed := c.runProbe(ctx, p, podIP, &c.liveProbe)
+	if !failed {
+		return
+	}
+	c.mu.Lock()
+	pid := c.pid
+	c.liveProbe = probeState{}
+	c.mu.Unlock()
+	if pid == 0 {
+		return
+	}
+	grace := time.Duration(ptr.Deref(c.w.currentPod().Spec.TerminationGracePeriodSeconds, 30)) * time.Second
+	klog.FromContext(ctx).Info("Liveness probe failed, restarting container", "container", c.spec.Name, "pid", pid)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	time.AfterFunc(grace, func() {
+		c.mu.Lock()
+		same := c.pid == pid
+		c.mu.Unlock()
+		if same {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// runProbe runs p when the process runs, its initial delay and period have passed; it reports
+// whether it ran, whether it succeeded, and whether failures reached the threshold.
+func (c *container) runProbe(ctx context.Context, p *corev1.Probe, podIP netip.Addr, st *probeState) (ran, ok, failed bool) {
+	c.mu.Lock()
+	running, startedAt, last := c.running, c.startedAt, st.last
+	c.mu.Unlock()
+	now := time.Now()
+	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
+	if !running || now.Before(startedAt.Add(time.Duration(p.InitialDelaySeconds)*time.Second)) || now.Sub(last) < period {
+		return false, false, false
+	}
+	err := c.check(ctx, p, podIP, time.Duration(max(p.TimeoutSeconds, 1))*time.Second)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.last = now
+	if err == nil {
+		st.failures = 0
+		return true, true, false
+	}
+	st.failures++
+	return true, false, st.failures >= max(p.FailureThreshold, 1)
 }
 
 func (c *container) check(ctx context.Context, p *corev1.Probe, podIP netip.Addr, timeout time.Duration) error {

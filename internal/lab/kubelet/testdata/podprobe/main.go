@@ -35,6 +35,7 @@ type Report struct {
 func main() {
 	bind := flag.String("bind", "", "address to serve /readyz and /file on")
 	files := flag.String("file", "", "a file to report")
+	unhealthyAfter := flag.Duration("unhealthy-after", 0, "when set, /healthz fails once the process ran this long")
 	flag.Parse()
 	r := Report{Env: map[string]string{}, Args: os.Args[1:], Files: map[string]string{}}
 	for _, name := range []string{"POD_NAME", "POD_NAMESPACE", "NODE_NAME", "POD_IP", "PASSWORD", "LITERAL", "EXPANDED",
@@ -54,7 +55,7 @@ func main() {
 	inCluster(&r)
 	out, _ := json.Marshal(r)
 	fmt.Printf("REPORT %s\n", out)
-	serve(*bind)
+	serve(*bind, *unhealthyAfter)
 }
 
 // inCluster uses rest.InClusterConfig as drover does: get its own pod (allowed) and list
@@ -88,8 +89,16 @@ func outcome[T any](_ T, err error) string {
 	}
 }
 
-func serve(bind string) {
+func serve(bind string, unhealthyAfter time.Duration) {
+	start := time.Now()
 	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if unhealthyAfter > 0 && time.Since(start) > unhealthyAfter {
+			http.Error(w, "unhealthy", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/file", func(w http.ResponseWriter, req *http.Request) {
 		data, err := os.ReadFile(req.URL.Query().Get("path"))
