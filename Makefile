@@ -58,6 +58,21 @@ verify: generate ## Regenerate and fail when generated files or formatting diffe
 	@git diff --exit-code -- api config internal || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config internal)" || { git status --porcelain -- api config internal; echo "untracked generated files: commit them"; exit 1; }
 
+# The image the release manifests name: ghcr.io/drover-io/drover:$(VERSION) once VERSION is
+# defined (make image), else a local reference. Either definition of IMG may come first.
+IMG ?= $(if $(VERSION),ghcr.io/drover-io/drover:$(VERSION),drover:dev)
+DIST := $(CURDIR)/dist
+
+.PHONY: release-manifests
+release-manifests: ## Write dist/drover-hub.yaml and dist/drover-agent.yaml (kustomize, image IMG=...)
+	@hack/build-tools.sh kustomize
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && mkdir -p $(DIST) && \
+	for c in hub agent; do \
+	  (cd "$$tmp/config/$$c" && $(BIN)/kustomize edit set image drover=$(IMG)) && \
+	  $(BIN)/kustomize build "$$tmp/config/$$c" >$(DIST)/drover-$$c.yaml.tmp && \
+	  mv $(DIST)/drover-$$c.yaml.tmp $(DIST)/drover-$$c.yaml && echo "wrote dist/drover-$$c.yaml ($(IMG))"; \
+	done
+
 .PHONY: lint
 lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)
 	$(GO) vet ./...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
-#   hack/build-tools.sh [lab|codegen|lint|argocd|all|NAME...]
+#   hack/build-tools.sh [lab|codegen|lint|kustomize|argocd|all|NAME...]
 # lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw.
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
 # opt-in, `make tools-argocd`, and not part of all: CI does not need it.
@@ -34,6 +34,7 @@ spec() {
     kwok) echo "kwok|sigs.k8s.io/kwok/cmd/kwok|-s -w|about 75 s cold" ;;
     versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
+    kustomize) echo "kustomize|sigs.k8s.io/kustomize/kustomize/v5|-s -w|about 25 s cold" ;;
     golangci-lint) echo "lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-s -w|about 3 min cold" ;;
     argocd) echo "argocd|github.com/argoproj/argo-cd/v3/cmd|-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.6.1|7-15 min cold, 2.5-3 GB of memory" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
@@ -77,7 +78,7 @@ for arg in "$@"; do
     lab) targets+=("${lab[@]}") ;;
     codegen) targets+=(controller-gen) ;;
     lint) targets+=(golangci-lint) ;;
-    all) targets+=("${lab[@]}" controller-gen golangci-lint) ;;
+    all) targets+=("${lab[@]}" controller-gen golangci-lint kustomize) ;;
     argocd) targets+=(argocd redis-server) ;;
     *) targets+=("$arg") ;;
   esac

@@ -1,23 +1,42 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/agent"
+	"github.com/drover-io/drover/internal/agent/webhook"
+)
+
+// Environment variables the release manifests set on drover's pods.
+const (
+	// envPodNamespace is the pod's namespace (downward API): --namespace's default.
+	envPodNamespace = "POD_NAMESPACE"
+	// envClusterName is the managed cluster's name: --cluster-name's default.
+	envClusterName = "DROVER_CLUSTER_NAME"
 )
 
 type agentFlags struct {
 	kubeconfig         string
 	clusterName        string
 	metricsBindAddress string
-	webhookAddress     string
-	webhookCertDir     string
+	probeBindAddress   string
+	leaderElect        bool
+	namespace          string
+
+	webhookAddress       string
+	webhookCertDir       string
+	webhookConfiguration string
+	webhookCertSecret    string
+	webhookService       string
 }
 
 // newAgentCommand runs the agent of one managed cluster.
@@ -28,25 +47,73 @@ func newAgentCommand() *cobra.Command {
 		Short: "Run the agent of a managed cluster: reconciles VolumeReplicationGroups",
 		Long: `The agent runs on every managed cluster. It protects the PVCs of each VolumeReplicationGroup:
 marks them protected, retains their PVs, replicates them with the backend their StorageClass
-selects and writes their PV/PVC metadata to every S3 profile of the group.`,
+selects and writes their PV/PVC metadata to every S3 profile of the group.
+
+Installed from the release manifests it runs with --webhook-configuration=drover-fence,
+--webhook-cert-secret=drover-fence-cert, --webhook-service=drover-fence and
+--webhook-cert-dir (where that Secret is mounted): it then makes and renews the fence's
+certificate itself and injects its CA. Without those flags (the lab) it installs the fence's
+configuration itself with a self-signed certificate for --webhook-address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG, else in-cluster)")
-	cmd.Flags().StringVar(&f.clusterName, "cluster-name", "", "name of the managed cluster, for logs")
-	cmd.Flags().StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
-	cmd.Flags().StringVar(&f.webhookAddress, "webhook-address", "127.0.0.1:0",
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the managed cluster (default: $KUBECONFIG, else in-cluster)")
+	fl.StringVar(&f.clusterName, "cluster-name", os.Getenv(envClusterName),
+		"name of the managed cluster, as its DRCluster on the hub (default: $"+envClusterName+")")
+	fl.StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	fl.StringVar(&f.probeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader among the agent's replicas (a Lease in --namespace)")
+	fl.StringVar(&f.namespace, "namespace", os.Getenv(envPodNamespace),
+		"namespace the agent runs in: its leader election Lease and the fence's Secret and Service (default: $"+envPodNamespace+")")
+	fl.StringVar(&f.webhookAddress, "webhook-address", "127.0.0.1:0",
 		"host:port where the fence (the admission webhook that guards a relocation's demotion) listens; port 0 picks a free one")
-	cmd.Flags().StringVar(&f.webhookCertDir, "webhook-cert-dir", "",
-		"directory with the fence's tls.crt, tls.key and ca.crt (default: a self-signed certificate for 127.0.0.1)")
-	_ = cmd.MarkFlagRequired("cluster-name")
+	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "",
+		"directory with the fence's tls.crt and tls.key (and ca.crt without --webhook-configuration) (default: a self-signed certificate for 127.0.0.1)")
+	fl.StringVar(&f.webhookConfiguration, "webhook-configuration", "",
+		"the fence's ValidatingWebhookConfiguration, installed by the release manifests; the agent then installs none")
+	fl.StringVar(&f.webhookCertSecret, "webhook-cert-secret", "",
+		"Secret in --namespace where the agent keeps the fence's CA and serving certificate, renewed before they expire (needs --webhook-configuration, --webhook-service, --webhook-cert-dir)")
+	fl.StringVar(&f.webhookService, "webhook-service", "",
+		"Service in --namespace through which the API server reaches the fence: the serving certificate's name")
 	return cmd
+}
+
+// options checks the flags and turns them into the agent's options.
+func (f *agentFlags) options() (agent.Options, error) {
+	opts := agent.Options{
+		ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress,
+		HealthProbeBindAddress: f.probeBindAddress,
+		LeaderElection:         f.leaderElect, LeaderElectionNamespace: f.namespace,
+		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
+		WebhookConfiguration: f.webhookConfiguration,
+	}
+	if f.clusterName == "" {
+		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)
+	}
+	if f.webhookCertSecret == "" {
+		return opts, nil
+	}
+	switch {
+	case f.namespace == "":
+		return opts, errors.New("--webhook-cert-secret needs the agent's namespace: set --namespace or " + envPodNamespace)
+	case f.webhookService == "" || f.webhookConfiguration == "" || f.webhookCertDir == "":
+		return opts, errors.New("--webhook-cert-secret needs --webhook-service, --webhook-configuration and --webhook-cert-dir")
+	}
+	opts.WebhookCertRotation = &webhook.CertRotation{
+		Secret:  types.NamespacedName{Namespace: f.namespace, Name: f.webhookCertSecret},
+		DNSName: fmt.Sprintf("%s.%s.svc", f.webhookService, f.namespace),
+	}
+	return opts, nil
 }
 
 func (f *agentFlags) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New())
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
 	var cfg *rest.Config
-	var err error
 	if f.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	} else {
@@ -55,10 +122,7 @@ func (f *agentFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("failed to load the cluster's configuration: %w", err)
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{
-		ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress,
-		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
-	})
+	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}

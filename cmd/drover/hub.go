@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,9 @@ import (
 type hubFlags struct {
 	kubeconfig         string
 	metricsBindAddress string
+	probeBindAddress   string
+	leaderElect        bool
+	namespace          string
 	probeInterval      time.Duration
 	unreachableAfter   time.Duration
 }
@@ -34,6 +38,10 @@ the managed clusters through deploy, failover and relocation. It never touches P
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else in-cluster)")
 	cmd.Flags().StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	cmd.Flags().StringVar(&f.probeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
+	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader among the hub's replicas (a Lease in --namespace)")
+	cmd.Flags().StringVar(&f.namespace, "namespace", os.Getenv(envPodNamespace),
+		"namespace the hub runs in: its leader election Lease (default: $"+envPodNamespace+")")
 	cmd.Flags().DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each managed cluster is probed")
 	cmd.Flags().DurationVar(&f.unreachableAfter, "unreachable-after", 15*time.Second,
 		"how long a cluster's probe must fail before its DRCluster's Reachable condition turns False")
@@ -54,6 +62,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 	}
 	mgr, err := hub.NewManager(cfg, hub.Options{
 		MetricsBindAddress: f.metricsBindAddress, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
+		HealthProbeBindAddress: f.probeBindAddress, LeaderElection: f.leaderElect, LeaderElectionNamespace: f.namespace,
 	})
 	if err != nil {
 		return err

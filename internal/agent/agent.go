@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -58,7 +59,26 @@ type Options struct {
 	// DisableFence runs the agent without the fence: a relocation's demotion then waits,
 	// saying so (FenceNotAvailable).
 	DisableFence bool
+	// WebhookConfiguration names the fence's ValidatingWebhookConfiguration when the release
+	// manifests install it (drover-fence): the agent then installs none, serves the certificate
+	// in WebhookCertDir (which may fill later: a mounted Secret) and is ready once it is there.
+	// Empty, the agent installs the configuration itself with the URL of its server (the lab).
+	WebhookConfiguration string
+	// WebhookCertRotation, with WebhookConfiguration, makes the agent manage the certificate:
+	// it fills the Secret (mounted at WebhookCertDir) and injects the CA into the configuration.
+	// Nil, someone else does (cert-manager and its CA injector).
+	WebhookCertRotation *webhook.CertRotation
+
+	// LeaderElection makes one replica at a time reconcile (the fence serves in every replica).
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader election's Lease: the agent's namespace.
+	LeaderElectionNamespace string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
+	HealthProbeBindAddress string
 }
+
+// LeaderElectionID names the agent's leader election Lease.
+const LeaderElectionID = "drover-agent.drover.io"
 
 // NewScheme returns the types the agent reads and writes: client-go's, drover's, csi-addons
 // replication, VolSync and VolumeSnapshot.
@@ -90,6 +110,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.NewStore == nil {
 		opts.NewStore = vrg.NewS3Store
 	}
+	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
+		return nil, errors.New("leader election needs the agent's namespace: set --namespace or POD_NAMESPACE")
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// The fence labels namespaces one by one; the agent neither lists nor watches them.
@@ -97,9 +120,23 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Logger:     ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
 		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
+
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// drover exits as soon as the manager stops, so the next leader need not wait out the
+		// lease.
+		LeaderElectionReleaseOnCancel: true,
+		HealthProbeBindAddress:        orDisabled(opts.HealthProbeBindAddress),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the agent's manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add the agent's health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add the agent's readiness check: %w", err)
 	}
 	// Backends are registered here, explicitly.
 	backends, err := replication.NewRegistry(volrep.New(mgr.GetClient()), volsync.New(mgr.GetClient(), mgr.GetAPIReader()))
@@ -121,11 +158,26 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
+// orDisabled maps an empty address to "0", controller-runtime's "do not serve".
+func orDisabled(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
+
 // addFence adds the fence's server to the manager and, once the manager starts, installs its
 // ValidatingWebhookConfiguration (the server listens from NewServer on, so its URL is known).
+// With WebhookConfiguration set, the release manifests installed it instead (addInstalledFence).
 func addFence(mgr manager.Manager, opts Options) error {
 	if opts.WebhookAddress == "" {
 		opts.WebhookAddress = "127.0.0.1:0"
+	}
+	if opts.WebhookConfiguration != "" {
+		return addInstalledFence(mgr, opts)
+	}
+	if opts.WebhookCertRotation != nil {
+		return errors.New("the agent manages the fence's certificate only for the configuration the manifests install: set --webhook-configuration")
 	}
 	var getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	var caBundle []byte
@@ -164,6 +216,52 @@ func addFence(mgr manager.Manager, opts Options) error {
 	install := webhook.Options{URL: srv.URL(), CABundle: caBundle}
 	if err := mgr.Add(configurationInstaller{client: mgr.GetClient(), opts: install}); err != nil {
 		return fmt.Errorf("failed to add the fence's configuration installer: %w", err)
+	}
+	return nil
+}
+
+// addInstalledFence serves the fence for the configuration the release manifests installed:
+// the certificate in WebhookCertDir, filled by the agent's own rotator (WebhookCertRotation) or
+// by cert-manager. The agent is ready once the certificate is in place and, with the rotator,
+// its CA injected into the configuration.
+func addInstalledFence(mgr manager.Manager, opts Options) error {
+	if opts.WebhookCertDir == "" {
+		return errors.New("the fence of an installed configuration needs the directory of its certificate: set --webhook-cert-dir")
+	}
+	if r := opts.WebhookCertRotation; r != nil {
+		rotation := *r
+		rotation.Configuration, rotation.CertDir = opts.WebhookConfiguration, opts.WebhookCertDir
+		ready, err := webhook.AddCertRotator(mgr, rotation)
+		if err != nil {
+			return err
+		}
+		return serveInstalledFence(mgr, opts, ready)
+	}
+	// cert-manager: its Secret is mounted before the process starts.
+	ready := make(chan struct{})
+	close(ready)
+	return serveInstalledFence(mgr, opts, ready)
+}
+
+func serveInstalledFence(mgr manager.Manager, opts Options, ready <-chan struct{}) error {
+	files := webhook.NewCertFiles(opts.WebhookCertDir, ready)
+	if err := mgr.Add(files); err != nil {
+		return fmt.Errorf("failed to add the fence's certificate loader: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("fence-certificate", webhook.ReadyCheck(ready)); err != nil {
+		return fmt.Errorf("failed to add the fence's readiness check: %w", err)
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{
+		Address:        opts.WebhookAddress,
+		GetCertificate: files.GetCertificate,
+		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
+		Logger:         mgr.GetLogger().WithName("fence"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("failed to add the fence's server: %w", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -37,7 +38,16 @@ type Options struct {
 	UnreachableAfter time.Duration
 	// InProcess is set when several hubs run in one process one after the other, as in tests.
 	InProcess bool
+	// LeaderElection makes one replica at a time reconcile.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader election's Lease: the hub's namespace.
+	LeaderElectionNamespace string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
+	HealthProbeBindAddress string
 }
+
+// LeaderElectionID names the hub's leader election Lease.
+const LeaderElectionID = "drover-hub.drover.io"
 
 // NewScheme returns the types the hub reads and writes.
 func NewScheme() (*runtime.Scheme, error) {
@@ -64,6 +74,12 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.ProbeInterval < 0 || opts.UnreachableAfter < 0 {
 		return nil, errors.New("the hub's probe interval and grace period must be positive")
 	}
+	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
+		return nil, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
+	}
+	if opts.HealthProbeBindAddress == "" {
+		opts.HealthProbeBindAddress = "0"
+	}
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
@@ -76,9 +92,23 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Logger:     ctrl.Log.WithName("hub"),
 		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
+
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// drover exits as soon as the manager stops, so the next leader need not wait out the
+		// lease.
+		LeaderElectionReleaseOnCancel: true,
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the hub's manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add the hub's health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
 	gw := &gateway.Secrets{Hub: mgr.GetAPIReader(), Scheme: scheme}
 	recorder := mgr.GetEventRecorder("drover-hub")

@@ -1,0 +1,5 @@
+// Package config holds drover's kustomize trees: the CRDs (crd), the RBAC generated from the
+// markers (rbac), and the release manifests built from them, config/hub and config/agent (with
+// its cert-manager overlay), which `make release-manifests` writes to dist/. Its tests build
+// the release manifests with the pinned kustomize and install them on a real API server.
+package config
