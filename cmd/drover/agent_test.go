@@ -1,0 +1,52 @@
+package main
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestAgentFlagsChooseHowTheFenceGetsItsCertificate(t *testing.T) {
+	release := agentFlags{
+		clusterName: "east", namespace: "drover-system", webhookConfiguration: "drover-fence",
+		webhookService: "drover-fence", webhookCertSecret: "drover-fence-cert", webhookCertDir: "/certs",
+	}
+	t.Run("the release manifests' flags make the agent rotate its certificate for the Service", func(t *testing.T) {
+		opts, err := release.options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := opts.WebhookCertRotation
+		if r == nil || r.DNSName != "drover-fence.drover-system.svc" ||
+			r.Secret != (types.NamespacedName{Namespace: "drover-system", Name: "drover-fence-cert"}) {
+			t.Fatalf("rotation %+v", r)
+		}
+		if opts.WebhookConfiguration != "drover-fence" || opts.LeaderElectionNamespace != "drover-system" {
+			t.Fatalf("options %+v", opts)
+		}
+	})
+	t.Run("the lab's flags keep the self-signed certificate and the agent's own configuration", func(t *testing.T) {
+		opts, err := (&agentFlags{clusterName: "east", webhookAddress: "127.0.0.1:0"}).options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.WebhookCertRotation != nil || opts.WebhookConfiguration != "" || opts.WebhookCertDir != "" {
+			t.Fatalf("options %+v", opts)
+		}
+	})
+	for name, f := range map[string]func(*agentFlags){
+		"no cluster name":          func(f *agentFlags) { f.clusterName = "" },
+		"no namespace":             func(f *agentFlags) { f.namespace = "" },
+		"no Service":               func(f *agentFlags) { f.webhookService = "" },
+		"no configuration":         func(f *agentFlags) { f.webhookConfiguration = "" },
+		"no certificate directory": func(f *agentFlags) { f.webhookCertDir = "" },
+	} {
+		t.Run("the rotation refuses "+name, func(t *testing.T) {
+			bad := release
+			f(&bad)
+			if _, err := bad.options(); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}
