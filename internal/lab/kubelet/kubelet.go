@@ -184,6 +184,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithValues("node", k.opts.NodeName)
 	ctx = klog.NewContext(ctx, log)
 	if err := k.ensureNode(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,

@@ -339,3 +339,34 @@ func TestFailingLivenessProbeRestartsTheProcess(t *testing.T) {
 		g.Expect(got.Status.ContainerStatuses[0].LastTerminationState.Terminated).NotTo(BeNil())
 	}).Should(Succeed())
 }
+
+// TestProjectedServiceAccountVolumeGivesInClusterConfig runs a pod as the ServiceAccount
+// admission plugin would have changed it: a projected kube-api-access volume (token, the
+// kube-root-ca.crt ConfigMap, the namespace) mounted at the ServiceAccount path.
+func TestProjectedServiceAccountVolumeGivesInClusterConfig(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, g)
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"},
+		Data:       map[string]string{"ca.crt": string(cfg.CAData)},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	pod := probePod(ns, "projected")
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+		}}}})
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{
+		Name: "kube-api-access", MountPath: serviceAccountDir, ReadOnly: true})
+	createPod(g, pod)
+	readyPod(g, ns, "projected")
+	r := lastReport(g, ns, "projected")
+	g.Expect(r.ConfigError).To(BeEmpty())
+	g.Expect(r.GetOwnPod).To(Equal("ok"))
+	g.Expect(r.ListSecrets).To(Equal("forbidden"))
+	g.Expect(r.SANamespace).To(Equal(ns))
+}
