@@ -23,15 +23,21 @@ const (
 	minBackOff   = time.Second
 	maxBackOff   = 30 * time.Second
 	backOffReset = 10 * time.Second
-	// mountScript runs inside a new mount namespace: it binds each (source, target, ro|rw)
-	// triple up to "--", changes to the working directory and execs the command, so the pid the
-	// kubelet started is the container's process.
+	// mountScript runs inside a new mount namespace: with a read-only root filesystem it makes
+	// every mount but /proc, /sys and /dev read-only; it binds each (source, target, ro|rw)
+	// triple up to "--" (targets exist: the kubelet created them), changes to the working
+	// directory and execs the command, so the pid the kubelet started is the container's process.
 	mountScript = `set -e
-wd=$1; shift
+wd=$1; roroot=$2; shift 2
+if [ "$roroot" = 1 ]; then
+  for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
+    case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue;; esac
+    mount -o remount,bind,ro "$mp" 2>/dev/null || echo "lab kubelet: cannot make $mp read-only" >&2
+  done
+fi
 while [ "$1" != "--" ]; do
-  if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
   mount --bind "$1" "$2"
-  if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; fi
+  if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; else mount -o remount,bind,rw "$2"; fi
   shift 3
 done
 shift
@@ -159,8 +165,15 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	if wd == "" {
 		wd = "/"
 	}
-	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountScript, "sh", wd}
+	roRoot := "0"
+	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		roRoot = "1"
+	}
+	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountScript, "sh", wd, roRoot}
 	for _, m := range mounts {
+		if err := mountTarget(m); err != nil {
+			return nil, nil, err
+		}
 		mode := "rw"
 		if m.readOnly {
 			mode = "ro"
@@ -298,6 +311,30 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 		out = append(out, mount{source: w.saDir(), target: serviceAccountDir, readOnly: true})
 	}
 	return out, nil
+}
+
+// mountTarget creates the directory (or, for a file, the empty file) that m is bound onto. It is
+// created on the machine's filesystem, where it stays empty: the binding exists only in the
+// container's mount namespace.
+func mountTarget(m mount) error {
+	info, err := os.Stat(m.source)
+	if err != nil {
+		return fmt.Errorf("failed to find the source %s of mount %s: %w", m.source, m.target, err)
+	}
+	if info.IsDir() {
+		if err := os.MkdirAll(m.target, 0o755); err != nil {
+			return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(m.target), 0o755); err != nil {
+		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
+	}
+	f, err := os.OpenFile(m.target, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
+	}
+	return f.Close()
 }
 
 func findVolume(pod *corev1.Pod, name string) *corev1.Volume {

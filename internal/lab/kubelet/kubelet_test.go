@@ -23,7 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-const secretMount = "/etc/lab-secret"
+// secretMount is where probePod mounts its Secret: under the test's temporary directory, since a
+// mount point is created (empty) on the machine's filesystem.
+var secretMount string
 
 // report is podprobe's REPORT line.
 type report struct {
@@ -35,6 +37,7 @@ type report struct {
 	GetOwnPod   string            `json:"getOwnPod"`
 	ListSecrets string            `json:"listSecrets"`
 	Files       map[string]string `json:"files"`
+	Writes      map[string]string `json:"writes"`
 }
 
 // newNamespace creates a namespace with a ServiceAccount "probe" that may get pods (and nothing
@@ -369,4 +372,25 @@ func TestProjectedServiceAccountVolumeGivesInClusterConfig(t *testing.T) {
 	g.Expect(r.GetOwnPod).To(Equal("ok"))
 	g.Expect(r.ListSecrets).To(Equal("forbidden"))
 	g.Expect(r.SANamespace).To(Equal(ns))
+}
+
+func TestReadOnlyRootFilesystemLeavesOnlyVolumesWritable(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, g)
+	pod := probePod(ns, "readonly")
+	tmp := t.TempDir()
+	outside, scratch := filepath.Join(tmp, "written-by-pod"), filepath.Join(tmp, "scratch")
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: scratch})
+	c.Args = append(c.Args, "--write="+scratch+"/file,"+outside)
+	c.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+	createPod(g, pod)
+	readyPod(g, ns, "readonly")
+	r := lastReport(g, ns, "readonly")
+	g.Expect(r.Writes).To(HaveKeyWithValue(scratch+"/file", "ok"))
+	g.Expect(r.Writes[outside]).To(ContainSubstring("read-only file system"))
+	_, err := os.Stat(outside)
+	g.Expect(os.IsNotExist(err)).To(BeTrue())
 }

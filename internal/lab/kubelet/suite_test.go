@@ -55,6 +55,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	probeBin = filepath.Join(tmp, "podprobe")
+	secretMount = filepath.Join(tmp, "mnt", "lab-secret")
 	build := exec.Command("go", "build", "-o", probeBin, "./internal/lab/kubelet/testdata/podprobe")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {

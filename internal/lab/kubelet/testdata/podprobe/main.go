@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,14 +31,25 @@ type Report struct {
 	GetOwnPod   string            `json:"getOwnPod"`
 	ListSecrets string            `json:"listSecrets"`
 	Files       map[string]string `json:"files"`
+	Writes      map[string]string `json:"writes"`
 }
 
 func main() {
 	bind := flag.String("bind", "", "address to serve /readyz and /file on")
 	files := flag.String("file", "", "a file to report")
+	writes := flag.String("write", "", "comma-separated files to try to write")
 	unhealthyAfter := flag.Duration("unhealthy-after", 0, "when set, /healthz fails once the process ran this long")
 	flag.Parse()
-	r := Report{Env: map[string]string{}, Args: os.Args[1:], Files: map[string]string{}}
+	r := Report{Env: map[string]string{}, Args: os.Args[1:], Files: map[string]string{}, Writes: map[string]string{}}
+	for _, path := range strings.Split(*writes, ",") {
+		if path == "" {
+			continue
+		}
+		r.Writes[path] = "ok"
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			r.Writes[path] = err.Error()
+		}
+	}
 	for _, name := range []string{"POD_NAME", "POD_NAMESPACE", "NODE_NAME", "POD_IP", "PASSWORD", "LITERAL", "EXPANDED",
 		"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOSTNAME", "HOME"} {
 		r.Env[name] = os.Getenv(name)
