@@ -394,3 +394,11 @@ func TestReadOnlyRootFilesystemLeavesOnlyVolumesWritable(t *testing.T) {
 	_, err := os.Stat(outside)
 	g.Expect(os.IsNotExist(err)).To(BeTrue())
 }
+
+func mustAddr(s string) netip.Addr {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a
+}
