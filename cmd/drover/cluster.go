@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-io/drover/internal/join"
 )
@@ -12,6 +14,9 @@ func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Join managed clusters to the hub and remove them",
+		// The clients log nothing a person needs; without a logger controller-runtime
+		// complains on stderr.
+		PersistentPreRun: func(*cobra.Command, []string) { ctrllog.SetLogger(logr.Discard()) },
 	}
 	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand())
 	return cmd

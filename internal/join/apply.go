@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +77,7 @@ func (r *run) undo(ctx context.Context, cause error) error {
 	}
 	msg := "nothing had been created"
 	if len(undone) > 0 {
-		msg = fmt.Sprintf("deleted what this run created: %v", undone)
+		msg = "deleted what this run created: " + strings.Join(undone, ", ")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w\njoin did not complete; %s; it could not undo: %w", cause, msg, errors.Join(errs...))

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/join"
@@ -25,6 +28,7 @@ import (
 var testLab *labtest.Lab
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard()) // the tests' clients have nothing to say
 	labtest.Main(m, func(l *labtest.Lab) { testLab = l })
 }
 
