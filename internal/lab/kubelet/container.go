@@ -105,6 +105,7 @@ func (c *container) supervise() {
 		cmd, exited, err := c.launch()
 		if err != nil {
 			c.setWaiting(launchReason(err), err.Error())
+			klog.Background().Error(err, "Failed to start container", "pod", c.w.key, "container", c.spec.Name)
 		} else {
 			started := time.Now()
 			select {
@@ -124,18 +125,28 @@ func (c *container) supervise() {
 			return
 		case <-time.After(backOff):
 		}
-		c.mu.Lock()
-		c.restarts++
-		c.mu.Unlock()
+		if err == nil { // a process that ran and exited is restarted; a failed start is retried
+			c.mu.Lock()
+			c.restarts++
+			c.mu.Unlock()
+		}
 	}
 }
 
-// errUnknownImage marks a container whose image the lab cannot run.
-var errUnknownImage = errors.New("unknown image")
+var (
+	// errUnknownImage marks a container whose image the lab cannot run.
+	errUnknownImage = errors.New("unknown image")
+	// errConfig marks a container whose environment or mounts cannot be resolved yet (a
+	// ConfigMap or Secret it names is missing); its start is retried with back-off.
+	errConfig = errors.New("container configuration")
+)
 
 func launchReason(err error) string {
-	if errors.Is(err, errUnknownImage) {
+	switch {
+	case errors.Is(err, errUnknownImage):
 		return "ErrImagePull"
+	case errors.Is(err, errConfig):
+		return "CreateContainerConfigError"
 	}
 	return "CreateContainerError"
 }
@@ -151,11 +162,11 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	ctx := context.Background()
 	env, vars, err := w.containerEnv(ctx, pod, c.spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	mounts, err := w.mounts(pod, c.spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {

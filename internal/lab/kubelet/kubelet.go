@@ -92,9 +92,11 @@ type Kubelet struct {
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	podLister func(types.NamespacedName) (*corev1.Pod, error)
 
-	mu      sync.Mutex
-	workers map[types.NamespacedName]*podWorker
-	stateMu sync.Mutex // serialises writes of state.json
+	mu          sync.Mutex
+	workers     map[types.NamespacedName]*podWorker
+	terminating map[types.UID]bool // pods whose processes are being stopped
+	stopping    sync.WaitGroup     // terminations under way
+	stateMu     sync.Mutex         // serialises writes of state.json
 }
 
 // New validates opts and returns a Kubelet that does nothing until Run.
@@ -139,7 +141,7 @@ func New(opts Options) (*Kubelet, error) {
 	return &Kubelet{
 		opts: opts, client: cs, apiHost: host, apiPort: port, caData: caData,
 		ips:     newIPPool(opts.PodCIDR),
-		workers: map[types.NamespacedName]*podWorker{},
+		workers: map[types.NamespacedName]*podWorker{}, terminating: map[types.UID]bool{},
 	}, nil
 }
 
@@ -245,27 +247,31 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 }
 
 // syncPod starts a worker for a pod that is new, and stops the worker of a pod that is being
-// deleted, then removes the pod from the API server.
+// deleted (in the background: a grace period must not hold up other pods), then removes the pod
+// from the API server.
 func (k *Kubelet) syncPod(ctx context.Context, key types.NamespacedName) error {
 	pod, err := k.podLister(key)
 	if apierrors.IsNotFound(err) {
-		k.stopWorker(ctx, key, nil, 0)
+		k.terminate(ctx, key, nil, 0)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("failed to get pod %s: %w", key, err)
 	}
 	k.mu.Lock()
-	w := k.workers[key]
+	w, terminating := k.workers[key], k.terminating[pod.UID]
 	k.mu.Unlock()
+	if terminating {
+		return nil
+	}
 	if w != nil && w.uid != pod.UID {
-		k.stopWorker(ctx, key, nil, 0) // replaced by a pod of the same name
+		k.terminate(ctx, key, nil, 0) // replaced by a pod of the same name
 		w = nil
 	}
 	if pod.DeletionTimestamp != nil {
 		grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
-		k.stopWorker(ctx, key, pod, grace)
-		return k.deletePod(ctx, pod)
+		k.terminate(ctx, key, pod, grace)
+		return nil
 	}
 	if w == nil {
 		w, err = k.newPodWorker(ctx, pod)
@@ -281,23 +287,42 @@ func (k *Kubelet) syncPod(ctx context.Context, key types.NamespacedName) error {
 	return nil
 }
 
-// stopWorker stops a pod's processes, giving them grace to end after SIGTERM, and frees what the
-// pod held on this machine.
-func (k *Kubelet) stopWorker(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, grace time.Duration) {
+// terminate stops a pod's processes in the background, giving them grace to end after SIGTERM,
+// frees what the pod held on this machine and, when deleted is the pod being deleted, removes it
+// from the API server. A pod deleted while no worker ran it (the kubelet was down) is removed
+// at once.
+func (k *Kubelet) terminate(ctx context.Context, key types.NamespacedName, deleted *corev1.Pod, grace time.Duration) {
 	k.mu.Lock()
 	w := k.workers[key]
-	if w == nil || (pod != nil && w.uid != pod.UID) {
-		k.mu.Unlock()
-		return
+	if w != nil && deleted != nil && w.uid != deleted.UID {
+		w = nil
 	}
-	delete(k.workers, key)
+	if w != nil {
+		delete(k.workers, key)
+		k.terminating[w.uid] = true
+	}
 	k.mu.Unlock()
-	w.stop(ctx, grace)
-	k.ips.release(w.ip)
-	if err := os.RemoveAll(w.dir); err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to remove pod directory", "dir", w.dir)
-	}
-	k.writeState(ctx)
+	k.stopping.Go(func() {
+		if w != nil {
+			w.stop(ctx, grace)
+			k.ips.release(w.ip)
+			if err := os.RemoveAll(w.dir); err != nil {
+				klog.FromContext(ctx).Error(err, "Failed to remove pod directory", "dir", w.dir)
+			}
+			k.writeState(ctx)
+		}
+		if deleted != nil {
+			if err := k.deletePod(ctx, deleted); err != nil {
+				klog.FromContext(ctx).Error(err, "Failed to remove terminated pod")
+				k.queue.AddRateLimited(key)
+			}
+		}
+		if w != nil {
+			k.mu.Lock()
+			delete(k.terminating, w.uid)
+			k.mu.Unlock()
+		}
+	})
 }
 
 // deletePod removes a pod whose processes ended, as a kubelet does once a pod terminated.
@@ -327,6 +352,7 @@ func (k *Kubelet) stopAll(ctx context.Context) {
 		wg.Go(func() { w.stop(ctx, defaultStopGrace) })
 	}
 	wg.Wait()
+	k.stopping.Wait()
 	k.writeState(ctx)
 }
 

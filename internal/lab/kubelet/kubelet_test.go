@@ -402,3 +402,31 @@ func mustAddr(s string) netip.Addr {
 	}
 	return a
 }
+
+// TestContainerWaitsForTheConfigMapItsEnvNames follows drover's agent, whose env names a
+// ConfigMap that joining the cluster creates later.
+func TestContainerWaitsForTheConfigMapItsEnvNames(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, g)
+	pod := probePod(ns, "waiting")
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "CLUSTER",
+		ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "joined"}, Key: "cluster-name"}}})
+	createPod(g, pod)
+	g.Eventually(func(g Gomega) {
+		got, err := cs.CoreV1().Pods(ns).Get(ctx, "waiting", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.ContainerStatuses).To(HaveLen(1))
+		w := got.Status.ContainerStatuses[0].State.Waiting
+		g.Expect(w).NotTo(BeNil())
+		g.Expect(w.Reason).To(Equal("CreateContainerConfigError"))
+		g.Expect(w.Message).To(ContainSubstring("joined"))
+	}).Should(Succeed())
+
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "joined"},
+		Data: map[string]string{"cluster-name": "east"}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	got := readyPod(g, ns, "waiting")
+	g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "a start that failed is not a restart")
+}
