@@ -69,6 +69,13 @@ func TestJoinRefusesBadInputAndCreatesNothing(t *testing.T) {
 		},
 		want: []string{"cannot reach managed cluster west at https://127.0.0.1:1", "check the server address"},
 	}, {
+		name: "an unreachable hub", cluster: lab.West,
+		change: func(o *join.Options) {
+			o.Hub.Config = rest.CopyConfig(o.Hub.Config)
+			o.Hub.Config.Host = "https://127.0.0.1:1"
+		},
+		want: []string{"cannot reach the hub at https://127.0.0.1:1", "check the server address"},
+	}, {
 		name: "credentials the managed cluster does not accept", cluster: lab.West,
 		change: func(o *join.Options) {
 			cfg := rest.AnonymousClientConfig(o.Managed.Config)

@@ -74,3 +74,23 @@ func TestUnjoinRefusesWhileAPolicyPairsTheClusterThenRemovesEverything(t *testin
 		t.Errorf("the DRCluster is still there: %v", err)
 	}
 }
+
+// A cluster lost for good can be unjoined from the hub alone; the report says what stays on it.
+func TestUnjoinWithoutTheManagedClusterRemovesTheHubsSide(t *testing.T) {
+	var out bytes.Buffer
+	o := joinOptions(t, lab.West, lab.West, &out)
+	mustJoin(t, o) // its cleanup removes what stays on west
+	onWest := labelled(t, lab.West, lab.West)
+
+	out.Reset()
+	if err := join.Unjoin(t.Context(), join.UnjoinOptions{Name: lab.West, Hub: o.Hub, Out: &out}); err != nil {
+		t.Fatalf("unjoin failed: %v\n%s", err, out.String())
+	}
+	mustContain(t, out.String(), "DRCluster west deleted", "kubectl delete clusterrolebinding,clusterrole -l drover.io/cluster=west")
+	if got := labelled(t, lab.Hub, lab.West); len(got) > 0 {
+		t.Errorf("unjoin left on the hub: %v", got)
+	}
+	if got := labelled(t, lab.West, lab.West); !mapsEqual(got, onWest) {
+		t.Errorf("unjoin without west's kubeconfig changed west: %v, before %v", got, onWest)
+	}
+}
