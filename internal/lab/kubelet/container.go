@@ -205,7 +205,7 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("failed to start %s: %w", binary, err)
 	}
 	exited := make(chan struct{})

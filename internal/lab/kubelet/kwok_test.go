@@ -17,13 +17,8 @@ import (
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// startKwok runs kwok against the test API server with the lab's flags (internal/lab/cluster.go):
-// it manages only nodes annotated kwok.x-k8s.io/node=fake.
-func startKwok(t *testing.T, g Gomega) {
-	root, err := labtest.RepoRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	bin := filepath.Join(root, "bin")
-	dir := t.TempDir()
+// writeKubeconfig writes the test API server's admin credentials for a process of the test.
+func writeKubeconfig(g Gomega, dir string) string {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["lab"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -31,12 +26,15 @@ func startKwok(t *testing.T, g Gomega) {
 	kc.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "lab"}
 	kc.CurrentContext = "lab"
 	g.Expect(clientcmd.WriteToFile(*kc, kubeconfig)).To(Succeed())
-	log, err := os.Create(filepath.Join(dir, "kwok.log"))
+	return kubeconfig
+}
+
+// startProcess runs a process for the rest of the test (killed with the test binary), logging to
+// dir/name.log, which the test prints when it failed.
+func startProcess(t *testing.T, g Gomega, dir, name string, argv ...string) *exec.Cmd {
+	log, err := os.Create(filepath.Join(dir, name+".log"))
 	g.Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join(bin, "kwok"), "--kubeconfig="+kubeconfig, //nolint:gosec // the lab's own binary
-		"--config="+filepath.Join(bin, "kwok-stages.yaml"), "--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-lease-duration-seconds=4", "--server-address=")
+	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // the lab's own binaries
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Expect(cmd.Start()).To(Succeed())
@@ -46,9 +44,23 @@ func startKwok(t *testing.T, g Gomega) {
 		log.Close()
 		if t.Failed() {
 			data, _ := os.ReadFile(log.Name())
-			t.Logf("kwok log:\n%s", data)
+			t.Logf("%s log:\n%s", name, data)
 		}
 	})
+	return cmd
+}
+
+// startKwok runs kwok against the test API server with the lab's flags (internal/lab/cluster.go):
+// it manages only nodes annotated kwok.x-k8s.io/node=fake.
+func startKwok(t *testing.T, g Gomega) {
+	root, err := labtest.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	bin := filepath.Join(root, "bin")
+	dir := t.TempDir()
+	startProcess(t, g, dir, "kwok", filepath.Join(bin, "kwok"), "--kubeconfig="+writeKubeconfig(g, dir),
+		"--config="+filepath.Join(bin, "kwok-stages.yaml"), "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-lease-duration-seconds=4", "--server-address=")
 }
 
 func TestKwokLeavesTheLabKubeletsNodeAndPodsAlone(t *testing.T) {
