@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -29,10 +30,11 @@ import (
 
 // The package's one API server, started in TestMain, and what the tests need around it.
 var (
-	root       string // the repository
-	kubeconfig string // an administrator's kubeconfig for kubectl
-	cl         client.Client
-	drover     string // the drover binary, built from this tree
+	root        string // the repository
+	kubeconfig  string // an administrator's kubeconfig for kubectl
+	adminConfig *rest.Config
+	cl          client.Client
+	drover      string // the drover binary, built from this tree
 )
 
 func TestMain(m *testing.M) {
@@ -68,7 +70,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	// The CRDs of the APIs the agent and the hub watch besides drover's, as the lab installs them.
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin, ErrorIfCRDPathMissing: true,
+		CRDDirectoryPaths: []string{filepath.Join(root, "internal/lab/crds/external")},
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: failed to start the API server:", err)
@@ -77,7 +83,8 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
 	if err == nil {
-		cl, err = client.New(admin.Config(), client.Options{Scheme: clientgoscheme.Scheme})
+		adminConfig = admin.Config()
+		cl, err = client.New(adminConfig, client.Options{Scheme: clientgoscheme.Scheme})
 	}
 	var raw []byte
 	if err == nil {
