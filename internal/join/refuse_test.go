@@ -54,57 +54,7 @@ func TestJoinRefusesBadInputAndCreatesNothing(t *testing.T) {
 	var out bytes.Buffer
 	mustJoin(t, joinOptions(t, lab.East, lab.East, &out)) // for the cases of a name or cluster already joined
 	eastOnHub, eastOnEast := labelled(t, lab.Hub, lab.East), labelled(t, lab.East, lab.East)
-	bare := bareAPIServer(t)
-
-	cases := []struct {
-		name    string
-		cluster string // the name to join
-		change  func(*join.Options)
-		want    []string
-	}{{
-		name: "an unreachable managed cluster", cluster: lab.West,
-		change: func(o *join.Options) {
-			o.Managed.Config = rest.CopyConfig(o.Managed.Config)
-			o.Managed.Config.Host = "https://127.0.0.1:1"
-		},
-		want: []string{"cannot reach managed cluster west at https://127.0.0.1:1", "check the server address"},
-	}, {
-		name: "an unreachable hub", cluster: lab.West,
-		change: func(o *join.Options) {
-			o.Hub.Config = rest.CopyConfig(o.Hub.Config)
-			o.Hub.Config.Host = "https://127.0.0.1:1"
-		},
-		want: []string{"cannot reach the hub at https://127.0.0.1:1", "check the server address"},
-	}, {
-		name: "credentials the managed cluster does not accept", cluster: lab.West,
-		change: func(o *join.Options) {
-			cfg := rest.AnonymousClientConfig(o.Managed.Config)
-			cfg.BearerToken = "not-a-token"
-			o.Managed = join.Cluster{Config: cfg, Source: "kubeconfig stale.kubeconfig (user old)"}
-		},
-		want: []string{"refused the credentials of kubeconfig stale.kubeconfig (user old) (401 Unauthorized)"},
-	}, {
-		name: "a managed cluster user without rights", cluster: lab.West,
-		change: func(o *join.Options) { o.Managed = asUser(t, lab.West, "intern") },
-		want:   []string{"(403 Forbidden)", "user intern", "cluster-admin"},
-	}, {
-		name: "a managed cluster without drover's agent", cluster: "bare",
-		change: func(o *join.Options) { o.Managed = bare },
-		want:   []string{"VolumeReplicationGroup CRD is not installed on managed cluster bare", "kubectl apply --server-side -f dist/drover-agent.yaml"},
-	}, {
-		name: "a hub without drover", cluster: lab.West,
-		change: func(o *join.Options) { o.Hub = bare },
-		want:   []string{"DRCluster CRD is not installed on the hub", "kubectl apply --server-side -f dist/drover-hub.yaml"},
-	}, {
-		name: "a name joined to another server", cluster: lab.East,
-		change: func(o *join.Options) { o.Managed = labCluster(t, lab.West) },
-		want:   []string{"cluster east is already joined with server https://127.0.0.1:", "drover cluster unjoin east"},
-	}, {
-		name: "a cluster joined under another name", cluster: "east-again",
-		change: func(o *join.Options) {},
-		want:   []string{"is already joined as east", "drover cluster unjoin east"},
-	}}
-	for _, tc := range cases {
+	for _, tc := range refusals(t, bareAPIServer(t)) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			managed := lab.West
@@ -166,4 +116,59 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// refusal is a join that must be refused: of the name cluster, changed by change, with an
+// error that holds want.
+type refusal struct {
+	name    string
+	cluster string
+	change  func(*join.Options)
+	want    []string
+}
+
+func refusals(t *testing.T, bare join.Cluster) []refusal {
+	return []refusal{{
+		name: "an unreachable managed cluster", cluster: lab.West,
+		change: func(o *join.Options) {
+			o.Managed.Config = rest.CopyConfig(o.Managed.Config)
+			o.Managed.Config.Host = "https://127.0.0.1:1"
+		},
+		want: []string{"cannot reach managed cluster west at https://127.0.0.1:1", "check the server address"},
+	}, {
+		name: "an unreachable hub", cluster: lab.West,
+		change: func(o *join.Options) {
+			o.Hub.Config = rest.CopyConfig(o.Hub.Config)
+			o.Hub.Config.Host = "https://127.0.0.1:1"
+		},
+		want: []string{"cannot reach the hub at https://127.0.0.1:1", "check the server address"},
+	}, {
+		name: "credentials the managed cluster does not accept", cluster: lab.West,
+		change: func(o *join.Options) {
+			cfg := rest.AnonymousClientConfig(o.Managed.Config)
+			cfg.BearerToken = "not-a-token"
+			o.Managed = join.Cluster{Config: cfg, Source: "kubeconfig stale.kubeconfig (user old)"}
+		},
+		want: []string{"refused the credentials of kubeconfig stale.kubeconfig (user old) (401 Unauthorized)"},
+	}, {
+		name: "a managed cluster user without rights", cluster: lab.West,
+		change: func(o *join.Options) { o.Managed = asUser(t, lab.West, "intern") },
+		want:   []string{"(403 Forbidden)", "user intern", "cluster-admin"},
+	}, {
+		name: "a managed cluster without drover's agent", cluster: "bare",
+		change: func(o *join.Options) { o.Managed = bare },
+		want:   []string{"VolumeReplicationGroup CRD is not installed on managed cluster bare", "kubectl apply --server-side -f dist/drover-agent.yaml"},
+	}, {
+		name: "a hub without drover", cluster: lab.West,
+		change: func(o *join.Options) { o.Hub = bare },
+		want:   []string{"DRCluster CRD is not installed on the hub", "kubectl apply --server-side -f dist/drover-hub.yaml"},
+	}, {
+		name: "a name joined to another server", cluster: lab.East,
+		change: func(o *join.Options) { o.Managed = labCluster(t, lab.West) },
+		want:   []string{"cluster east is already joined with server https://127.0.0.1:", "drover cluster unjoin east"},
+	}, {
+		name: "a cluster joined under another name", cluster: "east-again",
+		change: func(o *join.Options) {},
+		want:   []string{"is already joined as east", "drover cluster unjoin east"},
+	}}
 }
