@@ -8,9 +8,14 @@
 //
 //   - the admission handler (PodFence) and how it decides that a PVC is fenced (Fences, with
 //     ClusterFences reading the PVC's drover.io/protected-by label and its group);
-//   - the HTTPS server that serves it (Server), with a certificate from files (production) or a
-//     self-signed one made in memory (the lab and tests);
-//   - the ValidatingWebhookConfiguration drover-fence (EnsureConfiguration) and the namespace
+//   - the HTTPS server that serves it (Server), with a self-signed certificate made in memory
+//     (the lab and tests) or one from files (CertFiles: a mounted Secret, reloaded when renewed);
+//   - in a real installation, that certificate: the agent's own CA and serving certificate for
+//     the fence's Service, kept in a Secret and renewed before they expire, and the CA injected
+//     into the configuration the release manifests install (AddCertRotator, with
+//     open-policy-agent/cert-controller's rotator), unless cert-manager does both;
+//   - the ValidatingWebhookConfiguration drover-fence (EnsureConfiguration, in the lab; the
+//     release manifests declare the same one, config/agent/base/fence.yaml) and the namespace
 //     label that scopes it (SetNamespaceFence), and a dry-run probe that proves the fence is
 //     enforced by the API server (ProbeFence).
 //
