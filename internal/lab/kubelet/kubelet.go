@@ -213,11 +213,16 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("failed to watch pods of node %s: %w", k.opts.NodeName, err)
 	}
+	services := informers.NewSharedInformerFactory(k.client, 0)
+	services.Core().V1().Services().Informer()
 	factory.Start(ctx.Done())
+	services.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	services.WaitForCacheSync(ctx.Done())
 
 	var wg sync.WaitGroup
 	wg.Go(func() { k.heartbeat(ctx) })
+	wg.Go(func() { k.runServiceProxy(ctx, services) })
 	wg.Go(func() {
 		for k.processNext(ctx) {
 		}
@@ -227,6 +232,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.queue.ShutDown()
 	wg.Wait()
 	factory.Shutdown()
+	services.Shutdown()
 	k.stopAll(klog.NewContext(context.Background(), log))
 	return nil
 }

@@ -430,3 +430,36 @@ func TestContainerWaitsForTheConfigMapItsEnvNames(t *testing.T) {
 	got := readyPod(g, ns, "waiting")
 	g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "a start that failed is not a restart")
 }
+
+// TestExternalNameServiceOnAPodIPReachesItsTargetPort follows the fence webhook: its Service
+// (port 443, targetPort "fence") made ExternalName on the agent's pod IP by the lab.
+func TestExternalNameServiceOnAPodIPReachesItsTargetPort(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, g)
+	pod := probePod(ns, "served")
+	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "probes", ContainerPort: 8081}}
+	createPod(g, pod)
+	ip := readyPod(g, ns, "served").Status.PodIP
+	_, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "served"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: ip,
+			Ports: []corev1.ServicePort{{Name: "https", Port: 18443, TargetPort: intstr.FromString("probes")}}},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		resp, err := http.Get("http://" + ip + ":18443/readyz") //nolint:gosec // the test's own pod on loopback
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	}).Should(Succeed())
+
+	g.Expect(cs.CoreV1().Services(ns).Delete(ctx, "served", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() error {
+		resp, err := http.Get("http://" + ip + ":18443/readyz") //nolint:gosec // the test's own pod on loopback
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}).Should(HaveOccurred(), "the forward ends with its Service")
+}
