@@ -317,11 +317,33 @@ func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, _ bool
 
 // Cleanup removes the PVC's ReplicationSource and ReplicationDestination made by this group.
 // The key Secret stays: the group's deletion removes it (DeleteGroupObjects).
+//
+// A destination the group still receives (spec.volSync.receivePVCs names the PVC) is not this
+// PVC's to remove: it receives the peer's PVC of the same name, and this cluster's copy going
+// away (a workload deleted on a returning old primary) does not end that. Removing it there
+// raced with the agent recreating it, pass after pass, so the peer never got an address to send
+// to and the application stayed unprotected.
 func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) replication.Result {
 	if res := b.DeleteSource(ctx, pc.VRG, pc.PVC.Namespace, sourceName(pc.PVC)); !res.IsDone() {
 		return res
 	}
+	if Receives(pc.VRG, pc.PVC.Namespace, pc.PVC.Name) {
+		return replication.Done()
+	}
 	return b.RemoveDestination(ctx, pc.VRG, pc.PVC.Namespace, pc.PVC.Name)
+}
+
+// Receives reports whether the group's spec.volSync.receivePVCs names the PVC.
+func Receives(vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) bool {
+	if vrg.Spec.VolSync == nil {
+		return false
+	}
+	for _, rp := range vrg.Spec.VolSync.ReceivePVCs {
+		if rp.PVCNamespace == namespace && rp.PVCName == name {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteSource deletes a ReplicationSource of the group; Done once it is gone. One of another

@@ -311,3 +311,19 @@ func TestDemoteRemovesTheSourceAndCleanupTheDestination(t *testing.T) {
 	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).Outcome).To(Equal(replication.OutcomeRetry))
 	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
 }
+
+func TestCleanupKeepsTheDestinationTheGroupStillReceives(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{ReceivePVCs: []v1alpha1.VolSyncReceivePVC{{PVCNamespace: "app", PVCName: "data"}}}
+	cl := newClient(g,
+		&volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}},
+		&volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}})
+	b := New(cl, cl)
+	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).Outcome).To(Equal(replication.OutcomeRetry), "waiting for the source's deletion")
+	g.Expect(b.Cleanup(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationSource{})).NotTo(Succeed(), "the source is removed")
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationDestination{})).To(Succeed(),
+		"the destination receiving the peer's PVC of that name stays")
+}
