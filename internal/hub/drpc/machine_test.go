@@ -529,3 +529,37 @@ func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *te
 	w.reconcile()
 	w.g.Expect(w.vrg("east").Spec.VolSync.Destinations).To(HaveLen(1))
 }
+
+func TestPeerReadyWaitsForACopyOfEveryPVCOnThePeer(t *testing.T) {
+	w := newWorld(t, placementDRPC())
+	w.deployed()
+	ctx := context.Background()
+	w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionTrue))
+
+	// The workload is still being created: east's group protects no PVC and has no sync.
+	east := w.vrg("east")
+	east.Status.LastGroupSyncTime, east.Status.ProtectedPVCs = nil, nil
+	w.g.Expect(w.clusters["east"].Status().Update(ctx, east)).To(Succeed())
+	w.reconcile()
+	pr := w.cond(v1alpha1.ConditionPeerReady)
+	w.g.Expect(pr.Status).To(Equal(metav1.ConditionFalse), "a peer without a copy of the data is not ready")
+	w.g.Expect(pr.Message).To(ContainSubstring("waiting for east to protect the application's PVCs"))
+
+	// Its PVC appears and has not synced yet.
+	capacity := resource.MustParse("1Gi")
+	east = w.vrg("east")
+	east.Status.ProtectedPVCs = []v1alpha1.ProtectedPVC{{Namespace: "app", Name: "data", Backend: v1alpha1.BackendVolRep, Capacity: &capacity}}
+	w.g.Expect(w.clusters["east"].Status().Update(ctx, east)).To(Succeed())
+	w.reconcile()
+	pr = w.cond(v1alpha1.ConditionPeerReady)
+	w.g.Expect(pr.Status).To(Equal(metav1.ConditionFalse))
+	w.g.Expect(pr.Message).To(ContainSubstring("waiting for the first sync of every PVC from east"))
+
+	// The first sync completes: west holds a copy.
+	east = w.vrg("east")
+	last := metav1.NewTime(w.now)
+	east.Status.LastGroupSyncTime = &last
+	w.g.Expect(w.clusters["east"].Status().Update(ctx, east)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionTrue))
+}

@@ -61,6 +61,10 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
 			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
 	case secondary(peer.vrg):
+		if waiting := recoveryPointWaiting(primary, peer); waiting != "" {
+			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
+			break
+		}
 		if waiting := volSyncWaiting(primary, peer); waiting != "" {
 			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
 			break
@@ -136,6 +140,24 @@ func summaries(sc *scope) []v1alpha1.VRGSummary {
 		}
 	}
 	return out
+}
+
+// recoveryPointWaiting says why a Secondary peer cannot take over yet: it holds a copy of the
+// application's data only once every PVC of the primary completed a sync (the primary's
+// lastGroupSyncTime). Without this, a peer was PeerReady while the primary had not reported
+// its PVCs yet (the workload was still being created), and turned not ready again when they
+// appeared: PeerReady must turn True once, when the peer really can take over. Empty when
+// nothing is missing (or the primary is not observed).
+func recoveryPointWaiting(primary, peer *clusterView) string {
+	switch {
+	case !primary.reachable() || primary.vrg == nil || primary.vrg.Status.LastGroupSyncTime != nil:
+		return ""
+	case len(primary.vrg.Status.ProtectedPVCs) == 0:
+		return fmt.Sprintf("waiting for %s to protect the application's PVCs: its group protects none yet, so %s holds no copy to take over from",
+			primary.name, peer.name)
+	}
+	return fmt.Sprintf("waiting for the first sync of every PVC from %s: %s holds a copy to take over from only after it (%s)",
+		primary.name, peer.name, notYet(primary.name, primary.vrg, v1alpha1.ConditionDataProtected))
 }
 
 // volSyncWaiting says what a VolSync peer still lacks to receive the primary's PVCs: a secondary
