@@ -43,9 +43,23 @@ func (r *Run) Protect(ctx context.Context) Step {
 		step.Err = err
 		return r.record(step)
 	}
+	// PeerReady turns True once, when the peer really can take over: True, then False again
+	// before the application is protected, is a false promise a person may have acted on.
+	var peerReadySince time.Time
+	var flap error
 	step.Err = r.await(ctx, "protect", func(d *v1alpha1.DRPlacementControl) bool {
+		switch ready := isTrue(d, v1alpha1.ConditionPeerReady); {
+		case ready && peerReadySince.IsZero():
+			peerReadySince = time.Now()
+		case !ready && !peerReadySince.IsZero() && flap == nil:
+			flap = fmt.Errorf("PeerReady turned True at %s, then False again: %s",
+				peerReadySince.Sub(began).Round(100*time.Millisecond), condition(d, v1alpha1.ConditionPeerReady).Message)
+		}
 		return settled(d, v1alpha1.PhaseDeployed, r.home) && isTrue(d, v1alpha1.ConditionProtected) && isTrue(d, v1alpha1.ConditionPeerReady)
 	})
+	if step.Err == nil {
+		step.Err = flap
+	}
 	step.Duration = time.Since(began)
 	return r.record(step)
 }
