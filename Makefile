@@ -90,3 +90,32 @@ lab-status: build ## Show the lab's clusters
 .PHONY: clean
 clean: ## Remove bin/drover (keeps the slow-to-build control-plane binaries)
 	rm -f $(BIN)/drover
+
+# The image: static binaries (CGO off, -trimpath, stamped with VERSION and COMMIT) packaged by
+# hack/image with go-containerregistry, no container engine. Every file and the config carry the
+# commit's time (SOURCE_DATE_EPOCH), so the same commit gives the same index digest. Each of these
+# is computed once, when first used.
+VERSION ?= $(eval VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev))$(VERSION)
+COMMIT ?= $(eval COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown))$(COMMIT)
+SOURCE_DATE_EPOCH ?= $(eval SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0))$(SOURCE_DATE_EPOCH)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+VERSION_PKG := github.com/drover-io/drover/internal/version
+IMAGE_LDFLAGS = -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
+
+.PHONY: image-binaries image image-push
+# image-binaries builds static drover binaries for IMAGE_PLATFORMS into dist/bin/<os>_<arch>/.
+image-binaries:
+	@for p in $$(tr , ' ' <<<'$(IMAGE_PLATFORMS)'); do os=$${p%/*}; arch=$${p#*/}; \
+	  echo "building dist/bin/$${os}_$${arch}/drover ($(VERSION))"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' \
+	    -o $(DIST)/bin/$${os}_$${arch}/drover ./cmd/drover; \
+	done
+
+image: image-binaries ## Build the image (linux/amd64+arm64, no Docker): dist/image (OCI layout), dist/drover-image.tar (docker/podman load)
+	@$(GO) run ./hack/image build -bin-dir $(DIST)/bin -platforms '$(IMAGE_PLATFORMS)' \
+	  -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -tag '$(IMG)' \
+	  -layout $(DIST)/image -tarball $(DIST)/drover-image.tar
+
+image-push: image ## Push the image index: IMG=registry.example.com/drover:tag make image-push (INSECURE=1 for plain HTTP)
+	@[ "$(origin IMG)" != file ] || { echo "Set IMG to the reference to push to, e.g. IMG=registry.example.com/drover:v0.1.0 make image-push"; exit 1; }
+	@$(GO) run ./hack/image push -layout $(DIST)/image -ref '$(IMG)' $(if $(INSECURE),-insecure)
