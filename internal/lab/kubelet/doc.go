@@ -1,20 +1,38 @@
 // Package kubelet is the lab's kubelet: for one cluster it registers a Node (DefaultNodeName
-// unless told otherwise) that kwok does not manage, and runs the pods bound to that node as real
-// processes on this machine, the way a kubelet runs containers: the command, arguments,
-// environment and working directory of the pod template; the in-cluster configuration of the
-// pod's ServiceAccount (a bound token from TokenRequest, KUBERNETES_SERVICE_HOST/PORT, the
-// cluster CA at /var/run/secrets/kubernetes.io/serviceaccount); its mounted Secrets, ConfigMaps
-// and emptyDirs at their mount paths, in a mount namespace of its own per process; restarts with
-// back-off; readiness from HTTP probes; graceful termination on deletion.
+// unless told otherwise) that kwok does not manage (no kwok.x-k8s.io/node annotation; tainted
+// NoSchedule so that the scheduler places no application pods there), keeps it Ready with a
+// Lease, and runs the pods bound to that node as real processes on this machine, the way a
+// kubelet runs containers:
+//
+//   - the command, arguments (with $(VAR) expansion), environment (values, fieldRef,
+//     secretKeyRef, configMapKeyRef) and working directory of the pod template;
+//   - the in-cluster configuration of the pod's ServiceAccount: a token from TokenRequest bound
+//     to the pod and refreshed after 80 % of its life, KUBERNETES_SERVICE_HOST/PORT of the API
+//     server on loopback, its CA, at /var/run/secrets/kubernetes.io/serviceaccount (or the
+//     pod's own projected volume there);
+//   - its Secret, ConfigMap, projected, downwardAPI and emptyDir volumes at their mount paths,
+//     written atomically (a "..data" symlink swap) and refreshed when the objects change;
+//   - each process in a mount namespace of its own (unshare, then bind mounts, then exec), with
+//     the whole filesystem read-only but for its volumes when readOnlyRootFilesystem is set;
+//   - restartPolicy Always with back-off (1 s doubling to 30 s, reset after 10 s running),
+//     readiness and liveness probes (HTTP GET, TCP), SIGTERM then SIGKILL after the grace period
+//     on deletion, then the pod's removal; processes die with the kubelet (Pdeathsig).
 //
 // An image is not pulled: Options.Images maps an image name (without tag) to a binary on this
 // machine, which stands for the image's one entrypoint. Pods of other images stay Waiting with
 // ErrImagePull and a message that names the images the lab knows.
 //
 // Each pod gets its own loopback address (from Options.PodCIDR, inside 127.0.0.0/8) as its pod
-// IP. Processes share the host's network namespace, so a process that listens on all addresses
-// (":8081") still clashes with another pod's process on the same port: pods must bind
-// $(POD_IP):port, which this kubelet expands in command and arguments as a kubelet does.
+// IP. Processes share the machine's network namespace, so an argument that binds a port the
+// container declares on all addresses (--metrics-bind-address=:8443) is narrowed to the pod IP,
+// standing in for the pod's own network namespace. A Service of type ExternalName whose
+// externalName is a pod IP of this node gets its ports forwarded to their target ports on that
+// pod, as kube-proxy would: that is how the API server reaches a webhook here.
+//
+// What differs from a real kubelet: processes run as root whatever runAsUser says, with no
+// resource limits and no seccomp profile; images are binaries; exec and gRPC probes are not run;
+// envFrom and hostPath volumes are not supported; mount points are created (empty) on the
+// machine's filesystem.
 //
 // Production code never imports this package; the lab does.
 package kubelet
