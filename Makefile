@@ -116,6 +116,7 @@ image: image-binaries ## Build the image (linux/amd64+arm64, no Docker): dist/im
 	  -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -tag '$(IMG)' \
 	  -layout $(DIST)/image -tarball $(DIST)/drover-image.tar
 
-image-push: image ## Push the image index: IMG=registry.example.com/drover:tag make image-push (INSECURE=1 for plain HTTP)
+image-push: ## Build and push the image index: IMG=registry.example.com/drover:tag make image-push (INSECURE=1 for plain HTTP)
 	@[ "$(origin IMG)" != file ] || { echo "Set IMG to the reference to push to, e.g. IMG=registry.example.com/drover:v0.1.0 make image-push"; exit 1; }
+	@$(MAKE) --no-print-directory image
 	@$(GO) run ./hack/image push -layout $(DIST)/image -ref '$(IMG)' $(if $(INSECURE),-insecure)
