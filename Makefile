@@ -99,6 +99,8 @@ VERSION ?= $(eval VERSION := $(shell git describe --tags --always --dirty 2>/dev
 COMMIT ?= $(eval COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown))$(COMMIT)
 SOURCE_DATE_EPOCH ?= $(eval SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0))$(SOURCE_DATE_EPOCH)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+# The platform of the one image in dist/drover-image.tar; empty means this machine's.
+IMAGE_TARBALL_PLATFORM ?=
 VERSION_PKG := github.com/drover-io/drover/internal/version
 IMAGE_LDFLAGS = -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
 
@@ -114,7 +116,7 @@ image-binaries:
 image: image-binaries ## Build the image (linux/amd64+arm64, no Docker): dist/image (OCI layout), dist/drover-image.tar (docker/podman load)
 	@$(GO) run ./hack/image build -bin-dir $(DIST)/bin -platforms '$(IMAGE_PLATFORMS)' \
 	  -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -tag '$(IMG)' \
-	  -layout $(DIST)/image -tarball $(DIST)/drover-image.tar
+	  -layout $(DIST)/image -tarball $(DIST)/drover-image.tar $(if $(IMAGE_TARBALL_PLATFORM),-tarball-platform '$(IMAGE_TARBALL_PLATFORM)')
 
 image-push: ## Build and push the image index: IMG=registry.example.com/drover:tag make image-push (INSECURE=1 for plain HTTP)
 	@[ "$(origin IMG)" != file ] || { echo "Set IMG to the reference to push to, e.g. IMG=registry.example.com/drover:v0.1.0 make image-push"; exit 1; }
