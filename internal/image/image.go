@@ -43,7 +43,7 @@ type Options struct {
 	// Source labels the image with the source repository; DefaultSource when empty.
 	Source string
 	// Created is the image's creation time and every file's modification time. Keep it fixed
-	// (the commit's time, or the Unix epoch) for a reproducible digest.
+	// (the commit's time, or the Unix epoch) for a reproducible digest; zero means the epoch.
 	Created time.Time
 	// GzipLevel is the layers' compression level, from gzip.BestSpeed to gzip.BestCompression;
 	// 0 means gzip.DefaultCompression. The digest depends on it. Measured on the 38 MB amd64
@@ -85,9 +85,12 @@ func Build(opts Options) (v1.ImageIndex, error) {
 func buildPlatform(b Binary, caBundle []byte, opts Options) (v1.Image, error) {
 	binary, err := os.ReadFile(b.Path)
 	if err != nil {
-		return nil, fmt.Errorf("failed to read drover binary %s for %s: %w", b.Path, b.Platform.String(), err)
+		return nil, fmt.Errorf("failed to read drover binary %s for %s (build it first, e.g. with make image): %w", b.Path, b.Platform.String(), err)
 	}
 	created := opts.Created.UTC().Truncate(time.Second)
+	if opts.Created.IsZero() {
+		created = time.Unix(0, 0).UTC()
+	}
 	layer, err := newLayer(binary, caBundle, created, gzipLevel(opts.GzipLevel))
 	if err != nil {
 		return nil, fmt.Errorf("failed to build layer for %s: %w", b.Platform.String(), err)

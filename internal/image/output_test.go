@@ -58,10 +58,28 @@ func TestTheIndexHasOneImagePerPlatform(t *testing.T) {
 			t.Errorf("%s has sizes %+v, want both positive", s.Platform.String(), s)
 		}
 	}
-	if _, err := image.Build(image.Options{Binaries: []image.Binary{
-		{Platform: hostPlatform, Path: hostBinary}, {Platform: hostPlatform, Path: hostBinary},
-	}}); err == nil || !strings.Contains(err.Error(), "given twice") {
-		t.Errorf("Build with a platform given twice returned %v, want an error naming it", err)
+}
+
+func TestBuildRefusesBadInputWithAMessageThatSaysWhatToDo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "linux_arm64", "drover")
+	cases := []struct {
+		name     string
+		binaries []image.Binary
+		want     string
+	}{
+		{"no binaries", nil, "give at least one platform's drover binary"},
+		{"a platform given twice", []image.Binary{
+			{Platform: hostPlatform, Path: hostBinary}, {Platform: hostPlatform, Path: hostBinary},
+		}, "given twice"},
+		{"a binary that was not built", []image.Binary{{Platform: otherPlatform, Path: missing}}, missing + " for " + otherPlatform.String() + " (build it first"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := image.Build(image.Options{Binaries: tc.binaries})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Build returned %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
 
