@@ -201,17 +201,9 @@ func addFence(mgr manager.Manager, opts Options) error {
 		}
 		getCertificate = watcher.GetCertificate
 	}
-	srv, err := webhook.NewServer(webhook.ServerOptions{
-		Address:        opts.WebhookAddress,
-		GetCertificate: getCertificate,
-		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
-		Logger:         mgr.GetLogger().WithName("fence"),
-	})
+	srv, err := addFenceServer(mgr, opts, getCertificate)
 	if err != nil {
 		return err
-	}
-	if err := mgr.Add(srv); err != nil {
-		return fmt.Errorf("failed to add the fence's server: %w", err)
 	}
 	install := webhook.Options{URL: srv.URL(), CABundle: caBundle}
 	if err := mgr.Add(configurationInstaller{client: mgr.GetClient(), opts: install}); err != nil {
@@ -251,19 +243,26 @@ func serveInstalledFence(mgr manager.Manager, opts Options, ready <-chan struct{
 	if err := mgr.AddReadyzCheck("fence-certificate", webhook.ReadyCheck(ready)); err != nil {
 		return fmt.Errorf("failed to add the fence's readiness check: %w", err)
 	}
+	_, err := addFenceServer(mgr, opts, files.GetCertificate)
+	return err
+}
+
+// addFenceServer adds the fence's HTTPS server, serving the certificate getCertificate returns,
+// to the manager.
+func addFenceServer(mgr manager.Manager, opts Options, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (*webhook.Server, error) {
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Address:        opts.WebhookAddress,
-		GetCertificate: files.GetCertificate,
+		GetCertificate: getCertificate,
 		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
 		Logger:         mgr.GetLogger().WithName("fence"),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.Add(srv); err != nil {
-		return fmt.Errorf("failed to add the fence's server: %w", err)
+		return nil, fmt.Errorf("failed to add the fence's server: %w", err)
 	}
-	return nil
+	return srv, nil
 }
 
 // retryInstall is the pause between attempts to install the fence's configuration.
