@@ -122,7 +122,7 @@ func TestTheImageRunsDroverAsNonRootFromItsOwnFilesystem(t *testing.T) {
 		if len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != image.BinaryPath {
 			t.Errorf("entrypoint = %q, want [%s]", cfg.Config.Entrypoint, image.BinaryPath)
 		}
-		if !cfg.Created.Time.Equal(testCreated) {
+		if !cfg.Created.Equal(testCreated) {
 			t.Errorf("created = %s, want %s", cfg.Created.Time, testCreated)
 		}
 		wantLabels := map[string]string{image.LabelVersion: testVersion, image.LabelRevision: testCommit, image.LabelSource: image.DefaultSource}

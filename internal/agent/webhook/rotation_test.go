@@ -60,7 +60,7 @@ func rotationConfiguration(name string) *admissionregistrationv1.ValidatingWebho
 func installerApply(ctx context.Context, c client.Client, obj client.Object) error {
 	obj.SetManagedFields(nil)
 	obj.SetResourceVersion("")
-	return c.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl"))
+	return c.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl")) //nolint:staticcheck // server-side apply of an unstructured manifest, as kubectl does
 }
 
 // kubeletMount copies the Secret's certificate into dir, as a kubelet updates a Secret volume.

@@ -232,7 +232,7 @@ func LogPath(logDir, namespace, pod, container string) string {
 }
 
 func (c *container) openLog() (*os.File, error) {
-	f, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open log %s: %w", c.logPath(), err)
 	}
@@ -243,13 +243,13 @@ func (c *container) openLog() (*os.File, error) {
 func (c *container) exited(cmd *exec.Cmd, started time.Time) {
 	st := cmd.ProcessState
 	term := &corev1.ContainerStateTerminated{
-		ExitCode: int32(st.ExitCode()), Reason: "Completed",
+		ExitCode: int32(st.ExitCode()), Reason: "Completed", //nolint:gosec // an exit code is 0-255, or -1
 		StartedAt: metav1.NewTime(started), FinishedAt: metav1.Now(),
 		ContainerID: containerID(c.w, c.spec.Name, cmd.Process.Pid),
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		term.Signal = int32(ws.Signal())
-		term.ExitCode = 128 + int32(ws.Signal())
+		term.Signal = int32(ws.Signal()) //nolint:gosec // signal numbers are below 65
+		term.ExitCode = 128 + term.Signal
 	}
 	if term.ExitCode != 0 {
 		term.Reason = "Error"
@@ -333,15 +333,15 @@ func mountTarget(m mount) error {
 		return fmt.Errorf("failed to find the source %s of mount %s: %w", m.source, m.target, err)
 	}
 	if info.IsDir() {
-		if err := os.MkdirAll(m.target, 0o755); err != nil {
+		if err := os.MkdirAll(m.target, 0o750); err != nil {
 			return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(m.target), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(m.target), 0o750); err != nil {
 		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 	}
-	f, err := os.OpenFile(m.target, os.O_CREATE|os.O_RDONLY, 0o644)
+	f, err := os.OpenFile(m.target, os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 	}

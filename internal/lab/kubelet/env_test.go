@@ -59,15 +59,15 @@ func TestArgvUsesTheImageBinaryForTheEntrypoint(t *testing.T) {
 func TestWriteAtomicSwapsContentAndDropsStaleFiles(t *testing.T) {
 	g := NewWithT(t)
 	dir := filepath.Join(t.TempDir(), "vol")
-	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")}, 0o644)).To(Succeed())
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")})).To(Succeed())
 	first, err := os.Readlink(filepath.Join(dir, dataDir))
 	g.Expect(err).NotTo(HaveOccurred())
 
-	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")}, 0o644)).To(Succeed())
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("a"), "tls.key": []byte("k")})).To(Succeed())
 	same, _ := os.Readlink(filepath.Join(dir, dataDir))
 	g.Expect(same).To(Equal(first), "unchanged content is not rewritten")
 
-	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("b"), "sub/ca.crt": []byte("c")}, 0o644)).To(Succeed())
+	g.Expect(writeAtomic(dir, map[string][]byte{"tls.crt": []byte("b"), "sub/ca.crt": []byte("c")})).To(Succeed())
 	g.Expect(os.ReadFile(filepath.Join(dir, "tls.crt"))).To(BeEquivalentTo("b"))
 	g.Expect(os.ReadFile(filepath.Join(dir, "sub", "ca.crt"))).To(BeEquivalentTo("c"))
 	_, err = os.Stat(filepath.Join(dir, "tls.key"))

@@ -134,7 +134,7 @@ func New(opts Options) (*Kubelet, error) {
 		return nil, fmt.Errorf("failed to create a client for %s: %w", opts.Config.Host, err)
 	}
 	for _, dir := range []string{opts.StateDir, opts.LogDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create directory %s: %w", dir, err)
 		}
 	}
@@ -185,11 +185,13 @@ func caBundle(cfg *rest.Config) ([]byte, error) {
 func (k *Kubelet) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithValues("node", k.opts.NodeName)
 	ctx = klog.NewContext(ctx, log)
-	if err := k.ensureNode(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
+	if err := k.ensureNode(ctx); err != nil && ctx.Err() == nil {
 		return err
+	}
+	select {
+	case <-ctx.Done():
+		return nil // stopped while starting
+	default:
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

@@ -212,7 +212,7 @@ func TestSecretVolumeFollowsTheSecret(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		resp, err := http.Get(url) //nolint:gosec // the test's own pod on loopback
 		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		g.Expect(string(body)).To(Equal("rotated"))
 	}).Should(Succeed())
@@ -320,7 +320,7 @@ func TestPodsBindingAllAddressesOnOnePortDoNotClash(t *testing.T) {
 		pod := readyPod(g, ns, name)
 		resp, err := http.Get("http://" + pod.Status.PodIP + ":8081/readyz") //nolint:gosec // the test's own pod on loopback
 		g.Expect(err).NotTo(HaveOccurred())
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		g.Expect(lastReport(g, ns, name).Args).To(Equal([]string{"--bind=" + pod.Status.PodIP + ":8081"}))
 	}
 }
@@ -450,7 +450,7 @@ func TestExternalNameServiceOnAPodIPReachesItsTargetPort(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		resp, err := http.Get("http://" + ip + ":18443/readyz") //nolint:gosec // the test's own pod on loopback
 		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	}).Should(Succeed())
 
@@ -458,7 +458,7 @@ func TestExternalNameServiceOnAPodIPReachesItsTargetPort(t *testing.T) {
 	g.Eventually(func() error {
 		resp, err := http.Get("http://" + ip + ":18443/readyz") //nolint:gosec // the test's own pod on loopback
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		return err
 	}).Should(HaveOccurred(), "the forward ends with its Service")

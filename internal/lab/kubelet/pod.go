@@ -144,7 +144,7 @@ func (w *podWorker) stop(ctx context.Context, grace time.Duration) {
 // refreshFiles writes the ServiceAccount files and the pod's volumes; each write is a no-op when
 // nothing changed.
 func (w *podWorker) refreshFiles(ctx context.Context, pod *corev1.Pod) error {
-	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+	if err := os.MkdirAll(w.dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create pod directory %s: %w", w.dir, err)
 	}
 	if automountToken(pod) {

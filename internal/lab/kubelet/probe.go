@@ -147,7 +147,7 @@ func (c *container) check(ctx context.Context, p *corev1.Probe, podIP netip.Addr
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
 		return fmt.Errorf("probe answered %d", resp.StatusCode)
 	}

@@ -143,12 +143,12 @@ func (f *forward) serve() {
 			continue
 		}
 		go func() {
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			upstream, err := net.DialTimeout("tcp", f.target, 5*time.Second)
 			if err != nil {
 				return
 			}
-			defer upstream.Close()
+			defer func() { _ = upstream.Close() }()
 			done := make(chan struct{}, 2)
 			go func() { _, _ = io.Copy(upstream, conn); done <- struct{}{} }()
 			go func() { _, _ = io.Copy(conn, upstream); done <- struct{}{} }()

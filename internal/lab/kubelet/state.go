@@ -72,7 +72,7 @@ func (k *Kubelet) writeState(ctx context.Context) {
 	data, err := json.MarshalIndent(k.Pods(), "", "  ")
 	if err == nil {
 		tmp := k.stateFile() + ".tmp"
-		if err = os.WriteFile(tmp, data, 0o644); err == nil {
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
 			err = os.Rename(tmp, k.stateFile())
 		}
 	}

@@ -51,7 +51,7 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	}
 	allReady, anyStarted := true, false
 	for _, c := range w.containers {
-		cs := c.status(pod)
+		cs := c.status()
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		allReady = allReady && cs.Ready
 		anyStarted = anyStarted || cs.State.Running != nil || cs.RestartCount > 0
@@ -97,7 +97,7 @@ func keepTransitionTimes(st, last *corev1.PodStatus) {
 	}
 }
 
-func (c *container) status(pod *corev1.Pod) corev1.ContainerStatus {
+func (c *container) status() corev1.ContainerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs := corev1.ContainerStatus{

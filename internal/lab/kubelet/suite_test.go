@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	probeBin = filepath.Join(tmp, "podprobe")
 	secretMount = filepath.Join(tmp, "mnt", "lab-secret")
 	build := exec.Command("go", "build", "-o", probeBin, "./internal/lab/kubelet/testdata/podprobe")

@@ -63,7 +63,7 @@ func (w *podWorker) refreshServiceAccount(ctx context.Context, pod *corev1.Pod) 
 	}
 	return writeAtomic(w.saDir(), map[string][]byte{
 		"token": []byte(token), "ca.crt": w.k.caData, "namespace": []byte(pod.Namespace),
-	}, 0o644)
+	})
 }
 
 // requestToken returns the pod's token kept under key, asking TokenRequest for a new one bound to
@@ -98,7 +98,7 @@ func (w *podWorker) refreshVolumes(ctx context.Context, pod *corev1.Pod) error {
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			if err := os.MkdirAll(dir, 0o777); err != nil {
+			if err := os.MkdirAll(dir, 0o777); err != nil { //nolint:gosec // an emptyDir is world-writable, as a kubelet makes it
 				return fmt.Errorf("failed to create emptyDir %s: %w", dir, err)
 			}
 			continue
@@ -116,7 +116,7 @@ func (w *podWorker) refreshVolumes(ctx context.Context, pod *corev1.Pod) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(dir, files, 0o644); err != nil {
+		if err := writeAtomic(dir, files); err != nil {
 			return err
 		}
 	}
@@ -217,11 +217,11 @@ func (w *podWorker) downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVol
 // writeAtomic makes dir hold exactly files, swapping a "..data" symlink to a new timestamped
 // directory and pointing one symlink per top-level name into it, as the kubelet's atomic writer
 // does. It writes nothing when the content is unchanged.
-func writeAtomic(dir string, files map[string][]byte, mode os.FileMode) error {
+func writeAtomic(dir string, files map[string][]byte) error {
 	if unchanged(dir, files) {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // readable by the container's user
 		return fmt.Errorf("failed to create volume directory %s: %w", dir, err)
 	}
 	old, _ := os.Readlink(filepath.Join(dir, dataDir))
@@ -229,16 +229,16 @@ func writeAtomic(dir string, files map[string][]byte, mode os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("failed to create a directory in %s: %w", dir, err)
 	}
-	if err := os.Chmod(ts, 0o755); err != nil {
+	if err := os.Chmod(ts, 0o755); err != nil { //nolint:gosec // volume files are readable by the container's user, as a kubelet writes them
 		return fmt.Errorf("failed to open %s: %w", ts, err)
 	}
 	tops := map[string]bool{}
 	for name, data := range files {
 		p := filepath.Join(ts, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil { //nolint:gosec // readable by the container's user
 			return fmt.Errorf("failed to create directory for %s: %w", p, err)
 		}
-		if err := os.WriteFile(p, data, mode); err != nil {
+		if err := os.WriteFile(p, data, 0o644); err != nil { //nolint:gosec // readable by the container's user, as a kubelet writes volume files
 			return fmt.Errorf("failed to write %s: %w", p, err)
 		}
 		tops[strings.SplitN(name, "/", 2)[0]] = true
