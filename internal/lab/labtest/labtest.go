@@ -101,6 +101,9 @@ type Options struct {
 	HubUnreachableAfter time.Duration
 	// GitOps runs a GitOps tool in the lab (lab.Options.GitOps), such as lab.GitOpsArgoCD.
 	GitOps string
+	// Install is lab.Options.Install: lab.InstallManifests runs drover from the release
+	// manifests of the repository's config/ through the lab kubelet (it implies RunDrover).
+	Install lab.Install
 }
 
 // Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
@@ -135,7 +138,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
-		GitOps: opts.GitOps,
+		GitOps: opts.GitOps, Install: opts.Install, ConfigDir: filepath.Join(root, "config"),
 	})
 	if err != nil {
 		return nil, err
