@@ -248,6 +248,9 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 		return err
 	}
 	for _, u := range docs {
+		if err := c.tuneHub(u); err != nil {
+			return err
+		}
 		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldOwner)); err != nil {
 			return fmt.Errorf("failed to apply %s %s of the release manifest config/%s: %w", u.GetKind(), u.GetName(), tree, err)
 		}
@@ -264,6 +267,32 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 		return err
 	}
 	return c.patchFence(ctx, cl)
+}
+
+// tuneHub passes Options.HubProbeInterval and HubUnreachableAfter to the hub's Deployment, as an
+// overlay would, so tests that shorten them behave alike in both install modes.
+func (c *Cluster) tuneHub(u *unstructured.Unstructured) error {
+	if u.GetKind() != "Deployment" || u.GetName() != HubDeployment {
+		return nil
+	}
+	var extra []any
+	if d := c.lab.opts.HubProbeInterval; d > 0 {
+		extra = append(extra, "--probe-interval="+d.String())
+	}
+	if d := c.lab.opts.HubUnreachableAfter; d > 0 {
+		extra = append(extra, "--unreachable-after="+d.String())
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("the release manifest's Deployment %s has no containers: %v", HubDeployment, err)
+	}
+	hub := containers[0].(map[string]any)
+	args, _ := hub["args"].([]any)
+	hub["args"] = append(args, extra...)
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
 
 // patchFence makes the fence's Service an ExternalName on the agent's pinned pod IP: Endpoints

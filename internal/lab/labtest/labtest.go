@@ -24,6 +24,11 @@ import (
 // tests for inspection with kubectl (its directory is printed).
 const KeepEnv = "DROVER_TEST_KEEP_LAB"
 
+// InstallEnv names an environment variable that sets Options.Install for test labs that run
+// drover and name no mode: DROVER_LAB_INSTALL=manifests runs a suite (e2e) with drover
+// installed from its release manifests.
+const InstallEnv = "DROVER_LAB_INSTALL"
+
 // RepoRoot finds the module root by walking up from the working directory to go.mod.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -129,6 +134,9 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
+	}
+	if opts.Install == "" {
+		opts.Install = lab.Install(os.Getenv(InstallEnv))
 	}
 	drover, err := BuildDrover(ctx, root, tmp)
 	if err != nil {
