@@ -25,7 +25,7 @@ import (
 const KeepEnv = "DROVER_TEST_KEEP_LAB"
 
 // InstallEnv names an environment variable that sets Options.Install for test labs that run
-// drover and name no mode: DROVER_LAB_INSTALL=manifests runs a suite (e2e) with drover
+// drover (RunDrover) and name no mode: DROVER_LAB_INSTALL=manifests runs a suite (e2e) with drover
 // installed from its release manifests.
 const InstallEnv = "DROVER_LAB_INSTALL"
 
@@ -135,7 +135,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
-	if opts.Install == "" {
+	if opts.Install == "" && opts.RunDrover {
 		opts.Install = lab.Install(os.Getenv(InstallEnv))
 	}
 	drover, err := BuildDrover(ctx, root, tmp)
