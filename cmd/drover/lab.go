@@ -41,7 +41,9 @@ whose volumes are directories, and on each managed cluster an S3 server (versity
 drover too: "drover hub" on the hub, "drover agent" on east and west, with the DRClusters
 east and west and the DRPolicies ` + lab.PolicyVolRep + ` (lab-block volumes, VolRep) and ` + lab.PolicyVolSync + `
 (lab-file volumes, VolSync) created, so an application can be protected right away with a
-DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".`,
+DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".
+With "lab up --install=manifests" drover is installed as a user installs it: the release
+manifests of config/ applied, east and west joined, drover's pods run by a lab kubelet.`,
 	}
 	defaultDir := os.Getenv(lab.DirEnv)
 	if defaultDir == "" {
