@@ -2,17 +2,21 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/argocd"
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
@@ -21,6 +25,9 @@ type labFlags struct {
 	binDir string
 	// gitops is set by `lab up --gitops`.
 	gitops string
+	// install and configDir are set by `lab up --install` and `--config-dir`.
+	install   string
+	configDir string
 }
 
 func newLabCommand() *cobra.Command {
@@ -34,7 +41,9 @@ whose volumes are directories, and on each managed cluster an S3 server (versity
 drover too: "drover hub" on the hub, "drover agent" on east and west, with the DRClusters
 east and west and the DRPolicies ` + lab.PolicyVolRep + ` (lab-block volumes, VolRep) and ` + lab.PolicyVolSync + `
 (lab-file volumes, VolSync) created, so an application can be protected right away with a
-DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".`,
+DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".
+With "lab up --install=manifests" drover is installed as a user installs it: the release
+manifests of config/ applied, east and west joined, drover's pods run by a lab kubelet.`,
 	}
 	defaultDir := os.Getenv(lab.DirEnv)
 	if defaultDir == "" {
@@ -45,7 +54,7 @@ DRPlacementControl. No containers or VMs are needed. Build the binaries first wi
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabRecordsCommand(f), newLabStorageControllerCommand(),
+		newLabRecordsCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
 	)
 	return cmd
 }
@@ -59,7 +68,8 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops})
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
+		Install: lab.Install(f.install), ConfigDir: f.configDir})
 }
 
 // printStatus prints the clusters and, below them, drover's processes and what the hub reports
@@ -112,6 +122,8 @@ PlacementDecisions, and a local git repository with the demo application.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
+	cmd.Flags().StringVar(&f.install, "install", "", fmt.Sprintf("how drover runs: %s (lab processes, the default) or %s (the release manifests applied, east and west joined, drover's pods run by a lab kubelet); a lab keeps the mode it was created with", lab.InstallProcesses, lab.InstallManifests))
+	cmd.Flags().StringVar(&f.configDir, "config-dir", "config", "the repository's config directory, whose release manifests --install="+string(lab.InstallManifests)+" builds with kustomize")
 	return cmd
 }
 
@@ -240,4 +252,66 @@ func newLabStorageControllerCommand() *cobra.Command {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet); the lab starts
+// it with --install=manifests.
+func newLabKubeletCommand() *cobra.Command {
+	var kubeconfig, stateDir, logDir, podCIDR string
+	var images, pins []string
+	cmd := &cobra.Command{
+		Use:    "kubelet",
+		Short:  "Run the lab kubelet of one cluster (started by the lab)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
+			}
+			opts := kubelet.Options{Config: cfg, StateDir: stateDir, LogDir: logDir, Images: map[string]string{}}
+			if opts.PodCIDR, err = netip.ParsePrefix(podCIDR); err != nil {
+				return fmt.Errorf("invalid --pod-cidr %q: %w", podCIDR, err)
+			}
+			for _, image := range images {
+				name, bin, ok := strings.Cut(image, "=")
+				if !ok {
+					return fmt.Errorf("invalid --image %q: want IMAGE=BINARY", image)
+				}
+				opts.Images[name] = bin
+			}
+			if opts.PodIP, err = pinnedPodIPs(pins); err != nil {
+				return err
+			}
+			k, err := kubelet.New(opts)
+			if err != nil {
+				return err
+			}
+			return k.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the kubelet's identity")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "directory of the pods' files and state.json")
+	cmd.Flags().StringVar(&logDir, "log-dir", "", "directory of the containers' logs")
+	cmd.Flags().StringVar(&podCIDR, "pod-cidr", kubelet.DefaultPodCIDR.String(), "loopback range of pod IPs")
+	cmd.Flags().StringArrayVar(&images, "image", nil, "IMAGE=BINARY: the binary that stands for an image (repeatable)")
+	cmd.Flags().StringArrayVar(&pins, "pin-pod-ip", nil, "NAME=IP: the pod IP of pods labelled app.kubernetes.io/name=NAME (repeatable)")
+	for _, name := range []string{"kubeconfig", "state-dir", "log-dir", "image"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// pinnedPodIPs parses --pin-pod-ip values into the kubelet's PodIP proposal.
+func pinnedPodIPs(pins []string) (func(*corev1.Pod) netip.Addr, error) {
+	byName := map[string]netip.Addr{}
+	for _, pin := range pins {
+		name, ip, ok := strings.Cut(pin, "=")
+		addr, err := netip.ParseAddr(ip)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("invalid --pin-pod-ip %q: want NAME=IP", pin)
+		}
+		byName[name] = addr
+	}
+	return func(p *corev1.Pod) netip.Addr { return byName[p.Labels["app.kubernetes.io/name"]] }, nil
 }

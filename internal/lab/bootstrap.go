@@ -62,7 +62,13 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	if err := installCRDs(ctx, cl, c.crdFiles()); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
-	if err := c.applyS3Secrets(ctx, cl); err != nil {
+	if c.lab.installsManifests() {
+		// Joining creates the S3 profiles' Secrets; the pods of drover-system go to the lab
+		// kubelet's node.
+		if err := applyPlacement(ctx, cl); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+	} else if err := c.applyS3Secrets(ctx, cl); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if c.Role != RoleManaged {
@@ -112,7 +118,10 @@ func (c *Cluster) crdFiles() []crdFile {
 			}
 		}
 	}
-	add(crd.Bases, func(string) bool { return true })
+	// Installed from the release manifests, drover's own CRDs come with them.
+	if !c.lab.installsManifests() {
+		add(crd.Bases, func(string) bool { return true })
+	}
 	add(crds.External, func(name string) bool {
 		isOCM := strings.Contains(name, "open-cluster-management")
 		return isOCM == (c.Role == RoleHub)

@@ -44,7 +44,7 @@ const (
 // componentNames lists every component, for recognising lab processes.
 var componentNames = []string{
 	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
-	componentHub, componentAgent,
+	componentHub, componentAgent, componentKubelet,
 }
 
 const (
@@ -176,8 +176,14 @@ func (c *Cluster) components() []component {
 			"--pvclaimbinder-sync-period=1s",
 		}},
 	}
+	if c.lab.installsManifests() {
+		comps[1].env = noProxyEnv
+	}
 	if c.Role == RoleHub {
-		if c.lab.opts.RunDrover {
+		switch {
+		case c.lab.installsManifests():
+			comps = append(comps, c.kubeletComponent())
+		case c.lab.opts.RunDrover:
 			comps = append(comps, c.hubComponent())
 		}
 		return comps
@@ -215,7 +221,10 @@ func (c *Cluster) components() []component {
 		}},
 		c.s3Component(),
 	)
-	if c.lab.opts.RunDrover {
+	switch {
+	case c.lab.installsManifests():
+		comps = append(comps, c.kubeletComponent())
+	case c.lab.opts.RunDrover:
 		comps = append(comps, c.agentComponent())
 	}
 	return comps
@@ -274,7 +283,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
 	}
 	var s3Profile S3Profile
-	if c.Role == RoleManaged && c.lab.opts.RunDrover {
+	if c.Role == RoleManaged && c.lab.opts.RunDrover && !c.lab.installsManifests() {
 		ports[c.Ports.Webhook] = c.Name + " drover agent's fence"
 	}
 	if c.Role == RoleManaged {

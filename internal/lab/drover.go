@@ -106,6 +106,10 @@ func (c *Cluster) agentListening(ctx context.Context) error {
 // hub's role (config/rbac/hub-on-managed-cluster, as `kubectl apply -k` would) and a
 // VolumeReplicationClass for the VolRep policy's interval.
 func (c *Cluster) bootstrapManagedForDrover(ctx context.Context, cl client.Client) error {
+	if c.lab.installsManifests() {
+		// Joining the cluster gives the hub its role there.
+		return apply(ctx, cl, replicationClass(PolicyInterval))
+	}
 	docs, err := rbac.Manifests(rbac.HubOnManagedCluster, rbac.HubOnManagedClusterDir)
 	if err != nil {
 		return err

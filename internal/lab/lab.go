@@ -61,6 +61,13 @@ type Options struct {
 	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
 	HubProbeInterval    time.Duration
 	HubUnreachableAfter time.Duration
+	// Install says how drover runs when RunDrover is set: InstallProcesses (empty, the default)
+	// or InstallManifests, which implies RunDrover (install.go). The lab records it; a later
+	// New with it empty takes the recorded mode.
+	Install Install
+	// ConfigDir is the repository's config/ directory, whose release manifests (hub, agent)
+	// InstallManifests builds with BinDir's kustomize.
+	ConfigDir string
 	// GitOps runs a GitOps tool once the clusters are up: GitOpsArgoCD is a real Argo CD in
 	// placement mode (gitops.go; `make tools-argocd` builds it). Empty runs none. Down stops it
 	// whatever this says.
@@ -77,6 +84,8 @@ type Lab struct {
 
 type labState struct {
 	Clusters []*Cluster `json:"clusters"`
+	// Install is how the lab runs drover; empty in labs from before install modes.
+	Install Install `json:"install,omitempty"`
 }
 
 // New returns the lab in opts.Dir. It reads the recorded ports when the lab was created before
@@ -96,6 +105,9 @@ func New(opts Options) (*Lab, error) {
 	if err := validGitOps(opts.GitOps); err != nil {
 		return nil, err
 	}
+	if err := validInstall(opts.Install); err != nil {
+		return nil, err
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -112,6 +124,9 @@ func New(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l.clusters = state.Clusters
+	if err := l.adoptInstall(state.Install); err != nil {
+		return nil, err
+	}
 	for _, c := range l.clusters {
 		c.lab = l
 		c.dir = filepath.Join(dir, c.Name)
@@ -146,6 +161,21 @@ func (l *Lab) Cluster(name string) (*Cluster, error) {
 		}
 	}
 	return nil, fmt.Errorf("the lab has no cluster %q; its clusters are %s, %s and %s", name, Hub, East, West)
+}
+
+// adoptInstall takes the install mode the lab was created with when the options name none, and
+// refuses another one: the clusters hold drover as that mode installed it.
+func (l *Lab) adoptInstall(recorded Install) error {
+	switch {
+	case l.opts.Install == "":
+		l.opts.Install = recorded
+	case recorded != "" && recorded != l.opts.Install:
+		return fmt.Errorf("the lab in %s runs drover with --install=%s, not %s: run `drover lab down` first to change it", l.opts.Dir, recorded, l.opts.Install)
+	}
+	if l.opts.Install == InstallManifests {
+		l.opts.RunDrover = true
+	}
+	return nil
 }
 
 func (l *Lab) readState() (*labState, error) {
@@ -190,7 +220,7 @@ func (l *Lab) writeState() error {
 	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create lab directory: %w", err)
 	}
-	raw, err := json.MarshalIndent(labState{Clusters: l.clusters}, "", "  ")
+	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.opts.Install}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -261,7 +291,12 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
-	if err := l.bootstrapDrover(ctx); err != nil {
+	if l.installsManifests() {
+		err = l.installDrover(ctx)
+	} else {
+		err = l.bootstrapDrover(ctx)
+	}
+	if err != nil {
 		return false, err
 	}
 	if err := l.startGitOps(ctx); err != nil {
@@ -293,7 +328,8 @@ func (l *Lab) Start(ctx context.Context, name string) error {
 	if err := c.start(ctx); err != nil {
 		return err
 	}
-	if c.Role == RoleHub {
+	// Installed drover lives in the clusters' etcd and comes back with its cluster.
+	if c.Role == RoleHub && !l.installsManifests() {
 		if err := l.bootstrapDrover(ctx); err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func namesOwnPath(args []string, pathFragment string) bool {
 // isLabCLI reports whether args are a `drover lab <verb>` CLI invocation (which may mention the
 // lab directory in a flag) rather than a component the lab started.
 func isLabCLI(args []string) bool {
-	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb
+	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb && args[2] != kubeletVerb
 }
 
 // componentByBinary names the components whose binary is not named after them.
@@ -100,6 +100,9 @@ var componentByBinary = map[string]string{"versitygw": componentS3}
 func componentOf(p process) string {
 	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == storageControllerVerb {
 		return componentStorage
+	}
+	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == kubeletVerb {
+		return componentKubelet
 	}
 	if len(p.args) > 1 {
 		switch p.args[1] {

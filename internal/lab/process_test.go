@@ -59,6 +59,7 @@ func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 		{"versitygw is the S3 server", []string{"/x/bin/versitygw", "--port=127.0.0.1:1", "posix", "/lab/east/s3/data"}, componentS3},
 		{"drover running the hub verb is the hub", []string{"/x/bin/drover", "hub", "--kubeconfig=/lab/hub/kubeconfig"}, componentHub},
 		{"drover running the agent verb is an agent", []string{"/x/bin/drover", "agent", "--kubeconfig=/lab/east/kubeconfig", "--cluster-name=east"}, componentAgent},
+		{"drover running the kubelet verb is the lab kubelet", []string{"/x/bin/drover", "lab", kubeletVerb, "--kubeconfig=/lab/east/kubeconfig"}, componentKubelet},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +70,9 @@ func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 	}
 	if !isLabCLI([]string{"drover", "lab", "down", "--dir=/x"}) {
 		t.Error("a `drover lab down` CLI must not be taken for a lab component")
+	}
+	if isLabCLI([]string{"drover", "lab", kubeletVerb, "--kubeconfig=/lab/east/kubeconfig"}) {
+		t.Error("the lab kubelet is a component, not a CLI")
 	}
 }
 

@@ -136,6 +136,10 @@ type DroverProcess struct {
 	PID     int
 	Running bool
 	RSSKiB  int64
+	// Pod is the pod whose container the process is, with InstallManifests; empty otherwise.
+	Pod string
+	// Restarts counts the lab kubelet's restarts of the pod's container.
+	Restarts int32
 }
 
 // DRClusterStatus is one DRCluster's conditions as the hub reports them; a condition the hub has
@@ -171,7 +175,13 @@ const hubReadTimeout = 2 * time.Second
 // DRPolicies. It changes nothing.
 func (l *Lab) DroverStatus(ctx context.Context) (DroverStatus, error) {
 	var st DroverStatus
-	if l.opts.RunDrover {
+	if l.installsManifests() {
+		procs, err := l.droverPods()
+		if err != nil {
+			return st, err
+		}
+		st.Processes = procs
+	} else if l.opts.RunDrover {
 		for _, c := range l.clusters {
 			procs, err := c.processes()
 			if err != nil {
@@ -226,7 +236,16 @@ func (l *Lab) DroverStatus(ctx context.Context) (DroverStatus, error) {
 // when there is something to show.
 func PrintDroverStatus(w io.Writer, st DroverStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(st.Processes) > 0 {
+	if len(st.Processes) > 0 && st.Processes[0].Pod != "" {
+		fmt.Fprintln(tw, "\nDROVER POD\tCLUSTER\tSTATE\tRESTARTS\tPID\tRSS")
+		for _, p := range st.Processes {
+			if p.Running {
+				fmt.Fprintf(tw, "%s\t%s\trunning\t%d\t%d\t%d MiB\n", p.Pod, p.Cluster, p.Restarts, p.PID, p.RSSKiB/1024)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\tnot running: see `kubectl -n %s describe pod %s`\t%d\t-\t-\n", p.Pod, p.Cluster, DroverNamespace, p.Pod, p.Restarts)
+			}
+		}
+	} else if len(st.Processes) > 0 {
 		fmt.Fprintln(tw, "\nDROVER\tCLUSTER\tSTATE\tPID\tRSS")
 		for _, p := range st.Processes {
 			if p.Running {
@@ -261,4 +280,38 @@ func conditionText(c *metav1.Condition) string {
 	default:
 		return fmt.Sprintf("%s (%s: %s)", c.Status, c.Reason, c.Message)
 	}
+}
+
+// droverPods reports the containers of drover's pods that each cluster's lab kubelet runs; a
+// cluster whose kubelet is not running shows its Deployment not running.
+func (l *Lab) droverPods() ([]DroverProcess, error) {
+	var out []DroverProcess
+	for _, c := range l.clusters {
+		name := AgentDeployment
+		if c.Role == RoleHub {
+			name = HubDeployment
+		}
+		procs, err := c.processes()
+		if err != nil {
+			return nil, err
+		}
+		pods, err := c.DroverPods()
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := procs[componentKubelet]; !ok || !alive(p.pid) || len(pods) == 0 {
+			out = append(out, DroverProcess{Cluster: c.Name, Name: name, Pod: name})
+			continue
+		}
+		for _, pod := range pods {
+			for _, ct := range pod.Containers {
+				dp := DroverProcess{Cluster: c.Name, Name: name, Pod: pod.Name, Restarts: ct.Restarts}
+				if ct.PID > 0 && alive(ct.PID) {
+					dp.PID, dp.Running, dp.RSSKiB = ct.PID, true, rssKiB(ct.PID)
+				}
+				out = append(out, dp)
+			}
+		}
+	}
+	return out, nil
 }

@@ -47,3 +47,23 @@ func TestPrintDroverStatusPrintsNothingForALabWithoutDroverAndAHubThatIsDown(t *
 		t.Errorf("want no output, got:\n%s", out.String())
 	}
 }
+
+func TestPrintDroverStatusShowsTheLabKubeletsPodsWithRestarts(t *testing.T) {
+	st := DroverStatus{Processes: []DroverProcess{
+		{Cluster: Hub, Name: componentHub, Pod: "drover-hub-6bb6c74c79-7zrd9", PID: 42, Running: true, RSSKiB: 41 * 1024},
+		{Cluster: East, Name: componentAgent, Pod: "drover-agent-865c44c5db-vmzhj", Restarts: 3},
+	}}
+	var out strings.Builder
+	if err := PrintDroverStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"DROVER POD                     CLUSTER  STATE",
+		"drover-hub-6bb6c74c79-7zrd9    hub      running",
+		"drover-agent-865c44c5db-vmzhj  east     not running: see `kubectl -n drover-system describe pod drover-agent-865c44c5db-vmzhj`  3",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -7,14 +7,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 func TestContainersDieWithAKilledKubeletProcess(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, g)
-	root, err := labtest.RepoRoot()
+	root, err := repoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "labkubelet")

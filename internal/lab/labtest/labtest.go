@@ -24,6 +24,11 @@ import (
 // tests for inspection with kubectl (its directory is printed).
 const KeepEnv = "DROVER_TEST_KEEP_LAB"
 
+// InstallEnv names an environment variable that sets Options.Install for test labs that run
+// drover (RunDrover) and name no mode: DROVER_LAB_INSTALL=manifests runs a suite (e2e) with drover
+// installed from its release manifests.
+const InstallEnv = "DROVER_LAB_INSTALL"
+
 // RepoRoot finds the module root by walking up from the working directory to go.mod.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -101,6 +106,9 @@ type Options struct {
 	HubUnreachableAfter time.Duration
 	// GitOps runs a GitOps tool in the lab (lab.Options.GitOps), such as lab.GitOpsArgoCD.
 	GitOps string
+	// Install is lab.Options.Install: lab.InstallManifests runs drover from the release
+	// manifests of the repository's config/ through the lab kubelet (it implies RunDrover).
+	Install lab.Install
 }
 
 // Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
@@ -127,6 +135,9 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
+	if opts.Install == "" && opts.RunDrover {
+		opts.Install = lab.Install(os.Getenv(InstallEnv))
+	}
 	drover, err := BuildDrover(ctx, root, tmp)
 	if err != nil {
 		return nil, err
@@ -135,7 +146,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
-		GitOps: opts.GitOps,
+		GitOps: opts.GitOps, Install: opts.Install, ConfigDir: filepath.Join(root, "config"),
 	})
 	if err != nil {
 		return nil, err

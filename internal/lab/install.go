@@ -1,0 +1,405 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/join"
+	"github.com/drover-io/drover/internal/lab/kubelet"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// Install says how the lab runs drover.
+type Install string
+
+const (
+	// InstallProcesses (the default) runs `drover hub` and `drover agent` as lab components with
+	// administrator kubeconfigs, and bootstrap creates the DRClusters with a client-certificate
+	// user for the hub (drover.go).
+	InstallProcesses Install = "processes"
+	// InstallManifests installs drover the way a user does: each cluster runs a lab kubelet
+	// (internal/lab/kubelet) as a component; the lab applies the release manifests built from
+	// config/ with server-side apply, joins east and west with internal/join (`drover cluster
+	// join`), and the Deployments' pods run as processes of the drover binary with their
+	// ServiceAccounts' in-cluster configuration, which are drover's only identities.
+	InstallManifests Install = "manifests"
+)
+
+// Installs lists the values of Options.Install, for flags and messages.
+var Installs = []Install{InstallProcesses, InstallManifests}
+
+func validInstall(i Install) error {
+	for _, known := range append(Installs, "") {
+		if i == known {
+			return nil
+		}
+	}
+	return fmt.Errorf("the lab does not know the install mode %q: use %s or %s", i, InstallProcesses, InstallManifests)
+}
+
+const (
+	// DroverImage is the image of the release manifests (config/*/kustomization.yaml), which
+	// the lab kubelet maps to Options.DroverBinary.
+	DroverImage = "ghcr.io/drover-io/drover"
+	// HubDeployment and AgentDeployment are the release manifests' Deployments in
+	// DroverNamespace, also the values of their pods' app.kubernetes.io/name label.
+	HubDeployment   = "drover-hub"
+	AgentDeployment = "drover-agent"
+	// fenceService is the agent's webhook Service that the lab turns into an ExternalName on
+	// the agent's pinned pod IP.
+	fenceService = "drover-fence"
+	// agentConfigMap carries the agent's cluster name (key cluster-name), as joining creates it.
+	agentConfigMap = "drover-agent"
+	// nameLabel selects the pods of drover's Deployments.
+	nameLabel = "app.kubernetes.io/name"
+	// installFieldOwner is the field manager of the release manifests, as kubectl's would be.
+	installFieldOwner = "drover-lab-install"
+	// componentKubelet runs the lab kubelet: `drover lab kubelet`.
+	componentKubelet = "lab-kubelet"
+	kubeletVerb      = "kubelet"
+	// installReadyTimeout bounds the wait for drover's pods to be Ready after the install.
+	installReadyTimeout = 3 * time.Minute
+	// agentHostByte is the last byte of the agent's pinned pod IP in its cluster's pod range.
+	agentHostByte = 10
+)
+
+// installsManifests reports whether the lab runs drover from the release manifests.
+func (l *Lab) installsManifests() bool { return l.opts.Install == InstallManifests }
+
+// InstallMode is how the lab runs drover.
+func (l *Lab) InstallMode() Install {
+	if l.opts.Install == "" {
+		return InstallProcesses
+	}
+	return l.opts.Install
+}
+
+// PodCIDR is the loopback range of the lab kubelet's pod IPs on this cluster: 127.H.L.0/24 with
+// H.L the API server's port, reserved machine-wide, so that neither two clusters nor two labs
+// share an address (the kubelet narrows a pod's `:8081` binds to its pod IP).
+func (c *Cluster) PodCIDR() netip.Prefix {
+	p := c.Ports.APIServer
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{127, byte(p >> 8), byte(p), 0}), 24)
+}
+
+// AgentPodIP is the pod IP the lab kubelet gives the agent's pod, so the fence's ExternalName
+// Service stays valid when the pod is replaced.
+func (c *Cluster) AgentPodIP() netip.Addr {
+	b := c.PodCIDR().Addr().As4()
+	b[3] = agentHostByte
+	return netip.AddrFrom4(b)
+}
+
+// KubeletStateDir is where the cluster's lab kubelet records its pods (kubelet.ReadState).
+func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubelet") }
+
+// kubeletComponent is `drover lab kubelet` for the cluster: it runs the pods of drover's
+// Deployments, with the drover binary as the image DroverImage and their logs in the cluster's
+// log directory.
+func (c *Cluster) kubeletComponent() component {
+	args := []string{
+		"lab", kubeletVerb,
+		"--kubeconfig=" + c.KubeconfigPath(),
+		"--state-dir=" + c.KubeletStateDir(),
+		"--log-dir=" + c.logDir(),
+		"--pod-cidr=" + c.PodCIDR().String(),
+		"--image=" + DroverImage + "=" + c.lab.opts.DroverBinary,
+	}
+	if c.Role == RoleManaged {
+		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String())
+	}
+	return component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}
+}
+
+// noProxyEnv keeps the API server's calls to webhooks (drover-fence.drover-system.svc, resolved
+// to a loopback pod IP) off any proxy the machine's environment names.
+var noProxyEnv = []string{
+	"NO_PROXY=127.0.0.0/8,localhost,.svc,.svc.cluster.local",
+	"no_proxy=127.0.0.0/8,localhost,.svc,.svc.cluster.local",
+}
+
+// applyPlacement applies the policy that binds drover-system's pods to the lab kubelet's node.
+// It runs at the cluster's bootstrap, long before drover's Deployments exist, so the policy is
+// in force when their first pods are created.
+func applyPlacement(ctx context.Context, cl client.Client) error {
+	policy, binding := kubelet.PlacementPolicy(kubelet.DefaultNodeName, DroverNamespace)
+	if err := apply(ctx, cl, policy); err != nil {
+		return err
+	}
+	return apply(ctx, cl, binding)
+}
+
+// installDrover installs drover as a user does once every cluster has started: the release
+// manifests on each cluster, the agents' cluster names, the fence's Service on the agents' pod
+// IPs, east and west joined, the lab's policies; then it waits for drover's pods to be Ready.
+func (l *Lab) installDrover(ctx context.Context) error {
+	began := time.Now()
+	hub, err := l.Cluster(Hub)
+	if err != nil {
+		return err
+	}
+	for _, c := range l.clusters {
+		if err := c.installManifests(ctx); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+	}
+	profiles, err := l.S3Profiles()
+	if err != nil {
+		return err
+	}
+	var clusters []string
+	for i, c := range l.managed() {
+		if err := hub.join(ctx, c, profiles[i]); err != nil {
+			return err
+		}
+		clusters = append(clusters, c.Name)
+	}
+	cl, err := hub.client()
+	if err != nil {
+		return err
+	}
+	for _, p := range []client.Object{
+		drPolicy(PolicyVolRep, clusters, profiles, v1alpha1.StorageClassBackend{Provisioner: BlockDriver, Backend: v1alpha1.BackendVolRep}),
+		drPolicy(PolicyVolSync, clusters, profiles, v1alpha1.StorageClassBackend{Provisioner: FileDriver, Backend: v1alpha1.BackendVolSync}),
+	} {
+		if err := apply(ctx, cl, p); err != nil {
+			return fmt.Errorf("cluster %s: %w", Hub, err)
+		}
+	}
+	for _, c := range l.clusters {
+		if err := c.waitDroverReady(ctx); err != nil {
+			return err
+		}
+	}
+	l.progress("drover: installed from the release manifests and ready (%.1f s)", time.Since(began).Seconds())
+	return nil
+}
+
+// managed returns the managed clusters in lab order.
+func (l *Lab) managed() []*Cluster {
+	var out []*Cluster
+	for _, c := range l.clusters {
+		if c.Role == RoleManaged {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// join registers managed with the hub c as `drover cluster join` does, with the lab's S3
+// profile of managed.
+func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error {
+	hubCfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	managedCfg, err := managed.RESTConfig()
+	if err != nil {
+		return err
+	}
+	err = join.Join(ctx, join.Options{
+		Name:    managed.Name,
+		Hub:     join.Cluster{Config: hubCfg, Source: "lab kubeconfig " + c.KubeconfigPath()},
+		Managed: join.Cluster{Config: managedCfg, Source: "lab kubeconfig " + managed.KubeconfigPath()},
+		S3: objectstore.Profile{
+			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
+		},
+		Out: io.Discard,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to join %s to the hub: %w", managed.Name, err)
+	}
+	c.lab.progress("%s: joined to the hub as DRCluster %s", managed.Name, managed.Name)
+	return nil
+}
+
+// installManifests applies the cluster's release manifest (hub or agent), built from
+// Options.ConfigDir with the lab's kustomize, by server-side apply; on a managed cluster it also
+// creates the agent's ConfigMap and points the fence's Service at the agent's pod IP.
+func (c *Cluster) installManifests(ctx context.Context) error {
+	tree := "hub"
+	if c.Role == RoleManaged {
+		tree = "agent"
+	}
+	docs, err := c.lab.releaseManifest(ctx, tree)
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	for _, u := range docs {
+		if err := c.tuneHub(u); err != nil {
+			return err
+		}
+		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldOwner)); err != nil {
+			return fmt.Errorf("failed to apply %s %s of the release manifest config/%s: %w", u.GetKind(), u.GetName(), tree, err)
+		}
+	}
+	if c.Role != RoleManaged {
+		return nil
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: DroverNamespace, Name: agentConfigMap},
+		Data:       map[string]string{"cluster-name": c.Name},
+	}
+	if err := apply(ctx, cl, cm); err != nil {
+		return err
+	}
+	return c.patchFence(ctx, cl)
+}
+
+// tuneHub passes Options.HubProbeInterval and HubUnreachableAfter to the hub's Deployment, as an
+// overlay would, so tests that shorten them behave alike in both install modes.
+func (c *Cluster) tuneHub(u *unstructured.Unstructured) error {
+	if u.GetKind() != "Deployment" || u.GetName() != HubDeployment {
+		return nil
+	}
+	var extra []any
+	if d := c.lab.opts.HubProbeInterval; d > 0 {
+		extra = append(extra, "--probe-interval="+d.String())
+	}
+	if d := c.lab.opts.HubUnreachableAfter; d > 0 {
+		extra = append(extra, "--unreachable-after="+d.String())
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("the release manifest's Deployment %s has no containers: %v", HubDeployment, err)
+	}
+	hub := containers[0].(map[string]any)
+	args, _ := hub["args"].([]any)
+	hub["args"] = append(args, extra...)
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// patchFence makes the fence's Service an ExternalName on the agent's pinned pod IP: Endpoints
+// cannot hold loopback addresses, while kube-apiserver resolves an ExternalName to its host and
+// still checks the webhook's certificate against drover-fence.drover-system.svc. The lab kubelet
+// forwards the Service's port 443 to the pod's port 9443, as kube-proxy would.
+func (c *Cluster) patchFence(ctx context.Context, cl client.Client) error {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: DroverNamespace, Name: fenceService}}
+	patch := fmt.Sprintf(`{"spec":{"type":"ExternalName","externalName":%q,"clusterIP":null,"clusterIPs":null,"ipFamilies":null,"ipFamilyPolicy":null,"internalTrafficPolicy":null,"sessionAffinity":null}}`,
+		c.AgentPodIP().String())
+	if err := cl.Patch(ctx, svc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("failed to point Service %s/%s at the agent's pod IP %s: %w", DroverNamespace, fenceService, c.AgentPodIP(), err)
+	}
+	return nil
+}
+
+// releaseManifest builds config/<tree> with the kustomize in BinDir, as `make
+// release-manifests` does, and decodes its objects in order.
+func (l *Lab) releaseManifest(ctx context.Context, tree string) ([]*unstructured.Unstructured, error) {
+	if l.opts.ConfigDir == "" {
+		return nil, errors.New("the lab needs the repository's config directory to install drover from its manifests: pass --config-dir")
+	}
+	kustomize := filepath.Join(l.opts.BinDir, "kustomize")
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, kustomize, "build", filepath.Join(l.opts.ConfigDir, tree)) //nolint:gosec // the lab's own tool
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the release manifest %s with %s (run `make tools` if it is missing): %w\n%s",
+			filepath.Join(l.opts.ConfigDir, tree), kustomize, err, stderr.String())
+	}
+	var docs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs, nil
+			}
+			return nil, fmt.Errorf("failed to decode the release manifest config/%s: %w", tree, err)
+		}
+		if len(u.Object) > 0 {
+			docs = append(docs, u)
+		}
+	}
+}
+
+// waitDroverReady waits until the cluster's drover Deployment has a Ready pod on the lab
+// kubelet's node.
+func (c *Cluster) waitDroverReady(ctx context.Context) error {
+	name := AgentDeployment
+	if c.Role == RoleHub {
+		name = HubDeployment
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, installReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := cl.List(ctx, pods, client.InNamespace(DroverNamespace), client.MatchingLabels{nameLabel: name}); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%d pods, none Ready", len(pods.Items))
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: %s did not become Ready in %s (%s): see its log drover-system_%s-*.log in %s and %s",
+			c.Name, name, installReadyTimeout, last, name, c.logDir(), filepath.Join(c.logDir(), componentKubelet+".log"))
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Spec.NodeName != kubelet.DefaultNodeName {
+		return false
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DroverPods reports the pods of drover's Deployments that the cluster's lab kubelet runs, from
+// its recorded state; none in the default install mode.
+func (c *Cluster) DroverPods() ([]kubelet.PodState, error) {
+	if !c.lab.installsManifests() {
+		return nil, nil
+	}
+	pods, err := kubelet.ReadState(c.KubeletStateDir())
+	if err != nil {
+		return nil, err
+	}
+	var out []kubelet.PodState
+	for _, p := range pods {
+		if p.Namespace == DroverNamespace && (strings.HasPrefix(p.Name, HubDeployment+"-") || strings.HasPrefix(p.Name, AgentDeployment+"-")) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package installtest
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// testWriter sends the story's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+// TestAFailoverCompletesThoughTheTargetsAgentIsKilled loses east, SIGKILLs west's agent right
+// after (before drover is asked to fail over), and expects the lab kubelet to restart it and the
+// failover to west to complete with the story's checks.
+func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		clusters[name] = clusterClient(g, name)
+	}
+	west := cluster(g, lab.West)
+	readyPod(ctx, g, lab.West)
+	_, restarts := agentProcess(g, west)
+	var once sync.Once
+	var killErr error
+	stop := func(name string) error {
+		err := testLab.Stop(name)
+		if name == lab.East {
+			once.Do(func() {
+				pid, _ := agentProcess(g, west)
+				t.Logf("killing west's agent (pid %d) with SIGKILL during the failover", pid)
+				killErr = syscall.Kill(pid, syscall.SIGKILL)
+			})
+		}
+		return err
+	}
+	env := story.Env{
+		Hub: hub, Clusters: clusters, Out: testWriter{t},
+		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
+		StopCluster:  stop,
+		StartCluster: testLab.Start,
+	}
+	r := story.New(env, story.Case{
+		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Mode: story.SelfContained, Namespace: "install-story",
+	}, lab.East)
+	g.Expect(r.Start(ctx)).To(Succeed())
+	defer func() { g.Expect(r.Close()).To(Succeed()) }()
+	for _, step := range []func() story.Step{
+		func() story.Step { return r.Protect(ctx) },
+		func() story.Step { return r.Failover(ctx, lab.East) },
+		func() story.Step { return r.Recover(ctx, lab.East) },
+	} {
+		s := step()
+		g.Expect(s.Err).NotTo(HaveOccurred(), "%s %s→%s", s.Action, s.From, s.To)
+		t.Logf("%s %s→%s in %s", s.Action, s.From, s.To, s.Duration)
+	}
+	g.Expect(killErr).NotTo(HaveOccurred())
+	_, after := agentProcess(g, west)
+	g.Expect(after).To(BeNumerically(">", restarts), "the lab kubelet restarted the killed agent")
+}
