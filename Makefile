@@ -27,8 +27,8 @@ build: ## Build bin/drover
 	$(GO) build -o $(BIN)/drover ./cmd/drover
 
 .PHONY: demo
-demo: tools build ## The whole DR story in the lab: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
-	$(BIN)/drover demo $(DEMO_FLAGS)
+demo: tools build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
+	$(BIN)/drover demo --install=manifests $(DEMO_FLAGS)
 
 .PHONY: test
 test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)

@@ -2,7 +2,7 @@
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
 #   hack/build-tools.sh [lab|codegen|lint|kustomize|argocd|all|NAME...]
-# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw.
+# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize.
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
 # opt-in, `make tools-argocd`, and not part of all: CI does not need it.
 # A tools module whose go.mod has a `toolchain` line is built with that Go toolchain (the go
@@ -70,7 +70,7 @@ build() {
   echo "build-tools: built $name in $((SECONDS - start)) s"
 }
 
-lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw)
+lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize)
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do
@@ -78,7 +78,7 @@ for arg in "$@"; do
     lab) targets+=("${lab[@]}") ;;
     codegen) targets+=(controller-gen) ;;
     lint) targets+=(golangci-lint) ;;
-    all) targets+=("${lab[@]}" controller-gen golangci-lint kustomize) ;;
+    all) targets+=("${lab[@]}" controller-gen golangci-lint) ;;
     argocd) targets+=(argocd redis-server) ;;
     *) targets+=("$arg") ;;
   esac

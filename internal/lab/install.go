@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -58,9 +59,10 @@ const (
 	// DroverImage is the image of the release manifests (config/*/kustomization.yaml), which
 	// the lab kubelet maps to Options.DroverBinary.
 	DroverImage = "ghcr.io/drover-io/drover"
-	// HubDeployment and AgentDeployment are the release manifests' Deployments in
-	// DroverNamespace, also the values of their pods' app.kubernetes.io/name label.
-	HubDeployment   = "drover-hub"
+	// HubDeployment is the release manifests' Deployment of the hub in DroverNamespace, also
+	// the value of its pods' app.kubernetes.io/name label.
+	HubDeployment = "drover-hub"
+	// AgentDeployment is the same for the agent.
 	AgentDeployment = "drover-agent"
 	// fenceService is the agent's webhook Service that the lab turns into an ExternalName on
 	// the agent's pinned pod IP.
@@ -95,8 +97,9 @@ func (l *Lab) InstallMode() Install {
 // H.L the API server's port, reserved machine-wide, so that neither two clusters nor two labs
 // share an address (the kubelet narrows a pod's `:8081` binds to its pod IP).
 func (c *Cluster) PodCIDR() netip.Prefix {
-	p := c.Ports.APIServer
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{127, byte(p >> 8), byte(p), 0}), 24)
+	var port [2]byte
+	binary.BigEndian.PutUint16(port[:], uint16(c.Ports.APIServer)) //nolint:gosec // a TCP port fits 16 bits
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{127, port[0], port[1], 0}), 24)
 }
 
 // AgentPodIP is the pod IP the lab kubelet gives the agent's pod, so the fence's ExternalName
@@ -286,8 +289,11 @@ func (c *Cluster) tuneHub(u *unstructured.Unstructured) error {
 		return nil
 	}
 	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-	if err != nil || len(containers) == 0 {
-		return fmt.Errorf("the release manifest's Deployment %s has no containers: %v", HubDeployment, err)
+	if err != nil {
+		return fmt.Errorf("failed to read the containers of the release manifest's Deployment %s: %w", HubDeployment, err)
+	}
+	if len(containers) == 0 {
+		return fmt.Errorf("the release manifest's Deployment %s has no containers", HubDeployment)
 	}
 	hub := containers[0].(map[string]any)
 	args, _ := hub["args"].([]any)
@@ -355,8 +361,8 @@ func (c *Cluster) waitDroverReady(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, installReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		pods := &corev1.PodList{}
 		if err := cl.List(ctx, pods, client.InNamespace(DroverNamespace), client.MatchingLabels{nameLabel: name}); err != nil {
-			last = err.Error()
-			return false, nil
+			last = err.Error() // the API server may still be starting: poll again
+			return false, nil  //nolint:nilerr // see above
 		}
 		last = fmt.Sprintf("%d pods, none Ready", len(pods.Items))
 		for i := range pods.Items {

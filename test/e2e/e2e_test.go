@@ -26,8 +26,12 @@ var testLab *labtest.Lab
 
 func TestMain(m *testing.M) {
 	// The suite talks to the lab through clients only; drover's own logs are in the lab's dir.
+	// drover is installed as a user installs it: the release manifests applied server-side,
+	// east and west joined with drover cluster join, its pods run by the lab kubelet with their
+	// ServiceAccounts' credentials, so every case also proves the install.
 	ctrl.SetLogger(logr.Discard())
-	labtest.MainWith(m, labtest.Options{RunDrover: true, HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second, GitOps: gitOps},
+	labtest.MainWith(m, labtest.Options{RunDrover: true, Install: lab.InstallManifests,
+		HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second, GitOps: gitOps},
 		func(l *labtest.Lab) { testLab = l })
 }
 
