@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/drover-io/drover/internal/modroot"
 )
 
 // writeKubeconfig writes the test API server's admin credentials for a process of the test.
@@ -51,7 +53,7 @@ func startProcess(t *testing.T, g Gomega, dir, name string, argv ...string) *exe
 // startKwok runs kwok against the test API server with the lab's flags (internal/lab/cluster.go):
 // it manages only nodes annotated kwok.x-k8s.io/node=fake.
 func startKwok(t *testing.T, g Gomega) {
-	root, err := repoRoot()
+	root, err := modroot.Find()
 	g.Expect(err).NotTo(HaveOccurred())
 	bin := filepath.Join(root, "bin")
 	dir := t.TempDir()

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/drover-io/drover/internal/modroot"
 )
 
 func TestContainersDieWithAKilledKubeletProcess(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, g)
-	root, err := repoRoot()
+	root, err := modroot.Find()
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "labkubelet")

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/drover-io/drover/internal/modroot"
 )
 
 // probeImage is the image name the tests' kubelet maps to the podprobe binary.
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 // run starts one API server (etcd and kube-apiserver from bin/, through envtest) and one lab
 // kubelet for the package, builds the test workload and runs the tests.
 func run(m *testing.M) int {
-	root, err := repoRoot()
+	root, err := modroot.Find()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
@@ -97,24 +99,5 @@ func keepLogs(dir string) {
 	for _, e := range entries {
 		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
 		fmt.Fprintf(os.Stderr, "---- %s\n%s\n", e.Name(), data)
-	}
-}
-
-// repoRoot finds the module root by walking up from the working directory to go.mod. The lab
-// (and so labtest) imports this package, so its tests cannot use labtest.RepoRoot.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found above %s", dir)
-		}
-		dir = parent
 	}
 }

@@ -3,7 +3,6 @@ package labtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/modroot"
 )
 
 // KeepEnv names an environment variable that, when set, leaves the test lab running after the
@@ -30,22 +30,7 @@ const KeepEnv = "DROVER_TEST_KEEP_LAB"
 const InstallEnv = "DROVER_LAB_INSTALL"
 
 // RepoRoot finds the module root by walking up from the working directory to go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return modroot.Find() }
 
 // BuildDrover builds the drover binary into dir and returns its path. Tests run the lab's
 // processes from the real binary, as a user does.
