@@ -51,6 +51,13 @@ func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
 	if string(s3.Data["AWS_ACCESS_KEY_ID"]) != "AKID-east" || string(s3.Data["AWS_SECRET_ACCESS_KEY"]) != "not-a-real-secret-east" {
 		t.Errorf("the S3 Secret on east holds %v", slices.Sorted(maps.Keys(s3.Data)))
 	}
+	agentConfig := &corev1.ConfigMap{}
+	if err := adminClient(t, lab.East).Get(t.Context(), client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.AgentConfigMapName}, agentConfig); err != nil {
+		t.Fatalf("the agent's ConfigMap was not created: %v", err)
+	}
+	if got := agentConfig.Data[join.AgentClusterNameKey]; got != lab.East {
+		t.Errorf("the agent's ConfigMap names cluster %q, want %q", got, lab.East)
+	}
 
 	hubBefore, eastBefore := labelled(t, lab.Hub, lab.East), labelled(t, lab.East, lab.East)
 	wantHub := []string{"DRCluster /east", "Secret drover-system/kubeconfig-east", "Secret drover-system/store-east"}

@@ -44,7 +44,8 @@ func namespace(name string) *corev1.Namespace {
 }
 
 // managedObjects are what join applies on the managed cluster, in order: the hub's
-// ServiceAccount and its token Secret, the hub's role bound to it, the S3 credentials.
+// ServiceAccount and its token Secret, the agent's ConfigMap naming the cluster, the hub's role
+// bound to it, the S3 credentials.
 func (o Options) managedObjects() ([]*unstructured.Unstructured, error) {
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
@@ -61,8 +62,14 @@ func (o Options) managedObjects() ([]*unstructured.Unstructured, error) {
 		},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
+	// The agent of the release manifests reads its cluster's name (the DRCluster's) from here.
+	agentConfig := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: AgentConfigMapName, Labels: labels(o.Name)},
+		Data:       map[string]string{AgentClusterNameKey: o.Name},
+	}
 	var out []*unstructured.Unstructured
-	for _, obj := range []runtime.Object{sa, token} {
+	for _, obj := range []runtime.Object{sa, token, agentConfig} {
 		u, err := toUnstructured(obj)
 		if err != nil {
 			return nil, err

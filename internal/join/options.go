@@ -157,3 +157,10 @@ func describePath(path string) string {
 		return clientcmd.RecommendedHomeFile
 	}
 }
+
+// The ConfigMap on the managed cluster from which the agent of the release manifests
+// (config/agent) reads the name of its cluster, the DRCluster's.
+const (
+	AgentConfigMapName  = "drover-agent"
+	AgentClusterNameKey = "cluster-name"
+)

@@ -163,6 +163,7 @@ func managedAccess(ns string, nsExists bool) []access {
 	a := []access{
 		{"", "serviceaccounts", "create", ns}, {"", "serviceaccounts", "patch", ns},
 		{"", "secrets", "create", ns}, {"", "secrets", "patch", ns}, {"", "secrets", "delete", ns},
+		{"", "configmaps", "create", ns}, {"", "configmaps", "patch", ns},
 		{rbacv1.GroupName, "clusterroles", "create", ""}, {rbacv1.GroupName, "clusterroles", "patch", ""},
 		{rbacv1.GroupName, "clusterrolebindings", "create", ""}, {rbacv1.GroupName, "clusterrolebindings", "patch", ""},
 	}

@@ -36,6 +36,7 @@ type UnjoinOptions struct {
 var (
 	secretGVK             = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	serviceAccountGVK     = schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}
+	configMapGVK          = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
 	clusterRoleGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
 )
@@ -139,7 +140,7 @@ func deleteManagedSide(ctx context.Context, o UnjoinOptions, managed *target) er
 	for _, k := range []struct {
 		gvk schema.GroupVersionKind
 		ns  string
-	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}} {
+	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}, {configMapGVK, o.Namespace}} {
 		if err := deleteLabelled(ctx, o, managed, k.gvk, k.ns); err != nil {
 			return err
 		}

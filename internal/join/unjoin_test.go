@@ -63,7 +63,8 @@ func TestUnjoinRefusesWhileAPolicyPairsTheClusterThenRemovesEverything(t *testin
 	if err := join.Unjoin(t.Context(), uo); err != nil {
 		t.Fatalf("unjoin failed: %v\n%s", err, out.String())
 	}
-	mustContain(t, out.String(), "DRCluster east deleted", "ServiceAccount drover-system/drover-hub deleted")
+	mustContain(t, out.String(), "DRCluster east deleted", "ServiceAccount drover-system/drover-hub deleted",
+		"ConfigMap drover-system/drover-agent deleted")
 	for _, c := range []string{lab.Hub, lab.East} {
 		if got := labelled(t, c, lab.East); len(got) > 0 {
 			t.Errorf("unjoin left on %s: %v", c, got)
