@@ -67,8 +67,6 @@ const (
 	// fenceService is the agent's webhook Service that the lab turns into an ExternalName on
 	// the agent's pinned pod IP.
 	fenceService = "drover-fence"
-	// agentConfigMap carries the agent's cluster name (key cluster-name), as joining creates it.
-	agentConfigMap = "drover-agent"
 	// nameLabel selects the pods of drover's Deployments.
 	nameLabel = "app.kubernetes.io/name"
 	// installFieldOwner is the field manager of the release manifests, as kubectl's would be.
@@ -150,8 +148,8 @@ func applyPlacement(ctx context.Context, cl client.Client) error {
 }
 
 // installDrover installs drover as a user does once every cluster has started: the release
-// manifests on each cluster, the agents' cluster names, the fence's Service on the agents' pod
-// IPs, east and west joined, the lab's policies; then it waits for drover's pods to be Ready.
+// manifests on each cluster, the fence's Service on the agents' pod IPs, east and west joined
+// (which names each agent's cluster), the lab's policies; then it waits for drover's pods to be Ready.
 func (l *Lab) installDrover(ctx context.Context) error {
 	began := time.Now()
 	hub, err := l.Cluster(Hub)
@@ -261,14 +259,7 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 	if c.Role != RoleManaged {
 		return nil
 	}
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: DroverNamespace, Name: agentConfigMap},
-		Data:       map[string]string{"cluster-name": c.Name},
-	}
-	if err := apply(ctx, cl, cm); err != nil {
-		return err
-	}
+	// The agent's ConfigMap naming its cluster comes from drover cluster join, as for a user.
 	return c.patchFence(ctx, cl)
 }
 
