@@ -119,8 +119,18 @@ func (c *Cluster) peer() *Cluster {
 	return c
 }
 
-// components lists the cluster's processes in start order.
+// components lists the cluster's processes in start order: the control plane, on a managed
+// cluster its scheduler, fake nodes, storage and S3 store, then drover.
 func (c *Cluster) components() []component {
+	comps := c.controlPlane()
+	if c.Role == RoleManaged {
+		comps = append(comps, c.managedComponents()...)
+	}
+	return append(comps, c.droverComponents()...)
+}
+
+// controlPlane is every cluster's etcd, kube-apiserver and kube-controller-manager.
+func (c *Cluster) controlPlane() []component {
 	p := c.pki()
 	kubeconfig := c.KubeconfigPath()
 	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
@@ -139,7 +149,7 @@ func (c *Cluster) components() []component {
 			"--quota-backend-bytes=4294967296",
 			"--log-level=warn",
 		}},
-		{name: componentAPIServer, binary: c.bin("kube-apiserver"), args: []string{
+		{name: componentAPIServer, binary: c.bin("kube-apiserver"), env: c.apiServerEnv(), args: []string{
 			"--etcd-servers=" + etcdClient,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
@@ -176,27 +186,30 @@ func (c *Cluster) components() []component {
 			"--pvclaimbinder-sync-period=1s",
 		}},
 	}
+	return comps
+}
+
+// apiServerEnv keeps the API server's webhook calls off the machine's proxy when drover's fence
+// is reached through its Service (install mode).
+func (c *Cluster) apiServerEnv() []string {
 	if c.lab.installsManifests() {
-		comps[1].env = noProxyEnv
+		return noProxyEnv
 	}
-	if c.Role == RoleHub {
-		switch {
-		case c.lab.installsManifests():
-			comps = append(comps, c.kubeletComponent())
-		case c.lab.opts.RunDrover:
-			comps = append(comps, c.hubComponent())
-		}
-		return comps
-	}
-	comps = append(comps,
-		component{name: componentScheduler, binary: c.bin("kube-scheduler"), args: []string{
+	return nil
+}
+
+// managedComponents are a managed cluster's scheduler, fake nodes, lab storage and S3 store.
+func (c *Cluster) managedComponents() []component {
+	kubeconfig := c.KubeconfigPath()
+	return []component{
+		{name: componentScheduler, binary: c.bin("kube-scheduler"), args: []string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
 			"--authorization-kubeconfig=" + kubeconfig,
 			"--secure-port=0",
 			"--leader-elect=false",
 		}},
-		component{name: componentKwok, binary: c.bin("kwok"), args: []string{
+		{name: componentKwok, binary: c.bin("kwok"), args: []string{
 			"--kubeconfig=" + kubeconfig,
 			"--config=" + c.bin("kwok-stages.yaml"),
 			"--manage-all-nodes=false",
@@ -212,7 +225,7 @@ func (c *Cluster) components() []component {
 			"--node-lease-duration-seconds=4",
 			"--server-address=",
 		}},
-		component{name: componentStorage, binary: c.lab.opts.DroverBinary, args: []string{
+		{name: componentStorage, binary: c.lab.opts.DroverBinary, args: []string{
 			"lab", storageControllerVerb,
 			"--cluster=" + c.Name,
 			"--kubeconfig=" + kubeconfig,
@@ -220,14 +233,21 @@ func (c *Cluster) components() []component {
 			"--peer-data-dir=" + c.peer().storageDir(),
 		}},
 		c.s3Component(),
-	)
+	}
+}
+
+// droverComponents run drover on the cluster: in install mode the lab kubelet, which runs the
+// release manifests' pods; otherwise, when the lab runs drover, its hub or agent as a process.
+func (c *Cluster) droverComponents() []component {
 	switch {
 	case c.lab.installsManifests():
-		comps = append(comps, c.kubeletComponent())
-	case c.lab.opts.RunDrover:
-		comps = append(comps, c.agentComponent())
+		return []component{c.kubeletComponent()}
+	case !c.lab.opts.RunDrover:
+		return nil
+	case c.Role == RoleHub:
+		return []component{c.hubComponent()}
 	}
-	return comps
+	return []component{c.agentComponent()}
 }
 
 // processes returns the cluster's running processes by component name.
