@@ -28,7 +28,7 @@ build: ## Build bin/drover
 
 .PHONY: demo
 demo: tools build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
-	$(BIN)/drover demo --install=manifests $(DEMO_FLAGS)
+	$(BIN)/drover demo $(DEMO_FLAGS)
 
 .PHONY: test
 test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)

@@ -52,8 +52,8 @@ selects and writes their PV/PVC metadata to every S3 profile of the group.
 Installed from the release manifests it runs with --webhook-configuration=drover-fence,
 --webhook-cert-secret=drover-fence-cert, --webhook-service=drover-fence and
 --webhook-cert-dir (where that Secret is mounted): it then makes and renews the fence's
-certificate itself and injects its CA. Without those flags (the lab) it installs the fence's
-configuration itself with a self-signed certificate for --webhook-address.`,
+certificate itself and injects its CA. Without those flags (a development run outside a cluster) it
+installs the fence's configuration itself with a self-signed certificate for --webhook-address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}

@@ -54,8 +54,6 @@ non-zero if any check fails. --keep leaves the lab running for exploring with ku
 	cmd.Flags().StringVar(&f.lab.dir, "dir", defaultDir, "lab state directory (default from $"+lab.DirEnv+")")
 	cmd.Flags().StringVar(&f.lab.binDir, "bin-dir", "", "directory of the control-plane binaries (default: the directory of this drover binary)")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
-	cmd.Flags().StringVar(&f.lab.install, "install", "", fmt.Sprintf("how the lab runs drover: %s (default) or %s (from the release manifests, see `drover lab up --help`)", lab.InstallProcesses, lab.InstallManifests))
-	cmd.Flags().StringVar(&f.lab.configDir, "config-dir", "config", "the repository's config directory, for --install="+string(lab.InstallManifests))
 	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
 	return cmd

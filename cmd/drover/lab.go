@@ -25,9 +25,6 @@ type labFlags struct {
 	binDir string
 	// gitops is set by `lab up --gitops`.
 	gitops string
-	// install and configDir are set by `lab up --install` and `--config-dir`.
-	install   string
-	configDir string
 }
 
 func newLabCommand() *cobra.Command {
@@ -37,13 +34,14 @@ func newLabCommand() *cobra.Command {
 		Short: "A local lab of real Kubernetes control planes: a hub and the managed clusters east and west",
 		Long: `The lab runs a hub and two managed clusters (east, west) on this machine: real etcd,
 kube-apiserver, kube-controller-manager and kube-scheduler, fake nodes (kwok), lab storage
-whose volumes are directories, and on each managed cluster an S3 server (versitygw). It runs
-drover too: "drover hub" on the hub, "drover agent" on east and west, with the DRClusters
-east and west and the DRPolicies ` + lab.PolicyVolRep + ` (lab-block volumes, VolRep) and ` + lab.PolicyVolSync + `
-(lab-file volumes, VolSync) created, so an application can be protected right away with a
-DRPlacementControl. No containers or VMs are needed. Build the binaries first with "make tools".
-With "lab up --install=manifests" drover is installed as a user installs it: the release
-manifests of config/ applied, east and west joined, drover's pods run by a lab kubelet.`,
+whose volumes are directories, and on each managed cluster an S3 server (versitygw). It installs
+drover as a user does: the release manifests this binary embeds applied to each cluster with
+server-side apply, east and west joined as "drover cluster join" does, and drover's pods (the
+hub on the hub, an agent on east and west) run by a lab kubelet of each cluster with their
+ServiceAccounts' credentials. The DRPolicies ` + lab.PolicyVolRep + ` (lab-block volumes, VolRep) and
+` + lab.PolicyVolSync + ` (lab-file volumes, VolSync) are created, so an application can be protected
+right away with a DRPlacementControl. No containers or VMs are needed. Build the binaries first
+with "make tools".`,
 	}
 	defaultDir := os.Getenv(lab.DirEnv)
 	if defaultDir == "" {
@@ -68,8 +66,7 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Install: lab.Install(f.install), ConfigDir: f.configDir})
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops})
 }
 
 // printStatus prints the clusters and, below them, drover's processes and what the hub reports
@@ -122,8 +119,6 @@ PlacementDecisions, and a local git repository with the demo application.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
-	cmd.Flags().StringVar(&f.install, "install", "", fmt.Sprintf("how drover runs: %s (lab processes, the default) or %s (the release manifests applied, east and west joined, drover's pods run by a lab kubelet); a lab keeps the mode it was created with", lab.InstallProcesses, lab.InstallManifests))
-	cmd.Flags().StringVar(&f.configDir, "config-dir", "config", "the repository's config directory, whose release manifests --install="+string(lab.InstallManifests)+" builds with kustomize")
 	return cmd
 }
 
@@ -254,8 +249,8 @@ func newLabStorageControllerCommand() *cobra.Command {
 	return cmd
 }
 
-// newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet); the lab starts
-// it with --install=manifests.
+// newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet), which runs
+// drover's pods.
 func newLabKubeletCommand() *cobra.Command {
 	var kubeconfig, stateDir, logDir, podCIDR string
 	var images, pins []string

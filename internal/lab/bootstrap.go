@@ -62,7 +62,7 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	if err := installCRDs(ctx, cl, c.crdFiles()); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
-	if c.lab.installsManifests() {
+	if c.lab.opts.RunDrover {
 		// Joining creates the S3 profiles' Secrets; the pods of drover-system go to the lab
 		// kubelet's node.
 		if err := applyPlacement(ctx, cl); err != nil {
@@ -119,7 +119,7 @@ func (c *Cluster) crdFiles() []crdFile {
 		}
 	}
 	// Installed from the release manifests, drover's own CRDs come with them.
-	if !c.lab.installsManifests() {
+	if !c.lab.opts.RunDrover {
 		add(crd.Bases, func(string) bool { return true })
 	}
 	add(crds.External, func(name string) bool {

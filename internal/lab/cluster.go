@@ -36,15 +36,13 @@ const (
 	componentKwok         = "kwok"
 	componentStorage      = "lab-storage"
 	componentS3           = "s3"
-	componentHub          = "drover-hub"
-	componentAgent        = "drover-agent"
 	storageControllerVerb = "storage-controller"
 )
 
 // componentNames lists every component, for recognising lab processes.
 var componentNames = []string{
 	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
-	componentHub, componentAgent, componentKubelet,
+	componentKubelet,
 }
 
 const (
@@ -64,8 +62,6 @@ type Ports struct {
 	APIServer int `json:"apiServer"`
 	// S3 is the S3 server of a managed cluster's profile; zero on the hub.
 	S3 int `json:"s3,omitempty"`
-	// Webhook is where a managed cluster's agent serves its fence; zero on the hub.
-	Webhook int `json:"webhook,omitempty"`
 }
 
 // Cluster is one lab cluster: its directory, ports and processes.
@@ -190,9 +186,9 @@ func (c *Cluster) controlPlane() []component {
 }
 
 // apiServerEnv keeps the API server's webhook calls off the machine's proxy when drover's fence
-// is reached through its Service (install mode).
+// is reached through its Service.
 func (c *Cluster) apiServerEnv() []string {
-	if c.lab.installsManifests() {
+	if c.lab.opts.RunDrover {
 		return noProxyEnv
 	}
 	return nil
@@ -236,18 +232,13 @@ func (c *Cluster) managedComponents() []component {
 	}
 }
 
-// droverComponents run drover on the cluster: in install mode the lab kubelet, which runs the
-// release manifests' pods; otherwise, when the lab runs drover, its hub or agent as a process.
+// droverComponents run drover on the cluster when the lab runs it: the lab kubelet, which runs
+// the pods of the release manifests' Deployments.
 func (c *Cluster) droverComponents() []component {
-	switch {
-	case c.lab.installsManifests():
-		return []component{c.kubeletComponent()}
-	case !c.lab.opts.RunDrover:
+	if !c.lab.opts.RunDrover {
 		return nil
-	case c.Role == RoleHub:
-		return []component{c.hubComponent()}
 	}
-	return []component{c.agentComponent()}
+	return []component{c.kubeletComponent()}
 }
 
 // processes returns the cluster's running processes by component name.
@@ -303,9 +294,6 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
 	}
 	var s3Profile S3Profile
-	if c.Role == RoleManaged && c.lab.opts.RunDrover && !c.lab.installsManifests() {
-		ports[c.Ports.Webhook] = c.Name + " drover agent's fence"
-	}
 	if c.Role == RoleManaged {
 		ports[c.Ports.S3] = c.Name + " S3 server"
 		var err error
@@ -341,8 +329,6 @@ func (c *Cluster) start(ctx context.Context) error {
 			if err = c.waitReady(ctx, comp, pid, s3Profile.s3Ready); err == nil {
 				err = s3Profile.ensureBucket(ctx)
 			}
-		case componentAgent:
-			err = c.waitReady(ctx, comp, pid, c.agentListening)
 		}
 		if err != nil {
 			return err

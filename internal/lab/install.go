@@ -22,38 +22,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/config"
 	"github.com/drover-io/drover/internal/join"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// Install says how the lab runs drover.
-type Install string
-
-const (
-	// InstallProcesses (the default) runs `drover hub` and `drover agent` as lab components with
-	// administrator kubeconfigs, and bootstrap creates the DRClusters with a client-certificate
-	// user for the hub (drover.go).
-	InstallProcesses Install = "processes"
-	// InstallManifests installs drover the way a user does: each cluster runs a lab kubelet
-	// (internal/lab/kubelet) as a component; the lab applies the release manifests built from
-	// config/ with server-side apply, joins east and west with internal/join (`drover cluster
-	// join`), and the Deployments' pods run as processes of the drover binary with their
-	// ServiceAccounts' in-cluster configuration, which are drover's only identities.
-	InstallManifests Install = "manifests"
-)
-
-// Installs lists the values of Options.Install, for flags and messages.
-var Installs = []Install{InstallProcesses, InstallManifests}
-
-func validInstall(i Install) error {
-	for _, known := range append(Installs, "") {
-		if i == known {
-			return nil
-		}
-	}
-	return fmt.Errorf("the lab does not know the install mode %q: use %s or %s", i, InstallProcesses, InstallManifests)
-}
+// installedFromManifests is what a lab records of how it runs drover (labState.Install): from
+// the release manifests, with their ServiceAccounts as drover's only identities. Labs of earlier
+// drovers ran drover's processes with lab credentials and record "processes"; New refuses them.
+const installedFromManifests = "manifests"
 
 const (
 	// DroverImage is the image of the release manifests (config/*/kustomization.yaml), which
@@ -79,17 +57,6 @@ const (
 	// agentHostByte is the last byte of the agent's pinned pod IP in its cluster's pod range.
 	agentHostByte = 10
 )
-
-// installsManifests reports whether the lab runs drover from the release manifests.
-func (l *Lab) installsManifests() bool { return l.opts.Install == InstallManifests }
-
-// InstallMode is how the lab runs drover.
-func (l *Lab) InstallMode() Install {
-	if l.opts.Install == "" {
-		return InstallProcesses
-	}
-	return l.opts.Install
-}
 
 // PodCIDR is the loopback range of the lab kubelet's pod IPs on this cluster: 127.H.L.0/24 with
 // H.L the API server's port, reserved machine-wide, so that neither two clusters nor two labs
@@ -204,6 +171,29 @@ func (l *Lab) managed() []*Cluster {
 	return out
 }
 
+// Join registers the managed cluster name with the hub as `drover cluster join` does, with the
+// lab's S3 profile of that cluster: the hub's identity on the cluster and its token, the
+// DRCluster, its kubeconfig Secret and the S3 Secrets. A lab that runs drover joins east and
+// west itself; suites that run drover in-process call it to get the same credentials.
+func (l *Lab) Join(ctx context.Context, name string) error {
+	hub, err := l.Cluster(Hub)
+	if err != nil {
+		return err
+	}
+	managed, err := l.Cluster(name)
+	if err != nil {
+		return err
+	}
+	if managed.Role != RoleManaged {
+		return fmt.Errorf("%s is not a managed cluster of the lab: join %s or %s", name, East, West)
+	}
+	p, err := managed.ensureS3Profile()
+	if err != nil {
+		return err
+	}
+	return hub.join(ctx, managed, p)
+}
+
 // join registers managed with the hub c as `drover cluster join` does, with the lab's S3
 // profile of managed.
 func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error {
@@ -233,7 +223,7 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 }
 
 // installManifests applies the cluster's release manifest (hub or agent), built from
-// Options.ConfigDir with the lab's kustomize, by server-side apply; on a managed cluster it also
+// the embedded config tree with the lab's kustomize, by server-side apply; on a managed cluster it also
 // creates the agent's ConfigMap and points the fence's Service at the agent's pod IP.
 func (c *Cluster) installManifests(ctx context.Context) error {
 	tree := "hub"
@@ -264,7 +254,7 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 }
 
 // tuneHub passes Options.HubProbeInterval and HubUnreachableAfter to the hub's Deployment, as an
-// overlay would, so tests that shorten them behave alike in both install modes.
+// overlay would, so tests can shorten them.
 func (c *Cluster) tuneHub(u *unstructured.Unstructured) error {
 	if u.GetKind() != "Deployment" || u.GetName() != HubDeployment {
 		return nil
@@ -306,20 +296,22 @@ func (c *Cluster) patchFence(ctx context.Context, cl client.Client) error {
 	return nil
 }
 
-// releaseManifest builds config/<tree> with the kustomize in BinDir, as `make
-// release-manifests` does, and decodes its objects in order.
+// releaseManifest builds config/<tree> of the manifests this binary embeds (config.Tree),
+// written under the lab's directory, with the kustomize in BinDir, as `make release-manifests`
+// does, and decodes its objects in order.
 func (l *Lab) releaseManifest(ctx context.Context, tree string) ([]*unstructured.Unstructured, error) {
-	if l.opts.ConfigDir == "" {
-		return nil, errors.New("the lab needs the repository's config directory to install drover from its manifests: pass --config-dir")
+	dir := filepath.Join(l.opts.Dir, "config")
+	if err := config.WriteTree(dir); err != nil {
+		return nil, err
 	}
 	kustomize := filepath.Join(l.opts.BinDir, "kustomize")
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, kustomize, "build", filepath.Join(l.opts.ConfigDir, tree)) //nolint:gosec // the lab's own tool
+	cmd := exec.CommandContext(ctx, kustomize, "build", filepath.Join(dir, tree)) //nolint:gosec // the lab's own tool
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the release manifest %s with %s (run `make tools` if it is missing): %w\n%s",
-			filepath.Join(l.opts.ConfigDir, tree), kustomize, err, stderr.String())
+			filepath.Join(dir, tree), kustomize, err, stderr.String())
 	}
 	var docs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -383,9 +375,9 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // DroverPods reports the pods of drover's Deployments that the cluster's lab kubelet runs, from
-// its recorded state; none in the default install mode.
+// its recorded state; none when the lab does not run drover.
 func (c *Cluster) DroverPods() ([]kubelet.PodState, error) {
-	if !c.lab.installsManifests() {
+	if !c.lab.opts.RunDrover {
 		return nil, nil
 	}
 	pods, err := kubelet.ReadState(c.KubeletStateDir())

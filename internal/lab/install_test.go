@@ -7,37 +7,41 @@ import (
 	"testing"
 )
 
-func TestTheLabKeepsTheInstallModeItWasCreatedWith(t *testing.T) {
+func TestALabThatRunsDroverIsReopenedSoAndOneOfAnEarlierDroverIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: filepath.Join(dir, "drover"), Install: InstallManifests}
+	opts := Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: filepath.Join(dir, "drover"), RunDrover: true}
 	l, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { releasePorts(l.Dir()) })
-	if !l.opts.RunDrover {
-		t.Error("the manifests mode runs drover")
-	}
 	if err := l.writeState(); err != nil {
 		t.Fatal(err)
 	}
-	opts.Install = ""
+	opts.RunDrover = false
 	again, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.InstallMode() != InstallManifests {
-		t.Errorf("a lab opened without a mode runs %s, want the recorded %s", again.InstallMode(), InstallManifests)
+	if !again.opts.RunDrover {
+		t.Error("a lab created to run drover, opened without saying so, must run drover")
 	}
-	opts.Install = InstallProcesses
+
+	// A lab of an earlier drover ran drover's processes with lab credentials.
+	raw, err := os.ReadFile(filepath.Join(l.Dir(), stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(raw), `"install": "manifests"`, `"install": "processes"`, 1)
+	if old == string(raw) {
+		t.Fatalf("the state does not record the install: %s", raw)
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir(), stateFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := New(opts); err == nil || !strings.Contains(err.Error(), "drover lab down") {
-		t.Errorf("another mode for an existing lab: got %v, want an error that says to take it down", err)
+		t.Errorf("a lab of an earlier drover: got %v, want an error that says to take it down", err)
 	}
-	opts.Install = "helm"
-	if _, err := New(opts); err == nil {
-		t.Error("an unknown mode must be refused")
-	}
-	_ = os.RemoveAll(l.Dir())
 }
 
 func TestEachClusterGetsItsOwnPodRangeAndAnAgentIPInIt(t *testing.T) {

@@ -51,23 +51,18 @@ type Options struct {
 	// it so a crashed test binary leaves nothing behind; the CLI does not, so the lab outlives
 	// `drover lab up`.
 	TieToParent bool
-	// RunDrover runs drover in the lab: `drover hub` as a component of the hub cluster, `drover
-	// agent` as one of each managed cluster, and bootstrap creates what they need (the hub's role
-	// on the managed clusters, VolumeReplicationClasses, the DRClusters with their kubeconfig
-	// Secrets, the policies PolicyVolRep and PolicyVolSync). The CLI sets it; test labs leave it
-	// off by default because most suites run the hub and agents in-process.
+	// RunDrover runs drover in the lab as a user installs it (install.go): each cluster runs a
+	// lab kubelet (internal/lab/kubelet); the lab applies the release manifests this binary embeds
+	// (config.Tree) with server-side apply, joins east and west as `drover cluster join` does,
+	// and creates the policies PolicyVolRep and PolicyVolSync; the Deployments' pods run as
+	// processes of the drover binary with their ServiceAccounts' in-cluster configuration,
+	// drover's only identities. The CLI sets it; test labs leave it off by default because most
+	// suites run the hub and agents in-process.
 	RunDrover bool
-	// HubProbeInterval and HubUnreachableAfter are passed to `drover hub` (--probe-interval,
+	// HubProbeInterval and HubUnreachableAfter are added to the hub's Deployment (--probe-interval,
 	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
 	HubProbeInterval    time.Duration
 	HubUnreachableAfter time.Duration
-	// Install says how drover runs when RunDrover is set: InstallProcesses (empty, the default)
-	// or InstallManifests, which implies RunDrover (install.go). The lab records it; a later
-	// New with it empty takes the recorded mode.
-	Install Install
-	// ConfigDir is the repository's config/ directory, whose release manifests (hub, agent)
-	// InstallManifests builds with BinDir's kustomize.
-	ConfigDir string
 	// GitOps runs a GitOps tool once the clusters are up: GitOpsArgoCD is a real Argo CD in
 	// placement mode (gitops.go; `make tools-argocd` builds it). Empty runs none. Down stops it
 	// whatever this says.
@@ -84,8 +79,9 @@ type Lab struct {
 
 type labState struct {
 	Clusters []*Cluster `json:"clusters"`
-	// Install is how the lab runs drover; empty in labs from before install modes.
-	Install Install `json:"install,omitempty"`
+	// Install is installedFromManifests when the lab runs drover; "processes" in labs of earlier
+	// drovers, which New refuses.
+	Install string `json:"install,omitempty"`
 }
 
 // New returns the lab in opts.Dir. It reads the recorded ports when the lab was created before
@@ -103,9 +99,6 @@ func New(opts Options) (*Lab, error) {
 		opts.Progress = io.Discard
 	}
 	if err := validGitOps(opts.GitOps); err != nil {
-		return nil, err
-	}
-	if err := validInstall(opts.Install); err != nil {
 		return nil, err
 	}
 	scheme := runtime.NewScheme()
@@ -137,12 +130,6 @@ func New(opts Options) (*Lab, error) {
 				return nil, err
 			}
 		}
-		// Likewise for the agent's fence, added when the lab began to run drover.
-		if c.Role == RoleManaged && c.Ports.Webhook == 0 {
-			if c.Ports.Webhook, err = reservePort(dir); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return l, nil
 }
@@ -163,19 +150,24 @@ func (l *Lab) Cluster(name string) (*Cluster, error) {
 	return nil, fmt.Errorf("the lab has no cluster %q; its clusters are %s, %s and %s", name, Hub, East, West)
 }
 
-// adoptInstall takes the install mode the lab was created with when the options name none, and
-// refuses another one: the clusters hold drover as that mode installed it.
-func (l *Lab) adoptInstall(recorded Install) error {
-	switch {
-	case l.opts.Install == "":
-		l.opts.Install = recorded
-	case recorded != "" && recorded != l.opts.Install:
-		return fmt.Errorf("the lab in %s runs drover with --install=%s, not %s: run `drover lab down` first to change it", l.opts.Dir, recorded, l.opts.Install)
+// adoptInstall refuses a lab that an earlier drover created to run drover's processes with lab
+// credentials: its clusters hold no release manifests.
+func (l *Lab) adoptInstall(recorded string) error {
+	if recorded != "" && recorded != installedFromManifests {
+		return fmt.Errorf("the lab in %s was created by an earlier drover that ran drover with lab credentials (%s): run `drover lab down`, then `drover lab up` installs drover from its release manifests", l.opts.Dir, recorded)
 	}
-	if l.opts.Install == InstallManifests {
+	if recorded == installedFromManifests {
 		l.opts.RunDrover = true
 	}
 	return nil
+}
+
+// installRecord is what the lab's state records of how it runs drover.
+func (l *Lab) installRecord() string {
+	if l.opts.RunDrover {
+		return installedFromManifests
+	}
+	return ""
 }
 
 func (l *Lab) readState() (*labState, error) {
@@ -202,7 +194,7 @@ func (l *Lab) newState() (*labState, error) {
 		c := &Cluster{Name: spec.name, Role: spec.role}
 		ports := []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer}
 		if spec.role == RoleManaged {
-			ports = append(ports, &c.Ports.S3, &c.Ports.Webhook)
+			ports = append(ports, &c.Ports.S3)
 		}
 		for _, p := range ports {
 			port, err := reservePort(l.opts.Dir)
@@ -220,7 +212,7 @@ func (l *Lab) writeState() error {
 	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create lab directory: %w", err)
 	}
-	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.opts.Install}, "", "  ")
+	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.installRecord()}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -291,13 +283,10 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
-	if l.installsManifests() {
-		err = l.installDrover(ctx)
-	} else {
-		err = l.bootstrapDrover(ctx)
-	}
-	if err != nil {
-		return false, err
+	if l.opts.RunDrover {
+		if err := l.installDrover(ctx); err != nil {
+			return false, err
+		}
 	}
 	if err := l.startGitOps(ctx); err != nil {
 		return false, err
@@ -329,11 +318,6 @@ func (l *Lab) Start(ctx context.Context, name string) error {
 		return err
 	}
 	// Installed drover lives in the clusters' etcd and comes back with its cluster.
-	if c.Role == RoleHub && !l.installsManifests() {
-		if err := l.bootstrapDrover(ctx); err != nil {
-			return err
-		}
-	}
 	l.progress("%s: started (%.1f s)", name, time.Since(began).Seconds())
 	return nil
 }

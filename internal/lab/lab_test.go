@@ -18,11 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 )
 
 func clusterClient(g Gomega, name string) client.Client {
-	cl, err := testLab.Client(name)
+	cl, err := testLab.Client(name, v1alpha1.AddToScheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cl
 }

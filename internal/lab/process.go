@@ -96,21 +96,13 @@ var componentByBinary = map[string]string{"versitygw": componentS3}
 
 // componentOf tells which component a process is: the base name of its binary (mapped by
 // componentByBinary where they differ), or for drover itself its verb (the lab storage
-// controller, the hub, an agent).
+// controller, the lab kubelet).
 func componentOf(p process) string {
 	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == storageControllerVerb {
 		return componentStorage
 	}
 	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == kubeletVerb {
 		return componentKubelet
-	}
-	if len(p.args) > 1 {
-		switch p.args[1] {
-		case hubVerb:
-			return componentHub
-		case agentVerb:
-			return componentAgent
-		}
 	}
 	base := filepath.Base(p.args[0])
 	if name, ok := componentByBinary[base]; ok {

@@ -57,8 +57,6 @@ func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 		{"a control-plane binary is named by its file", []string{"/x/bin/kube-apiserver", "--secure-port=1"}, componentAPIServer},
 		{"drover running the storage verb is lab storage", []string{"/x/bin/drover", "lab", storageControllerVerb, "--cluster=east"}, componentStorage},
 		{"versitygw is the S3 server", []string{"/x/bin/versitygw", "--port=127.0.0.1:1", "posix", "/lab/east/s3/data"}, componentS3},
-		{"drover running the hub verb is the hub", []string{"/x/bin/drover", "hub", "--kubeconfig=/lab/hub/kubeconfig"}, componentHub},
-		{"drover running the agent verb is an agent", []string{"/x/bin/drover", "agent", "--kubeconfig=/lab/east/kubeconfig", "--cluster-name=east"}, componentAgent},
 		{"drover running the kubelet verb is the lab kubelet", []string{"/x/bin/drover", "lab", kubeletVerb, "--kubeconfig=/lab/east/kubeconfig"}, componentKubelet},
 	}
 	for _, tt := range tests {

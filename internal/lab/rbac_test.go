@@ -22,9 +22,6 @@ import (
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// hubUser is the user that config/rbac/hub-on-managed-cluster binds.
-const hubUser = "drover-hub"
-
 // kubectl runs the lab's kubectl with the administrator kubeconfig of a cluster.
 func kubectl(g Gomega, cluster string, args ...string) string {
 	root, err := labtest.RepoRoot()
@@ -44,6 +41,19 @@ func userClient(g Gomega, cluster, user string) client.Client {
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := c.Kubeconfig(user, nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	return kubeconfigClient(g, raw)
+}
+
+// joinedHubClient returns a client of a managed cluster with the hub's credential there: the
+// kubeconfig that joining the cluster stored in its Secret on the hub.
+func joinedHubClient(g Gomega, cluster string) client.Client {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: lab.DroverNamespace, Name: lab.KubeconfigSecretName(cluster)}
+	g.Expect(hubClient(g).Get(context.Background(), key, secret)).To(Succeed())
+	return kubeconfigClient(g, secret.Data[v1alpha1.KubeconfigSecretKey])
+}
+
+func kubeconfigClient(g Gomega, raw []byte) client.Client {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg.Timeout = 5 * time.Second
@@ -77,18 +87,16 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	admin := clusterClient(g, lab.East)
-	kubectl(g, lab.East, "apply", "--server-side", "-k", "config/rbac/hub-on-managed-cluster")
-	hub := userClient(g, lab.East, hubUser)
+	hub := joinedHubClient(g, lab.East)
 
 	// A user the binding does not name can do nothing: the role is what grants the access.
-	stranger := userClient(g, lab.East, "not-"+hubUser)
+	stranger := userClient(g, lab.East, "stranger")
 	err := stranger.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a user without the binding: %v", err)
 
 	// Allowed: create and get the VRG's namespace.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-hub"}}
-	g.Eventually(func() error { return hub.Create(ctx, ns) }).Should(Succeed(),
-		"the hub creates the namespace once the RBAC authorizer has seen the binding")
+	g.Expect(hub.Create(ctx, ns)).To(Succeed())
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})).To(Succeed())
 
@@ -137,7 +145,7 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 	g.Expect(hub.Create(ctx, secret)).To(Succeed())
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 	secretPatch := client.MergeFrom(secret.DeepCopy())
-	secret.Labels = map[string]string{"copied-by": hubUser}
+	secret.Labels = map[string]string{"copied-by": "drover-hub"}
 	g.Expect(hub.Patch(ctx, secret, secretPatch)).To(Succeed())
 
 	// Forbidden: everything the agent owns, and what would destroy data.

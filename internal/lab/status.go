@@ -131,12 +131,13 @@ func PrintStatus(w io.Writer, statuses []ClusterStatus, verbose bool) error {
 type DroverProcess struct {
 	// Cluster is the lab cluster whose component the process is.
 	Cluster string
-	// Name is drover-hub or drover-agent.
+	// Name is drover's Deployment: HubDeployment or AgentDeployment.
 	Name    string
 	PID     int
 	Running bool
 	RSSKiB  int64
-	// Pod is the pod whose container the process is, with InstallManifests; empty otherwise.
+	// Pod is the pod whose container the process is; its Deployment's name when the lab
+	// kubelet runs no pod of it.
 	Pod string
 	// Restarts counts the lab kubelet's restarts of the pod's container.
 	Restarts int32
@@ -175,28 +176,12 @@ const hubReadTimeout = 2 * time.Second
 // DRPolicies. It changes nothing.
 func (l *Lab) DroverStatus(ctx context.Context) (DroverStatus, error) {
 	var st DroverStatus
-	if l.installsManifests() {
+	if l.opts.RunDrover {
 		procs, err := l.droverPods()
 		if err != nil {
 			return st, err
 		}
 		st.Processes = procs
-	} else if l.opts.RunDrover {
-		for _, c := range l.clusters {
-			procs, err := c.processes()
-			if err != nil {
-				return st, err
-			}
-			name := componentAgent
-			if c.Role == RoleHub {
-				name = componentHub
-			}
-			dp := DroverProcess{Cluster: c.Name, Name: name}
-			if p, ok := procs[name]; ok && alive(p.pid) {
-				dp.PID, dp.Running, dp.RSSKiB = p.pid, true, rssKiB(p.pid)
-			}
-			st.Processes = append(st.Processes, dp)
-		}
 	}
 	hub, err := l.Cluster(Hub)
 	if err != nil {
@@ -236,22 +221,13 @@ func (l *Lab) DroverStatus(ctx context.Context) (DroverStatus, error) {
 // when there is something to show.
 func PrintDroverStatus(w io.Writer, st DroverStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(st.Processes) > 0 && st.Processes[0].Pod != "" {
+	if len(st.Processes) > 0 {
 		fmt.Fprintln(tw, "\nDROVER POD\tCLUSTER\tSTATE\tRESTARTS\tPID\tRSS")
 		for _, p := range st.Processes {
 			if p.Running {
 				fmt.Fprintf(tw, "%s\t%s\trunning\t%d\t%d\t%d MiB\n", p.Pod, p.Cluster, p.Restarts, p.PID, p.RSSKiB/1024)
 			} else {
 				fmt.Fprintf(tw, "%s\t%s\tnot running: see `kubectl -n %s describe pod %s`\t%d\t-\t-\n", p.Pod, p.Cluster, DroverNamespace, p.Pod, p.Restarts)
-			}
-		}
-	} else if len(st.Processes) > 0 {
-		fmt.Fprintln(tw, "\nDROVER\tCLUSTER\tSTATE\tPID\tRSS")
-		for _, p := range st.Processes {
-			if p.Running {
-				fmt.Fprintf(tw, "%s\t%s\trunning\t%d\t%d MiB\n", p.Name, p.Cluster, p.PID, p.RSSKiB/1024)
-			} else {
-				fmt.Fprintf(tw, "%s\t%s\tnot running: run `drover lab start %s`\t-\t-\n", p.Name, p.Cluster, p.Cluster)
 			}
 		}
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // testLab is the one lab of this package, started once in TestMain and shared by its tests. It
-// runs drover (the hub and both agents as lab processes), as `drover lab up` does, with a short
-// probe and grace period so a lost cluster turns unreachable quickly.
+// runs drover as `drover lab up` does (installed from its release manifests, east and west
+// joined, its pods run by the lab kubelets), with a short probe and grace period so a lost
+// cluster turns unreachable quickly.
 var testLab *labtest.Lab
 
 const (

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	// east and west joined with drover cluster join, its pods run by the lab kubelet with their
 	// ServiceAccounts' credentials, so every case also proves the install.
 	ctrl.SetLogger(logr.Discard())
-	labtest.MainWith(m, labtest.Options{RunDrover: true, Install: lab.InstallManifests,
+	labtest.MainWith(m, labtest.Options{RunDrover: true,
 		HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second, GitOps: gitOps},
 		func(l *labtest.Lab) { testLab = l })
 }

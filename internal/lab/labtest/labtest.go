@@ -24,11 +24,6 @@ import (
 // tests for inspection with kubectl (its directory is printed).
 const KeepEnv = "DROVER_TEST_KEEP_LAB"
 
-// InstallEnv names an environment variable that sets Options.Install for test labs that run
-// drover (RunDrover) and name no mode: DROVER_LAB_INSTALL=manifests runs a suite (e2e) with drover
-// installed from its release manifests.
-const InstallEnv = "DROVER_LAB_INSTALL"
-
 // RepoRoot finds the module root by walking up from the working directory to go.mod.
 func RepoRoot() (string, error) { return modroot.Find() }
 
@@ -81,9 +76,9 @@ type Lab struct {
 
 // Options configure a test lab.
 type Options struct {
-	// RunDrover runs the hub and an agent per managed cluster as lab processes from the built
-	// binary, and bootstraps the DRClusters and the lab's DRPolicies (lab.Options.RunDrover).
-	// Off by default: most suites run the hub and agents in-process.
+	// RunDrover installs drover from the release manifests of the built binary, joins east and
+	// west and creates the lab's DRPolicies; drover's pods run through the lab kubelet
+	// (lab.Options.RunDrover). Off by default: most suites run the hub and agents in-process.
 	RunDrover bool
 	// HubProbeInterval and HubUnreachableAfter shorten the hub's probe and grace period when
 	// set (lab.Options).
@@ -91,9 +86,6 @@ type Options struct {
 	HubUnreachableAfter time.Duration
 	// GitOps runs a GitOps tool in the lab (lab.Options.GitOps), such as lab.GitOpsArgoCD.
 	GitOps string
-	// Install is lab.Options.Install: lab.InstallManifests runs drover from the release
-	// manifests of the repository's config/ through the lab kubelet (it implies RunDrover).
-	Install lab.Install
 }
 
 // Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
@@ -120,9 +112,6 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
-	if opts.Install == "" && opts.RunDrover {
-		opts.Install = lab.Install(os.Getenv(InstallEnv))
-	}
 	drover, err := BuildDrover(ctx, root, tmp)
 	if err != nil {
 		return nil, err
@@ -131,7 +120,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
-		GitOps: opts.GitOps, Install: opts.Install, ConfigDir: filepath.Join(root, "config"),
+		GitOps: opts.GitOps,
 	})
 	if err != nil {
 		return nil, err

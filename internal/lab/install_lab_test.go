@@ -1,8 +1,7 @@
-package installtest
+package lab_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,12 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -39,12 +36,6 @@ func newG(t *testing.T) *WithT {
 	g.SetDefaultEventuallyTimeout(timeout)
 	g.SetDefaultEventuallyPollingInterval(polling)
 	return g
-}
-
-func clusterClient(g Gomega, name string) client.Client {
-	cl, err := testLab.Client(name, v1alpha1.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	return cl
 }
 
 func cluster(g Gomega, name string) *lab.Cluster {
@@ -110,39 +101,6 @@ func TestDroverRunsFromItsReleaseManifestsOnTheLabKubeletsNode(t *testing.T) {
 	}
 	agent := readyPod(ctx, g, lab.East)
 	g.Expect(agent.Status.PodIP).To(Equal(cluster(g, lab.East).AgentPodIP().String()), "the agent's pinned pod IP")
-}
-
-func TestHubValidatesTheJoinedClustersWithTheJoinIdentity(t *testing.T) {
-	g := newG(t)
-	ctx := context.Background()
-	hub := clusterClient(g, lab.Hub)
-	for _, name := range []string{lab.East, lab.West} {
-		g.Eventually(func(g Gomega) {
-			drc := &v1alpha1.DRCluster{}
-			g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, drc)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(drc.Status.Conditions, v1alpha1.ConditionValidated)).To(BeTrue(), "%s Validated: %v", name, drc.Status.Conditions)
-			g.Expect(meta.IsStatusConditionTrue(drc.Status.Conditions, v1alpha1.ConditionReachable)).To(BeTrue(), "%s Reachable: %v", name, drc.Status.Conditions)
-			g.Expect(drc.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "drover"), "created by join")
-		}).Should(Succeed())
-		// The hub's credential is the join ServiceAccount's token, not a lab client certificate.
-		secret := &corev1.Secret{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: lab.DroverNamespace, Name: lab.KubeconfigSecretName(name)}, secret)).To(Succeed())
-		cfg, err := clientcmd.Load(secret.Data[v1alpha1.KubeconfigSecretKey])
-		g.Expect(err).NotTo(HaveOccurred())
-		for _, user := range cfg.AuthInfos {
-			g.Expect(user.Token).NotTo(BeEmpty())
-			g.Expect(user.ClientCertificateData).To(BeEmpty())
-		}
-		_, err = os.Stat(filepath.Join(cluster(g, name).Dir(), "kubeconfig-"+lab.HubUser))
-		g.Expect(os.IsNotExist(err)).To(BeTrue(), "no hand-made credential for the hub")
-	}
-	for _, name := range []string{lab.PolicyVolRep, lab.PolicyVolSync} {
-		g.Eventually(func(g Gomega) {
-			p := &v1alpha1.DRPolicy{}
-			g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionValidated)).To(BeTrue(), "%s: %v", name, p.Status.Conditions)
-		}).Should(Succeed())
-	}
 }
 
 func TestTheAPIServerEnforcesTheFenceThroughItsService(t *testing.T) {
@@ -232,28 +190,6 @@ func TestAKilledAgentIsRestartedByTheLabKubeletAndCounted(t *testing.T) {
 	var out strings.Builder
 	g.Expect(lab.PrintDroverStatus(&out, st)).To(Succeed())
 	g.Expect(out.String()).To(MatchRegexp(`%s\s+%s\s+running\s+%d\s`, before.Name, lab.West, restarts+1))
-}
-
-func TestAStoppedClusterBringsItsAgentBackWhenStarted(t *testing.T) {
-	g := newG(t)
-	ctx := context.Background()
-	readyPod(ctx, g, lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
-	pods, err := cluster(g, lab.East).DroverPods()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, p := range pods {
-		for _, ct := range p.Containers {
-			g.Expect(ct.PID == 0 || syscall.Kill(ct.PID, 0) != nil).To(BeTrue(), "the agent stopped with its cluster")
-		}
-	}
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	readyPod(ctx, g, lab.East)
-	hub := clusterClient(g, lab.Hub)
-	g.Eventually(func(g Gomega) {
-		drc := &v1alpha1.DRCluster{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: lab.East}, drc)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(drc.Status.Conditions, v1alpha1.ConditionReachable)).To(BeTrue())
-	}).Should(Succeed())
 }
 
 // agentProcess reads the pid and restart count of the agent's container from the cluster's lab

@@ -1,4 +1,4 @@
-package installtest
+package lab_test
 
 import (
 	"context"
