@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -83,8 +82,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// setup creates what an administrator creates once: the DRClusters with their kubeconfig
-// Secrets, the DRPolicy, the VolumeReplicationClass of the interval; then starts the agents
+// setup creates what an administrator creates once: joins east and west (the DRClusters with
+// their kubeconfig Secrets), the DRPolicy, the VolumeReplicationClass of the interval; then starts the agents
 // and the hub.
 func setup() error {
 	ctx := context.Background()
@@ -99,10 +98,6 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	root, err := labtest.RepoRoot()
-	if err != nil {
-		return err
-	}
 	policy := &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyVolRep}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{lab.East, lab.West}, SchedulingInterval: v1alpha1.SchedulingInterval(interval.String()),
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep}},
@@ -114,34 +109,10 @@ func setup() error {
 		})
 	}
 	for _, name := range []string{lab.East, lab.West} {
-		c, err := testLab.Cluster(name)
-		if err != nil {
-			return err
-		}
-		// The hub's credential is the user drover-hub, bound to the role written down in
-		// config/rbac/hub-on-managed-cluster: the tests prove it is enough.
-		apply := exec.Command(filepath.Join(root, "bin", "kubectl"), "--kubeconfig", c.KubeconfigPath(),
-			"apply", "--server-side", "-k", "config/rbac/hub-on-managed-cluster")
-		apply.Dir = root
-		if out, err := apply.CombinedOutput(); err != nil {
-			return fmt.Errorf("failed to apply the hub's role on %s: %w: %s", name, err, out)
-		}
-		kubeconfig, err := c.Kubeconfig("drover-hub", nil)
-		if err != nil {
-			return err
-		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: lab.S3SecretNamespace, Name: "kubeconfig-" + name},
-			Data:       map[string][]byte{v1alpha1.KubeconfigSecretKey: kubeconfig},
-		}
-		if err := hubClient.Create(ctx, secret); err != nil {
-			return err
-		}
-		drc := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.DRClusterSpec{
-			KubeconfigSecretRef: v1alpha1.SecretRef{Namespace: secret.Namespace, Name: secret.Name},
-			S3ProfileName:       "s3-" + name, Region: name,
-		}}
-		if err := hubClient.Create(ctx, drc); err != nil {
+		// The hub's credential is the one `drover cluster join` creates: a ServiceAccount bound
+		// to the role written down in config/rbac/hub-on-managed-cluster. The tests prove it is
+		// enough.
+		if err := testLab.Join(ctx, name); err != nil {
 			return err
 		}
 		managed, err := testLab.Client(name, replicationv1alpha1.AddToScheme)
