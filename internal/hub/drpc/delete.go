@@ -37,14 +37,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	sc.policy = policy
 	r.observe(ctx, sc)
-	var waiting []string
+	var waiting, left []string
 	for _, name := range policy.Spec.DRClusters {
 		cv := sc.view(name)
 		switch {
 		case !cv.reachable() && drpc.Status.Phase == "":
 			// Never deployed (its spec or policy was never valid): nothing was created there.
 		case !cv.reachable():
-			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v)", name, cv.err))
+			lost, err := r.leaveOnLostCluster(ctx, drpc, name)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if lost {
+				left = append(left, name)
+				continue
+			}
+			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v); if it is gone for good, declare it lost: drover cluster lost %s", name, cv.err, name))
 		case cv.vrg != nil:
 			if cv.vrg.DeletionTimestamp.IsZero() {
 				if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
@@ -55,7 +63,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		}
 	}
 	if len(waiting) == 0 {
-		r.event(sc, "Normal", v1alpha1.EventUnprotected, "Unprotected on %s", policy.Spec.DRClusters)
+		if len(left) > 0 {
+			r.event(sc, "Warning", v1alpha1.EventUnprotected, "Unprotected without %s, declared lost: its group there is demoted if need be and removed when it answers again (DRCluster status.groupsToRemove)", left)
+		} else {
+			r.event(sc, "Normal", v1alpha1.EventUnprotected, "Unprotected on %s", policy.Spec.DRClusters)
+		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, drpc)
 	}
 	before := drpc.DeepCopy()
@@ -78,4 +90,35 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlace
 	}
 	ctrl.LoggerFrom(ctx).Info("Unprotected")
 	return nil
+}
+
+// leaveOnLostCluster reports whether an unreachable cluster is declared lost; if it is, the
+// application's group there is recorded in the DRCluster's status.groupsToRemove (to be demoted
+// first when the application ran on the peer), so the deletion does not wait for the cluster
+// and the group is removed when it answers again.
+func (r *Reconciler) leaveOnLostCluster(ctx context.Context, drpc *v1alpha1.DRPlacementControl, cluster string) (bool, error) {
+	drc := &v1alpha1.DRCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, drc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to get DRCluster %s: %w", cluster, err)
+	}
+	if drc.Spec.Lost == nil {
+		return false, nil
+	}
+	ref := v1alpha1.GroupRef{Namespace: drpc.Namespace, Name: drpc.Name, Demote: drpc.Status.CurrentPrimary != cluster}
+	for _, g := range drc.Status.GroupsToRemove {
+		if g.Namespace == ref.Namespace && g.Name == ref.Name {
+			return true, nil
+		}
+	}
+	before := drc.DeepCopy()
+	drc.Status.GroupsToRemove = append(drc.Status.GroupsToRemove, ref)
+	// Optimistic: the DRCluster's reconciler and other deletions write the same list.
+	if err := r.Client.Status().Patch(ctx, drc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return false, fmt.Errorf("failed to record the group left on DRCluster %s, declared lost: %w", cluster, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Leaving the group on a cluster declared lost", "cluster", cluster, "demote", ref.Demote)
+	return true, nil
 }

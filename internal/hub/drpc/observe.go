@@ -52,13 +52,16 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	} else if msg != "" {
 		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
 	}
-	sc.argoNames = map[string]string{}
+	sc.argoNames, sc.lost = map[string]string{}, map[string]string{}
 	for _, name := range policy.Spec.DRClusters {
 		drc := &v1alpha1.DRCluster{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
 			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
 		}
 		sc.argoNames[name] = drc.Spec.ArgoCDClusterName
+		if drc.Spec.Lost != nil {
+			sc.lost[name] = drc.Spec.Lost.Reason
+		}
 	}
 	sc.setCondition(v1alpha1.ConditionValidated, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the policy is Validated and the spec names its clusters")
 	return nil

@@ -21,6 +21,8 @@ type scope struct {
 	interval time.Duration
 	// argoNames are the names a GitOps tool knows the policy's clusters by, by DRCluster name.
 	argoNames map[string]string
+	// lost are the policy's clusters declared lost, with the reason given.
+	lost map[string]string
 	// clusters are the policy's two clusters as this reconcile observed them, by name.
 	clusters map[string]*clusterView
 
