@@ -2,6 +2,7 @@ package vrg_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -41,7 +42,9 @@ func TestDeletingAStalePrimaryLeavesWhatTheNewerPrimaryWroteInTheStores(t *testi
 	group.Annotations = map[string]string{vrg.AnnotationPrimaryEpoch: `{"epoch":1,"generation":1,"since":"2026-12-01T08:00:00Z"}`}
 	prefix := vrg.StorePrefix(group)
 	writeGroup := func(store objectstore.Store, m vrg.PrimaryMarker, by string) map[string]string {
-		g.Expect(vrg.PutMarker(ctx, store, prefix, m, "")).To(Succeed())
+		body, err := json.Marshal(m)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(store.Put(ctx, prefix+vrg.MarkerKey, body)).To(Succeed())
 		objects := map[string]string{
 			vrg.PVKey(prefix, "pv-"+by):           fmt.Sprintf(`{"kind":"PersistentVolume","written-by":%q}`, by),
 			vrg.PVCKey(prefix, "app", "data-"+by): fmt.Sprintf(`{"kind":"PersistentVolumeClaim","written-by":%q}`, by),

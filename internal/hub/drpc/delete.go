@@ -3,6 +3,7 @@ package drpc
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			}
 			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v); if it is gone for good, declare it lost: drover cluster lost %s", name, cv.err, name))
 		case cv.vrg != nil:
+			if err := r.dropLostProfiles(ctx, policy, cv); err != nil {
+				return ctrl.Result{}, err
+			}
 			if cv.vrg.DeletionTimestamp.IsZero() {
 				if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
 					return ctrl.Result{}, fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, name, err)
@@ -121,4 +125,35 @@ func (r *Reconciler) leaveOnLostCluster(ctx context.Context, drpc *v1alpha1.DRPl
 	}
 	ctrl.LoggerFrom(ctx).Info("Leaving the group on a cluster declared lost", "cluster", cluster, "demote", ref.Demote)
 	return true, nil
+}
+
+// dropLostProfiles removes from a group being deleted the S3 profiles of the policy's clusters
+// declared lost: a store hosted in a lost cluster is lost with it, and the agent's unprotect
+// would otherwise retry deleting the group's copy there forever. The copy stays in that store;
+// if the cluster returns, its own group's removal deletes it.
+func (r *Reconciler) dropLostProfiles(ctx context.Context, policy *v1alpha1.DRPolicy, cv *clusterView) error {
+	lostProfiles := map[string]bool{}
+	for _, name := range policy.Spec.DRClusters {
+		drc := &v1alpha1.DRCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
+		}
+		if drc.Spec.Lost != nil && name != cv.name {
+			lostProfiles[drc.Spec.S3ProfileName] = true
+		}
+	}
+	kept := slices.DeleteFunc(slices.Clone(cv.vrg.Spec.S3Profiles), func(p v1alpha1.S3Profile) bool { return lostProfiles[p.Name] })
+	if len(kept) == len(cv.vrg.Spec.S3Profiles) || len(kept) == 0 {
+		return nil
+	}
+	before := cv.vrg.DeepCopy()
+	cv.vrg.Spec.S3Profiles = kept
+	if err := cv.client.Patch(ctx, cv.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to remove the S3 profiles of lost clusters from VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, cv.name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Removed the S3 profiles of lost clusters from a group being deleted", "cluster", cv.name)
+	return nil
 }
