@@ -130,7 +130,14 @@ func (s *s3Store) PutIf(ctx context.Context, key string, body []byte, version st
 	} else {
 		in.IfMatch = aws.String(version)
 	}
-	if _, err := s.client.PutObject(ctx, in); err != nil {
+	_, err := s.client.PutObject(ctx, in)
+	var apiErr smithy.APIError
+	if version != "" && errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchKey" {
+		// If-Match on an object that is gone: it changed since the version read, as S3 says.
+		return &Error{Kind: KindPreconditionFailed, Profile: s.profile.Name, Endpoint: s.profile.Endpoint, Bucket: s.profile.Bucket,
+			Secret: s.profile.secret(), Op: OpPutIf, Key: key, Err: err}
+	}
+	if err != nil {
 		return s.fail(OpPutIf, key, err)
 	}
 	return nil
