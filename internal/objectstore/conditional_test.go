@@ -45,7 +45,9 @@ func conditionalRace(ctx context.Context, s objectstore.Store, key, version stri
 
 // raceBody is what writer w writes over version: distinct per round, since an object rewritten
 // with the same bytes keeps its ETag.
-func raceBody(w int, version string) []byte { return fmt.Appendf(nil, "writer %02d over %s", w, version) }
+func raceBody(w int, version string) []byte {
+	return fmt.Appendf(nil, "writer %02d over %s", w, version)
+}
 
 // TestS3StoreConditionalPutLetsExactlyOneConcurrentWriterWin measures whether the lab's S3 server
 // (versitygw) checks a conditional write's precondition and writes as one step: many writers
