@@ -26,7 +26,9 @@ func TestActionsTargetingAClusterDeclaredLostAreRefused(t *testing.T) {
 	w.deployed()
 	w.gw.SetDown("west", true)
 	w.declareLost("west")
-	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) { s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west" })
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
 	w.reconcile()
 	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseDeployed), "nothing starts")
 	aa := w.cond(v1alpha1.ConditionActionAccepted)
@@ -34,7 +36,9 @@ func TestActionsTargetingAClusterDeclaredLostAreRefused(t *testing.T) {
 	w.g.Expect(aa.Reason).To(Equal(v1alpha1.ReasonClusterDeclaredLost))
 	w.g.Expect(aa.Message).To(Equal("failover refused: west is declared lost (flooded)"))
 
-	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) { s.Action, s.PreferredCluster = v1alpha1.ActionRelocate, "west" })
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.PreferredCluster = v1alpha1.ActionRelocate, "west"
+	})
 	w.reconcile()
 	aa = w.cond(v1alpha1.ConditionActionAccepted)
 	w.g.Expect(aa.Reason).To(Equal(v1alpha1.ReasonClusterDeclaredLost))
@@ -46,7 +50,9 @@ func TestDeletingWithAClusterDeclaredLostRecordsItsGroupAndDropsItsStore(t *test
 	w := newWorld(t, appDRPC())
 	w.deployed()
 	w.gw.SetDown("east", true)
-	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) { s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west" })
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
 	w.reconcile()
 	w.agent("west", false)
 	w.reconcile()
