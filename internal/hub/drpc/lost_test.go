@@ -84,3 +84,23 @@ func TestDeletingWithAClusterDeclaredLostRecordsItsGroupAndDropsItsStore(t *test
 	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
 	w.g.Expect(drc.Status.GroupsToRemove).To(Equal([]v1alpha1.GroupRef{{Namespace: "app", Name: "app", Demote: true}}))
 }
+
+// A DRPlacementControl re-created under the name of one deleted while a cluster was lost does
+// not touch that cluster while its DRCluster still lists the old group to remove: the hub
+// removes that group first (demoting it if need be), then the new one deploys there.
+func TestANewDRPCWaitsForTheGroupLeftUnderItsNameToBeRemoved(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	drc := &v1alpha1.DRCluster{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
+	drc.Status.GroupsToRemove = []v1alpha1.GroupRef{{Namespace: "app", Name: "app", Demote: true}}
+	w.g.Expect(w.hub.Status().Update(context.Background(), drc)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.vrg("east")).To(BeNil(), "nothing is created on east while the old group is listed")
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("east still holds the group of an earlier DRPlacementControl app/app"))
+
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
+	drc.Status.GroupsToRemove = nil
+	w.g.Expect(w.hub.Status().Update(context.Background(), drc)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.vrg("east")).NotTo(BeNil(), "once the old group is removed, the new one deploys")
+}
