@@ -35,7 +35,68 @@ type DRClusterSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ArgoCDClusterName string `json:"argoCDClusterName,omitempty"`
+
+	// lost declares the cluster permanently lost (`drover cluster lost NAME`). While it is set,
+	// nothing waits for the cluster: a DRPlacementControl is deleted without it (its group
+	// there is recorded in status.groupsToRemove) and no action may target it. If the cluster
+	// answers again, the hub first demotes the groups there whose application now runs on the
+	// peer, then removes those recorded. Remove the field once the cluster is back and its
+	// Fenced condition says nothing there is primary any more.
+	// +optional
+	Lost *DRClusterLost `json:"lost,omitempty"`
 }
+
+// DRClusterLost is a person's declaration that a cluster is gone for good.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.lost cannot be changed once set: remove it, then declare the cluster lost again"
+type DRClusterLost struct {
+	// reason says why the cluster is declared lost, for the record: the hub repeats it in the
+	// Fenced condition and in the ClusterDeclaredLost event.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.lost.reason must say why the cluster is lost"
+	Reason string `json:"reason"`
+}
+
+// GroupRef names a VolumeReplicationGroup on a managed cluster.
+type GroupRef struct {
+	// namespace of the group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// demote is true when the application ran on the peer when its DRPlacementControl was
+	// deleted: the group may be a stale primary and is demoted before it is removed.
+	// +optional
+	Demote bool `json:"demote,omitempty"`
+}
+
+// Declaring a cluster lost: the reasons of its Fenced condition and its events.
+const (
+	// ReasonDeclaredLost (Fenced): spec.lost is set and the cluster does not answer.
+	ReasonDeclaredLost = "DeclaredLost"
+	// ReasonLostClusterReturned (Fenced): spec.lost is set and the cluster answers again: the
+	// hub demotes and removes the groups there that it must.
+	ReasonLostClusterReturned = "LostClusterReturned"
+	// ReasonClusterDeclaredLost (DRPlacementControl ActionAccepted): the action targets a
+	// cluster declared lost.
+	ReasonClusterDeclaredLost = "ClusterDeclaredLost"
+	// EventClusterDeclaredLost: spec.lost was set on a DRCluster.
+	EventClusterDeclaredLost = "ClusterDeclaredLost"
+	// EventLostClusterReturned: a cluster declared lost answered again.
+	EventLostClusterReturned = "LostClusterReturned"
+	// EventClusterLostCleared: spec.lost was removed.
+	EventClusterLostCleared = "ClusterLostCleared"
+	// EventGroupDemoted: the hub demoted a group left on a returning cluster.
+	EventGroupDemoted = "LeftGroupDemoted"
+	// EventGroupRemoved: the hub removed a group left on a returning cluster.
+	EventGroupRemoved = "LeftGroupRemoved"
+)
 
 // DRClusterStatus is the hub's view of a managed cluster.
 type DRClusterStatus struct {
@@ -50,6 +111,14 @@ type DRClusterStatus struct {
 	// observedGeneration is the generation of the spec the last successful reconcile observed.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// groupsToRemove are the VolumeReplicationGroups of deleted DRPlacementControls left on
+	// this cluster while it was lost. The hub removes them (demoting first where asked) as soon
+	// as the cluster answers, and then drops them from this list.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	GroupsToRemove []GroupRef `json:"groupsToRemove,omitempty"`
 }
 
 // DRCluster is a managed cluster that drover can fail applications over to and relocate them
@@ -60,6 +129,7 @@ type DRClusterStatus struct {
 // +kubebuilder:resource:scope=Cluster,categories=drover
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
 // +kubebuilder:printcolumn:name="Validated",type=string,JSONPath=`.status.conditions[?(@.type=="Validated")].status`
+// +kubebuilder:printcolumn:name="Lost",type=string,JSONPath=`.spec.lost.reason`,priority=1
 // +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DRCluster struct {

@@ -13,12 +13,12 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Join managed clusters to the hub and remove them",
+		Short: "Join managed clusters to the hub, remove them, declare them lost",
 		// The clients log nothing a person needs; without a logger controller-runtime
 		// complains on stderr.
 		PersistentPreRun: func(*cobra.Command, []string) { ctrllog.SetLogger(logr.Discard()) },
 	}
-	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand())
+	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand())
 	return cmd
 }
 

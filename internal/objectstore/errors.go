@@ -34,6 +34,9 @@ const (
 	// KindInvalidProfile means the profile cannot work as written (a key missing in its Secret, an
 	// endpoint that is not a URL); no request was sent.
 	KindInvalidProfile
+	// KindPreconditionFailed means a conditional write (PutIf) found the object changed since
+	// the version it was given, or present when it was to be absent: another writer won.
+	KindPreconditionFailed
 )
 
 // Condition reasons of the kinds, for the conditions that report a store (ClusterDataProtected,
@@ -45,6 +48,7 @@ const (
 	ReasonStoreUnauthorized   = "StoreUnauthorized"
 	ReasonStoreNoSuchBucket   = "StoreNoSuchBucket"
 	ReasonStoreProfileInvalid = "StoreProfileInvalid"
+	ReasonStoreConflict       = "StoreConflict"
 )
 
 // Sentinels, one per kind, for errors.Is: every *Error is its kind's sentinel.
@@ -59,6 +63,8 @@ var (
 	ErrNoSuchBucket = errors.New("no such bucket")
 	// ErrInvalidProfile: the profile cannot work as written.
 	ErrInvalidProfile = errors.New("invalid S3 profile")
+	// ErrPreconditionFailed: a conditional write lost to another writer.
+	ErrPreconditionFailed = errors.New("precondition failed")
 )
 
 func (k Kind) String() string {
@@ -73,6 +79,8 @@ func (k Kind) String() string {
 		return "NoSuchBucket"
 	case KindInvalidProfile:
 		return "InvalidProfile"
+	case KindPreconditionFailed:
+		return "PreconditionFailed"
 	default:
 		return "Other"
 	}
@@ -91,6 +99,8 @@ func (k Kind) Reason() string {
 		return ReasonStoreNoSuchBucket
 	case KindInvalidProfile:
 		return ReasonStoreProfileInvalid
+	case KindPreconditionFailed:
+		return ReasonStoreConflict
 	default:
 		return ReasonStoreError
 	}
@@ -108,6 +118,8 @@ func (k Kind) sentinel() error {
 		return ErrNoSuchBucket
 	case KindInvalidProfile:
 		return ErrInvalidProfile
+	case KindPreconditionFailed:
+		return ErrPreconditionFailed
 	default:
 		return nil
 	}
@@ -160,6 +172,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s has no bucket %q: create the bucket, or set the profile's bucket to one that exists", where, e.Bucket)
 	case KindInvalidProfile:
 		return fmt.Sprintf("S3 profile %s is invalid: %v", e.Profile, e.Err)
+	case KindPreconditionFailed:
+		return fmt.Sprintf("%s: the object %q changed while it was being written (another writer won): read it again", where, e.Key)
 	default:
 		op := e.Op
 		if e.Key != "" {
@@ -214,6 +228,9 @@ func classify(err error, notFoundCode string) Kind {
 			return KindUnauthorized
 		case code == "NoSuchBucket":
 			return KindNoSuchBucket
+		case code == "PreconditionFailed" || code == "ConditionalRequestConflict":
+			// 412, or AWS's 409 for a conditional write racing another on the same key.
+			return KindPreconditionFailed
 		case notFoundCode != "" && code == notFoundCode:
 			return KindNotFound
 		}
@@ -256,7 +273,7 @@ func KindOf(err error) Kind {
 	if errors.As(err, &e) {
 		return e.Kind
 	}
-	for _, k := range []Kind{KindNotFound, KindUnreachable, KindUnauthorized, KindNoSuchBucket, KindInvalidProfile} {
+	for _, k := range []Kind{KindNotFound, KindUnreachable, KindUnauthorized, KindNoSuchBucket, KindInvalidProfile, KindPreconditionFailed} {
 		if errors.Is(err, k.sentinel()) {
 			return k
 		}

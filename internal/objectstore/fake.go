@@ -2,6 +2,8 @@ package objectstore
 
 import (
 	"context"
+	"crypto/md5" //nolint:gosec // an ETag, as S3 computes it for a single PUT, not a security measure
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -51,16 +53,43 @@ func (f *Fake) Put(ctx context.Context, key string, body []byte) error {
 
 // Get returns a copy of the object at key.
 func (f *Fake) Get(ctx context.Context, key string) ([]byte, error) {
+	body, _, err := f.GetVersion(ctx, key)
+	return body, err
+}
+
+// GetVersion returns a copy of the object at key and its ETag (the quoted MD5 of its bytes, as
+// S3 gives for a single PUT).
+func (f *Fake) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(ctx, OpGet, key); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	body, ok := f.objects[key]
 	if !ok {
-		return nil, &Error{Kind: KindNotFound, Profile: f.name, Op: OpGet, Key: key, Err: ErrNotFound}
+		return nil, "", &Error{Kind: KindNotFound, Profile: f.name, Op: OpGet, Key: key, Err: ErrNotFound}
 	}
-	return slices.Clone(body), nil
+	return slices.Clone(body), etag(body), nil
+}
+
+// PutIf stores a copy of body under key if the object there is at version (absent, for "").
+func (f *Fake) PutIf(ctx context.Context, key string, body []byte, version string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(ctx, OpPutIf, key); err != nil {
+		return err
+	}
+	current, ok := f.objects[key]
+	if (version == "" && ok) || (version != "" && (!ok || etag(current) != version)) {
+		return &Error{Kind: KindPreconditionFailed, Profile: f.name, Op: OpPutIf, Key: key, Err: ErrPreconditionFailed}
+	}
+	f.objects[key] = append([]byte{}, body...)
+	return nil
+}
+
+func etag(body []byte) string {
+	sum := md5.Sum(body) //nolint:gosec // see the import
+	return `"` + hex.EncodeToString(sum[:]) + `"`
 }
 
 // List returns the keys starting with prefix, sorted.

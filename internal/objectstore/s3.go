@@ -112,23 +112,59 @@ func (s *s3Store) Put(ctx context.Context, key string, body []byte) error {
 	return nil
 }
 
+// PutIf is PutObject with If-Match: version, or If-None-Match: * for an empty version. The SDK
+// does not retry a 412; a retried request whose first attempt was applied but whose answer was
+// lost fails with ErrPreconditionFailed, which the caller resolves by reading again.
+func (s *s3Store) PutIf(ctx context.Context, key string, body []byte, version string) error {
+	if err := checkKey(OpPutIf, key); err != nil {
+		return s.fail(OpPutIf, key, err)
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.profile.Bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+	}
+	if version == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(version)
+	}
+	_, err := s.client.PutObject(ctx, in)
+	var apiErr smithy.APIError
+	if version != "" && errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchKey" {
+		// If-Match on an object that is gone: it changed since the version read, as S3 says.
+		return &Error{Kind: KindPreconditionFailed, Profile: s.profile.Name, Endpoint: s.profile.Endpoint, Bucket: s.profile.Bucket,
+			Secret: s.profile.secret(), Op: OpPutIf, Key: key, Err: err}
+	}
+	if err != nil {
+		return s.fail(OpPutIf, key, err)
+	}
+	return nil
+}
+
 func (s *s3Store) Get(ctx context.Context, key string) ([]byte, error) {
+	body, _, err := s.GetVersion(ctx, key)
+	return body, err
+}
+
+func (s *s3Store) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
 	if err := checkKey(OpGet, key); err != nil {
-		return nil, s.fail(OpGet, key, err)
+		return nil, "", s.fail(OpGet, key, err)
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket: aws.String(s.profile.Bucket),
 		Key:    aws.String(key),
 	})
 	if err != nil {
-		return nil, s.fail(OpGet, key, err)
+		return nil, "", s.fail(OpGet, key, err)
 	}
 	defer func() { _ = out.Body.Close() }()
 	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, s.fail(OpGet, key, err)
+		return nil, "", s.fail(OpGet, key, err)
 	}
-	return body, nil
+	return body, aws.ToString(out.ETag), nil
 }
 
 func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {

@@ -16,6 +16,14 @@ type Store interface {
 	Put(ctx context.Context, key string, body []byte) error
 	// Get reads the object at key; an absent object is ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// GetVersion reads the object at key with its version (the ETag the store gave it), for a
+	// later PutIf; an absent object is ErrNotFound.
+	GetVersion(ctx context.Context, key string) (body []byte, version string, err error)
+	// PutIf writes body under key only if the object there is still at version, or, with an
+	// empty version, only if there is no object there (S3 If-Match / If-None-Match: *). The
+	// store checks and writes as one step: of several concurrent PutIf calls with the same
+	// version, one succeeds and the others fail with ErrPreconditionFailed.
+	PutIf(ctx context.Context, key string, body []byte, version string) error
 	// List returns every key that starts with prefix ("" lists the whole bucket), in
 	// lexicographic order, reading all pages.
 	List(ctx context.Context, prefix string) ([]string, error)
@@ -29,6 +37,7 @@ type Store interface {
 // Operations, as *Error.Op names them.
 const (
 	OpPut          = "put"
+	OpPutIf        = "conditional put"
 	OpGet          = "get"
 	OpList         = "list"
 	OpDelete       = "delete"

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	"github.com/drover-io/drover/internal/replication"
 )
@@ -49,11 +50,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		pending = true
 	}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		store, err := r.store(ctx, profile)
-		if err == nil {
-			err = store.DeletePrefix(ctx, StorePrefix(sc.vrg))
-		}
-		if err != nil {
+		if err := r.deleteStoredGroup(ctx, sc, profile); err != nil {
 			errs = append(errs, fmt.Errorf("failed to delete the metadata of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err))
 		}
 	}
@@ -141,4 +138,78 @@ func (r *Reconciler) restoreReclaimPolicy(ctx context.Context, pv *corev1.Persis
 		return fmt.Errorf("failed to restore the reclaim policy of PV %s: %w", pv.Name, err)
 	}
 	return nil
+}
+
+// deleteStoredGroup deletes the group's prefix from one store, unless a newer primary owns it
+// there: a marker naming a newer epoch than this group claimed, or the same epoch claimed by
+// another cluster, means the prefix holds that primary's metadata and objects, which outlive
+// this group (the deletion of a stale primary, or of a secondary that never claimed). Without
+// a marker, the prefix is this group's own or from before the markers, and it goes. The marker
+// goes last and only if it is still the version read first: a claim that lands while the rest
+// is deleted keeps it, and that primary's next pass rewrites what it keeps in the store.
+func (r *Reconciler) deleteStoredGroup(ctx context.Context, sc *scope, profile v1alpha1.S3Profile) error {
+	log := ctrl.LoggerFrom(ctx)
+	store, err := r.store(ctx, profile)
+	if err != nil {
+		return err
+	}
+	prefix := StorePrefix(sc.vrg)
+	marker, version, err := ReadMarkerVersion(ctx, store, prefix)
+	if err != nil {
+		return err
+	}
+	own, err := r.ownMarker(sc.vrg)
+	if err != nil {
+		return err
+	}
+	if marker != nil && newerClaim(own, *marker) {
+		log.Info("Leaving the group's objects in the S3 profile: a newer primary holds them",
+			"store", profile.Name, "holder", marker.Cluster, "epoch", marker.Epoch, "ownEpoch", own.Epoch)
+		return nil
+	}
+	keys, err := store.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if key == prefix+MarkerKey {
+			continue
+		}
+		if err := store.Delete(ctx, key); err != nil {
+			return err
+		}
+	}
+	if marker == nil {
+		return nil
+	}
+	now, nowVersion, err := ReadMarkerVersion(ctx, store, prefix)
+	switch {
+	case err != nil:
+		return err
+	case now == nil:
+		return nil
+	case nowVersion != version:
+		log.Info("Leaving the group's marker in the S3 profile: another primary claimed the group meanwhile",
+			"store", profile.Name, "holder", now.Cluster, "epoch", now.Epoch)
+		return nil
+	}
+	return store.Delete(ctx, prefix+MarkerKey)
+}
+
+// ownMarker is the claim this group recorded (epoch 0 when it never claimed: a secondary, or a
+// group from before the markers).
+func (r *Reconciler) ownMarker(vrg *v1alpha1.VolumeReplicationGroup) (PrimaryMarker, error) {
+	own := PrimaryMarker{Cluster: r.ClusterName}
+	claim, err := epochClaimOf(vrg)
+	if err != nil || claim == nil {
+		return own, err
+	}
+	own.Epoch, own.Since = claim.Epoch, claim.Since
+	return own, nil
+}
+
+// newerClaim reports whether a store's marker is a newer claim than the group's own: a higher
+// epoch, or the same epoch claimed by another cluster.
+func newerClaim(own, stored PrimaryMarker) bool {
+	return stored.Epoch > own.Epoch || (stored.Epoch == own.Epoch && stored.Cluster != own.Cluster)
 }

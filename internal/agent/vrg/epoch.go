@@ -28,10 +28,12 @@ import (
 // lower or missing epoch is a store that was down during the promotion, and the primary catches
 // it up, marker first, then its metadata and a capture.
 //
-// The check and the writes that follow are not atomic (S3 has no conditional write the lab's
-// stores honour), so a stale primary that read a store just before the new primary claimed it
-// may write once more; its next pass stops. The new primary claims before it restores, and its
-// next pass rewrites what it keeps in the stores.
+// Every marker write is conditional on the marker read (S3 If-Match on its ETag, If-None-Match: *
+// where there was none), so of two primaries claiming or catching up one store at once exactly
+// one wins; the other reads the store again and, finding the newer claim, stops. The data
+// writes that follow a pass's check are separate objects and not conditional: a stale primary
+// that read a store just before the new primary claimed it may still write its metadata once
+// more, and the new primary's next pass rewrites it (docs/architecture.md).
 const (
 	// MarkerKey is the key of the primary marker under a group's prefix.
 	MarkerKey = "primary.json"
@@ -61,6 +63,9 @@ type storeMarker struct {
 	store objectstore.Store
 	// marker is nil when the store holds none.
 	marker *PrimaryMarker
+	// version is the marker's ETag as read ("" when there is none): a marker written over it
+	// is written only if the store still holds that version.
+	version string
 	// err is set when the store could not be read (or its marker decoded).
 	err error
 }
@@ -190,20 +195,42 @@ func (r *Reconciler) fenceStores(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	state, lagging := judgeEpoch(own, markers)
 	sc.epoch = state
+	if !state.isStale() && own.Epoch > 0 {
+		// A group that never claimed has nothing to catch up with.
+		r.catchUp(ctx, sc, state, lagging)
+	}
 	if state.isStale() {
 		log.Info("Not writing to the S3 profiles: a newer primary holds the group",
 			"holder", state.stale.Cluster, "epoch", state.stale.Epoch, "ownEpoch", own.Epoch, "store", state.staleStore)
 		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
 	}
-	body, err := json.Marshal(own)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("failed to encode the primary marker of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
-	}
+	return ctrl.Result{}, nil
+}
+
+// catchUp writes the group's marker to every lagging store, each write conditional on the
+// marker read there. A store whose marker changed since (another primary claimed it at the
+// same moment) is read again: a newer claim there makes the group stale, anything else leaves
+// the store out of this pass.
+func (r *Reconciler) catchUp(ctx context.Context, sc *scope, state *epochState, lagging []storeMarker) {
+	log := ctrl.LoggerFrom(ctx)
+	prefix := StorePrefix(sc.vrg)
 	for _, m := range lagging {
-		if own.Epoch == 0 {
-			break // never claimed: nothing to catch up with
+		err := PutMarker(ctx, m.store, prefix, state.own, m.version)
+		if errors.Is(err, objectstore.ErrPreconditionFailed) {
+			log.Info("Another primary wrote the group's marker at the same time; reading it again", "store", m.name)
+			again := storeMarker{name: m.name, store: m.store}
+			again.marker, again.version, again.err = ReadMarkerVersion(ctx, m.store, prefix)
+			if again.err == nil && again.marker != nil && again.marker.Cluster == state.own.Cluster && again.marker.Epoch == state.own.Epoch {
+				// Our own write, applied though its answer was lost (the retry found it done).
+				err = nil
+			} else if rejudged, _ := judgeEpoch(state.own, []storeMarker{again}); rejudged.isStale() {
+				if state.stale == nil || rejudged.stale.Epoch > state.stale.Epoch {
+					state.stale, state.staleStore = rejudged.stale, m.name
+				}
+				continue
+			}
 		}
-		if err := m.store.Put(ctx, StorePrefix(sc.vrg)+MarkerKey, body); err != nil {
+		if err != nil {
 			state.failed[m.name] = err
 			state.newest = false
 			continue
@@ -212,10 +239,20 @@ func (r *Reconciler) fenceStores(ctx context.Context, sc *scope) (ctrl.Result, e
 			// The store holds an older primary's claim, and so its data: the metadata phase
 			// rewrites that, and caughtUp has the capture written at once.
 			state.caughtUp = append(state.caughtUp, m.name)
-			log.Info("Caught up an S3 profile that missed the group's claim", "store", m.name, "from", m.marker.Epoch, "epoch", own.Epoch)
+			log.Info("Caught up an S3 profile that missed the group's claim", "store", m.name, "from", m.marker.Epoch, "epoch", state.own.Epoch)
 		}
 	}
-	return ctrl.Result{}, nil
+}
+
+// PutMarker writes a group's primary marker to a store if the store still holds the marker
+// version read before ("" when it held none): of several primaries writing at once, one wins
+// and the others fail with objectstore.ErrPreconditionFailed.
+func PutMarker(ctx context.Context, store objectstore.Store, prefix string, m PrimaryMarker, version string) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("failed to encode the primary marker %s%s: %w", prefix, MarkerKey, err)
+	}
+	return store.PutIf(ctx, prefix+MarkerKey, body, version)
 }
 
 // readMarkers reads the marker of every S3 profile of the group, in spec order.
@@ -225,7 +262,7 @@ func (r *Reconciler) readMarkers(ctx context.Context, sc *scope) []storeMarker {
 		m := storeMarker{name: profile.Name}
 		m.store, m.err = r.store(ctx, profile)
 		if m.err == nil {
-			m.marker, m.err = ReadMarker(ctx, m.store, StorePrefix(sc.vrg))
+			m.marker, m.version, m.err = ReadMarkerVersion(ctx, m.store, StorePrefix(sc.vrg))
 		}
 		out = append(out, m)
 	}
@@ -234,18 +271,25 @@ func (r *Reconciler) readMarkers(ctx context.Context, sc *scope) []storeMarker {
 
 // ReadMarker reads the primary marker under a group's prefix; nil when there is none.
 func ReadMarker(ctx context.Context, store objectstore.Store, prefix string) (*PrimaryMarker, error) {
-	body, err := store.Get(ctx, prefix+MarkerKey)
+	m, _, err := ReadMarkerVersion(ctx, store, prefix)
+	return m, err
+}
+
+// ReadMarkerVersion reads the primary marker under a group's prefix and its version, for a
+// conditional write over it; nil and "" when there is none.
+func ReadMarkerVersion(ctx context.Context, store objectstore.Store, prefix string) (*PrimaryMarker, string, error) {
+	body, version, err := store.GetVersion(ctx, prefix+MarkerKey)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	m := &PrimaryMarker{}
 	if err := json.Unmarshal(body, m); err != nil {
-		return nil, fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
+		return nil, "", fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
 	}
-	return m, nil
+	return m, version, nil
 }
 
 // epochClaimOf reads the group's claim; nil when it never claimed.

@@ -3,6 +3,8 @@ package vrg
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -302,4 +304,66 @@ func TestUnprotectRemovesTheMarkerWithTheMetadata(t *testing.T) {
 	for _, s := range f.stores {
 		g.Expect(snapshot(g, s)).To(BeEmpty(), "store %s", s.Name())
 	}
+}
+
+// racingStore is a fake store in which another primary's claim lands the first time this agent
+// writes the group's marker: between its read of the marker and its write, the race the
+// conditional write closes.
+type racingStore struct {
+	*objectstore.Fake
+	once  sync.Once
+	other PrimaryMarker
+}
+
+func (s *racingStore) land(key string) {
+	if strings.HasSuffix(key, "/"+MarkerKey) {
+		s.once.Do(func() {
+			body, _ := json.Marshal(s.other)
+			_ = s.Fake.Put(context.Background(), key, body)
+		})
+	}
+}
+
+func (s *racingStore) Put(ctx context.Context, key string, body []byte) error {
+	s.land(key)
+	return s.Fake.Put(ctx, key, body)
+}
+
+func (s *racingStore) PutIf(ctx context.Context, key string, body []byte, version string) error {
+	s.land(key)
+	// Through an interface, so that this test also builds where the store has no PutIf.
+	return any(s.Fake).(interface {
+		PutIf(context.Context, string, []byte, string) error
+	}).PutIf(ctx, key, body, version)
+}
+
+// Issue 15's second hole, in the agent: east, primary with epoch 1, catches up west's store
+// (which holds no marker), and west's promotion claims epoch 2 there between east's read and
+// east's write. East's write must lose: west's claim stays, east writes nothing to west's store
+// and reports itself a stale primary at once.
+func TestACatchUpThatRacesANewerClaimLosesAndTheGroupIsStale(t *testing.T) {
+	g := NewWithT(t)
+	f := protectedFixture(t)
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(claimed(g, f.group(g))).To(Equal(int64(1)))
+	westClaim := PrimaryMarker{Cluster: "west", Epoch: 2, Since: metav1.NewTime(t0)}
+	west := &racingStore{Fake: f.stores["s3-west"], other: westClaim}
+	g.Expect(west.DeletePrefix(context.Background(), "app/db/")).To(Succeed())
+	f.r.NewStore = func(p objectstore.Profile) (objectstore.Store, error) {
+		if p.Name == "s3-west" {
+			return west, nil
+		}
+		return f.stores[p.Name], nil
+	}
+
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	m := markerOf(g, west)
+	g.Expect(m).NotTo(BeNil())
+	g.Expect([]any{m.Cluster, m.Epoch}).To(Equal([]any{"west", int64(2)}), "west's claim, landed between east's read and write, stays")
+	g.Expect(snapshot(g, west)).To(HaveLen(1), "east wrote no metadata into west's store: only west's marker is there")
+	c := groupCondition(g, f.group(g), v1alpha1.ConditionClusterDataProtected)
+	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonStalePrimary), c.Message)
+	g.Expect(c.Message).To(ContainSubstring("cluster west holds the group with epoch 2"))
 }

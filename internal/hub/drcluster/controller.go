@@ -82,15 +82,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	failingSince := r.Health.Observe(drc.Name, err, now)
 	setCondition(drc, validatedCondition(drc, err))
 	setCondition(drc, reachableCondition(err, failingSince, now, r.UnreachableAfter))
-	if c := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionFenced); c == nil {
-		setCondition(drc, metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionFalse,
-			Reason: v1alpha1.ReasonUnfenced, Message: "drover does not fence clusters; a failover demotes the old primary's groups when it returns"})
+	if err == nil && len(drc.Status.GroupsToRemove) > 0 {
+		r.removeLeftGroups(ctx, drc, cl)
 	}
+	setCondition(drc, fencedCondition(drc, err))
 	drc.Status.ObservedGeneration = drc.Generation
 	r.recordTransition(before, drc)
+	r.recordLostTransition(before, drc)
 
 	if !equality.Semantic.DeepEqual(before.Status, drc.Status) {
-		if perr := r.Client.Status().Patch(ctx, drc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); perr != nil {
+		// Optimistic: a DRPlacementControl being deleted may add to status.groupsToRemove.
+		if perr := r.Client.Status().Patch(ctx, drc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); perr != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to patch status of DRCluster %s: %w", drc.Name, perr)
 		}
 	}

@@ -48,6 +48,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols/status,verbs=get;patch
 // +kubebuilder:rbac:groups=drover.io,resources=drpolicies;drclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=drover.io,resources=drclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

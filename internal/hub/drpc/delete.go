@@ -3,6 +3,7 @@ package drpc
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,15 +38,26 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	sc.policy = policy
 	r.observe(ctx, sc)
-	var waiting []string
+	var waiting, left []string
 	for _, name := range policy.Spec.DRClusters {
 		cv := sc.view(name)
 		switch {
 		case !cv.reachable() && drpc.Status.Phase == "":
 			// Never deployed (its spec or policy was never valid): nothing was created there.
 		case !cv.reachable():
-			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v)", name, cv.err))
+			lost, err := r.leaveOnLostCluster(ctx, drpc, name)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if lost {
+				left = append(left, name)
+				continue
+			}
+			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v); if it is gone for good, declare it lost: drover cluster lost %s", name, cv.err, name))
 		case cv.vrg != nil:
+			if err := r.dropLostProfiles(ctx, policy, cv); err != nil {
+				return ctrl.Result{}, err
+			}
 			if cv.vrg.DeletionTimestamp.IsZero() {
 				if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
 					return ctrl.Result{}, fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, name, err)
@@ -55,7 +67,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		}
 	}
 	if len(waiting) == 0 {
-		r.event(sc, "Normal", v1alpha1.EventUnprotected, "Unprotected on %s", policy.Spec.DRClusters)
+		if len(left) > 0 {
+			r.event(sc, "Warning", v1alpha1.EventUnprotected, "Unprotected without %s, declared lost: its group there is demoted if need be and removed when it answers again (DRCluster status.groupsToRemove)", left)
+		} else {
+			r.event(sc, "Normal", v1alpha1.EventUnprotected, "Unprotected on %s", policy.Spec.DRClusters)
+		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, drpc)
 	}
 	before := drpc.DeepCopy()
@@ -77,5 +93,67 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlace
 		return fmt.Errorf("failed to remove the finalizer of DRPlacementControl %s/%s: %w", drpc.Namespace, drpc.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Unprotected")
+	return nil
+}
+
+// leaveOnLostCluster reports whether an unreachable cluster is declared lost; if it is, the
+// application's group there is recorded in the DRCluster's status.groupsToRemove (to be demoted
+// first when the application ran on the peer), so the deletion does not wait for the cluster
+// and the group is removed when it answers again.
+func (r *Reconciler) leaveOnLostCluster(ctx context.Context, drpc *v1alpha1.DRPlacementControl, cluster string) (bool, error) {
+	drc := &v1alpha1.DRCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, drc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to get DRCluster %s: %w", cluster, err)
+	}
+	if drc.Spec.Lost == nil {
+		return false, nil
+	}
+	ref := v1alpha1.GroupRef{Namespace: drpc.Namespace, Name: drpc.Name, Demote: drpc.Status.CurrentPrimary != cluster}
+	for _, g := range drc.Status.GroupsToRemove {
+		if g.Namespace == ref.Namespace && g.Name == ref.Name {
+			return true, nil
+		}
+	}
+	before := drc.DeepCopy()
+	drc.Status.GroupsToRemove = append(drc.Status.GroupsToRemove, ref)
+	// Optimistic: the DRCluster's reconciler and other deletions write the same list.
+	if err := r.Client.Status().Patch(ctx, drc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return false, fmt.Errorf("failed to record the group left on DRCluster %s, declared lost: %w", cluster, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Leaving the group on a cluster declared lost", "cluster", cluster, "demote", ref.Demote)
+	return true, nil
+}
+
+// dropLostProfiles removes from a group being deleted the S3 profiles of the policy's clusters
+// declared lost: a store hosted in a lost cluster is lost with it, and the agent's unprotect
+// would otherwise retry deleting the group's copy there forever. The copy stays in that store;
+// if the cluster returns, its own group's removal deletes it.
+func (r *Reconciler) dropLostProfiles(ctx context.Context, policy *v1alpha1.DRPolicy, cv *clusterView) error {
+	lostProfiles := map[string]bool{}
+	for _, name := range policy.Spec.DRClusters {
+		drc := &v1alpha1.DRCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
+		}
+		if drc.Spec.Lost != nil && name != cv.name {
+			lostProfiles[drc.Spec.S3ProfileName] = true
+		}
+	}
+	kept := slices.DeleteFunc(slices.Clone(cv.vrg.Spec.S3Profiles), func(p v1alpha1.S3Profile) bool { return lostProfiles[p.Name] })
+	if len(kept) == len(cv.vrg.Spec.S3Profiles) || len(kept) == 0 {
+		return nil
+	}
+	before := cv.vrg.DeepCopy()
+	cv.vrg.Spec.S3Profiles = kept
+	if err := cv.client.Patch(ctx, cv.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to remove the S3 profiles of lost clusters from VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, cv.name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Removed the S3 profiles of lost clusters from a group being deleted", "cluster", cv.name)
 	return nil
 }

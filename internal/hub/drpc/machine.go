@@ -87,6 +87,8 @@ func (r *Reconciler) next(sc *scope) state {
 	}
 	// Settled: start what the spec asks, if it may start.
 	switch {
+	case spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster != st.CurrentPrimary && sc.lost[spec.FailoverCluster] != "":
+		sc.refuse(v1alpha1.ReasonClusterDeclaredLost, fmt.Sprintf("failover refused: %s is declared lost (%s)", spec.FailoverCluster, sc.lost[spec.FailoverCluster]))
 	case spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster != st.CurrentPrimary:
 		r.begin(sc, v1alpha1.PhaseFailingOver, spec.FailoverCluster)
 		return r.failingOver
@@ -109,6 +111,9 @@ func (r *Reconciler) relocateRefusal(sc *scope) (reason, message string) {
 	st := &sc.drpc.Status
 	primary, target := sc.view(st.CurrentPrimary), sc.view(sc.drpc.Spec.PreferredCluster)
 	for _, cv := range []*clusterView{primary, target} {
+		if reason := sc.lost[cv.name]; reason != "" {
+			return v1alpha1.ReasonClusterDeclaredLost, fmt.Sprintf("relocate refused: %s is declared lost (%s); a relocation needs both clusters; use failover", cv.name, reason)
+		}
 		if !cv.reachable() {
 			return v1alpha1.ReasonPeerUnreachable, fmt.Sprintf("relocate refused: %s is unreachable (%v); a relocation needs both clusters; use failover", cv.name, cv.err)
 		}

@@ -53,7 +53,7 @@ func newWorld(t *testing.T, drpc *v1alpha1.DRPlacementControl) *world {
 	t.Helper()
 	s := newScheme(t)
 	hub := fake.NewClientBuilder().WithScheme(s).
-		WithStatusSubresource(&v1alpha1.DRPlacementControl{}, &v1alpha1.DRPolicy{}, &ocmv1beta1.PlacementDecision{}).Build()
+		WithStatusSubresource(&v1alpha1.DRPlacementControl{}, &v1alpha1.DRPolicy{}, &v1alpha1.DRCluster{}, &ocmv1beta1.PlacementDecision{}).Build()
 	clusters := map[string]client.Client{}
 	for _, name := range []string{"east", "west"} {
 		clusters[name] = fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.VolumeReplicationGroup{}).

@@ -52,13 +52,19 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	} else if msg != "" {
 		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
 	}
-	sc.argoNames = map[string]string{}
+	sc.argoNames, sc.lost, sc.leftBehind = map[string]string{}, map[string]string{}, map[string]bool{}
 	for _, name := range policy.Spec.DRClusters {
 		drc := &v1alpha1.DRCluster{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
 			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
 		}
 		sc.argoNames[name] = drc.Spec.ArgoCDClusterName
+		if drc.Spec.Lost != nil {
+			sc.lost[name] = drc.Spec.Lost.Reason
+		}
+		sc.leftBehind[name] = slices.ContainsFunc(drc.Status.GroupsToRemove, func(g v1alpha1.GroupRef) bool {
+			return g.Namespace == drpc.Namespace && g.Name == drpc.Name
+		})
 	}
 	sc.setCondition(v1alpha1.ConditionValidated, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the policy is Validated and the spec names its clusters")
 	return nil
@@ -116,6 +122,11 @@ func (r *Reconciler) observe(ctx context.Context, sc *scope) {
 	for _, name := range sc.policy.Spec.DRClusters {
 		cv := &clusterView{name: name}
 		sc.clusters[name] = cv
+		if sc.leftBehind[name] {
+			cv.err = fmt.Errorf("%s still holds the group of an earlier DRPlacementControl %s/%s, left when it was deleted while %s was lost; the hub demotes and removes that group first",
+				name, sc.drpc.Namespace, sc.drpc.Name, name)
+			continue
+		}
 		cl, err := r.Gateway.Client(ctx, name)
 		if err != nil {
 			cv.err = err

@@ -21,6 +21,12 @@ type scope struct {
 	interval time.Duration
 	// argoNames are the names a GitOps tool knows the policy's clusters by, by DRCluster name.
 	argoNames map[string]string
+	// lost are the policy's clusters declared lost, with the reason given.
+	lost map[string]string
+	// leftBehind are the policy's clusters whose DRCluster still lists a group of this name
+	// to remove (left there by an earlier DRPlacementControl of this name): this one does
+	// not touch that cluster until the hub has removed it.
+	leftBehind map[string]bool
 	// clusters are the policy's two clusters as this reconcile observed them, by name.
 	clusters map[string]*clusterView
 

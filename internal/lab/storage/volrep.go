@@ -230,6 +230,13 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonSplitBrain,
 			fmt.Sprintf("image %s is primary on both clusters (epochs %d here, %d on the peer): demote the stale one", sc.handle, local.Epoch, peer.Epoch))
 		requeue = volRepStatusRefresh
+	case peer.Epoch > local.Epoch:
+		// The peer was promoted after this primary and then had its mirroring disabled (its
+		// VolumeReplication deleted): its image is no replica to overwrite, as RBD mirroring
+		// never overwrites an image that is not a mirror of this one. This primary is stale.
+		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonSplitBrain,
+			fmt.Sprintf("image %s was promoted on the peer after this primary (epochs %d here, %d on the peer) and is no longer mirrored there: this primary is stale, demote it", sc.handle, local.Epoch, peer.Epoch))
+		requeue = volRepStatusRefresh
 	case peer.NeedsResync:
 		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonPeerNeedsSync, "the peer's image diverged and waits for a resync before it receives mirrors")
 		requeue = volRepStatusRefresh
@@ -294,7 +301,8 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	if local.Role != RoleSecondary {
 		// A primary whose peer was promoted after it (a higher epoch) holds writes the new
 		// primary never saw: it diverged and must be resynced, never mirrored back.
-		diverged := local.Role == RolePrimary && peerUp && peer.Role == RolePrimary && peer.Epoch > local.Epoch
+		// (The peer may be primary, or no longer mirrored: its image is not to be overwritten.)
+		diverged := local.Role == RolePrimary && peerUp && peer.Epoch > local.Epoch
 		// Read-only first, under the image lock: no write lands after this point.
 		unlock := s.images.Lock(sc.handle)
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {

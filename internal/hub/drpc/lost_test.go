@@ -1,0 +1,106 @@
+package drpc
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// declareLost sets spec.lost on a DRCluster of the world.
+func (w *world) declareLost(cluster string) {
+	w.t.Helper()
+	drc := &v1alpha1.DRCluster{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: cluster}, drc)).To(Succeed())
+	drc.Spec.Lost = &v1alpha1.DRClusterLost{Reason: "flooded"}
+	w.g.Expect(w.hub.Update(context.Background(), drc)).To(Succeed())
+}
+
+func TestActionsTargetingAClusterDeclaredLostAreRefused(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	w.gw.SetDown("west", true)
+	w.declareLost("west")
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
+	w.reconcile()
+	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseDeployed), "nothing starts")
+	aa := w.cond(v1alpha1.ConditionActionAccepted)
+	w.g.Expect(aa.Status).To(Equal(metav1.ConditionFalse))
+	w.g.Expect(aa.Reason).To(Equal(v1alpha1.ReasonClusterDeclaredLost))
+	w.g.Expect(aa.Message).To(Equal("failover refused: west is declared lost (flooded)"))
+
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.PreferredCluster = v1alpha1.ActionRelocate, "west"
+	})
+	w.reconcile()
+	aa = w.cond(v1alpha1.ConditionActionAccepted)
+	w.g.Expect(aa.Reason).To(Equal(v1alpha1.ReasonClusterDeclaredLost))
+	w.g.Expect(aa.Message).To(ContainSubstring("relocate refused: west is declared lost (flooded)"))
+	w.g.Expect(w.vrg("east").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
+}
+
+func TestDeletingWithAClusterDeclaredLostRecordsItsGroupAndDropsItsStore(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	w.gw.SetDown("east", true)
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
+	w.reconcile()
+	w.agent("west", false)
+	w.reconcile()
+	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseFailedOver))
+
+	// West's agent holds its group while it unprotects.
+	west := w.vrg("west")
+	west.Finalizers = []string{"test/agent"}
+	w.g.Expect(w.clusters["west"].Update(context.Background(), west)).To(Succeed())
+
+	// Not declared lost: the deletion waits for east, and says how to stop waiting.
+	w.g.Expect(w.hub.Delete(context.Background(), w.drpc())).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("if it is gone for good, declare it lost: drover cluster lost east"))
+	w.g.Expect(w.drpc().Finalizers).To(ContainElement(Finalizer))
+
+	w.declareLost("east")
+	w.reconcile()
+	west = w.vrg("west")
+	w.g.Expect(west.DeletionTimestamp.IsZero()).To(BeFalse())
+	w.g.Expect(west.Spec.S3Profiles).To(HaveLen(1), "east's store, lost with east, is dropped from the group being deleted")
+	w.g.Expect(west.Spec.S3Profiles[0].Name).To(Equal("s3-west"))
+	west.Finalizers = nil
+	w.g.Expect(w.clusters["west"].Update(context.Background(), west)).To(Succeed())
+	w.reconcile()
+	err := w.hub.Get(context.Background(), w.key, &v1alpha1.DRPlacementControl{})
+	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the deletion no longer waits for east")
+	drc := &v1alpha1.DRCluster{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
+	w.g.Expect(drc.Status.GroupsToRemove).To(Equal([]v1alpha1.GroupRef{{Namespace: "app", Name: "app", Demote: true}}))
+}
+
+// A DRPlacementControl re-created under the name of one deleted while a cluster was lost does
+// not touch that cluster while its DRCluster still lists the old group to remove: the hub
+// removes that group first (demoting it if need be), then the new one deploys there.
+func TestANewDRPCWaitsForTheGroupLeftUnderItsNameToBeRemoved(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	drc := &v1alpha1.DRCluster{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
+	drc.Status.GroupsToRemove = []v1alpha1.GroupRef{{Namespace: "app", Name: "app", Demote: true}}
+	w.g.Expect(w.hub.Status().Update(context.Background(), drc)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.vrg("east")).To(BeNil(), "nothing is created on east while the old group is listed")
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("east still holds the group of an earlier DRPlacementControl app/app"))
+
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Name: "east"}, drc)).To(Succeed())
+	drc.Status.GroupsToRemove = nil
+	w.g.Expect(w.hub.Status().Update(context.Background(), drc)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.vrg("east")).NotTo(BeNil(), "once the old group is removed, the new one deploys")
+}
