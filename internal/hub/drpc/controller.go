@@ -132,6 +132,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	if err := r.Client.Status().Patch(ctx, sc.drpc, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of DRPlacementControl %s: %w", klog.KObj(sc.drpc), err)
 	}
+	// Only a transition that was written is told: a failed patch is retried, and told then.
+	r.recordTransitions(sc)
 	return nil
 }
 
