@@ -92,6 +92,8 @@ type Reconciler struct {
 	ClusterName string
 	// Recorder records the groups' transitions as events (events.go); nil records none.
 	Recorder events.EventRecorder
+	// Metrics counts the S3 writes (metrics.go); nil counts nothing.
+	Metrics *Metrics
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the

@@ -41,6 +41,8 @@ type Reconciler struct {
 	Gateway gateway.Gateway
 	// Recorder records the actions' events; nil records none.
 	Recorder events.EventRecorder
+	// Metrics counts the actions and times them (metrics.go); nil counts nothing.
+	Metrics *Metrics
 	// Now returns the time; nil means time.Now. Unit tests set it.
 	Now func() time.Time
 }

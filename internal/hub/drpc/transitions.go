@@ -10,8 +10,8 @@ import (
 
 // recordTransitions records an event for each change of this reconcile that a person follows
 // with `kubectl describe drpc`: the phase (those no action event tells), the step, a refusal
-// of the action or of the spec, and PeerReady or Protected turning. Events only on
-// transitions: a status that did not change records nothing.
+// of the action or of the spec, and PeerReady or Protected turning; a refusal also counts in
+// the metrics. Events only on transitions: a status that did not change records nothing.
 func (r *Reconciler) recordTransitions(sc *scope) {
 	before, after := &sc.before.Status, &sc.drpc.Status
 	switch {
@@ -27,6 +27,9 @@ func (r *Reconciler) recordTransitions(sc *scope) {
 	}
 	if c, changed := turnedFalse(before.Conditions, after.Conditions, v1alpha1.ConditionActionAccepted); changed {
 		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventActionRefused, "%s: %s", c.Reason, c.Message)
+		if c.Reason != v1alpha1.ReasonActionInProgress {
+			r.Metrics.actionEnded(sc.drpc.Spec.Action, ResultRefused, 0)
+		}
 	}
 	r.recordTurn(sc, v1alpha1.ConditionPeerReady, v1alpha1.EventPeerReady, v1alpha1.EventPeerNotReady)
 	r.recordTurn(sc, v1alpha1.ConditionProtected, v1alpha1.EventProtected, v1alpha1.EventProtectionLost)
