@@ -15,7 +15,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the lab's control-plane binaries into bin/ (only those missing or out of date)
+tools: ## Build the lab's control-plane binaries and promtool into bin/ (only those missing or out of date)
 	@hack/build-tools.sh lab
 
 .PHONY: tools-argocd
