@@ -15,12 +15,16 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the lab's control-plane binaries into bin/ (only those missing or out of date)
+tools: ## Build the lab's control-plane binaries and promtool into bin/ (only those missing or out of date)
 	@hack/build-tools.sh lab
 
 .PHONY: tools-argocd
 tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (7-15 min cold)
 	@hack/build-tools.sh argocd
+
+.PHONY: tools-monitoring
+tools-monitoring: ## Build a Prometheus server into bin/ (the module of promtool), for make test-monitoring
+	@hack/build-tools.sh monitoring
 
 .PHONY: build
 build: ## Build bin/drover
@@ -41,6 +45,10 @@ test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x back
 .PHONY: test-argocd
 test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo CD (-tags argocd; not part of make test)
 	$(GO) test -count=1 -tags argocd -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./internal/lab/argocd/
+
+.PHONY: test-monitoring
+test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
+	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)

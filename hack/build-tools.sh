@@ -2,9 +2,11 @@
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
 #   hack/build-tools.sh [lab|codegen|lint|kustomize|argocd|all|NAME...]
-# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize.
+# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize
+# promtool (promtool unit-tests the alert rules of config/prometheus in make test).
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
-# opt-in, `make tools-argocd`, and not part of all: CI does not need it.
+# opt-in, `make tools-argocd`, and not part of all: CI does not need it. monitoring (a Prometheus
+# server, from the module promtool comes from) is opt-in too: `make tools-monitoring`.
 # A tools module whose go.mod has a `toolchain` line is built with that Go toolchain (the go
 # command fetches it from the proxy once); the others with the machine's Go.
 # The build flags never change between runs on purpose: a different flag set throws away the
@@ -35,6 +37,8 @@ spec() {
     versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
     kustomize) echo "kustomize|sigs.k8s.io/kustomize/kustomize/v5|-s -w|about 25 s cold" ;;
+    promtool) echo "promtool|github.com/prometheus/prometheus/cmd/promtool|-s -w -X github.com/prometheus/common/version.Version=3.16.0|about 8 min cold on 2 idle cores (15 CPU-minutes, 3.3 GB peak)" ;;
+    prometheus) echo "prometheus|github.com/prometheus/prometheus/cmd/prometheus|-s -w -X github.com/prometheus/common/version.Version=3.16.0|11 min wall after promtool on this loaded machine (3 CPU-minutes with promtool's build cache), 2.3 GB peak" ;;
     golangci-lint) echo "lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-s -w|about 3 min cold" ;;
     argocd) echo "argocd|github.com/argoproj/argo-cd/v3/cmd|-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.6.1|7-15 min cold, 2.5-3 GB of memory" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
@@ -70,7 +74,7 @@ build() {
   echo "build-tools: built $name in $((SECONDS - start)) s"
 }
 
-lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize)
+lab=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize promtool)
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do
@@ -80,6 +84,7 @@ for arg in "$@"; do
     lint) targets+=(golangci-lint) ;;
     all) targets+=("${lab[@]}" controller-gen golangci-lint) ;;
     argocd) targets+=(argocd redis-server) ;;
+    monitoring) targets+=(prometheus) ;;
     *) targets+=("$arg") ;;
   esac
 done

@@ -205,4 +205,31 @@ const (
 	EventPVCAdopted = "PVCAdopted"
 	// EventPVCConflict: a PV or PVC left on the cluster conflicts with the one being restored.
 	EventPVCConflict = "PVCConflict"
+
+	// EventPhaseChanged: a DRPlacementControl entered a phase that no action event tells
+	// (Deploying, Deployed); the note names the phase and the step.
+	EventPhaseChanged = "PhaseChanged"
+	// EventProgressionChanged: a DRPlacementControl moved to another step of its phase.
+	EventProgressionChanged = "ProgressionChanged"
+	// EventActionRefused: the hub refuses or postpones the action the spec asks for
+	// (ActionAccepted turned False, or its reason changed); the note says why and what to do.
+	EventActionRefused = "ActionRefused"
+	// EventValidationFailed: the hub does not act on a DRPlacementControl (Validated turned
+	// False, or its reason changed); the note says what to fix.
+	EventValidationFailed = "ValidationFailed"
+	// EventPeerReady: PeerReady turned True: the peer can take over.
+	EventPeerReady = "PeerReady"
+	// EventPeerNotReady: PeerReady turned False or Unknown; the note carries the reason.
+	EventPeerNotReady = "PeerNotReady"
+	// EventProtectionLost: Protected turned False or Unknown; the note carries the reason
+	// (SyncStale: the last group sync is older than twice the interval).
+	EventProtectionLost = "ProtectionLost"
+	// EventFenced: a VolumeReplicationGroup being demoted for a relocation fenced its PVCs: the
+	// admission webhook refuses new pods that mount them.
+	EventFenced = "Fenced"
+	// EventUnfenced: a VolumeReplicationGroup primary again lifted the fence of its namespaces.
+	EventUnfenced = "Unfenced"
+	// EventStalePrimary: a VolumeReplicationGroup found a newer primary's marker in a store: it
+	// is a stale primary and writes nothing to the stores until the hub demotes it.
+	EventStalePrimary = "StalePrimary"
 )

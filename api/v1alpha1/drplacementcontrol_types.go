@@ -215,8 +215,10 @@ type DRPlacementControlStatus struct {
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
 // +kubebuilder:printcolumn:name="PeerReady",type=string,JSONPath=`.status.conditions[?(@.type=="PeerReady")].status`
 // +kubebuilder:printcolumn:name="LastSync",type=date,JSONPath=`.status.lastGroupSyncTime`
+// +kubebuilder:printcolumn:name="Problem",type=string,JSONPath=`.status.conditions[?(@.status=="False")].reason`,description="The reason of the first condition that is False: why the hub does not act (Validated), refuses the action (ActionAccepted) or what it waits for"
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`,priority=1
 // +kubebuilder:printcolumn:name="Progression",type=string,JSONPath=`.status.progression`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.status=="False")].message`,priority=1,description="The message of the first condition that is False: what is wrong and what to do"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DRPlacementControl struct {
 	metav1.TypeMeta `json:",inline"`

@@ -28,6 +28,7 @@ type agentFlags struct {
 	kubeconfig         string
 	clusterName        string
 	metricsBindAddress string
+	metricsSecure      bool
 	probeBindAddress   string
 	leaderElect        bool
 	namespace          string
@@ -62,6 +63,8 @@ installs the fence's configuration itself with a self-signed certificate for --w
 	fl.StringVar(&f.clusterName, "cluster-name", os.Getenv(envClusterName),
 		"name of the managed cluster, as its DRCluster on the hub (default: $"+envClusterName+")")
 	fl.StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	fl.BoolVar(&f.metricsSecure, "metrics-secure", true,
+		"serve the metrics over HTTPS to clients allowed to get /metrics (ClusterRole drover-metrics-reader); false serves plain HTTP to anyone")
 	fl.StringVar(&f.probeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader among the agent's replicas (a Lease in --namespace)")
 	fl.StringVar(&f.namespace, "namespace", os.Getenv(envPodNamespace),
@@ -82,7 +85,7 @@ installs the fence's configuration itself with a self-signed certificate for --w
 // options checks the flags and turns them into the agent's options.
 func (f *agentFlags) options() (agent.Options, error) {
 	opts := agent.Options{
-		ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress,
+		ClusterName: f.clusterName, MetricsBindAddress: f.metricsBindAddress, MetricsInsecure: !f.metricsSecure,
 		HealthProbeBindAddress: f.probeBindAddress,
 		LeaderElection:         f.leaderElect, LeaderElectionNamespace: f.namespace,
 		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,

@@ -18,8 +18,8 @@ the last group sync (the writes made since are lost; see drover plan failover) a
 primary is demoted the moment it is reachable again. Checks first that CLUSTER is in the
 application's policy, reachable, and that no other action runs; warns when the peer is not
 ready or the last sync is stale. With --wait, prints a line on every step until the
-application is available on CLUSTER, and fails when the hub refuses the action or the
-timeout passes.`,
+application is available on CLUSTER, and fails when the hub refuses the action, has not
+taken it up within a minute (no hub runs), or the timeout passes.`,
 		Example: `  drover plan failover db -n app --to west
   drover failover db -n app --to west --wait`,
 		Args: cobra.ExactArgs(1),

@@ -17,6 +17,7 @@ import (
 type hubFlags struct {
 	kubeconfig         string
 	metricsBindAddress string
+	metricsSecure      bool
 	probeBindAddress   string
 	leaderElect        bool
 	namespace          string
@@ -38,6 +39,8 @@ the managed clusters through deploy, failover and relocation. It never touches P
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else in-cluster)")
 	cmd.Flags().StringVar(&f.metricsBindAddress, "metrics-bind-address", "0", `metrics endpoint address; "0" disables it`)
+	cmd.Flags().BoolVar(&f.metricsSecure, "metrics-secure", true,
+		"serve the metrics over HTTPS to clients allowed to get /metrics (ClusterRole drover-metrics-reader); false serves plain HTTP to anyone")
 	cmd.Flags().StringVar(&f.probeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
 	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader among the hub's replicas (a Lease in --namespace)")
 	cmd.Flags().StringVar(&f.namespace, "namespace", os.Getenv(envPodNamespace),
@@ -61,7 +64,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("failed to load the hub cluster's configuration: %w", err)
 	}
 	mgr, err := hub.NewManager(cfg, hub.Options{
-		MetricsBindAddress: f.metricsBindAddress, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
+		MetricsBindAddress: f.metricsBindAddress, MetricsInsecure: !f.metricsSecure, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
 		HealthProbeBindAddress: f.probeBindAddress, LeaderElection: f.leaderElect, LeaderElectionNamespace: f.namespace,
 	})
 	if err != nil {

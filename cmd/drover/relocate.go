@@ -18,7 +18,8 @@ volumes are demoted with a final sync, and only then promoted on CLUSTER and the
 placed there. Refuses, saying what to do, unless both clusters are reachable, PeerReady is
 True and the primary's data is protected: with a cluster lost, use failover. With --wait,
 prints a line on every step until the application is available on CLUSTER, and fails when
-the hub refuses the action or the timeout passes.`,
+the hub refuses the action, has not taken it up within a minute (no hub runs), or the
+timeout passes.`,
 		Example: `  drover plan relocate db -n app --to east
   drover relocate db -n app --to east --wait`,
 		Args: cobra.ExactArgs(1),

@@ -118,7 +118,7 @@ func TestVerbsThroughAKubeconfig(t *testing.T) {
 	}
 
 	out, err := run("status")
-	if err != nil || !regexp.MustCompile(`(?m)^db\s+Deployed\s+east\s+True\s+True\s+\d+s ago\s+\d+s/10s\s+Completed$`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`(?m)^db\s+Deployed\s+east\s+True\s+True\s+\d+s ago\s+\d+s/10s\s+Completed\s+-$`).MatchString(out) {
 		t.Errorf("status in the context's namespace: %v\n%s", err, out)
 	}
 	if out, err := run("status", "--context", "bare"); err != nil || out != "No DRPlacementControls in namespace default.\n" {

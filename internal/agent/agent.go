@@ -23,13 +23,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/metrics"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
 	"github.com/drover-io/drover/internal/replication/volsync"
@@ -41,6 +41,9 @@ type Options struct {
 	ClusterName string
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
+	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
+	// allowed to get /metrics (internal/metrics).
+	MetricsInsecure bool
 	// NewStore builds S3 stores; nil means vrg.NewS3Store.
 	NewStore vrg.StoreFactory
 	// InProcess is set when several agents (of different clusters) or successive agents run in
@@ -95,6 +98,10 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// The metrics endpoint authenticates and authorizes its clients (internal/metrics).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // NewManager returns a manager running the agent's controllers against cfg. Start it to run.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.ClusterName == "" {
@@ -118,7 +125,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// The fence labels namespaces one by one; the agent neither lists nor watches them.
 		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
 		Logger:     ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
-		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:    metrics.ServerOptions(opts.MetricsBindAddress, opts.MetricsInsecure),
 		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
 
 		LeaderElection:          opts.LeaderElection,
@@ -148,12 +155,16 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
+	vrgMetrics := vrg.NewMetrics(mgr.GetClient(), opts.ClusterName)
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: backends, NewStore: opts.NewStore,
-		Fence: !opts.DisableFence, ClusterName: opts.ClusterName,
+		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)
+	}
+	if err := metrics.Register(mgr, vrgMetrics); err != nil {
+		return nil, fmt.Errorf("failed to add the agent's metrics: %w", err)
 	}
 	return mgr, nil
 }

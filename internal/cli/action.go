@@ -25,6 +25,9 @@ const (
 	// DefaultPollInterval is how often --wait reads the DRPlacementControl; the hub itself polls
 	// the clusters every second during an action.
 	DefaultPollInterval = time.Second
+	// DefaultStallAfter is how long --wait gives the hub to observe the changed spec: a running
+	// hub stamps its conditions with the new generation within seconds.
+	DefaultStallAfter = time.Minute
 )
 
 // ActionOptions are the options of `drover failover` and `drover relocate`.
@@ -41,6 +44,9 @@ type ActionOptions struct {
 	Timeout time.Duration
 	// PollInterval is how often Wait reads the DRPlacementControl; 0 means DefaultPollInterval.
 	PollInterval time.Duration
+	// StallAfter ends Wait when the hub has not observed the change by then (no hub runs);
+	// 0 means DefaultStallAfter.
+	StallAfter time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -50,7 +56,7 @@ func (o *ActionOptions) Validate() error {
 	if err := validateAction(o.Action, o.App, o.To); err != nil {
 		return err
 	}
-	if o.Timeout < 0 || o.PollInterval < 0 {
+	if o.Timeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 {
 		return errors.New("--timeout must not be negative")
 	}
 	return nil
@@ -161,12 +167,15 @@ func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string
 
 // wait follows the action, printing a line on every change, until it is done, fails or times out.
 func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
-	timeout, interval := o.Timeout, o.PollInterval
+	timeout, interval, stallAfter := o.Timeout, o.PollInterval, o.StallAfter
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	if interval == 0 {
 		interval = DefaultPollInterval
+	}
+	if stallAfter == 0 {
+		stallAfter = DefaultStallAfter
 	}
 	start := now(o.Now)
 	deadline := time.NewTimer(timeout)
@@ -201,6 +210,11 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 			if err != nil {
 				return err
 			}
+			if elapsed := now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
+				return fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
+					"the spec keeps asking for it, and a hub that starts acts on it: follow it with `drover status %s -n %s`",
+					verb, key, o.To, elapsed.Round(time.Second), generation, hubHint, key.Name, key.Namespace)
+			}
 			if done {
 				took := ""
 				if d.Status.ActionDuration != nil {
@@ -219,6 +233,20 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 		case <-ticker.C:
 		}
 	}
+}
+
+// observed says whether the hub has reconciled the spec of generation: it stamps every condition
+// it writes with the generation it judged, and status.observedGeneration after a full pass.
+func observed(d *v1alpha1.DRPlacementControl, generation int64) bool {
+	if d.Status.ObservedGeneration >= generation {
+		return true
+	}
+	for _, c := range d.Status.Conditions {
+		if c.ObservedGeneration >= generation {
+			return true
+		}
+	}
+	return false
 }
 
 // waitTimeout says where the action stood when --wait gave up, and what to check.

@@ -34,10 +34,10 @@ func TestStatusListsTheApplicationsOfANamespace(t *testing.T) {
 	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Now: clockAt}); err != nil {
 		t.Fatalf("status failed: %v", err)
 	}
-	want := `APP  PHASE        PRIMARY           PEER READY  PROTECTED  LAST SYNC  RPO LAG        PROGRESSION
-db   Deployed     status-list-east  True        True       8s ago     8s/10s         Completed
-new  -            -                 -           -          -          -              -
-web  FailingOver  status-list-east  False       False      35s ago    35s/10s STALE  PromotingTarget
+	want := `APP  PHASE        PRIMARY           PEER READY  PROTECTED  LAST SYNC  RPO LAG        PROGRESSION      PROBLEM
+db   Deployed     status-list-east  True        True       8s ago     8s/10s         Completed        -
+new  -            -                 -           -          -          -              -                -
+web  FailingOver  status-list-east  False       False      35s ago    35s/10s STALE  PromotingTarget  -
 `
 	if out.String() != want {
 		t.Errorf("status printed:\n%s\nwant:\n%s", out.String(), want)
@@ -123,6 +123,22 @@ func TestStatusErrorsSayWhatToDo(t *testing.T) {
 		t.Fatalf("status db failed: %v", err)
 	}
 	mustContain(t, out.String(), "The hub has not reported on status-errors/db yet (its status is empty): is `drover hub` running against this cluster?")
+
+	// A DRPlacementControl the hub does not act on has no phase, only its reason.
+	web := &v1alpha1.DRPlacementControl{}
+	web.Namespace, web.Name = e.ns, "web"
+	setStatus(t, web, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
+		v1alpha1.ReasonClusterNotInPolicy, "spec.preferredCluster north is not one of the clusters of DRPolicy p (east, west): name one of them")}})
+	out.Reset()
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "web"}); err != nil {
+		t.Fatalf("status web failed: %v", err)
+	}
+	mustContain(t, out.String(), "web  -      -        -           -          -          -        -            Validated: ClusterNotInPolicy",
+		"Problem: The hub does not act on this DRPlacementControl (Validated False, ClusterNotInPolicy): spec.preferredCluster north is not one of the clusters",
+		"  Validated  False   ClusterNotInPolicy")
+	if strings.Contains(out.String(), "has not reported") {
+		t.Errorf("status of a DRPlacementControl the hub refuses says the hub has not reported:\n%s", out.String())
+	}
 }
 
 func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
@@ -229,6 +245,14 @@ func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 			name:    "the hub never reported",
 			arrange: func(*testing.T, env, *v1alpha1.DRPlacementControl) {},
 			want:    "relocate refused: the hub has not reported on refuse-4/db (its status is empty): is `drover hub` running against this cluster?",
+		},
+		{
+			name: "the hub does not act on the DRPlacementControl",
+			arrange: func(t *testing.T, _ env, d *v1alpha1.DRPlacementControl) {
+				setStatus(t, d, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
+					v1alpha1.ReasonNotFound, "DRPolicy missing does not exist: create it, or delete this DRPlacementControl")}})
+			},
+			want: "relocate refused: the hub does not accept the DRPlacementControl (NotFound): DRPolicy missing does not exist: create it, or delete this DRPlacementControl",
 		},
 	}
 	for i, tc := range cases {

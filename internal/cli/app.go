@@ -112,8 +112,23 @@ func readError(what string, err error) error {
 	return fmt.Errorf("failed to read %s: %w", what, err)
 }
 
-// reported says whether the hub has written the DRPlacementControl's status.
-func reported(d *v1alpha1.DRPlacementControl) bool { return d.Status.Phase != "" }
+// reported says whether the hub has written the DRPlacementControl's status: a phase, or a
+// condition (a DRPlacementControl the hub refuses to act on, Validated False, has no phase).
+func reported(d *v1alpha1.DRPlacementControl) bool {
+	return d.Status.Phase != "" || len(d.Status.Conditions) > 0
+}
+
+// problem is the first of Validated and ActionAccepted that is False: the hub does not act on
+// the spec, or refuses or postpones the action it asks for, and a person must know why. Nil
+// when neither is.
+func problem(d *v1alpha1.DRPlacementControl) *metav1.Condition {
+	for _, t := range []string{v1alpha1.ConditionValidated, v1alpha1.ConditionActionAccepted} {
+		if c := apimeta.FindStatusCondition(d.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse {
+			return c
+		}
+	}
+	return nil
+}
 
 // inAction says whether the phase is a failover or a relocation in progress.
 func inAction(phase v1alpha1.DRPCPhase) bool {

@@ -212,7 +212,7 @@ func recentSyncCheck(a *app, now time.Time) Check {
 }
 
 func hubCheck(d *v1alpha1.DRPlacementControl) Check {
-	c := Check{Name: "the hub reports on the application", Met: reported(d), Blocking: true, Detail: "phase " + string(d.Status.Phase)}
+	c := Check{Name: "the hub reports on the application", Met: reported(d), Blocking: true, Detail: "phase " + dash(string(d.Status.Phase))}
 	if !c.Met {
 		c.Detail = fmt.Sprintf("the hub has not reported on %s/%s (its status is empty): %s", d.Namespace, d.Name, hubHint)
 	}

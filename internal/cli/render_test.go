@@ -41,17 +41,25 @@ func TestRowOf(t *testing.T) {
 	failing.Status.Phase, failing.Status.Progression, failing.Status.LastGroupSyncTime = v1alpha1.PhaseFailingOver, "PromotingTarget", nil
 	failing.Status.VRGs[0].LastGroupSyncTime = ago(25 * time.Second)
 	never := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "app"}}
+	invalid := never.DeepCopy()
+	setCond(invalid, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNotFound, "DRPolicy missing does not exist"))
+	refused := deployed.DeepCopy()
+	setCond(refused, cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonPeerNotReady, "relocate refused"))
 	cases := []struct {
 		name string
 		d    *v1alpha1.DRPlacementControl
 		want statusRow
 	}{
 		{"a deployed, protected application", deployed,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed"}},
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-"}},
 		{"during a failover the primary's group tells the last sync", failing,
-			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget"}},
+			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-"}},
 		{"an application the hub never reported", never,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-"}},
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-"}},
+		{"an application the hub does not act on says why", invalid,
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound"}},
+		{"an action the hub refuses says why", refused,
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -145,6 +145,9 @@ func printStatusObjects(w io.Writer, apps []*app, one bool, format string) error
 // statusRow is one line of the status table.
 type statusRow struct {
 	Namespace, App, Phase, Primary, PeerReady, Protected, LastSync, RPOLag, Progression string
+	// Problem is "Validated: <reason>" or "ActionAccepted: <reason>" while the hub does not act
+	// on the spec or refuses its action; "-" otherwise.
+	Problem string
 }
 
 // rowOf computes the table line of a DRPlacementControl at now; interval 0 means unknown.
@@ -153,7 +156,10 @@ func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time
 		Namespace: d.Namespace, App: d.Name, Phase: dash(string(d.Status.Phase)), Primary: dash(d.Status.CurrentPrimary),
 		PeerReady: condStatus(d.Status.Conditions, v1alpha1.ConditionPeerReady),
 		Protected: condStatus(d.Status.Conditions, v1alpha1.ConditionProtected),
-		LastSync:  "-", RPOLag: "-", Progression: dash(d.Status.Progression),
+		LastSync:  "-", RPOLag: "-", Progression: dash(d.Status.Progression), Problem: "-",
+	}
+	if c := problem(d); c != nil {
+		r.Problem = c.Type + ": " + c.Reason
 	}
 	if t := lastSync(d); t != nil {
 		lag := now.Sub(t.Time)
@@ -187,13 +193,13 @@ func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w,
 
 func printTable(w io.Writer, rows []statusRow, withNamespace bool) {
 	tw := newTabWriter(w)
-	header := "APP\tPHASE\tPRIMARY\tPEER READY\tPROTECTED\tLAST SYNC\tRPO LAG\tPROGRESSION"
+	header := "APP\tPHASE\tPRIMARY\tPEER READY\tPROTECTED\tLAST SYNC\tRPO LAG\tPROGRESSION\tPROBLEM"
 	if withNamespace {
 		header = "NAMESPACE\t" + header
 	}
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		line := strings.Join([]string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression}, "\t")
+		line := strings.Join([]string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression, r.Problem}, "\t")
 		if withNamespace {
 			line = r.Namespace + "\t" + line
 		}
@@ -217,6 +223,13 @@ func printDetails(w io.Writer, a *app, now time.Time) {
 		policy += fmt.Sprintf(" (clusters %s, every %s)", strings.Join(a.policy.Spec.DRClusters, " and "), a.policy.Spec.SchedulingInterval)
 	}
 	fmt.Fprintf(w, "Policy:  %s\n", policy)
+	if c := problem(d); c != nil {
+		what := "The hub does not act on this DRPlacementControl"
+		if c.Type == v1alpha1.ConditionActionAccepted {
+			what = "The hub refuses or postpones the action asked for"
+		}
+		fmt.Fprintf(w, "Problem: %s (%s %s, %s): %s\n", what, c.Type, c.Status, c.Reason, c.Message)
+	}
 	if d.Spec.Action != v1alpha1.ActionNone {
 		fmt.Fprintf(w, "Asked:   %s\n", asked(d))
 	}

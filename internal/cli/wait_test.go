@@ -133,6 +133,23 @@ func TestWaitTimesOutWhenNoHubAnswers(t *testing.T) {
 	}
 }
 
+func TestWaitNoticesAHubThatDoesNotObserveTheChange(t *testing.T) {
+	e := newEnv(t, "wait-stall")
+	d := e.newApp(t, "db")
+	setStatus(t, d, e.deployed(e.east, e.west))
+	out := &syncBuffer{}
+	start := time.Now()
+	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west,
+		Wait: true, Timeout: time.Minute, PollInterval: 20 * time.Millisecond, StallAfter: 300 * time.Millisecond})
+	want := "the hub has not observed the failover of wait-stall/db to wait-stall-west in "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "is `drover hub` running against this cluster?") {
+		t.Errorf("failover --wait returned %v\nwant: %s...", err, want)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("--wait took %s to notice, not its stall time", took)
+	}
+}
+
 func TestRelocateWaitFollowsTheFinalSyncUntilRelocated(t *testing.T) {
 	e := newEnv(t, "wait-relocate")
 	d := e.newApp(t, "db")

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
@@ -25,12 +24,17 @@ import (
 	"github.com/drover-io/drover/internal/hub/drcluster"
 	"github.com/drover-io/drover/internal/hub/drpc"
 	"github.com/drover-io/drover/internal/hub/drpolicy"
+	"github.com/drover-io/drover/internal/metrics"
 )
 
 // Options configure the hub.
 type Options struct {
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
+	// MetricsInsecure serves the metrics over plain HTTP to anyone. By default they are served
+	// over HTTPS to clients whose token may get the nonResourceURL /metrics (a TokenReview and a
+	// SubjectAccessReview per request: the ClusterRole drover-metrics-reader).
+	MetricsInsecure bool
 	// ProbeInterval is how often each DRCluster is probed; default 5s.
 	ProbeInterval time.Duration
 	// UnreachableAfter is how long a cluster's probe must fail before Reachable turns False;
@@ -59,6 +63,10 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	return s, nil
 }
+
+// The metrics endpoint authenticates and authorizes its clients (internal/metrics).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
@@ -90,7 +98,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// the Secrets of the hub cluster.
 		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Logger:     ctrl.Log.WithName("hub"),
-		Metrics:    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:    metrics.ServerOptions(opts.MetricsBindAddress, opts.MetricsInsecure),
 		Controller: config.Controller{SkipNameValidation: &opts.InProcess},
 
 		LeaderElection:          opts.LeaderElection,
@@ -121,8 +129,14 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := (&drpolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPolicy controller: %w", err)
 	}
-	if err := (&drpc.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	drpcMetrics := drpc.NewMetrics(mgr.GetClient())
+	if err := (&drpc.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder, Metrics: drpcMetrics,
+	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
+	}
+	if err := metrics.Register(mgr, drpcMetrics, drcluster.NewMetrics(mgr.GetClient())); err != nil {
+		return nil, fmt.Errorf("failed to add the hub's metrics: %w", err)
 	}
 	return mgr, nil
 }

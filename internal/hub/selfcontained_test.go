@@ -80,6 +80,15 @@ func TestSelfContainedModeFailsOverAndRelocatesAStatefulSetWithItsObjects(t *tes
 	a.writing(lab.East, handles)
 	a.settledOn(v1alpha1.PhaseRelocated, lab.East, true, "west's group is Secondary again")
 	a.gone(lab.West)
+
+	// kubectl describe drpc tells the story: every phase, step and turn of PeerReady and
+	// Protected is an event.
+	notes := a.expectEvents(v1alpha1.EventPhaseChanged, v1alpha1.EventProgressionChanged,
+		v1alpha1.EventFailoverStarted, v1alpha1.EventFailoverCompleted, v1alpha1.EventRelocateStarted, v1alpha1.EventRelocateCompleted,
+		v1alpha1.EventPeerReady, v1alpha1.EventPeerNotReady, v1alpha1.EventProtected, v1alpha1.EventProtectionLost)
+	a.g.Expect(notes[v1alpha1.EventPhaseChanged]).To(ContainElement(ContainSubstring("Phase Deployed")))
+	a.g.Expect(notes[v1alpha1.EventProgressionChanged]).To(ContainElement(HavePrefix("Relocating: step ")))
+	a.g.Expect(notes[v1alpha1.EventPeerNotReady]).To(ContainElement(ContainSubstring("PeerReady False (ActionInProgress)")))
 }
 
 // appObjects returns the lab's demo application (internal/lab/deployer/testdata/app) in ns.

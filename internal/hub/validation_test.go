@@ -82,6 +82,8 @@ func TestClustersAndPoliciesAreValidatedAgainstWhatExists(t *testing.T) {
 		g.Expect(v.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(v.Reason).To(Equal(v1alpha1.ReasonPolicyNotValidated))
 	}).Should(Succeed())
+	notes := a.expectEvents(v1alpha1.EventValidationFailed)
+	g.Expect(notes[v1alpha1.EventValidationFailed]).To(ContainElement(ContainSubstring("PolicyNotValidated: DRPolicy east-north is not Validated")))
 	vrg := &v1alpha1.VolumeReplicationGroup{}
 	err = a.clusters[lab.East].Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, vrg)
 	g.Expect(client.IgnoreNotFound(err)).To(Succeed())

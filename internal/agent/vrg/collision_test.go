@@ -119,4 +119,6 @@ func TestAPromotionReportsAndLeavesUntouchedAPVCBoundToAnotherVolume(t *testing.
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(body).To(MatchJSON(objects[vrg.PVCKey(prefix, ns, "data-db-0")]), "store %s keeps the peer's metadata", store.Name())
 	}
+	notes := expectEvents(ctx, g, west, group, v1alpha1.EventPVCConflict)
+	g.Expect(notes[v1alpha1.EventPVCConflict]).To(ContainElement(ContainSubstring("PVCConflict: PVC " + ns + "/data-db-0 exists on this cluster")))
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -89,6 +90,10 @@ type Reconciler struct {
 	Fence bool
 	// ClusterName names this agent's cluster in the primary marker of the stores (epoch.go).
 	ClusterName string
+	// Recorder records the groups' transitions as events (events.go); nil records none.
+	Recorder events.EventRecorder
+	// Metrics counts the S3 writes (metrics.go); nil counts nothing.
+	Metrics *Metrics
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
@@ -104,6 +109,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplications,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager validates the dependencies and registers the controller with its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -223,6 +229,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	if err := r.Client.Status().Patch(ctx, sc.vrg, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
+	// Only a transition that was written is told: a failed patch is retried, and told then.
+	r.recordTransitions(sc)
 	return nil
 }
 

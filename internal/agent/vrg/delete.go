@@ -62,7 +62,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	if r.Fence {
 		for _, ns := range protectedNamespaces(sc.vrg) {
-			if err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
+			if _, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

@@ -422,6 +422,15 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			}
 		}
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's a second time")
+
+	// Every transition is an event on the group that made it.
+	notes := expectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted, v1alpha1.EventPVCAdopted)
+	g.Expect(notes[v1alpha1.EventPVCAdopted]).To(ContainElement(And(ContainSubstring("PVC "+ns+"/data-db-0"), ContainSubstring("PV pvc-"))),
+		"east's fail back names what it adopted")
+	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Failover")))
+	notes = expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventPVCAdopted)
+	g.Expect(notes[v1alpha1.EventPromoted]).To(ContainElement(ContainSubstring("Primary after Failover: 3 PVCs")))
+	g.Expect(notes).NotTo(HaveKey(v1alpha1.EventProtected), "west never protected without an action")
 }
 
 // expectPVCsKeptAndResyncing checks that a demoted old primary kept its want PVCs (nobody

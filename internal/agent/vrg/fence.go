@@ -3,8 +3,10 @@ package vrg
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,10 +39,19 @@ func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Resul
 	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !r.Fence {
 		return ctrl.Result{}, nil
 	}
+	var labelled []string
 	for _, ns := range protectedNamespaces(sc.vrg) {
-		if err := webhook.SetNamespaceFence(ctx, r.Client, ns, true); err != nil {
+		changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if changed {
+			labelled = append(labelled, ns)
+		}
+	}
+	if len(labelled) > 0 {
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventFenced,
+			"Fenced namespaces %s for the relocation: the API server refuses new pods that mount a protected PVC there", strings.Join(labelled, ", "))
 	}
 	var probe *pvcState
 	for _, ps := range sc.pvcs {
@@ -145,10 +156,18 @@ func (r *Reconciler) unfence(ctx context.Context, sc *scope) (ctrl.Result, error
 			}
 		}
 	}
+	var unfenced []string
 	for _, ns := range protectedNamespaces(sc.vrg) {
-		if err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
+		changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if changed {
+			unfenced = append(unfenced, ns)
+		}
+	}
+	if len(unfenced) > 0 {
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventUnfenced, "Lifted the fence of namespaces %s: the group is primary", strings.Join(unfenced, ", "))
 	}
 	return ctrl.Result{}, nil
 }

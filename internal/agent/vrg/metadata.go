@@ -209,7 +209,11 @@ func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (obj
 	if err != nil {
 		return nil, err
 	}
-	return r.NewStore(p)
+	store, err := r.NewStore(p)
+	if err != nil {
+		return nil, err
+	}
+	return r.Metrics.countWrites(store), nil
 }
 
 // SyncObjects makes the store hold objects under prefix: an object whose stored bytes are equal

@@ -43,6 +43,20 @@ type restoreState struct {
 	unbound []string
 	// restored and adopted count the PVs and PVCs created and the ones found matching.
 	restored, adopted int
+	// since is when this promotion claimed the group (its epoch); zero when unknown.
+	since metav1.Time
+	// leftovers name the adopted PVs and PVCs created before this promotion: what an earlier
+	// failover left here (the others were created by an earlier pass of this promotion).
+	leftovers []string
+}
+
+// adopt counts an existing object that matches the stored one, and names it when an earlier
+// failover left it (created before this promotion claimed the group).
+func (rs *restoreState) adopt(what string, created metav1.Time) {
+	rs.adopted++
+	if !rs.since.IsZero() && created.Before(&rs.since) {
+		rs.leftovers = append(rs.leftovers, what)
+	}
 }
 
 // restoreConflict says why one PVC cannot be restored.
@@ -86,6 +100,9 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	sc.restore = &restoreState{conflicts: map[string]restoreConflict{}}
+	if sc.epoch != nil {
+		sc.restore.since = sc.epoch.own.Since
+	}
 	if restoreCompleted(sc.vrg) {
 		sc.restore.done = true
 		return ctrl.Result{}, nil
@@ -222,7 +239,7 @@ func (r *Reconciler) restorePVC(ctx context.Context, rs *restoreState, stored *c
 		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, msg}
 		return nil
 	}
-	rs.adopted++
+	rs.adopt("PVC "+key, pvc.CreationTimestamp)
 	if pvc.Status.Phase != corev1.ClaimBound {
 		rs.unbound = append(rs.unbound, key)
 	}
@@ -249,7 +266,7 @@ func (r *Reconciler) restorePV(ctx context.Context, rs *restoreState, stored *co
 	if msg := pvMismatch(pv, stored); msg != "" {
 		return &restoreConflict{v1alpha1.ReasonPVConflict, msg}, nil
 	}
-	rs.adopted++
+	rs.adopt("PV "+pv.Name, pv.CreationTimestamp)
 	return nil, r.releaseStaleClaim(ctx, pv)
 }
 

@@ -224,4 +224,8 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		}
 		g.Expect(lost).To(BeEmpty(), "%s: records of the east writer only on east: %s", pvc, strings.Join(lost, ", "))
 	}
+	notes := expectEvents(ctx, g, east, eastGroup, v1alpha1.EventFenced, v1alpha1.EventDemoted, v1alpha1.EventFinalSyncCompleted)
+	g.Expect(notes[v1alpha1.EventFenced]).To(ContainElement(ContainSubstring("Fenced namespaces " + ns)))
+	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Relocate")))
+	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
 }

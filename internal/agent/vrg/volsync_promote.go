@@ -142,7 +142,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		return true, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Adopted PVC rolled forward by its VolSync destination", "pvc", klog.KObj(pvc), "snapshot", image.Name)
-	rs.adopted++
+	rs.adopt("PVC "+key+" (rolled forward by its VolSync destination)", pvc.CreationTimestamp)
 	if pvc.Status.Phase != corev1.ClaimBound {
 		rs.unbound = append(rs.unbound, key)
 	}

@@ -566,6 +566,12 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(conditionOf(wg.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed(), "east is the destination again and west's PVCs are protected")
 
+	// The VolSync path tells its transitions as the VolRep path does.
+	expectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted)
+	notes := expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventFenced,
+		v1alpha1.EventFinalSyncCompleted, v1alpha1.EventUnfenced, v1alpha1.EventPVCAdopted)
+	g.Expect(notes[v1alpha1.EventPVCAdopted]).To(ContainElement(ContainSubstring("rolled forward by its VolSync destination")))
+
 	// Unprotect both sides: nothing of VolSync is left, the reclaim policies are restored.
 	for _, c := range []struct {
 		cl    client.Client

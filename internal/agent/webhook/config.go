@@ -111,13 +111,13 @@ func configuration(opts Options) (*admissionregistrationv1ac.ValidatingWebhookCo
 
 // SetNamespaceFence sets (fenced) or removes the label LabelFenced=true on a namespace, by a
 // merge patch of that one label, and does nothing when the label is already so.
-func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, fenced bool) error {
+func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, fenced bool) (changed bool, err error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return fmt.Errorf("failed to get namespace %s: %w", namespace, err)
+		return false, fmt.Errorf("failed to get namespace %s: %w", namespace, err)
 	}
 	if (ns.Labels[LabelFenced] == fencedValue) == fenced {
-		return nil
+		return false, nil
 	}
 	base := ns.DeepCopy()
 	if fenced {
@@ -129,9 +129,9 @@ func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, f
 		delete(ns.Labels, LabelFenced)
 	}
 	if err := c.Patch(ctx, ns, client.MergeFrom(base), client.FieldOwner(fieldOwner)); err != nil {
-		return fmt.Errorf("failed to patch namespace %s: %w", namespace, err)
+		return false, fmt.Errorf("failed to patch namespace %s: %w", namespace, err)
 	}
-	return nil
+	return true, nil
 }
 
 // probeImage is the image of the probe pod; a dry run pulls nothing.

@@ -41,6 +41,8 @@ type Reconciler struct {
 	Gateway gateway.Gateway
 	// Recorder records the actions' events; nil records none.
 	Recorder events.EventRecorder
+	// Metrics counts the actions and times them (metrics.go); nil counts nothing.
+	Metrics *Metrics
 	// Now returns the time; nil means time.Now. Unit tests set it.
 	Now func() time.Time
 }
@@ -133,6 +135,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	if err := r.Client.Status().Patch(ctx, sc.drpc, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of DRPlacementControl %s: %w", klog.KObj(sc.drpc), err)
 	}
+	// Only a transition that was written is told: a failed patch is retried, and told then.
+	r.recordTransitions(sc)
 	return nil
 }
 

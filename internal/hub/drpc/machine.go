@@ -74,6 +74,9 @@ func (r *Reconciler) next(sc *scope) state {
 	case v1alpha1.PhaseRelocating:
 		if spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster != "" {
 			// A failover may overtake a relocation, which may be stuck on a lost cluster.
+			if st.ActionStartTime != nil {
+				r.Metrics.actionEnded(v1alpha1.ActionRelocate, ResultOvertaken, sc.now.Sub(st.ActionStartTime.Time))
+			}
 			r.begin(sc, v1alpha1.PhaseFailingOver, spec.FailoverCluster)
 			return r.failingOver
 		}
@@ -154,6 +157,7 @@ func (r *Reconciler) complete(sc *scope, phase v1alpha1.DRPCPhase) {
 	st.Progression = string(ProgressionCompleted)
 	if st.ActionStartTime != nil {
 		st.ActionDuration = &metav1.Duration{Duration: sc.now.Sub(st.ActionStartTime.Time).Round(time.Millisecond)}
+		r.Metrics.actionEnded(actionOfPhase(phase), ResultSucceeded, st.ActionDuration.Duration)
 	}
 	reason := v1alpha1.EventFailoverCompleted
 	if phase == v1alpha1.PhaseRelocated {

@@ -1,0 +1,72 @@
+package vrg
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// The group's gauges come from its status; the store's writes and their failures are counted
+// by profile and reason.
+func TestMetricsReportTheGroupsAndCountTheStoreWrites(t *testing.T) {
+	g := NewWithT(t)
+	scheme, err := testScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	synced := metav1.NewTime(time.Unix(1_800_000_000, 0))
+	group := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"}}
+	group.Status = v1alpha1.VolumeReplicationGroupStatus{
+		State: v1alpha1.StatePrimary, LastGroupSyncTime: &synced,
+		ProtectedPVCs: []v1alpha1.ProtectedPVC{{Namespace: "app", Name: "data-db-0", LastSyncTime: &synced,
+			LastSyncDuration: &metav1.Duration{Duration: 1500 * time.Millisecond}, LastSyncBytes: ptr.To[int64](4096)}},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionClusterDataProtected, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonStalePrimary, LastTransitionTime: synced}},
+	}
+	m := NewMetrics(fake.NewClientBuilder().WithScheme(scheme).WithObjects(group).Build(), "east")
+	store := objectstore.NewFake("s3-east")
+	counted := m.countWrites(store)
+	ctx := context.Background()
+	g.Expect(counted.Put(ctx, "app/db/pvs/pv-0.json", []byte("{}"))).To(Succeed())
+	store.SetError(&objectstore.Error{Kind: objectstore.KindUnreachable, Profile: "s3-east", Op: objectstore.OpPut})
+	g.Expect(counted.Put(ctx, "app/db/pvs/pv-1.json", []byte("{}"))).NotTo(Succeed())
+
+	got := collect(g, m)
+	for _, want := range []string{
+		`drover_vrg_last_group_sync_timestamp_seconds{cluster="east",name="db",namespace="app"} 1.8e+09`,
+		`drover_vrg_protected_pvcs{cluster="east",name="db",namespace="app"} 1`,
+		`drover_vrg_primary{cluster="east",name="db",namespace="app"} 1`,
+		`drover_vrg_stale_primary{cluster="east",name="db",namespace="app"} 1`,
+		`drover_vrg_pvc_last_sync_duration_seconds{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 1.5`,
+		`drover_vrg_pvc_last_sync_bytes{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 4096`,
+		`drover_s3_writes_total{cluster="east",profile="s3-east"} 2`,
+		`drover_s3_write_errors_total{cluster="east",profile="s3-east",reason="StoreUnreachable"} 1`,
+	} {
+		g.Expect(got).To(ContainSubstring("\n"+want+"\n"), "metrics:\n%s", got)
+	}
+}
+
+// collect returns the metrics in the text format, with a newline first, through a pedantic
+// registry (which also checks that Describe announces what Collect sends).
+func collect(g Gomega, m *Metrics) string {
+	reg := prometheus.NewPedanticRegistry()
+	g.Expect(reg.Register(m)).To(Succeed())
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		g.Expect(enc.Encode(f)).To(Succeed())
+	}
+	return "\n" + strings.TrimPrefix(out.String(), "\n")
+}

@@ -1,0 +1,209 @@
+//go:build monitoring
+
+package lab_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndReturn runs a real
+// Prometheus (bin/prometheus, make tools-monitoring) that scrapes the hub and both agents through
+// their release manifests' endpoints with a drover-metrics-reader token and evaluates
+// config/prometheus/rules.yaml. With a protected application, east is stopped: the critical
+// DroverSyncDelay of the application must fire (3 intervals and the rule's minute); then drover
+// fails over to west, east comes back, and the alert must clear. make test-monitoring runs it.
+func TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndReturn(t *testing.T) {
+	g := newG(t)
+	ctx := context.Background()
+	const ns = "monitoring-story"
+	prom := startPrometheus(ctx, t, g)
+	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		clusters[name] = clusterClient(g, name)
+	}
+	firing := func(g Gomega, severity string) bool {
+		for _, a := range prom.alerts(g) {
+			if a.Labels["alertname"] == "DroverSyncDelay" && a.Labels["namespace"] == ns && a.Labels["severity"] == severity && a.State == "firing" {
+				return true
+			}
+		}
+		return false
+	}
+	var firedAfter time.Duration
+	stop := func(name string) error {
+		lost := time.Now()
+		if err := testLab.Stop(name); err != nil {
+			return err
+		}
+		// The failover is asked only once the alert pages.
+		g.Eventually(func(g Gomega) { g.Expect(firing(g, "critical")).To(BeTrue()) }).
+			WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "DroverSyncDelay fires while east is lost")
+		firedAfter = time.Since(lost)
+		t.Logf("DroverSyncDelay (critical) fired %s after east was stopped", firedAfter.Round(time.Second))
+		return nil
+	}
+	r := story.New(story.Env{
+		Hub: hub, Clusters: clusters, Out: testWriter{t},
+		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
+		StopCluster:  stop,
+		StartCluster: testLab.Start,
+	}, story.Case{
+		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Mode: story.SelfContained, Namespace: ns,
+	}, lab.East)
+	g.Expect(r.Start(ctx)).To(Succeed())
+	defer func() { g.Expect(r.Close()).To(Succeed()) }()
+	s := r.Protect(ctx)
+	g.Expect(s.Err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(prom.value(g, `drover_drpc_rpo_lag_intervals{namespace="`+ns+`"}`)).To(BeNumerically("<", 2))
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "Prometheus scrapes the protected application's lag")
+	g.Expect(firing(g, "warning") || firing(g, "critical")).To(BeFalse(), "no sync delay while protected")
+	for _, step := range []func() story.Step{
+		func() story.Step { return r.Failover(ctx, lab.East) },
+		func() story.Step { return r.Recover(ctx, lab.East) },
+	} {
+		s := step()
+		g.Expect(s.Err).NotTo(HaveOccurred(), "%s %s→%s", s.Action, s.From, s.To)
+		t.Logf("%s %s→%s in %s", s.Action, s.From, s.To, s.Duration)
+	}
+	g.Expect(firedAfter).To(BeNumerically(">", 0))
+	cleared := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(firing(g, "warning")).To(BeFalse())
+		g.Expect(firing(g, "critical")).To(BeFalse())
+	}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "DroverSyncDelay clears once west syncs to the returned east")
+	t.Logf("DroverSyncDelay cleared %s after east was back and drover settled", time.Since(cleared).Round(time.Second))
+}
+
+// prometheus is a running Prometheus server.
+type prometheus struct{ url string }
+
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// alerts returns the alerts Prometheus holds (pending and firing).
+func (p *prometheus) alerts(g Gomega) []promAlert {
+	var body struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	p.get(g, "/api/v1/alerts", &body)
+	return body.Data.Alerts
+}
+
+// value returns the value of the one series query returns.
+func (p *prometheus) value(g Gomega, query string) float64 {
+	var body struct {
+		Data struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	p.get(g, "/api/v1/query?query="+url.QueryEscape(query), &body)
+	g.Expect(body.Data.Result).To(HaveLen(1), "query %s", query)
+	var v float64
+	_, err := fmt.Sscanf(body.Data.Result[0].Value[1].(string), "%g", &v)
+	g.Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+func (p *prometheus) get(g Gomega, path string, into any) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	resp, err := hc.Get(p.url + path)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(json.NewDecoder(resp.Body).Decode(into)).To(Succeed())
+}
+
+// startPrometheus runs bin/prometheus until the test ends, scraping the hub and both agents every
+// 2 s (each with a token of its cluster bound to drover-metrics-reader) and evaluating drover's
+// rules every 2 s.
+func startPrometheus(ctx context.Context, t *testing.T, g Gomega) *prometheus {
+	root, err := labtest.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	binary := filepath.Join(root, "bin", "prometheus")
+	_, err = os.Stat(binary)
+	g.Expect(err).NotTo(HaveOccurred(), "run `make tools-monitoring` for bin/prometheus")
+	dir := t.TempDir()
+	var jobs []string
+	for _, name := range []string{lab.Hub, lab.East, lab.West} {
+		reader, _ := scraperTokens(ctx, g, name)
+		tokenFile := filepath.Join(dir, name+".token")
+		g.Expect(os.WriteFile(tokenFile, []byte(reader), 0o600)).To(Succeed())
+		target := net.JoinHostPort(readyPod(ctx, g, name).Status.PodIP, metricsPort)
+		jobs = append(jobs, fmt.Sprintf(`  - job_name: drover-%s
+    scheme: https
+    tls_config: {insecure_skip_verify: true}
+    authorization: {credentials_file: %s}
+    static_configs: [{targets: ["%s"]}]
+`, name, tokenFile, target))
+	}
+	config := fmt.Sprintf("global: {scrape_interval: 2s, evaluation_interval: 2s}\nrule_files: [%s]\nscrape_configs:\n%s",
+		filepath.Join(root, "config", "prometheus", "rules.yaml"), strings.Join(jobs, ""))
+	g.Expect(os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600)).To(Succeed())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	g.Expect(l.Close()).To(Succeed())
+	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(binary, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr)
+	cmd.Stdout, cmd.Stderr = log, log
+	g.Expect(cmd.Start()).To(Succeed())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = log.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(log.Name())
+			t.Logf("prometheus log:\n%s", out)
+		}
+	})
+	p := &prometheus{url: "http://" + addr}
+	g.Eventually(func(g Gomega) {
+		var body struct {
+			Data struct {
+				ActiveTargets []struct {
+					Health string `json:"health"`
+					Job    string `json:"scrapePool"`
+				} `json:"activeTargets"`
+			} `json:"data"`
+		}
+		p.get(g, "/api/v1/targets", &body)
+		g.Expect(body.Data.ActiveTargets).To(HaveLen(3))
+		for _, target := range body.Data.ActiveTargets {
+			g.Expect(target.Health).To(Equal("up"), "target %s", target.Job)
+		}
+	}).WithTimeout(time.Minute).Should(Succeed(), "Prometheus scrapes the hub and both agents")
+	return p
+}
