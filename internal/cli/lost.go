@@ -114,13 +114,12 @@ func lostPlan(ctx context.Context, c client.Client, drc *v1alpha1.DRCluster) ([]
 			continue
 		}
 		peer, _ := policies.Items[idx].Spec.Peer(drc.Name)
-		switch {
-		case d.Status.CurrentPrimary == drc.Name:
+		if d.Status.CurrentPrimary == drc.Name {
 			lines = append(lines, fmt.Sprintf("%s/%s runs on %s: fail it over (drover failover %s -n %s --to %s); relocations to and from %s are refused",
 				d.Namespace, d.Name, drc.Name, d.Name, d.Namespace, peer, drc.Name))
-		default:
-			lines = append(lines, fmt.Sprintf("%s/%s runs on %s: it is no longer protected; deleting it no longer waits for %s", d.Namespace, d.Name, peer, drc.Name))
+			continue
 		}
+		lines = append(lines, fmt.Sprintf("%s/%s runs on %s: it is no longer protected; deleting it no longer waits for %s", d.Namespace, d.Name, peer, drc.Name))
 	}
 	return append(lines,
 		"deleting an application no longer waits for "+drc.Name+": its group there is recorded in the DRCluster's status.groupsToRemove",
