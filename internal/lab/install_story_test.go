@@ -31,12 +31,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
-	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		clusters[name] = clusterClient(g, name)
-	}
 	west := cluster(g, lab.West)
 	readyPod(ctx, g, lab.West)
 	_, restarts := agentProcess(g, west)
@@ -53,28 +47,48 @@ func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
 		}
 		return err
 	}
-	env := story.Env{
+	r := newStory(ctx, g, t, "install-story", stop)
+	defer func() { g.Expect(r.Close()).To(Succeed()) }()
+	runSteps(t, g,
+		func() story.Step { return r.Protect(ctx) },
+		func() story.Step { return r.Failover(ctx, lab.East) },
+		func() story.Step { return r.Recover(ctx, lab.East) })
+	g.Expect(killErr).NotTo(HaveOccurred())
+	_, after := agentProcess(g, west)
+	g.Expect(after).To(BeNumerically(">", restarts), "the lab kubelet restarted the killed agent")
+}
+
+// newStory starts, in namespace ns on east of the package's lab, the story of a StatefulSet that
+// keeps its PVCs, replicated by VolRep in self-contained mode; stop stops a cluster (testLab.Stop
+// when nil). The caller closes it.
+func newStory(ctx context.Context, g Gomega, t *testing.T, ns string, stop func(string) error) *story.Run {
+	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		clusters[name] = clusterClient(g, name)
+	}
+	if stop == nil {
+		stop = testLab.Stop
+	}
+	r := story.New(story.Env{
 		Hub: hub, Clusters: clusters, Out: testWriter{t},
 		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
 		StopCluster:  stop,
 		StartCluster: testLab.Start,
-	}
-	r := story.New(env, story.Case{
+	}, story.Case{
 		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
-		Mode: story.SelfContained, Namespace: "install-story",
+		Mode: story.SelfContained, Namespace: ns,
 	}, lab.East)
 	g.Expect(r.Start(ctx)).To(Succeed())
-	defer func() { g.Expect(r.Close()).To(Succeed()) }()
-	for _, step := range []func() story.Step{
-		func() story.Step { return r.Protect(ctx) },
-		func() story.Step { return r.Failover(ctx, lab.East) },
-		func() story.Step { return r.Recover(ctx, lab.East) },
-	} {
+	return r
+}
+
+// runSteps runs story steps in order, each of which must succeed.
+func runSteps(t *testing.T, g Gomega, steps ...func() story.Step) {
+	for _, step := range steps {
 		s := step()
 		g.Expect(s.Err).NotTo(HaveOccurred(), "%s %s→%s", s.Action, s.From, s.To)
 		t.Logf("%s %s→%s in %s", s.Action, s.From, s.To, s.Duration)
 	}
-	g.Expect(killErr).NotTo(HaveOccurred())
-	_, after := agentProcess(g, west)
-	g.Expect(after).To(BeNumerically(">", restarts), "the lab kubelet restarted the killed agent")
 }

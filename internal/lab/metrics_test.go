@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -19,11 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
-	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -41,32 +37,12 @@ func TestTheHubAndAnAgentServeTheirMetricsToAMetricsReader(t *testing.T) {
 	g := newG(t)
 	ctx := context.Background()
 	const ns = "install-metrics"
-	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		clusters[name] = clusterClient(g, name)
-	}
-	r := story.New(story.Env{
-		Hub: hub, Clusters: clusters, Out: testWriter{t},
-		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
-		StopCluster:  testLab.Stop,
-		StartCluster: testLab.Start,
-	}, story.Case{
-		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
-		Mode: story.SelfContained, Namespace: ns,
-	}, lab.East)
-	g.Expect(r.Start(ctx)).To(Succeed())
+	r := newStory(ctx, g, t, ns, nil)
 	defer func() { g.Expect(r.Close()).To(Succeed()) }()
-	for _, step := range []func() story.Step{
+	runSteps(t, g,
 		func() story.Step { return r.Protect(ctx) },
 		func() story.Step { return r.Failover(ctx, lab.East) },
-		func() story.Step { return r.Recover(ctx, lab.East) },
-	} {
-		s := step()
-		g.Expect(s.Err).NotTo(HaveOccurred(), "%s %s→%s", s.Action, s.From, s.To)
-		t.Logf("%s %s→%s in %s", s.Action, s.From, s.To, s.Duration)
-	}
+		func() story.Step { return r.Recover(ctx, lab.East) })
 
 	for _, name := range []string{lab.Hub, lab.West} {
 		reader, stranger := scraperTokens(ctx, g, name)

@@ -17,11 +17,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
-	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
@@ -38,12 +34,6 @@ func TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndRet
 	ctx := context.Background()
 	const ns = "monitoring-story"
 	prom := startPrometheus(ctx, t, g)
-	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		clusters[name] = clusterClient(g, name)
-	}
 	firing := func(g Gomega, severity string) bool {
 		for _, a := range prom.alerts(g) {
 			if a.Labels["alertname"] == "DroverSyncDelay" && a.Labels["namespace"] == ns && a.Labels["severity"] == severity && a.State == "firing" {
@@ -65,16 +55,7 @@ func TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndRet
 		t.Logf("DroverSyncDelay (critical) fired %s after east was stopped", firedAfter.Round(time.Second))
 		return nil
 	}
-	r := story.New(story.Env{
-		Hub: hub, Clusters: clusters, Out: testWriter{t},
-		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
-		StopCluster:  stop,
-		StartCluster: testLab.Start,
-	}, story.Case{
-		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
-		Mode: story.SelfContained, Namespace: ns,
-	}, lab.East)
-	g.Expect(r.Start(ctx)).To(Succeed())
+	r := newStory(ctx, g, t, ns, stop)
 	defer func() { g.Expect(r.Close()).To(Succeed()) }()
 	s := r.Protect(ctx)
 	g.Expect(s.Err).NotTo(HaveOccurred())
@@ -82,14 +63,9 @@ func TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndRet
 		g.Expect(prom.value(g, `drover_drpc_rpo_lag_intervals{namespace="`+ns+`"}`)).To(BeNumerically("<", 2))
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "Prometheus scrapes the protected application's lag")
 	g.Expect(firing(g, "warning") || firing(g, "critical")).To(BeFalse(), "no sync delay while protected")
-	for _, step := range []func() story.Step{
+	runSteps(t, g,
 		func() story.Step { return r.Failover(ctx, lab.East) },
-		func() story.Step { return r.Recover(ctx, lab.East) },
-	} {
-		s := step()
-		g.Expect(s.Err).NotTo(HaveOccurred(), "%s %s→%s", s.Action, s.From, s.To)
-		t.Logf("%s %s→%s in %s", s.Action, s.From, s.To, s.Duration)
-	}
+		func() story.Step { return r.Recover(ctx, lab.East) })
 	g.Expect(firedAfter).To(BeNumerically(">", 0))
 	cleared := time.Now()
 	g.Eventually(func(g Gomega) {
