@@ -9,10 +9,11 @@ import (
 )
 
 // Tree holds the kustomize trees of the release manifests as this binary was built with them:
-// crd, rbac, hub and agent (with its cert-manager overlay). The lab builds the manifests it
-// installs from it, so a drover binary installs its own manifests wherever it runs.
+// crd, rbac, hub and agent (with its cert-manager overlay), and the alert rules (prometheus).
+// The lab builds the manifests it installs from it, so a drover binary installs its own
+// manifests wherever it runs.
 //
-//go:embed crd rbac hub agent
+//go:embed crd rbac hub agent prometheus
 var Tree embed.FS
 
 // Kustomizations are the trees of Tree that `make release-manifests` builds.

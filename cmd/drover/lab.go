@@ -23,8 +23,9 @@ import (
 type labFlags struct {
 	dir    string
 	binDir string
-	// gitops is set by `lab up --gitops`.
-	gitops string
+	// gitops and monitoring are set by `lab up --gitops` and `--monitoring`.
+	gitops     string
+	monitoring bool
 }
 
 func newLabCommand() *cobra.Command {
@@ -66,7 +67,8 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops})
+	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
+		Monitoring: f.monitoring})
 }
 
 // printStatus prints the clusters and, below them, drover's processes and what the hub reports
@@ -87,6 +89,9 @@ func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
 	if err := lab.PrintDroverStatus(cmd.OutOrStdout(), ds); err != nil {
 		return err
 	}
+	if url, ok := l.MonitoringURL(); ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nPrometheus: %s (drover's alerts: %s/alerts)\n", url, url)
+	}
 	as, ok, err := l.ArgoCDStatus()
 	if err != nil || !ok {
 		return err
@@ -101,7 +106,9 @@ func newLabUpCommand(f *labFlags) *cobra.Command {
 		Long: `Start the lab's clusters and drover's processes; what already runs is left alone.
 With --gitops argocd it also runs a real Argo CD (built by "make tools-argocd") in placement
 mode: its objects on the hub, a cluster Secret per managed cluster, the generator ConfigMap for
-PlacementDecisions, and a local git repository with the demo application.`,
+PlacementDecisions, and a local git repository with the demo application. With --monitoring
+it also runs a real Prometheus (built by "make tools-monitoring") that scrapes the hub and the
+agents with a token bound to drover-metrics-reader and evaluates drover's alert rules.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
@@ -119,6 +126,7 @@ PlacementDecisions, and a local git repository with the demo application.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
+	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
 	return cmd
 }
 

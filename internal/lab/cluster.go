@@ -39,10 +39,11 @@ const (
 	storageControllerVerb = "storage-controller"
 )
 
-// componentNames lists every component, for recognising lab processes.
+// componentNames lists every component, for recognising lab processes; the lab's Prometheus
+// (monitoring.go) runs beside the clusters and is recognised too, so `lab down` stops it.
 var componentNames = []string{
 	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
-	componentKubelet,
+	componentKubelet, componentPrometheus,
 }
 
 const (

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,25 @@ func TestEachClusterGetsItsOwnPodRangeAndAnAgentIPInIt(t *testing.T) {
 		if !c.PodCIDR().Addr().IsLoopback() || !c.PodCIDR().Contains(c.AgentPodIP()) {
 			t.Errorf("%s: pod range %s on loopback holding the agent's IP %s", c.Name, c.PodCIDR(), c.AgentPodIP())
 		}
+	}
+}
+
+func TestMonitoringNeedsDroverInTheLabAndSaysHowToBuildPrometheus(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: filepath.Join(dir, "drover")}
+	l, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { releasePorts(l.Dir()) })
+	if _, err := l.StartMonitoring(context.Background()); err == nil || !strings.Contains(err.Error(), "needs drover") {
+		t.Errorf("a lab without drover: got %v, want an error that says monitoring needs drover", err)
+	}
+	l.opts.RunDrover = true
+	if _, err := l.StartMonitoring(context.Background()); err == nil || !strings.Contains(err.Error(), "make tools-monitoring") {
+		t.Errorf("no bin/prometheus: got %v, want an error that says to run make tools-monitoring", err)
+	}
+	if _, ok := l.MonitoringURL(); ok {
+		t.Error("no Prometheus runs, yet MonitoringURL reports one")
 	}
 }

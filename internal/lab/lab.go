@@ -67,6 +67,9 @@ type Options struct {
 	// placement mode (gitops.go; `make tools-argocd` builds it). Empty runs none. Down stops it
 	// whatever this says.
 	GitOps string
+	// Monitoring runs a real Prometheus once drover is installed (monitoring.go; `make
+	// tools-monitoring` builds it). It needs RunDrover. Down stops it whatever this says.
+	Monitoring bool
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -266,7 +269,7 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 		}
 	}
 	if len(todo) == 0 {
-		return true, l.startGitOps(ctx)
+		return true, l.startExtras(ctx)
 	}
 	began := time.Now()
 	errs := make([]error, len(todo))
@@ -288,11 +291,24 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 			return false, err
 		}
 	}
-	if err := l.startGitOps(ctx); err != nil {
+	if err := l.startExtras(ctx); err != nil {
 		return false, err
 	}
 	l.progress("lab: up in %.1f s; kubeconfigs under %s/<cluster>/kubeconfig", time.Since(began).Seconds(), l.opts.Dir)
 	return false, nil
+}
+
+// startExtras starts what runs beside the clusters once they are up: the GitOps tool and
+// Prometheus, when the options ask for them.
+func (l *Lab) startExtras(ctx context.Context) error {
+	if err := l.startGitOps(ctx); err != nil {
+		return err
+	}
+	if !l.opts.Monitoring {
+		return nil
+	}
+	_, err := l.StartMonitoring(ctx)
+	return err
 }
 
 // Start brings one stopped cluster back with the objects it had.

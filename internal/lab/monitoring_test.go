@@ -6,20 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -120,52 +114,16 @@ func (p *prometheus) get(g Gomega, path string, into any) {
 	g.Expect(json.NewDecoder(resp.Body).Decode(into)).To(Succeed())
 }
 
-// startPrometheus runs bin/prometheus until the test ends, scraping the hub and both agents every
-// 2 s (each with a token of its cluster bound to drover-metrics-reader) and evaluating drover's
-// rules every 2 s.
+// startPrometheus starts the lab's Prometheus as `drover lab up --monitoring` does and waits
+// until it scrapes the hub and both agents.
 func startPrometheus(ctx context.Context, t *testing.T, g Gomega) *prometheus {
-	root, err := labtest.RepoRoot()
+	url, err := testLab.StartMonitoring(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	binary := filepath.Join(root, "bin", "prometheus")
-	_, err = os.Stat(binary)
-	g.Expect(err).NotTo(HaveOccurred(), "run `make tools-monitoring` for bin/prometheus")
-	dir := t.TempDir()
-	var jobs []string
-	for _, name := range []string{lab.Hub, lab.East, lab.West} {
-		reader, _ := scraperTokens(ctx, g, name)
-		tokenFile := filepath.Join(dir, name+".token")
-		g.Expect(os.WriteFile(tokenFile, []byte(reader), 0o600)).To(Succeed())
-		target := net.JoinHostPort(readyPod(ctx, g, name).Status.PodIP, metricsPort)
-		jobs = append(jobs, fmt.Sprintf(`  - job_name: drover-%s
-    scheme: https
-    tls_config: {insecure_skip_verify: true}
-    authorization: {credentials_file: %s}
-    static_configs: [{targets: ["%s"]}]
-`, name, tokenFile, target))
-	}
-	config := fmt.Sprintf("global: {scrape_interval: 2s, evaluation_interval: 2s}\nrule_files: [%s]\nscrape_configs:\n%s",
-		filepath.Join(root, "config", "prometheus", "rules.yaml"), strings.Join(jobs, ""))
-	g.Expect(os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600)).To(Succeed())
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	addr := l.Addr().String()
-	g.Expect(l.Close()).To(Succeed())
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	g.Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(binary, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = log, log
-	g.Expect(cmd.Start()).To(Succeed())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("prometheus log:\n%s", out)
-		}
-	})
-	p := &prometheus{url: "http://" + addr}
+	again, ok := testLab.MonitoringURL()
+	g.Expect(ok).To(BeTrue(), "status finds the running Prometheus")
+	g.Expect(again).To(Equal(url))
+	t.Logf("Prometheus at %s", url)
+	p := &prometheus{url: url}
 	g.Eventually(func(g Gomega) {
 		var body struct {
 			Data struct {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,13 +57,18 @@ func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 	}{
 		{"a control-plane binary is named by its file", []string{"/x/bin/kube-apiserver", "--secure-port=1"}, componentAPIServer},
 		{"drover running the storage verb is lab storage", []string{"/x/bin/drover", "lab", storageControllerVerb, "--cluster=east"}, componentStorage},
+		{"the lab's Prometheus is named by its file", []string{"/x/bin/prometheus", "--config.file=/lab/prometheus/prometheus.yml"}, componentPrometheus},
 		{"versitygw is the S3 server", []string{"/x/bin/versitygw", "--port=127.0.0.1:1", "posix", "/lab/east/s3/data"}, componentS3},
 		{"drover running the kubelet verb is the lab kubelet", []string{"/x/bin/drover", "lab", kubeletVerb, "--kubeconfig=/lab/east/kubeconfig"}, componentKubelet},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := componentOf(process{args: tt.args}); got != tt.want {
+			got := componentOf(process{args: tt.args})
+			if got != tt.want {
 				t.Errorf("componentOf(%v) = %q, want %q", tt.args, got, tt.want)
+			}
+			if !slices.Contains(componentNames, got) {
+				t.Errorf("%q is not among the lab's components: findProcesses, and so `lab down`, would miss it", got)
 			}
 		})
 	}
