@@ -269,13 +269,9 @@ func (c *Cluster) running() (bool, error) {
 	return true, nil
 }
 
-// start brings the cluster's processes up, in order, waiting for each to be ready. What is
-// already running is stopped first so a half-started cluster comes back whole; etcd's data is
-// kept, so the cluster returns with all its objects.
-func (c *Cluster) start(ctx context.Context) error {
-	if err := c.stop(); err != nil {
-		return err
-	}
+// prepareFiles creates the cluster's directories, its certificates and its administrator
+// kubeconfig, keeping what exists.
+func (c *Cluster) prepareFiles() error {
 	dirs := []string{c.logDir(), c.storageDir()}
 	if c.Role == RoleManaged {
 		dirs = append(dirs, c.s3DataDir(), c.s3IAMDir())
@@ -288,7 +284,17 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.pki().ensure(); err != nil {
 		return err
 	}
-	if err := c.writeAdminKubeconfig(); err != nil {
+	return c.writeAdminKubeconfig()
+}
+
+// start brings the cluster's processes up, in order, waiting for each to be ready. What is
+// already running is stopped first so a half-started cluster comes back whole; etcd's data is
+// kept, so the cluster returns with all its objects.
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.stop(); err != nil {
+		return err
+	}
+	if err := c.prepareFiles(); err != nil {
 		return err
 	}
 	ports := map[int]string{

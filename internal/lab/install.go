@@ -329,33 +329,49 @@ func (l *Lab) releaseManifest(ctx context.Context, tree string) ([]*unstructured
 	}
 }
 
+// droverDeployment is the release manifests' Deployment of drover on the cluster: the hub's on
+// the hub, the agent's on a managed cluster.
+func (c *Cluster) droverDeployment() string {
+	if c.Role == RoleHub {
+		return HubDeployment
+	}
+	return AgentDeployment
+}
+
+// readyDroverPod returns a Ready pod of the cluster's drover Deployment on the lab kubelet's node,
+// or nil and why there is none.
+func (c *Cluster) readyDroverPod(ctx context.Context, cl client.Client) (*corev1.Pod, string, error) {
+	pods := &corev1.PodList{}
+	if err := cl.List(ctx, pods, client.InNamespace(DroverNamespace), client.MatchingLabels{nameLabel: c.droverDeployment()}); err != nil {
+		return nil, "", fmt.Errorf("cluster %s: failed to list drover's pods: %w", c.Name, err)
+	}
+	for i := range pods.Items {
+		if podReady(&pods.Items[i]) {
+			return &pods.Items[i], "", nil
+		}
+	}
+	return nil, fmt.Sprintf("%d pods, none Ready", len(pods.Items)), nil
+}
+
 // waitDroverReady waits until the cluster's drover Deployment has a Ready pod on the lab
 // kubelet's node.
 func (c *Cluster) waitDroverReady(ctx context.Context) error {
-	name := AgentDeployment
-	if c.Role == RoleHub {
-		name = HubDeployment
-	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, installReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := cl.List(ctx, pods, client.InNamespace(DroverNamespace), client.MatchingLabels{nameLabel: name}); err != nil {
+		pod, why, err := c.readyDroverPod(ctx, cl)
+		if err != nil {
 			last = err.Error() // the API server may still be starting: poll again
 			return false, nil  //nolint:nilerr // see above
 		}
-		last = fmt.Sprintf("%d pods, none Ready", len(pods.Items))
-		for i := range pods.Items {
-			if podReady(&pods.Items[i]) {
-				return true, nil
-			}
-		}
-		return false, nil
+		last = why
+		return pod != nil, nil
 	})
 	if err != nil {
+		name := c.droverDeployment()
 		return fmt.Errorf("cluster %s: %s did not become Ready in %s (%s): see its log drover-system_%s-*.log in %s and %s",
 			c.Name, name, installReadyTimeout, last, name, c.logDir(), filepath.Join(c.logDir(), componentKubelet+".log"))
 	}

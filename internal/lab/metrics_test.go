@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,34 +81,26 @@ func TestTheHubAndAnAgentServeTheirMetricsToAMetricsReader(t *testing.T) {
 	}
 }
 
-// scraperTokens returns, on the cluster, a token of a ServiceAccount bound to the ClusterRole
-// drover-metrics-reader of the release manifests (as a Prometheus's would be) and a token of
-// one without it.
+// scraperTokens returns, on the cluster, the token the lab's Prometheus scrapes with (a
+// ServiceAccount bound to the release manifests' drover-metrics-reader) and a token of a
+// ServiceAccount without that role.
 func scraperTokens(ctx context.Context, g Gomega, name string) (reader, stranger string) {
 	c := cluster(g, name)
-	admin, err := c.RESTConfig()
+	reader, err := c.MetricsReaderToken(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	cs := kubernetes.NewForConfigOrDie(admin)
 	const ns = "monitoring"
 	cl := clusterClient(g, name)
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}},
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "prometheus-drover-metrics"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "drover-metrics-reader"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
-		},
 	} {
 		g.Expect(client.IgnoreAlreadyExists(cl.Create(ctx, obj))).To(Succeed())
 	}
-	token := func(sa string) string {
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		return tr.Status.Token
-	}
-	return token("prometheus"), token("stranger")
+	admin, err := c.RESTConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	tr, err := kubernetes.NewForConfigOrDie(admin).CoreV1().ServiceAccounts(ns).CreateToken(ctx, "stranger", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return reader, tr.Status.Token
 }
 
 // scrape GETs url with the bearer token (none when empty), as Prometheus does with

@@ -120,7 +120,7 @@ func (l *Lab) writePrometheusConfig(ctx context.Context, dir string) error {
 	}
 	var jobs []string
 	for _, c := range l.clusters {
-		token, err := c.scraperToken(ctx)
+		token, err := c.MetricsReaderToken(ctx)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
@@ -144,9 +144,9 @@ func (l *Lab) writePrometheusConfig(ctx context.Context, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600)
 }
 
-// scraperToken returns a token of the lab Prometheus's ServiceAccount on the cluster, bound to
-// MetricsReaderRole, creating both when missing.
-func (c *Cluster) scraperToken(ctx context.Context) (string, error) {
+// MetricsReaderToken returns a token of the lab Prometheus's ServiceAccount on the cluster,
+// bound to MetricsReaderRole, creating both when missing: what a Prometheus scrapes drover with.
+func (c *Cluster) MetricsReaderToken(ctx context.Context) (string, error) {
 	cl, err := c.client()
 	if err != nil {
 		return "", err
@@ -180,26 +180,23 @@ func (c *Cluster) scraperToken(ctx context.Context) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// droverPodIP is the pod IP of the cluster's drover pod (the hub's or the agent's).
+// droverPodIP is the pod IP of the cluster's Ready drover pod (the hub's or the agent's).
 func (c *Cluster) droverPodIP(ctx context.Context) (string, error) {
-	name := AgentDeployment
-	if c.Role == RoleHub {
-		name = HubDeployment
-	}
 	cl, err := c.client()
 	if err != nil {
 		return "", err
 	}
-	pods := &corev1.PodList{}
-	if err := cl.List(ctx, pods, client.InNamespace(DroverNamespace), client.MatchingLabels{nameLabel: name}); err != nil {
-		return "", fmt.Errorf("cluster %s: failed to list drover's pods: %w", c.Name, err)
+	pod, why, err := c.readyDroverPod(ctx, cl)
+	if err != nil {
+		return "", err
 	}
-	for i := range pods.Items {
-		if podReady(&pods.Items[i]) && pods.Items[i].Status.PodIP != "" {
-			return pods.Items[i].Status.PodIP, nil
-		}
+	if pod != nil && pod.Status.PodIP == "" {
+		pod, why = nil, "its pod has no IP yet"
 	}
-	return "", fmt.Errorf("cluster %s: %s has no Ready pod to scrape: see `drover lab status`", c.Name, name)
+	if pod == nil {
+		return "", fmt.Errorf("cluster %s: %s has no Ready pod to scrape (%s): see `drover lab status`", c.Name, c.droverDeployment(), why)
+	}
+	return pod.Status.PodIP, nil
 }
 
 // waitPrometheusReady waits for Prometheus's readiness endpoint.

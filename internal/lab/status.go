@@ -263,10 +263,7 @@ func conditionText(c *metav1.Condition) string {
 func (l *Lab) droverPods() ([]DroverProcess, error) {
 	var out []DroverProcess
 	for _, c := range l.clusters {
-		name := AgentDeployment
-		if c.Role == RoleHub {
-			name = HubDeployment
-		}
+		name := c.droverDeployment()
 		procs, err := c.processes()
 		if err != nil {
 			return nil, err
