@@ -92,7 +92,8 @@ func Encode(c *Capture) ([]byte, error) {
 }
 
 // Decode reads a capture written by Encode. A document of another version is an error (a newer
-// agent wrote it), so a restore never acts on what it does not understand.
+// agent wrote it), so a restore never acts on what it does not understand; so is an object
+// outside the capture's namespaces, which a restore must never create.
 func Decode(body []byte) (*Capture, error) {
 	c := &Capture{}
 	if err := json.Unmarshal(body, c); err != nil {
@@ -105,9 +106,25 @@ func Decode(body []byte) (*Capture, error) {
 		if o == nil || o.GetKind() == "" || o.GetName() == "" {
 			return nil, fmt.Errorf("failed to decode the capture: object %d has no kind or name", i)
 		}
+		if ns := namespaceOf(o); !slices.Contains(c.Namespaces, ns) {
+			return nil, fmt.Errorf("the capture's object %d (%s) is outside its namespaces [%s]: the capture was not written by a drover agent, refusing to restore any of it",
+				i, Key(o), strings.Join(c.Namespaces, ", "))
+		}
 	}
 	Order(c.Objects)
 	return c, nil
+}
+
+// namespaceOf is the namespace an object belongs to: a Namespace's own name, else its
+// metadata.namespace ("" for any other cluster-scoped object, which a capture never holds).
+func namespaceOf(o *unstructured.Unstructured) string {
+	if o.GroupVersionKind().GroupKind() == KindNamespace {
+		if o.GetNamespace() != "" {
+			return ""
+		}
+		return o.GetName()
+	}
+	return o.GetNamespace()
 }
 
 // Summary counts a capture's objects by kind, for messages: "2 ConfigMap, 1 StatefulSet.apps".

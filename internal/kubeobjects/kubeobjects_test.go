@@ -320,6 +320,10 @@ func TestACaptureRoundTripsAndAnotherVersionIsRefused(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("format version 2")))
 	_, err = kubeobjects.Decode([]byte(`{"version":1,"objects":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}]}`))
 	g.Expect(err).To(MatchError(ContainSubstring("object 0 has no kind or name")))
+	_, err = kubeobjects.Decode([]byte(`{"version":1,"namespaces":["app"],"objects":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"namespace":"kube-system","name":"x"}}]}`))
+	g.Expect(err).To(MatchError(ContainSubstring("object 0 (ConfigMap kube-system/x) is outside its namespaces [app]")))
+	_, err = kubeobjects.Decode([]byte(`{"version":1,"namespaces":["app"],"objects":[{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"other"}}]}`))
+	g.Expect(err).To(MatchError(ContainSubstring("object 0 (Namespace other) is outside")))
 }
 
 // newFakeClient is a fake client with client-go's kinds, namespaced except Namespaces.
