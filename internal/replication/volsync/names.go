@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
@@ -27,14 +28,15 @@ func FinalSyncPVCName(pvcName string) string {
 }
 
 // boundedName returns name, or when it is longer than a name may be, its head and a hash of the
-// whole, so distinct long names stay distinct.
+// whole, so distinct long names stay distinct. A head cut right after a dot loses the dot: a
+// label may not start with the hash's '-'.
 func boundedName(name string) string {
 	if len(name) <= maxNameLength {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
 	suffix := "-" + hex.EncodeToString(sum[:])[:10]
-	return name[:maxNameLength-len(suffix)] + suffix
+	return strings.TrimRight(name[:maxNameLength-len(suffix)], ".") + suffix
 }
 
 // Trigger is the ReplicationSource trigger that syncs every interval: a cron schedule
