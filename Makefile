@@ -50,6 +50,20 @@ test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo 
 test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
+# FUZZ_TARGETS are the fuzz tests, package:Target; make test runs their seed corpora.
+FUZZ_TARGETS := ./internal/kubeobjects:FuzzDecodeCapture ./internal/agent/vrg:FuzzReadMarker \
+	./internal/agent/vrg:FuzzEpochClaim ./internal/lab/records:FuzzVerifyWriter ./internal/lab/records:FuzzParse \
+	./internal/gateway:FuzzRESTConfig ./internal/objectstore:FuzzProfileFromSecret \
+	./internal/replication/volsync:FuzzNamesAreValidSubdomains
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: tools ## Fuzz every decoder of data drover did not write itself, FUZZTIME each (default 30s; not part of make test)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
+
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/
