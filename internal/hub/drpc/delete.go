@@ -64,6 +64,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 				}
 			}
 			waiting = append(waiting, fmt.Sprintf("%s's agent is unprotecting", name))
+		default:
+			gone, err := groupGone(ctx, cv, drpc)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if !gone {
+				waiting = append(waiting, fmt.Sprintf("%s's agent is unprotecting", name))
+			}
 		}
 	}
 	if len(waiting) == 0 {
@@ -84,6 +92,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+}
+
+// groupGone confirms on the cluster itself that a group the hub's view does not show is gone: a
+// watch-backed view may not have seen a group created a moment ago, and releasing the deletion
+// then would leave that group protecting with nobody to remove it. A delete is the check: a
+// group that is there is deleted (the agent then unprotects); NotFound means it is gone.
+func groupGone(ctx context.Context, cv *clusterView, drpc *v1alpha1.DRPlacementControl) (bool, error) {
+	vrg := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: drpc.Namespace, Name: drpc.Name}}
+	err := cv.client.Delete(ctx, vrg)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", drpc.Namespace, drpc.Name, cv.name, err)
+	}
+	return false, nil
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlacementControl) error {
