@@ -48,6 +48,12 @@ type Options struct {
 	LeaderElectionNamespace string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
 	HealthProbeBindAddress string
+	// ClusterLimits are the client-side rate limits of each managed cluster's client; zero
+	// fields take gateway.DefaultQPS and gateway.DefaultBurst.
+	ClusterLimits gateway.Limits
+	// DRPCWorkers is how many DRPlacementControls are reconciled at once; zero takes
+	// drpc.DefaultWorkers.
+	DRPCWorkers int
 }
 
 // LeaderElectionID names the hub's leader election Lease.
@@ -81,6 +87,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if opts.ProbeInterval < 0 || opts.UnreachableAfter < 0 {
 		return nil, errors.New("the hub's probe interval and grace period must be positive")
+	}
+	if opts.ClusterLimits.QPS < 0 || opts.ClusterLimits.Burst < 0 || opts.DRPCWorkers < 0 {
+		return nil, errors.New("the hub's cluster rate limits and DRPlacementControl workers must be positive")
 	}
 	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
 		return nil, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
@@ -118,7 +127,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
-	gw := &gateway.Secrets{Hub: mgr.GetAPIReader(), Scheme: scheme}
+	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits)
+	if err := mgr.Add(gw); err != nil {
+		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
+	}
 	recorder := mgr.GetEventRecorder("drover-hub")
 	if err := (&drcluster.Reconciler{
 		Client: mgr.GetClient(), Gateway: gw, Health: &gateway.Health{}, Recorder: recorder,
@@ -132,6 +144,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	drpcMetrics := drpc.NewMetrics(mgr.GetClient())
 	if err := (&drpc.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder, Metrics: drpcMetrics,
+		Workers: opts.DRPCWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
 	}

@@ -119,7 +119,15 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 			}},
 			Spec: desired,
 		}
-		if err := cv.client.Create(ctx, vrg, client.FieldOwner(fieldOwner)); err != nil {
+		err := cv.client.Create(ctx, vrg, client.FieldOwner(fieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			// The group is there and the hub's watch has not shown it yet (a reconcile woken by
+			// the other cluster's change just after the hub created it): its event comes next
+			// and wakes this DRPlacementControl again. Until then it is treated as not there.
+			ctrl.LoggerFrom(ctx).V(1).Info("VolumeReplicationGroup exists but is not in the hub's cache yet", "cluster", cv.name)
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("failed to create VolumeReplicationGroup %s on %s: %w", klog.KObj(vrg), cv.name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Created VolumeReplicationGroup", "cluster", cv.name, "replicationState", desired.ReplicationState, "action", desired.Action)
