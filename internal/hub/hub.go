@@ -74,10 +74,13 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+// withDefaults fills the options left zero and checks the others.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
+	}
+	if opts.HealthProbeBindAddress == "" {
+		opts.HealthProbeBindAddress = "0"
 	}
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = 5 * time.Second
@@ -85,17 +88,22 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.UnreachableAfter == 0 {
 		opts.UnreachableAfter = 15 * time.Second
 	}
-	if opts.ProbeInterval < 0 || opts.UnreachableAfter < 0 {
-		return nil, errors.New("the hub's probe interval and grace period must be positive")
+	switch {
+	case opts.ProbeInterval < 0 || opts.UnreachableAfter < 0:
+		return opts, errors.New("the hub's probe interval and grace period must be positive")
+	case opts.ClusterLimits.QPS < 0 || opts.ClusterLimits.Burst < 0 || opts.DRPCWorkers < 0:
+		return opts, errors.New("the hub's cluster rate limits and DRPlacementControl workers must be positive")
+	case opts.LeaderElection && opts.LeaderElectionNamespace == "":
+		return opts, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
 	}
-	if opts.ClusterLimits.QPS < 0 || opts.ClusterLimits.Burst < 0 || opts.DRPCWorkers < 0 {
-		return nil, errors.New("the hub's cluster rate limits and DRPlacementControl workers must be positive")
-	}
-	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
-		return nil, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
-	}
-	if opts.HealthProbeBindAddress == "" {
-		opts.HealthProbeBindAddress = "0"
+	return opts, nil
+}
+
+// NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	scheme, err := NewScheme()
 	if err != nil {
