@@ -25,8 +25,8 @@ const changesBuffer = 1024
 // notices), the outcome of its last probe and, while the cluster answers, a cache that watches
 // its VolumeReplicationGroups. Reads of groups come from that cache; writes go to the cluster.
 //
-// Health: a cluster answers from its first successful probe until a probe, or any request to
-// it (a write, the cache's list or watch), fails to get an answer; then its cache is stopped
+// Health: a cluster answers from its first successful probe until a probe fails, or any
+// request to it (a write, the cache's list or watch) cannot connect; then its cache is stopped
 // and reads fail at once with that error until a probe succeeds again, which starts a new cache
 // (a fresh list: a cache kept across an outage would serve what it had until its watch, backing
 // off up to 30 s, reconnects). Each transition, and each cache's first sync, is sent on

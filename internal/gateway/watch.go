@@ -215,9 +215,11 @@ func (c *cachedReads) List(ctx context.Context, list client.ObjectList, opts ...
 	return r.List(ctx, list, opts...)
 }
 
-// reporter tells the gateway about every request to a cluster that got no answer (refused,
-// reset, timed out), so a lost cluster is noticed by the first request that fails, not only by
-// the next probe. Requests cancelled by their caller are not the cluster's fault.
+// reporter tells the gateway about every request to a cluster that could not reach it
+// (connection refused, reset, no route), so a lost cluster is noticed by the first request that
+// fails, not only by the next probe. A request that ended with its context (cancelled by its
+// caller, or past its deadline, which is how client-go's timeout ends it) is not reported: a
+// slow cluster is not a lost one, and the probe, whose own failure always counts, decides.
 type reporter struct {
 	next http.RoundTripper
 	g    *Secrets
