@@ -55,8 +55,13 @@ type Reconciler struct {
 }
 
 // DefaultWorkers is how many DRPlacementControls the hub reconciles at once by default.
-// Measured in the lab (docs/architecture.md, Hub): a mass failover of 20 applications with
-// east stopped took ... (see the commit that set it).
+// Measured in the lab (BenchmarkMassActionsByDRPCWorkers, 20 empty applications, 2 cores with a
+// load average of 25-30 from other work): protect, fail over and fail back took 12.2-13.1 s,
+// 14.2-18.4 s and 20.9-22.1 s with 8 workers, 12.3-20.4 s, 16.5-18.6 s and 20.5-21.1 s with
+// one: there, the agents and API servers, not the hub, set the pace. More than one worker is
+// kept because a reconcile waits on its clusters' writes (up to the 5 s request timeout for a
+// cluster that stops answering mid-write), which with one worker would hold every other
+// application; 8 costs nothing while idle.
 const DefaultWorkers = 8
 
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
