@@ -11,7 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/hub"
+	"github.com/drover-io/drover/internal/hub/drpc"
 )
 
 type hubFlags struct {
@@ -23,6 +25,9 @@ type hubFlags struct {
 	namespace          string
 	probeInterval      time.Duration
 	unreachableAfter   time.Duration
+	clusterQPS         float32
+	clusterBurst       int
+	drpcWorkers        int
 }
 
 // newHubCommand runs the hub.
@@ -48,6 +53,10 @@ the managed clusters through deploy, failover and relocation. It never touches P
 	cmd.Flags().DurationVar(&f.probeInterval, "probe-interval", 5*time.Second, "how often each managed cluster is probed")
 	cmd.Flags().DurationVar(&f.unreachableAfter, "unreachable-after", 15*time.Second,
 		"how long a cluster's probe must fail before its DRCluster's Reachable condition turns False")
+	cmd.Flags().Float32Var(&f.clusterQPS, "cluster-qps", gateway.DefaultQPS,
+		"requests per second the hub may send to each managed cluster (its writes and probes; it reads the groups from a watch)")
+	cmd.Flags().IntVar(&f.clusterBurst, "cluster-burst", gateway.DefaultBurst, "requests the hub may send to each managed cluster at once, above --cluster-qps")
+	cmd.Flags().IntVar(&f.drpcWorkers, "drpc-workers", drpc.DefaultWorkers, "DRPlacementControls reconciled at once")
 	return cmd
 }
 
@@ -66,6 +75,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 	mgr, err := hub.NewManager(cfg, hub.Options{
 		MetricsBindAddress: f.metricsBindAddress, MetricsInsecure: !f.metricsSecure, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
 		HealthProbeBindAddress: f.probeBindAddress, LeaderElection: f.leaderElect, LeaderElectionNamespace: f.namespace,
+		ClusterLimits: gateway.Limits{QPS: f.clusterQPS, Burst: f.clusterBurst}, DRPCWorkers: f.drpcWorkers,
 	})
 	if err != nil {
 		return err

@@ -14,7 +14,8 @@ import (
 var ErrUnreachable = errors.New("connection refused")
 
 // Fake is a Gateway over given clients (controller-runtime's fake client in unit tests); a
-// cluster marked down fails every request.
+// cluster marked down fails every request. It has no cache: every read goes to the client, and
+// it sends no changes (unit tests call Reconcile themselves).
 type Fake struct {
 	mu      sync.Mutex
 	clients map[string]client.Client
@@ -48,6 +49,21 @@ func (f *Fake) Client(_ context.Context, cluster string) (client.Client, error) 
 	}
 	return cl, nil
 }
+
+// Probe implements Gateway: it lists one group through the cluster's client.
+func (f *Fake) Probe(ctx context.Context, cluster string) (client.Client, error) {
+	cl, err := f.Client(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if err := Probe(ctx, cl); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// Forget implements Gateway; the Fake keeps its clients.
+func (f *Fake) Forget(string) {}
 
 // downClient fails every request, like a client of a stopped API server.
 type downClient struct{ client.Client }

@@ -1,21 +1,20 @@
 // Package gateway is how the hub reaches the managed clusters: a client per DRCluster, built
-// from the kubeconfig in the Secret the DRCluster names, and a health probe. The hub never holds
-// a client of a managed cluster any other way.
+// from the kubeconfig in the Secret the DRCluster names, a health probe per cluster, and one
+// watch-backed cache per cluster of the VolumeReplicationGroups the hub reads. The hub never
+// holds a client of a managed cluster any other way.
 package gateway
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -24,72 +23,65 @@ import (
 // unusable: a person must fix it, retrying does not help.
 var ErrNoKubeconfig = errors.New("no usable kubeconfig")
 
-// Gateway gives the hub a client of each managed cluster.
+// Gateway gives the hub a client of each managed cluster and its health.
 type Gateway interface {
-	// Client returns a client of the named DRCluster. An error wrapping ErrNoKubeconfig says the
-	// cluster's Secret must be fixed; other errors are transient.
+	// Client returns a client of the named DRCluster. Its reads of VolumeReplicationGroups may
+	// be served from a watch-backed cache; while the cluster is known not to answer, they fail
+	// with the error that says why. Writes go to the cluster. An error wrapping ErrNoKubeconfig
+	// says the cluster's Secret must be fixed; other errors are transient.
 	Client(ctx context.Context, cluster string) (client.Client, error)
+	// Probe re-reads the cluster's DRCluster and kubeconfig Secret, checks that the cluster
+	// answers and serves drover's API, and records the outcome as the cluster's health. It
+	// returns the cluster's client when the probe succeeded.
+	Probe(ctx context.Context, cluster string) (client.Client, error)
+	// Forget drops what the gateway holds for a cluster whose DRCluster is gone.
+	Forget(cluster string)
+}
+
+// Notifier is a Gateway that tells the hub what changed on the clusters: an event whose object
+// is a VolumeReplicationGroup (namespace and name only) when that group changed on some
+// cluster, one whose object is a DRCluster (name only) when the cluster stopped answering or
+// answers again with its cache synced.
+type Notifier interface {
+	Changes() <-chan event.GenericEvent
 }
 
 // requestTimeout bounds every request to a managed cluster, so a lost cluster costs a reconcile
 // a few seconds at most.
 const requestTimeout = 5 * time.Second
 
-// Secrets is the production Gateway: it reads each DRCluster and its kubeconfig Secret from the
-// hub and caches one client per cluster until the Secret changes.
-type Secrets struct {
-	// Hub reads DRClusters and Secrets on the hub. An uncached reader keeps the hub from
-	// watching every Secret of the cluster.
-	Hub client.Reader
-	// Scheme is the scheme of the managed-cluster clients.
-	Scheme *runtime.Scheme
+// Default client-side rate limits of each managed cluster's client. The hub reads the groups
+// from a watch, so these only bound its writes (and probes): a settled hub sends about one probe
+// per probe interval to each cluster; a mass failover or relocation sends a few writes per
+// application to each cluster (create or patch the group, a namespace, VolSync key Secrets).
+// 50/s with bursts of 100 lets 100 applications start an action within about 2 s without
+// queueing behind client-go's default 5/s, and still leaves the cluster's own API priority and
+// fairness the last word.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
 
-	mu      sync.Mutex
-	clients map[string]cachedClient
+// Limits are the client-side rate limits of each managed cluster's client.
+type Limits struct {
+	// QPS is the sustained rate of requests per second; zero takes DefaultQPS.
+	QPS float32
+	// Burst is the number of requests that may go at once; zero takes DefaultBurst.
+	Burst int
 }
 
-var _ Gateway = (*Secrets)(nil)
-
-type cachedClient struct {
-	// version identifies the Secret the client was built from.
-	version types.UID
-	rv      string
-	client  client.Client
-}
-
-// Client implements Gateway.
-func (g *Secrets) Client(ctx context.Context, cluster string) (client.Client, error) {
-	drc := &v1alpha1.DRCluster{}
-	if err := g.Hub.Get(ctx, client.ObjectKey{Name: cluster}, drc); err != nil {
-		return nil, fmt.Errorf("failed to get DRCluster %s: %w", cluster, err)
+func (l Limits) orDefault() Limits {
+	if l.QPS == 0 {
+		l.QPS = DefaultQPS
 	}
-	ref := drc.Spec.KubeconfigSecretRef
-	secret := &corev1.Secret{}
-	if err := g.Hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("%w for DRCluster %s: failed to get Secret %s/%s: %w", ErrNoKubeconfig, cluster, ref.Namespace, ref.Name, err)
+	if l.Burst == 0 {
+		l.Burst = DefaultBurst
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if c, ok := g.clients[cluster]; ok && c.version == secret.UID && c.rv == secret.ResourceVersion {
-		return c.client, nil
-	}
-	cfg, err := RESTConfig(secret)
-	if err != nil {
-		return nil, fmt.Errorf("%w for DRCluster %s: %w", ErrNoKubeconfig, cluster, err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: g.Scheme})
-	if err != nil {
-		return nil, fmt.Errorf("failed to create a client of DRCluster %s: %w", cluster, err)
-	}
-	if g.clients == nil {
-		g.clients = map[string]cachedClient{}
-	}
-	g.clients[cluster] = cachedClient{version: secret.UID, rv: secret.ResourceVersion, client: cl}
-	return cl, nil
+	return l
 }
 
 // RESTConfig builds the configuration of a managed cluster from the kubeconfig Secret of its
-// DRCluster, with the gateway's request timeout.
+// DRCluster, with the gateway's request timeout and the default rate limits.
 func RESTConfig(secret *corev1.Secret) (*rest.Config, error) {
 	raw, ok := secret.Data[v1alpha1.KubeconfigSecretKey]
 	if !ok || len(raw) == 0 {
@@ -100,13 +92,13 @@ func RESTConfig(secret *corev1.Secret) (*rest.Config, error) {
 		return nil, fmt.Errorf("secret %s/%s key %q is not a usable kubeconfig: %w", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey, err)
 	}
 	cfg.Timeout = requestTimeout
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	return cfg, nil
 }
 
 // Probe checks that the cluster answers and serves drover's API with the hub's credential: it
-// lists at most one VolumeReplicationGroup.
-func Probe(ctx context.Context, cl client.Client) error {
+// lists at most one VolumeReplicationGroup, from the cluster itself.
+func Probe(ctx context.Context, cl client.Reader) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if err := cl.List(ctx, &v1alpha1.VolumeReplicationGroupList{}, client.Limit(1)); err != nil {

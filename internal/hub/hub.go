@@ -48,6 +48,12 @@ type Options struct {
 	LeaderElectionNamespace string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
 	HealthProbeBindAddress string
+	// ClusterLimits are the client-side rate limits of each managed cluster's client; zero
+	// fields take gateway.DefaultQPS and gateway.DefaultBurst.
+	ClusterLimits gateway.Limits
+	// DRPCWorkers is how many DRPlacementControls are reconciled at once; zero takes
+	// drpc.DefaultWorkers.
+	DRPCWorkers int
 }
 
 // LeaderElectionID names the hub's leader election Lease.
@@ -68,10 +74,13 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+// withDefaults fills the options left zero and checks the others.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
+	}
+	if opts.HealthProbeBindAddress == "" {
+		opts.HealthProbeBindAddress = "0"
 	}
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = 5 * time.Second
@@ -79,14 +88,22 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.UnreachableAfter == 0 {
 		opts.UnreachableAfter = 15 * time.Second
 	}
-	if opts.ProbeInterval < 0 || opts.UnreachableAfter < 0 {
-		return nil, errors.New("the hub's probe interval and grace period must be positive")
+	switch {
+	case opts.ProbeInterval < 0 || opts.UnreachableAfter < 0:
+		return opts, errors.New("the hub's probe interval and grace period must be positive")
+	case opts.ClusterLimits.QPS < 0 || opts.ClusterLimits.Burst < 0 || opts.DRPCWorkers < 0:
+		return opts, errors.New("the hub's cluster rate limits and DRPlacementControl workers must be positive")
+	case opts.LeaderElection && opts.LeaderElectionNamespace == "":
+		return opts, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
 	}
-	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
-		return nil, errors.New("leader election needs the hub's namespace: set --namespace or POD_NAMESPACE")
-	}
-	if opts.HealthProbeBindAddress == "" {
-		opts.HealthProbeBindAddress = "0"
+	return opts, nil
+}
+
+// NewManager returns a manager running the hub's controllers against the hub cluster's cfg.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	scheme, err := NewScheme()
 	if err != nil {
@@ -118,7 +135,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
-	gw := &gateway.Secrets{Hub: mgr.GetAPIReader(), Scheme: scheme}
+	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits)
+	if err := mgr.Add(gw); err != nil {
+		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
+	}
 	recorder := mgr.GetEventRecorder("drover-hub")
 	if err := (&drcluster.Reconciler{
 		Client: mgr.GetClient(), Gateway: gw, Health: &gateway.Health{}, Recorder: recorder,
@@ -132,6 +152,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	drpcMetrics := drpc.NewMetrics(mgr.GetClient())
 	if err := (&drpc.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder, Metrics: drpcMetrics,
+		Workers: opts.DRPCWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -23,6 +25,16 @@ import (
 
 // fieldOwner names the hub in managedFields.
 const fieldOwner = "drover-hub"
+
+// probeRetry is how often a cluster whose probe fails is probed again (the probe interval when
+// that is shorter): the hub notices a returning cluster within about a second, and the
+// applications waiting for it are woken by the gateway then, not at their next poll. Probing a
+// cluster that does not answer costs that cluster nothing.
+const probeRetry = time.Second
+
+// workers is how many DRClusters are probed at once, so one cluster that holds a probe until
+// its timeout does not delay the others'.
+const workers = 4
 
 // Reconciler reconciles DRClusters. It holds only dependencies.
 type Reconciler struct {
@@ -63,6 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A fixed kubeconfig Secret is noticed at the next probe; watching Secrets would need
 		// the hub to list every Secret of the hub cluster.
 		For(&v1alpha1.DRCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 
@@ -70,15 +83,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	drc := &v1alpha1.DRCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, drc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Gateway.Forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := drc.DeepCopy()
 	now := time.Now()
 
-	cl, err := r.Gateway.Client(ctx, drc.Name)
-	if err == nil {
-		err = gateway.Probe(ctx, cl)
-	}
+	cl, err := r.Gateway.Probe(ctx, drc.Name)
 	failingSince := r.Health.Observe(drc.Name, err, now)
 	setCondition(drc, validatedCondition(drc, err))
 	setCondition(drc, reachableCondition(err, failingSince, now, r.UnreachableAfter))
@@ -98,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Probe failed", "cluster", klog.KObj(drc), "error", err.Error())
+		return ctrl.Result{RequeueAfter: min(r.ProbeInterval, probeRetry)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.ProbeInterval}, nil
 }

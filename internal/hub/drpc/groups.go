@@ -103,7 +103,7 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 		otherGroup = other.vrg
 	}
 	handOff(&desired, cv.vrg, otherGroup)
-	if desired.VolSync != nil && len(desired.VolSync.Destinations) > 0 && otherGroup != nil {
+	if desired.VolSync != nil && len(desired.VolSync.Destinations) > 0 && otherGroup != nil && !keysInPlace(sc, cv.vrg, desired) {
 		// The primary's sources need the destinations' keys before they can send.
 		if err := copyKeySecrets(ctx, other, cv, desired.VolSync.Destinations); err != nil {
 			return err
@@ -119,7 +119,15 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 			}},
 			Spec: desired,
 		}
-		if err := cv.client.Create(ctx, vrg, client.FieldOwner(fieldOwner)); err != nil {
+		err := cv.client.Create(ctx, vrg, client.FieldOwner(fieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			// The group is there and the hub's watch has not shown it yet (a reconcile woken by
+			// the other cluster's change just after the hub created it): its event comes next
+			// and wakes this DRPlacementControl again. Until then it is treated as not there.
+			ctrl.LoggerFrom(ctx).V(1).Info("VolumeReplicationGroup exists but is not in the hub's cache yet", "cluster", cv.name)
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("failed to create VolumeReplicationGroup %s on %s: %w", klog.KObj(vrg), cv.name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Created VolumeReplicationGroup", "cluster", cv.name, "replicationState", desired.ReplicationState, "action", desired.Action)
@@ -138,6 +146,20 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 	ctrl.LoggerFrom(ctx).Info("Updated VolumeReplicationGroup", "cluster", cv.name, "replicationState", desired.ReplicationState,
 		"action", desired.Action, "finalSyncRequest", desired.FinalSyncRequest)
 	return nil
+}
+
+// keysInPlace reports whether a primary evidently sends with its destinations' keys: its spec
+// names the desired destinations already, it is DataReady at its generation and its last group
+// sync is no older than twice the interval (a key the secondary replaced would stop the syncs,
+// and the copy is made again then). Copying reads a Secret on each cluster per destination;
+// the hub reconciles on every change of a group, so copying on every pass would cost each
+// cluster a read per application and sync.
+func keysInPlace(sc *scope, vrg *v1alpha1.VolumeReplicationGroup, desired v1alpha1.VolumeReplicationGroupSpec) bool {
+	if vrg == nil || vrg.Spec.VolSync == nil || !equality.Semantic.DeepEqual(vrg.Spec.VolSync.Destinations, desired.VolSync.Destinations) {
+		return false
+	}
+	last := vrg.Status.LastGroupSyncTime
+	return isTrue(vrg, v1alpha1.ConditionDataReady) && last != nil && sc.now.Sub(last.Time) <= 2*sc.interval
 }
 
 // ensureNamespace creates the group's namespace on a cluster when it is missing.

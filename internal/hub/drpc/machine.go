@@ -46,12 +46,15 @@ const (
 	ProgressionDeletingGroups   Progression = "DeletingGroups"
 )
 
-// Requeue delays. The hub does not watch the managed clusters: it polls their groups, quickly
-// while an action runs or a cluster is away, slowly when settled.
+// Requeue delays. The hub does not poll the managed clusters: the gateway watches their groups
+// and wakes a DRPlacementControl when one of its groups changes, and all of a cluster's when it
+// stops answering or answers again. These requeues are safety nets only, for a change lost on
+// the way; settled ones also wake when the last group sync is about to turn stale (Protected is
+// judged against the clock, and no event says that a sync did not come).
 const (
-	requeueAction      = time.Second
-	requeueUnreachable = 2 * time.Second
-	requeueSettled     = 10 * time.Second
+	requeueAction      = 5 * time.Second
+	requeueUnreachable = 30 * time.Second
+	requeueSettled     = 2 * time.Minute
 	requeueInvalid     = 30 * time.Second
 )
 
@@ -255,6 +258,9 @@ func (r *Reconciler) settled(ctx context.Context, sc *scope) (ctrl.Result, error
 	if err := r.place(ctx, sc, append([]string{primary.name}, sc.keepUnacknowledged(peer.name)...)...); err != nil {
 		return ctrl.Result{}, err
 	}
+	if d, ok := untilStale(sc, primary); ok {
+		result.RequeueAfter = min(result.RequeueAfter, d)
+	}
 	st.Progression = string(ProgressionCompleted)
 	if !peer.reachable() || !secondary(peer.vrg) {
 		st.Progression = string(ProgressionWaitingForPeer)
@@ -264,6 +270,17 @@ func (r *Reconciler) settled(ctx context.Context, sc *scope) (ctrl.Result, error
 		result.RequeueAfter = min(result.RequeueAfter, requeueUnreachable)
 	}
 	return result, nil
+}
+
+// untilStale returns how long until the primary's last group sync is older than twice the
+// interval, when Protected turns SyncStale unless a newer sync comes (a second more, so the
+// judgement then sees it stale); false when there is no sync to age or it is stale already.
+func untilStale(sc *scope, primary *clusterView) (time.Duration, bool) {
+	if !primary.reachable() || primary.vrg == nil || primary.vrg.Status.LastGroupSyncTime == nil {
+		return 0, false
+	}
+	d := primary.vrg.Status.LastGroupSyncTime.Add(2*sc.interval + time.Second).Sub(sc.now)
+	return d, d > 0
 }
 
 // failingOver promotes the failover cluster's group without waiting for the old primary, which

@@ -524,6 +524,19 @@ func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *te
 	w.g.Expect(copied.OwnerReferences).To(BeEmpty())
 	w.g.Expect(copied.UID).NotTo(Equal(key.UID))
 
+	// Once east syncs with the key, the hub no longer reads the keys on every pass; if the key
+	// is replaced on west, east's syncs stop, and once they are stale the key is copied again.
+	w.agent("east", false)
+	key.Data = map[string][]byte{"psk.txt": []byte("volsync:11ee")}
+	w.g.Expect(w.clusters["west"].Update(ctx, key)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.clusters["east"].Get(ctx, client.ObjectKeyFromObject(key), copied)).To(Succeed())
+	w.g.Expect(copied.Data["psk.txt"]).To(Equal([]byte("volsync:00ff")), "east syncs: its key is not read again")
+	w.now = w.now.Add(time.Minute)
+	w.reconcile()
+	w.g.Expect(w.clusters["east"].Get(ctx, client.ObjectKeyFromObject(key), copied)).To(Succeed())
+	w.g.Expect(copied.Data["psk.txt"]).To(Equal([]byte("volsync:11ee")), "east's syncs are stale: the key is copied again")
+
 	// West unreachable: east keeps the destinations it has.
 	w.gw.SetDown("west", true)
 	w.reconcile()
