@@ -90,7 +90,9 @@ func startAgent(cluster string) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true})
+	// Every API and S3 write of the agent is counted by namespace (scale_lab_test.go).
+	cfg.Wrap(writes.countAPI(cluster))
+	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster)})
 	if err != nil {
 		return err
 	}
