@@ -84,11 +84,11 @@ installs the fence's configuration itself with a self-signed certificate for --w
 	fl.StringVar(&f.webhookService, "webhook-service", "",
 		"Service in --namespace through which the API server reaches the fence: the serving certificate's name")
 	fl.IntVar(&f.workers, "vrg-workers", agent.DefaultWorkers,
-		"how many VolumeReplicationGroups are reconciled at once")
+		"how many VolumeReplicationGroups are reconciled at once (0: the default)")
 	fl.Float32Var(&f.kubeAPIQPS, "kube-api-qps", agent.DefaultKubeAPIQPS,
-		"requests per second to the cluster's API server, per resource kind (client-side limit); negative disables the limit")
+		"requests per second to the cluster's API server, per resource kind (client-side limit); negative disables the limit, 0 keeps the kubeconfig's")
 	fl.IntVar(&f.kubeAPIBurst, "kube-api-burst", agent.DefaultKubeAPIBurst,
-		"requests to the cluster's API server allowed in a burst above --kube-api-qps, per resource kind")
+		"requests to the cluster's API server allowed in a burst above --kube-api-qps, per resource kind; 0 keeps the kubeconfig's")
 	return cmd
 }
 
@@ -105,11 +105,8 @@ func (f *agentFlags) options() (agent.Options, error) {
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)
 	}
-	if f.workers < 1 {
-		return opts, fmt.Errorf("--vrg-workers must be at least 1, not %d", f.workers)
-	}
-	if f.kubeAPIQPS == 0 || f.kubeAPIBurst < 1 {
-		return opts, errors.New("--kube-api-qps must not be 0 (negative disables the limit) and --kube-api-burst must be at least 1")
+	if f.workers < 0 || f.kubeAPIBurst < 0 {
+		return opts, fmt.Errorf("--vrg-workers (%d) and --kube-api-burst (%d) must not be negative", f.workers, f.kubeAPIBurst)
 	}
 	if f.webhookCertSecret == "" {
 		return opts, nil
