@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
@@ -87,11 +88,13 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 	// One more interval: the first capture and sync of the last groups are written.
 	time.Sleep(scaleInterval)
 
-	before, start := writes.snapshot(), time.Now()
+	before, start, timesBefore := writes.snapshot(), time.Now(), reconcileTimes(t)
 	time.Sleep(scaleWindow)
-	after, end := writes.snapshot(), time.Now()
+	after, end, timesAfter := writes.snapshot(), time.Now(), reconcileTimes(t)
 	lags, synced := syncs.lags(start, end)
 	reportScale(t, n, lags, before, after, end.Sub(start))
+	t.Logf("passes %d, average pass %s, average wait in the queue %s",
+		int(timesAfter.passes-timesBefore.passes), timesAfter.pass(timesBefore), timesAfter.wait(timesBefore))
 
 	g.Expect(lags).NotTo(BeEmpty())
 	g.Expect(percentile(lags, 99)).To(BeNumerically("<=", maxSyncLag), "p99 of the groups' lag behind their storage")
@@ -134,6 +137,57 @@ func reportScale(t *testing.T, n int, lags []time.Duration, before, after map[wr
 	}
 	t.Logf("%d groups, %d syncs over %s: lag behind the storage p50 %s, p99 %s, max %s; writes per group per minute: %s",
 		n, len(lags), window.Round(time.Second), percentile(lags, 50), percentile(lags, 99), percentile(lags, 100), strings.Join(parts, ", "))
+}
+
+// passTimes are the totals of the group controller's metrics (both agents run in this process
+// and share controller-runtime's registry; only east has groups here).
+type passTimes struct {
+	passes, passSeconds, waits, waitSeconds float64
+}
+
+func (p passTimes) pass(before passTimes) time.Duration {
+	return perCount(p.passSeconds-before.passSeconds, p.passes-before.passes)
+}
+
+func (p passTimes) wait(before passTimes) time.Duration {
+	return perCount(p.waitSeconds-before.waitSeconds, p.waits-before.waits)
+}
+
+func perCount(seconds, count float64) time.Duration {
+	if count == 0 {
+		return 0
+	}
+	return time.Duration(seconds / count * float64(time.Second)).Round(time.Millisecond)
+}
+
+// reconcileTimes reads the group controller's reconcile time and queue wait from
+// controller-runtime's metrics registry.
+func reconcileTimes(t *testing.T) passTimes {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p passTimes
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			ours := false
+			for _, l := range m.GetLabel() {
+				ours = ours || l.GetValue() == "volumereplicationgroup"
+			}
+			if !ours || m.GetHistogram() == nil {
+				continue
+			}
+			h := m.GetHistogram()
+			switch f.GetName() {
+			case "controller_runtime_reconcile_time_seconds":
+				p.passes, p.passSeconds = p.passes+float64(h.GetSampleCount()), p.passSeconds+h.GetSampleSum()
+			case "workqueue_queue_duration_seconds":
+				p.waits, p.waitSeconds = p.waits+float64(h.GetSampleCount()), p.waitSeconds+h.GetSampleSum()
+			}
+		}
+	}
+	return p
 }
 
 // percentile returns the p-th percentile of ds (nearest rank); 0 for none.
