@@ -230,8 +230,8 @@ func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobject
 	return cr, nil
 }
 
-// captureDoc encodes a capture. Content that a store already holds, as far as the ledger
-// knows, keeps the time it was first taken, so every store holds the same document.
+// captureDoc encodes a capture. Content that a store holds, as far as the ledger trusts its
+// record there, keeps the time it was first taken, so every store holds the same document.
 func (r *Reconciler) captureDoc(sc *scope, namespaces []string, objects []*unstructured.Unstructured, now time.Time) (captureDoc, error) {
 	sum, err := captureDigest(namespaces, objects)
 	if err != nil {
@@ -239,7 +239,7 @@ func (r *Reconciler) captureDoc(sc *scope, namespaces []string, objects []*unstr
 	}
 	doc := captureDoc{sum: sum, at: now}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		if rec := r.written.store(sc.vrg, profile.Name); rec.capture == sum && !rec.captureAt.IsZero() {
+		if rec := r.written.store(sc.vrg, profile.Name); rec.trusted(sc.epoch.view(profile)) && rec.capture == sum && !rec.captureAt.IsZero() {
 			doc.at = rec.captureAt
 			break
 		}
@@ -260,8 +260,11 @@ func captureDigest(namespaces []string, objects []*unstructured.Unstructured) (d
 }
 
 // putCapture makes one store hold a capture: nothing to do when the ledger says it holds the
-// same content under the marker read this pass; otherwise the stored capture is read and
-// compared, and the document written only when it differs (always: written anyway). It returns
+// same content under the marker read this pass. A record that only expired (the same marker and
+// epoch) is verified: the stored capture is read and compared, and written only when it differs.
+// Without a trusted record (a new primary, a claim or catch-up since, an agent restarted) the
+// capture is written: a capture of the same content by another primary is that primary's, and
+// a new primary writes its own. always (a relocation's final capture) writes anyway. It returns
 // when the capture the store now holds was taken, and whether it wrote.
 func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, doc captureDoc, now time.Time, always bool) (time.Time, bool, error) {
 	// A store whose marker could not be read is not written this pass.
@@ -270,7 +273,8 @@ func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1
 	}
 	view := sc.epoch.view(profile)
 	rec := r.written.store(sc.vrg, profile.Name)
-	if !always && rec.trusted(view) && rec.capture == doc.sum && now.Before(rec.captureUntil) {
+	known := !always && rec.trusted(view) && rec.capture == doc.sum
+	if known && now.Before(rec.captureUntil) {
 		return rec.captureAt, false, nil
 	}
 	store, err := r.storeOf(ctx, sc, profile)
@@ -280,7 +284,7 @@ func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1
 	}
 	key := StorePrefix(sc.vrg) + kubeobjects.StoreKey
 	at, put := doc.at, true
-	if !always {
+	if known {
 		if stored, ok := storedCapture(ctx, store, key); ok && stored.sum == doc.sum {
 			at, put = stored.at, false
 		}

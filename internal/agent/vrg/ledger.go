@@ -21,8 +21,8 @@ import (
 // A record is trusted only while the store's primary marker is still the version read when the
 // record was made, and this group's epoch is the same: a claim by any primary (a failover, a
 // relocation, a store caught up after missing a claim) rewrites the marker, so after it the
-// agent compares with the store again and writes what differs; a new primary, on the other
-// cluster or this one, always writes everything it holds. The marker is still read every pass
+// agent compares the metadata with the store again and writes what differs, and writes its
+// capture (kubeobjects.go); a new primary, on the other cluster or this one, does the same. The marker is still read every pass
 // (epoch.go): the ledger never lets a stale primary write. A store that fails loses its record.
 // The ledger lives in memory, so an agent restarted compares with every store once, and every
 // record expires after verifyStores (with jitter, so that groups created together do not verify
