@@ -163,20 +163,26 @@ func TestASettledGroupWritesToAStoreOnlyWhenWhatItHoldsChangesOrIsNoLongerKnown(
 	w, _ = west.reset()
 	g.Expect(w).To(BeEmpty())
 
-	// West loses an object behind the agent's back, its marker kept: the ledger still trusts
-	// west until the record expires, and then the object is compared and written again.
-	g.Expect(west.Fake.Delete(ctx, pv)).To(Succeed())
-	_, err = f.pass()
+	expectAnExpiredRecordVerified(g, f, west, pv)
+}
+
+// expectAnExpiredRecordVerified: a store loses an object behind the agent's back, its marker
+// kept: the ledger still trusts the store until the record expires, and then the object is
+// compared and written again.
+func expectAnExpiredRecordVerified(g Gomega, f *fixture, store *opCounter, key string) {
+	ctx := context.Background()
+	g.Expect(store.Fake.Delete(ctx, key)).To(Succeed())
+	_, err := f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
-	w, _ = west.reset()
+	w, _ := store.reset()
 	g.Expect(w).To(BeEmpty())
-	f.r.written.update(f.group(g), "s3-west", storeViewOf(f.r.written, f.group(g), "s3-west"), func(rec *storeRecord) {
+	f.r.written.update(f.group(g), store.Name(), storeViewOf(f.r.written, f.group(g), store.Name()), func(rec *storeRecord) {
 		rec.metadataUntil = time.Now().Add(-time.Second)
 	})
 	_, err = f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
-	w, _ = west.reset()
-	g.Expect(w).To(Equal(map[string]int{pv: 1}))
+	w, _ = store.reset()
+	g.Expect(w).To(Equal(map[string]int{key: 1}))
 }
 
 // storeViewOf is the view the ledger's record of a store was made under.
