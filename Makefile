@@ -50,6 +50,13 @@ test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo 
 test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
+# The benchmark's sizes; N=100 × 3 PVCs and the 1000-DRPC hub fill take the longest.
+BENCH_FLAGS ?= --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md
+
+.PHONY: bench
+bench: tools build ## Measure drover at scale in its own lab (.lab-bench): N apps x 1 and 3 PVCs vs the cluster's floor, a 1000-DRPC hub fill; prints a table, writes bench.md (BENCH_FLAGS=...)
+	$(BIN)/drover lab bench --dir $(CURDIR)/.lab-bench $(BENCH_FLAGS)
+
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/

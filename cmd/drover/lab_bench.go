@@ -66,8 +66,8 @@ func parseInts(flag, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--%s %q: give positive numbers separated by commas", flag, s)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("--%s %q: give numbers from 1 to 1000 separated by commas", flag, s)
 		}
 		out = append(out, n)
 	}

@@ -147,6 +147,14 @@ func PeerReady(cluster string) func(*v1alpha1.DRPlacementControl) bool {
 	}
 }
 
+// ProtectedOn says whether an application runs on cluster, Available, PeerReady and Protected:
+// what a relocation away from cluster needs.
+func ProtectedOn(cluster string) func(*v1alpha1.DRPlacementControl) bool {
+	return func(d *v1alpha1.DRPlacementControl) bool {
+		return PeerReady(cluster)(d) && isTrue(d, v1alpha1.ConditionProtected)
+	}
+}
+
 // AwaitAll lists the fleet's DRPlacementControls (those labelled with selector) every poll
 // until each has met done at least once, and returns when the last one first did, after
 // began. At the timeout it says how many had not and where the first few stood.
@@ -274,10 +282,15 @@ func podIsReady(p *corev1.Pod) bool {
 // Remove unprotects the fleet (deletes its DRPlacementControls, labelled with selector, and waits
 // until they are gone) and then deletes its namespaces everywhere, without waiting.
 func (f *Fleet) Remove(ctx context.Context, selector map[string]string) error {
-	if err := f.env.Hub.DeleteAllOf(ctx, &v1alpha1.DRPlacementControl{}, client.MatchingLabels(selector)); err != nil {
+	err := f.each(ctx, func(ctx context.Context, r *Run) error {
+		d := &v1alpha1.DRPlacementControl{}
+		d.Namespace, d.Name = r.key.Namespace, r.key.Name
+		return client.IgnoreNotFound(f.env.Hub.Delete(ctx, d))
+	})
+	if err != nil {
 		return fmt.Errorf("failed to delete the DRPlacementControls: %w", err)
 	}
-	err := f.poll(ctx, func(ctx context.Context) error {
+	err = f.poll(ctx, func(ctx context.Context) error {
 		list := &v1alpha1.DRPlacementControlList{}
 		if err := f.env.Hub.List(ctx, list, client.MatchingLabels(selector)); err != nil {
 			return err

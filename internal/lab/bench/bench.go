@@ -24,6 +24,8 @@ const (
 	// stepBase and stepPerApp bound each step: a slow main must still finish N=100.
 	stepBase   = 5 * time.Minute
 	stepPerApp = 10 * time.Second
+	// maxPVCs bounds the PVCs per application (a StatefulSet's replicas).
+	maxPVCs = 100
 )
 
 // Options configure a benchmark.
@@ -49,7 +51,7 @@ type Result struct {
 	// Floor is what the cluster alone takes to start the workloads over their bound PVCs.
 	Floor time.Duration
 	// Protect: DRPCs created → each Deployed, Protected and PeerReady once. Failover: the mass
-	// request with east stopped → all Available on west. Recover: east started → all PeerReady.
+	// request with east stopped → all Available on west. Recover: east back (started) → all PeerReady.
 	// Relocate: the mass request → all Available on east.
 	Protect, Failover, Recover, Relocate time.Duration
 	// RecordsKept and RecordsLost count the writers' records over the relocation (0 lost is
@@ -135,7 +137,7 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 	var cases []story.Case
 	for i := range n {
 		cases = append(cases, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
-			Mode: story.SelfContained, Namespace: fmt.Sprintf("bench-%s-%d", name, i), Replicas: int32(pvcs)})
+			Mode: story.SelfContained, Namespace: fmt.Sprintf("bench-%s-%d", name, i), Replicas: int32(min(pvcs, maxPVCs))}) //nolint:gosec // bounded by maxPVCs
 	}
 	r := &run{o: o, p: p, fleet: story.NewFleet(env, cases, lab.East), selector: map[string]string{RunLabel: name}, env: env, res: &res}
 	say(o, "== %d applications × %d PVCs (StatefulSets of %d replicas, %s, policy %s)", n, pvcs, pvcs, lab.BlockStorageClass, lab.PolicyVolRep)
@@ -254,17 +256,24 @@ func (r *run) failover(ctx context.Context) error {
 }
 
 func (r *run) recover(ctx context.Context) error {
-	began := time.Now()
 	if err := r.env.StartCluster(ctx, lab.East); err != nil {
 		return err
 	}
+	// Measured from the moment east is back (its control plane, storage and agent up), so the
+	// lab's own start time does not count.
+	began := time.Now()
 	d, err := r.fleet.AwaitAll(ctx, "recover", r.selector, began, story.PeerReady(lab.West))
 	r.res.Recover = d
-	say(r.o, "recover: east started; every application PeerReady after %s", d.Round(10*time.Millisecond))
+	say(r.o, "recover: east is back; every application PeerReady %s later", d.Round(10*time.Millisecond))
 	return err
 }
 
 func (r *run) relocate(ctx context.Context) error {
+	// A relocation needs the primary's data protected, which may follow PeerReady by a sync;
+	// that wait is not the relocation's.
+	if _, err := r.fleet.AwaitAll(ctx, "protected on west", r.selector, time.Now(), story.ProtectedOn(lab.West)); err != nil {
+		return err
+	}
 	if err := r.fleet.Snapshot(ctx, lab.West); err != nil {
 		return err
 	}
@@ -282,12 +291,11 @@ func (r *run) relocate(ctx context.Context) error {
 
 // observe reads the reconcile-time quantiles of the run from drover's metrics.
 func (r *run) observe(ctx context.Context) error {
-	const name = "controller_runtime_reconcile_time_seconds"
 	hub, err := r.p.drover(ctx, lab.Hub)
 	if err != nil {
 		return err
 	}
-	q := quantile(0.99, r.before[lab.Hub].buckets(name, reconcileOf("drplacementcontrol")), hub.buckets(name, reconcileOf("drplacementcontrol")))
+	q := quantile(0.99, r.before[lab.Hub].reconcileBuckets(reconcileOf("drplacementcontrol")), hub.reconcileBuckets(reconcileOf("drplacementcontrol")))
 	r.res.HubP99 = time.Duration(q * float64(time.Second))
 	for _, c := range []string{lab.East, lab.West} {
 		s, err := r.p.drover(ctx, c)
@@ -300,7 +308,7 @@ func (r *run) observe(ctx context.Context) error {
 		if c == lab.East {
 			before = snapshot{}
 		}
-		q := quantile(0.99, before.buckets(name, reconcileOf("volumereplicationgroup")), s.buckets(name, reconcileOf("volumereplicationgroup")))
+		q := quantile(0.99, before.reconcileBuckets(reconcileOf("volumereplicationgroup")), s.reconcileBuckets(reconcileOf("volumereplicationgroup")))
 		r.res.AgentP99 = max(r.res.AgentP99, time.Duration(q*float64(time.Second)))
 	}
 	return nil

@@ -3,28 +3,43 @@ package bench
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// testWriter sends the benchmark's progress to the test log.
-type testWriter struct{ t *testing.T }
+// testWriter sends the benchmark's progress to the test log, a line at a time.
+type testWriter struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf []byte
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.t.Log(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
 }
 
 // A tiny benchmark (two applications of one PVC, a hub fill of five) runs in make test so the
 // benchmark cannot rot: every action must succeed and every figure of the table be measured.
 // It asserts no timing: those are the benchmark's output, not a test's verdict.
 func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
-	env, err := EnvOf(testLab.Lab, testWriter{t})
+	out := &testWriter{t: t}
+	env, err := EnvOf(testLab.Lab, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Run(t.Context(), Options{Lab: testLab.Lab, Env: env, Sizes: []int{2}, PVCs: []int{1},
-		SettleWindow: 10 * time.Second, HubDRPCs: 5, Out: testWriter{t}})
+		SettleWindow: 10 * time.Second, HubDRPCs: 5, Out: out})
 	var table, md bytes.Buffer
 	if rep != nil {
 		rep.PrintTable(&table)

@@ -47,17 +47,22 @@ func (s snapshot) counter(name string, match func(map[string]string) bool) float
 	return total
 }
 
-// buckets sums the histogram name's cumulative buckets over the series match selects, by
-// upper bound.
-func (s snapshot) buckets(name string, match func(map[string]string) bool) map[float64]float64 {
+// reconcileTime is controller-runtime's histogram of reconcile durations.
+const reconcileTime = "controller_runtime_reconcile_time_seconds"
+
+// reconcileBuckets sums the reconcile-time histogram's cumulative buckets over the series match
+// selects, by upper bound; +Inf holds the count.
+func (s snapshot) reconcileBuckets(match func(map[string]string) bool) map[float64]float64 {
 	out := map[float64]float64{}
-	if f := s[name]; f != nil {
+	if f := s[reconcileTime]; f != nil {
 		for _, m := range f.GetMetric() {
 			if !match(labelsOf(m)) {
 				continue
 			}
 			for _, b := range m.GetHistogram().GetBucket() {
-				out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+				if !math.IsInf(b.GetUpperBound(), 1) {
+					out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+				}
 			}
 			out[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
 		}
