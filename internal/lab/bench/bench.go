@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -150,7 +151,10 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 	}
 	for _, s := range steps {
 		if err := s.fn(ctx); err != nil {
-			res.Err = fmt.Errorf("%s: %w", s.name, err)
+			res.Err = err
+			if !strings.HasPrefix(err.Error(), s.name+":") {
+				res.Err = fmt.Errorf("%s: %w", s.name, err)
+			}
 			say(o, "%s FAILED: %v", s.name, err)
 			break
 		}
