@@ -64,6 +64,13 @@ fuzz: tools ## Fuzz every decoder of data drover did not write itself, FUZZTIME 
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
 	done
 
+# The benchmark's sizes; N=100 × 3 PVCs and the 1000-DRPC hub fill take the longest.
+BENCH_FLAGS ?= --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md
+
+.PHONY: bench
+bench: tools build ## Measure drover at scale in its own lab (.lab-bench): N apps x 1 and 3 PVCs vs the cluster's floor, a 1000-DRPC hub fill; prints a table, writes bench.md (BENCH_FLAGS=...)
+	$(BIN)/drover lab bench --dir $(CURDIR)/.lab-bench $(BENCH_FLAGS)
+
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/

@@ -9,9 +9,10 @@ import (
 
 func newFailoverCommand() *cobra.Command {
 	conn := &cli.Connection{}
+	m := &massFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionFailover}
 	cmd := &cobra.Command{
-		Use:   "failover APP --to CLUSTER",
+		Use:   "failover (APP | --all --from CLUSTER) --to CLUSTER",
 		Short: "Start an application on CLUSTER from the last replicated point, without its current cluster",
 		Long: `Asks the hub to fail the application over to CLUSTER: its volumes are promoted there from
 the last group sync (the writes made since are lost; see drover plan failover) and the old
@@ -19,12 +20,29 @@ primary is demoted the moment it is reachable again. Checks first that CLUSTER i
 application's policy, reachable, and that no other action runs; warns when the peer is not
 ready or the last sync is stale. With --wait, prints a line on every step until the
 application is available on CLUSTER, and fails when the hub refuses the action, has not
-taken it up within a minute (no hub runs), or the timeout passes.`,
+taken it up within a minute (no hub runs), or the timeout passes.
+
+With --all --from CLUSTER it fails over every application whose current primary is CLUSTER
+(in the namespace, or every namespace with -A; --selector narrows them), one patch per
+DRPlacementControl, --workers at once. It prints the plan of each first; if any would be
+refused, the whole batch is refused and nothing changes, unless --skip-refused asks for the
+others. With --wait it prints a progress line every --progress-interval (available/total, the
+slowest still running), each failure with its reason as it happens, and a summary table (per
+application: result and duration); it exits non-zero when any asked failover did not complete.`,
 		Example: `  drover plan failover db -n app --to west
-  drover failover db -n app --to west --wait`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAction(cmd, args, conn, o) },
+  drover failover db -n app --to west --wait
+  drover plan failover --all -A --from east --to west
+  drover failover --all -A --from east --to west --wait
+  drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait`,
+		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if m.all {
+				return runMassAction(cmd, conn, m, o)
+			}
+			return runAction(cmd, args, conn, o)
+		},
 	}
 	actionFlags(cmd, conn, &o)
+	m.add(cmd, true)
 	return cmd
 }

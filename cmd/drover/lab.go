@@ -53,7 +53,7 @@ with "make tools".`,
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabRecordsCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
+		newLabRecordsCommand(f), newLabBenchCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
 	)
 	return cmd
 }

@@ -12,15 +12,19 @@ import (
 func newPlanCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	o := cli.PlanOptions{}
+	m := &massFlags{}
 	cmd := &cobra.Command{
-		Use:   "plan failover|relocate APP --to CLUSTER",
+		Use:   "plan failover|relocate (APP | --all [--from CLUSTER]) --to CLUSTER",
 		Short: "Preview a failover or relocation without changing anything",
 		Long: `Prints what drover failover or drover relocate would do now: each precondition, met or not
 and why, the steps the hub would take, and the expected data loss (a failover loses the writes
-made since the last group sync; a relocation loses none). Changes nothing.`,
+made since the last group sync; a relocation loses none). Changes nothing.
+With --all it prints a row per application that failover --all or relocate --all would
+select: where it runs, whether it can start, is refused (and why) or has nothing to do.`,
 		Example: `  drover plan relocate db -n app --to east
-  drover plan failover db -n app --to west`,
-		Args: cobra.ExactArgs(2),
+  drover plan failover db -n app --to west
+  drover plan failover --all -A --from east --to west`,
+		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 2) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
 			case "failover":
@@ -29,6 +33,9 @@ made since the last group sync; a relocation loses none). Changes nothing.`,
 				o.Action = v1alpha1.ActionRelocate
 			default:
 				return fmt.Errorf("unknown action %q: use drover plan failover or drover plan relocate", args[0])
+			}
+			if m.all {
+				return runMassPlan(cmd, conn, m, o.Action, o.To)
 			}
 			o.App = args[1]
 			if err := o.Validate(); err != nil {
@@ -45,5 +52,21 @@ made since the last group sync; a relocation loses none). Changes nothing.`,
 	conn.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
 	_ = cmd.MarkFlagRequired("to")
+	m.add(cmd, false)
 	return cmd
+}
+
+// runMassPlan is the RunE of plan failover|relocate --all.
+func runMassPlan(cmd *cobra.Command, conn *cli.Connection, m *massFlags, action v1alpha1.DRAction, to string) error {
+	o := m.o
+	o.Action, o.To = action, to
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	c, ns, err := conn.Client()
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	return cli.PlanAll(cmd.Context(), c, cmd.OutOrStdout(), o)
 }

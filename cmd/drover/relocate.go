@@ -9,9 +9,10 @@ import (
 
 func newRelocateCommand() *cobra.Command {
 	conn := &cli.Connection{}
+	m := &massFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionRelocate}
 	cmd := &cobra.Command{
-		Use:   "relocate APP --to CLUSTER",
+		Use:   "relocate (APP | --all) --to CLUSTER",
 		Short: "Move an application to CLUSTER with a final sync and no data loss",
 		Long: `Asks the hub to relocate the application to CLUSTER: it is stopped where it runs, its
 volumes are demoted with a final sync, and only then promoted on CLUSTER and the application
@@ -19,12 +20,25 @@ placed there. Refuses, saying what to do, unless both clusters are reachable, Pe
 True and the primary's data is protected: with a cluster lost, use failover. With --wait,
 prints a line on every step until the application is available on CLUSTER, and fails when
 the hub refuses the action, has not taken it up within a minute (no hub runs), or the
-timeout passes.`,
+timeout passes.
+
+With --all it relocates every application of the namespace (every namespace with -A;
+--selector and --from narrow them) to CLUSTER; those already there have nothing to do. The
+plan, refusals (the whole batch unless --skip-refused), progress and summary are as for
+failover --all.`,
 		Example: `  drover plan relocate db -n app --to east
-  drover relocate db -n app --to east --wait`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAction(cmd, args, conn, o) },
+  drover relocate db -n app --to east --wait
+  drover plan relocate --all -A --to east
+  drover relocate --all -A --to east --wait`,
+		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if m.all {
+				return runMassAction(cmd, conn, m, o)
+			}
+			return runAction(cmd, args, conn, o)
+		},
 	}
 	actionFlags(cmd, conn, &o)
+	m.add(cmd, true)
 	return cmd
 }

@@ -26,9 +26,9 @@ func TestHelpSaysKubectlDroverWhenRunAsAPlugin(t *testing.T) {
 	cases := []struct {
 		argv0, want string
 	}{
-		{"/usr/local/bin/kubectl-drover", "kubectl drover relocate APP --to CLUSTER"},
-		{`C:\bin\kubectl-drover.exe`, "kubectl drover relocate APP --to CLUSTER"},
-		{"/usr/local/bin/drover", "drover relocate APP --to CLUSTER"},
+		{"/usr/local/bin/kubectl-drover", "kubectl drover relocate (APP | --all) --to CLUSTER"},
+		{`C:\bin\kubectl-drover.exe`, "kubectl drover relocate (APP | --all) --to CLUSTER"},
+		{"/usr/local/bin/drover", "drover relocate (APP | --all) --to CLUSTER"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.argv0, func(t *testing.T) {
@@ -63,6 +63,12 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"status", "db", "-A"}, "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
 		{[]string{"status", "-o", "wide"}, `unknown output format "wide"`},
 		{[]string{"relocate", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},
+		{[]string{"failover", "--all", "--to", "west"}, "name the cluster to fail over from with --from"},
+		{[]string{"failover", "db", "--from", "east", "--to", "west"}, "--from selects applications for --all: add --all, or name one APP without it"},
+		{[]string{"relocate", "--all", "db", "--to", "east"}, "--all acts on every matching application: name no APP"},
+		{[]string{"plan", "failover", "--all", "--from", "west", "--to", "west"}, "--from and --to both name west: name two clusters"},
+		{[]string{"relocate", "--all", "--to", "east", "-l", "a in b"}, `--selector "a in b" is not a label selector`},
+		{[]string{"relocate", "--all", "--to", "east"}, "failed to load the hub cluster's kubeconfig"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

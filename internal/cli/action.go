@@ -90,19 +90,9 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 	for _, c := range p.Warnings() {
 		fmt.Fprintf(w, "Warning: %s: %s\n", c.Name, c.Detail)
 	}
-	field := "failoverCluster"
-	if o.Action == v1alpha1.ActionRelocate {
-		field = "preferredCluster"
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"action": o.Action, field: o.To}})
+	field, err := askHub(ctx, c, a.drpc, o.Action, o.To)
 	if err != nil {
-		return fmt.Errorf("failed to encode the patch: %w", err)
-	}
-	if err := c.Patch(ctx, a.drpc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return fmt.Errorf("the API server refused the %s of %s: %w", verb, key, err)
-		}
-		return fmt.Errorf("failed to patch DRPlacementControl %s: %w", key, err)
+		return err
 	}
 	fmt.Fprintf(w, "Asked the hub to %s %s from %s to %s (spec.action %s, spec.%s %s). Expected data loss: %s.\n",
 		verb, key, dash(p.From), o.To, o.Action, field, o.To, p.Loss)
@@ -111,6 +101,28 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 		return nil
 	}
 	return wait(ctx, c, w, o, a.drpc.Generation)
+}
+
+// askHub merge-patches the DRPlacementControl's spec with the action and its cluster
+// (failoverCluster for a failover, preferredCluster for a relocation) and returns the field
+// it set.
+func askHub(ctx context.Context, c client.Client, d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction, to string) (string, error) {
+	key := d.Namespace + "/" + d.Name
+	field := "failoverCluster"
+	if action == v1alpha1.ActionRelocate {
+		field = "preferredCluster"
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"action": action, field: to}})
+	if err != nil {
+		return "", fmt.Errorf("failed to encode the patch: %w", err)
+	}
+	if err := c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return "", fmt.Errorf("the API server refused the %s of %s: %w", strings.ToLower(string(action)), key, err)
+		}
+		return "", fmt.Errorf("failed to patch DRPlacementControl %s: %w", key, err)
+	}
+	return field, nil
 }
 
 // progress is what a --wait line shows; a line is printed when it changes.

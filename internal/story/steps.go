@@ -22,18 +22,7 @@ import (
 func (r *Run) Protect(ctx context.Context) Step {
 	began := time.Now()
 	step := Step{Action: "protect", From: r.home, To: r.home}
-	d := &v1alpha1.DRPlacementControl{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name},
-		Spec: v1alpha1.DRPlacementControlSpec{
-			DRPolicyRef: v1alpha1.PolicyReference{Name: r.c.Policy}, PreferredCluster: r.home,
-			PVCSelector: metav1.LabelSelector{MatchLabels: AppLabel},
-		},
-	}
-	if r.c.Mode == Placement {
-		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: r.c.placement(), Namespace: r.c.PlacementNamespace}
-	} else {
-		d.Spec.ProtectedNamespaces = []string{r.c.Namespace}
-	}
+	d := r.drpcObject()
 	r.say("protect: DRPlacementControl %s with policy %s, preferred cluster %s", r.key, r.c.Policy, r.home)
 	if err := r.env.Hub.Create(ctx, d); err != nil {
 		step.Err = fmt.Errorf("failed to create the DRPlacementControl: %w", err)
@@ -62,6 +51,23 @@ func (r *Run) Protect(ctx context.Context) Step {
 	}
 	step.Duration = time.Since(began)
 	return r.record(step)
+}
+
+// drpcObject is the application's DRPlacementControl, preferring home.
+func (r *Run) drpcObject() *v1alpha1.DRPlacementControl {
+	d := &v1alpha1.DRPlacementControl{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name},
+		Spec: v1alpha1.DRPlacementControlSpec{
+			DRPolicyRef: v1alpha1.PolicyReference{Name: r.c.Policy}, PreferredCluster: r.home,
+			PVCSelector: metav1.LabelSelector{MatchLabels: AppLabel},
+		},
+	}
+	if r.c.Mode == Placement {
+		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: r.c.placement(), Namespace: r.c.PlacementNamespace}
+	} else {
+		d.Spec.ProtectedNamespaces = []string{r.c.Namespace}
+	}
+	return d
 }
 
 // ask sets the DRPlacementControl's action and cluster, as the CLI does.
@@ -247,10 +253,22 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
+	step.Kept, step.Lost, step.Err = r.relocated(ctx, from, to, ws)
+	if step.Err == nil {
+		_, _, step.Err = r.writing(ctx, to)
+	}
+	if step.Err == nil {
+		step.Err = r.await(ctx, "relocate: peer ready", func(d *v1alpha1.DRPlacementControl) bool { return isTrue(d, v1alpha1.ConditionPeerReady) })
+	}
+	return r.record(step)
+}
+
+// relocated checks, once the application was relocated from to, that every record its writers
+// ws acknowledged on from is on to, and returns the records kept and lost.
+func (r *Run) relocated(ctx context.Context, from, to string, ws []writer) (kept, lost uint64, err error) {
 	toHandles, err := r.boundVolumes(ctx, to, ws)
 	if err != nil {
-		step.Err = err
-		return r.record(step)
+		return 0, 0, err
 	}
 	var errs []error
 	for _, w := range ws {
@@ -274,22 +292,15 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 				continue
 			}
 			got, _ := rep.Writer(st.WriterID)
-			step.Kept += got.LastSeq
-			step.Lost += v.LastSeq - min(v.LastSeq, got.LastSeq)
+			kept += got.LastSeq
+			lost += v.LastSeq - min(v.LastSeq, got.LastSeq)
 			if got.LastSeq < v.LastSeq || len(got.Gaps) > 0 {
 				errs = append(errs, fmt.Errorf("%s: %s acknowledged %d records on %s, %s holds %d (gaps %s)",
 					v.PVC, st.WriterID, v.LastSeq, from, to, got.LastSeq, records.FormatRanges(got.Gaps)))
 			}
 		}
 	}
-	step.Err = errors.Join(errs...)
-	if step.Err == nil {
-		_, _, step.Err = r.writing(ctx, to)
-	}
-	if step.Err == nil {
-		step.Err = r.await(ctx, "relocate: peer ready", func(d *v1alpha1.DRPlacementControl) bool { return isTrue(d, v1alpha1.ConditionPeerReady) })
-	}
-	return r.record(step)
+	return kept, lost, errors.Join(errs...)
 }
 
 // Unprotect deletes the DRPlacementControl and waits until it is gone and both groups with it;

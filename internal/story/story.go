@@ -158,15 +158,8 @@ func (r *Run) Start(ctx context.Context) error {
 	switch r.c.Mode {
 	case SelfContained:
 		r.say("deploy: %s in namespace %s on %s (%s)", r.c.Workload, r.c.Namespace, r.home, r.c.StorageClass)
-		home := r.env.Clusters[r.home]
-		if err := createNamespace(ctx, home, r.c.Namespace); err != nil {
+		if err := r.deploy(ctx, objs); err != nil {
 			return err
-		}
-		for _, o := range objs {
-			o.SetNamespace(r.c.Namespace)
-			if err := home.Create(ctx, o); err != nil {
-				return fmt.Errorf("failed to create %s %s on %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), r.home, err)
-			}
 		}
 	case Placement:
 		if r.env.StartGitOps != nil {
@@ -198,6 +191,21 @@ func (r *Run) Start(ctx context.Context) error {
 		defer r.background.Done()
 		r.watch(bg)
 	}()
+	return nil
+}
+
+// deploy creates the application's namespace and objects on home (self-contained mode).
+func (r *Run) deploy(ctx context.Context, objs []client.Object) error {
+	home := r.env.Clusters[r.home]
+	if err := createNamespace(ctx, home, r.c.Namespace); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		o.SetNamespace(r.c.Namespace)
+		if err := home.Create(ctx, o); err != nil {
+			return fmt.Errorf("failed to create %s %s on %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), r.home, err)
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/drover-io/drover/internal/lab/bench"
+)
+
+type benchFlags struct {
+	sizes, pvcs string
+	drpcs       int
+	settle      string
+	out         string
+	keep        bool
+}
+
+func newLabBenchCommand(f *labFlags) *cobra.Command {
+	b := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure drover at scale in the lab: protect, fail over, recover and relocate N applications against the cluster's own floor",
+		Long: `bench brings the lab up (unless it runs) and, for every combination of --sizes (applications)
+and --pvcs (PVCs per application: a StatefulSet of that many replicas, one volumeClaimTemplate,
+lab-block volumes, policy lab-volrep), deploys the applications on east with the lab's record
+writers and measures:
+  floor     the cluster alone: every StatefulSet scaled to 0 and back over its bound PVCs,
+            until all pods are Ready (no drover involved)
+  protect   DRPlacementControls created → each Deployed, Protected and PeerReady
+  failover  east stopped, drover failover --all --from east --to west → all Available
+  recover   east started → all PeerReady
+  relocate  drover relocate --all --to east → all Available, every record on east (0 lost)
+each also as a multiple of the floor; settled drover.io write requests per
+VolumeReplicationGroup per minute on east and west (the API servers' apiserver_request_total);
+the hub's and the agents' RSS (/proc of the processes the lab kubelet runs); the p99 reconcile
+time of the DRPlacementControl and VolumeReplicationGroup controllers (drover's metrics). With
+--drpcs it then fills the hub with that many DRPlacementControls over namespaces without
+workloads and reports the hub's settled requests per second to each managed cluster (its
+rest_client_requests_total) and its RSS. It prints a table and writes it as markdown to --out;
+it exits non-zero when an action failed.`,
+		Example: `  drover lab bench --sizes 1,10 --pvcs 1,3
+  drover lab bench --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return b.run(cmd.Context(), f, cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&b.sizes, "sizes", "1,10", "numbers of applications, comma-separated")
+	cmd.Flags().StringVar(&b.pvcs, "pvcs", "1,3", "PVCs per application, comma-separated")
+	cmd.Flags().IntVar(&b.drpcs, "drpcs", 0, "also fill the hub with this many DRPlacementControls and measure its settled requests (0: skip)")
+	cmd.Flags().StringVar(&b.settle, "settle", bench.DefaultSettleWindow.String(), "how long settled requests are counted")
+	cmd.Flags().StringVar(&b.out, "out", "bench.md", "markdown file to write the table to (empty: none)")
+	cmd.Flags().BoolVar(&b.keep, "keep", false, "leave the lab running at the end")
+	return cmd
+}
+
+func parseInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("--%s %q: give numbers from 1 to 1000 separated by commas", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (b *benchFlags) options() (bench.Options, error) {
+	o := bench.Options{HubDRPCs: b.drpcs}
+	var err error
+	if o.Sizes, err = parseInts("sizes", b.sizes); err != nil {
+		return o, err
+	}
+	if o.PVCs, err = parseInts("pvcs", b.pvcs); err != nil {
+		return o, err
+	}
+	d, err := parseDuration("settle", b.settle)
+	o.SettleWindow = d
+	return o, err
+}
+
+func (b *benchFlags) run(ctx context.Context, f *labFlags, out io.Writer) error {
+	ctrl.SetLogger(logr.Discard())
+	o, err := b.options()
+	if err != nil {
+		return err
+	}
+	l, err := f.open()
+	if err != nil {
+		return err
+	}
+	wasUp, err := l.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
+	}
+	o.Lab, o.Out = l, out
+	if o.Env, err = bench.EnvOf(l, out); err != nil {
+		return err
+	}
+	rep, benchErr := bench.Run(ctx, o)
+	if rep != nil {
+		fmt.Fprintln(out)
+		rep.PrintTable(out)
+		if b.out != "" {
+			if err := writeMarkdown(b.out, rep); err != nil {
+				benchErr = errors.Join(benchErr, err)
+			} else {
+				fmt.Fprintf(out, "wrote %s\n", b.out)
+			}
+		}
+	}
+	if !b.keep && !wasUp {
+		benchErr = errors.Join(benchErr, l.Down())
+	}
+	if benchErr != nil {
+		return fmt.Errorf("the benchmark failed: %w", benchErr)
+	}
+	return nil
+}
+
+func writeMarkdown(path string, rep *bench.Report) error {
+	fh, err := os.Create(path) //nolint:gosec // the path the user named
+	if err != nil {
+		return err
+	}
+	rep.WriteMarkdown(fh)
+	return fh.Close()
+}
+
+func parseDuration(flag, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--%s %q: give a positive duration such as 60s", flag, s)
+	}
+	return d, nil
+}

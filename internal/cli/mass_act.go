@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// Results of one application of a mass action, as the summary prints them.
+const (
+	resultAvailable = "Available"
+	resultFailed    = "failed"
+	resultTimedOut  = "timed out"
+	resultRefused   = "refused"
+	resultNoop      = "nothing to do"
+	resultAsked     = "asked"
+)
+
+// tracked is one application of a mass action: what was asked and how it ended.
+type tracked struct {
+	*entry
+	// follow: the action was asked (or was already under way) and Wait follows it.
+	follow     bool
+	generation int64
+	asked      time.Time
+	// result is one of the result constants; "" while it runs.
+	result string
+	took   time.Duration
+	detail string
+	// last is the latest progress read.
+	last progress
+}
+
+// ActAll asks for the action on every application the options select, each with one patch of
+// its DRPlacementControl, at most Workers at once. It prints the plan first; a batch with a
+// refused application is refused whole unless SkipRefused. With Wait it follows them all,
+// printing a progress line every ProgressInterval (done/total, the slowest still running)
+// and each failure as it happens, then a summary table; it fails when any asked action failed.
+func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) error {
+	entries, err := massPreview(ctx, c, &o)
+	if err != nil {
+		return err
+	}
+	printMassPlan(w, &o, entries)
+	n := countOf(entries)
+	if n.refused > 0 && !o.SkipRefused {
+		return refusedBatch(&o, n)
+	}
+	ts := make([]*tracked, 0, len(entries))
+	for _, e := range entries {
+		t := &tracked{entry: e}
+		v, detail := e.verdict()
+		switch v {
+		case "refused":
+			t.result, t.detail = resultRefused, detail
+		case "nothing to do":
+			t.result, t.detail = resultNoop, detail
+			// An action already under way to the target is followed like an asked one.
+			if !settled(e.a.drpc.Status.Phase) {
+				t.result, t.follow, t.generation, t.asked = "", true, e.a.drpc.Generation, now(o.Now)
+			}
+		}
+		ts = append(ts, t)
+	}
+	askAll(ctx, c, &o, ts)
+	verb := strings.ToLower(string(o.Action))
+	fmt.Fprintf(w, "\nAsked the hub to %s %d applications to %s.\n", verb, countFollowed(ts), o.To)
+	if o.Wait {
+		waitAll(ctx, c, w, &o, ts)
+	} else {
+		for _, t := range ts {
+			if t.follow && t.result == "" {
+				t.result = resultAsked
+			}
+		}
+	}
+	printSummary(w, &o, ts)
+	return massError(&o, ts)
+}
+
+// askAll patches the DRPlacementControls that can start, Workers at once.
+func askAll(ctx context.Context, c client.Client, o *MassOptions, ts []*tracked) {
+	workers := o.Workers
+	if workers == 0 {
+		workers = DefaultWorkers
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, t := range ts {
+		if t.result != "" || t.follow {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.asked = now(o.Now)
+			if _, err := askHub(ctx, c, t.a.drpc, o.Action, o.To); err != nil {
+				t.result, t.detail = resultFailed, err.Error()
+				return
+			}
+			t.follow, t.generation = true, t.a.drpc.Generation
+		}()
+	}
+	wg.Wait()
+}
+
+func countFollowed(ts []*tracked) int {
+	n := 0
+	for _, t := range ts {
+		if t.follow {
+			n++
+		}
+	}
+	return n
+}
+
+// massError is the mass action's verdict: nil when every asked action succeeded (or was asked,
+// without Wait).
+func massError(o *MassOptions, ts []*tracked) error {
+	var failed []string
+	for _, t := range ts {
+		if t.result == resultFailed || t.result == resultTimedOut {
+			failed = append(failed, t.key())
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the %s of %d of %d applications did not complete: %s (see the summary above; the hub goes on: follow them with `drover status -A`)",
+		strings.ToLower(string(o.Action)), len(failed), len(ts), strings.Join(failed, ", "))
+}
+
+// waitAll follows the asked actions with one list of the DRPlacementControls per poll until
+// every one is done or failed, or the timeout passes.
+func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, ts []*tracked) {
+	timeout, interval, stallAfter, every := o.Timeout, o.PollInterval, o.StallAfter, o.ProgressInterval
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if interval == 0 {
+		interval = DefaultPollInterval
+	}
+	if stallAfter == 0 {
+		stallAfter = DefaultStallAfter
+	}
+	if every == 0 {
+		every = DefaultProgressInterval
+	}
+	start := now(o.Now)
+	lastLine := start
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if err := pollAll(ctx, c, w, o, ts, stallAfter); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(w, "%7s  failed to list the DRPlacementControls: %v (retrying)\n", seconds(now(o.Now).Sub(start)), err)
+		}
+		running := runningOf(ts)
+		t := now(o.Now)
+		if len(running) == 0 || t.Sub(lastLine) >= every {
+			fmt.Fprintln(w, massProgressLine(t.Sub(start), ts, running, t))
+			lastLine = t
+		}
+		if len(running) == 0 {
+			return
+		}
+		var stop string
+		select {
+		case <-ctx.Done():
+			stop = fmt.Sprintf("stopped waiting: %v", ctx.Err())
+		case <-time.After(timeout - now(o.Now).Sub(start)):
+			stop = fmt.Sprintf("timed out after %s", timeout)
+		case <-ticker.C:
+		}
+		if stop != "" {
+			for _, r := range running {
+				r.result, r.took = resultTimedOut, now(o.Now).Sub(r.asked)
+				r.detail = fmt.Sprintf("%s at phase %s, step %s, %s", stop, r.last.phase, r.last.progression, r.last.available)
+			}
+			return
+		}
+	}
+}
+
+// pollAll reads the DRPlacementControls once and judges each action still running; a failure
+// is printed the moment it is seen.
+func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, ts []*tracked, stallAfter time.Duration) error {
+	list := &v1alpha1.DRPlacementControlList{}
+	opts := []client.ListOption{}
+	if !o.AllNamespaces {
+		opts = append(opts, client.InNamespace(o.Namespace))
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	byKey := map[string]*v1alpha1.DRPlacementControl{}
+	for i := range list.Items {
+		d := &list.Items[i]
+		byKey[d.Namespace+"/"+d.Name] = d
+	}
+	t := now(o.Now)
+	for _, r := range runningOf(ts) {
+		d, ok := byKey[r.key()]
+		if !ok {
+			r.result, r.took, r.detail = resultFailed, t.Sub(r.asked), "the DRPlacementControl was deleted while waiting"
+			fmt.Fprintf(w, "%7s  FAILED %s: %s\n", seconds(r.took), r.key(), r.detail)
+			continue
+		}
+		r.last = progressOf(d)
+		ao := ActionOptions{Namespace: d.Namespace, App: d.Name, Action: o.Action, To: o.To}
+		done, err := outcome(d, &ao, r.generation)
+		if err == nil && !done && t.Sub(r.asked) >= stallAfter && !observed(d, r.generation) {
+			err = fmt.Errorf("the hub has not observed the change in %s: %s", t.Sub(r.asked).Round(time.Second), hubHint)
+		}
+		switch {
+		case err != nil:
+			r.result, r.took, r.detail = resultFailed, t.Sub(r.asked), err.Error()
+			fmt.Fprintf(w, "%7s  FAILED %s: %s\n", seconds(r.took), r.key(), r.detail)
+		case done:
+			r.result, r.took = resultAvailable, t.Sub(r.asked)
+		}
+	}
+	return nil
+}
+
+// runningOf are the followed actions not yet judged, the longest running first.
+func runningOf(ts []*tracked) []*tracked {
+	var out []*tracked
+	for _, t := range ts {
+		if t.follow && t.result == "" {
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].asked.Before(out[j].asked) })
+	return out
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+// massProgressLine is one progress line: done/total, failures, and the slowest still running
+// with their step.
+func massProgressLine(elapsed time.Duration, ts []*tracked, running []*tracked, t time.Time) string {
+	done, failed := 0, 0
+	for _, r := range ts {
+		switch r.result {
+		case resultAvailable:
+			done++
+		case resultFailed, resultTimedOut:
+			failed++
+		}
+	}
+	line := fmt.Sprintf("%7s  %d/%d available, %d failed, %d running", seconds(elapsed), done, countFollowed(ts), failed, len(running))
+	var slow []string
+	for _, r := range running[:min(len(running), slowestShown)] {
+		slow = append(slow, fmt.Sprintf("%s (%s, %s %s)", r.key(), seconds(t.Sub(r.asked)), r.last.phase, r.last.progression))
+	}
+	if len(slow) > 0 {
+		line += "; slowest: " + strings.Join(slow, ", ")
+	}
+	return line
+}
+
+// printSummary prints a row per application: its result, how long it took and why it failed.
+func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
+	fmt.Fprintln(w, "\nSummary:")
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "NAMESPACE\tAPP\tRESULT\tDURATION\tDETAIL")
+	var slowest time.Duration
+	for _, t := range ts {
+		took := "-"
+		if t.took > 0 {
+			took = seconds(t.took)
+			slowest = max(slowest, t.took)
+		}
+		result := t.result
+		if result == resultAvailable {
+			result += " on " + o.To
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.a.drpc.Namespace, t.a.drpc.Name, result, took, dash(t.detail))
+	}
+	_ = tw.Flush()
+	byResult := map[string]int{}
+	for _, t := range ts {
+		byResult[t.result]++
+	}
+	parts := []string{}
+	for _, r := range []string{resultAvailable, resultAsked, resultFailed, resultTimedOut, resultRefused, resultNoop} {
+		if byResult[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", byResult[r], r))
+		}
+	}
+	fmt.Fprintf(w, "%s of %d applications; the slowest took %s.\n", strings.Join(parts, ", "), len(ts), seconds(slowest))
+}

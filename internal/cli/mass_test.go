@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// label sets a label on the DRPlacementControl.
+func label(t *testing.T, d *v1alpha1.DRPlacementControl, key, value string) {
+	t.Helper()
+	cur := get(t, d)
+	before := cur.DeepCopy()
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	cur.Labels[key] = value
+	if err := k8sClient.Patch(t.Context(), cur, client.MergeFrom(before)); err != nil {
+		t.Fatalf("failed to label %s: %v", d.Name, err)
+	}
+}
+
+func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
+	e := newEnv(t, "mass-select")
+	db, web, cache := e.newApp(t, "db"), e.newApp(t, "web"), e.newApp(t, "cache")
+	setStatus(t, db, e.deployed(e.east, e.west))
+	setStatus(t, web, e.deployed(e.east, e.west))
+	setStatus(t, cache, e.deployed(e.west, e.east))
+	label(t, web, "tier", "web")
+	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west, Now: clockAt}
+
+	var out bytes.Buffer
+	if err := PlanAll(t.Context(), k8sClient, &out, o); err != nil {
+		t.Fatalf("plan --all failed: %v", err)
+	}
+	mustContain(t, out.String(),
+		"Plan: failover 2 applications to mass-select-west (namespace mass-select, current primary mass-select-east)",
+		"mass-select  db   mass-select-east  mass-select-west  can start  data loss: up to 8s of writes",
+		"mass-select  web  mass-select-east  mass-select-west  can start",
+		"2 can start, 0 refused, 0 nothing to do.",
+		"Verdict: failover --all can start for 2 applications.")
+	if strings.Contains(out.String(), "cache") {
+		t.Errorf("the plan selected cache, whose primary is west:\n%s", out.String())
+	}
+
+	out.Reset()
+	sel := o
+	sel.Selector = "tier=web"
+	if err := PlanAll(t.Context(), k8sClient, &out, sel); err != nil {
+		t.Fatalf("plan --all -l tier=web failed: %v", err)
+	}
+	if !strings.Contains(out.String(), "Plan: failover 1 applications") || strings.Contains(out.String(), " db ") {
+		t.Errorf("the selector did not narrow the plan to web:\n%s", out.String())
+	}
+
+	sel.Selector = "tier=none"
+	err := ActAll(t.Context(), k8sClient, &out, sel)
+	want := "no DRPlacementControl matches (namespace mass-select, selector tier=none, current primary mass-select-east): 0 in the scope before the filter; list them with `drover status -A`"
+	if err == nil || err.Error() != want {
+		t.Errorf("a selector matching nothing returned %v\nwant: %s", err, want)
+	}
+
+	out.Reset()
+	if err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+		t.Fatalf("failover --all failed: %v", err)
+	}
+	for _, d := range []*v1alpha1.DRPlacementControl{db, web} {
+		if got := get(t, d); got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.west {
+			t.Errorf("failover --all left %s's spec %+v", d.Name, got.Spec)
+		}
+	}
+	if got := get(t, cache); got.Spec.Action != v1alpha1.ActionNone {
+		t.Errorf("failover --all from east changed cache, which runs on west: %+v", got.Spec)
+	}
+	mustContain(t, out.String(), "Asked the hub to failover 2 applications to mass-select-west.",
+		"mass-select  db   asked", "2 asked of 2 applications")
+}
+
+func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
+	e := newEnv(t, "mass-refuse")
+	db, web, home := e.newApp(t, "db"), e.newApp(t, "web"), e.newApp(t, "home")
+	setStatus(t, db, e.deployed(e.west, e.east))
+	setStatus(t, web, e.deployed(e.west, e.east), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.VRGs[0].Conditions[1] = cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+	})
+	setStatus(t, home, e.deployed(e.east, e.west))
+	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionRelocate, To: e.east, Now: clockAt}
+
+	var out bytes.Buffer
+	err := ActAll(t.Context(), k8sClient, &out, o)
+	want := "relocate refused for the whole batch: 1 of 3 applications would be refused (listed above with the reason and what to do); " +
+		"nothing was changed: fix them, narrow the batch with --selector, or add --skip-refused to relocate the 1 that can start"
+	if err == nil || err.Error() != want {
+		t.Errorf("relocate --all with a refused application returned %v\nwant: %s", err, want)
+	}
+	mustContain(t, out.String(),
+		"mass-refuse  db    mass-refuse-west  mass-refuse-east  can start      data loss: none",
+		"mass-refuse  home  mass-refuse-east  mass-refuse-east  nothing to do  the application already runs on mass-refuse-east (phase Deployed)",
+		"mass-refuse  web   mass-refuse-west  mass-refuse-east  refused        mass-refuse-west's data is not protected (DataProtected False, Progressing: 1 of 3 PVCs has not synced yet)")
+	for _, d := range []*v1alpha1.DRPlacementControl{db, web, home} {
+		if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone {
+			t.Errorf("a refused batch changed %s: %+v", d.Name, got.Spec)
+		}
+	}
+
+	out.Reset()
+	o.SkipRefused = true
+	if err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+		t.Fatalf("relocate --all --skip-refused failed: %v", err)
+	}
+	if got := get(t, db); got.Spec.Action != v1alpha1.ActionRelocate || got.Spec.PreferredCluster != e.east {
+		t.Errorf("--skip-refused did not relocate db: %+v", got.Spec)
+	}
+	for _, d := range []*v1alpha1.DRPlacementControl{web, home} {
+		if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.east && d == home {
+			t.Errorf("--skip-refused changed %s: %+v", d.Name, got.Spec)
+		}
+	}
+	mustContain(t, out.String(), "mass-refuse  web   refused", "1 asked, 1 refused, 1 nothing to do of 3 applications")
+}
+
+func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
+	e := newEnv(t, "mass-wait")
+	apps := []*v1alpha1.DRPlacementControl{e.newApp(t, "a"), e.newApp(t, "b"), e.newApp(t, "c")}
+	for _, d := range apps {
+		setStatus(t, d, e.deployed(e.east, e.west))
+	}
+	e.setReachable(t, e.east, false)
+	out := &syncBuffer{}
+	failedOver := func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.CurrentPrimary, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailedOver, e.west, e.west, "DemotingOldPrimary"
+		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on mass-wait-west"))
+	}
+	hub := make(chan struct{})
+	go func() {
+		defer close(hub)
+		waitFor(t, "the command to patch every spec", func() bool {
+			for _, d := range apps {
+				if get(t, d).Spec.Action != v1alpha1.ActionFailover {
+					return false
+				}
+			}
+			return true
+		})
+		setStatus(t, apps[0], get(t, apps[0]).Status, failedOver)
+		setStatus(t, apps[1], get(t, apps[1]).Status, func(d *v1alpha1.DRPlacementControl) {
+			setCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
+				Message: "mass-wait-west is unreachable: wait for it", ObservedGeneration: d.Generation, LastTransitionTime: *ago(0)})
+		})
+		setStatus(t, apps[2], get(t, apps[2]).Status, inProgress(v1alpha1.PhaseFailingOver, e.west, "PromotingTarget", "not DataReady yet"))
+		waitFor(t, "a progress line naming c as the slowest", func() bool {
+			return strings.Contains(out.String(), "1/3 available, 1 failed, 1 running; slowest: mass-wait/c (")
+		})
+		setStatus(t, apps[2], get(t, apps[2]).Status, failedOver)
+	}()
+	began := time.Now()
+	err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west,
+		Wait: true, Timeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ProgressInterval: 200 * time.Millisecond})
+	elapsed := time.Since(began)
+	<-hub
+	if err == nil || !strings.HasPrefix(err.Error(), "the failover of 1 of 3 applications did not complete: mass-wait/b") {
+		t.Errorf("failover --all --wait returned %v, want the failure of mass-wait/b", err)
+	}
+	text := out.String()
+	mustContain(t, text,
+		"FAILED mass-wait/b: the hub refused the failover (PeerUnreachable): mass-wait-west is unreachable: wait for it",
+		"2/3 available, 1 failed, 0 running",
+		"2 Available, 1 failed of 3 applications; the slowest took ")
+	if n := strings.Count(text, "FAILED mass-wait/b"); n != 1 {
+		t.Errorf("the failure of b was printed %d times, want once:\n%s", n, text)
+	}
+	for _, row := range []string{
+		`mass-wait\s+a\s+Available on mass-wait-west\s+\d+\.\ds\s+-`,
+		`mass-wait\s+b\s+failed\s+\d+\.\ds\s+the hub refused the failover`,
+		`mass-wait\s+c\s+Available on mass-wait-west\s+\d+\.\ds\s+-`,
+	} {
+		if !regexp.MustCompile(row).MatchString(text) {
+			t.Errorf("the summary lacks a row matching %q:\n%s", row, text)
+		}
+	}
+	// One line per progress interval (and the last), not one per poll.
+	progressLines := strings.Count(text, " running")
+	if limit := int(elapsed/(200*time.Millisecond)) + 2; progressLines > limit {
+		t.Errorf("%d progress lines in %s at a 200ms cadence (at most %d):\n%s", progressLines, elapsed, limit, text)
+	}
+}

@@ -1,0 +1,331 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// RunLabel labels the DRPlacementControls of one benchmark run, so the mass actions and the
+// waits select them and nothing else.
+const RunLabel = "bench.lab.drover.io/run"
+
+// Defaults of a benchmark.
+const (
+	// DefaultSettleWindow is how long the settled API writes are counted.
+	DefaultSettleWindow = time.Minute
+	// stepBase and stepPerApp bound each step: a slow main must still finish N=100.
+	stepBase   = 5 * time.Minute
+	stepPerApp = 10 * time.Second
+	// maxPVCs bounds the PVCs per application (a StatefulSet's replicas).
+	maxPVCs = 100
+)
+
+// Options configure a benchmark.
+type Options struct {
+	// Lab is a running lab with drover installed (lab.Options.RunDrover); Env the story's
+	// view of it (clients of the hub and of east and west, stop and start).
+	Lab *lab.Lab
+	Env story.Env
+	// Sizes are the numbers of applications; PVCs the PVCs per application (a StatefulSet of
+	// that many replicas, one volumeClaimTemplate). Every combination runs, smallest first.
+	Sizes, PVCs []int
+	// SettleWindow is how long the settled API writes are counted; 0 means DefaultSettleWindow.
+	SettleWindow time.Duration
+	// HubDRPCs, when not zero, runs the hub-fill mode last with that many DRPlacementControls.
+	HubDRPCs int
+	// Out receives progress lines; nil discards them.
+	Out io.Writer
+}
+
+// Result is the measurement of N applications of PVCs PVCs each.
+type Result struct {
+	PVCs, N int
+	// Floor is what the cluster alone takes to start the workloads over their bound PVCs.
+	Floor time.Duration
+	// Protect: DRPCs created → each Deployed, Protected and PeerReady once. Failover: the mass
+	// request with east stopped → all Available on west. Recover: east back (started) → all PeerReady.
+	// Relocate: the mass request → all Available on east.
+	Protect, Failover, Recover, Relocate time.Duration
+	// RecordsKept and RecordsLost count the writers' records over the relocation (0 lost is
+	// the check).
+	RecordsKept, RecordsLost uint64
+	// VRGWritesPerMin is drover.io write requests per VolumeReplicationGroup per minute on east
+	// and west while settled; AllWritesPerMin every write request on both, per minute.
+	VRGWritesPerMin, AllWritesPerMin float64
+	// HubRSS and AgentRSS are the largest resident memory seen (the agent: of east and west).
+	HubRSS, AgentRSS int64
+	// HubP99 and AgentP99 are the reconcile-time p99 of the DRPlacementControl and
+	// VolumeReplicationGroup controllers over the run.
+	HubP99, AgentP99 time.Duration
+	// Err is the first failure; the fields after it are not measured.
+	Err error
+}
+
+// Report is a whole benchmark.
+type Report struct {
+	Machine Machine
+	Results []Result
+	// Hub is the hub-fill mode's measurement; nil when it did not run.
+	Hub *HubFill
+}
+
+// Run measures every combination of Sizes and PVCs in the lab, then the hub-fill mode.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Lab == nil || o.Env.Hub == nil {
+		return nil, errors.New("the benchmark needs a running lab with drover and its clients")
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.SettleWindow == 0 {
+		o.SettleWindow = DefaultSettleWindow
+	}
+	rep := &Report{Machine: ThisMachine()}
+	p := &probe{l: o.Lab}
+	var errs []error
+	for _, pvcs := range o.PVCs {
+		for _, n := range o.Sizes {
+			r := runOne(ctx, &o, p, pvcs, n)
+			rep.Results = append(rep.Results, r)
+			if r.Err != nil {
+				errs = append(errs, fmt.Errorf("%d apps × %d PVCs: %w", n, pvcs, r.Err))
+			}
+		}
+	}
+	if o.HubDRPCs > 0 {
+		h := fillHub(ctx, &o, p, o.HubDRPCs)
+		rep.Hub = &h
+		if h.Err != nil {
+			errs = append(errs, fmt.Errorf("hub fill: %w", h.Err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// say prints a progress line.
+func say(o *Options, format string, args ...any) {
+	fmt.Fprintf(o.Out, "[%s] %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+}
+
+// run is one combination in progress.
+type run struct {
+	o        *Options
+	p        *probe
+	fleet    *story.Fleet
+	selector map[string]string
+	env      story.Env
+	// before are drover's metrics at the start, for the reconcile-time quantiles.
+	before map[string]snapshot
+	res    *Result
+}
+
+// runOne measures N applications of pvcs PVCs: deploy, floor, protect, settle, failover with
+// east stopped, recover, relocate back with the records checked, then removes them.
+func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
+	res := Result{PVCs: pvcs, N: n}
+	name := fmt.Sprintf("p%d-n%d", pvcs, n)
+	env := o.Env
+	env.Timeout = stepBase + time.Duration(n)*stepPerApp
+	var cases []story.Case
+	for i := range n {
+		cases = append(cases, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+			Mode: story.SelfContained, Namespace: fmt.Sprintf("bench-%s-%d", name, i), Replicas: int32(min(pvcs, maxPVCs))}) //nolint:gosec // bounded by maxPVCs
+	}
+	r := &run{o: o, p: p, fleet: story.NewFleet(env, cases, lab.East), selector: map[string]string{RunLabel: name}, env: env, res: &res}
+	say(o, "== %d applications × %d PVCs (StatefulSets of %d replicas, %s, policy %s)", n, pvcs, pvcs, lab.BlockStorageClass, lab.PolicyVolRep)
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"deploy", r.deploy}, {"floor", r.floor}, {"protect", r.protect}, {"settle", r.settle},
+		{"failover", r.failover}, {"recover", r.recover}, {"relocate", r.relocate}, {"observe", r.observe},
+	}
+	for _, s := range steps {
+		if err := s.fn(ctx); err != nil {
+			res.Err = err
+			if !strings.HasPrefix(err.Error(), s.name+":") {
+				res.Err = fmt.Errorf("%s: %w", s.name, err)
+			}
+			say(o, "%s FAILED: %v", s.name, err)
+			break
+		}
+		r.sampleRSS()
+	}
+	if err := r.fleet.Remove(ctx, r.selector); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("remove: %w", err)
+	}
+	return res
+}
+
+func (r *run) deploy(ctx context.Context) error {
+	began := time.Now()
+	if err := r.fleet.Deploy(ctx); err != nil {
+		return err
+	}
+	if err := r.fleet.Snapshot(ctx, lab.East); err != nil {
+		return err
+	}
+	r.before = map[string]snapshot{}
+	for _, c := range []string{lab.Hub, lab.East, lab.West} {
+		s, err := r.p.drover(ctx, c)
+		if err != nil {
+			return err
+		}
+		r.before[c] = s
+	}
+	say(r.o, "deployed, every writer writing on east, in %s", time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+func (r *run) floor(ctx context.Context) error {
+	d, err := r.fleet.Floor(ctx, lab.East)
+	r.res.Floor = d
+	say(r.o, "floor: the cluster alone started the workloads over their bound PVCs in %s", d.Round(10*time.Millisecond))
+	return err
+}
+
+func (r *run) protect(ctx context.Context) error {
+	began := time.Now()
+	if err := r.fleet.CreateDRPCs(ctx, r.selector); err != nil {
+		return err
+	}
+	d, err := r.fleet.AwaitAll(ctx, "protect", r.selector, began, r.fleet.Protected)
+	r.res.Protect = d
+	say(r.o, "protect: every application Deployed, Protected and PeerReady (each at least once) after %s", d.Round(10*time.Millisecond))
+	return err
+}
+
+// settle counts the API servers' write requests on east and west over the settle window.
+func (r *run) settle(ctx context.Context) error {
+	var before, after [2]snapshot
+	clusters := [2]string{lab.East, lab.West}
+	for i, c := range clusters {
+		s, err := r.p.apiServer(ctx, c)
+		if err != nil {
+			return err
+		}
+		before[i] = s
+	}
+	began := time.Now()
+	say(r.o, "settle: counting write requests on east and west for %s", r.o.SettleWindow)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(r.o.SettleWindow):
+	}
+	minutes := time.Since(began).Minutes()
+	var vrg, all float64
+	for i, c := range clusters {
+		s, err := r.p.apiServer(ctx, c)
+		if err != nil {
+			return err
+		}
+		after[i] = s
+		vrg += after[i].counter("apiserver_request_total", isWrite(v1alpha1.GroupVersion.Group)) -
+			before[i].counter("apiserver_request_total", isWrite(v1alpha1.GroupVersion.Group))
+		all += after[i].counter("apiserver_request_total", isWrite("")) - before[i].counter("apiserver_request_total", isWrite(""))
+	}
+	r.res.VRGWritesPerMin = vrg / float64(2*r.res.N) / minutes
+	r.res.AllWritesPerMin = all / minutes
+	say(r.o, "settle: %.1f drover.io writes per VRG per minute, %.0f writes per minute in all", r.res.VRGWritesPerMin, r.res.AllWritesPerMin)
+	return nil
+}
+
+// mass asks for action on every application of the run with drover's mass action and waits.
+func (r *run) mass(ctx context.Context, action v1alpha1.DRAction, from, to string) error {
+	o := cli.MassOptions{Action: action, From: from, To: to, Selector: RunLabel + "=" + r.selector[RunLabel], AllNamespaces: true,
+		Wait: true, Timeout: r.env.Timeout, PollInterval: 250 * time.Millisecond, ProgressInterval: 10 * time.Second}
+	return cli.ActAll(ctx, r.env.Hub, r.o.Out, o)
+}
+
+func (r *run) failover(ctx context.Context) error {
+	say(r.o, "failover: stopping east")
+	if err := r.env.StopCluster(lab.East); err != nil {
+		return err
+	}
+	began := time.Now()
+	err := r.mass(ctx, v1alpha1.ActionFailover, lab.East, lab.West)
+	r.res.Failover = time.Since(began)
+	say(r.o, "failover: all Available on west %s after the request", r.res.Failover.Round(10*time.Millisecond))
+	return err
+}
+
+func (r *run) recover(ctx context.Context) error {
+	if err := r.env.StartCluster(ctx, lab.East); err != nil {
+		return err
+	}
+	// Measured from the moment east is back (its control plane, storage and agent up), so the
+	// lab's own start time does not count.
+	began := time.Now()
+	d, err := r.fleet.AwaitAll(ctx, "recover", r.selector, began, story.PeerReady(lab.West))
+	r.res.Recover = d
+	say(r.o, "recover: east is back; every application PeerReady %s later", d.Round(10*time.Millisecond))
+	return err
+}
+
+func (r *run) relocate(ctx context.Context) error {
+	// A relocation needs the primary's data protected, which may follow PeerReady by a sync;
+	// that wait is not the relocation's.
+	if _, err := r.fleet.AwaitAll(ctx, "protected on west", r.selector, time.Now(), story.ProtectedOn(lab.West)); err != nil {
+		return err
+	}
+	if err := r.fleet.Snapshot(ctx, lab.West); err != nil {
+		return err
+	}
+	began := time.Now()
+	err := r.mass(ctx, v1alpha1.ActionRelocate, lab.West, lab.East)
+	r.res.Relocate = time.Since(began)
+	if err != nil {
+		return err
+	}
+	r.res.RecordsKept, r.res.RecordsLost, err = r.fleet.Relocated(ctx, lab.West, lab.East)
+	say(r.o, "relocate: all Available on east %s after the request; records kept %d, lost %d",
+		r.res.Relocate.Round(10*time.Millisecond), r.res.RecordsKept, r.res.RecordsLost)
+	return err
+}
+
+// observe reads the reconcile-time quantiles of the run from drover's metrics.
+func (r *run) observe(ctx context.Context) error {
+	hub, err := r.p.drover(ctx, lab.Hub)
+	if err != nil {
+		return err
+	}
+	q := quantile(0.99, r.before[lab.Hub].reconcileBuckets(reconcileOf("drplacementcontrol")), hub.reconcileBuckets(reconcileOf("drplacementcontrol")))
+	r.res.HubP99 = time.Duration(q * float64(time.Second))
+	for _, c := range []string{lab.East, lab.West} {
+		s, err := r.p.drover(ctx, c)
+		if err != nil {
+			return err
+		}
+		// east's agent restarted with its cluster: its counters began again, so only what it
+		// observed since counts (its before is empty).
+		before := r.before[c]
+		if c == lab.East {
+			before = snapshot{}
+		}
+		q := quantile(0.99, before.reconcileBuckets(reconcileOf("volumereplicationgroup")), s.reconcileBuckets(reconcileOf("volumereplicationgroup")))
+		r.res.AgentP99 = max(r.res.AgentP99, time.Duration(q*float64(time.Second)))
+	}
+	return nil
+}
+
+// sampleRSS records the largest memory of the hub and of the agents seen so far.
+func (r *run) sampleRSS() {
+	if rss, err := r.p.rss(lab.Hub); err == nil {
+		r.res.HubRSS = max(r.res.HubRSS, rss)
+	}
+	for _, c := range []string{lab.East, lab.West} {
+		if rss, err := r.p.rss(c); err == nil {
+			r.res.AgentRSS = max(r.res.AgentRSS, rss)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// columns of the main table.
+var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "RECORDS LOST",
+	"VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
+
+// Complete says whether every figure of the result was measured and every action succeeded.
+func (r *Result) Complete() bool {
+	return r.Err == nil && r.Floor > 0 && r.Protect > 0 && r.Failover > 0 && r.Recover > 0 && r.Relocate > 0 &&
+		r.RecordsKept > 0 && r.HubRSS > 0 && r.AgentRSS > 0
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// ratio is a duration and its multiple of the floor.
+func ratio(d, floor time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	if floor == 0 {
+		return dur(d)
+	}
+	return fmt.Sprintf("%s (%.1f×)", dur(d), d.Seconds()/floor.Seconds())
+}
+
+func (r *Result) row() []string {
+	check := "ok"
+	if r.Err != nil {
+		check = "FAILED: " + r.Err.Error()
+	}
+	lost := "-"
+	if r.Relocate > 0 {
+		lost = fmt.Sprintf("%d of %d", r.RecordsLost, r.RecordsLost+r.RecordsKept)
+	}
+	return []string{
+		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
+		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost,
+		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
+		msOf(r.HubP99), msOf(r.AgentP99), check,
+	}
+}
+
+func msOf(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+}
+
+// hubRows are the hub-fill mode's lines.
+func (h *HubFill) lines() []string {
+	out := []string{fmt.Sprintf("%d DRPlacementControls (groups of no PVC): %d Deployed and Available after %s",
+		h.DRPCs, h.Deployed, dur(h.Fill))}
+	if h.Window > 0 {
+		out = append(out, fmt.Sprintf("settled, over %s: the hub's requests per second to east %.2f, to west %.2f; hub RSS %s",
+			dur(h.Window), h.RequestsPerSecond["east"], h.RequestsPerSecond["west"], mib(h.HubRSS)))
+	}
+	if h.Err != nil {
+		out = append(out, "FAILED: "+h.Err.Error())
+	}
+	return out
+}
+
+// PrintTable writes the report as a text table.
+func (rep *Report) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "machine: %s\n", rep.Machine)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(columns, "\t"))
+	for i := range rep.Results {
+		fmt.Fprintln(tw, strings.Join(rep.Results[i].row(), "\t"))
+	}
+	_ = tw.Flush()
+	if rep.Hub != nil {
+		for _, l := range rep.Hub.lines() {
+			fmt.Fprintln(w, "hub fill: "+l)
+		}
+	}
+}
+
+// WriteMarkdown writes the report as markdown.
+func (rep *Report) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "Machine: %s.\n\n", rep.Machine)
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
+	for i := range rep.Results {
+		cells := rep.Results[i].row()
+		for j := range cells {
+			cells[j] = strings.ReplaceAll(cells[j], "|", `\|`)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if rep.Hub != nil {
+		fmt.Fprintln(w)
+		for _, l := range rep.Hub.lines() {
+			fmt.Fprintf(w, "- Hub fill: %s\n", l)
+		}
+	}
+}

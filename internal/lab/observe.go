@@ -1,0 +1,118 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What a benchmark reads of a running lab: the API server's and drover's Prometheus metrics
+// and the memory of drover's processes.
+
+// metricsBodyLimit bounds a /metrics body read (an API server's is a few MB).
+const metricsBodyLimit = 64 << 20
+
+// APIServerMetrics returns the cluster's kube-apiserver /metrics (Prometheus text format),
+// read as the administrator.
+func (c *Cluster) APIServerMetrics(ctx context.Context) (string, error) {
+	hc, err := c.adminHTTPClient()
+	if err != nil {
+		return "", err
+	}
+	hc.Timeout = 30 * time.Second
+	return readMetrics(ctx, hc, c.Endpoint()+"/metrics", "")
+}
+
+// DroverMetrics returns the /metrics of the cluster's Ready drover pod (the hub's or the
+// agent's), read with token (MetricsReaderToken), as Prometheus scrapes it.
+func (c *Cluster) DroverMetrics(ctx context.Context, token string) (string, error) {
+	ip, err := c.droverPodIP(ctx)
+	if err != nil {
+		return "", err
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // drover's metrics certificate is self-signed, as Prometheus's insecure_skip_verify
+		Proxy:           nil,
+	}}
+	return readMetrics(ctx, hc, "https://"+net.JoinHostPort(ip, strconv.Itoa(metricsPort))+"/metrics", token)
+}
+
+func readMetrics(ctx context.Context, hc *http.Client, url, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("failed to read %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, metricsBodyLimit))
+	if err != nil {
+		return "", fmt.Errorf("failed to read %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body[:min(len(body), 512)])))
+	}
+	return string(body), nil
+}
+
+// DroverRSS returns the resident memory (VmRSS) of the cluster's drover processes in bytes,
+// summed over the containers of drover's pods that the lab kubelet runs.
+func (c *Cluster) DroverRSS() (int64, error) {
+	pods, err := c.DroverPods()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	found := false
+	for _, p := range pods {
+		for _, ct := range p.Containers {
+			if ct.PID == 0 {
+				continue
+			}
+			rss, err := processRSS(ct.PID)
+			if err != nil {
+				return 0, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			total += rss
+			found = true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("cluster %s runs no drover process", c.Name)
+	}
+	return total, nil
+}
+
+// processRSS reads VmRSS of a process from /proc.
+func processRSS(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("bad VmRSS of process %d: %w", pid, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("process %d reports no VmRSS", pid)
+}
