@@ -13,13 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
-	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -86,7 +82,7 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
 	}
-	env, err := demoEnv(l, out)
+	env, err := story.LabEnv(l, out)
 	if err != nil {
 		return err
 	}
@@ -134,43 +130,6 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "all checks passed")
 	return nil
-}
-
-// demoEnv is the story's view of a lab that runs drover.
-func demoEnv(l *lab.Lab, out io.Writer) (story.Env, error) {
-	clientOf := func(name string, add ...func(*runtime.Scheme) error) (client.Client, error) {
-		c, err := l.Cluster(name)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := c.RESTConfig()
-		if err != nil {
-			return nil, err
-		}
-		s := runtime.NewScheme()
-		for _, a := range append(add, clientgoscheme.AddToScheme, v1alpha1.AddToScheme) {
-			if err := a(s); err != nil {
-				return nil, err
-			}
-		}
-		return client.New(cfg, client.Options{Scheme: s})
-	}
-	h, err := clientOf(lab.Hub, ocmv1beta1.AddToScheme)
-	if err != nil {
-		return story.Env{}, err
-	}
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		if clusters[name], err = clientOf(name); err != nil {
-			return story.Env{}, err
-		}
-	}
-	return story.Env{
-		Hub: h, Clusters: clusters, Out: out,
-		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
-		StopCluster:  l.Stop,
-		StartCluster: l.Start,
-	}, nil
 }
 
 // freeNamespace returns demo, or demo-2, demo-3... when an earlier demo (--keep) left its

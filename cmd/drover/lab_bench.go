@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/internal/lab/bench"
+	"github.com/drover-io/drover/internal/story"
 )
 
 type benchFlags struct {
@@ -103,7 +104,7 @@ func (b *benchFlags) run(ctx context.Context, f *labFlags, out io.Writer) error 
 		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
 	}
 	o.Lab, o.Out = l, out
-	if o.Env, err = bench.EnvOf(l, out); err != nil {
+	if o.Env, err = story.LabEnv(l, out); err != nil {
 		return err
 	}
 	rep, benchErr := bench.Run(ctx, o)

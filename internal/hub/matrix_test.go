@@ -3,14 +3,11 @@ package hub_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -19,32 +16,21 @@ import (
 // a cluster stops its agent first, bringing it back starts the agent after.
 func storyEnv(t *testing.T) story.Env {
 	t.Helper()
-	h, err := hubClient()
+	env, err := story.LabEnv(testLab.Lab, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		cl, err := testLab.Client(name, v1alpha1.AddToScheme, clientgoscheme.AddToScheme)
-		if err != nil {
-			t.Fatal(err)
+	env.StopCluster = func(cluster string) error {
+		stop(cluster)
+		return testLab.Stop(cluster)
+	}
+	env.StartCluster = func(ctx context.Context, cluster string) error {
+		if err := testLab.Start(ctx, cluster); err != nil {
+			return err
 		}
-		clusters[name] = cl
+		return startAgent(cluster)
 	}
-	return story.Env{
-		Hub: h, Clusters: clusters, Out: os.Stderr,
-		DataDir: func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
-		StopCluster: func(cluster string) error {
-			stop(cluster)
-			return testLab.Stop(cluster)
-		},
-		StartCluster: func(ctx context.Context, cluster string) error {
-			if err := testLab.Start(ctx, cluster); err != nil {
-				return err
-			}
-			return startAgent(cluster)
-		},
-	}
+	return env
 }
 
 // The whole story (protect, failover with the primary stopped both ways, recover, relocate both

@@ -2,17 +2,12 @@ package lab_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
-	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -62,21 +57,12 @@ func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
 // keeps its PVCs, replicated by VolRep in self-contained mode; stop stops a cluster (testLab.Stop
 // when nil). The caller closes it.
 func newStory(ctx context.Context, g Gomega, t *testing.T, ns string, stop func(string) error) *story.Run {
-	hub, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	env, err := story.LabEnv(testLab.Lab, testWriter{t})
 	g.Expect(err).NotTo(HaveOccurred())
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		clusters[name] = clusterClient(g, name)
+	if stop != nil {
+		env.StopCluster = stop
 	}
-	if stop == nil {
-		stop = testLab.Stop
-	}
-	r := story.New(story.Env{
-		Hub: hub, Clusters: clusters, Out: testWriter{t},
-		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
-		StopCluster:  stop,
-		StartCluster: testLab.Start,
-	}, story.Case{
+	r := story.New(env, story.Case{
 		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
 		Mode: story.SelfContained, Namespace: ns,
 	}, lab.East)

@@ -197,19 +197,7 @@ func (f *Fleet) AwaitAll(ctx context.Context, what string, selector map[string]s
 
 // poll calls check every fleetPoll until it returns nil or the step's timeout passes.
 func (f *Fleet) poll(ctx context.Context, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, f.env.Timeout)
-	defer cancel()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(fleetPoll):
-		}
-	}
+	return pollUntil(ctx, f.env.Timeout, fleetPoll, check)
 }
 
 // Floor measures what the cluster alone takes to start the fleet's workloads over their bound

@@ -266,7 +266,13 @@ func condition(d *v1alpha1.DRPlacementControl, t string) metav1.Condition {
 // poll calls check every interval until it returns nil or the step's timeout passes, and then
 // returns check's last error: each caller says in it what was still awaited.
 func (r *Run) poll(ctx context.Context, every time.Duration, check func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
+	return pollUntil(ctx, r.env.Timeout, every, check)
+}
+
+// pollUntil calls check every interval until it returns nil or timeout passes, and then returns
+// check's last error.
+func pollUntil(ctx context.Context, timeout, every time.Duration, check func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		err := check(ctx)

@@ -3,17 +3,12 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
-	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
@@ -62,24 +57,11 @@ func cases() []story.Case {
 // env is the story's view of the lab; losing a cluster stops its agent with it.
 func env(t *testing.T) story.Env {
 	t.Helper()
-	h, err := testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
+	e, err := story.LabEnv(testLab.Lab, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusters := map[string]client.Client{}
-	for _, name := range []string{lab.East, lab.West} {
-		cl, err := testLab.Client(name, v1alpha1.AddToScheme, clientgoscheme.AddToScheme)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clusters[name] = cl
-	}
-	return story.Env{
-		Hub: h, Clusters: clusters, Out: testWriter{t},
-		DataDir:      func(cluster string) string { return filepath.Join(testLab.Dir(), cluster, "storage") },
-		StopCluster:  testLab.Stop,
-		StartCluster: testLab.Start,
-	}
+	return e
 }
 
 // testWriter sends the story's progress lines to the test log.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-io/drover/internal/story"
 )
 
 // testWriter sends the benchmark's progress to the test log, a line at a time.
@@ -34,7 +36,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 // It asserts no timing: those are the benchmark's output, not a test's verdict.
 func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 	out := &testWriter{t: t}
-	env, err := EnvOf(testLab.Lab, out)
+	env, err := story.LabEnv(testLab.Lab, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,60 @@
+package story
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/lab"
+)
+
+// LabEnv is the story's view of a running lab that runs drover: clients of the hub and of east
+// and west with the types Env names, the lab's storage directories, and the lab's own stop and
+// start of a cluster. Out receives the story's lines.
+func LabEnv(l *lab.Lab, out io.Writer) (Env, error) {
+	hub, err := labClient(l, lab.Hub, ocmv1beta1.AddToScheme)
+	if err != nil {
+		return Env{}, err
+	}
+	clusters := map[string]client.Client{}
+	for _, name := range []string{lab.East, lab.West} {
+		if clusters[name], err = labClient(l, name); err != nil {
+			return Env{}, err
+		}
+	}
+	return Env{
+		Hub: hub, Clusters: clusters, Out: out,
+		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		StopCluster:  l.Stop,
+		StartCluster: l.Start,
+	}, nil
+}
+
+// labClient is a client of a lab cluster with drover's and client-go's types, and add's.
+func labClient(l *lab.Lab, name string, add ...func(*runtime.Scheme) error) (client.Client, error) {
+	c, err := l.Cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	s := runtime.NewScheme()
+	for _, a := range append(add, clientgoscheme.AddToScheme, v1alpha1.AddToScheme) {
+		if err := a(s); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a client of lab cluster %s: %w", name, err)
+	}
+	return cl, nil
+}
