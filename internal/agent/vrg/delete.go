@@ -72,7 +72,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	if err := r.Client.Patch(ctx, sc.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer from VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
-	r.written.forget(client.ObjectKeyFromObject(sc.vrg))
 	ctrl.LoggerFrom(ctx).Info("Unprotected VolumeReplicationGroup")
 	return ctrl.Result{}, nil
 }
