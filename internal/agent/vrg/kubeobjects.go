@@ -365,7 +365,11 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonInvalidSpec, err.Error()))
 		return ctrl.Result{}, nil
 	}
-	if action == v1alpha1.ActionRelocate && needsFinalCapture(sc.vrg) && !r.staleDemotion(ctx, sc) {
+	final, err := r.finalCaptureDue(ctx, sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if final {
 		cr, err := r.writeCapture(ctx, sc, sel, time.Now())
 		if err != nil || !cr.written() {
 			c := captureCondition(cr, err, false)
@@ -399,6 +403,29 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 		"the group is secondary (action %s): the application's workloads are removed from namespaces %s; their PVCs stay",
 		action, strings.Join(namespaces, ", "))))
 	return ctrl.Result{}, nil
+}
+
+// finalCaptureDue reports whether this pass writes a relocation's final capture. The group is
+// read again from the API server first: a pass that began with a cached copy from before the
+// final capture was recorded must not capture again, since by now the workloads may be deleted
+// and a capture without them would replace the final one.
+func (r *Reconciler) finalCaptureDue(ctx context.Context, sc *scope) (bool, error) {
+	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !needsFinalCapture(sc.vrg) {
+		return false, nil
+	}
+	fresh := &v1alpha1.VolumeReplicationGroup{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sc.vrg), fresh); err != nil {
+		return false, fmt.Errorf("failed to read VolumeReplicationGroup %s before its final capture: %w", klog.KObj(sc.vrg), err)
+	}
+	if fresh.Generation != sc.vrg.Generation {
+		// Nothing is deleted on a spec this pass did not begin with; the next pass acts on it.
+		return false, fmt.Errorf("VolumeReplicationGroup %s changed during this pass (generation %d, now %d): its workloads are removed on the next pass",
+			klog.KObj(sc.vrg), sc.vrg.Generation, fresh.Generation)
+	}
+	if !needsFinalCapture(fresh) {
+		return false, nil
+	}
+	return !r.staleDemotion(ctx, sc), nil
 }
 
 // needsFinalCapture reports whether a relocation's final capture is still to be written: only
