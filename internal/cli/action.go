@@ -177,18 +177,18 @@ func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string
 	return d.Spec.FailoverCluster
 }
 
+// orDefault is v, or d when v is zero.
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
 // wait follows the action, printing a line on every change, until it is done, fails or times out.
 func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
-	timeout, interval, stallAfter := o.Timeout, o.PollInterval, o.StallAfter
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-	if interval == 0 {
-		interval = DefaultPollInterval
-	}
-	if stallAfter == 0 {
-		stallAfter = DefaultStallAfter
-	}
+	timeout, interval, stallAfter := orDefault(o.Timeout, DefaultTimeout), orDefault(o.PollInterval, DefaultPollInterval), orDefault(o.StallAfter, DefaultStallAfter)
 	start := now(o.Now)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

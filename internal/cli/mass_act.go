@@ -143,19 +143,8 @@ func massError(o *MassOptions, ts []*tracked) error {
 // waitAll follows the asked actions with one list of the DRPlacementControls per poll until
 // every one is done or failed, or the timeout passes.
 func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, ts []*tracked) {
-	timeout, interval, stallAfter, every := o.Timeout, o.PollInterval, o.StallAfter, o.ProgressInterval
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-	if interval == 0 {
-		interval = DefaultPollInterval
-	}
-	if stallAfter == 0 {
-		stallAfter = DefaultStallAfter
-	}
-	if every == 0 {
-		every = DefaultProgressInterval
-	}
+	timeout, interval := orDefault(o.Timeout, DefaultTimeout), orDefault(o.PollInterval, DefaultPollInterval)
+	stallAfter, every := orDefault(o.StallAfter, DefaultStallAfter), orDefault(o.ProgressInterval, DefaultProgressInterval)
 	start := now(o.Now)
 	lastLine := start
 	ticker := time.NewTicker(interval)
