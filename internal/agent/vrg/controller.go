@@ -27,6 +27,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/newest"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
@@ -73,12 +74,14 @@ type StoreFactory func(objectstore.Profile) (objectstore.Store, error)
 // NewS3Store is the production StoreFactory.
 func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objectstore.NewS3(p) }
 
-// Reconciler reconciles VolumeReplicationGroups. It holds only dependencies.
+// Reconciler reconciles VolumeReplicationGroups. It holds its dependencies and the newest version
+// it has seen of each group.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads S3 profile Secrets uncached, so the agent needs no list or watch of
-	// Secrets.
+	// APIReader reads uncached: S3 profile Secrets, so the agent needs no list or watch of
+	// Secrets, and a group the cache shows older than the agent's own last write to it
+	// (newest.Versions).
 	APIReader client.Reader
 	// Backends selects each PVC's replication backend.
 	Backends *replication.Registry
@@ -94,6 +97,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Metrics counts the S3 writes (metrics.go); nil counts nothing.
 	Metrics *Metrics
+
+	// versions is the newest version seen of each group: a pass woken by a pod, PVC or
+	// VolumeReplication before the cache shows the agent's last annotation or status would
+	// otherwise act on what it has already moved past.
+	versions newest.Versions
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
@@ -145,7 +153,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	vrg := &v1alpha1.VolumeReplicationGroup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, vrg); err != nil {
+	if err := r.versions.Get(ctx, r.Client, r.APIReader, req.NamespacedName, vrg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("replicationState", vrg.Spec.ReplicationState)
@@ -157,6 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.Client.Patch(ctx, vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to VolumeReplicationGroup %s: %w", req.NamespacedName, err)
 		}
+		r.versions.Seen(vrg)
 		return ctrl.Result{}, nil
 	}
 
@@ -229,6 +238,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	if err := r.Client.Status().Patch(ctx, sc.vrg, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
+	r.versions.Seen(sc.vrg)
 	// Only a transition that was written is told: a failed patch is retried, and told then.
 	r.recordTransitions(sc)
 	return nil

@@ -72,6 +72,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	if err := r.Client.Patch(ctx, sc.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer from VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
+	r.versions.Forget(client.ObjectKeyFromObject(sc.vrg))
 	ctrl.LoggerFrom(ctx).Info("Unprotected VolumeReplicationGroup")
 	return ctrl.Result{}, nil
 }

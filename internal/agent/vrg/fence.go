@@ -189,8 +189,10 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 		}
 		sc.vrg.Annotations[key] = value
 	}
-	if err := r.Client.Patch(ctx, sc.vrg.DeepCopy(), client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+	answer := sc.vrg.DeepCopy()
+	if err := r.Client.Patch(ctx, answer, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch annotation %s of VolumeReplicationGroup %s: %w", key, klog.KObj(sc.vrg), err)
 	}
+	r.versions.Seen(answer)
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/gateway"
+	"github.com/drover-io/drover/internal/newest"
 )
 
 const (
@@ -32,12 +33,15 @@ const (
 	fieldOwner = "drover-hub"
 )
 
-// Reconciler reconciles DRPlacementControls. It holds only dependencies.
+// Reconciler reconciles DRPlacementControls. It holds its dependencies and the newest version
+// it has seen of each DRPlacementControl.
 type Reconciler struct {
 	// Client reads and writes the hub.
 	Client client.Client
-	// APIReader reads Argo CD's ApplicationSets and Applications uncached (the hub does not
-	// watch them); nil skips the Argo CD integration.
+	// APIReader reads uncached: a DRPlacementControl the cache shows older than the hub's own
+	// last write to it (newest.Versions), and Argo CD's ApplicationSets and Applications (the hub does
+	// not watch them). nil reads the DRPlacementControls from Client and skips the Argo CD
+	// integration.
 	APIReader client.Reader
 	// Gateway gives a client of each managed cluster.
 	Gateway gateway.Gateway
@@ -52,6 +56,10 @@ type Reconciler struct {
 	// once; everything a reconcile keeps is in its scope, and the dependencies are safe for
 	// concurrent use.
 	Workers int
+
+	// versions is the newest version seen of each DRPlacementControl: the one piece of state
+	// a Reconciler keeps between reconciles.
+	versions newest.Versions
 }
 
 // DefaultWorkers is how many DRPlacementControls the hub reconciles at once by default.
@@ -114,7 +122,7 @@ func (r *Reconciler) now() time.Time {
 // Reconcile drives one DRPlacementControl one step through its state machine.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	drpc := &v1alpha1.DRPlacementControl{}
-	if err := r.Client.Get(ctx, req.NamespacedName, drpc); err != nil {
+	if err := r.versions.Get(ctx, r.Client, r.APIReader, req.NamespacedName, drpc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if drpc.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(drpc, Finalizer) {
@@ -123,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.Client.Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to DRPlacementControl %s: %w", req.NamespacedName, err)
 		}
+		r.versions.Seen(drpc)
 	}
 	sc := newScope(drpc, r.now())
 	if !drpc.DeletionTimestamp.IsZero() {
@@ -164,6 +173,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	if err := r.Client.Status().Patch(ctx, sc.drpc, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of DRPlacementControl %s: %w", klog.KObj(sc.drpc), err)
 	}
+	r.versions.Seen(sc.drpc)
 	// Only a transition that was written is told: a failed patch is retried, and told then.
 	r.recordTransitions(sc)
 	return nil

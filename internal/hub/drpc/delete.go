@@ -90,6 +90,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		if err := r.Client.Status().Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to patch status of DRPlacementControl %s/%s: %w", drpc.Namespace, drpc.Name, err)
 		}
+		r.versions.Seen(drpc)
 	}
 	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
 }
@@ -116,6 +117,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlace
 	if err := r.Client.Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to remove the finalizer of DRPlacementControl %s/%s: %w", drpc.Namespace, drpc.Name, err)
 	}
+	r.versions.Forget(client.ObjectKeyFromObject(drpc))
 	ctrl.LoggerFrom(ctx).Info("Unprotected")
 	return nil
 }

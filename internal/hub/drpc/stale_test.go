@@ -197,3 +197,47 @@ func TestAViewShowingAnEarlierRelocationsFinalSyncNeverPromotesTheTarget(t *test
 	w.until(v1alpha1.PhaseRelocated, "west")
 	w.g.Expect(w.decision()).To(Equal([]string{"west"}))
 }
+
+// heldHub is the hub's client with its view of the DRPlacementControl held back on purpose, as
+// the manager's cache shows it before the watch has delivered the hub's own last write.
+type heldHub struct {
+	client.Client
+	held *v1alpha1.DRPlacementControl
+}
+
+// Get implements client.Reader: the DRPlacementControl reads as held.
+func (c *heldHub) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if d, ok := obj.(*v1alpha1.DRPlacementControl); ok && c.held != nil {
+		c.held.DeepCopyInto(d)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A group's change wakes the DRPlacementControl at once, often before the hub's cache shows the
+// status the hub has just written. Found in the e2e suite: the relocation had demoted east, a
+// reconcile on the cached copy from before it began (spec Relocate, phase still FailedOver) found
+// the relocation refused (east no longer protecting) and set east's group back to primary, and
+// east's capture of the objects without the removed StatefulSet reached west.
+func TestACachedCopyOlderThanTheHubsOwnWriteNeverUndoesAStep(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.PreferredCluster = v1alpha1.ActionRelocate, "west"
+	})
+	hub := &heldHub{Client: w.hub, held: w.drpc()} // spec Relocate, phase Deployed
+	w.r.Client, w.r.APIReader = hub, w.hub
+	w.reconcile()
+	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseRelocating))
+	w.g.Expect(w.vrg("east").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+
+	w.reconcileHeld()
+	east := w.vrg("east")
+	w.g.Expect(east.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "east stays demoted whatever the cache shows")
+	w.g.Expect(east.Spec.Action).To(Equal(v1alpha1.ActionRelocate))
+	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseRelocating))
+
+	hub.held = nil
+	w.agent("east", false)
+	w.until(v1alpha1.PhaseRelocated, "west")
+}
