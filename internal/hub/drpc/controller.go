@@ -34,14 +34,14 @@ const (
 )
 
 // Reconciler reconciles DRPlacementControls. It holds its dependencies and the newest version
-// it has seen of each DRPlacementControl.
+// it has seen of each DRPlacementControl and PlacementDecision.
 type Reconciler struct {
 	// Client reads and writes the hub.
 	Client client.Client
-	// APIReader reads uncached: a DRPlacementControl the cache shows older than the hub's own
-	// last write to it (newest.Versions), and Argo CD's ApplicationSets and Applications (the hub does
-	// not watch them). nil reads the DRPlacementControls from Client and skips the Argo CD
-	// integration.
+	// APIReader reads uncached: a DRPlacementControl or PlacementDecision the cache shows
+	// older than the hub's own last write to it (newest.Versions), and Argo CD's
+	// ApplicationSets and Applications (the hub does not watch them). nil reads everything
+	// from Client and skips the Argo CD integration.
 	APIReader client.Reader
 	// Gateway gives a client of each managed cluster.
 	Gateway gateway.Gateway
@@ -53,13 +53,15 @@ type Reconciler struct {
 	Now func() time.Time
 	// Workers is how many DRPlacementControls are reconciled at once; zero takes
 	// DefaultWorkers. controller-runtime never hands one DRPlacementControl to two workers at
-	// once; everything a reconcile keeps is in its scope, and the dependencies are safe for
-	// concurrent use.
+	// once; everything a reconcile keeps is in its scope, and the dependencies and versions
+	// are safe for concurrent use.
 	Workers int
 
-	// versions is the newest version seen of each DRPlacementControl: the one piece of state
-	// a Reconciler keeps between reconciles.
-	versions newest.Versions
+	// versions and decisions are the newest version seen of each DRPlacementControl and
+	// PlacementDecision: the state a Reconciler keeps between reconciles, so that none acts on
+	// a cached copy from before its own last write (a decision read stale could name again a
+	// cluster the hub had just removed).
+	versions, decisions newest.Versions
 }
 
 // DefaultWorkers is how many DRPlacementControls the hub reconciles at once by default.

@@ -49,7 +49,7 @@ func (r *Reconciler) observeDecision(ctx context.Context, sc *scope) error {
 		return nil
 	}
 	pd := &ocmv1beta1.PlacementDecision{}
-	err := r.Client.Get(ctx, decisionKey(sc.drpc), pd)
+	err := r.decisions.Get(ctx, r.Client, r.APIReader, decisionKey(sc.drpc), pd)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -112,6 +112,7 @@ func (r *Reconciler) place(ctx context.Context, sc *scope, clusters ...string) e
 		if err := r.Client.Create(ctx, pd, client.FieldOwner(fieldOwner)); err != nil {
 			return fmt.Errorf("failed to create PlacementDecision %s: %w", key, err)
 		}
+		r.decisions.Seen(pd)
 		sc.decision = pd
 	}
 	if sameClusters(sc.decision.Status.Decisions, want) {
@@ -123,6 +124,7 @@ func (r *Reconciler) place(ctx context.Context, sc *scope, clusters ...string) e
 		sc.decision = before
 		return fmt.Errorf("failed to update PlacementDecision %s: %w", key, err)
 	}
+	r.decisions.Seen(sc.decision)
 	ctrl.LoggerFrom(ctx).Info("Updated PlacementDecision", "decision", klog.KObj(sc.decision), "clusters", clusters)
 	return r.refreshFollowers(ctx, sc)
 }
