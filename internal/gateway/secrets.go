@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,6 +35,10 @@ const changesBuffer = 1024
 //
 // Secrets is a manager.Runnable: Start stops every cache when the manager stops.
 type Secrets struct {
+	// WrapTransport, when set before the manager starts, wraps the transport of every managed
+	// cluster's client (tests: internal/lab/crash counts and kills the hub's writes there).
+	WrapTransport transport.WrapperFunc
+
 	hub    client.Reader
 	scheme *runtime.Scheme
 	limits Limits

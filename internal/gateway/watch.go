@@ -58,6 +58,9 @@ func (g *Secrets) newRemote(cluster string, secret *corev1.Secret) (*remote, err
 		return nil, fmt.Errorf("%w for DRCluster %s: %w", ErrNoKubeconfig, cluster, err)
 	}
 	cfg.QPS, cfg.Burst = g.limits.QPS, g.limits.Burst
+	if g.WrapTransport != nil {
+		cfg.Wrap(g.WrapTransport)
+	}
 	rm := &remote{cluster: cluster, uid: secret.UID, rv: secret.ResourceVersion, cfg: cfg}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &reporter{next: rt, g: g, rm: rm} })
 	if rm.direct, err = client.New(cfg, client.Options{Scheme: g.scheme}); err != nil {

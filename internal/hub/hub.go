@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -54,6 +55,8 @@ type Options struct {
 	// DRPCWorkers is how many DRPlacementControls are reconciled at once; zero takes
 	// drpc.DefaultWorkers.
 	DRPCWorkers int
+	// ClusterTransport, when set, wraps the transport of every managed cluster's client (tests).
+	ClusterTransport transport.WrapperFunc
 }
 
 // LeaderElectionID names the hub's leader election Lease.
@@ -136,6 +139,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
 	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits)
+	gw.WrapTransport = opts.ClusterTransport
 	if err := mgr.Add(gw); err != nil {
 		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/hub"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crash"
 )
 
 // BenchmarkSettledRequestsToAManagedCluster measures what a settled hub costs a managed
@@ -83,7 +84,7 @@ func startDefaultHub(g *WithT) {
 	g.Expect(err).NotTo(HaveOccurred())
 	mgr, err := hub.NewManager(cfg, hub.Options{InProcess: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(launch("bench-hub", mgr.Start)).To(Succeed())
+	g.Expect(launch("bench-hub", crash.New("bench-hub"), mgr.Start, nil)).To(Succeed())
 }
 
 func createEmptyApps(g *WithT, h client.Client, n int) []client.ObjectKey {

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,11 +20,14 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent"
+	"github.com/drover-io/drover/internal/agent/vrg"
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/hub"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crash"
 	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication/volrep"
 )
 
@@ -40,8 +44,17 @@ var (
 	testLab *labtest.Lab
 
 	mu      sync.Mutex
-	running = map[string]func(){}
+	running = map[string]*instance{}
+	// retired counts the writes of the stopped instances of each component.
+	retired = map[string]int{}
 )
+
+// instance is one running hub or agent: how to stop it, and the injector its writes go through
+// (internal/lab/crash: it counts them and, when armed, kills the instance at one).
+type instance struct {
+	stop func()
+	inj  *crash.Injector
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -155,11 +168,14 @@ func startHub() error {
 	if err != nil {
 		return err
 	}
-	mgr, err := hub.NewManager(cfg, hub.Options{ProbeInterval: time.Second, UnreachableAfter: 3 * time.Second, InProcess: true})
+	inj := crash.New("hub")
+	cfg.Wrap(inj.Wrap)
+	mgr, err := hub.NewManager(cfg, hub.Options{ProbeInterval: time.Second, UnreachableAfter: 3 * time.Second, InProcess: true,
+		ClusterTransport: inj.Wrap})
 	if err != nil {
 		return err
 	}
-	return launch("hub", mgr.Start)
+	return launch("hub", inj, mgr.Start, startHub)
 }
 
 // startAgent runs the agent of a managed cluster in-process.
@@ -172,15 +188,25 @@ func startAgent(cluster string) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true})
+	inj := crash.New(cluster)
+	cfg.Wrap(inj.Wrap)
+	newStore := func(p objectstore.Profile) (objectstore.Store, error) {
+		s, err := vrg.NewS3Store(p)
+		if err != nil {
+			return nil, err
+		}
+		return inj.Store(s), nil
+	}
+	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true, NewStore: newStore})
 	if err != nil {
 		return err
 	}
-	return launch(cluster, mgr.Start)
+	return launch(cluster, inj, mgr.Start, func() error { return startAgent(cluster) })
 }
 
-// launch runs start in a goroutine until stop(name).
-func launch(name string, start func(context.Context) error) error {
+// launch runs start in a goroutine until stop(name). An instance killed by its injector is
+// replaced at once by restart, as the lab kubelet restarts a killed container.
+func launch(name string, inj *crash.Injector, start func(context.Context) error, restart func() error) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if running[name] != nil {
@@ -189,22 +215,72 @@ func launch(name string, start func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- start(ctx) }()
-	running[name] = func() {
+	inst := &instance{inj: inj, stop: func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := <-done; err != nil && !errors.Is(err, crash.ErrCrashed) {
 			fmt.Fprintf(os.Stderr, "%s stopped with an error: %v\n", name, err)
 		}
-	}
+	}}
+	running[name] = inst
+	go func() {
+		select {
+		case <-inj.Crashed():
+		case <-ctx.Done():
+			return
+		}
+		if !retire(name, inst) {
+			return
+		}
+		inst.stop()
+		if restart == nil {
+			return
+		}
+		if err := restart(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: failed to start again after its crash: %v\n", name, err)
+		}
+	}()
 	return nil
+}
+
+// retire removes a running instance, counting its writes; false when it no longer runs.
+func retire(name string, inst *instance) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if running[name] != inst {
+		return false
+	}
+	delete(running, name)
+	retired[name] += inst.inj.Writes()
+	return true
 }
 
 // stop stops the hub or an agent, if it runs, and waits until it has stopped.
 func stop(name string) {
 	mu.Lock()
-	s := running[name]
-	delete(running, name)
+	inst := running[name]
 	mu.Unlock()
-	if s != nil {
-		s()
+	if inst != nil && retire(name, inst) {
+		inst.stop()
 	}
+}
+
+// writes is how many writes every instance of the component has made so far.
+func writes(name string) int {
+	mu.Lock()
+	defer mu.Unlock()
+	n := retired[name]
+	if inst := running[name]; inst != nil {
+		n += inst.inj.Writes()
+	}
+	return n
+}
+
+// injector is the running instance's injector of the component; nil when none runs.
+func injector(name string) *crash.Injector {
+	mu.Lock()
+	defer mu.Unlock()
+	if inst := running[name]; inst != nil {
+		return inst.inj
+	}
+	return nil
 }

@@ -29,7 +29,10 @@ func emptyApp(t *testing.T, ns string) *app {
 	t.Cleanup(func() {
 		_ = a.hub.Delete(context.Background(), a.drpc(a.g))
 		a.g.Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(a.hub.Get(context.Background(), a.key, &v1alpha1.DRPlacementControl{}))).To(BeTrue())
+			d := &v1alpha1.DRPlacementControl{}
+			err := a.hub.Get(context.Background(), a.key, d)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the DRPlacementControl is still there: %s",
+				cond(d, v1alpha1.ConditionAvailable).Message)
 		}).Should(Succeed())
 	})
 	return a

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/hub"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crash"
 )
 
 // BenchmarkMassActionsByDRPCWorkers measures how the hub's DRPlacementControl workers change the
@@ -60,7 +61,7 @@ func massActions(b *testing.B, n, workers int) {
 	g.Expect(err).NotTo(HaveOccurred())
 	mgr, err := hub.NewManager(cfg, hub.Options{InProcess: true, DRPCWorkers: workers, ProbeInterval: time.Second, UnreachableAfter: 3 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(launch("bench-hub", mgr.Start)).To(Succeed())
+	g.Expect(launch("bench-hub", crash.New("bench-hub"), mgr.Start, nil)).To(Succeed())
 	defer stop("bench-hub")
 	h, err := hubClient()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,273 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crash"
+	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// The crash sweep (issue 15, after Sieve): a fault-free story counts the writes of the hub and of
+// each agent in each action; then, for chosen writes, a story kills that component right before
+// or right after the write (internal/lab/crash; the suite restarts it at once) and must still
+// pass: every action completes, the records hold (0 lost on relocate, a failover's loss within
+// its bound), never two writable primaries, and the end state is the fault-free run's (the same
+// objects of each kind on each cluster and in each store). make test runs a few points
+// (crashSubset); make crash-sweep every write (DROVER_CRASH_SWEEP=full, DROVER_CRASH_STRIDE=N
+// for every N-th).
+
+// crashComponents are the components the sweep kills.
+var crashComponents = []string{"hub", lab.East, lab.West}
+
+// crashAction is one action of the sweep's story and the story's steps that make it.
+type crashAction struct {
+	name string
+	run  func(ctx context.Context, r *story.Run) []story.Step
+}
+
+var crashActions = []crashAction{
+	{"protect", func(ctx context.Context, r *story.Run) []story.Step { return []story.Step{r.Protect(ctx)} }},
+	// The failover includes the return of the lost cluster: its group demoted, its workloads
+	// removed (the cleanup of the old primary).
+	{"failover", func(ctx context.Context, r *story.Run) []story.Step {
+		return []story.Step{r.Failover(ctx, lab.East), r.Recover(ctx, lab.East)}
+	}},
+	{"relocate", func(ctx context.Context, r *story.Run) []story.Step { return []story.Step{r.Relocate(ctx, lab.West)} }},
+	{"unprotect", func(ctx context.Context, r *story.Run) []story.Step { return []story.Step{r.Unprotect(ctx)} }},
+}
+
+// crashAt is a crash point of one action: a component and its point in the action.
+type crashAt struct {
+	component string
+	point     crash.Point
+}
+
+// crashPlan is the crash point of each action of one story (none for an action not named).
+type crashPlan map[string]crashAt
+
+// crashRun is what one story of the sweep did.
+type crashRun struct {
+	// writes[action][component] counts the writes, the one crashed at included.
+	writes map[string]map[string]int
+	// fired names each crash that happened.
+	fired []string
+	end   map[string]int
+	err   error
+}
+
+// runCrashStory runs the sweep's story in namespace ns with plan's crash points armed.
+func runCrashStory(t *testing.T, ns string, plan crashPlan) crashRun {
+	ctx := context.Background()
+	res := crashRun{writes: map[string]map[string]int{}}
+	r := story.New(storyEnv(t), story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: policyVolRep,
+		StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: ns}, lab.East)
+	if res.err = r.Start(ctx); res.err != nil {
+		return res
+	}
+	for _, a := range crashActions {
+		before := allWrites()
+		var armed *crash.Injector
+		if at, ok := plan[a.name]; ok {
+			if armed = injector(at.component); armed != nil {
+				armed.Arm(at.point)
+			}
+		}
+		steps := a.run(ctx, r)
+		if armed != nil && armed.Disarm() {
+			res.fired = append(res.fired, fmt.Sprintf("%s: %s %s", a.name, plan[a.name].component, armed.Killed()))
+		}
+		res.writes[a.name] = since(before)
+		if res.err = failedStep(steps); res.err != nil {
+			break
+		}
+	}
+	if err := r.Close(); err != nil && res.err == nil {
+		res.err = err
+	}
+	story.PrintTable(os.Stderr, r.Steps)
+	if res.err == nil {
+		res.end, res.err = endState(ctx, ns)
+	}
+	return res
+}
+
+func failedStep(steps []story.Step) error {
+	for _, s := range steps {
+		if s.Err != nil {
+			return fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err)
+		}
+	}
+	return nil
+}
+
+func allWrites() map[string]int {
+	out := map[string]int{}
+	for _, c := range crashComponents {
+		out[c] = writes(c)
+	}
+	return out
+}
+
+func since(before map[string]int) map[string]int {
+	out := map[string]int{}
+	for c, n := range allWrites() {
+		out[c] = n - before[c]
+	}
+	return out
+}
+
+// endState counts the application's objects of each kind on each cluster and its keys in each
+// store once the story is over.
+func endState(ctx context.Context, ns string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, name := range []string{lab.East, lab.West} {
+		cl, err := testLab.Client(name, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme, clientgoscheme.AddToScheme)
+		if err != nil {
+			return nil, err
+		}
+		lists := map[string]client.ObjectList{
+			"VolumeReplicationGroup": &v1alpha1.VolumeReplicationGroupList{}, "VolumeReplication": &replicationv1alpha1.VolumeReplicationList{},
+			"PersistentVolumeClaim": &corev1.PersistentVolumeClaimList{}, "StatefulSet": &appsv1.StatefulSetList{},
+		}
+		for kind, l := range lists {
+			if err := cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			items, err := apimeta.ExtractList(l)
+			if err != nil {
+				return nil, err
+			}
+			out[name+" "+kind] = len(items)
+		}
+		pvs := &corev1.PersistentVolumeList{}
+		if err := cl.List(ctx, pvs); err != nil {
+			return nil, err
+		}
+		for _, pv := range pvs.Items {
+			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
+				out[name+" PersistentVolume"]++
+			}
+		}
+	}
+	profiles, err := testLab.S3Profiles()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range profiles {
+		s, err := objectstore.NewS3(objectstore.Profile{Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey})
+		if err != nil {
+			return nil, err
+		}
+		keys, err := s.List(ctx, ns+"/")
+		if err != nil {
+			return nil, err
+		}
+		out[p.Name+" keys"] = len(keys)
+	}
+	return out, nil
+}
+
+// crashPlans are the stories of the sweep: with full, for each component, side and k, one story
+// whose every action crashes that component at its k-th write (when it has that many), every
+// stride-th k; else crashSubset.
+func crashPlans(free map[string]map[string]int, full bool, stride int) []crashPlan {
+	if !full {
+		return []crashPlan{crashSubset(free)}
+	}
+	var plans []crashPlan
+	for _, c := range crashComponents {
+		most := 0
+		for _, a := range crashActions {
+			most = max(most, free[a.name][c])
+		}
+		for _, when := range []crash.When{crash.Before, crash.After} {
+			for k := 1; k <= most; k += stride {
+				plan := crashPlan{}
+				for _, a := range crashActions {
+					if k <= free[a.name][c] {
+						plan[a.name] = crashAt{component: c, point: crash.Point{Write: k, When: when}}
+					}
+				}
+				plans = append(plans, plan)
+			}
+		}
+	}
+	return plans
+}
+
+// crashSubset is the sweep's slice in make test, one story: the hub after its middle write of
+// the protection, the target's agent before its middle write of the failover (the promotion),
+// the source's agent after its middle write of the relocation (fence, final capture, demotion),
+// the hub before its first write of the unprotection.
+func crashSubset(free map[string]map[string]int) crashPlan {
+	middle := func(action, c string) int { return max(1, free[action][c]/2) }
+	return crashPlan{
+		"protect":   {component: "hub", point: crash.Point{Write: middle("protect", "hub"), When: crash.After}},
+		"failover":  {component: lab.West, point: crash.Point{Write: middle("failover", lab.West), When: crash.Before}},
+		"relocate":  {component: lab.East, point: crash.Point{Write: middle("relocate", lab.East), When: crash.After}},
+		"unprotect": {component: "hub", point: crash.Point{Write: 1, When: crash.Before}},
+	}
+}
+
+func TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds(t *testing.T) {
+	full := os.Getenv("DROVER_CRASH_SWEEP") == "full"
+	stride := 1
+	if s := os.Getenv("DROVER_CRASH_STRIDE"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("DROVER_CRASH_STRIDE=%q: give a positive number", s)
+		}
+		stride = n
+	}
+	began := time.Now()
+	free := runCrashStory(t, "crash-free", nil)
+	if free.err != nil {
+		t.Fatalf("the fault-free story: %v", free.err)
+	}
+	t.Logf("fault-free writes per action: %v", free.writes)
+	t.Logf("fault-free end state: %v", free.end)
+	plans := crashPlans(free.writes, full, stride)
+	var planned, fired int
+	var failures []string
+	for i, plan := range plans {
+		planned += len(plan)
+		res := runCrashStory(t, fmt.Sprintf("crash-%d", i), plan)
+		fired += len(res.fired)
+		t.Logf("story %d of %d: crashed %v", i+1, len(plans), res.fired)
+		switch {
+		case res.err != nil:
+			failures = append(failures, fmt.Sprintf("story %d %v: %v", i+1, res.fired, res.err))
+		case !maps.Equal(res.end, free.end):
+			failures = append(failures, fmt.Sprintf("story %d %v: end state %v, the fault-free run's %v", i+1, res.fired, res.end, free.end))
+		}
+		if len(failures) > 0 && !full {
+			break
+		}
+	}
+	summary := fmt.Sprintf("crash sweep: %d stories, %d crash points planned, %d reached and crashed, %d failed, in %s",
+		len(plans), planned, fired, len(failures), time.Since(began).Round(time.Second))
+	fmt.Fprintln(os.Stderr, summary)
+	t.Log(summary)
+	g := NewWithT(t)
+	g.Expect(failures).To(BeEmpty(), strings.Join(failures, "\n"))
+	g.Expect(fired).To(BeNumerically(">", 0), "no crash point was reached: the sweep tested nothing")
+}
