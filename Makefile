@@ -71,7 +71,7 @@ BENCH_FLAGS ?= --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md
 bench: tools build ## Measure drover at scale in its own lab (.lab-bench): N apps x 1 and 3 PVCs vs the cluster's floor, a 1000-DRPC hub fill; prints a table, writes bench.md (BENCH_FLAGS=...)
 	$(BIN)/drover lab bench --dir $(CURDIR)/.lab-bench $(BENCH_FLAGS)
 
-# The soak's cycles and flags; each cycle fails over and relocates once (about 1-2 minutes).
+# The soak's cycles and flags; a cycle takes 20 s to 2 minutes on 2 cores, longer when a kill hits an action.
 CYCLES ?= 100
 SOAK_FLAGS ?= --out soak.md
 

@@ -43,7 +43,8 @@ is killed with SIGKILL at random times, --kill-every apart on average; the lab k
 it, and the soak checks that it does. --seed replays the same schedule of kills.
 It prints each step as it goes, a table and a line after each cycle, and a summary: cycles
 passed and failed, records lost on relocation, the worst failover loss against its bound, the
-longest two-primaries overlap, the slowest action, the kills per component and the total time.
+longest two-primaries overlap, the slowest step (failover, relocation or recovery), the kills
+per component and the total time.
 It stops at the first failed cycle and leaves the lab running with its logs (unless
 --keep-going), and exits non-zero if any cycle failed.`,
 		Example: `  drover lab soak --cycles 2

@@ -15,7 +15,7 @@ func TestSoakFlagsChooseTheCaseTheKillsAndTheSeed(t *testing.T) {
 		return soakFlags{cycles: 3, workload: string(story.StatefulSetKeepsPVCs), policy: lab.PolicyVolRep,
 			mode: string(story.SelfContained), restarts: true, killEvery: soak.DefaultKillEvery.String(), seed: 42}
 	}
-	t.Run("the defaults are the e2e suite's seed case, kills every minute, the seed given", func(t *testing.T) {
+	t.Run("the defaults are the e2e suite's seed case, kills every 30 s on average, the seed given", func(t *testing.T) {
 		s := defaults()
 		o, err := s.options(true)
 		if err != nil {
@@ -24,7 +24,7 @@ func TestSoakFlagsChooseTheCaseTheKillsAndTheSeed(t *testing.T) {
 		if o.Case.Name() != "sts-retain/lab-volrep/self-contained" || o.Case.StorageClass != lab.BlockStorageClass {
 			t.Errorf("case %s with class %s", o.Case.Name(), o.Case.StorageClass)
 		}
-		if o.KillEvery != time.Minute || o.Seed != 42 || o.Cycles != 3 || o.Home != lab.East {
+		if o.KillEvery != 30*time.Second || o.Seed != 42 || o.Cycles != 3 || o.Home != lab.East {
 			t.Errorf("options %+v", o)
 		}
 	})

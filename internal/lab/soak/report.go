@@ -136,7 +136,7 @@ func (r *Report) lines() []string {
 	}
 	out = append(out, fmt.Sprintf("longest two-primaries overlap: %s (writers on both clusters after a return)", secs(r.Overlap)))
 	if s.SlowestCycle > 0 {
-		out = append(out, fmt.Sprintf("slowest action: %s %s→%s in cycle %d, %s", s.Slowest.Action, s.Slowest.From, s.Slowest.To,
+		out = append(out, fmt.Sprintf("slowest step: %s %s→%s in cycle %d, %s", s.Slowest.Action, s.Slowest.From, s.Slowest.To,
 			s.SlowestCycle, secs(s.Slowest.Duration)))
 	}
 	return append(out, "kills: "+r.killLine(), "total time: "+r.Duration.Round(time.Second).String(), "lab logs: "+r.LogsDir)

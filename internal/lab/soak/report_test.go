@@ -48,7 +48,7 @@ func TestTheSummaryAddsUpEveryCycle(t *testing.T) {
 		"cycles: 2 passed, 1 failed, of 3 asked",
 		"records lost on relocation: 2 of 1802 (must be 0)",
 		"worst failover loss: 30 records (cycle 2, west→east), bound: the writes of the last 9.0s",
-		"slowest action: failover west→east in cycle 2, 41.0s",
+		"slowest step: failover west→east in cycle 2, 41.0s",
 		"kills: 3 (agent/east 0, agent/west 1, hub 2), one every 1m0s on average, seed 9",
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultKillEvery is the mean time between two kills.
-const DefaultKillEvery = time.Minute
+const DefaultKillEvery = 30 * time.Second
 
 // Options configure a soak.
 type Options struct {

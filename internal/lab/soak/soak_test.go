@@ -30,7 +30,7 @@ func hubRestarts(t *testing.T) int32 {
 
 // A one-cycle soak with one hub kill runs in make test so the soak cannot rot: the cycle must
 // pass, and every figure of the summary must come from the run: the kill from the lab
-// kubelet's restart count, the records and the slowest action from the cycle's own steps.
+// kubelet's restart count, the records and the slowest step from the cycle's own steps.
 func TestAOneCycleSoakWithAHubKillReportsWhatRan(t *testing.T) {
 	out := labtest.LogWriter(t)
 	env, err := story.LabEnv(testLab.Lab, out)
@@ -83,7 +83,7 @@ func TestAOneCycleSoakWithAHubKillReportsWhatRan(t *testing.T) {
 		}
 	}
 	if s.Slowest.Action != slowest.Action || s.Slowest.Duration != slowest.Duration || s.SlowestCycle != 1 {
-		t.Errorf("the slowest action is %s in %s, the summary says %s in %s", slowest.Action, slowest.Duration, s.Slowest.Action, s.Slowest.Duration)
+		t.Errorf("the slowest step is %s in %s, the summary says %s in %s", slowest.Action, slowest.Duration, s.Slowest.Action, s.Slowest.Duration)
 	}
 	for _, want := range []string{
 		"cycles: 1 passed, 0 failed, of 1 asked",
