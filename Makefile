@@ -77,6 +77,14 @@ BENCH_FLAGS ?= --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md
 bench: tools build ## Measure drover at scale in its own lab (.lab-bench): N apps x 1 and 3 PVCs vs the cluster's floor, a 1000-DRPC hub fill; prints a table, writes bench.md (BENCH_FLAGS=...)
 	$(BIN)/drover lab bench --dir $(CURDIR)/.lab-bench $(BENCH_FLAGS)
 
+# The soak's cycles and flags; a cycle takes 20 s to 2 minutes on 2 cores, longer when a kill hits an action.
+CYCLES ?= 100
+SOAK_FLAGS ?= --out soak.md
+
+.PHONY: soak
+soak: tools build ## Fail over and relocate one application back and forth CYCLES times (default 100) in its own lab (.lab-soak), killing drover's hub and agents at random; prints a table per cycle and a summary, writes soak.md (SOAK_FLAGS=...; not part of make test)
+	$(BIN)/drover lab soak --dir $(CURDIR)/.lab-soak --cycles $(CYCLES) $(SOAK_FLAGS)
+
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/

@@ -57,36 +57,23 @@ non-zero if any check fails. --keep leaves the lab running for exploring with ku
 
 func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	ctrl.SetLogger(logr.Discard())
-	c := story.Case{Workload: story.StatefulSetKeepsPVCs, Replicas: 3}
-	switch f.backend {
-	case "volrep":
-		c.Policy, c.StorageClass = lab.PolicyVolRep, lab.BlockStorageClass
-	case "volsync":
-		c.Policy, c.StorageClass = lab.PolicyVolSync, lab.FileStorageClass
-	default:
+	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[f.backend]
+	if policy == "" {
 		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
 	}
-	switch story.Mode(f.mode) {
-	case story.SelfContained, story.Placement:
-		c.Mode = story.Mode(f.mode)
-	default:
+	c, err := story.LabCase(string(story.StatefulSetKeepsPVCs), policy, f.mode)
+	if err != nil {
 		return fmt.Errorf("--mode %q: use self-contained or placement", f.mode)
 	}
-	l, err := f.lab.open()
-	if err != nil {
-		return err
-	}
+	c.Replicas = 3
 	began := time.Now()
 	fmt.Fprintln(out, "== drover demo: bringing the lab up")
-	wasUp, err := l.Up(ctx)
-	if err != nil {
-		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
-	}
-	env, err := story.LabEnv(l, out)
+	sess, err := f.lab.session(ctx, out)
 	if err != nil {
 		return err
 	}
-	if c.Namespace, err = freeNamespace(ctx, env.Hub); err != nil {
+	l, env := sess.lab, sess.env
+	if c.Namespace, err = freeNamespace(ctx, env.Hub, "demo"); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
@@ -116,15 +103,11 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "\nwall time %s; the longest time both clusters ran the application after a lost cluster returned: %s\n",
 		time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond))
 	storyErr := errors.Join(r.Err(), watchErr)
-	switch {
-	case f.keep || wasUp:
+	if f.keep || sess.wasUp {
 		fmt.Fprintf(out, "the lab keeps running: kubectl --kubeconfig %s get drpc -n %s; drover lab down when done\n",
 			filepath.Join(l.Dir(), lab.Hub, "kubeconfig"), c.Namespace)
-	default:
-		if err := l.Down(); err != nil {
-			storyErr = errors.Join(storyErr, err)
-		}
 	}
+	storyErr = errors.Join(storyErr, sess.end(f.keep))
 	if storyErr != nil {
 		return fmt.Errorf("the demo failed: %w", storyErr)
 	}
@@ -132,13 +115,13 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// freeNamespace returns demo, or demo-2, demo-3... when an earlier demo (--keep) left its
+// freeNamespace returns base, or base-2, base-3... when an earlier run (--keep) left its
 // namespace on the hub.
-func freeNamespace(ctx context.Context, hub client.Client) (string, error) {
+func freeNamespace(ctx context.Context, hub client.Client, base string) (string, error) {
 	for i := 1; i < 100; i++ {
-		name := "demo"
+		name := base
 		if i > 1 {
-			name = fmt.Sprintf("demo-%d", i)
+			name = fmt.Sprintf("%s-%d", base, i)
 		}
 		err := hub.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
@@ -148,5 +131,5 @@ func freeNamespace(ctx context.Context, hub client.Client) (string, error) {
 			return "", fmt.Errorf("failed to read the hub: %w", err)
 		}
 	}
-	return "", errors.New("99 earlier demos are still in the lab: run drover lab down")
+	return "", fmt.Errorf("99 earlier runs left their %s namespaces in the lab: run drover lab down", base)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/drover-io/drover/internal/lab/argocd"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/story"
 )
 
 type labFlags struct {
@@ -53,7 +56,7 @@ with "make tools".`,
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabRecordsCommand(f), newLabBenchCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
+		newLabRecordsCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
 	)
 	return cmd
 }
@@ -69,6 +72,50 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
 		Monitoring: f.monitoring})
+}
+
+// labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
+// story's view of it.
+type labSession struct {
+	lab   *lab.Lab
+	env   story.Env
+	wasUp bool
+}
+
+// session brings the lab up (what runs is left alone) and returns it with the story's view,
+// whose lines go to out.
+func (f *labFlags) session(ctx context.Context, out io.Writer) (*labSession, error) {
+	l, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	wasUp, err := l.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
+	}
+	env, err := story.LabEnv(l, out)
+	if err != nil {
+		return nil, err
+	}
+	return &labSession{lab: l, env: env, wasUp: wasUp}, nil
+}
+
+// end takes the lab down unless keep asks to leave it or it ran before the session began.
+func (s *labSession) end(keep bool) error {
+	if keep || s.wasUp {
+		return nil
+	}
+	return s.lab.Down()
+}
+
+// writeFile writes what write writes to path.
+func writeFile(path string, write func(io.Writer)) error {
+	fh, err := os.Create(path) //nolint:gosec // the path the user named
+	if err != nil {
+		return err
+	}
+	write(fh)
+	return fh.Close()
 }
 
 // printStatus prints the clusters and, below them, drover's processes and what the hub reports

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/internal/lab/bench"
-	"github.com/drover-io/drover/internal/story"
 )
 
 type benchFlags struct {
@@ -95,46 +93,28 @@ func (b *benchFlags) run(ctx context.Context, f *labFlags, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	l, err := f.open()
+	sess, err := f.session(ctx, out)
 	if err != nil {
 		return err
 	}
-	wasUp, err := l.Up(ctx)
-	if err != nil {
-		return fmt.Errorf("failed to bring the lab up: %w; run `make tools` if binaries are missing", err)
-	}
-	o.Lab, o.Out = l, out
-	if o.Env, err = story.LabEnv(l, out); err != nil {
-		return err
-	}
+	o.Lab, o.Env, o.Out = sess.lab, sess.env, out
 	rep, benchErr := bench.Run(ctx, o)
 	if rep != nil {
 		fmt.Fprintln(out)
 		rep.PrintTable(out)
 		if b.out != "" {
-			if err := writeMarkdown(b.out, rep); err != nil {
+			if err := writeFile(b.out, rep.WriteMarkdown); err != nil {
 				benchErr = errors.Join(benchErr, err)
 			} else {
 				fmt.Fprintf(out, "wrote %s\n", b.out)
 			}
 		}
 	}
-	if !b.keep && !wasUp {
-		benchErr = errors.Join(benchErr, l.Down())
-	}
+	benchErr = errors.Join(benchErr, sess.end(b.keep))
 	if benchErr != nil {
 		return fmt.Errorf("the benchmark failed: %w", benchErr)
 	}
 	return nil
-}
-
-func writeMarkdown(path string, rep *bench.Report) error {
-	fh, err := os.Create(path) //nolint:gosec // the path the user named
-	if err != nil {
-		return err
-	}
-	rep.WriteMarkdown(fh)
-	return fh.Close()
 }
 
 func parseDuration(flag, s string) (time.Duration, error) {

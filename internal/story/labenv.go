@@ -58,3 +58,29 @@ func labClient(l *lab.Lab, name string, add ...func(*runtime.Scheme) error) (cli
 	}
 	return cl, nil
 }
+
+// LabCase is the case of workload w protected by the lab's DRPolicy policy in mode m, with the
+// storage class that policy replicates, as Case.Name spells them: sts-retain, lab-volrep,
+// self-contained. It says which names are valid when one is not.
+func LabCase(w, policy, m string) (Case, error) {
+	c := Case{Workload: Workload(w), Policy: policy, Mode: Mode(m)}
+	switch c.Workload {
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC:
+	default:
+		return c, fmt.Errorf("workload %q: use %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC)
+	}
+	switch policy {
+	case lab.PolicyVolRep:
+		c.StorageClass = lab.BlockStorageClass
+	case lab.PolicyVolSync:
+		c.StorageClass = lab.FileStorageClass
+	default:
+		return c, fmt.Errorf("policy %q: use %s or %s", policy, lab.PolicyVolRep, lab.PolicyVolSync)
+	}
+	switch c.Mode {
+	case SelfContained, Placement:
+	default:
+		return c, fmt.Errorf("mode %q: use %s or %s", m, SelfContained, Placement)
+	}
+	return c, nil
+}

@@ -366,3 +366,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Violations are the moments so far the watcher saw two writable primaries outside the grace
+// after a return; Close reports the same as an error.
+func (r *Run) Violations() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.violations)
+}
+
+// Settle waits, with no action asked, until the application is Available on a cluster with its
+// status judging the current spec, its peer ready and its data protected, and returns that
+// cluster: where a run whose step failed may go on from. It starts no stopped cluster.
+func (r *Run) Settle(ctx context.Context) (string, error) {
+	primary := ""
+	err := r.await(ctx, "settle", func(d *v1alpha1.DRPlacementControl) bool {
+		primary = d.Status.CurrentPrimary
+		return primary != "" && d.Status.ObservedGeneration == d.Generation && isTrue(d, v1alpha1.ConditionAvailable) &&
+			isTrue(d, v1alpha1.ConditionPeerReady) && isTrue(d, v1alpha1.ConditionProtected)
+	})
+	return primary, err
+}

@@ -57,19 +57,11 @@ func cases() []story.Case {
 // env is the story's view of the lab; losing a cluster stops its agent with it.
 func env(t *testing.T) story.Env {
 	t.Helper()
-	e, err := story.LabEnv(testLab.Lab, testWriter{t})
+	e, err := story.LabEnv(testLab.Lab, labtest.LogWriter(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
-}
-
-// testWriter sends the story's progress lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p[:len(p)-1]))
-	return len(p), nil
 }
 
 func TestTheWholeStory(t *testing.T) {

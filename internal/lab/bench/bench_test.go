@@ -3,39 +3,18 @@ package bench
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
-
-// testWriter sends the benchmark's progress to the test log, a line at a time.
-type testWriter struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		w.t.Log(string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-	}
-}
 
 // A tiny benchmark (two applications of one PVC, a hub fill of five) runs in make test so the
 // benchmark cannot rot: every action must succeed and every figure of the table be measured.
 // It asserts no timing: those are the benchmark's output, not a test's verdict.
 func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
-	out := &testWriter{t: t}
+	out := labtest.LogWriter(t)
 	env, err := story.LabEnv(testLab.Lab, out)
 	if err != nil {
 		t.Fatal(err)
