@@ -38,6 +38,10 @@ type agentFlags struct {
 	webhookConfiguration string
 	webhookCertSecret    string
 	webhookService       string
+
+	workers      int
+	kubeAPIQPS   float32
+	kubeAPIBurst int
 }
 
 // newAgentCommand runs the agent of one managed cluster.
@@ -79,6 +83,12 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"Secret in --namespace where the agent keeps the fence's CA and serving certificate, renewed before they expire (needs --webhook-configuration, --webhook-service, --webhook-cert-dir)")
 	fl.StringVar(&f.webhookService, "webhook-service", "",
 		"Service in --namespace through which the API server reaches the fence: the serving certificate's name")
+	fl.IntVar(&f.workers, "vrg-workers", agent.DefaultWorkers,
+		"how many VolumeReplicationGroups are reconciled at once (0: the default)")
+	fl.Float32Var(&f.kubeAPIQPS, "kube-api-qps", agent.DefaultKubeAPIQPS,
+		"requests per second to the cluster's API server, per resource kind (client-side limit); negative disables the limit, 0 keeps the kubeconfig's")
+	fl.IntVar(&f.kubeAPIBurst, "kube-api-burst", agent.DefaultKubeAPIBurst,
+		"requests to the cluster's API server allowed in a burst above --kube-api-qps, per resource kind; 0 keeps the kubeconfig's")
 	return cmd
 }
 
@@ -90,9 +100,13 @@ func (f *agentFlags) options() (agent.Options, error) {
 		LeaderElection:         f.leaderElect, LeaderElectionNamespace: f.namespace,
 		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
 		WebhookConfiguration: f.webhookConfiguration,
+		Workers:              f.workers, KubeAPIQPS: f.kubeAPIQPS, KubeAPIBurst: f.kubeAPIBurst,
 	}
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)
+	}
+	if f.workers < 0 || f.kubeAPIBurst < 0 {
+		return opts, fmt.Errorf("--vrg-workers (%d) and --kube-api-burst (%d) must not be negative", f.workers, f.kubeAPIBurst)
 	}
 	if f.webhookCertSecret == "" {
 		return opts, nil

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/drover-io/drover/internal/agent"
 )
 
 func TestAgentFlagsChooseHowTheFenceGetsItsCertificate(t *testing.T) {
@@ -48,5 +50,29 @@ func TestAgentFlagsChooseHowTheFenceGetsItsCertificate(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+func TestAgentFlagsSetTheWorkersAndTheClientRates(t *testing.T) {
+	cmd := newAgentCommand()
+	if err := cmd.ParseFlags([]string{"--cluster-name=east", "--vrg-workers=16", "--kube-api-qps=50", "--kube-api-burst=80"}); err != nil {
+		t.Fatal(err)
+	}
+	workers, _ := cmd.Flags().GetInt("vrg-workers")
+	qps, _ := cmd.Flags().GetFloat32("kube-api-qps")
+	burst, _ := cmd.Flags().GetInt("kube-api-burst")
+	opts, err := (&agentFlags{clusterName: "east", workers: workers, kubeAPIQPS: qps, kubeAPIBurst: burst}).options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Workers != 16 || opts.KubeAPIQPS != 50 || opts.KubeAPIBurst != 80 {
+		t.Fatalf("options %+v", opts)
+	}
+	defaults := newAgentCommand()
+	if w, _ := defaults.Flags().GetInt("vrg-workers"); w != agent.DefaultWorkers {
+		t.Fatalf("default workers %d", w)
+	}
+	if _, err := (&agentFlags{clusterName: "east", workers: -1}).options(); err == nil {
+		t.Fatal("negative workers accepted")
 	}
 }

@@ -78,7 +78,29 @@ type Options struct {
 	LeaderElectionNamespace string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
 	HealthProbeBindAddress string
+
+	// Workers is how many groups are reconciled at once; 0 means DefaultWorkers.
+	Workers int
+	// KubeAPIQPS and KubeAPIBurst bound the agent's requests to its API server (client-go's
+	// token bucket, one per resource kind); 0 keeps what cfg says. A negative QPS disables the
+	// client-side limit.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
+
+// DefaultWorkers is how many groups the agent reconciles at once by default. A settled group's
+// pass mostly waits on its stores and API server (marker reads, a capture's lists), so several
+// workers keep every group's status within a second of its storage's syncs; measured in
+// docs/architecture.md ("The agent at scale").
+const DefaultWorkers = 8
+
+// Default client rates of `drover agent` (--kube-api-qps, --kube-api-burst). A settled group
+// patches its status once per sync of its storage, so 100 groups at a 5 s interval need 20
+// status patches per second; the limit leaves room for a mass failover's creates.
+const (
+	DefaultKubeAPIQPS   = 100
+	DefaultKubeAPIBurst = 200
+)
 
 // LeaderElectionID names the agent's leader election Lease.
 const LeaderElectionID = "drover-agent.drover.io"
@@ -120,6 +142,19 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
 		return nil, errors.New("leader election needs the agent's namespace: set --namespace or POD_NAMESPACE")
 	}
+	if opts.Workers < 0 {
+		return nil, fmt.Errorf("the agent needs at least one worker, not %d", opts.Workers)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
+	}
+	cfg = rest.CopyConfig(cfg)
+	if opts.KubeAPIQPS != 0 {
+		cfg.QPS = opts.KubeAPIQPS
+	}
+	if opts.KubeAPIBurst != 0 {
+		cfg.Burst = opts.KubeAPIBurst
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// The fence labels namespaces one by one; the agent neither lists nor watches them.
@@ -159,6 +194,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
+		Workers: opts.Workers,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)

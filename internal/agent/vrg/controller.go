@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -97,7 +99,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Metrics counts the S3 writes (metrics.go); nil counts nothing.
 	Metrics *Metrics
+	// Workers is how many groups are reconciled at once; 0 means one.
+	Workers int
 
+	// written remembers what each store holds of each group (ledger.go); SetupWithManager
+	// makes it.
+	written *ledger
 	// versions is the newest version seen of each group: a pass woken by a pod, PVC or
 	// VolumeReplication before the cache shows the agent's last annotation or status would
 	// otherwise act on what it has already moved past.
@@ -136,8 +143,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexConsumers(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	r.written = newLedger()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volumereplicationgroup").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&v1alpha1.VolumeReplicationGroup{}, builder.WithPredicates(notOnlyStatusChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
 		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
@@ -154,6 +163,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	vrg := &v1alpha1.VolumeReplicationGroup{}
 	if err := r.versions.Get(ctx, r.Client, r.APIReader, req.NamespacedName, vrg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("replicationState", vrg.Spec.ReplicationState)

@@ -88,7 +88,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	}
 	f.r = &Reconciler{Client: c, APIReader: c, Backends: backends, ClusterName: "east", NewStore: func(p objectstore.Profile) (objectstore.Store, error) {
 		return f.stores[p.Name], nil
-	}}
+	}, written: newLedger()}
 	return f
 }
 

@@ -73,6 +73,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("failed to remove finalizer from VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
 	r.versions.Forget(client.ObjectKeyFromObject(sc.vrg))
+	r.written.forget(client.ObjectKeyFromObject(sc.vrg))
 	ctrl.LoggerFrom(ctx).Info("Unprotected VolumeReplicationGroup")
 	return ctrl.Result{}, nil
 }

@@ -86,6 +86,19 @@ type epochState struct {
 	// newest is true when every store was read and none holds a newer claim: this group is
 	// the newest primary, proven by the stores.
 	newest bool
+	// versions are the marker versions read this pass, by store; a store whose marker this
+	// pass wrote (or that holds none) has "". The ledger trusts what it knows of a store only
+	// under the same version (ledger.go).
+	versions map[string]string
+}
+
+// view is what this pass knows of a store for the ledger: a nil state (the fence did not run)
+// gives a view no record is trusted under.
+func (e *epochState) view(profile v1alpha1.S3Profile) storeView {
+	if e == nil {
+		return storeView{}
+	}
+	return storeView{target: profile.Endpoint + " " + profile.Bucket, marker: e.versions[profile.Name], epoch: e.own.Epoch}
 }
 
 // isStale reports whether the group must write nothing because a newer primary claimed it.
@@ -141,8 +154,11 @@ func needsClaim(vrg *v1alpha1.VolumeReplicationGroup, claim *epochClaim, markers
 // other's stores: both stop, as for a split brain), makes the group stale; a store whose marker
 // is older or missing is lagging and is to be caught up.
 func judgeEpoch(own PrimaryMarker, markers []storeMarker) (state *epochState, lagging []storeMarker) {
-	state = &epochState{own: own, failed: map[string]error{}, newest: true}
+	state = &epochState{own: own, failed: map[string]error{}, newest: true, versions: map[string]string{}}
 	for _, m := range markers {
+		if m.err == nil {
+			state.versions[m.name] = m.version
+		}
 		switch {
 		case m.err != nil:
 			state.failed[m.name] = m.err
@@ -215,6 +231,9 @@ func (r *Reconciler) catchUp(ctx context.Context, sc *scope, state *epochState, 
 	log := ctrl.LoggerFrom(ctx)
 	prefix := StorePrefix(sc.vrg)
 	for _, m := range lagging {
+		// Whatever happens, the marker is not the version read: nothing known of the store
+		// before this pass is trusted (ledger.go).
+		state.versions[m.name] = ""
 		err := PutMarker(ctx, m.store, prefix, state.own, m.version)
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
 			log.Info("Another primary wrote the group's marker at the same time; reading it again", "store", m.name)
@@ -260,7 +279,7 @@ func (r *Reconciler) readMarkers(ctx context.Context, sc *scope) []storeMarker {
 	out := make([]storeMarker, 0, len(sc.vrg.Spec.S3Profiles))
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		m := storeMarker{name: profile.Name}
-		m.store, m.err = r.store(ctx, profile)
+		m.store, m.err = r.storeOf(ctx, sc, profile)
 		if m.err == nil {
 			m.marker, m.version, m.err = ReadMarkerVersion(ctx, m.store, StorePrefix(sc.vrg))
 		}

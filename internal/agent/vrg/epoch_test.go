@@ -157,7 +157,7 @@ func TestAFirstProtectionClaimsEpochOneAndARestartKeepsIt(t *testing.T) {
 	before := snapshot(g, f.stores["s3-east"])
 
 	// A restarted agent (a new reconciler over the same cluster and stores) finds its claim.
-	f.r = &Reconciler{Client: f.r.Client, APIReader: f.r.APIReader, Backends: f.r.Backends, NewStore: f.r.NewStore, ClusterName: "east"}
+	f.r = &Reconciler{Client: f.r.Client, APIReader: f.r.APIReader, Backends: f.r.Backends, NewStore: f.r.NewStore, ClusterName: "east", written: newLedger()}
 	for range 2 {
 		_, err = f.pass()
 		g.Expect(err).NotTo(HaveOccurred())
@@ -191,7 +191,7 @@ func TestAPromotionClaimsOneMoreThanEveryReadableStoreAndARestartDoesNotClaimAga
 	}
 	g.Expect(restoreCompleted(f.group(g))).To(BeFalse())
 
-	f.r = &Reconciler{Client: f.r.Client, APIReader: f.r.APIReader, Backends: f.r.Backends, NewStore: f.r.NewStore, ClusterName: "west"}
+	f.r = &Reconciler{Client: f.r.Client, APIReader: f.r.APIReader, Backends: f.r.Backends, NewStore: f.r.NewStore, ClusterName: "west", written: newLedger()}
 	_, err = f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(claimed(g, f.group(g))).To(Equal(int64(4)), "a restarted agent keeps the promotion's claim")

@@ -2,6 +2,7 @@ package vrg
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -121,10 +122,10 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 	}
 	now := time.Now()
 	// A store caught up by the fence this pass gets this primary's capture at once.
-	if wait := captureDueIn(sc.vrg, sc.interval, now); wait > 0 && len(sc.epoch.caughtUpStores()) == 0 {
+	if wait := captureDueIn(sc.vrg, sc.interval, r.written.collected(sc.vrg), now); wait > 0 && len(sc.epoch.caughtUpStores()) == 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	cr, err := r.writeCapture(ctx, sc, sel, now)
+	cr, err := r.writeCapture(ctx, sc, sel, now, false)
 	sc.kubeObjectsReady = ptrTo(captureCondition(cr, err, promoting(sc.vrg)))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -132,36 +133,49 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 	if !cr.written() {
 		return ctrl.Result{}, fmt.Errorf("failed to write the objects of VolumeReplicationGroup %s to any S3 profile", klog.KObj(sc.vrg))
 	}
-	// Recorded once one store holds the capture: a store that is down gets the next one, an
-	// interval later, rather than the others being rewritten at every retry.
-	if err := r.annotate(ctx, sc, AnnotationKubeObjectsCapturedAt, now.UTC().Format(time.RFC3339Nano)); err != nil {
-		return ctrl.Result{}, err
+	// Once one store holds the capture, the next is an interval away: a store that is down
+	// gets the next one rather than the others being compared at every retry.
+	r.written.setCollected(sc.vrg, now)
+	// The annotation records the last capture that changed a store (and that the group
+	// captured as primary, needsFinalCapture): an unchanged capture writes nothing to the API.
+	if cr.put || sc.vrg.Annotations[AnnotationKubeObjectsCapturedAt] == "" {
+		if err := r.annotate(ctx, sc, AnnotationKubeObjectsCapturedAt, now.UTC().Format(time.RFC3339Nano)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: sc.interval}, nil
 }
 
 // captureDueIn is how long until the next capture; zero or less means now. A capture is due an
-// interval after the last one, and at once when KubeObjectsReady does not describe the current
-// generation (a new spec, role or action).
-func captureDueIn(vrg *v1alpha1.VolumeReplicationGroup, interval time.Duration, now time.Time) time.Duration {
+// interval after the last one (the later of the last that changed a store, recorded on the
+// group, and the last compared, collected, which the agent keeps in memory), and at once when
+// KubeObjectsReady does not describe the current generation (a new spec, role or action).
+func captureDueIn(vrg *v1alpha1.VolumeReplicationGroup, interval time.Duration, collected, now time.Time) time.Duration {
 	c := apimeta.FindStatusCondition(vrg.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 	if c == nil || c.ObservedGeneration != vrg.Generation {
 		return 0
 	}
 	last, err := time.Parse(time.RFC3339Nano, vrg.Annotations[AnnotationKubeObjectsCapturedAt])
-	if err != nil {
+	if err != nil && collected.IsZero() {
 		return 0
+	}
+	if collected.After(last) {
+		last = collected
 	}
 	return last.Add(interval).Sub(now)
 }
 
 // captureResult is what one capture read and where it was written.
 type captureResult struct {
+	// at is when the capture the stores hold was taken: an unchanged capture keeps the time
+	// of the first one with its content.
 	at        time.Time
 	objects   int
 	summary   string
 	notServed []string
 	stores    []storeOutcome
+	// put is true when a store was written this pass (its content changed).
+	put bool
 }
 
 // written reports whether at least one store holds the capture.
@@ -174,9 +188,19 @@ func (c *captureResult) written() bool {
 	return false
 }
 
-// writeCapture reads the selected objects of the protected namespaces and writes them, as one
-// document, to every S3 profile. An error means nothing was written.
-func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time) (*captureResult, error) {
+// captureDoc is one capture as written: its document, the digest of its content (everything
+// but the time it was taken) and that time.
+type captureDoc struct {
+	body []byte
+	sum  digest
+	at   time.Time
+}
+
+// writeCapture reads the selected objects of the protected namespaces and makes every S3
+// profile hold them, as one document. A store that holds the same content (the ledger says
+// so, or it is read and compared) is not written, unless always is set (a relocation's final
+// capture). An error means nothing was written.
+func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time, always bool) (*captureResult, error) {
 	resources, notServed, err := sel.Resolve(r.Client.RESTMapper())
 	if err != nil {
 		return nil, err
@@ -186,27 +210,113 @@ func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobject
 	if err != nil {
 		return nil, err
 	}
-	body, err := kubeobjects.Encode(&kubeobjects.Capture{
-		Version: kubeobjects.FormatVersion, CapturedAt: metav1.NewTime(now), Namespaces: namespaces, Objects: objects,
-	})
+	doc, err := r.captureDoc(sc, namespaces, objects, now)
 	if err != nil {
 		return nil, err
 	}
-	cr := &captureResult{at: now, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
+	cr := &captureResult{at: doc.at, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
+	held := false
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		// A store whose marker could not be read is not written this pass.
-		err := sc.epoch.writable(profile.Name)
-		var store objectstore.Store
-		if err == nil {
-			store, err = r.store(ctx, profile)
-		}
-		if err == nil {
-			err = store.Put(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey, body)
-		}
+		at, put, err := r.putCapture(ctx, sc, profile, doc, now, always)
 		cr.stores = append(cr.stores, storeOutcome{name: profile.Name, err: err})
+		cr.put = cr.put || put
+		if err == nil && !held {
+			// The first store holding the capture dates it, so the condition does not change
+			// while the content does not.
+			cr.at, held = at, true
+		}
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Captured the Kubernetes objects", "objects", cr.objects, "written", cr.written())
+	ctrl.LoggerFrom(ctx).V(1).Info("Captured the Kubernetes objects", "objects", cr.objects, "written", cr.written(), "changed", cr.put)
 	return cr, nil
+}
+
+// captureDoc encodes a capture. Content that a store holds, as far as the ledger trusts its
+// record there, keeps the time it was first taken, so every store holds the same document.
+func (r *Reconciler) captureDoc(sc *scope, namespaces []string, objects []*unstructured.Unstructured, now time.Time) (captureDoc, error) {
+	sum, err := captureDigest(namespaces, objects)
+	if err != nil {
+		return captureDoc{}, err
+	}
+	doc := captureDoc{sum: sum, at: now}
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		if rec := r.written.store(sc.vrg, profile.Name); rec.trusted(sc.epoch.view(profile)) && rec.capture == sum && !rec.captureAt.IsZero() {
+			doc.at = rec.captureAt
+			break
+		}
+	}
+	doc.body, err = kubeobjects.Encode(&kubeobjects.Capture{
+		Version: kubeobjects.FormatVersion, CapturedAt: metav1.NewTime(doc.at), Namespaces: namespaces, Objects: objects,
+	})
+	return doc, err
+}
+
+// captureDigest is the digest of a capture's content: its document without the time.
+func captureDigest(namespaces []string, objects []*unstructured.Unstructured) (digest, error) {
+	body, err := kubeobjects.Encode(&kubeobjects.Capture{Version: kubeobjects.FormatVersion, Namespaces: namespaces, Objects: objects})
+	if err != nil {
+		return digest{}, err
+	}
+	return sha256.Sum256(body), nil
+}
+
+// putCapture makes one store hold a capture: nothing to do when the ledger says it holds the
+// same content under the marker read this pass. A record that only expired (the same marker and
+// epoch) is verified: the stored capture is read and compared, and written only when it differs.
+// Without a trusted record (a new primary, a claim or catch-up since, an agent restarted) the
+// capture is written: a capture of the same content by another primary is that primary's, and
+// a new primary writes its own. always (a relocation's final capture) writes anyway. It returns
+// when the capture the store now holds was taken, and whether it wrote.
+func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, doc captureDoc, now time.Time, always bool) (time.Time, bool, error) {
+	// A store whose marker could not be read is not written this pass.
+	if err := sc.epoch.writable(profile.Name); err != nil {
+		return time.Time{}, false, err
+	}
+	view := sc.epoch.view(profile)
+	rec := r.written.store(sc.vrg, profile.Name)
+	known := !always && rec.trusted(view) && rec.capture == doc.sum
+	if known && now.Before(rec.captureUntil) {
+		return rec.captureAt, false, nil
+	}
+	store, err := r.storeOf(ctx, sc, profile)
+	if err != nil {
+		r.written.drop(sc.vrg, profile.Name)
+		return time.Time{}, false, err
+	}
+	key := StorePrefix(sc.vrg) + kubeobjects.StoreKey
+	at, put := doc.at, true
+	if known {
+		if stored, ok := storedCapture(ctx, store, key); ok && stored.sum == doc.sum {
+			at, put = stored.at, false
+		}
+	}
+	if put {
+		if err := store.Put(ctx, key, doc.body); err != nil {
+			r.written.drop(sc.vrg, profile.Name)
+			return time.Time{}, false, err
+		}
+	}
+	r.written.update(sc.vrg, profile.Name, view, func(rec *storeRecord) {
+		rec.capture, rec.captureAt, rec.captureUntil = doc.sum, at, verifiedUntil(now)
+	})
+	return at, put, nil
+}
+
+// storedCapture reads the capture a store holds and its digest; ok is false when there is none
+// or it cannot be read (the write that follows then reports the store's error).
+func storedCapture(ctx context.Context, store objectstore.Store, key string) (captureDoc, bool) {
+	body, err := store.Get(ctx, key)
+	if err != nil {
+		return captureDoc{}, false
+	}
+	c, err := kubeobjects.Decode(body)
+	if err != nil {
+		return captureDoc{}, false
+	}
+	sum, err := captureDigest(c.Namespaces, c.Objects)
+	if err != nil {
+		return captureDoc{}, false
+	}
+	return captureDoc{sum: sum, at: c.CapturedAt.Time}, true
 }
 
 // captureCondition is KubeObjectsReady after a capture: True when every store holds it; False
@@ -317,7 +427,7 @@ func selected(c *kubeobjects.Capture, sel kubeobjects.Selection) []*unstructured
 // hold none.
 func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeobjects.Capture, from string, unavailable []string) {
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		store, err := r.store(ctx, profile)
+		store, err := r.storeOf(ctx, sc, profile)
 		var body []byte
 		if err == nil {
 			body, err = store.Get(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey)
@@ -370,7 +480,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if final {
-		cr, err := r.writeCapture(ctx, sc, sel, time.Now())
+		cr, err := r.writeCapture(ctx, sc, sel, time.Now(), true)
 		if err != nil || !cr.written() {
 			c := captureCondition(cr, err, false)
 			sc.kubeObjectsReady = ptrTo(condition(t, false, c.Reason,

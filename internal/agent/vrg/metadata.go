@@ -3,6 +3,7 @@ package vrg
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,24 +172,58 @@ func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	sc.metadataObjects = len(objects)
-	prefix := StorePrefix(sc.vrg)
+	sum := metadataDigest(objects, keep)
 	var errs []error
 	for _, profile := range sc.vrg.Spec.S3Profiles {
-		// A store whose marker could not be read is not written this pass.
-		err := sc.epoch.writable(profile.Name)
-		var store objectstore.Store
-		if err == nil {
-			store, err = r.store(ctx, profile)
-		}
-		if err == nil {
-			err = SyncObjects(ctx, store, prefix, objects, keep)
-		}
+		err := r.writeMetadata(ctx, sc, profile, objects, keep, sum)
 		sc.stores = append(sc.stores, storeOutcome{name: profile.Name, err: err})
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// writeMetadata makes one store hold the group's metadata. A store that the ledger says holds
+// this very content, under the marker read this pass, is neither read nor written; any other is
+// compared object by object and written where it differs (SyncObjects).
+func (r *Reconciler) writeMetadata(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, objects map[string][]byte, keep map[string]bool, sum digest) error {
+	// A store whose marker could not be read is not written this pass.
+	if err := sc.epoch.writable(profile.Name); err != nil {
+		return err
+	}
+	view, now := sc.epoch.view(profile), time.Now()
+	if rec := r.written.store(sc.vrg, profile.Name); rec.trusted(view) && rec.metadata == sum && now.Before(rec.metadataUntil) {
+		return nil
+	}
+	store, err := r.storeOf(ctx, sc, profile)
+	if err == nil {
+		err = SyncObjects(ctx, store, StorePrefix(sc.vrg), objects, keep)
+	}
+	if err != nil {
+		r.written.drop(sc.vrg, profile.Name)
+		return err
+	}
+	r.written.update(sc.vrg, profile.Name, view, func(rec *storeRecord) {
+		rec.metadata, rec.metadataUntil = sum, verifiedUntil(now)
+	})
+	return nil
+}
+
+// metadataDigest is the digest of what SyncObjects makes a store hold: the objects and the keys
+// kept.
+func metadataDigest(objects map[string][]byte, keep map[string]bool) digest {
+	h := sha256.New()
+	for _, key := range slices.Sorted(maps.Keys(objects)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", key, len(objects[key]))
+		h.Write(objects[key])
+	}
+	for _, key := range slices.Sorted(maps.Keys(keep)) {
+		fmt.Fprintf(h, "keep\x00%s\x00", key)
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
 }
 
 // store builds the Store of an S3 profile from the spec and its credentials Secret, read on
@@ -214,6 +250,20 @@ func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (obj
 		return nil, err
 	}
 	return r.Metrics.countWrites(store), nil
+}
+
+// storeOf is store, built once per pass: the first call reads the profile's credentials Secret,
+// the others of the same pass reuse the store (or its error).
+func (r *Reconciler) storeOf(ctx context.Context, sc *scope, profile v1alpha1.S3Profile) (objectstore.Store, error) {
+	if b, ok := sc.built[profile.Name]; ok {
+		return b.store, b.err
+	}
+	store, err := r.store(ctx, profile)
+	if sc.built == nil {
+		sc.built = map[string]builtStore{}
+	}
+	sc.built[profile.Name] = builtStore{store: store, err: err}
+	return store, err
 }
 
 // SyncObjects makes the store hold objects under prefix: an object whose stored bytes are equal

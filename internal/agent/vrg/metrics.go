@@ -128,7 +128,7 @@ func (m *Metrics) countWrites(s objectstore.Store) objectstore.Store {
 	return &meteredStore{Store: s, m: m}
 }
 
-// meteredStore counts the writes of a Store (Put, Delete, DeletePrefix) and their errors.
+// meteredStore counts the writes of a Store (Put, PutIf, Delete, DeletePrefix) and their errors.
 type meteredStore struct {
 	objectstore.Store
 	m *Metrics
@@ -150,6 +150,12 @@ func (s *meteredStore) count(err error) error {
 // Put implements objectstore.Store.
 func (s *meteredStore) Put(ctx context.Context, key string, body []byte) error {
 	return s.count(s.Store.Put(ctx, key, body))
+}
+
+// PutIf implements objectstore.Store: the primary markers' conditional writes count too (a lost
+// race as a StoreConflict error).
+func (s *meteredStore) PutIf(ctx context.Context, key string, body []byte, version string) error {
+	return s.count(s.Store.PutIf(ctx, key, body, version))
 }
 
 // Delete implements objectstore.Store.

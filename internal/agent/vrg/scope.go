@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 )
 
@@ -56,6 +57,15 @@ type scope struct {
 	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
 	// leaves the condition as it was (no capture was due).
 	kubeObjectsReady *metav1.Condition
+	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
+	// is read once per pass.
+	built map[string]builtStore
+}
+
+// builtStore is a store built for a pass, or why it could not be.
+type builtStore struct {
+	store objectstore.Store
+	err   error
 }
 
 func newScope(vrg *v1alpha1.VolumeReplicationGroup) *scope {

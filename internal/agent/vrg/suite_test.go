@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ import (
 // on each managed cluster, east and west, for the whole package; a test that stops a cluster
 // stops its agent first (stopAgent) and starts a new one once the cluster is back (startAgent).
 var testLab *labtest.Lab
+
+// workersEnv sets the agents' workers (default agent.DefaultWorkers), to measure them.
+const workersEnv = "DROVER_AGENT_WORKERS"
 
 // agents holds the function that stops the running agent of each cluster.
 var (
@@ -90,7 +94,15 @@ func startAgent(cluster string) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := agent.NewManager(cfg, agent.Options{ClusterName: cluster, InProcess: true})
+	// Every API and S3 write of the agent is counted by namespace (scale_lab_test.go).
+	cfg.Wrap(writes.countAPI(cluster))
+	opts := agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster)}
+	if v := os.Getenv(workersEnv); v != "" {
+		if opts.Workers, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%s=%q: %w", workersEnv, v, err)
+		}
+	}
+	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,126 @@
+package vrg_test
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// writes counts every API and S3 write of the agents this package runs, by cluster and
+// namespace, so a test can prove what a settled group writes (scale_lab_test.go).
+var writes = &writeCounter{counts: map[writeKey]int{}}
+
+// writeKey names one kind of write of one namespace on one cluster: what is the API resource
+// ("volumereplicationgroups/status") or "s3".
+type writeKey struct {
+	cluster, namespace, what string
+}
+
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[writeKey]int
+}
+
+func (w *writeCounter) add(k writeKey) {
+	w.mu.Lock()
+	w.counts[k]++
+	w.mu.Unlock()
+}
+
+// snapshot returns the counts so far.
+func (w *writeCounter) snapshot() map[writeKey]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.counts)
+}
+
+// countAPI wraps an agent's transport: every request that is not a read (GET) is counted by the
+// namespace and resource of its path; cluster-scoped writes count under namespace "".
+func (w *writeCounter) countAPI(cluster string) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && req.Method != http.MethodHead {
+				ns, what := apiTarget(req.URL.Path)
+				w.add(writeKey{cluster: cluster, namespace: ns, what: what})
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// apiTarget returns the namespace and the resource (with its subresource) of an API path:
+// /apis/<group>/<version>/namespaces/<ns>/<resource>/<name>/<subresource>.
+func apiTarget(path string) (namespace, what string) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			namespace, parts = parts[i+1], parts[i+2:]
+			break
+		}
+	}
+	if namespace == "" {
+		// Cluster-scoped: /api/v1/<resource>/... or /apis/<group>/<version>/<resource>/...
+		skip := 2
+		if len(parts) > 0 && parts[0] == "apis" {
+			skip = 3
+		}
+		if len(parts) <= skip {
+			return "", path
+		}
+		parts = parts[skip:]
+	}
+	what = parts[0]
+	if len(parts) > 2 {
+		what += "/" + parts[2]
+	}
+	return namespace, what
+}
+
+// countS3 is the agent's StoreFactory with every write counted by the namespace of its key
+// (<group namespace>/<group name>/...).
+func (w *writeCounter) countS3(cluster string) vrg.StoreFactory {
+	return func(p objectstore.Profile) (objectstore.Store, error) {
+		s, err := vrg.NewS3Store(p)
+		if err != nil {
+			return nil, err
+		}
+		return &countedStore{Store: s, count: func(key string) {
+			ns, _, _ := strings.Cut(key, "/")
+			w.add(writeKey{cluster: cluster, namespace: ns, what: "s3"})
+		}}, nil
+	}
+}
+
+type countedStore struct {
+	objectstore.Store
+	count func(key string)
+}
+
+func (s *countedStore) Put(ctx context.Context, key string, body []byte) error {
+	s.count(key)
+	return s.Store.Put(ctx, key, body)
+}
+
+func (s *countedStore) PutIf(ctx context.Context, key string, body []byte, version string) error {
+	s.count(key)
+	return s.Store.PutIf(ctx, key, body, version)
+}
+
+func (s *countedStore) Delete(ctx context.Context, key string) error {
+	s.count(key)
+	return s.Store.Delete(ctx, key)
+}
+
+func (s *countedStore) DeletePrefix(ctx context.Context, prefix string) error {
+	s.count(prefix)
+	return s.Store.DeletePrefix(ctx, prefix)
+}
