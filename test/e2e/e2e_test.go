@@ -25,9 +25,9 @@ func TestMain(m *testing.M) {
 	// east and west joined with drover cluster join, its pods run by the lab kubelet with their
 	// ServiceAccounts' credentials, so every case also proves the install.
 	ctrl.SetLogger(logr.Discard())
-	labtest.MainWith(m, labtest.Options{RunDrover: true,
-		HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second, GitOps: gitOps},
-		func(l *labtest.Lab) { testLab = l })
+	opts := labtest.Released()
+	opts.GitOps = gitOps
+	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 
 // cases is the matrix: every workload × backend × mode with DROVER_E2E=full, else the seed's

@@ -88,6 +88,13 @@ type Options struct {
 	GitOps string
 }
 
+// Released are the options of the suites that drive drover as a user runs it (e2e, bench,
+// soak): drover installed from its release manifests, the hub's probe every second and its grace
+// period 5 s, so a lost cluster is noticed in seconds.
+func Released() Options {
+	return Options{RunDrover: true, HubProbeInterval: time.Second, HubUnreachableAfter: 5 * time.Second}
+}
+
 // Start builds drover, creates a lab in a temporary directory and brings it up, without drover's
 // processes. The control-plane binaries must be in <repo>/bin (`make tools`).
 func Start(ctx context.Context) (*Lab, error) {
