@@ -139,10 +139,22 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
+	step.Err = r.checkFailover(ctx, &step, ws, wrote, lastSync)
+	if step.Err == nil {
+		_, _, step.Err = r.writing(ctx, to)
+	}
+	return r.record(step)
+}
+
+// checkFailover reads the records on the failover's target and checks them against what each
+// writer had written on the lost cluster (wrote): every record up to the last group sync is
+// there, none is missing in between, none is new, and no more is lost than was written after
+// the sync. It adds the records kept and lost to step.
+func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time) error {
+	from, to := step.From, step.To
 	toHandles, err := r.boundVolumes(ctx, to, ws)
 	if err != nil {
-		step.Err = err
-		return r.record(step)
+		return err
 	}
 	var errs []error
 	for _, w := range ws {
@@ -177,11 +189,7 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 			}
 		}
 	}
-	step.Err = errors.Join(errs...)
-	if step.Err == nil {
-		_, _, step.Err = r.writing(ctx, to)
-	}
-	return r.record(step)
+	return errors.Join(errs...)
 }
 
 // parseInterval is the writer's interval.

@@ -115,32 +115,9 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 		ps.result = replication.Retry(requeueWaitingForConsumers, v1alpha1.ReasonPVCInUse, inUseMessage(ps.key(), users))
 		return nil
 	}
-	resync := true
-	switch sc.vrg.Spec.Action {
-	case v1alpha1.ActionRelocate:
-		if !r.Fence {
-			ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
-				"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent runs without it; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
-				ps.key()))
-			return nil
-		}
-		if !sc.fenced {
-			ps.result = replication.Retry(requeueWaitingForFence, v1alpha1.ReasonProgressing, fmt.Sprintf(
-				"PVC %s is not demoted yet: waiting for the API server to enforce the fence that refuses new pods mounting it", ps.key()))
-			return nil
-		}
-		if err := r.markDemotion(ctx, sc); err != nil {
-			return err
-		}
-		// No resync: both images hold the same data after the final mirror, and a relocation
-		// never discards what this cluster wrote.
-		resync = false
-	case v1alpha1.ActionFailover:
-	default:
-		ps.result = replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
-			"PVC %s exists on this cluster and the group is secondary without spec.action: set action Failover to demote it with resync (the peer's data wins)",
-			ps.key()))
-		return nil
+	resync, ok, err := r.demotionResync(ctx, sc, ps)
+	if err != nil || !ok {
+		return err
 	}
 	pc := &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
@@ -164,4 +141,32 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Demoted PVC", "pvc", klog.KObj(pvc), "backend", ps.backend, "result", ps.result.String())
 	return nil
+}
+
+// demotionResync says how a PVC nothing uses is demoted for the group's action: with resync for
+// a failover (the peer's data wins); without, behind the enforced fence, for a relocation (both
+// images hold the same data after the final mirror, and a relocation never discards what this
+// cluster wrote). ok is false when it may not be demoted now; ps.result says why.
+func (r *Reconciler) demotionResync(ctx context.Context, sc *scope, ps *pvcState) (resync, ok bool, err error) {
+	switch sc.vrg.Spec.Action {
+	case v1alpha1.ActionFailover:
+		return true, true, nil
+	case v1alpha1.ActionRelocate:
+		if !r.Fence {
+			ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
+				"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent runs without it; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
+				ps.key()))
+			return false, false, nil
+		}
+		if !sc.fenced {
+			ps.result = replication.Retry(requeueWaitingForFence, v1alpha1.ReasonProgressing, fmt.Sprintf(
+				"PVC %s is not demoted yet: waiting for the API server to enforce the fence that refuses new pods mounting it", ps.key()))
+			return false, false, nil
+		}
+		return false, true, r.markDemotion(ctx, sc)
+	}
+	ps.result = replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+		"PVC %s exists on this cluster and the group is secondary without spec.action: set action Failover to demote it with resync (the peer's data wins)",
+		ps.key()))
+	return false, false, nil
 }

@@ -57,18 +57,8 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 	if vs == nil {
 		return false, nil
 	}
-	className := ptrString(stored.Spec.StorageClassName)
-	provisioner, err := r.storedProvisioner(ctx, className, storedPV)
-	if err != nil {
-		return true, err
-	}
-	// A class that selects no backend is the volrep path's to report.
-	isVolSync := false
-	if b, selErr := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner); selErr == nil {
-		isVolSync = b.Name() == v1alpha1.BackendVolSync
-	}
-	if !isVolSync {
-		return false, nil
+	if isVolSync, err := r.selectsVolSync(ctx, sc, stored, storedPV); err != nil || !isVolSync {
+		return isVolSync, err
 	}
 	rs := sc.restore
 	key := stored.Namespace + "/" + stored.Name
@@ -81,19 +71,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(stored), pvc)
 	switch {
 	case apierrors.IsNotFound(err):
-		if image == nil {
-			rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, noImageMessage(key, rd)}
-			return true, nil
-		}
-		pvc = restoredVolSyncPVC(stored, image.Name)
-		metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, AnnotationRestoredFrom, string(rd.UID))
-		if err := r.Client.Create(ctx, pvc, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return true, fmt.Errorf("failed to restore PVC %s: %w", key, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("Restored PVC from the latest VolSync image", "pvc", klog.KObj(pvc), "snapshot", image.Name)
-		rs.restored++
-		rs.unbound = append(rs.unbound, key)
-		return true, nil
+		return true, r.restoreFromImage(ctx, rs, stored, rd, image)
 	case err != nil:
 		return true, fmt.Errorf("failed to get PVC %s: %w", key, err)
 	}
@@ -147,6 +125,39 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		rs.unbound = append(rs.unbound, key)
 	}
 	return true, nil
+}
+
+// selectsVolSync reports whether a stored PVC's StorageClass selects VolSync here; a class that
+// selects no backend is the volrep path's to report. An error counts as VolSync's, so that the
+// caller reports it.
+func (r *Reconciler) selectsVolSync(ctx context.Context, sc *scope, stored *corev1.PersistentVolumeClaim, storedPV *corev1.PersistentVolume) (bool, error) {
+	className := ptrString(stored.Spec.StorageClassName)
+	provisioner, err := r.storedProvisioner(ctx, className, storedPV)
+	if err != nil {
+		return true, err
+	}
+	b, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner)
+	return err == nil && b.Name() == v1alpha1.BackendVolSync, nil
+}
+
+// restoreFromImage creates a stored PVC that is not on this cluster from the latest image of its
+// ReplicationDestination, marked with the destination's uid; without an image it is a conflict.
+func (r *Reconciler) restoreFromImage(ctx context.Context, rs *restoreState, stored *corev1.PersistentVolumeClaim,
+	rd *volsyncv1alpha1.ReplicationDestination, image *corev1.TypedLocalObjectReference) error {
+	key := stored.Namespace + "/" + stored.Name
+	if image == nil {
+		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, noImageMessage(key, rd)}
+		return nil
+	}
+	pvc := restoredVolSyncPVC(stored, image.Name)
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, AnnotationRestoredFrom, string(rd.UID))
+	if err := r.Client.Create(ctx, pvc, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to restore PVC %s: %w", key, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Restored PVC from the latest VolSync image", "pvc", klog.KObj(pvc), "snapshot", image.Name)
+	rs.restored++
+	rs.unbound = append(rs.unbound, key)
+	return nil
 }
 
 // storedProvisioner is the provisioner of a stored PVC's class here, or its stored PV's driver.

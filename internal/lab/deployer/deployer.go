@@ -238,6 +238,13 @@ func (d *Deployer) round(ctx context.Context, passes *sync.WaitGroup) {
 			})
 		}
 	}
+	d.startPassesLocked(ctx, passes, decided, round)
+}
+
+// startPassesLocked starts a pass on every idle cluster the decision names (to apply) or that
+// holds what the deployer applied (to remove it); d.mu is held.
+func (d *Deployer) startPassesLocked(ctx context.Context, passes *sync.WaitGroup, decided []string, round int) {
+	log := ctrl.LoggerFrom(ctx)
 	if d.holds == nil {
 		d.holds = map[string]bool{}
 	}
