@@ -111,8 +111,8 @@ func runCrashStory(t *testing.T, ns string, plan crashPlan) crashRun {
 
 func failedStep(steps []story.Step) error {
 	for _, s := range steps {
-		if s.Err != nil {
-			return fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err)
+		if err := s.Failure(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -95,6 +95,14 @@ type Step struct {
 	Err error
 }
 
+// Failure is the step's failed check naming the action and its clusters; nil when it passed.
+func (s Step) Failure() error {
+	if s.Err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err)
+}
+
 // Run is a story in progress: it holds what the steps learned (the application's writers, the
 // clusters that are down) for the next steps and the watcher.
 type Run struct {
@@ -337,8 +345,8 @@ func (r *Run) record(s Step) Step {
 func (r *Run) errorsOf() error {
 	var errs []error
 	for _, s := range r.Steps {
-		if s.Err != nil {
-			errs = append(errs, fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err))
+		if err := s.Failure(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -27,8 +27,8 @@ func (r *Run) Full(ctx context.Context, unprotect bool) error {
 		steps = append(steps, func() Step { return r.Unprotect(ctx) })
 	}
 	for _, run := range steps {
-		if s := run(); s.Err != nil {
-			return fmt.Errorf("%s %s→%s: %w", s.Action, s.From, s.To, s.Err)
+		if err := run().Failure(); err != nil {
+			return err
 		}
 	}
 	return nil

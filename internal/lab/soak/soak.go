@@ -154,8 +154,7 @@ func (s *soak) cycle(ctx context.Context, n int, at string) Cycle {
 	s.k.setCycle(n)
 	began := time.Now()
 	for _, run := range steps {
-		if st := run(); st.Err != nil {
-			c.Err = fmt.Errorf("%s %s→%s: %w", st.Action, st.From, st.To, st.Err)
+		if c.Err = run().Failure(); c.Err != nil {
 			break
 		}
 	}
