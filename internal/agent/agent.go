@@ -157,7 +157,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		// The fence labels namespaces one by one; the agent neither lists nor watches them.
+		// The fence labels namespaces one by one, uncached; only the capture watches their
+		// metadata (vrg.Reconciler.Cache).
 		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Namespace{}}}},
 		Logger:     ctrl.Log.WithName("agent").WithValues("cluster", opts.ClusterName),
 		Metrics:    metrics.ServerOptions(opts.MetricsBindAddress, opts.MetricsInsecure),
@@ -192,7 +193,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	vrgMetrics := vrg.NewMetrics(mgr.GetClient(), opts.ClusterName)
 	r := &vrg.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Backends: backends, NewStore: opts.NewStore,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 		Workers: opts.Workers,
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -85,6 +86,10 @@ type Reconciler struct {
 	// Secrets, and a group the cache shows older than the agent's own last write to it
 	// (newest.Versions).
 	APIReader client.Reader
+	// Cache, when set, watches the metadata of the kinds a capture reads (kubeobjects.DefaultKinds
+	// and Namespaces), so that a settled group's capture reads nothing (kubeobjects.go); nil
+	// reads them from the API server every interval.
+	Cache cache.Cache
 	// Backends selects each PVC's replication backend.
 	Backends *replication.Registry
 	// NewStore builds the store of an S3 profile.
@@ -113,7 +118,8 @@ type Reconciler struct {
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
 // create of a restored PV or PVC (never their deletion); pods and VolumeAttachments are only read;
-// Secrets are read one by one, uncached, so the agent may not list or watch them.
+// S3 profile Secrets are read one by one, uncached; the capture watches only the metadata of
+// the kinds it reads, Secrets included (kubeobjects.go).
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch

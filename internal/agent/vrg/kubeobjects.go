@@ -54,14 +54,16 @@ const (
 // Custom resources named in includedKinds need get, list and create granted on them by the
 // installation (an aggregated ClusterRole): no marker can name them in advance, and without
 // it the capture reports Forbidden. Secrets are listed here, which the protect path never does.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;services,verbs=get;list;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;create;escalate;bind
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;create;delete
-// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;create;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;create
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;create
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;create
+// The default kinds and Namespaces are watched too, their metadata only (capture): a settled
+// group's capture then reads nothing from the API server.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;escalate;bind
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create
 
 // ensureNamespaces creates the protected namespaces that do not exist on a cluster being
 // promoted, before restorePVCs creates PVCs in them. Both modes need it: in self-contained
@@ -125,7 +127,7 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 	if wait := captureDueIn(sc.vrg, sc.interval, r.written.collected(sc.vrg), now); wait > 0 && len(sc.epoch.caughtUpStores()) == 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	cr, err := r.writeCapture(ctx, sc, sel, now, false)
+	cr, err := r.capture(ctx, sc, sel, now)
 	sc.kubeObjectsReady = ptrTo(captureCondition(cr, err, promoting(sc.vrg)))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -165,8 +167,82 @@ func captureDueIn(vrg *v1alpha1.VolumeReplicationGroup, interval time.Duration, 
 	return last.Add(interval).Sub(now)
 }
 
+// capture takes a group's periodic capture. When the watch-backed cache of the objects' metadata
+// shows nothing changed since the last capture read from the API server, and the ledger trusts
+// that every store still holds it, the capture reads and writes nothing: a settled group's
+// capture costs no API request (docs/architecture.md, scale). Otherwise the objects are read
+// uncached and written where they differ (writeCapture).
+func (r *Reconciler) capture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time) (*captureResult, error) {
+	fp := r.fingerprint(ctx, sc, sel)
+	if cr := r.unchangedCapture(sc, fp, now); cr != nil {
+		return cr, nil
+	}
+	cr, err := r.writeCapture(ctx, sc, sel, now, false)
+	if err == nil {
+		r.written.setLastCapture(sc.vrg, capturedAs{
+			fingerprint: fp, sum: cr.sum, objects: cr.objects, summary: cr.summary, notServed: cr.notServed,
+		})
+	}
+	return cr, err
+}
+
+// fingerprint is the fingerprint of the group's objects in the watch-backed cache; zero when
+// there is none: no cache, a kind outside kubeobjects.DefaultKinds (the agent may watch only
+// those, RBAC above), or an informer not synced yet.
+func (r *Reconciler) fingerprint(ctx context.Context, sc *scope, sel kubeobjects.Selection) kubeobjects.Fingerprint {
+	if r.Cache == nil {
+		return kubeobjects.Fingerprint{}
+	}
+	resources, _, err := sel.Resolve(r.Client.RESTMapper())
+	if err != nil {
+		return kubeobjects.Fingerprint{}
+	}
+	for _, res := range resources {
+		if !slices.Contains(kubeobjects.DefaultKinds, res.GVK.GroupKind()) {
+			return kubeobjects.Fingerprint{}
+		}
+	}
+	fp, ok, err := kubeobjects.FingerprintOf(ctx, r.Cache, resources, protectedNamespaces(sc.vrg), sel)
+	if err != nil || !ok {
+		ctrl.LoggerFrom(ctx).V(1).Info("The objects are read from the API server: their cache is not ready", "error", err)
+		return kubeobjects.Fingerprint{}
+	}
+	return fp
+}
+
+// unchangedCapture is the result of a capture that need not read anything: the objects'
+// fingerprint is that of the last capture read, and every store holds that capture under a
+// record the ledger trusts and need not verify yet (putCapture would write nothing). Nil when
+// the capture must read the objects.
+func (r *Reconciler) unchangedCapture(sc *scope, fp kubeobjects.Fingerprint, now time.Time) *captureResult {
+	last := r.written.lastCapture(sc.vrg)
+	if fp == (kubeobjects.Fingerprint{}) || last.fingerprint != fp {
+		return nil
+	}
+	cr := &captureResult{sum: last.sum, objects: last.objects, summary: last.summary, notServed: last.notServed}
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		if sc.epoch.writable(profile.Name) != nil {
+			return nil
+		}
+		rec := r.written.store(sc.vrg, profile.Name)
+		if !rec.trusted(sc.epoch.view(profile)) || rec.capture != last.sum || !now.Before(rec.captureUntil) {
+			return nil
+		}
+		if cr.at.IsZero() {
+			cr.at = rec.captureAt
+		}
+		cr.stores = append(cr.stores, storeOutcome{name: profile.Name})
+	}
+	if len(cr.stores) == 0 {
+		return nil
+	}
+	return cr
+}
+
 // captureResult is what one capture read and where it was written.
 type captureResult struct {
+	// sum is the digest of the capture's content.
+	sum digest
 	// at is when the capture the stores hold was taken: an unchanged capture keeps the time
 	// of the first one with its content.
 	at        time.Time
@@ -214,7 +290,7 @@ func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobject
 	if err != nil {
 		return nil, err
 	}
-	cr := &captureResult{at: doc.at, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
+	cr := &captureResult{sum: doc.sum, at: doc.at, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
 	held := false
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		at, put, err := r.putCapture(ctx, sc, profile, doc, now, always)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeobjects"
 )
 
 // What a settled group writes (DESIGN.md: a settled group costs nothing between syncs). The
@@ -45,6 +46,8 @@ type groupRecord struct {
 	uid types.UID
 	// collected is when the group's objects were last read for a capture.
 	collected time.Time
+	// captured is what the last capture read, by the fingerprint of its objects.
+	captured capturedAs
 	// stores are the records by S3 profile name.
 	stores map[string]storeRecord
 }
@@ -165,6 +168,37 @@ func (l *ledger) setCollected(vrg *v1alpha1.VolumeReplicationGroup, at time.Time
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.group(vrg).collected = at
+}
+
+// capturedAs is the last capture of a group that the agent read from the API server: the
+// fingerprint of its objects in the watch-backed cache when it was taken (zero: none known),
+// the digest of its content and what its condition says of it.
+type capturedAs struct {
+	fingerprint kubeobjects.Fingerprint
+	sum         digest
+	objects     int
+	summary     string
+	notServed   []string
+}
+
+// lastCapture returns the group's last capture read from the API server.
+func (l *ledger) lastCapture(vrg *v1alpha1.VolumeReplicationGroup) capturedAs {
+	if l == nil {
+		return capturedAs{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.group(vrg).captured
+}
+
+// setLastCapture records the group's last capture read from the API server.
+func (l *ledger) setLastCapture(vrg *v1alpha1.VolumeReplicationGroup, c capturedAs) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.group(vrg).captured = c
 }
 
 // verifiedUntil is when a record made now must be verified against its store again.

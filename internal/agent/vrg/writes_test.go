@@ -12,13 +12,15 @@ import (
 )
 
 // writes counts every API and S3 write of the agents this package runs, by cluster and
-// namespace, so a test can prove what a settled group writes (scale_lab_test.go).
+// namespace, so a test can prove what a settled group writes (scale_lab_test.go); and their
+// API reads, so it can prove what a settled group reads.
 var writes = &writeCounter{counts: map[writeKey]int{}}
 
-// writeKey names one kind of write of one namespace on one cluster: what is the API resource
-// ("volumereplicationgroups/status") or "s3".
+// writeKey names one kind of write (or read) of one namespace on one cluster: what is the API
+// resource ("volumereplicationgroups/status") or "s3".
 type writeKey struct {
 	cluster, namespace, what string
+	read                     bool
 }
 
 type writeCounter struct {
@@ -39,15 +41,15 @@ func (w *writeCounter) snapshot() map[writeKey]int {
 	return maps.Clone(w.counts)
 }
 
-// countAPI wraps an agent's transport: every request that is not a read (GET) is counted by the
-// namespace and resource of its path; cluster-scoped writes count under namespace "".
+// countAPI wraps an agent's transport: every request is counted by the namespace and resource
+// of its path, reads (GET, watches included) apart; cluster-scoped requests count under
+// namespace "".
 func (w *writeCounter) countAPI(cluster string) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodGet && req.Method != http.MethodHead {
-				ns, what := apiTarget(req.URL.Path)
-				w.add(writeKey{cluster: cluster, namespace: ns, what: what})
-			}
+			ns, what := apiTarget(req.URL.Path)
+			read := req.Method == http.MethodGet || req.Method == http.MethodHead
+			w.add(writeKey{cluster: cluster, namespace: ns, what: what, read: read})
 			return rt.RoundTrip(req)
 		})
 	}
