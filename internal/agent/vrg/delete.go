@@ -19,7 +19,10 @@ import (
 // reconcileDelete unprotects the group's PVCs (DESIGN.md, PVC rule 6): their replication is
 // removed, their PVs' reclaim policies restored, their label and finalizer removed, and the
 // group's metadata deleted from every store; the PVCs and their data stay. The group's finalizer
-// goes last, once all of that is done. The status is not updated on this path.
+// goes last, once all of that is done. The status is not updated on this path. What the group
+// protects is listed from the API server, not the cache: a cache that has not yet seen a PVC
+// the group just protected would let the group go with that PVC still carrying its finalizer
+// (stale_test.go).
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sc.vrg, Finalizer) {
 		return ctrl.Result{}, nil
@@ -28,7 +31,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	pending := false
 	for _, ns := range protectedNamespaces(sc.vrg) {
 		list := &corev1.PersistentVolumeClaimList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelProtectedBy: sc.vrg.Name}); err != nil {
+		if err := r.APIReader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelProtectedBy: sc.vrg.Name}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to list protected PVCs in namespace %s: %w", ns, err)
 		}
 		for i := range list.Items {

@@ -70,11 +70,11 @@ func (r *Reconciler) backendOf(ctx context.Context, sc *scope, pvc *corev1.Persi
 // releaseKeptReplicas removes, when the group is deleted, the replicas keepReplica kept: the
 // VolumeReplications of the group whose PVC is gone, and the reclaim policy of the group's PVs
 // whose claim is gone is restored (so a Delete policy deletes them, as it would have). It reports
-// whether nothing is left.
+// whether nothing is left. Both are listed from the API server, as reconcileDelete's PVCs are.
 func (r *Reconciler) releaseKeptReplicas(ctx context.Context, sc *scope) (bool, error) {
 	done := true
 	vrs := &replicationv1alpha1.VolumeReplicationList{}
-	if err := r.Client.List(ctx, vrs, client.MatchingLabels{volrep.LabelVRGName: sc.vrg.Name, volrep.LabelVRGNamespace: sc.vrg.Namespace}); err != nil {
+	if err := r.APIReader.List(ctx, vrs, client.MatchingLabels{volrep.LabelVRGName: sc.vrg.Name, volrep.LabelVRGNamespace: sc.vrg.Namespace}); err != nil {
 		return false, fmt.Errorf("failed to list the VolumeReplications of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
 	for i := range vrs.Items {
@@ -93,7 +93,7 @@ func (r *Reconciler) releaseKeptReplicas(ctx context.Context, sc *scope) (bool, 
 		}
 	}
 	pvs := &corev1.PersistentVolumeList{}
-	if err := r.Client.List(ctx, pvs, client.MatchingLabels{LabelProtectedBy: sc.vrg.Name, LabelProtectedByNamespace: sc.vrg.Namespace}); err != nil {
+	if err := r.APIReader.List(ctx, pvs, client.MatchingLabels{LabelProtectedBy: sc.vrg.Name, LabelProtectedByNamespace: sc.vrg.Namespace}); err != nil {
 		return false, fmt.Errorf("failed to list the PVs of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
 	}
 	for i := range pvs.Items {

@@ -15,8 +15,10 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/replication/volrep"
 )
 
 // This file holds the agent's cache back on purpose (Sieve's stale views) and asserts that its
@@ -24,13 +26,15 @@ import (
 // reconciler's APIReader; the reconciler's Client reads through heldCache.
 
 // heldCache is the agent's cache as it may lag the API server: the group reads as held (when
-// set), the pods as none (hidePods). fenced makes the API server enforce the fence: a dry-run
-// pod is refused by the webhook, as ProbeFence expects.
+// set), the pods as none (hidePods), the PVCs, PVs and VolumeReplications as none (hideVolumes:
+// the cache has not seen what the group just protected). fenced makes the API server enforce
+// the fence: a dry-run pod is refused by the webhook, as ProbeFence expects.
 type heldCache struct {
 	client.Client
-	group    *v1alpha1.VolumeReplicationGroup
-	hidePods bool
-	fenced   bool
+	group       *v1alpha1.VolumeReplicationGroup
+	hidePods    bool
+	hideVolumes bool
+	fenced      bool
 }
 
 func (c *heldCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -42,8 +46,15 @@ func (c *heldCache) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 }
 
 func (c *heldCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*corev1.PodList); ok && c.hidePods {
-		return nil
+	switch list.(type) {
+	case *corev1.PodList:
+		if c.hidePods {
+			return nil
+		}
+	case *corev1.PersistentVolumeClaimList, *corev1.PersistentVolumeList, *replicationv1alpha1.VolumeReplicationList:
+		if c.hideVolumes {
+			return nil
+		}
 	}
 	return c.Client.List(ctx, list, opts...)
 }
@@ -128,4 +139,36 @@ func TestAFinalCaptureIsNeverWrittenAgainOnACachedGroupFromBeforeIt(t *testing.T
 	c, err := kubeobjects.Decode(body)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kubeobjects.Summary(c.Objects)).To(ContainSubstring("StatefulSet"), "the store holds the capture with the StatefulSet")
+}
+
+// An unprotect right after a protection may run on a cache that has not seen what the group
+// just protected: the group must not let go (its finalizer) while a PVC keeps drover's label
+// and finalizer (the PVC could then never be deleted without a person, its PV stays Retain) or
+// a kept VolumeReplication keeps replicating. The deletion path reads the API server.
+func TestAnUnprotectNeverLetsGoOfWhatTheCacheHasNotSeenProtected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := protectedFixture(t)
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data-db-0"}, pvc)).To(Succeed())
+	g.Expect(pvc.Finalizers).To(ContainElement(PVCFinalizer), "protected")
+	kept := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-1", Labels: map[string]string{
+		volrep.LabelVRGName: "db", volrep.LabelVRGNamespace: "app",
+	}}}
+	g.Expect(f.client.Create(ctx, kept)).To(Succeed(), "a replica kept for a PVC the application deleted")
+
+	f.r.Client = &heldCache{Client: f.client, hideVolumes: true}
+	g.Expect(f.client.Delete(ctx, f.group(g))).To(Succeed())
+	for range 3 {
+		_, _ = f.pass()
+	}
+	g.Expect(f.client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed())
+	g.Expect(pvc.Finalizers).NotTo(ContainElement(PVCFinalizer), "the PVC is released")
+	g.Expect(pvc.Labels).NotTo(HaveKey(LabelProtectedBy))
+	err = f.client.Get(ctx, client.ObjectKeyFromObject(kept), kept)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the kept replica is removed: %v", err)
+	err = f.client.Get(ctx, client.ObjectKeyFromObject(f.vrg), &v1alpha1.VolumeReplicationGroup{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the group is gone once nothing is left: %v", err)
 }

@@ -23,7 +23,8 @@ func (r *Reconciler) unprotectVolSync(ctx context.Context, sc *scope) (bool, err
 		return true, nil
 	}
 	pvs := &corev1.PersistentVolumeList{}
-	if err := r.Client.List(ctx, pvs, client.MatchingLabels{LabelFinalSyncGroup: sc.vrg.Name, LabelFinalSyncGroupNamespace: sc.vrg.Namespace}); err != nil {
+	// From the API server, as reconcileDelete's PVCs are.
+	if err := r.APIReader.List(ctx, pvs, client.MatchingLabels{LabelFinalSyncGroup: sc.vrg.Name, LabelFinalSyncGroupNamespace: sc.vrg.Namespace}); err != nil {
 		return false, fmt.Errorf("failed to list the PVs of final syncs: %w", err)
 	}
 	var errs []error
