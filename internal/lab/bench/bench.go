@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +63,11 @@ type Result struct {
 	// VRGWritesPerMin is drover.io write requests per VolumeReplicationGroup per minute on east
 	// and west while settled; AllWritesPerMin every write request on both, per minute.
 	VRGWritesPerMin, AllWritesPerMin float64
+	// LeftProtected counts the DRPCs seen with Protected not True while settled (0 is the
+	// goal); SyncLagP50 and SyncLagP99 are how far the DRPCs' lastGroupSyncTime trailed the
+	// storage's syncs then, over SyncLags syncs (settled.go).
+	LeftProtected, SyncLags int
+	SyncLagP50, SyncLagP99  time.Duration
 	// HubRSS and AgentRSS are the largest resident memory seen (the agent: of east and west).
 	HubRSS, AgentRSS int64
 	// HubP99 and AgentP99 are the reconcile-time p99 of the DRPlacementControl and
@@ -216,11 +223,9 @@ func (r *run) settle(ctx context.Context) error {
 		before[i] = s
 	}
 	began := time.Now()
-	say(r.o, "settle: counting write requests on east and west for %s", r.o.SettleWindow)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(r.o.SettleWindow):
+	say(r.o, "settle: counting write requests on east and west for %s, sampling the DRPCs' Protected and sync times", r.o.SettleWindow)
+	if err := r.sampleSettled(ctx, began.Add(r.o.SettleWindow)); err != nil {
+		return err
 	}
 	minutes := time.Since(began).Minutes()
 	var vrg, all float64
@@ -237,6 +242,33 @@ func (r *run) settle(ctx context.Context) error {
 	r.res.VRGWritesPerMin = vrg / float64(2*r.res.N) / minutes
 	r.res.AllWritesPerMin = all / minutes
 	say(r.o, "settle: %.1f drover.io writes per VRG per minute, %.0f writes per minute in all", r.res.VRGWritesPerMin, r.res.AllWritesPerMin)
+	return nil
+}
+
+// sampleSettled samples the run's DRPCs and their storage until end (settled.go) and records
+// how many left Protected and their sync lag.
+func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
+	s := newSyncSampler()
+	tick := time.NewTicker(settlePoll)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		if err := s.sample(ctx, r.env.Hub, r.env.Clusters[lab.East], r.selector); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	lags := s.lags(time.Now())
+	r.res.LeftProtected, r.res.SyncLags = len(s.leftProtected), len(lags)
+	r.res.SyncLagP50, r.res.SyncLagP99 = nearestRank(lags, 0.5), nearestRank(lags, 0.99)
+	say(r.o, "settle: %d of %d DRPCs left Protected; their last sync trailed the storage's by p50 %s, p99 %s over %d syncs",
+		len(s.leftProtected), r.res.N, r.res.SyncLagP50.Round(10*time.Millisecond), r.res.SyncLagP99.Round(10*time.Millisecond), len(lags))
+	for _, ns := range slices.Sorted(maps.Keys(s.leftProtected))[:min(3, len(s.leftProtected))] {
+		say(r.o, "settle:   %s left Protected: %s", ns, s.leftProtected[ns])
+	}
 	return nil
 }
 

@@ -43,6 +43,9 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 	if r.VRGWritesPerMin <= 0 || r.AllWritesPerMin <= 0 || r.HubP99 <= 0 || r.AgentP99 <= 0 {
 		t.Errorf("settled writes or reconcile latencies not measured: %+v", r)
 	}
+	if r.SyncLags == 0 {
+		t.Errorf("no storage sync was seen while settled, so no DRPC's lag was measured: %+v", r)
+	}
 	row := strings.Split(strings.TrimSpace(strings.Split(table.String(), "\n")[2]), "  ")
 	for _, cell := range row {
 		if strings.TrimSpace(cell) == "-" {

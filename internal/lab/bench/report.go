@@ -10,7 +10,7 @@ import (
 
 // columns of the main table.
 var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "RECORDS LOST",
-	"VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
+	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
 
 // Complete says whether every figure of the result was measured and every action succeeded.
 func (r *Result) Complete() bool {
@@ -47,10 +47,26 @@ func (r *Result) row() []string {
 	}
 	return []string{
 		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
-		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost,
+		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost, r.leftProtected(), r.syncLag(),
 		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
 		msOf(r.HubP99), msOf(r.AgentP99), check,
 	}
+}
+
+// leftProtected is how many DRPCs left Protected while settled, of how many.
+func (r *Result) leftProtected() string {
+	if r.SyncLags == 0 && r.LeftProtected == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d of %d", r.LeftProtected, r.N)
+}
+
+// syncLag is the DRPCs' sync lag while settled and over how many syncs.
+func (r *Result) syncLag() string {
+	if r.SyncLags == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs / %.2fs (%d syncs)", r.SyncLagP50.Seconds(), r.SyncLagP99.Seconds(), r.SyncLags)
 }
 
 func msOf(d time.Duration) string {

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func vr(ns, lastSync string) unstructured.Unstructured {
+	u := unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "data"}}}
+	if lastSync != "" {
+		u.Object["status"] = map[string]any{"lastSyncTime": lastSync}
+	}
+	return u
+}
+
+func TestAGroupsStorageSyncIsItsOldestVolumesAndNoneWhileOneHasNotSynced(t *testing.T) {
+	got := groupSyncTimes([]unstructured.Unstructured{
+		vr("a", "2026-12-01T10:00:05Z"), vr("a", "2026-12-01T10:00:03Z"),
+		vr("b", "2026-12-01T10:00:05Z"), vr("b", ""),
+	})
+	want := time.Date(2026, 12, 1, 10, 0, 3, 0, time.UTC).Unix()
+	if len(got) != 1 || got["a"] != want {
+		t.Errorf("groupSyncTimes = %v, want only a at %d", got, want)
+	}
+}
+
+func TestTheLagOfEachStorageSyncIsUntilTheDRPCFirstShowsItOrALaterOne(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	s := newSyncSampler()
+	s.first = at(0)
+	s.storage["a"] = map[int64]time.Time{
+		100: at(0),     // present at the first sample: not counted
+		105: at(5000),  // the DRPC shows 105 at 5.5 s: 0.5 s
+		110: at(10000), // the DRPC skips to 115 at 16 s: 6 s
+		115: at(15000), // shown at 16 s: 1 s
+		120: at(19000), // not shown, 1 s before the end: too recent
+	}
+	s.drpc["a"] = map[int64]time.Time{100: at(0), 105: at(5500), 115: at(16000)}
+	s.storage["b"] = map[int64]time.Time{200: at(3000)} // never shown: 17 s so far
+	s.drpc["b"] = map[int64]time.Time{195: at(0)}
+	s.storage["c"] = map[int64]time.Time{300: at(8000)} // the DRPC showed it first, between samples
+	s.drpc["c"] = map[int64]time.Time{300: at(7500)}
+
+	got := s.lags(at(20000))
+	want := []time.Duration{0, 500 * time.Millisecond, time.Second, 6 * time.Second, 17 * time.Second}
+	if len(got) != len(want) {
+		t.Fatalf("lags = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("lags = %v, want %v", got, want)
+		}
+	}
+	if p50, p99 := nearestRank(got, 0.5), nearestRank(got, 0.99); p50 != time.Second || p99 != 17*time.Second {
+		t.Errorf("p50 %s, p99 %s; want 1s, 17s", p50, p99)
+	}
+}
