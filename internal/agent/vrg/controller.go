@@ -82,9 +82,9 @@ func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objec
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads uncached: S3 profile Secrets, so the agent needs no list or watch of
-	// Secrets, and a group the cache shows older than the agent's own last write to it
-	// (newest.Versions).
+	// APIReader reads uncached: S3 profile Secrets (unless the cache shows one unchanged since
+	// its store was built, stores.go), what a deletion releases (delete.go), and a group the
+	// cache shows older than the agent's own last write to it (newest.Versions).
 	APIReader client.Reader
 	// Cache, when set, watches the metadata of the kinds a capture reads (kubeobjects.DefaultKinds
 	// and Namespaces), so that a settled group's capture reads nothing (kubeobjects.go); nil
@@ -110,6 +110,8 @@ type Reconciler struct {
 	// written remembers what each store holds of each group (ledger.go); SetupWithManager
 	// makes it.
 	written *ledger
+	// stores are the stores built, reused while their Secrets do not change (stores.go).
+	stores storeCache
 	// versions is the newest version seen of each group: a pass woken by a pod, PVC or
 	// VolumeReplication before the cache shows the agent's last annotation or status would
 	// otherwise act on what it has already moved past.

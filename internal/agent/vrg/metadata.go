@@ -227,9 +227,12 @@ func metadataDigest(objects map[string][]byte, keep map[string]bool) digest {
 }
 
 // store builds the Store of an S3 profile from the spec and its credentials Secret, read on
-// the agent's cluster.
+// the agent's cluster; a store built before is reused while its Secret is unchanged (stores.go).
 func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (objectstore.Store, error) {
 	ref := profile.SecretRef
+	if s := r.stores.get(profile, r.secretVersion(ctx, ref)); s != nil {
+		return s, nil
+	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -249,7 +252,9 @@ func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (obj
 	if err != nil {
 		return nil, err
 	}
-	return r.Metrics.countWrites(store), nil
+	counted := r.Metrics.countWrites(store)
+	r.stores.put(profile, secret.ResourceVersion, counted)
+	return counted, nil
 }
 
 // storeOf is store, built once per pass: the first call reads the profile's credentials Secret,

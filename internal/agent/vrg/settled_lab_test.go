@@ -87,3 +87,68 @@ func TestASettledCaptureReadsNothingYetEveryChangeReachesTheStores(t *testing.T)
 	}).Should(Succeed(), "every change is captured into both stores")
 	settled()
 }
+
+// A settled agent reads no S3 credentials: a store built from a profile's Secret is reused while
+// the watch of Secrets' metadata shows that Secret unchanged. A changed Secret takes effect at
+// once: wrong keys turn ClusterDataProtected False naming the store, the right keys back make it
+// True again.
+func TestASettledAgentReadsNoCredentialsYetAChangedSecretTakesEffect(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx := context.Background()
+	east := clusterClient(t, lab.East)
+	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
+	const ns = "settled-credentials"
+	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+	})).To(Succeed())
+	profiles, _ := labS3Profiles(g)
+	group := primaryVRG(ns, "db", "db", "3s", profiles)
+	g.Expect(east.Create(ctx, group)).To(Succeed())
+	defer deleteGroups(ctx, g, east, []*v1alpha1.VolumeReplicationGroup{group})
+	protected := func(g Gomega) metav1.Condition {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		return conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(protected(g).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed(), "the group's metadata is in both stores")
+
+	ref := profiles[0].SecretRef
+	g.Eventually(func(g Gomega) {
+		before := writes.snapshot()
+		time.Sleep(2 * 3 * time.Second)
+		after := writes.snapshot()
+		k := writeKey{cluster: lab.East, namespace: ref.Namespace, what: "secrets", read: true}
+		g.Expect(after[k]-before[k]).To(BeZero(), "reads of the S3 profiles' Secrets in %s", ref.Namespace)
+	}).Should(Succeed(), "two intervals in which no S3 credentials are read")
+
+	secret := &corev1.Secret{}
+	g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret)).To(Succeed())
+	right := secret.DeepCopy()
+	defer func() {
+		// Whatever happened, the lab's other tests get the right keys back.
+		current := &corev1.Secret{}
+		if east.Get(ctx, client.ObjectKeyFromObject(right), current) == nil {
+			current.Data = right.Data
+			_ = east.Update(ctx, current)
+		}
+	}()
+	secret.Data[objectstore.SecretSecretAccessKeyKey] = []byte("not-the-key")
+	g.Expect(east.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := protected(g)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring(profiles[0].Name))
+	}).Should(Succeed(), "the wrong key is used at once and named")
+
+	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Data = right.Data
+	g.Expect(east.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(protected(g).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed(), "the right key back, the group is protected again")
+}
