@@ -17,26 +17,34 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// A settled self-contained group's capture reads nothing from the API server while its objects
-// do not change (the agent watches their metadata, kubeobjects.Fingerprint), and yet every
-// change reaches every store within a few intervals: a ConfigMap's data, the Namespace's
-// labels, a Secret deleted, a Service created.
-func TestASettledCaptureReadsNothingYetEveryChangeReachesTheStores(t *testing.T) {
-	g := NewWithT(t)
+// oneVolumeOnEast makes, on east, namespace ns (labelled team=db) holding objs and one PVC of
+// an application "db" mirrored every 3 s, for a test's group; g waits up to 90 s. It returns
+// east's client and the lab's S3 profiles and stores.
+func oneVolumeOnEast(ctx context.Context, t *testing.T, g *WithT, ns string, objs ...client.Object) (client.Client, []v1alpha1.S3Profile, []objectstore.Store) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	ctx := context.Background()
 	east := clusterClient(t, lab.East)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
-	const ns = "capture-watch"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "db"}}})).To(Succeed())
-	for _, o := range appObjects(ns) {
+	for _, o := range objs {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
 	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
 	})).To(Succeed())
 	profiles, stores := labS3Profiles(g)
+	return east, profiles, stores
+}
+
+// A settled self-contained group's capture reads nothing from the API server while its objects
+// do not change (the agent watches their metadata, kubeobjects.Fingerprint), and yet every
+// change reaches every store within a few intervals: a ConfigMap's data, the Namespace's
+// labels, a Secret deleted, a Service created.
+func TestASettledCaptureReadsNothingYetEveryChangeReachesTheStores(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "capture-watch"
+	east, profiles, stores := oneVolumeOnEast(ctx, t, g, ns, appObjects(ns)...)
 	group := selfContainedVRG(ns, ns, profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	defer deleteGroups(ctx, g, east, []*v1alpha1.VolumeReplicationGroup{group})
@@ -94,17 +102,9 @@ func TestASettledCaptureReadsNothingYetEveryChangeReachesTheStores(t *testing.T)
 // True again.
 func TestASettledAgentReadsNoCredentialsYetAChangedSecretTakesEffect(t *testing.T) {
 	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(90 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
-	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
 	const ns = "settled-credentials"
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
-	})).To(Succeed())
-	profiles, _ := labS3Profiles(g)
+	east, profiles, _ := oneVolumeOnEast(ctx, t, g, ns)
 	group := primaryVRG(ns, "db", "db", "3s", profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	defer deleteGroups(ctx, g, east, []*v1alpha1.VolumeReplicationGroup{group})
