@@ -68,6 +68,9 @@ type Result struct {
 	// storage's syncs then, over SyncLags syncs (settled.go).
 	LeftProtected, SyncLags int
 	SyncLagP50, SyncLagP99  time.Duration
+	// StorageGapP99 and StorageGapMax are the intervals between the storage's own syncs then:
+	// a storage that misses the policy's interval leaves Protected whatever drover does.
+	StorageGapP99, StorageGapMax time.Duration
 	// HubRSS and AgentRSS are the largest resident memory seen (the agent: of east and west).
 	HubRSS, AgentRSS int64
 	// HubP99 and AgentP99 are the reconcile-time p99 of the DRPlacementControl and
@@ -264,8 +267,11 @@ func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
 	lags := s.lags(time.Now())
 	r.res.LeftProtected, r.res.SyncLags = len(s.leftProtected), len(lags)
 	r.res.SyncLagP50, r.res.SyncLagP99 = nearestRank(lags, 0.5), nearestRank(lags, 0.99)
-	say(r.o, "settle: %d of %d DRPCs left Protected; their last sync trailed the storage's by p50 %s, p99 %s over %d syncs",
-		len(s.leftProtected), r.res.N, r.res.SyncLagP50.Round(10*time.Millisecond), r.res.SyncLagP99.Round(10*time.Millisecond), len(lags))
+	gaps := s.storageGaps()
+	r.res.StorageGapP99, r.res.StorageGapMax = nearestRank(gaps, 0.99), nearestRank(gaps, 1)
+	say(r.o, "settle: %d of %d DRPCs left Protected; their last sync trailed the storage's by p50 %s, p99 %s over %d syncs; the storage synced every p99 %s, at most %s",
+		len(s.leftProtected), r.res.N, r.res.SyncLagP50.Round(10*time.Millisecond), r.res.SyncLagP99.Round(10*time.Millisecond), len(lags),
+		r.res.StorageGapP99, r.res.StorageGapMax)
 	for _, ns := range slices.Sorted(maps.Keys(s.leftProtected))[:min(3, len(s.leftProtected))] {
 		say(r.o, "settle:   %s left Protected: %s", ns, s.leftProtected[ns])
 	}

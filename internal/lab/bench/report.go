@@ -10,7 +10,7 @@ import (
 
 // columns of the main table.
 var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "RECORDS LOST",
-	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
+	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "STORAGE SYNC GAP P99/MAX", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
 
 // Complete says whether every figure of the result was measured and every action succeeded.
 func (r *Result) Complete() bool {
@@ -47,7 +47,7 @@ func (r *Result) row() []string {
 	}
 	return []string{
 		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
-		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost, r.leftProtected(), r.syncLag(),
+		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost, r.leftProtected(), r.syncLag(), r.storageGap(),
 		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
 		msOf(r.HubP99), msOf(r.AgentP99), check,
 	}
@@ -67,6 +67,14 @@ func (r *Result) syncLag() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fs / %.2fs (%d syncs)", r.SyncLagP50.Seconds(), r.SyncLagP99.Seconds(), r.SyncLags)
+}
+
+// storageGap is how often the storage itself synced while settled.
+func (r *Result) storageGap() string {
+	if r.StorageGapMax == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fs / %.0fs", r.StorageGapP99.Seconds(), r.StorageGapMax.Seconds())
 }
 
 func msOf(d time.Duration) string {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -136,6 +137,21 @@ func (s *syncSampler) lags(end time.Time) []time.Duration {
 			case end.Sub(seen) >= settleLagGrace:
 				out = append(out, end.Sub(seen))
 			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// storageGaps are the intervals between consecutive syncs of each application's storage seen
+// while settled (from the sync times themselves, to the second): whether the storage kept the
+// policy's interval, which Protected measures the DRPCs against.
+func (s *syncSampler) storageGaps() []time.Duration {
+	var out []time.Duration
+	for _, values := range s.storage {
+		times := slices.Sorted(maps.Keys(values))
+		for i := 1; i < len(times); i++ {
+			out = append(out, time.Duration(times[i]-times[i-1])*time.Second)
 		}
 	}
 	slices.Sort(out)

@@ -58,3 +58,15 @@ func TestTheLagOfEachStorageSyncIsUntilTheDRPCFirstShowsItOrALaterOne(t *testing
 		t.Errorf("p50 %s, p99 %s; want 1s, 17s", p50, p99)
 	}
 }
+
+func TestTheStoragesGapsAreBetweenItsConsecutiveSyncs(t *testing.T) {
+	s := newSyncSampler()
+	now := time.Now()
+	s.storage["a"] = map[int64]time.Time{100: now, 105: now, 117: now}
+	s.storage["b"] = map[int64]time.Time{200: now, 206: now}
+	got := s.storageGaps()
+	want := []time.Duration{5 * time.Second, 6 * time.Second, 12 * time.Second}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("storageGaps = %v, want %v", got, want)
+	}
+}
