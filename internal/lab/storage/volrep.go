@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
@@ -69,17 +68,9 @@ const (
 	ReasonVolumeNotReady = "VolumeNotReady"
 )
 
-// volRepWorkers mirror images in parallel, as RBD mirroring runs each image's schedule on its
-// own: one worker mirroring 100 images, each pass a copy and a status write, slipped from the
-// 5 s interval to gaps of 10-12 s on the 2-core lab machine (docs/benchmarks.md). Images are
-// locked one by one (Images.Lock), and a VolumeReplication is never reconciled twice at once.
-const volRepWorkers = 4
-
 func setupVolRep(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-volrep").
-		For(&replicationv1alpha1.VolumeReplication{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: volRepWorkers}).
-		Complete(reconcilerFunc(s.reconcileVolRep))
+		For(&replicationv1alpha1.VolumeReplication{}).Complete(reconcilerFunc(s.reconcileVolRep))
 }
 
 // volRepScope is the per-request state of one VolumeReplication reconcile.
