@@ -333,14 +333,14 @@ func (r *run) relocate(ctx context.Context) error {
 
 // observe reads the reconcile-time quantiles of the run from drover's metrics.
 func (r *run) observe(ctx context.Context) error {
-	hub, err := r.p.drover(ctx, lab.Hub)
+	hub, err := r.p.droverReady(ctx, lab.Hub)
 	if err != nil {
 		return err
 	}
 	q := quantile(0.99, r.before[lab.Hub].reconcileBuckets(reconcileOf("drplacementcontrol")), hub.reconcileBuckets(reconcileOf("drplacementcontrol")))
 	r.res.HubP99 = time.Duration(q * float64(time.Second))
 	for _, c := range []string{lab.East, lab.West} {
-		s, err := r.p.drover(ctx, c)
+		s, err := r.p.droverReady(ctx, c)
 		if err != nil {
 			return err
 		}

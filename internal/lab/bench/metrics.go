@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -143,6 +144,27 @@ func (p *probe) drover(ctx context.Context, name string) (snapshot, error) {
 		return nil, err
 	}
 	return parse(text)
+}
+
+// scrapeWait bounds how long droverReady waits for a drover pod to be Ready.
+const scrapeWait = 2 * time.Minute
+
+// droverReady is drover, waiting up to scrapeWait for the pod to be Ready: east's agent
+// restarted with its cluster, and a run whose last steps took seconds (N = 1) can end before
+// its readiness probe passed ("has no Ready pod to scrape", seen in a bench run).
+func (p *probe) droverReady(ctx context.Context, name string) (snapshot, error) {
+	deadline := time.Now().Add(scrapeWait)
+	for {
+		s, err := p.drover(ctx, name)
+		if err == nil || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (p *probe) rss(name string) (int64, error) {
