@@ -125,14 +125,19 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// NewManager returns a manager running the agent's controllers against cfg. Start it to run.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+// complete checks the options and fills in their defaults.
+func (opts *Options) complete() error {
 	if opts.ClusterName == "" {
-		return nil, errors.New("the agent needs the name of its cluster")
+		return errors.New("the agent needs the name of its cluster")
 	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return nil, err
+	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
+		return errors.New("leader election needs the agent's namespace: set --namespace or POD_NAMESPACE")
+	}
+	if opts.Workers < 0 {
+		return fmt.Errorf("the agent needs at least one worker, not %d", opts.Workers)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
 	}
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
@@ -140,14 +145,17 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if opts.NewStore == nil {
 		opts.NewStore = vrg.NewS3Store
 	}
-	if opts.LeaderElection && opts.LeaderElectionNamespace == "" {
-		return nil, errors.New("leader election needs the agent's namespace: set --namespace or POD_NAMESPACE")
+	return nil
+}
+
+// NewManager returns a manager running the agent's controllers against cfg. Start it to run.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
 	}
-	if opts.Workers < 0 {
-		return nil, fmt.Errorf("the agent needs at least one worker, not %d", opts.Workers)
-	}
-	if opts.Workers == 0 {
-		opts.Workers = DefaultWorkers
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	if opts.KubeAPIQPS != 0 {
