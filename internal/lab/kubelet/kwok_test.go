@@ -75,6 +75,14 @@ func TestKwokLeavesTheLabKubeletsNodeAndPodsAlone(t *testing.T) {
 	}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), "kwok-fake-1", metav1.DeleteOptions{}) })
+	// kwok runs a node's pods only once it holds the node's Lease and has marked it Ready (the lab
+	// waits for that too, bootstrap.go): a pod bound earlier may never be seen.
+	g.Eventually(func(g Gomega) {
+		node, err := cs.CoreV1().Nodes().Get(ctx, "kwok-fake-1", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(node.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+	}).Should(Succeed())
 	fake := probePod(ns, "fake")
 	fake.Spec.NodeName = "kwok-fake-1"
 	createPod(g, fake)
