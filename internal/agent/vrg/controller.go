@@ -69,6 +69,12 @@ const (
 	// requeueSafety: the periodic re-check of a fully protected group, which refreshes its sync
 	// times and rewrites metadata that changed without an event.
 	requeueSafety = time.Minute
+	// requeueStoreDown: a pass whose only failures are S3 profiles that do not answer (the usual
+	// failover: the old primary's store went down with its cluster) retries after this delay, not
+	// on the rate limiter's backoff that starts at 5 ms. The conditions name the store; at 30
+	// groups each such pass was retried about ten times in its first seconds, CPU the failover
+	// needed.
+	requeueStoreDown = 5 * time.Second
 )
 
 // StoreFactory builds the Store of one S3 profile; NewS3Store in production, fakes in tests.
@@ -116,6 +122,9 @@ type Reconciler struct {
 	// VolumeReplication before the cache shows the agent's last annotation or status would
 	// otherwise act on what it has already moved past.
 	versions newest.Versions
+	// namespaces is the newest version seen of each namespace the agent fenced or unfenced
+	// (unfencedInCache).
+	namespaces newest.Versions
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
@@ -168,7 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile protects the PVCs of one VolumeReplicationGroup, or unprotects them when it is
 // deleted.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vrg := &v1alpha1.VolumeReplicationGroup{}
 	if err := r.versions.Get(ctx, r.Client, r.APIReader, req.NamespacedName, vrg); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -193,12 +202,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !vrg.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sc)
 	}
-	defer func() {
-		if err := r.patchStatus(ctx, sc, reterr == nil); err != nil {
-			result, reterr = ctrl.Result{}, errors.Join(reterr, err)
+	result, err := runPhases(ctx, sc, r.phases(vrg))
+	if perr := r.patchStatus(ctx, sc, err == nil); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if err != nil && onlyStoresDown(err) {
+		log.V(1).Info("Retrying later: an S3 profile does not answer", "error", err.Error(), "after", requeueStoreDown)
+		return ctrl.Result{RequeueAfter: requeueStoreDown}, nil
+	}
+	return result, err
+}
+
+// onlyStoresDown reports whether every error joined in err is an S3 profile that did not answer.
+func onlyStoresDown(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyStoresDown(e) {
+				return false
+			}
 		}
-	}()
-	return runPhases(ctx, sc, r.phases(vrg))
+		return len(joined.Unwrap()) > 0
+	}
+	return objectstore.KindOf(err) == objectstore.KindUnreachable
 }
 
 // phases are the steps of a reconcile of a live group, chosen by the role it asks for. A primary

@@ -2,6 +2,8 @@ package vrg
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -142,8 +144,9 @@ func TestReconcileProtectsBoundPVCsAndReportsTheRest(t *testing.T) {
 	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{ReplicationID: "vrc-5s", LastSyncTime: ptr.To(metav1.NewTime(t0))})
 	f.stores["s3-west"].SetError(objectstore.ErrUnreachable)
 
-	_, err := f.reconcile(g)
-	g.Expect(err).To(MatchError(ContainSubstring("S3 profile s3-west")), "a failing store is an error, retried with backoff")
+	res, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred(), "a store that does not answer is a condition, retried on a fixed delay")
+	g.Expect(res.RequeueAfter).To(Equal(requeueStoreDown))
 
 	for _, name := range []string{"data-db-0", "data-db-1", "files"} {
 		got := &corev1.PersistentVolumeClaim{}
@@ -307,5 +310,38 @@ func TestOnlyAGroupsOwnStatusChangeIsIgnored(t *testing.T) {
 			got := notOnlyStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new})
 			NewWithT(t).Expect(got).To(Equal(tt.want))
 		})
+	}
+}
+
+func TestAStoreThatRefusesIsAnErrorRetriedWithBackoff(t *testing.T) {
+	g := NewWithT(t)
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.ResourceVersion = ""
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Labels, pvc.Finalizers, pvc.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+	f := newFixture(t, pv, pvc)
+	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{ReplicationID: "vrc-5s", LastSyncTime: ptr.To(metav1.NewTime(t0))})
+	f.stores["s3-west"].SetError(objectstore.ErrUnauthorized)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).To(MatchError(ContainSubstring("S3 profile s3-west")), "credentials refused need a person: an error, with backoff")
+}
+
+func TestOnlyStoresDownNeedsEveryJoinedErrorToBeAStoreThatDoesNotAnswer(t *testing.T) {
+	down := fmt.Errorf("failed to write the metadata to S3 profile s3-east: %w", objectstore.ErrUnreachable)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"one store down", down, true},
+		{"two stores down", errors.Join(down, fmt.Errorf("s3-west: %w", objectstore.ErrUnreachable)), true},
+		{"nested joins", errors.Join(errors.Join(down), down), true},
+		{"a store down and a PVC failing", errors.Join(down, errors.New("failed to patch PVC app/data")), false},
+		{"a store refusing", fmt.Errorf("s3-west: %w", objectstore.ErrUnauthorized), false},
+	} {
+		if got := onlyStoresDown(tc.err); got != tc.want {
+			t.Errorf("%s: onlyStoresDown(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
