@@ -177,13 +177,36 @@ func (r *Reconciler) capture(ctx context.Context, sc *scope, sel kubeobjects.Sel
 	if cr := r.unchangedCapture(sc, fp, now); cr != nil {
 		return cr, nil
 	}
-	cr, err := r.writeCapture(ctx, sc, sel, now, false)
+	last := r.written.lastCapture(sc.vrg)
+	if fp != (kubeobjects.Fingerprint{}) && last.fingerprint == fp && last.pending != nil {
+		// Nothing changed since the capture a store still lacks (the lost peer's store after a
+		// failover, every interval until it returns): that store gets the capture kept in
+		// memory, and the objects are not read again.
+		cr := r.putCaptureDoc(ctx, sc, *last.pending, now, false)
+		cr.objects, cr.summary, cr.notServed = last.objects, last.summary, last.notServed
+		last.pending = pendingDoc(cr, *last.pending)
+		r.written.setLastCapture(sc.vrg, last)
+		return cr, nil
+	}
+	cr, doc, err := r.writeCapture(ctx, sc, sel, now, false)
 	if err == nil {
 		r.written.setLastCapture(sc.vrg, capturedAs{
 			fingerprint: fp, sum: cr.sum, objects: cr.objects, summary: cr.summary, notServed: cr.notServed,
+			pending: pendingDoc(cr, doc),
 		})
 	}
 	return cr, err
+}
+
+// pendingDoc is the capture to keep in memory: doc while a store failed to take it, nil once
+// every store holds it.
+func pendingDoc(cr *captureResult, doc captureDoc) *captureDoc {
+	for _, s := range cr.stores {
+		if s.err != nil {
+			return &doc
+		}
+	}
+	return nil
 }
 
 // fingerprint is the fingerprint of the group's objects in the watch-backed cache; zero when
@@ -273,24 +296,32 @@ type captureDoc struct {
 }
 
 // writeCapture reads the selected objects of the protected namespaces and makes every S3
-// profile hold them, as one document. A store that holds the same content (the ledger says
-// so, or it is read and compared) is not written, unless always is set (a relocation's final
-// capture). An error means nothing was written.
-func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time, always bool) (*captureResult, error) {
+// profile hold them, as one document, which it returns. A store that holds the same content
+// (the ledger says so, or it is read and compared) is not written, unless always is set (a
+// relocation's final capture). An error means nothing was written.
+func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time, always bool) (*captureResult, captureDoc, error) {
 	resources, notServed, err := sel.Resolve(r.Client.RESTMapper())
 	if err != nil {
-		return nil, err
+		return nil, captureDoc{}, err
 	}
 	namespaces := protectedNamespaces(sc.vrg)
 	objects, err := kubeobjects.Collect(ctx, r.Client, resources, namespaces, sel)
 	if err != nil {
-		return nil, err
+		return nil, captureDoc{}, err
 	}
 	doc, err := r.captureDoc(sc, namespaces, objects, now)
 	if err != nil {
-		return nil, err
+		return nil, captureDoc{}, err
 	}
-	cr := &captureResult{sum: doc.sum, at: doc.at, objects: len(objects), summary: kubeobjects.Summary(objects), notServed: notServed}
+	cr := r.putCaptureDoc(ctx, sc, doc, now, always)
+	cr.objects, cr.summary, cr.notServed = len(objects), kubeobjects.Summary(objects), notServed
+	ctrl.LoggerFrom(ctx).V(1).Info("Captured the Kubernetes objects", "objects", cr.objects, "written", cr.written(), "changed", cr.put)
+	return cr, doc, nil
+}
+
+// putCaptureDoc makes every S3 profile hold doc (putCapture) and says where it is.
+func (r *Reconciler) putCaptureDoc(ctx context.Context, sc *scope, doc captureDoc, now time.Time, always bool) *captureResult {
+	cr := &captureResult{sum: doc.sum, at: doc.at}
 	held := false
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		at, put, err := r.putCapture(ctx, sc, profile, doc, now, always)
@@ -302,8 +333,7 @@ func (r *Reconciler) writeCapture(ctx context.Context, sc *scope, sel kubeobject
 			cr.at, held = at, true
 		}
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Captured the Kubernetes objects", "objects", cr.objects, "written", cr.written(), "changed", cr.put)
-	return cr, nil
+	return cr
 }
 
 // captureDoc encodes a capture. Content that a store holds, as far as the ledger trusts its
@@ -556,7 +586,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if final {
-		cr, err := r.writeCapture(ctx, sc, sel, time.Now(), true)
+		cr, _, err := r.writeCapture(ctx, sc, sel, time.Now(), true)
 		if err != nil || !cr.written() {
 			c := captureCondition(cr, err, false)
 			sc.kubeObjectsReady = ptrTo(condition(t, false, c.Reason,

@@ -179,6 +179,10 @@ type capturedAs struct {
 	objects     int
 	summary     string
 	notServed   []string
+	// pending is the capture's document while a store failed to take it (a store down): the
+	// next capture, if the fingerprint is unchanged, writes it there without reading the
+	// objects again. Nil once every store holds it.
+	pending *captureDoc
 }
 
 // lastCapture returns the group's last capture read from the API server.

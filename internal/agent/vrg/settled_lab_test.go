@@ -14,6 +14,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/s3fault"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -151,4 +152,68 @@ func TestASettledAgentReadsNoCredentialsYetAChangedSecretTakesEffect(t *testing.
 	g.Eventually(func(g Gomega) {
 		g.Expect(protected(g).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed(), "the right key back, the group is protected again")
+}
+
+// While one store is down (the lost peer's, after a failover), a settled group's capture reads
+// nothing either: the capture that store lacks is kept in memory and offered to it every
+// interval, and the objects are read again only when they change. Once the store answers, it
+// holds the newest capture and KubeObjectsReady turns True.
+func TestACaptureAStoreDownLacksIsKeptNotReadAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "capture-store-down"
+	east, profiles, stores := oneVolumeOnEast(ctx, t, g, ns, appObjects(ns)...)
+	proxy, err := s3fault.Start(profiles[1].Endpoint)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = proxy.Close() }()
+	g.Expect(proxy.Set(s3fault.Refuse, 0)).To(Succeed())
+	group := selfContainedVRG(ns, ns, profiles)
+	group.Spec.S3Profiles[1].Endpoint = proxy.URL()
+	g.Expect(east.Create(ctx, group)).To(Succeed())
+	defer deleteGroups(ctx, g, east, []*v1alpha1.VolumeReplicationGroup{group})
+
+	conf := func(g Gomega, store objectstore.Store) map[string]any {
+		for _, o := range storedCapture(ctx, g, store, group).Objects {
+			if kubeobjects.Key(o) == "ConfigMap "+ns+"/db-conf" {
+				data, _ := o.Object["data"].(map[string]any)
+				return data
+			}
+		}
+		return nil
+	}
+	ready := func(g Gomega) metav1.Condition {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		return conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+	}
+	noReads := func() {
+		g.Eventually(func(g Gomega) {
+			before := writes.snapshot()
+			time.Sleep(2 * 3 * time.Second)
+			g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "the capture still reads its objects")
+		}).Should(Succeed(), "two intervals in which the capture reads nothing")
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(conf(g, stores[0])).To(HaveKey("max_connections"))
+		c := ready(g)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("s3-west"))
+	}).Should(Succeed(), "the capture is in s3-east; KubeObjectsReady names s3-west, which is down")
+	noReads()
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-conf"}, cm)).To(Succeed())
+	cm.Data["max_connections"] = "300"
+	g.Expect(east.Update(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(conf(g, stores[0])).To(HaveKeyWithValue("max_connections", "300"))
+	}).Should(Succeed(), "a change is read and reaches the store that answers")
+	noReads()
+
+	g.Expect(proxy.Set(s3fault.None, 0)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(conf(g, stores[1])).To(HaveKeyWithValue("max_connections", "300"))
+		g.Expect(ready(g).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed(), "the store back holds the newest capture")
+	noReads()
 }
