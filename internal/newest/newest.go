@@ -32,8 +32,8 @@ func (v *Versions) Seen(obj client.Object) {
 // Forget drops what was seen of an object that is gone.
 func (v *Versions) Forget(key client.ObjectKey) { v.m.Delete(key) }
 
-// shows reports whether obj is the newest version seen of it, or one of which none was seen.
-func (v *Versions) shows(obj client.Object) bool {
+// Shows reports whether obj is the newest version seen of it, or one of which none was seen.
+func (v *Versions) Shows(obj client.Object) bool {
 	seen, ok := v.m.Load(client.ObjectKeyFromObject(obj))
 	return !ok || seen == obj.GetResourceVersion()
 }
@@ -44,7 +44,7 @@ func (v *Versions) shows(obj client.Object) bool {
 // NotFound forgets the object.
 func (v *Versions) Get(ctx context.Context, cached, live client.Reader, key client.ObjectKey, obj client.Object) error {
 	err := cached.Get(ctx, key, obj)
-	if err == nil && live != nil && !v.shows(obj) {
+	if err == nil && live != nil && !v.Shows(obj) {
 		err = live.Get(ctx, key, obj)
 	}
 	switch {

@@ -79,7 +79,7 @@ func TestAnObjectGoneIsForgottenAndANilLiveReaderReadsTheCache(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("err = %v, want NotFound", err)
 	}
-	if !v.shows(version("1", "Deployed")) {
+	if !v.Shows(version("1", "Deployed")) {
 		t.Fatal("a gone object is still remembered: a new one of the same name would be read live forever")
 	}
 	cached.objs[key] = version("1", "Deployed")

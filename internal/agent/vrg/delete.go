@@ -65,9 +65,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	if r.Fence {
 		for _, ns := range protectedNamespaces(sc.vrg) {
-			if _, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false); err != nil {
+			nsObj, _, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false)
+			if err != nil {
 				return ctrl.Result{}, err
 			}
+			r.namespaces.Seen(nsObj)
 		}
 	}
 	before := sc.vrg.DeepCopy()

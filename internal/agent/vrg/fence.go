@@ -41,10 +41,11 @@ func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	var labelled []string
 	for _, ns := range protectedNamespaces(sc.vrg) {
-		changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
+		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.namespaces.Seen(nsObj)
 		if changed {
 			labelled = append(labelled, ns)
 		}
@@ -158,10 +159,14 @@ func (r *Reconciler) unfence(ctx context.Context, sc *scope) (ctrl.Result, error
 	}
 	var unfenced []string
 	for _, ns := range protectedNamespaces(sc.vrg) {
-		changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false)
+		if r.unfencedInCache(ctx, ns) {
+			continue
+		}
+		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.namespaces.Seen(nsObj)
 		if changed {
 			unfenced = append(unfenced, ns)
 		}
@@ -195,4 +200,15 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 	}
 	r.versions.Seen(answer)
 	return nil
+}
+
+// unfencedInCache reports whether the watch of namespaces' metadata shows namespace ns without
+// the fence, at the newest version the agent has seen of it (its own last fence or unfence):
+// then a primary's pass need not read it from the API server, as every pass did (at 100 groups
+// during a failover, tens of reads a second). A cache that cannot say, or that may not show the
+// agent's own last fence yet, means "read it". Only lifting the fence trusts the cache: setting
+// it (fenceRelocation) always reads.
+func (r *Reconciler) unfencedInCache(ctx context.Context, ns string) bool {
+	meta, ok := r.cachedMetadata(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"), client.ObjectKey{Name: ns})
+	return ok && !webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,17 +64,28 @@ func (c *storeCache) put(profile v1alpha1.S3Profile, version string, store objec
 // secretVersion is the resourceVersion of a profile's Secret as the watch-backed cache of
 // Secrets' metadata shows it; "" when it does not (no cache, not synced, no such Secret).
 func (r *Reconciler) secretVersion(ctx context.Context, ref v1alpha1.SecretRef) string {
-	if r.Cache == nil {
-		return ""
-	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	inf, err := r.Cache.GetInformer(ctx, meta, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
-		return ""
-	}
-	if err := r.Cache.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, meta); err != nil {
+	meta, ok := r.cachedMetadata(ctx, corev1.SchemeGroupVersion.WithKind("Secret"), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
+	if !ok {
 		return ""
 	}
 	return meta.ResourceVersion
+}
+
+// cachedMetadata is an object's metadata as the watch-backed metadata cache (Reconciler.Cache)
+// shows it; ok is false when it cannot say: no cache, an informer not synced yet (started now,
+// never waited for), no such object.
+func (r *Reconciler) cachedMetadata(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, bool) {
+	if r.Cache == nil {
+		return nil, false
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	inf, err := r.Cache.GetInformer(ctx, meta, cache.BlockUntilSynced(false))
+	if err != nil || !inf.HasSynced() {
+		return nil, false
+	}
+	if err := r.Cache.Get(ctx, key, meta); err != nil {
+		return nil, false
+	}
+	return meta, true
 }

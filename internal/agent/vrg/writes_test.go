@@ -60,9 +60,13 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // apiTarget returns the namespace and the resource (with its subresource) of an API path:
-// /apis/<group>/<version>/namespaces/<ns>/<resource>/<name>/<subresource>.
+// /apis/<group>/<version>/namespaces/<ns>/<resource>/<name>/<subresource>. A namespace itself
+// (/api/v1/namespaces/<ns>) counts under its own name as "namespaces".
 func apiTarget(path string) (namespace, what string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 4 && parts[0] == "api" && parts[2] == "namespaces" {
+		return parts[3], "namespaces"
+	}
 	for i, p := range parts {
 		if p == "namespaces" && i+2 < len(parts) {
 			namespace, parts = parts[i+1], parts[i+2:]

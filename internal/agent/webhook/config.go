@@ -110,14 +110,15 @@ func configuration(opts Options) (*admissionregistrationv1ac.ValidatingWebhookCo
 }
 
 // SetNamespaceFence sets (fenced) or removes the label LabelFenced=true on a namespace, by a
-// merge patch of that one label, and does nothing when the label is already so.
-func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, fenced bool) (changed bool, err error) {
-	ns := &corev1.Namespace{}
+// merge patch of that one label, and does nothing when the label is already so. It returns the
+// namespace as the API server holds it then.
+func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, fenced bool) (ns *corev1.Namespace, changed bool, err error) {
+	ns = &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return false, fmt.Errorf("failed to get namespace %s: %w", namespace, err)
+		return nil, false, fmt.Errorf("failed to get namespace %s: %w", namespace, err)
 	}
-	if (ns.Labels[LabelFenced] == fencedValue) == fenced {
-		return false, nil
+	if IsFenced(ns.Labels) == fenced {
+		return ns, false, nil
 	}
 	base := ns.DeepCopy()
 	if fenced {
@@ -129,10 +130,13 @@ func SetNamespaceFence(ctx context.Context, c client.Client, namespace string, f
 		delete(ns.Labels, LabelFenced)
 	}
 	if err := c.Patch(ctx, ns, client.MergeFrom(base), client.FieldOwner(fieldOwner)); err != nil {
-		return false, fmt.Errorf("failed to patch namespace %s: %w", namespace, err)
+		return nil, false, fmt.Errorf("failed to patch namespace %s: %w", namespace, err)
 	}
-	return true, nil
+	return ns, true, nil
 }
+
+// IsFenced reports whether a namespace's labels fence it.
+func IsFenced(labels map[string]string) bool { return labels[LabelFenced] == fencedValue }
 
 // probeImage is the image of the probe pod; a dry run pulls nothing.
 const probeImage = "drover.io/fence-probe"

@@ -164,7 +164,8 @@ func TestFence(t *testing.T) {
 	})
 
 	step("once the namespace is fenced and the group is demoting, the API server refuses a pod that mounts its PVC", func(g Gomega) {
-		g.Expect(webhook.SetNamespaceFence(ctx, cl, app, true)).Error().NotTo(HaveOccurred())
+		_, _, err = webhook.SetNamespaceFence(ctx, cl, app, true)
+		g.Expect(err).NotTo(HaveOccurred())
 		demoting := vrg(app, group)
 		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(demoting), demoting)).To(Succeed())
 		base := demoting.DeepCopy()
@@ -236,7 +237,8 @@ func TestFence(t *testing.T) {
 	})
 
 	step("once the namespace is unfenced, its pods are admitted again, even with the fence stopped", func(g Gomega) {
-		g.Expect(webhook.SetNamespaceFence(ctx, cl, app, false)).Error().NotTo(HaveOccurred())
+		_, _, err = webhook.SetNamespaceFence(ctx, cl, app, false)
+		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func() (bool, error) { return webhook.ProbeFence(ctx, cl, app, data) }).
 			WithTimeout(fenceTimeout).WithPolling(fencePolling).Should(BeFalse())
 		g.Expect(createPod(app, data)).To(Succeed())
@@ -246,7 +248,9 @@ func TestFence(t *testing.T) {
 		ns := &corev1.Namespace{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Name: app}, ns)).To(Succeed())
 		g.Expect(ns.Labels).NotTo(HaveKey(webhook.LabelFenced))
-		g.Expect(webhook.SetNamespaceFence(ctx, cl, app, false)).To(BeFalse(), "nothing changed")
+		_, changed, err := webhook.SetNamespaceFence(ctx, cl, app, false)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(changed).To(BeFalse(), "nothing changed")
 		again := &corev1.Namespace{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Name: app}, again)).To(Succeed())
 		g.Expect(again.ResourceVersion).To(Equal(ns.ResourceVersion))
