@@ -88,3 +88,36 @@ func namespaceLine(ctx context.Context, c cache.Cache, name string) (string, err
 func metadataLine(gk schema.GroupKind, obj *metav1.PartialObjectMetadata) string {
 	return strings.Join([]string{KindString(gk), obj.Namespace, obj.Name, string(obj.UID), obj.ResourceVersion}, " ")
 }
+
+// NoWorkloadsCached reports whether the watch-backed metadata cache c shows no workload of
+// resources (those IsWorkload, not controlled by another object) selected in namespaces. False
+// when it cannot say: a kind outside DefaultKinds (the agent may watch only those), an informer
+// not synced yet (started now, never waited for). A caller that deletes workloads reads them from
+// the API server when this is false; when it is true, a workload created since the cache last
+// heard of it is found by a later pass, once the cache shows it.
+func NoWorkloadsCached(ctx context.Context, c cache.Cache, resources []Resource, namespaces []string, sel Selection) bool {
+	for _, r := range resources {
+		if !IsWorkload(r.GVK.GroupKind()) {
+			continue
+		}
+		if !slices.Contains(DefaultKinds, r.GVK.GroupKind()) {
+			return false
+		}
+		if synced, err := informerSynced(ctx, c, r.GVK); err != nil || !synced {
+			return false
+		}
+		for _, ns := range namespaces {
+			l := &metav1.PartialObjectMetadataList{}
+			l.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
+			if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel.Selector}); err != nil {
+				return false
+			}
+			for i := range l.Items {
+				if metav1.GetControllerOf(&l.Items[i]) == nil {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

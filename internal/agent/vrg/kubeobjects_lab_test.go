@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -333,6 +334,30 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	// West's capture, not east's stale one, is in west's store: east never captured on return.
 	c := storedCapture(ctx, g, stores[1], westGroup)
 	g.Expect(c.CapturedAt.Time).To(BeTemporally(">=", failover.Truncate(time.Second)), "the capture in s3-west is west's, taken after the failover")
+
+	// Settled, east's secondary is woken at each sync of its storage: the watch of the
+	// workloads' metadata spares its passes the lists of workloads (NoWorkloadsCached), and a
+	// workload created on the demoted cluster is removed all the same.
+	g.Eventually(func(g Gomega) {
+		before := writes.snapshot()
+		time.Sleep(2 * 3 * time.Second)
+		g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "east's secondary still lists the workloads")
+	}).Should(Succeed(), "two intervals in which east's secondary reads no workload")
+	late := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late", Labels: map[string]string{"app": "late"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "late"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "late"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/lab/podprobe"}}},
+			},
+		},
+	}
+	g.Expect(east.Create(ctx, late)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(east.Get(ctx, client.ObjectKeyFromObject(late), &appsv1.Deployment{}))
+	}).Should(BeTrue(), "a Deployment created on the demoted cluster is removed")
 }
 
 // The story of a self-contained relocation: east's group, demoted with action Relocate while
