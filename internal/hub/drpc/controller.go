@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,7 +108,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpolicyToDRPCs)).
 		Watches(&v1alpha1.DRCluster{}, handler.EnqueueRequestsFromMapFunc(r.drclusterToDRPCs)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		// First in, first out: the priority queue puts the DRPlacementControls of the initial
+		// list (a restarted hub) behind every event of the others, as it did to the agent's
+		// groups (internal/agent/vrg).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, UsePriorityQueue: ptr.To(false)})
 	if n, ok := r.Gateway.(gateway.Notifier); ok {
 		b = b.WatchesRawSource(source.Channel(n.Changes(), handler.EnqueueRequestsFromMapFunc(r.clusterChangeToDRPCs)))
 	}
