@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -189,5 +191,66 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 	progressLines := strings.Count(text, " running")
 	if limit := int(elapsed/(200*time.Millisecond)) + 2; progressLines > limit {
 		t.Errorf("%d progress lines in %s at a 200ms cadence (at most %d):\n%s", progressLines, elapsed, limit, text)
+	}
+}
+
+// countingReader counts the full DRPlacementControls a reader returns.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A wait reads in full only the DRPlacementControls that changed since its last poll: the list
+// it polls carries their metadata only.
+func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
+	e := newEnv(t, "mass-poll")
+	apps := []*v1alpha1.DRPlacementControl{e.newApp(t, "a"), e.newApp(t, "b")}
+	var ts []*tracked
+	failingOver := func(progression string) func(*v1alpha1.DRPlacementControl) {
+		return func(d *v1alpha1.DRPlacementControl) {
+			d.Status.Phase, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailingOver, e.west, progression
+			d.Status.ObservedGeneration = d.Generation
+		}
+	}
+	for _, d := range apps {
+		cur := get(t, d)
+		cur.Spec.Action, cur.Spec.FailoverCluster = v1alpha1.ActionFailover, e.west
+		if err := k8sClient.Update(t.Context(), cur); err != nil {
+			t.Fatal(err)
+		}
+		setStatus(t, d, e.deployed(e.east, e.west), failingOver("PromotingTarget"))
+		cur = get(t, d)
+		ts = append(ts, &tracked{entry: &entry{a: &app{drpc: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
+	}
+	r := &countingReader{Reader: k8sClient}
+	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.west, Namespace: e.ns}
+	poll := func() {
+		t.Helper()
+		if err := pollAll(context.Background(), r, io.Discard, o, ts, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range ts {
+			if tr.result != "" {
+				t.Fatalf("%s judged %s (%s): the wait must still follow it", tr.key(), tr.result, tr.detail)
+			}
+		}
+	}
+	poll()
+	if r.gets != 2 {
+		t.Fatalf("the first poll read %d DRPlacementControls in full, want 2", r.gets)
+	}
+	poll()
+	if r.gets != 2 {
+		t.Fatalf("a poll with nothing changed read %d more in full, want 0", r.gets-2)
+	}
+	setStatus(t, apps[1], e.deployed(e.east, e.west), failingOver("Changed"))
+	poll()
+	if r.gets != 3 || ts[1].seen.Status.Progression != "Changed" {
+		t.Fatalf("after one changed: %d reads in full (want 3), progression %q", r.gets, ts[1].seen.Status.Progression)
 	}
 }
