@@ -213,7 +213,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		}
 		if r.seen == nil || r.seen.ResourceVersion != version {
 			d := &v1alpha1.DRPlacementControl{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: r.entry.a.drpc.Namespace, Name: r.entry.a.drpc.Name}, d); err != nil {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(r.a.drpc), d); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue // deleted since the list: the next poll says so
 				}

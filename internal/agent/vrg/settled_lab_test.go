@@ -37,6 +37,16 @@ func oneVolumeOnEast(ctx context.Context, t *testing.T, g *WithT, ns string, obj
 	return east, profiles, stores
 }
 
+// expectNoCaptureReads waits for two intervals (3 s) in which east's agent reads none of the
+// captured kinds in namespace ns; who says whose reads they would be.
+func expectNoCaptureReads(g *WithT, ns, who string) {
+	g.Eventually(func(g Gomega) {
+		before := writes.snapshot()
+		time.Sleep(2 * 3 * time.Second)
+		g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "%s still reads its objects", who)
+	}).Should(Succeed(), "two intervals in which %s reads nothing", who)
+}
+
 // A settled self-contained group's capture reads nothing from the API server while its objects
 // do not change (the agent watches their metadata, kubeobjects.Fingerprint), and yet every
 // change reaches every store within a few intervals: a ConfigMap's data, the Namespace's
@@ -58,13 +68,7 @@ func TestASettledCaptureReadsNothingYetEveryChangeReachesTheStores(t *testing.T)
 		}
 		return nil
 	}
-	settled := func() {
-		g.Eventually(func(g Gomega) {
-			before := writes.snapshot()
-			time.Sleep(2 * 3 * time.Second)
-			g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "the capture still reads its objects")
-		}).Should(Succeed(), "two intervals in which the capture reads nothing")
-	}
+	settled := func() { expectNoCaptureReads(g, ns, "the capture") }
 	g.Eventually(func(g Gomega) {
 		for _, store := range stores {
 			g.Expect(stored(g, store, "ConfigMap "+ns+"/db-conf")).NotTo(BeNil())
@@ -186,13 +190,7 @@ func TestACaptureAStoreDownLacksIsKeptNotReadAgain(t *testing.T) {
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		return conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 	}
-	noReads := func() {
-		g.Eventually(func(g Gomega) {
-			before := writes.snapshot()
-			time.Sleep(2 * 3 * time.Second)
-			g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "the capture still reads its objects")
-		}).Should(Succeed(), "two intervals in which the capture reads nothing")
-	}
+	noReads := func() { expectNoCaptureReads(g, ns, "the capture") }
 	g.Eventually(func(g Gomega) {
 		g.Expect(conf(g, stores[0])).To(HaveKey("max_connections"))
 		c := ready(g)
