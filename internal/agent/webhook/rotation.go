@@ -12,6 +12,8 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -37,6 +39,8 @@ const (
 	// certReloadInterval is how often the serving certificate's files are re-read besides
 	// file events (a kubelet swaps a Secret volume's files by a symlink).
 	certReloadInterval = 10 * time.Second
+	// certLoadRetry is how often a serving certificate that cannot be loaded yet is retried.
+	certLoadRetry = time.Second
 )
 
 // CertRotation says how the agent manages the fence's certificate itself, as the release
@@ -137,16 +141,27 @@ func (c *CertFiles) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 	return w.GetCertificate(hello)
 }
 
-// Start waits for ready, loads the files and watches them until ctx is done.
+// Start waits for ready, loads the files and watches them until ctx is done. The rotator calls
+// the certificate ready once tls.crt exists; the key may not be there or readable yet (seen in
+// CI: "failed to find any PEM data in key input" right after ready, which stopped the agent), so
+// a load that fails is retried every second, logged, until it succeeds.
 func (c *CertFiles) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-c.ready:
 	}
-	w, err := certwatcher.New(filepath.Join(c.dir, CertFile), filepath.Join(c.dir, KeyFile))
+	var w *certwatcher.CertWatcher
+	err := wait.PollUntilContextCancel(ctx, certLoadRetry, true, func(context.Context) (bool, error) {
+		var err error
+		if w, err = certwatcher.New(filepath.Join(c.dir, CertFile), filepath.Join(c.dir, KeyFile)); err != nil {
+			ctrl.Log.WithName("fence").Info("The fence's serving certificate cannot be loaded yet; retrying", "dir", c.dir, "error", err.Error())
+			return false, nil
+		}
+		return true, nil
+	})
 	if err != nil {
-		return fmt.Errorf("failed to load the fence's serving certificate from %s: %w", c.dir, err)
+		return nil //nolint:nilerr // ctx is done: the manager is stopping
 	}
 	c.watcher.Store(w.WithWatchInterval(certReloadInterval))
 	if err := w.Start(ctx); err != nil {

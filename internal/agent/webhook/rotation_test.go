@@ -180,3 +180,37 @@ func TestCertRotatorFillsTheSecretInjectsTheCAAndRenewsACertificateNearExpiry(t 
 	}).Should(Succeed())
 	g.Expect(caBundle(g)).To(Equal(secret.Data["ca.crt"]))
 }
+
+// The rotator calls the certificate ready once tls.crt exists; a key not readable yet is
+// retried, not the end of the agent (CI saw "failed to find any PEM data in key input").
+func TestCertFilesWaitForAKeyThatIsNotThereYet(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	certs, err := webhook.NewSelfSigned("127.0.0.1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(certs.WriteFiles(dir)).To(Succeed())
+	key, err := os.ReadFile(filepath.Join(dir, webhook.KeyFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(dir, webhook.KeyFile), nil, 0o600)).To(Succeed())
+
+	ready := make(chan struct{})
+	close(ready)
+	files := webhook.NewCertFiles(dir, ready)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- files.Start(ctx) }()
+	defer cancel()
+	g.Consistently(func() error {
+		_, err := files.GetCertificate(nil)
+		return err
+	}).WithTimeout(1500*time.Millisecond).Should(HaveOccurred(), "no certificate while the key is empty")
+	g.Expect(done).NotTo(Receive(), "Start keeps waiting for the key, it does not end")
+
+	g.Expect(os.WriteFile(filepath.Join(dir, webhook.KeyFile), key, 0o600)).To(Succeed())
+	g.Eventually(func() error {
+		_, err := files.GetCertificate(nil)
+		return err
+	}).WithTimeout(5*time.Second).Should(Succeed(), "the certificate is served once the key is there")
+	cancel()
+	g.Eventually(done).WithTimeout(5*time.Second).Should(Receive(BeNil()), "Start ends cleanly with its context")
+}
