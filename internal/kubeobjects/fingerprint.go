@@ -44,13 +44,12 @@ func FingerprintOf(ctx context.Context, c cache.Cache, resources []Resource, nam
 		}
 		lines = append(lines, line)
 		for _, r := range resources {
-			l := &metav1.PartialObjectMetadataList{}
-			l.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
-			if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel.Selector}); err != nil {
-				return Fingerprint{}, false, fmt.Errorf("failed to list %s in namespace %s from the cache: %w", KindString(r.GVK.GroupKind()), ns, err)
+			items, err := listCached(ctx, c, r, ns, sel)
+			if err != nil {
+				return Fingerprint{}, false, err
 			}
-			for i := range l.Items {
-				lines = append(lines, metadataLine(r.GVK.GroupKind(), &l.Items[i]))
+			for i := range items {
+				lines = append(lines, metadataLine(r.GVK.GroupKind(), &items[i]))
 			}
 		}
 	}
@@ -68,6 +67,16 @@ func informerSynced(ctx context.Context, c cache.Cache, gvk schema.GroupVersionK
 		return false, fmt.Errorf("failed to watch %s: %w", KindString(gvk.GroupKind()), err)
 	}
 	return inf.HasSynced(), nil
+}
+
+// listCached lists the metadata of the objects of r that sel selects in namespace ns from c.
+func listCached(ctx context.Context, c cache.Cache, r Resource, ns string, sel Selection) ([]metav1.PartialObjectMetadata, error) {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
+	if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel.Selector}); err != nil {
+		return nil, fmt.Errorf("failed to list %s in namespace %s from the cache: %w", KindString(r.GVK.GroupKind()), ns, err)
+	}
+	return l.Items, nil
 }
 
 // namespaceLine is a namespace's line of a fingerprint; a namespace that does not exist has
@@ -92,10 +101,13 @@ func metadataLine(gk schema.GroupKind, obj *metav1.PartialObjectMetadata) string
 // NoWorkloadsCached reports whether the watch-backed metadata cache c shows no workload of
 // resources (those IsWorkload, not controlled by another object) selected in namespaces. False
 // when it cannot say: a kind outside DefaultKinds (the agent may watch only those), an informer
-// not synced yet (started now, never waited for). A caller that deletes workloads reads them from
-// the API server when this is false; when it is true, a workload created since the cache last
-// heard of it is found by a later pass, once the cache shows it.
+// not synced yet (started now, never waited for), no cache (c nil). A caller that deletes
+// workloads reads them from the API server when this is false; when it is true, a workload
+// created since the cache last heard of it is found by a later pass, once the cache shows it.
 func NoWorkloadsCached(ctx context.Context, c cache.Cache, resources []Resource, namespaces []string, sel Selection) bool {
+	if c == nil {
+		return false
+	}
 	for _, r := range resources {
 		if !IsWorkload(r.GVK.GroupKind()) {
 			continue
@@ -107,13 +119,12 @@ func NoWorkloadsCached(ctx context.Context, c cache.Cache, resources []Resource,
 			return false
 		}
 		for _, ns := range namespaces {
-			l := &metav1.PartialObjectMetadataList{}
-			l.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
-			if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel.Selector}); err != nil {
+			items, err := listCached(ctx, c, r, ns, sel)
+			if err != nil {
 				return false
 			}
-			for i := range l.Items {
-				if metav1.GetControllerOf(&l.Items[i]) == nil {
+			for i := range items {
+				if metav1.GetControllerOf(&items[i]) == nil {
 					return false
 				}
 			}

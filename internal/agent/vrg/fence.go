@@ -209,6 +209,6 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 // agent's own last fence yet, means "read it". Only lifting the fence trusts the cache: setting
 // it (fenceRelocation) always reads.
 func (r *Reconciler) unfencedInCache(ctx context.Context, ns string) bool {
-	meta, ok := r.cachedMetadata(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"), client.ObjectKey{Name: ns})
+	meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns})
 	return ok && !webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
 }

@@ -75,7 +75,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, sc *scope) (ctrl.Resu
 	}
 	var errs []error
 	for _, name := range protectedNamespaces(sc.vrg) {
-		if _, ok := r.cachedMetadata(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"), client.ObjectKey{Name: name}); ok {
+		if _, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: name}); ok {
 			continue // it exists; a namespace deleted since fails the PVCs' creation, retried
 		}
 		ns := &corev1.Namespace{}
@@ -609,7 +609,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 	var remaining []string
 	// A settled secondary (every group after its first failover or relocation) is woken at
 	// each sync of its storage: the watch of the workloads' metadata spares it five lists.
-	if r.Cache == nil || !kubeobjects.NoWorkloadsCached(ctx, r.Cache, resources, namespaces, sel) {
+	if !kubeobjects.NoWorkloadsCached(ctx, r.Cache, resources, namespaces, sel) {
 		remaining, err = kubeobjects.DeleteWorkloads(ctx, r.Client, resources, namespaces, sel)
 	}
 	if err != nil {

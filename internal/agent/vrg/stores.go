@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -70,6 +71,9 @@ func (r *Reconciler) secretVersion(ctx context.Context, ref v1alpha1.SecretRef) 
 	}
 	return meta.ResourceVersion
 }
+
+// namespaceGVK is the kind of a Namespace, for the metadata cache.
+var namespaceGVK = kubeobjects.KindNamespace.WithVersion("v1")
 
 // cachedMetadata is an object's metadata as the watch-backed metadata cache (Reconciler.Cache)
 // shows it; ok is false when it cannot say: no cache, an informer not synced yet (started now,
