@@ -16,9 +16,12 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // This file holds the agent's cache back on purpose (Sieve's stale views) and asserts that its
@@ -27,13 +30,15 @@ import (
 
 // heldCache is the agent's cache as it may lag the API server: the group reads as held (when
 // set), the pods as none (hidePods), the PVCs, PVs and VolumeReplications as none (hideVolumes:
-// the cache has not seen what the group just protected). fenced makes the API server enforce
+// the cache has not seen what the group just protected), the ReplicationSources and
+// ReplicationDestinations as none (hideVolSync). fenced makes the API server enforce
 // the fence: a dry-run pod is refused by the webhook, as ProbeFence expects.
 type heldCache struct {
 	client.Client
 	group       *v1alpha1.VolumeReplicationGroup
 	hidePods    bool
 	hideVolumes bool
+	hideVolSync bool
 	fenced      bool
 }
 
@@ -53,6 +58,10 @@ func (c *heldCache) List(ctx context.Context, list client.ObjectList, opts ...cl
 		}
 	case *corev1.PersistentVolumeClaimList, *corev1.PersistentVolumeList, *replicationv1alpha1.VolumeReplicationList:
 		if c.hideVolumes {
+			return nil
+		}
+	case *volsyncv1alpha1.ReplicationSourceList, *volsyncv1alpha1.ReplicationDestinationList:
+		if c.hideVolSync {
 			return nil
 		}
 	}
@@ -169,6 +178,40 @@ func TestAnUnprotectNeverLetsGoOfWhatTheCacheHasNotSeenProtected(t *testing.T) {
 	g.Expect(pvc.Labels).NotTo(HaveKey(LabelProtectedBy))
 	err = f.client.Get(ctx, client.ObjectKeyFromObject(kept), kept)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the kept replica is removed: %v", err)
+	err = f.client.Get(ctx, client.ObjectKeyFromObject(f.vrg), &v1alpha1.VolumeReplicationGroup{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the group is gone once nothing is left: %v", err)
+}
+
+// The same for VolSync: an unprotect on a cache that has not seen the group's ReplicationSource
+// and ReplicationDestination (made a moment before) must still remove them and their key
+// Secrets. Released on the cache's word, the group is gone and the source goes on sending to a
+// peer nobody protects, with nobody left to remove it.
+func TestAnUnprotectRemovesTheVolSyncObjectsTheCacheHasNotSeen(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := protectedFixture(t)
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	labels := map[string]string{volsync.LabelVRGName: "db", volsync.LabelVRGNamespace: "app"}
+	rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", Labels: labels}}
+	rd := &volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-1", Labels: labels}}
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: volsync.KeySecretName("db", "data-db-0")}}
+	for _, obj := range []client.Object{rs, rd, key} {
+		g.Expect(f.client.Create(ctx, obj)).To(Succeed())
+	}
+
+	held := &heldCache{Client: f.client, hideVolSync: true}
+	backends, err := replication.NewRegistry(f.backend, volsync.New(held, f.client))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.r.Backends, f.r.Client = backends, held
+	g.Expect(f.client.Delete(ctx, f.group(g))).To(Succeed())
+	for range 3 {
+		_, _ = f.pass()
+	}
+	for _, obj := range []client.Object{rs, rd, key} {
+		err := f.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is removed: %v", obj, obj.GetName(), err)
+	}
 	err = f.client.Get(ctx, client.ObjectKeyFromObject(f.vrg), &v1alpha1.VolumeReplicationGroup{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the group is gone once nothing is left: %v", err)
 }

@@ -103,9 +103,9 @@ func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result
 	}
 	var errs []error
 	for _, ns := range volSyncNamespaces(sc.vrg) {
-		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, func(kind, name string) bool {
+		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, volsync.GroupDeletion{Keep: func(kind, name string) bool {
 			return kind == "ReplicationDestination" && wanted[ns+"/"+name]
-		}, false)
+		}})
 		if err != nil {
 			errs = append(errs, err)
 		} else if !gone {
@@ -214,7 +214,7 @@ func (r *Reconciler) primaryVolSync(ctx context.Context, sc *scope) (ctrl.Result
 	var errs []error
 	result := ctrl.Result{}
 	for _, ns := range volSyncNamespaces(sc.vrg) {
-		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, func(kind, _ string) bool { return kind == "ReplicationSource" }, false)
+		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, volsync.GroupDeletion{Keep: func(kind, _ string) bool { return kind == "ReplicationSource" }})
 		if err != nil {
 			errs = append(errs, err)
 		} else if !gone {

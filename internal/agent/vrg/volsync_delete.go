@@ -14,8 +14,9 @@ import (
 // unprotectVolSync removes what VolSync left of a deleted group besides what unprotectPVC
 // removes per protected PVC (DESIGN.md, PVC rule 6): the PVs of unfinished final syncs are
 // given back (their DR-owned PVCs deleted, claimRef and reclaim policy restored), then every
-// ReplicationSource and ReplicationDestination of the group (the snapshots and volumes
-// VolSync made for a destination are owned by it and go with it) and the group's key Secrets.
+// ReplicationSource and ReplicationDestination of the group, listed from the API server (the
+// snapshots and volumes VolSync made for a destination are owned by it and go with it), and the
+// group's key Secrets.
 // It reports whether nothing is left.
 func (r *Reconciler) unprotectVolSync(ctx context.Context, sc *scope) (bool, error) {
 	vs := r.volSync()
@@ -37,7 +38,7 @@ func (r *Reconciler) unprotectVolSync(ctx context.Context, sc *scope) (bool, err
 	}
 	done := len(pvs.Items) == 0
 	for _, ns := range volSyncNamespaces(sc.vrg) {
-		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, nil, true)
+		gone, err := vs.DeleteGroupObjects(ctx, sc.vrg, ns, volsync.GroupDeletion{Keys: true, Fresh: true})
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -56,7 +56,8 @@ const (
 // Backend is the VolSync backend. It holds only its clients.
 type Backend struct {
 	client client.Client
-	// reader reads Secrets uncached: the agent may neither list nor watch them.
+	// reader reads from the API server: Secrets (the agent may neither list nor watch them)
+	// and the objects of a group being deleted (GroupDeletion.Fresh).
 	reader client.Reader
 }
 
@@ -570,27 +571,43 @@ func DestinationPVC(rd *volsyncv1alpha1.ReplicationDestination) string {
 	return ptr.Deref(rd.Spec.RsyncTLS.DestinationPVC, "")
 }
 
+// GroupDeletion says which of a group's ReplicationSources and ReplicationDestinations
+// DeleteGroupObjects deletes and where it looks for them.
+type GroupDeletion struct {
+	// Keep spares the objects for which it returns true; nil spares none.
+	Keep func(kind, name string) bool
+	// Keys deletes the key Secrets of the deleted objects too.
+	Keys bool
+	// Fresh lists from the API server, not the cache: the deletion that ends a group must not
+	// miss an object the cache has not seen yet, or it would be left replicating with nobody
+	// to remove it.
+	Fresh bool
+}
+
 // DeleteGroupObjects deletes, in namespace, the group's ReplicationSources and
-// ReplicationDestinations for which keep returns false, and the key Secrets of the deleted
-// ones when deleteKeys is set. It reports whether none of them is left.
-func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace string, keep func(kind, name string) bool, deleteKeys bool) (bool, error) {
+// ReplicationDestinations that del does not keep. It reports whether none of them is left.
+func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace string, del GroupDeletion) (bool, error) {
 	sel := client.MatchingLabels(GroupLabels(vrg))
+	var from client.Reader = b.client
+	if del.Fresh {
+		from = b.reader
+	}
 	sources := &volsyncv1alpha1.ReplicationSourceList{}
-	if err := b.client.List(ctx, sources, client.InNamespace(namespace), sel); err != nil {
+	if err := from.List(ctx, sources, client.InNamespace(namespace), sel); err != nil {
 		return false, fmt.Errorf("failed to list ReplicationSources in namespace %s: %w", namespace, err)
 	}
 	dests := &volsyncv1alpha1.ReplicationDestinationList{}
-	if err := b.client.List(ctx, dests, client.InNamespace(namespace), sel); err != nil {
+	if err := from.List(ctx, dests, client.InNamespace(namespace), sel); err != nil {
 		return false, fmt.Errorf("failed to list ReplicationDestinations in namespace %s: %w", namespace, err)
 	}
 	var objs []client.Object
 	for i := range sources.Items {
-		if keep == nil || !keep("ReplicationSource", sources.Items[i].Name) {
+		if del.Keep == nil || !del.Keep("ReplicationSource", sources.Items[i].Name) {
 			objs = append(objs, &sources.Items[i])
 		}
 	}
 	for i := range dests.Items {
-		if keep == nil || !keep("ReplicationDestination", dests.Items[i].Name) {
+		if del.Keep == nil || !del.Keep("ReplicationDestination", dests.Items[i].Name) {
 			objs = append(objs, &dests.Items[i])
 		}
 	}
@@ -598,7 +615,7 @@ func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeRe
 		if err := b.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("failed to delete %s/%s: %w", namespace, obj.GetName(), err)
 		}
-		if deleteKeys {
+		if del.Keys {
 			key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: KeySecretName(vrg.Name, obj.GetName())}}
 			if err := b.client.Delete(ctx, key); client.IgnoreNotFound(err) != nil {
 				return false, fmt.Errorf("failed to delete Secret %s/%s: %w", namespace, key.Name, err)
