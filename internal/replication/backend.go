@@ -136,6 +136,16 @@ type Demoter interface {
 	Demote(ctx context.Context, pc *PVCContext, resync bool) Result
 }
 
+// DemotionObserver is a Demoter that can tell, reading only (its cache), whether a PVC is
+// already demoted as asked. The agent then neither fences nor checks the PVC's consumers again:
+// what guards a demotion is moot once it happened, and a settled secondary, woken at each of
+// the storage's syncs, would otherwise re-check live every time.
+type DemotionObserver interface {
+	// IsDemoted reports whether the PVC is secondary with resync as asked, as the storage
+	// last reported it. It never writes; false when it cannot tell.
+	IsDemoted(ctx context.Context, pc *PVCContext, resync bool) bool
+}
+
 // Promoter makes a secondary PVC primary.
 type Promoter interface {
 	// Promote makes the PVC primary after the agent restored its PV and PVC. With force it

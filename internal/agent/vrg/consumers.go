@@ -59,13 +59,24 @@ func volumeAttachmentPV(obj client.Object) []string {
 
 // consumers names what uses a PVC: the pods of its namespace whose volumes name it and have not
 // terminated (a pod being deleted still runs until it is gone), and the VolumeAttachments of
-// its PV. Empty when nothing does. fresh reads from the API server instead of the cache: a
-// relocation re-checks after fencing, and a pod admitted just before the fence may not be in
-// the cache yet (the API server cannot select pods by volume, so they are filtered here).
+// its PV. Empty when nothing does. fresh confirms an empty answer of the cache on the API
+// server: a relocation re-checks after fencing, and a pod admitted just before the fence may
+// not be in the cache yet. What the cache shows in use is in use (the wait ends with the watch
+// event of its end), so a relocation waiting for its workload to stop reads nothing live.
 func (r *Reconciler) consumers(ctx context.Context, pvc *corev1.PersistentVolumeClaim, fresh bool) ([]string, error) {
+	out, err := r.listConsumers(ctx, pvc, false)
+	if err != nil || len(out) > 0 || !fresh {
+		return out, err
+	}
+	return r.listConsumers(ctx, pvc, true)
+}
+
+// listConsumers lists what uses a PVC from the cache or, live, from the API server (which cannot
+// select pods by volume nor VolumeAttachments by PV, so they are filtered here).
+func (r *Reconciler) listConsumers(ctx context.Context, pvc *corev1.PersistentVolumeClaim, live bool) ([]string, error) {
 	pods := &corev1.PodList{}
 	var err error
-	if fresh {
+	if live {
 		err = r.APIReader.List(ctx, pods, client.InNamespace(pvc.Namespace))
 	} else {
 		err = r.Client.List(ctx, pods, client.InNamespace(pvc.Namespace), client.MatchingFields{indexPodPVC: pvc.Name})
@@ -85,7 +96,7 @@ func (r *Reconciler) consumers(ctx context.Context, pvc *corev1.PersistentVolume
 		return out, nil
 	}
 	vas := &storagev1.VolumeAttachmentList{}
-	if fresh {
+	if live {
 		err = r.APIReader.List(ctx, vas)
 	} else {
 		err = r.Client.List(ctx, vas, client.MatchingFields{indexVolumeAttachmentPV: pvc.Spec.VolumeName})

@@ -237,7 +237,7 @@ func onlyStoresDown(err error) bool {
 // metadata: the stores hold the primary's, under the same keys.
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
-		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.fenceRelocation, r.demotePVCs, r.continueVolSyncFinalSyncs, r.finishRelocation, r.receiveVolSync}
+		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.prepareDemotions, r.fenceRelocation, r.demotePVCs, r.continueVolSyncFinalSyncs, r.finishRelocation, r.receiveVolSync}
 	}
 	return []phase{r.parseSpec, r.fenceStores, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects, r.primaryVolSync}
 }

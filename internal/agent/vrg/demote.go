@@ -42,40 +42,37 @@ const requeueWaitingForConsumers = 5 * time.Second
 // A group that selects no PVC here (the usual secondary: the peer protects them) is simply
 // Secondary.
 
-// demotePVCs demotes every selected PVC.
-func (r *Reconciler) demotePVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+// prepareDemotions finds, for every selected PVC of a secondary group, its PV and backend and
+// whether the backend already shows it demoted as the group's action asks (a settled
+// secondary, woken at each of the storage's syncs), so that fenceRelocation fences and
+// demotePVCs checks consumers only for what is left to demote. Problems land in the PVC's
+// result; API failures are returned.
+func (r *Reconciler) prepareDemotions(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	var errs []error
 	for _, ps := range sc.pvcs {
 		ps.secondary = true
-		if err := r.demotePVC(ctx, sc, ps); err != nil {
+		if err := r.prepareDemotion(ctx, sc, ps); err != nil {
 			errs = append(errs, err)
 			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: demoteRequeue(sc.pvcs)}, nil
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// demoteRequeue is how soon the PVCs need another look; the safety requeue once all are
-// secondary.
-func demoteRequeue(pvcs []*pvcState) time.Duration {
-	after := requeueSafety
-	for _, ps := range pvcs {
-		switch ps.result.Outcome {
-		case replication.OutcomeRetry:
-			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
-		case replication.OutcomeFailed:
-			after = min(after, requeueAfterFailure)
-		}
-	}
-	return after
+// demotion is how a pass demotes one bound PVC.
+type demotion struct {
+	backend replication.Backend
+	demoter replication.Demoter
+	pc      *replication.PVCContext
+	// resync is how the group's action demotes (with resync for a failover).
+	resync bool
+	// done is true when the backend shows the PVC already demoted so (DemotionObserver):
+	// nothing can write to it any more, so neither the fence nor the consumer check is needed.
+	done bool
 }
 
-// demotePVC demotes one PVC once nothing uses it. Problems land in ps.result; API failures are
-// returned.
-func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) error {
+// prepareDemotion sets ps.demotion for a bound PVC whose backend can demote it, or ps.result.
+func (r *Reconciler) prepareDemotion(ctx context.Context, sc *scope, ps *pvcState) error {
 	pvc := ps.pvc
 	if pvc.Spec.StorageClassName != nil {
 		ps.storageClass = *pvc.Spec.StorageClassName
@@ -106,28 +103,79 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 			"PVC %s: backend %s of this agent cannot demote a PVC", ps.key(), backend.Name()))
 		return nil
 	}
-	// A relocation behind an enforced fence re-checks uncached: nothing may slip in between.
-	users, err := r.consumers(ctx, pvc, sc.vrg.Spec.Action == v1alpha1.ActionRelocate && sc.fenced)
-	if err != nil {
-		return err
-	}
-	if len(users) > 0 {
-		ps.result = replication.Retry(requeueWaitingForConsumers, v1alpha1.ReasonPVCInUse, inUseMessage(ps.key(), users))
-		return nil
-	}
-	resync, ok, err := r.demotionResync(ctx, sc, ps)
-	if err != nil || !ok {
-		return err
-	}
-	pc := &replication.PVCContext{
+	d := &demotion{backend: backend, demoter: demoter, resync: sc.vrg.Spec.Action == v1alpha1.ActionFailover, pc: &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
+	}}
+	// Only an action says how a PVC is demoted; without one demotionAllowed explains the problem.
+	if observer, ok := backend.(replication.DemotionObserver); ok && sc.vrg.Spec.Action != "" {
+		d.done = observer.IsDemoted(ctx, d.pc, d.resync)
 	}
-	if fs, ok := backend.(replication.FinalSyncer); ok && finalSyncOpen(sc.vrg) {
+	ps.demotion = d
+	return nil
+}
+
+// demotePVCs demotes every selected PVC prepareDemotions found a backend for.
+func (r *Reconciler) demotePVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	var errs []error
+	for _, ps := range sc.pvcs {
+		if ps.demotion == nil {
+			continue
+		}
+		if err := r.demotePVC(ctx, sc, ps); err != nil {
+			errs = append(errs, err)
+			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: demoteRequeue(sc.pvcs)}, nil
+}
+
+// demoteRequeue is how soon the PVCs need another look; the safety requeue once all are
+// secondary.
+func demoteRequeue(pvcs []*pvcState) time.Duration {
+	after := requeueSafety
+	for _, ps := range pvcs {
+		switch ps.result.Outcome {
+		case replication.OutcomeRetry:
+			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
+		case replication.OutcomeFailed:
+			after = min(after, requeueAfterFailure)
+		}
+	}
+	return after
+}
+
+// demotePVC demotes one PVC once nothing uses it; a PVC already demoted is only observed.
+// Problems land in ps.result; API failures are returned.
+func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) error {
+	d, pvc := ps.demotion, ps.pvc
+	if !d.done {
+		// A relocation behind an enforced fence re-checks uncached: nothing may slip in between.
+		users, err := r.consumers(ctx, pvc, sc.vrg.Spec.Action == v1alpha1.ActionRelocate && sc.fenced)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			ps.result = replication.Retry(requeueWaitingForConsumers, v1alpha1.ReasonPVCInUse, inUseMessage(ps.key(), users))
+			return nil
+		}
+		if ok, err := r.demotionAllowed(ctx, sc, ps); err != nil || !ok {
+			return err
+		}
+	}
+	if fs, ok := d.backend.(replication.FinalSyncer); ok && finalSyncOpen(sc.vrg) {
 		// A backend that syncs on demand runs the relocation's final sync first; its demotion
 		// follows once finishRelocation recorded the sync, which the backend's Status proves.
-		ps.result = r.finalSyncPVC(ctx, sc, pc, fs)
+		ps.result = r.finalSyncPVC(ctx, sc, d.pc, fs)
 	} else {
-		ps.result = demoter.Demote(ctx, pc, resync)
+		ps.result = replication.Done()
+		if !d.done {
+			// Once done, Demote is not called: its own read of the cache may be newer than
+			// IsDemoted's, and then it would demote without the checks above.
+			ps.result = d.demoter.Demote(ctx, d.pc, d.resync)
+		}
 		if ps.result.IsDone() && !pvc.DeletionTimestamp.IsZero() {
 			// The application deleted the PVC here: now that it is secondary, let the deletion
 			// complete and keep the replica for a later promotion.
@@ -136,37 +184,38 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 			}
 		}
 	}
-	if ps.sync, err = backend.Status(ctx, pc); err != nil {
+	var err error
+	if ps.sync, err = d.backend.Status(ctx, d.pc); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Demoted PVC", "pvc", klog.KObj(pvc), "backend", ps.backend, "result", ps.result.String())
 	return nil
 }
 
-// demotionResync says how a PVC nothing uses is demoted for the group's action: with resync for
-// a failover (the peer's data wins); without, behind the enforced fence, for a relocation (both
-// images hold the same data after the final mirror, and a relocation never discards what this
-// cluster wrote). ok is false when it may not be demoted now; ps.result says why.
-func (r *Reconciler) demotionResync(ctx context.Context, sc *scope, ps *pvcState) (resync, ok bool, err error) {
+// demotionAllowed says whether a PVC nothing uses may be demoted now for the group's action: a
+// failover's with resync (the peer's data wins); a relocation's only behind the enforced fence,
+// without resync (both images hold the same data after the final mirror, and a relocation never
+// discards what this cluster wrote). When not, ps.result says why.
+func (r *Reconciler) demotionAllowed(ctx context.Context, sc *scope, ps *pvcState) (bool, error) {
 	switch sc.vrg.Spec.Action {
 	case v1alpha1.ActionFailover:
-		return true, true, nil
+		return true, nil
 	case v1alpha1.ActionRelocate:
 		if !r.Fence {
 			ps.result = replication.Failed(v1alpha1.ReasonFenceNotAvailable, fmt.Sprintf(
 				"PVC %s is not demoted: a relocation demotes only behind the admission webhook that fences new consumers of the PVC, and this drover agent runs without it; use action Failover to demote with resync (writes made here since the peer's last sync are discarded)",
 				ps.key()))
-			return false, false, nil
+			return false, nil
 		}
 		if !sc.fenced {
 			ps.result = replication.Retry(requeueWaitingForFence, v1alpha1.ReasonProgressing, fmt.Sprintf(
 				"PVC %s is not demoted yet: waiting for the API server to enforce the fence that refuses new pods mounting it", ps.key()))
-			return false, false, nil
+			return false, nil
 		}
-		return false, true, r.markDemotion(ctx, sc)
+		return true, r.markDemotion(ctx, sc)
 	}
 	ps.result = replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
 		"PVC %s exists on this cluster and the group is secondary without spec.action: set action Failover to demote it with resync (the peer's data wins)",
 		ps.key()))
-	return false, false, nil
+	return false, nil
 }

@@ -30,39 +30,24 @@ const requeueWaitingForFence = 500 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
 
 // fenceRelocation fences the PVCs of a group that is secondary for a relocation (DESIGN.md, PVC
-// rule 3), before demotePVCs checks their consumers: it annotates the group (AnnotationFence,
-// while it is still demoting), labels every protected namespace so the API server calls the
-// fence, and probes until the API server refuses a pod that mounts a protected PVC. Only then is
-// sc.fenced true and may a PVC be demoted. Without the fence (Reconciler.Fence false) it does
+// rule 3), before demotePVCs checks their consumers: it labels every protected namespace so the
+// API server calls the fence, annotates the group (AnnotationFence, while it is still demoting)
+// and probes until the API server refuses a pod that mounts a protected PVC. Only then is
+// sc.fenced true and may a PVC be demoted. The probe waits while the cache shows every PVC left
+// to demote in use (no demotion can follow in that pass). A PVC already demoted
+// (prepareDemotions) needs no fence: once none is left to demote, a pass neither annotates nor
+// probes, and trusts the watch of namespaces' metadata for their label. Without the fence (Reconciler.Fence false) it does
 // nothing and demotePVC refuses to demote.
 func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !r.Fence {
 		return ctrl.Result{}, nil
 	}
-	var labelled []string
-	for _, ns := range protectedNamespaces(sc.vrg) {
-		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.namespaces.Seen(nsObj)
-		if changed {
-			labelled = append(labelled, ns)
-		}
-	}
-	if len(labelled) > 0 {
-		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventFenced,
-			"Fenced namespaces %s for the relocation: the API server refuses new pods that mount a protected PVC there", strings.Join(labelled, ", "))
-	}
-	var probe *pvcState
-	for _, ps := range sc.pvcs {
-		if ps.pvc.Labels[LabelProtectedBy] == sc.vrg.Name && ps.pvc.Spec.VolumeName != "" {
-			probe = ps
-			break
-		}
+	probe := fenceProbe(sc)
+	if err := r.fenceNamespaces(ctx, sc, probe == nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	if probe == nil {
-		// Nothing protected here is bound: nothing to demote, nothing to fence.
+		// Nothing protected here is left to demote: nothing to fence.
 		sc.fenced = true
 		return ctrl.Result{}, nil
 	}
@@ -70,6 +55,11 @@ func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Resul
 		if err := r.annotate(ctx, sc, webhook.AnnotationFence, webhook.FenceRelocate); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if inUse, err := r.allInUseInCache(ctx, sc); err != nil || inUse {
+		// The workload still runs here: no PVC is demoted this pass, and the pass that finds
+		// one free (woken by the end of its last consumer) probes.
+		return ctrl.Result{}, err
 	}
 	fenced, err := webhook.ProbeFence(ctx, r.Client, probe.pvc.Namespace, probe.pvc.Name)
 	if err != nil {
@@ -80,6 +70,60 @@ func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	sc.fenced = true
 	return ctrl.Result{}, nil
+}
+
+// fenceProbe is the PVC the fence is probed with: the first left to demote; nil when none is.
+func fenceProbe(sc *scope) *pvcState {
+	for _, ps := range sc.pvcs {
+		if leftToDemote(sc, ps) {
+			return ps
+		}
+	}
+	return nil
+}
+
+// leftToDemote reports whether a PVC the group protects here is bound and not demoted yet.
+func leftToDemote(sc *scope, ps *pvcState) bool {
+	return ps.pvc.Labels[LabelProtectedBy] == sc.vrg.Name && ps.pvc.Spec.VolumeName != "" && (ps.demotion == nil || !ps.demotion.done)
+}
+
+// allInUseInCache reports whether the cache shows every PVC left to demote in use.
+func (r *Reconciler) allInUseInCache(ctx context.Context, sc *scope) (bool, error) {
+	for _, ps := range sc.pvcs {
+		if !leftToDemote(sc, ps) {
+			continue
+		}
+		users, err := r.listConsumers(ctx, ps.pvc, false)
+		if err != nil || len(users) == 0 {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// fenceNamespaces labels every protected namespace for the fence. A secondary group keeps its
+// namespaces fenced; with nothing left to demote (settled) a namespace the watch shows fenced,
+// at the newest version the agent saw, is not read again.
+func (r *Reconciler) fenceNamespaces(ctx context.Context, sc *scope, settled bool) error {
+	var labelled []string
+	for _, ns := range protectedNamespaces(sc.vrg) {
+		if settled && r.fencedInCache(ctx, ns) {
+			continue
+		}
+		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
+		if err != nil {
+			return err
+		}
+		r.namespaces.Seen(nsObj)
+		if changed {
+			labelled = append(labelled, ns)
+		}
+	}
+	if len(labelled) > 0 {
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventFenced,
+			"Fenced namespaces %s for the relocation: the API server refuses new pods that mount a protected PVC there", strings.Join(labelled, ", "))
+	}
+	return nil
 }
 
 // finishRelocation records the final sync and removes what fenced the demotion, once every PVC
@@ -136,9 +180,13 @@ func (r *Reconciler) finishRelocation(ctx context.Context, sc *scope) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: requeueWaitingForFence}, nil
 }
 
-// markDemotion records AnnotationDemotedAt before the first demotion of a relocation.
+// markDemotion records AnnotationDemotedAt before the first demotion of a relocation whose final
+// sync is not recorded yet. Once it is (or none is asked), finishRelocation removes the
+// annotation, and marking again would undo that at every pass: each change of the annotation
+// woke the group for another pass, which set or removed it again, five times a second for every
+// relocated group, for as long as it stayed secondary.
 func (r *Reconciler) markDemotion(ctx context.Context, sc *scope) error {
-	if sc.vrg.Annotations[AnnotationDemotedAt] != "" {
+	if sc.vrg.Annotations[AnnotationDemotedAt] != "" || !finalSyncOpen(sc.vrg) {
 		return nil
 	}
 	return r.annotate(ctx, sc, AnnotationDemotedAt, time.Now().UTC().Format(time.RFC3339Nano))
@@ -206,9 +254,16 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 // the fence, at the newest version the agent has seen of it (its own last fence or unfence):
 // then a primary's pass need not read it from the API server, as every pass did (at 100 groups
 // during a failover, tens of reads a second). A cache that cannot say, or that may not show the
-// agent's own last fence yet, means "read it". Only lifting the fence trusts the cache: setting
-// it (fenceRelocation) always reads.
+// agent's own last fence yet, means "read it". fencedInCache is the same for a settled
+// secondary; while a PVC is left to demote, setting the fence always reads.
 func (r *Reconciler) unfencedInCache(ctx context.Context, ns string) bool {
 	meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns})
 	return ok && !webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
+}
+
+// fencedInCache reports whether the watch shows namespace ns fenced, at the newest version the
+// agent has seen of it.
+func (r *Reconciler) fencedInCache(ctx context.Context, ns string) bool {
+	meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns})
+	return ok && webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
 }

@@ -228,4 +228,51 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(notes[v1alpha1.EventFenced]).To(ContainElement(ContainSubstring("Fenced namespaces " + ns)))
 	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Relocate")))
 	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
+
+	// Settled, east's demoted group is woken at each of west's mirrors (its PVCs' last sync
+	// follows them). With nothing left to demote, its passes neither probe the fence nor read
+	// the namespace or its pods from the API server (at 100 groups that was four requests per
+	// group per sync), nor patch the group (they set and removed the demotion's time in turn,
+	// each patch waking the next pass), and the namespace stays fenced.
+	g.Eventually(func(g Gomega) {
+		before, synced := writes.snapshot(), demotedSync(ctx, g, east, eastGroup)
+		time.Sleep(2 * 3 * time.Second)
+		g.Expect(demotedSync(ctx, g, east, eastGroup)).To(BeTemporally(">", synced), "east's group passed at west's mirrors")
+		g.Expect(settledWork(before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself")
+	}).Should(Succeed(), "two intervals in which east's settled secondary neither checks the fence live nor patches itself")
+	nsObj := &corev1.Namespace{}
+	g.Expect(east.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	g.Expect(nsObj.Labels).To(HaveKeyWithValue(webhook.LabelFenced, "true"))
+}
+
+// demotedSync is the last sync east's demoted group reports for its first PVC.
+func demotedSync(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup) time.Time {
+	got := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+	g.Expect(got.Status.ProtectedPVCs).NotTo(BeEmpty())
+	g.Expect(got.Status.ProtectedPVCs[0].LastSyncTime).NotTo(BeNil())
+	return got.Status.ProtectedPVCs[0].LastSyncTime.Time
+}
+
+// settledWork counts, between two snapshots, what east's agent should not do for a settled
+// relocated group in namespace ns: check the fence live (its pods listed or probed with a
+// dry-run create, the namespace read) or patch the group (its status aside).
+func settledWork(before, after map[writeKey]int, ns string) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if k.cluster != lab.East || k.namespace != ns || v == before[k] {
+			continue
+		}
+		switch {
+		case k.what == "pods" && k.read:
+			out["read pods"] += v - before[k]
+		case k.what == "pods":
+			out["create pods"] += v - before[k]
+		case k.what == "namespaces" && k.read:
+			out["read namespace"] += v - before[k]
+		case k.what == "volumereplicationgroups" && !k.read:
+			out["patch group"] += v - before[k]
+		}
+	}
+	return out
 }

@@ -90,6 +90,9 @@ type pvcState struct {
 	// secondary is true when the PVC is being demoted (its group is secondary); result then
 	// says whether it is secondary.
 	secondary bool
+	// demotion is how this pass demotes the PVC (prepareDemotions); nil when it is not bound or
+	// cannot be demoted, and result says why.
+	demotion *demotion
 }
 
 func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }

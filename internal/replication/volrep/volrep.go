@@ -52,9 +52,10 @@ type Backend struct {
 }
 
 var (
-	_ replication.Backend = (*Backend)(nil)
-	_ replication.Cleaner = (*Backend)(nil)
-	_ replication.Demoter = (*Backend)(nil)
+	_ replication.Backend          = (*Backend)(nil)
+	_ replication.Cleaner          = (*Backend)(nil)
+	_ replication.Demoter          = (*Backend)(nil)
+	_ replication.DemotionObserver = (*Backend)(nil)
 )
 
 // New returns the VolRep backend working through c, which must know the replication API's types.
@@ -312,6 +313,17 @@ func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, resync
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for the storage to demote VolumeReplication %s", key))
 	}
 	return observeSecondary(vr)
+}
+
+// IsDemoted reports whether the PVC's VolumeReplication, as the cache holds it, is this group's,
+// asked to be secondary with resync as given, and reported Secondary at its generation.
+func (b *Backend) IsDemoted(ctx context.Context, pc *replication.PVCContext, resync bool) bool {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	if err := b.client.Get(ctx, client.ObjectKeyFromObject(pc.PVC), vr); err != nil {
+		return false
+	}
+	return foreign(vr, pc) == "" && vr.Spec.ReplicationState == replicationv1alpha1.Secondary &&
+		vr.Spec.AutoResync == resync && observeSecondary(vr).IsDone()
 }
 
 // observeSecondary judges a VolumeReplication asked to be secondary: Done once the storage has
