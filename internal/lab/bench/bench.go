@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/lab"
@@ -226,7 +228,7 @@ func (r *run) settle(ctx context.Context) error {
 		before[i] = s
 	}
 	began := time.Now()
-	say(r.o, "settle: counting write requests on east and west for %s, sampling the DRPCs' Protected and sync times", r.o.SettleWindow)
+	say(r.o, "settle: counting write requests on east and west for %s, watching the DRPCs' Protected and sync times", r.o.SettleWindow)
 	if err := r.sampleSettled(ctx, began.Add(r.o.SettleWindow)); err != nil {
 		return err
 	}
@@ -248,21 +250,22 @@ func (r *run) settle(ctx context.Context) error {
 	return nil
 }
 
-// sampleSettled samples the run's DRPCs and their storage until end (settled.go) and records
+// sampleSettled watches the run's DRPCs and their storage until end (settled.go) and records
 // how many left Protected and their sync lag.
 func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
+	var cfgs [2]*rest.Config
+	for i, name := range []string{lab.Hub, lab.East} {
+		c, err := r.p.cluster(name)
+		if err != nil {
+			return err
+		}
+		if cfgs[i], err = c.RESTConfig(); err != nil {
+			return err
+		}
+	}
 	s := newSyncSampler()
-	tick := time.NewTicker(settlePoll)
-	defer tick.Stop()
-	for time.Now().Before(end) {
-		if err := s.sample(ctx, r.env.Hub, r.env.Clusters[lab.East], r.selector); err != nil {
-			return fmt.Errorf("settle: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+	if err := s.watch(ctx, cfgs[0], cfgs[1], r.selector, end); err != nil {
+		return fmt.Errorf("settle: %w", err)
 	}
 	lags := s.lags(time.Now())
 	r.res.LeftProtected, r.res.SyncLags = len(s.leftProtected), len(lags)

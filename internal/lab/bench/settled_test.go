@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 func vr(ns, lastSync string) unstructured.Unstructured {
@@ -64,9 +67,34 @@ func TestTheStoragesGapsAreBetweenItsConsecutiveSyncs(t *testing.T) {
 	now := time.Now()
 	s.storage["a"] = map[int64]time.Time{100: now, 105: now, 117: now}
 	s.storage["b"] = map[int64]time.Time{200: now, 206: now}
+	s.storage["other"] = map[int64]time.Time{300: now, 330: now} // no DRPC of the run there
+	s.drpc["a"], s.drpc["b"] = map[int64]time.Time{}, map[int64]time.Time{}
 	got := s.storageGaps()
 	want := []time.Duration{5 * time.Second, 6 * time.Second, 12 * time.Second}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("storageGaps = %v, want %v", got, want)
+	}
+}
+
+func TestEveryVersionOfADRPCIsSeenAndTheFirstListIsDatedAtTheStart(t *testing.T) {
+	s := newSyncSampler()
+	s.first = time.Now().Add(-time.Minute)
+	drpc := func(sync int64, protected metav1.ConditionStatus) *v1alpha1.DRPlacementControl {
+		d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "db"}}
+		d.Status.LastGroupSyncTime = &metav1.Time{Time: time.Unix(sync, 0)}
+		d.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionProtected, Status: protected, Reason: "SyncStale", Message: "late"}}
+		return d
+	}
+	s.sawDRPC(drpc(100, metav1.ConditionTrue), true)
+	s.sawDRPC(drpc(105, metav1.ConditionFalse), false)
+	s.sawDRPC(drpc(110, metav1.ConditionTrue), false)
+	if got := s.drpc["a"][100]; !got.Equal(s.first) {
+		t.Errorf("a value of the first list is dated %s, want the start %s", got, s.first)
+	}
+	if got := s.drpc["a"][105]; !got.After(s.first) {
+		t.Errorf("a later value is dated %s, not after the start", got)
+	}
+	if got := s.leftProtected["a"]; got != "SyncStale: late" {
+		t.Errorf("leftProtected = %q, want the flap between two versions", got)
 	}
 }
