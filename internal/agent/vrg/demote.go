@@ -2,7 +2,6 @@ package vrg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -48,15 +47,10 @@ const requeueWaitingForConsumers = 5 * time.Second
 // demotePVCs checks consumers only for what is left to demote. Problems land in the PVC's
 // result; API failures are returned.
 func (r *Reconciler) prepareDemotions(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	var errs []error
-	for _, ps := range sc.pvcs {
+	return ctrl.Result{}, forEachPVC(sc, func(ps *pvcState) error {
 		ps.secondary = true
-		if err := r.prepareDemotion(ctx, sc, ps); err != nil {
-			errs = append(errs, err)
-			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
-		}
-	}
-	return ctrl.Result{}, errors.Join(errs...)
+		return r.prepareDemotion(ctx, sc, ps)
+	})
 }
 
 // demotion is how a pass demotes one bound PVC.
@@ -116,35 +110,16 @@ func (r *Reconciler) prepareDemotion(ctx context.Context, sc *scope, ps *pvcStat
 
 // demotePVCs demotes every selected PVC prepareDemotions found a backend for.
 func (r *Reconciler) demotePVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	var errs []error
-	for _, ps := range sc.pvcs {
+	err := forEachPVC(sc, func(ps *pvcState) error {
 		if ps.demotion == nil {
-			continue
+			return nil
 		}
-		if err := r.demotePVC(ctx, sc, ps); err != nil {
-			errs = append(errs, err)
-			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return r.demotePVC(ctx, sc, ps)
+	})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: demoteRequeue(sc.pvcs)}, nil
-}
-
-// demoteRequeue is how soon the PVCs need another look; the safety requeue once all are
-// secondary.
-func demoteRequeue(pvcs []*pvcState) time.Duration {
-	after := requeueSafety
-	for _, ps := range pvcs {
-		switch ps.result.Outcome {
-		case replication.OutcomeRetry:
-			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
-		case replication.OutcomeFailed:
-			after = min(after, requeueAfterFailure)
-		}
-	}
-	return after
+	return ctrl.Result{RequeueAfter: pvcsRequeue(sc.pvcs, false)}, nil
 }
 
 // demotePVC demotes one PVC once nothing uses it; a PVC already demoted is only observed.

@@ -112,34 +112,38 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 
 // protectPVCs protects every selected PVC and asks for the soonest look again any of them needs.
 func (r *Reconciler) protectPVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if err := forEachPVC(sc, func(ps *pvcState) error { return r.protectPVC(ctx, sc, ps) }); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: pvcsRequeue(sc.pvcs, true)}, nil
+}
+
+// forEachPVC runs do for every selected PVC. An API failure becomes the PVC's result (retried
+// soon) and is returned, joined with the others; the other PVCs go on.
+func forEachPVC(sc *scope, do func(*pvcState) error) error {
 	var errs []error
 	for _, ps := range sc.pvcs {
-		if err := r.protectPVC(ctx, sc, ps); err != nil {
+		if err := do(ps); err != nil {
 			errs = append(errs, err)
 			ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonError, err.Error())
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: protectRequeue(sc.pvcs)}, nil
+	return errors.Join(errs...)
 }
 
-// protectRequeue is how soon the PVCs need another look: the soonest retry a backend asked for,
-// a short poll while a first sync is awaited, a slow one while a PVC waits for a person, and
-// the safety requeue otherwise.
-func protectRequeue(pvcs []*pvcState) (after time.Duration) {
-	after = requeueSafety
+// pvcsRequeue is how soon the PVCs need another look: the soonest retry a backend asked for, a
+// slow one while a PVC waits for a person, with awaitFirstSync a short poll while a PVC's first
+// sync is awaited (protection), and the safety requeue otherwise.
+func pvcsRequeue(pvcs []*pvcState, awaitFirstSync bool) time.Duration {
+	after := requeueSafety
 	for _, ps := range pvcs {
-		switch ps.result.Outcome {
-		case replication.OutcomeRetry:
+		switch {
+		case ps.result.Outcome == replication.OutcomeRetry:
 			after = min(after, max(ps.result.RetryAfter, requeueWaitingForStorage))
-		case replication.OutcomeFailed:
+		case ps.result.Outcome == replication.OutcomeFailed:
 			after = min(after, requeueAfterFailure)
-		default:
-			if ps.sync.LastSyncTime == nil {
-				after = min(after, requeueWaitingForFirstSync)
-			}
+		case awaitFirstSync && ps.sync.LastSyncTime == nil:
+			after = min(after, requeueWaitingForFirstSync)
 		}
 	}
 	return after
