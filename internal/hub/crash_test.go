@@ -186,10 +186,24 @@ func endState(ctx context.Context, ns string) (map[string]int, error) {
 	return out, nil
 }
 
+// positiveEnv is the positive number in environment variable name, 1 when it is not set.
+func positiveEnv(t *testing.T, name string) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: give a positive number", name, s)
+	}
+	return n
+}
+
 // crashPlans are the stories of the sweep: with full, for each component, side and k, one story
 // whose every action crashes that component at its k-th write (when it has that many), every
-// stride-th k; else crashSubset.
-func crashPlans(free map[string]map[string]int, full bool, stride int) []crashPlan {
+// stride-th k from first (a sweep split over runs: first 1 and 2 with stride 2 cover every
+// write); else crashSubset.
+func crashPlans(free map[string]map[string]int, full bool, first, stride int) []crashPlan {
 	if !full {
 		return []crashPlan{crashSubset(free)}
 	}
@@ -200,7 +214,7 @@ func crashPlans(free map[string]map[string]int, full bool, stride int) []crashPl
 			most = max(most, free[a.name][c])
 		}
 		for _, when := range []crash.When{crash.Before, crash.After} {
-			for k := 1; k <= most; k += stride {
+			for k := first; k <= most; k += stride {
 				plan := crashPlan{}
 				for _, a := range crashActions {
 					if k <= free[a.name][c] {
@@ -230,14 +244,7 @@ func crashSubset(free map[string]map[string]int) crashPlan {
 
 func TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds(t *testing.T) {
 	full := os.Getenv("DROVER_CRASH_SWEEP") == "full"
-	stride := 1
-	if s := os.Getenv("DROVER_CRASH_STRIDE"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("DROVER_CRASH_STRIDE=%q: give a positive number", s)
-		}
-		stride = n
-	}
+	stride, first := positiveEnv(t, "DROVER_CRASH_STRIDE"), positiveEnv(t, "DROVER_CRASH_FIRST")
 	began := time.Now()
 	free := runCrashStory(t, "crash-free", nil)
 	if free.err != nil {
@@ -245,7 +252,7 @@ func TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds(t *testing.T)
 	}
 	t.Logf("fault-free writes per action: %v", free.writes)
 	t.Logf("fault-free end state: %v", free.end)
-	plans := crashPlans(free.writes, full, stride)
+	plans := crashPlans(free.writes, full, first, stride)
 	var planned, fired int
 	var failures []string
 	for i, plan := range plans {
