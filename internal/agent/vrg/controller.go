@@ -124,7 +124,7 @@ type Reconciler struct {
 	// otherwise act on what it has already moved past.
 	versions newest.Versions
 	// namespaces is the newest version seen of each namespace the agent fenced or unfenced
-	// (unfencedInCache).
+	// (namespaceFenceInCache).
 	namespaces newest.Versions
 }
 

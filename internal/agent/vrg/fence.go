@@ -36,15 +36,22 @@ const requeueWaitingForFence = 500 * time.Millisecond
 // sc.fenced true and may a PVC be demoted. The probe waits while the cache shows every PVC left
 // to demote in use (no demotion can follow in that pass). A PVC already demoted
 // (prepareDemotions) needs no fence: once none is left to demote, a pass neither annotates nor
-// probes, and trusts the watch of namespaces' metadata for their label. Without the fence (Reconciler.Fence false) it does
-// nothing and demotePVC refuses to demote.
+// probes, and trusts the watch of namespaces' metadata for their label. Without the fence
+// (Reconciler.Fence false) it does nothing and demotePVC refuses to demote.
 func (r *Reconciler) fenceRelocation(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	if sc.vrg.Spec.Action != v1alpha1.ActionRelocate || !r.Fence {
 		return ctrl.Result{}, nil
 	}
+	// A secondary group keeps its namespaces fenced; with nothing left to demote (settled) the
+	// watch is trusted to show the label.
 	probe := fenceProbe(sc)
-	if err := r.fenceNamespaces(ctx, sc, probe == nil); err != nil {
+	labelled, err := r.setNamespaceFences(ctx, sc, true, probe == nil)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(labelled) > 0 {
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventFenced,
+			"Fenced namespaces %s for the relocation: the API server refuses new pods that mount a protected PVC there", strings.Join(labelled, ", "))
 	}
 	if probe == nil {
 		// Nothing protected here is left to demote: nothing to fence.
@@ -101,29 +108,25 @@ func (r *Reconciler) allInUseInCache(ctx context.Context, sc *scope) (bool, erro
 	return true, nil
 }
 
-// fenceNamespaces labels every protected namespace for the fence. A secondary group keeps its
-// namespaces fenced; with nothing left to demote (settled) a namespace the watch shows fenced,
-// at the newest version the agent saw, is not read again.
-func (r *Reconciler) fenceNamespaces(ctx context.Context, sc *scope, settled bool) error {
-	var labelled []string
+// setNamespaceFences sets (fenced) or lifts the fence label of every protected namespace and
+// returns those it changed. With trustCache a namespace the metadata watch already shows so, at
+// the newest version the agent saw (namespaceFenceInCache), is not read from the API server.
+func (r *Reconciler) setNamespaceFences(ctx context.Context, sc *scope, fenced, trustCache bool) ([]string, error) {
+	var changedNS []string
 	for _, ns := range protectedNamespaces(sc.vrg) {
-		if settled && r.fencedInCache(ctx, ns) {
+		if trustCache && r.namespaceFenceInCache(ctx, ns, fenced) {
 			continue
 		}
-		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, true)
+		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, fenced)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.namespaces.Seen(nsObj)
 		if changed {
-			labelled = append(labelled, ns)
+			changedNS = append(changedNS, ns)
 		}
 	}
-	if len(labelled) > 0 {
-		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventFenced,
-			"Fenced namespaces %s for the relocation: the API server refuses new pods that mount a protected PVC there", strings.Join(labelled, ", "))
-	}
-	return nil
+	return changedNS, nil
 }
 
 // finishRelocation records the final sync and removes what fenced the demotion, once every PVC
@@ -205,19 +208,9 @@ func (r *Reconciler) unfence(ctx context.Context, sc *scope) (ctrl.Result, error
 			}
 		}
 	}
-	var unfenced []string
-	for _, ns := range protectedNamespaces(sc.vrg) {
-		if r.unfencedInCache(ctx, ns) {
-			continue
-		}
-		nsObj, changed, err := webhook.SetNamespaceFence(ctx, r.Client, ns, false)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.namespaces.Seen(nsObj)
-		if changed {
-			unfenced = append(unfenced, ns)
-		}
+	unfenced, err := r.setNamespaceFences(ctx, sc, false, true)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(unfenced) > 0 {
 		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventUnfenced, "Lifted the fence of namespaces %s: the group is primary", strings.Join(unfenced, ", "))
@@ -250,20 +243,13 @@ func (r *Reconciler) annotate(ctx context.Context, sc *scope, key, value string)
 	return nil
 }
 
-// unfencedInCache reports whether the watch of namespaces' metadata shows namespace ns without
-// the fence, at the newest version the agent has seen of it (its own last fence or unfence):
-// then a primary's pass need not read it from the API server, as every pass did (at 100 groups
-// during a failover, tens of reads a second). A cache that cannot say, or that may not show the
-// agent's own last fence yet, means "read it". fencedInCache is the same for a settled
-// secondary; while a PVC is left to demote, setting the fence always reads.
-func (r *Reconciler) unfencedInCache(ctx context.Context, ns string) bool {
+// namespaceFenceInCache reports whether the watch of namespaces' metadata shows namespace ns
+// fenced as asked, at the newest version the agent has seen of it (its own last fence or
+// unfence): then a pass need not read it from the API server, as every primary's pass did (at
+// 100 groups during a failover, tens of reads a second), and every settled relocated
+// secondary's. A cache that cannot say, or that may not show the agent's own last change yet,
+// means "read it". While a PVC is left to demote, setting the fence always reads.
+func (r *Reconciler) namespaceFenceInCache(ctx context.Context, ns string, fenced bool) bool {
 	meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns})
-	return ok && !webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
-}
-
-// fencedInCache reports whether the watch shows namespace ns fenced, at the newest version the
-// agent has seen of it.
-func (r *Reconciler) fencedInCache(ctx context.Context, ns string) bool {
-	meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns})
-	return ok && webhook.IsFenced(meta.Labels) && r.namespaces.Shows(meta)
+	return ok && webhook.IsFenced(meta.Labels) == fenced && r.namespaces.Shows(meta)
 }

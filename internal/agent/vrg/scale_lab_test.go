@@ -148,7 +148,7 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 // capturedResources are the API resources of kubeobjects.DefaultKinds, which a capture lists in
 // each protected namespace when it reads the objects from the API server.
 // The namespace itself is among them: a capture reads it, and a primary's pass checks that its
-// fence is lifted (unfencedInCache).
+// fence is lifted (namespaceFenceInCache).
 var capturedResources = []string{
 	"namespaces",
 	"serviceaccounts", "roles", "rolebindings", "configmaps", "secrets", "services", "poddisruptionbudgets",
