@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,6 +30,8 @@ type labFlags struct {
 	// gitops and monitoring are set by `lab up --gitops` and `--monitoring`.
 	gitops     string
 	monitoring bool
+	// audit is set by `lab up --audit` and `lab bench --audit`.
+	audit bool
 }
 
 func newLabCommand() *cobra.Command {
@@ -56,7 +59,7 @@ with "make tools".`,
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabRecordsCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
+		newLabRecordsCommand(f), newLabAuditCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
 	)
 	return cmd
 }
@@ -71,7 +74,7 @@ func (f *labFlags) open() (*lab.Lab, error) {
 		binDir = filepath.Dir(self)
 	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Monitoring: f.monitoring})
+		Monitoring: f.monitoring, Audit: f.audit})
 }
 
 // labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
@@ -146,6 +149,8 @@ func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
 	return argocd.PrintStatus(cmd.OutOrStdout(), as)
 }
 
+const auditFlagUsage = "give every API server an audit log, for `drover lab audit` (from a fresh lab: a running one is not restarted)"
+
 func newLabUpCommand(f *labFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -155,7 +160,9 @@ With --gitops argocd it also runs a real Argo CD (built by "make tools-argocd") 
 mode: its objects on the hub, a cluster Secret per managed cluster, the generator ConfigMap for
 PlacementDecisions, and a local git repository with the demo application. With --monitoring
 it also runs a real Prometheus (built by "make tools-monitoring") that scrapes the hub and the
-agents with a token bound to drover-metrics-reader and evaluates drover's alert rules.`,
+agents with a token bound to drover-metrics-reader and evaluates drover's alert rules. With
+--audit every API server keeps an audit log, which "drover lab audit" reads: who makes the
+requests.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
@@ -174,6 +181,7 @@ agents with a token bound to drover-metrics-reader and evaluates drover's alert 
 	}
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
 	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
+	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
 	return cmd
 }
 
@@ -289,6 +297,8 @@ func newLabStorageControllerCommand() *cobra.Command {
 				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
 			}
 			cfg.QPS, cfg.Burst = 1000, 2000
+			// Named in the API servers' audit logs apart from drover's other processes.
+			cfg = rest.AddUserAgent(cfg, "lab-storage")
 			return storage.Run(cmd.Context(), cfg, storage.Options{
 				Cluster: cluster, DataDir: dataDir, PeerDataDir: peerDataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
 			})
@@ -319,7 +329,7 @@ func newLabKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
 			}
-			opts := kubelet.Options{Config: cfg, StateDir: stateDir, LogDir: logDir, Images: map[string]string{}}
+			opts := kubelet.Options{Config: rest.AddUserAgent(cfg, "lab-kubelet"), StateDir: stateDir, LogDir: logDir, Images: map[string]string{}}
 			if opts.PodCIDR, err = netip.ParsePrefix(podCIDR); err != nil {
 				return fmt.Errorf("invalid --pod-cidr %q: %w", podCIDR, err)
 			}

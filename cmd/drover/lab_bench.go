@@ -58,6 +58,7 @@ it exits non-zero when an action failed.`,
 	cmd.Flags().StringVar(&b.settle, "settle", bench.DefaultSettleWindow.String(), "how long settled requests are counted")
 	cmd.Flags().StringVar(&b.out, "out", "bench.md", "markdown file to write the table to (empty: none)")
 	cmd.Flags().BoolVar(&b.keep, "keep", false, "leave the lab running at the end")
+	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage+"; after each step, print the requests by client")
 	return cmd
 }
 
@@ -97,7 +98,7 @@ func (b *benchFlags) run(ctx context.Context, f *labFlags, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	o.Lab, o.Env, o.Out = sess.lab, sess.env, out
+	o.Lab, o.Env, o.Out, o.Audit = sess.lab, sess.env, out, f.audit
 	rep, benchErr := bench.Run(ctx, o)
 	if rep != nil {
 		fmt.Fprintln(out)

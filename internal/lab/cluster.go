@@ -146,7 +146,7 @@ func (c *Cluster) controlPlane() []component {
 			"--quota-backend-bytes=4294967296",
 			"--log-level=warn",
 		}},
-		{name: componentAPIServer, binary: c.bin("kube-apiserver"), env: c.apiServerEnv(), args: []string{
+		{name: componentAPIServer, binary: c.bin("kube-apiserver"), env: c.apiServerEnv(), args: append([]string{
 			"--etcd-servers=" + etcdClient,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
@@ -168,7 +168,7 @@ func (c *Cluster) controlPlane() []component {
 			// The endpoint reconciler refuses a loopback advertise address; the lab has no
 			// in-cluster clients that would use the kubernetes Service anyway.
 			"--endpoint-reconciler-type=none",
-		}},
+		}, c.auditArgs()...)},
 		{name: componentKCM, binary: c.bin("kube-controller-manager"), args: []string{
 			"--kubeconfig=" + kubeconfig,
 			"--secure-port=0",
@@ -296,6 +296,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if err := c.prepareFiles(); err != nil {
 		return err
+	}
+	if c.lab.opts.Audit {
+		if err := c.enableAudit(); err != nil {
+			return err
+		}
 	}
 	ports := map[int]string{
 		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",

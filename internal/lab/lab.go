@@ -70,6 +70,9 @@ type Options struct {
 	// Monitoring runs a real Prometheus once drover is installed (monitoring.go; `make
 	// tools-monitoring` builds it). It needs RunDrover. Down stops it whatever this says.
 	Monitoring bool
+	// Audit gives every API server an audit log (audit.go) from the clusters' next start on; a
+	// cluster keeps it until `drover lab down`.
+	Audit bool
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -266,6 +269,8 @@ func (l *Lab) Up(ctx context.Context) (alreadyRunning bool, err error) {
 		}
 		if !ok {
 			todo = append(todo, c)
+		} else if err := l.checkAudited(c); err != nil {
+			return true, err
 		}
 	}
 	if len(todo) == 0 {

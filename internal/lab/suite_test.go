@@ -13,7 +13,7 @@ import (
 // testLab is the one lab of this package, started once in TestMain and shared by its tests. It
 // runs drover as `drover lab up` does (installed from its release manifests, east and west
 // joined, its pods run by the lab kubelets), with a short probe and grace period so a lost
-// cluster turns unreachable quickly.
+// cluster turns unreachable quickly, and with audit logs (audit_lab_test.go).
 var testLab *labtest.Lab
 
 const (
@@ -26,6 +26,6 @@ func TestMain(m *testing.M) {
 	// warning with a stack trace.
 	ctrl.SetLogger(logr.Discard())
 	labtest.MainWith(m, labtest.Options{
-		RunDrover: true, HubProbeInterval: hubProbeInterval, HubUnreachableAfter: hubUnreachableAfter,
+		RunDrover: true, HubProbeInterval: hubProbeInterval, HubUnreachableAfter: hubUnreachableAfter, Audit: true,
 	}, func(l *labtest.Lab) { testLab = l })
 }

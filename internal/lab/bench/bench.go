@@ -48,6 +48,9 @@ type Options struct {
 	HubDRPCs int
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
+	// Audit prints, after each step, the requests each API server received during it by client
+	// (from the audit logs of a lab brought up with lab.Options.Audit).
+	Audit bool
 }
 
 // Result is the measurement of N applications of PVCs PVCs each.
@@ -162,7 +165,10 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 		{"failover", r.failover}, {"recover", r.recover}, {"relocate", r.relocate}, {"observe", r.observe},
 	}
 	for _, s := range steps {
-		if err := s.fn(ctx); err != nil {
+		began := time.Now()
+		err := s.fn(ctx)
+		r.auditStep(s.name, began, time.Now())
+		if err != nil {
 			res.Err = err
 			if !strings.HasPrefix(err.Error(), s.name+":") {
 				res.Err = fmt.Errorf("%s: %w", s.name, err)
@@ -368,5 +374,26 @@ func (r *run) sampleRSS() {
 		if rss, err := r.p.rss(c); err == nil {
 			r.res.AgentRSS = max(r.res.AgentRSS, rss)
 		}
+	}
+}
+
+// auditTop is how many of the largest request counts auditStep prints per cluster.
+const auditTop = 8
+
+// auditStep prints, when auditing, the requests each cluster's API server received during a
+// step, by client, verb and resource, the largest first.
+func (r *run) auditStep(step string, began, end time.Time) {
+	if !r.o.Audit {
+		return
+	}
+	for _, c := range r.o.Lab.Clusters() {
+		counts, err := lab.AuditCounts(c.AuditLogPath(), began, end)
+		if err != nil {
+			say(r.o, "%s: audit of %s: %v", step, c.Name, err)
+			continue
+		}
+		var b strings.Builder
+		_ = lab.WriteAuditTop(&b, counts, end.Sub(began), auditTop)
+		say(r.o, "%s: requests %s received during it (%s):\n%s", step, c.Name, end.Sub(began).Round(100*time.Millisecond), strings.TrimRight(b.String(), "\n"))
 	}
 }

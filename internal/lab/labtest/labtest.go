@@ -86,6 +86,8 @@ type Options struct {
 	HubUnreachableAfter time.Duration
 	// GitOps runs a GitOps tool in the lab (lab.Options.GitOps), such as lab.GitOpsArgoCD.
 	GitOps string
+	// Audit gives the API servers audit logs (lab.Options.Audit).
+	Audit bool
 }
 
 // Released are the options of the suites that drive drover as a user runs it (e2e, bench,
@@ -127,7 +129,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
-		GitOps: opts.GitOps,
+		GitOps: opts.GitOps, Audit: opts.Audit,
 	})
 	if err != nil {
 		return nil, err
