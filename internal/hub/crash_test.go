@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,21 +86,21 @@ func runCrashStory(t *testing.T, ns string, plan crashPlan) crashRun {
 	}
 	for _, a := range crashActions {
 		before := allWrites()
-		var armed *crash.Injector
-		if at, ok := plan[a.name]; ok {
-			if armed = injector(at.component); armed != nil {
-				armed.Arm(at.point)
-			}
+		at, armed := plan[a.name]
+		if armed {
+			armCrash(at.component, at.point)
 		}
 		steps := a.run(ctx, r)
 		res.writes[a.name] = since(before)
-		if armed != nil {
-			at := plan[a.name]
-			if armed.Disarm() {
-				res.fired = append(res.fired, fmt.Sprintf("%s: %s %s", a.name, at.component, armed.Killed()))
+		if plan == nil {
+			t.Logf("fault-free writes of %s: %v", a.name, writeList(before))
+		}
+		if armed {
+			if killed := disarmCrash(); killed != "" {
+				res.fired = append(res.fired, fmt.Sprintf("%s: %s at %v: %s", a.name, at.component, at.point, killed))
 			} else {
-				res.missed = append(res.missed, fmt.Sprintf("%s: %s %v write %d (this run made %d)",
-					a.name, at.component, at.point.When, at.point.Write, res.writes[a.name][at.component]))
+				res.missed = append(res.missed, fmt.Sprintf("%s: %s %v (this run made %d)",
+					a.name, at.component, at.point, res.writes[a.name][at.component]))
 			}
 		}
 		if res.err = failedStep(steps); res.err != nil {
@@ -131,6 +132,36 @@ func allWrites() map[string]int {
 		out[c] = writes(c)
 	}
 	return out
+}
+
+// writeList is each component's writes since before (as allWrites counts them), in order;
+// only for a run without crashes, whose instances are the ones that made them.
+func writeList(before map[string]int) map[string][]string {
+	mu.Lock()
+	defer mu.Unlock()
+	out := map[string][]string{}
+	for _, c := range crashComponents {
+		if inst := running[c]; inst != nil {
+			out[c] = inst.inj.Since(max(0, before[c]-retired[c]))
+		}
+	}
+	return out
+}
+
+// awaitQuiet waits until no component has written for quietFor (at most quietWait), so the
+// fault-free story counts the writes of its actions, not those of the processes' start (the
+// hub's first probes of each cluster): a crash point among those would never be reached again.
+func awaitQuiet(t *testing.T) {
+	const quietFor, quietWait = 3 * time.Second, time.Minute
+	last, quietSince := allWrites(), time.Now()
+	for deadline := time.Now().Add(quietWait); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if now := allWrites(); !maps.Equal(now, last) {
+			last, quietSince = now, time.Now()
+		} else if time.Since(quietSince) >= quietFor {
+			return
+		}
+	}
+	t.Logf("the components still write after %s (%v): the fault-free counts may include them", quietWait, last)
 }
 
 func since(before map[string]int) map[string]int {
@@ -206,26 +237,61 @@ func positiveEnv(t *testing.T, name string) int {
 	return n
 }
 
+// sweep is what a full sweep covers: every stride-th write from first, of the components and
+// actions named (none named: all).
+type sweep struct {
+	first, stride       int
+	components, actions []string
+}
+
+// sweepFromEnv reads the sweep from DROVER_CRASH_FIRST, _STRIDE, _COMPONENTS and _ACTIONS (the
+// last two comma-separated), failing the test on a name the sweep does not know.
+func sweepFromEnv(t *testing.T) sweep {
+	sw := sweep{first: positiveEnv(t, "DROVER_CRASH_FIRST"), stride: positiveEnv(t, "DROVER_CRASH_STRIDE")}
+	var actions []string
+	for _, a := range crashActions {
+		actions = append(actions, a.name)
+	}
+	sw.components = namesFromEnv(t, "DROVER_CRASH_COMPONENTS", crashComponents)
+	sw.actions = namesFromEnv(t, "DROVER_CRASH_ACTIONS", actions)
+	return sw
+}
+
+// namesFromEnv is the comma-separated names in environment variable name, all when it is empty.
+func namesFromEnv(t *testing.T, name string, all []string) []string {
+	s := os.Getenv(name)
+	if s == "" {
+		return all
+	}
+	names := strings.Split(s, ",")
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			t.Fatalf("%s=%q: %q is none of %v", name, s, n, all)
+		}
+	}
+	return names
+}
+
 // crashPlans are the stories of the sweep: with full, for each component, side and k, one story
 // whose every action crashes that component at its k-th write (when it has that many), every
 // stride-th k from first (a sweep split over runs: first 1 and 2 with stride 2 cover every
 // write); else crashSubset.
-func crashPlans(free map[string]map[string]int, full bool, first, stride int) []crashPlan {
+func crashPlans(free map[string]map[string]int, full bool, sw sweep) []crashPlan {
 	if !full {
 		return []crashPlan{crashSubset(free)}
 	}
 	var plans []crashPlan
-	for _, c := range crashComponents {
+	for _, c := range sw.components {
 		most := 0
-		for _, a := range crashActions {
-			most = max(most, free[a.name][c])
+		for _, a := range sw.actions {
+			most = max(most, free[a][c])
 		}
 		for _, when := range []crash.When{crash.Before, crash.After} {
-			for k := first; k <= most; k += stride {
+			for k := sw.first; k <= most; k += sw.stride {
 				plan := crashPlan{}
-				for _, a := range crashActions {
-					if k <= free[a.name][c] {
-						plan[a.name] = crashAt{component: c, point: crash.Point{Write: k, When: when}}
+				for _, a := range sw.actions {
+					if k <= free[a][c] {
+						plan[a] = crashAt{component: c, point: crash.Point{Write: k, When: when}}
 					}
 				}
 				plans = append(plans, plan)
@@ -251,15 +317,16 @@ func crashSubset(free map[string]map[string]int) crashPlan {
 
 func TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds(t *testing.T) {
 	full := os.Getenv("DROVER_CRASH_SWEEP") == "full"
-	stride, first := positiveEnv(t, "DROVER_CRASH_STRIDE"), positiveEnv(t, "DROVER_CRASH_FIRST")
+	sw := sweepFromEnv(t)
 	began := time.Now()
+	awaitQuiet(t)
 	free := runCrashStory(t, "crash-free", nil)
 	if free.err != nil {
 		t.Fatalf("the fault-free story: %v", free.err)
 	}
 	t.Logf("fault-free writes per action: %v", free.writes)
 	t.Logf("fault-free end state: %v", free.end)
-	plans := crashPlans(free.writes, full, first, stride)
+	plans := crashPlans(free.writes, full, sw)
 	var planned, fired int
 	var failures []string
 	for i, plan := range plans {

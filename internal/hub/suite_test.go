@@ -47,7 +47,63 @@ var (
 	running = map[string]*instance{}
 	// retired counts the writes of the stopped instances of each component.
 	retired = map[string]int{}
+	// pending is the crash point armed for the current action, if any.
+	pending *pendingCrash
 )
+
+// pendingCrash is a crash point armed for one component across its instances: a component
+// stopped and started again during the action (an agent whose cluster the story stops, then
+// starts) carries the point to its next instance, which counts on from the writes of the one
+// before, so a point beyond the writes made before the stop is reached after the return.
+type pendingCrash struct {
+	name  string
+	point crash.Point
+	// base is the component's writes when armed; armed the injectors armed since.
+	base  int
+	armed []*crash.Injector
+}
+
+// armLocked arms inj with what is left of the point, unless it fired or is already behind; mu
+// is held.
+func (p *pendingCrash) armLocked(inj *crash.Injector) {
+	left := p.point.Write - (writesLocked(p.name) - p.base)
+	for _, a := range p.armed {
+		if a.Killed() != "" {
+			return
+		}
+	}
+	if left >= 1 {
+		inj.Arm(crash.Point{Write: left, When: p.point.When})
+		p.armed = append(p.armed, inj)
+	}
+}
+
+// armCrash arms point for the component's running instance and every instance started after it,
+// until disarmCrash.
+func armCrash(name string, point crash.Point) {
+	mu.Lock()
+	defer mu.Unlock()
+	pending = &pendingCrash{name: name, point: point, base: writesLocked(name)}
+	if inst := running[name]; inst != nil {
+		pending.armLocked(inst.inj)
+	}
+}
+
+// disarmCrash removes the armed point and returns what the instance was killed at; empty when
+// the point was not reached.
+func disarmCrash() string {
+	mu.Lock()
+	defer mu.Unlock()
+	p := pending
+	pending = nil
+	killed := ""
+	for _, inj := range p.armed {
+		if inj.Disarm() {
+			killed = inj.Killed()
+		}
+	}
+	return killed
+}
 
 // instance is one running hub or agent: how to stop it, and the injector its writes go through
 // (internal/lab/crash: it counts them and, when armed, kills the instance at one).
@@ -222,6 +278,9 @@ func launch(name string, inj *crash.Injector, start func(context.Context) error,
 		}
 	}}
 	running[name] = inst
+	if pending != nil && pending.name == name {
+		pending.armLocked(inj)
+	}
 	go func() {
 		select {
 		case <-inj.Crashed():
@@ -268,19 +327,14 @@ func stop(name string) {
 func writes(name string) int {
 	mu.Lock()
 	defer mu.Unlock()
+	return writesLocked(name)
+}
+
+// writesLocked is writes with mu held.
+func writesLocked(name string) int {
 	n := retired[name]
 	if inst := running[name]; inst != nil {
 		n += inst.inj.Writes()
 	}
 	return n
-}
-
-// injector is the running instance's injector of the component; nil when none runs.
-func injector(name string) *crash.Injector {
-	mu.Lock()
-	defer mu.Unlock()
-	if inst := running[name]; inst != nil {
-		return inst.inj
-	}
-	return nil
 }
