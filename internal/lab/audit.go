@@ -88,46 +88,37 @@ type AuditCount struct {
 	N        int
 }
 
-// auditEvent is what AuditCounts reads of an audit event.
+// auditEvent is what AuditCounts and AuditTrace read of an audit event.
 type auditEvent struct {
 	Stage     string    `json:"stage"`
 	Verb      string    `json:"verb"`
 	UserAgent string    `json:"userAgent"`
 	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
 	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // AuditCounts counts the requests an audit log shows received in [from, to), by client, verb
 // and resource, the largest first. A line that is not an audit event is skipped; a log that
 // does not exist is an error that says how to turn auditing on.
 func AuditCounts(path string, from, to time.Time) ([]AuditCount, error) {
-	f, err := os.Open(path) //nolint:gosec // the lab's own log
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no audit log at %s: bring the lab up with --audit (after `drover lab down`)", path)
-	}
+	counts := map[AuditCount]int{}
+	err := readAudit(path, from, to, func(ev *auditEvent) {
+		counts[AuditCount{Client: auditClient(ev.User.Username, ev.UserAgent), Verb: ev.Verb, Resource: ev.resource()}]++
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	counts := map[AuditCount]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" ||
-			ev.Received.Before(from) || !ev.Received.Before(to) {
-			continue
-		}
-		counts[AuditCount{Client: auditClient(ev.User.Username, ev.UserAgent), Verb: ev.Verb, Resource: ev.resource()}]++
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("failed to read the audit log %s: %w", path, err)
 	}
 	out := make([]AuditCount, 0, len(counts))
 	for k, n := range counts {
@@ -138,6 +129,83 @@ func AuditCounts(path string, from, to time.Time) ([]AuditCount, error) {
 		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Client, b.Client), cmp.Compare(a.Verb, b.Verb), cmp.Compare(a.Resource, b.Resource))
 	})
 	return out, nil
+}
+
+// readAudit calls fn with each completed request of the audit log at path received in
+// [from, to), in the log's order.
+func readAudit(path string, from, to time.Time, fn func(*auditEvent)) error {
+	f, err := os.Open(path) //nolint:gosec // the lab's own log
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no audit log at %s: bring the lab up with --audit (after `drover lab down`)", path)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" ||
+			ev.Received.Before(from) || !ev.Received.Before(to) {
+			continue
+		}
+		fn(&ev)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("failed to read the audit log %s: %w", path, err)
+	}
+	return nil
+}
+
+// AuditRequest is one request of a trace: what one application's namespace saw, in order.
+type AuditRequest struct {
+	Cluster  string
+	Received time.Time
+	// Latency is from the request's arrival to its response's end.
+	Latency  time.Duration
+	Client   string
+	Verb     string
+	Resource string
+	Name     string
+	// Code is the response's HTTP status.
+	Code int
+}
+
+// AuditTrace returns the requests of the audit log at path received in [from, to) on objects
+// of namespace ns, or on the namespace itself, in the order received. Cluster-scoped objects
+// other than the namespace (a PV) carry no namespace in the log and are not in a trace.
+func AuditTrace(cluster, path, ns string, from, to time.Time) ([]AuditRequest, error) {
+	var out []AuditRequest
+	err := readAudit(path, from, to, func(ev *auditEvent) {
+		ref := ev.ObjectRef
+		if ref == nil || (ref.Namespace != ns && (ref.Resource != "namespaces" || ref.Name != ns)) {
+			return
+		}
+		req := AuditRequest{
+			Cluster: cluster, Received: ev.Received, Latency: ev.Completed.Sub(ev.Received),
+			Client: auditClient(ev.User.Username, ev.UserAgent), Verb: ev.Verb, Resource: ev.resource(), Name: ref.Name,
+		}
+		if ev.ResponseStatus != nil {
+			req.Code = ev.ResponseStatus.Code
+		}
+		out = append(out, req)
+	})
+	return out, err
+}
+
+// WriteAuditTrace writes requests (of one or more clusters) as a table in the order received,
+// each at its time after start.
+func WriteAuditTrace(w io.Writer, reqs []AuditRequest, start time.Time) error {
+	reqs = slices.Clone(reqs)
+	slices.SortStableFunc(reqs, func(a, b AuditRequest) int { return a.Received.Compare(b.Received) })
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tCLUSTER\tCODE\tLATENCY\tVERB\tRESOURCE\tNAME\tCLIENT")
+	for _, r := range reqs {
+		fmt.Fprintf(tw, "%.3fs\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Received.Sub(start).Seconds(), r.Cluster, r.Code,
+			r.Latency.Round(time.Millisecond), r.Verb, r.Resource, r.Name, r.Client)
+	}
+	return tw.Flush()
 }
 
 func (ev auditEvent) resource() string {

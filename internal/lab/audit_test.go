@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,59 @@ func TestAuditCountsWithoutALogSaysHowToTurnAuditingOn(t *testing.T) {
 	_, err := AuditCounts(filepath.Join(t.TempDir(), "none.log"), time.Now(), time.Now())
 	if err == nil || !strings.Contains(err.Error(), "--audit") {
 		t.Fatalf("want an error naming --audit, got %v", err)
+	}
+}
+
+func TestAuditTraceKeepsOneNamespacesRequestsAndMergesClustersInOrder(t *testing.T) {
+	event := func(verb, resource, ns, name, user, at, done string, code int) string {
+		return fmt.Sprintf(`{"kind":"Event","stage":"ResponseComplete","verb":%q,"objectRef":{"resource":%q,"namespace":%q,"name":%q},`+
+			`"user":{"username":%q},"userAgent":"drover/v0.0.0 (linux/amd64) kubernetes/$Format","responseStatus":{"code":%d},`+
+			`"requestReceivedTimestamp":%q,"stageTimestamp":%q}`, verb, resource, ns, name, user, code, at, done)
+	}
+	dir := t.TempDir()
+	write := func(name string, lines ...string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	hub := write("hub.log",
+		event("patch", "volumereplicationgroups", "app", "db", "hub", "2026-12-02T04:00:01.000Z", "2026-12-02T04:00:01.020Z", 200),
+		event("patch", "volumereplicationgroups", "other", "db", "hub", "2026-12-02T04:00:01.500Z", "2026-12-02T04:00:01.510Z", 200))
+	west := write("west.log",
+		event("create", "namespaces", "", "app", "agent", "2026-12-02T04:00:00.500Z", "2026-12-02T04:00:00.505Z", 409),
+		event("get", "namespaces", "", "other", "agent", "2026-12-02T04:00:00.600Z", "2026-12-02T04:00:00.601Z", 200),
+		event("create", "statefulsets", "app", "db", "agent", "2026-12-02T04:00:02.000Z", "2026-12-02T04:00:02.100Z", 201))
+	from := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	var reqs []AuditRequest
+	for _, c := range []struct{ name, path string }{{"hub", hub}, {"west", west}} {
+		got, err := AuditTrace(c.name, c.path, "app", from, from.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, got...)
+	}
+	if len(reqs) != 3 {
+		t.Fatalf("want the namespace's create, the group's patch and the StatefulSet's create; got %+v", reqs)
+	}
+	var table strings.Builder
+	if err := WriteAuditTrace(&table, reqs, from); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	want := []string{"0.500s  west", "1.000s  hub", "2.000s  west"}
+	if len(lines) != 1+len(want) {
+		t.Fatalf("want a header and %d rows:\n%s", len(want), table.String())
+	}
+	for i, prefix := range want {
+		if !strings.HasPrefix(lines[i+1], prefix) {
+			t.Errorf("row %d = %q, want it to start with %q", i, lines[i+1], prefix)
+		}
+	}
+	for _, s := range []string{"409", "20ms", "100ms", "statefulsets", "agent drover"} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("the trace lacks %q:\n%s", s, table.String())
+		}
 	}
 }
