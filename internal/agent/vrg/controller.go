@@ -207,8 +207,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !vrg.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sc)
 	}
-	result, err := runPhases(ctx, sc, r.phases(vrg))
-	if perr := r.patchStatus(ctx, sc, err == nil); perr != nil {
+	result, err := runPhases(ctx, sc, r.phases(vrg), r.Metrics.observePhase)
+	began := time.Now()
+	perr := r.patchStatus(ctx, sc, err == nil)
+	r.Metrics.observePhase("status", time.Since(began))
+	if perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	if err != nil && onlyStoresDown(err) {
@@ -234,25 +237,43 @@ func onlyStoresDown(err error) bool {
 // phases are the steps of a reconcile of a live group, chosen by the role it asks for. A primary
 // promoted by a failover or a relocation restores its PVs and PVCs before protecting
 // (restorePVCs does nothing otherwise); a secondary demotes what it finds and never writes
-// metadata: the stores hold the primary's, under the same keys.
-func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []phase {
+// metadata: the stores hold the primary's, under the same keys. Each phase is timed under its
+// name (drover_vrg_phase_duration_seconds).
+func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
-		return []phase{r.parseSpec, r.selectPVCs, r.removeWorkloads, r.prepareDemotions, r.fenceRelocation, r.demotePVCs, r.continueVolSyncFinalSyncs, r.finishRelocation, r.receiveVolSync}
+		return []namedPhase{
+			{"parseSpec", r.parseSpec}, {"selectPVCs", r.selectPVCs}, {"removeWorkloads", r.removeWorkloads},
+			{"prepareDemotions", r.prepareDemotions}, {"fenceRelocation", r.fenceRelocation}, {"demotePVCs", r.demotePVCs},
+			{"continueVolSyncFinalSyncs", r.continueVolSyncFinalSyncs}, {"finishRelocation", r.finishRelocation},
+			{"receiveVolSync", r.receiveVolSync},
+		}
 	}
-	return []phase{r.parseSpec, r.fenceStores, r.unfence, r.ensureNamespaces, r.restorePVCs, r.selectPVCs, r.protectPVCs, r.protectMetadata, r.protectKubeObjects, r.primaryVolSync}
+	return []namedPhase{
+		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
+		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
+		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"primaryVolSync", r.primaryVolSync},
+	}
 }
 
 // phase is one step of a reconcile. A phase that cannot go on returns an error or a requeue; the
 // next phases run anyway when they can, so one broken PVC or store does not stop the rest.
 type phase func(ctx context.Context, sc *scope) (ctrl.Result, error)
 
+// namedPhase is a phase with the name its time is measured under.
+type namedPhase struct {
+	name string
+	run  phase
+}
+
 // runPhases runs every phase, joins their errors and keeps the shortest requeue. A requeue is
-// never returned together with an error.
-func runPhases(ctx context.Context, sc *scope, phases []phase) (ctrl.Result, error) {
+// never returned together with an error. observe is told how long each phase took.
+func runPhases(ctx context.Context, sc *scope, phases []namedPhase, observe func(string, time.Duration)) (ctrl.Result, error) {
 	var errs []error
 	result := ctrl.Result{}
 	for _, p := range phases {
-		res, err := p(ctx, sc)
+		began := time.Now()
+		res, err := p.run(ctx, sc)
+		observe(p.name, time.Since(began))
 		if err != nil {
 			errs = append(errs, err)
 		}

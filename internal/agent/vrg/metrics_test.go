@@ -70,3 +70,19 @@ func collect(g Gomega, m *Metrics) string {
 	}
 	return "\n" + strings.TrimPrefix(out.String(), "\n")
 }
+
+// A pass times each of its phases and its status patch under their names, so a benchmark can
+// say where the agent's workers spend their time.
+func TestAPassTimesEachPhaseAndTheStatusPatch(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	f.r.Metrics = NewMetrics(f.client, "east")
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	got := collect(g, f.r.Metrics)
+	for _, name := range []string{"parseSpec", "fenceStores", "restorePVCs", "protectPVCs", "protectMetadata", "protectKubeObjects", "status"} {
+		g.Expect(got).To(ContainSubstring("\n"+`drover_vrg_phase_duration_seconds_count{cluster="east",phase="`+name+`"} 1`+"\n"), "metrics:\n%s", got)
+	}
+	g.Expect(got).NotTo(ContainSubstring(`phase="demotePVCs"`), "a primary's pass runs no secondary phase")
+}

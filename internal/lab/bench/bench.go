@@ -157,17 +157,22 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 	}
 	r := &run{o: o, p: p, fleet: story.NewFleet(env, cases, lab.East), selector: map[string]string{RunLabel: name}, env: env, res: &res}
 	say(o, "== %d applications × %d PVCs (StatefulSets of %d replicas, %s, policy %s)", n, pvcs, pvcs, lab.BlockStorageClass, lab.PolicyVolRep)
+	// A step of drover's (profile) prints where its workers spent it.
 	steps := []struct {
-		name string
-		fn   func(context.Context) error
+		name    string
+		fn      func(context.Context) error
+		profile bool
 	}{
-		{"deploy", r.deploy}, {"floor", r.floor}, {"protect", r.protect}, {"settle", r.settle},
-		{"failover", r.failover}, {"recover", r.recover}, {"relocate", r.relocate}, {"observe", r.observe},
+		{"deploy", r.deploy, false}, {"floor", r.floor, false}, {"protect", r.protect, true}, {"settle", r.settle, true},
+		{"failover", r.failover, true}, {"recover", r.recover, true}, {"relocate", r.relocate, true}, {"observe", r.observe, false},
 	}
 	for _, s := range steps {
-		began := time.Now()
+		began, scraped := time.Now(), r.scrapeDrover(ctx)
 		err := s.fn(ctx)
 		r.auditStep(s.name, began, time.Now())
+		if s.profile {
+			r.profileStep(ctx, s.name, scraped)
+		}
 		if err != nil {
 			res.Err = err
 			if !strings.HasPrefix(err.Error(), s.name+":") {

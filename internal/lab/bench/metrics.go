@@ -54,8 +54,14 @@ const reconcileTime = "controller_runtime_reconcile_time_seconds"
 // reconcileBuckets sums the reconcile-time histogram's cumulative buckets over the series match
 // selects, by upper bound; +Inf holds the count.
 func (s snapshot) reconcileBuckets(match func(map[string]string) bool) map[float64]float64 {
+	return s.buckets(reconcileTime, match)
+}
+
+// buckets sums histogram name's cumulative buckets over the series match selects, by upper
+// bound; +Inf holds the count.
+func (s snapshot) buckets(name string, match func(map[string]string) bool) map[float64]float64 {
 	out := map[float64]float64{}
-	if f := s[reconcileTime]; f != nil {
+	if f := s[name]; f != nil {
 		for _, m := range f.GetMetric() {
 			if !match(labelsOf(m)) {
 				continue
@@ -69,6 +75,20 @@ func (s snapshot) reconcileBuckets(match func(map[string]string) bool) map[float
 		}
 	}
 	return out
+}
+
+// histogramTotals sums histogram name's observations and their count over the series match
+// selects.
+func (s snapshot) histogramTotals(name string, match func(map[string]string) bool) (sum, count float64) {
+	if f := s[name]; f != nil {
+		for _, m := range f.GetMetric() {
+			if match(labelsOf(m)) {
+				sum += m.GetHistogram().GetSampleSum()
+				count += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum, count
 }
 
 // quantile is the q quantile of the observations between two scrapes of a histogram, by linear

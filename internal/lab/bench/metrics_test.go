@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
@@ -24,5 +27,42 @@ func TestQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
 				t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
 			}
 		})
+	}
+}
+
+func TestAProfileCountsTheStepsPassesWorkAndPhasesTheLongestFirst(t *testing.T) {
+	scrape := func(passes, busy, restore, status float64) snapshot {
+		text := fmt.Sprintf(`# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="volumereplicationgroup",le="1"} %[1]g
+controller_runtime_reconcile_time_seconds_bucket{controller="volumereplicationgroup",le="+Inf"} %[1]g
+controller_runtime_reconcile_time_seconds_sum{controller="volumereplicationgroup"} %[2]g
+controller_runtime_reconcile_time_seconds_count{controller="volumereplicationgroup"} %[1]g
+# TYPE drover_vrg_phase_duration_seconds histogram
+drover_vrg_phase_duration_seconds_bucket{phase="restorePVCs",le="+Inf"} %[1]g
+drover_vrg_phase_duration_seconds_sum{phase="restorePVCs"} %[3]g
+drover_vrg_phase_duration_seconds_count{phase="restorePVCs"} %[1]g
+drover_vrg_phase_duration_seconds_bucket{phase="status",le="+Inf"} %[1]g
+drover_vrg_phase_duration_seconds_sum{phase="status"} %[4]g
+drover_vrg_phase_duration_seconds_count{phase="status"} %[1]g
+`, passes, busy, restore, status)
+		s, err := parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	w := profileOf("volumereplicationgroup", scrape(10, 5, 1, 2), scrape(30, 25, 4, 14))
+	if w.passes != 20 || w.busy != 20*time.Second {
+		t.Errorf("want 20 passes and 20s of work over the step, got %v and %s", w.passes, w.busy)
+	}
+	if len(w.phases) != 2 || w.phases[0].phase != "status" || w.phases[0].seconds != 12 || w.phases[1].seconds != 3 {
+		t.Errorf("want status (12s) before restorePVCs (3s), got %+v", w.phases)
+	}
+	if got := w.String(); !strings.Contains(got, "20 passes, 20s of work") || !strings.Contains(got, "by phase: status 12s (20), restorePVCs 3s (20)") {
+		t.Errorf("the line says %q", got)
+	}
+	// A process restarted during the step counts from its start.
+	if w := profileOf("volumereplicationgroup", scrape(10, 5, 1, 2), scrape(3, 2, 1, 1)); w.passes != 3 || w.busy != 2*time.Second {
+		t.Errorf("after a restart want the new process's 3 passes and 2s, got %v and %s", w.passes, w.busy)
 	}
 }
