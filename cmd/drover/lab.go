@@ -32,6 +32,14 @@ type labFlags struct {
 	monitoring bool
 	// audit is set by `lab up --audit` and `lab bench --audit`.
 	audit bool
+	// hubArgs and agentArgs are set by `lab up` and `lab bench` (--hub-arg, --agent-arg).
+	hubArgs, agentArgs []string
+}
+
+// droverArgFlags registers --hub-arg and --agent-arg on a command that brings the lab up.
+func (f *labFlags) droverArgFlags(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.hubArgs, "hub-arg", nil, "a flag to add to the hub's Deployment, e.g. --drpc-workers=32 (repeatable; applied when the lab installs drover)")
+	cmd.Flags().StringArrayVar(&f.agentArgs, "agent-arg", nil, "a flag to add to the agents' Deployment, e.g. --vrg-workers=32 (repeatable; applied when the lab installs drover)")
 }
 
 func newLabCommand() *cobra.Command {
@@ -74,7 +82,7 @@ func (f *labFlags) open() (*lab.Lab, error) {
 		binDir = filepath.Dir(self)
 	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Monitoring: f.monitoring, Audit: f.audit})
+		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs})
 }
 
 // labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
@@ -182,6 +190,7 @@ requests.`,
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
 	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
+	f.droverArgFlags(cmd)
 	return cmd
 }
 

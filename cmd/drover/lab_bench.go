@@ -59,6 +59,7 @@ it exits non-zero when an action failed.`,
 	cmd.Flags().StringVar(&b.out, "out", "bench.md", "markdown file to write the table to (empty: none)")
 	cmd.Flags().BoolVar(&b.keep, "keep", false, "leave the lab running at the end")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage+"; after each step, print the requests by client")
+	f.droverArgFlags(cmd)
 	return cmd
 }
 

@@ -239,7 +239,7 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 		return err
 	}
 	for _, u := range docs {
-		if err := c.tuneHub(u); err != nil {
+		if err := c.tuneDeployment(u); err != nil {
 			return err
 		}
 		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(installFieldOwner)); err != nil {
@@ -253,32 +253,43 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 	return c.patchFence(ctx, cl)
 }
 
-// tuneHub passes Options.HubProbeInterval and HubUnreachableAfter to the hub's Deployment, as an
-// overlay would, so tests can shorten them.
-func (c *Cluster) tuneHub(u *unstructured.Unstructured) error {
-	if u.GetKind() != "Deployment" || u.GetName() != HubDeployment {
+// tuneDeployment adds to the args of the hub's Deployment Options.HubProbeInterval,
+// HubUnreachableAfter and HubArgs, and to the agent's Options.AgentArgs, as an overlay would, so
+// tests can shorten the hub's probes and a benchmark can try other flags.
+func (c *Cluster) tuneDeployment(u *unstructured.Unstructured) error {
+	if u.GetKind() != "Deployment" {
 		return nil
 	}
 	var extra []any
-	if d := c.lab.opts.HubProbeInterval; d > 0 {
-		extra = append(extra, "--probe-interval="+d.String())
-	}
-	if d := c.lab.opts.HubUnreachableAfter; d > 0 {
-		extra = append(extra, "--unreachable-after="+d.String())
+	switch u.GetName() {
+	case HubDeployment:
+		if d := c.lab.opts.HubProbeInterval; d > 0 {
+			extra = append(extra, "--probe-interval="+d.String())
+		}
+		if d := c.lab.opts.HubUnreachableAfter; d > 0 {
+			extra = append(extra, "--unreachable-after="+d.String())
+		}
+		for _, a := range c.lab.opts.HubArgs {
+			extra = append(extra, a)
+		}
+	case AgentDeployment:
+		for _, a := range c.lab.opts.AgentArgs {
+			extra = append(extra, a)
+		}
 	}
 	if len(extra) == 0 {
 		return nil
 	}
 	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	if err != nil {
-		return fmt.Errorf("failed to read the containers of the release manifest's Deployment %s: %w", HubDeployment, err)
+		return fmt.Errorf("failed to read the containers of the release manifest's Deployment %s: %w", u.GetName(), err)
 	}
 	if len(containers) == 0 {
-		return fmt.Errorf("the release manifest's Deployment %s has no containers", HubDeployment)
+		return fmt.Errorf("the release manifest's Deployment %s has no containers", u.GetName())
 	}
-	hub := containers[0].(map[string]any)
-	args, _ := hub["args"].([]any)
-	hub["args"] = append(args, extra...)
+	first := containers[0].(map[string]any)
+	args, _ := first["args"].([]any)
+	first["args"] = append(args, extra...)
 	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestALabThatRunsDroverIsReopenedSoAndOneOfAnEarlierDroverIsRefused(t *testing.T) {
@@ -75,5 +79,51 @@ func TestMonitoringNeedsDroverInTheLabAndSaysHowToBuildPrometheus(t *testing.T) 
 	}
 	if _, ok := l.MonitoringURL(); ok {
 		t.Error("no Prometheus runs, yet MonitoringURL reports one")
+	}
+}
+
+func TestTheHubsAndTheAgentsDeploymentsGetTheArgsTheLabIsAskedFor(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: filepath.Join(dir, "drover"), RunDrover: true,
+		HubProbeInterval: time.Second, HubArgs: []string{"--drpc-workers=32"}, AgentArgs: []string{"--vrg-workers=16"}}
+	l, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { releasePorts(l.Dir()) })
+	deployment := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "manager", "args": []any{"run"}},
+			}}}}}}
+	}
+	argsOf := func(u *unstructured.Unstructured) []string {
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		var out []string
+		for _, a := range containers[0].(map[string]any)["args"].([]any) {
+			out = append(out, a.(string))
+		}
+		return out
+	}
+	c := l.clusters[0]
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{HubDeployment, []string{"run", "--probe-interval=1s", "--drpc-workers=32"}},
+		{AgentDeployment, []string{"run", "--vrg-workers=16"}},
+		{"another", []string{"run"}},
+	} {
+		u := deployment(tc.name)
+		if err := c.tuneDeployment(u); err != nil {
+			t.Fatal(err)
+		}
+		if got := argsOf(u); !slices.Equal(got, tc.want) {
+			t.Errorf("Deployment %s: args %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	opts.AgentArgs = []string{"vrg-workers=16"}
+	if _, err := New(opts); err == nil || !strings.Contains(err.Error(), "--name=value") {
+		t.Errorf("an argument that is not a flag: got %v, want an error that says to give --name=value", err)
 	}
 }

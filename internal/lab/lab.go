@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,6 +65,12 @@ type Options struct {
 	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
 	HubProbeInterval    time.Duration
 	HubUnreachableAfter time.Duration
+	// HubArgs and AgentArgs are added to the args of the hub's and the agents' Deployments, as an
+	// overlay would (`drover lab up --hub-arg --drpc-workers=32`): to measure drover with other
+	// flags. Each must be a flag ("--name=value"). They apply when drover is installed, at a
+	// cluster's first start.
+	HubArgs   []string
+	AgentArgs []string
 	// GitOps runs a GitOps tool once the clusters are up: GitOpsArgoCD is a real Argo CD in
 	// placement mode (gitops.go; `make tools-argocd` builds it). Empty runs none. Down stops it
 	// whatever this says.
@@ -103,6 +111,11 @@ func New(opts Options) (*Lab, error) {
 	opts.Dir = dir
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
+	}
+	for _, a := range append(slices.Clone(opts.HubArgs), opts.AgentArgs...) {
+		if !strings.HasPrefix(a, "--") {
+			return nil, fmt.Errorf("drover argument %q is not a flag: give it as --name=value", a)
+		}
 	}
 	if err := validGitOps(opts.GitOps); err != nil {
 		return nil, err
