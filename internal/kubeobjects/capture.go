@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,11 @@ type Capture struct {
 	Objects []*unstructured.Unstructured `json:"objects"`
 }
 
+// listConcurrency bounds the lists of one namespace a capture sends at once. They are
+// independent reads; sent one after another, a capture of the 16 default kinds kept an agent's
+// worker about 0.8 s waiting on its API server (make bench, N = 100, docs/benchmarks.md).
+const listConcurrency = 4
+
 // Collect reads, uncached, the protected namespaces and the objects of the resources in them
 // that the selector selects, leaves out what Skip names and cleans the rest (Clean), in restore
 // order. A namespace that does not exist is no error: it has nothing to capture. Any other
@@ -49,11 +55,11 @@ func Collect(ctx context.Context, c client.Reader, resources []Resource, namespa
 			return nil, fmt.Errorf("failed to get namespace %s: %w", ns, err)
 		}
 		out = append(out, Clean(nsObj))
-		for _, r := range resources {
-			items, err := list(ctx, c, r, ns, sel)
-			if err != nil {
-				return nil, err
-			}
+		lists, err := listAll(ctx, c, resources, ns, sel)
+		if err != nil {
+			return nil, err
+		}
+		for _, items := range lists {
 			for _, item := range items {
 				if _, skip := Skip(item); !skip {
 					out = append(out, Clean(item))
@@ -63,6 +69,25 @@ func Collect(ctx context.Context, c client.Reader, resources []Resource, namespa
 	}
 	Order(out)
 	return out, nil
+}
+
+// listAll lists every resource in namespace ns, listConcurrency at a time, each resource's items
+// at its index; the first error fails them all.
+func listAll(ctx context.Context, c client.Reader, resources []Resource, ns string, sel Selection) ([][]*unstructured.Unstructured, error) {
+	lists := make([][]*unstructured.Unstructured, len(resources))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listConcurrency)
+	for i, r := range resources {
+		g.Go(func() error {
+			items, err := list(gctx, c, r, ns, sel)
+			lists[i] = items
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return lists, nil
 }
 
 // list lists the objects of one resource in one namespace that the selector selects.

@@ -375,6 +375,39 @@ func TestCollectCapturesTheSelectedObjectsCleanedAndInOrder(t *testing.T) {
 	g.Expect(objs[0].GetLabels()).To(HaveKeyWithValue("team", "a"))
 }
 
+// The lists of a capture run concurrently: one that fails still fails the whole capture (never
+// a partial one stored), and the others' results keep their order.
+func TestACaptureWithOneListFailingFailsWhole(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	base := newFakeClient(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "conf", Labels: map[string]string{"app": "db"}}},
+	)
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if u, ok := list.(*unstructured.UnstructuredList); ok && u.GetKind() == "SecretList" {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("refused by a test"))
+			}
+			return cl.List(ctx, list, opts...)
+		},
+	})
+	sel, err := kubeobjects.NewSelection(&v1alpha1.KubeObjectProtectionSpec{
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	resources, _, err := sel.Resolve(base.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(resources)).To(BeNumerically(">", 4), "more kinds than lists run at once")
+	objs, err := kubeobjects.Collect(ctx, c, resources, []string{"app"}, sel)
+	g.Expect(err).To(MatchError(ContainSubstring("failed to list Secret in namespace app")))
+	g.Expect(objs).To(BeNil(), "no partial capture")
+
+	objs, err = kubeobjects.Collect(ctx, base, resources, []string{"app"}, sel)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(2), "the namespace and the ConfigMap")
+}
+
 func TestRestoreCreatesWhatIsMissingAdoptsWhatExistsAndHoldsWorkloadsBackOnFailure(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
