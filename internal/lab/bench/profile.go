@@ -53,10 +53,10 @@ func profileOf(controller string, before, after snapshot) workProfile {
 		before, sum0, n0 = snapshot{}, 0, 0
 	}
 	byName := func(l map[string]string) bool { return l["name"] == controller }
+	waitBefore, waitAfter := before.buckets(queueDuration, byName), after.buckets(queueDuration, byName)
 	w := workProfile{
 		controller: controller, passes: n1 - n0, busy: seconds(sum1 - sum0),
-		waitP50: seconds(quantile(0.5, before.buckets(queueDuration, byName), after.buckets(queueDuration, byName))),
-		waitP99: seconds(quantile(0.99, before.buckets(queueDuration, byName), after.buckets(queueDuration, byName))),
+		waitP50: seconds(quantile(0.5, waitBefore, waitAfter)), waitP99: seconds(quantile(0.99, waitBefore, waitAfter)),
 	}
 	if f := after[phaseDuration]; f != nil {
 		for _, m := range f.GetMetric() {
