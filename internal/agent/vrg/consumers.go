@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 // Field indexes of the agent's cache, registered once in SetupWithManager (indexConsumers).
@@ -114,8 +116,8 @@ func (r *Reconciler) listConsumers(ctx context.Context, pvc *corev1.PersistentVo
 	return out, nil
 }
 
-// podToVRGs maps a pod to the groups of the PVCs it names, so a demotion waiting for the pod
-// continues as soon as it is gone.
+// podToVRGs maps a pod to the groups asked to be secondary of the PVCs it names, so a demotion
+// waiting for the pod continues as soon as it is gone.
 func (r *Reconciler) podToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	for _, name := range podPVCs(obj) {
@@ -123,12 +125,13 @@ func (r *Reconciler) podToVRGs(ctx context.Context, obj client.Object) []reconci
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, pvc); err != nil {
 			continue
 		}
-		out = append(out, r.pvcToVRGs(ctx, pvc)...)
+		out = append(out, r.groupsOfPVC(ctx, pvc, waitsForConsumers)...)
 	}
 	return out
 }
 
-// volumeAttachmentToVRGs maps a VolumeAttachment to the groups of its PV's claim.
+// volumeAttachmentToVRGs maps a VolumeAttachment to the groups asked to be secondary of its PV's
+// claim.
 func (r *Reconciler) volumeAttachmentToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
 	names := volumeAttachmentPV(obj)
 	if len(names) == 0 {
@@ -143,7 +146,16 @@ func (r *Reconciler) volumeAttachmentToVRGs(ctx context.Context, obj client.Obje
 		ctrl.LoggerFrom(ctx).V(1).Info("No PVC for a VolumeAttachment", "volumeAttachment", obj.GetName())
 		return nil
 	}
-	return r.pvcToVRGs(ctx, pvc)
+	return r.groupsOfPVC(ctx, pvc, waitsForConsumers)
+}
+
+// waitsForConsumers reports whether a group may wait for the consumers of its PVCs: only a
+// demotion does (a group asked to be secondary). A primary's pass reads no pod and no
+// VolumeAttachment, and each of the four to six changes of a restored workload's pod and
+// attachment (created, scheduled, started, ready, attached) woke a whole pass of its group:
+// at 100 groups failing over, hundreds of passes in the queue of the busiest agent.
+func waitsForConsumers(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	return vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary
 }
 
 // inUseMessage says what uses a PVC and what must happen.

@@ -317,7 +317,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 
 // notOnlyStatusChanged drops the update events of a group whose status alone changed, mostly
 // the agent's own status patches: each would cost a pass over every PVC and store for nothing.
-// A change of spec (generation), labels, annotations, finalizers or deletion still counts.
+// The same holds for the agent's bookkeeping annotations (bookkeeping). A change of spec
+// (generation), labels, other annotations, finalizers or deletion still counts.
 func notOnlyStatusChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
@@ -325,12 +326,39 @@ func notOnlyStatusChanged() predicate.Predicate {
 			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
 			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
-			!maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+			!maps.Equal(withoutBookkeeping(o.GetAnnotations()), withoutBookkeeping(n.GetAnnotations()))
 	}}
+}
+
+// bookkeeping are the annotations a pass writes on its group to remember what it did, and
+// that no later pass waits for: the pass that writes one goes on with it set and returns its
+// own requeue (the next capture an interval away, the claimed epoch's markers written in the
+// same pass, the relocation's workloads removed after its final capture). The agent alone
+// writes them. Each woke a whole pass for nothing: at 100 groups, one per group per capture
+// that changed a store and one per promotion. AnnotationKubeObjectsRestored is not one: its
+// change wakes the pass that takes the new primary's first capture.
+var bookkeeping = []string{AnnotationKubeObjectsCapturedAt, AnnotationPrimaryEpoch, AnnotationKubeObjectsFinalCapture}
+
+// withoutBookkeeping returns the annotations without the bookkeeping ones (a copy when it has
+// any).
+func withoutBookkeeping(annotations map[string]string) map[string]string {
+	if !slices.ContainsFunc(bookkeeping, func(k string) bool { _, ok := annotations[k]; return ok }) {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	for _, k := range bookkeeping {
+		delete(out, k)
+	}
+	return out
 }
 
 // pvcToVRGs maps a PVC to the groups that select it or protect it.
 func (r *Reconciler) pvcToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.groupsOfPVC(ctx, obj, func(*v1alpha1.VolumeReplicationGroup) bool { return true })
+}
+
+// groupsOfPVC maps a PVC to the groups that select it or protect it, of those keep accepts.
+func (r *Reconciler) groupsOfPVC(ctx context.Context, obj client.Object, keep func(*v1alpha1.VolumeReplicationGroup) bool) []reconcile.Request {
 	vrgs := &v1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, vrgs); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list VolumeReplicationGroups for a PVC", "pvc", klog.KObj(obj))
@@ -346,7 +374,7 @@ func (r *Reconciler) pvcToVRGs(ctx context.Context, obj client.Object) []reconci
 		if sel, err := pvcSelector(vrg); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
 			selected = true
 		}
-		if selected {
+		if selected && keep(vrg) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: vrg.Namespace, Name: vrg.Name}})
 		}
 	}

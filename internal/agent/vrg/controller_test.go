@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/webhook"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 )
@@ -295,6 +297,14 @@ func TestOnlyAGroupsOwnStatusChangeIsIgnored(t *testing.T) {
 	finalizer.Finalizers = []string{Finalizer}
 	deleted := base.DeepCopy()
 	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	annotated := func(kv ...string) *v1alpha1.VolumeReplicationGroup {
+		vrg := base.DeepCopy()
+		vrg.Annotations = map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			vrg.Annotations[kv[i]] = kv[i+1]
+		}
+		return vrg
+	}
 	tests := []struct {
 		name string
 		new  *v1alpha1.VolumeReplicationGroup
@@ -304,13 +314,48 @@ func TestOnlyAGroupsOwnStatusChangeIsIgnored(t *testing.T) {
 		{"a spec change counts", spec, true},
 		{"a finalizer change counts", finalizer, true},
 		{"a deletion counts", deleted, true},
+		{"the capture's time alone is ignored", annotated(AnnotationKubeObjectsCapturedAt, "2026-12-02T10:00:00Z"), false},
+		{"the claimed epoch alone is ignored", annotated(AnnotationPrimaryEpoch, `{"epoch":2}`), false},
+		{"the final capture's record alone is ignored", annotated(AnnotationKubeObjectsFinalCapture, "2"), false},
+		{"the restore's record counts: it wakes the first capture", annotated(AnnotationKubeObjectsRestored, "2"), true},
+		{"the fence counts", annotated(webhook.AnnotationFence, webhook.FenceRelocate), true},
+		{"another annotation with a bookkeeping one counts", annotated(AnnotationKubeObjectsCapturedAt, "t", AnnotationDemotedAt, "t"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := notOnlyStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new})
 			NewWithT(t).Expect(got).To(Equal(tt.want))
+			back := notOnlyStatusChanged().Update(event.UpdateEvent{ObjectOld: tt.new, ObjectNew: base})
+			NewWithT(t).Expect(back).To(Equal(tt.want), "and the change back")
 		})
 	}
+}
+
+func TestAPodOrAnAttachmentWakesOnlyTheGroupsThatWaitForTheirConsumers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.Labels = map[string]string{"app": "db"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db-0"}, Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}},
+	}}
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-0"}, Spec: storagev1.VolumeAttachmentSpec{
+		Attacher: "block.lab.drover.io", NodeName: "node-0", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-0")},
+	}}
+	f := newFixture(t, pv, pvc)
+	want := []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(f.vrg)}}
+
+	g.Expect(f.r.pvcToVRGs(ctx, pvc)).To(Equal(want), "the PVC wakes its group whatever its role")
+	g.Expect(f.r.podToVRGs(ctx, pod)).To(BeEmpty(), "a primary reads no pod")
+	g.Expect(f.r.volumeAttachmentToVRGs(ctx, va)).To(BeEmpty(), "nor any attachment")
+
+	vrg := f.group(g)
+	vrg.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
+	g.Expect(f.client.Update(ctx, vrg)).To(Succeed())
+	g.Expect(f.r.podToVRGs(ctx, pod)).To(Equal(want), "a demotion waits for the pod to end")
+	g.Expect(f.r.volumeAttachmentToVRGs(ctx, va)).To(Equal(want), "and for the attachment")
 }
 
 func TestAStoreThatRefusesIsAnErrorRetriedWithBackoff(t *testing.T) {
