@@ -92,7 +92,10 @@ type Options struct {
 // DefaultWorkers is how many groups the agent reconciles at once by default. A settled group's
 // pass mostly waits on its stores and API server (marker reads, a capture's lists), so several
 // workers keep every group's status within a second of its storage's syncs; measured in
-// docs/architecture.md ("The agent at scale").
+// docs/architecture.md ("The agent at scale"). Chosen against 4 and 32 (with the hub's workers
+// the same) at 100 applications on the 2-core lab (docs/benchmarks.md, session 12): 4 left half
+// the DRPCs out of Protected in the settle window and took 1.4-1.8 times as long to relocate;
+// 32 ran three times the passes and doubled the recovery: the CPU, not the waits, sets the pace.
 const DefaultWorkers = 8
 
 // Default client rates of `drover agent` (--kube-api-qps, --kube-api-burst). A settled group
