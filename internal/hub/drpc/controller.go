@@ -73,7 +73,8 @@ type Reconciler struct {
 // kept because a reconcile waits on its clusters' writes (up to the 5 s request timeout for a
 // cluster that stops answering mid-write), which with one worker would hold every other
 // application; 8 costs nothing while idle. At 100 applications (make bench, 2 cores, the agents'
-// workers the same) 8 beat both 4 and 32 at every step (docs/benchmarks.md, session 12).
+// workers the same) 4 left half the DRPCs out of Protected when settled and 32 ran three times
+// the passes for the same work (docs/benchmarks.md, session 12).
 const DefaultWorkers = 8
 
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
