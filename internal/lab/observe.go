@@ -116,3 +116,80 @@ func processRSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("process %d reports no VmRSS", pid)
 }
+
+// ComponentDrover names drover's own processes (the containers of the hub's or the agent's
+// pods) in ProcessCPU.
+const ComponentDrover = "drover"
+
+// ProcessCPU is the CPU time one running lab process has used since it started.
+type ProcessCPU struct {
+	PID       int
+	Cluster   string
+	Component string
+	CPU       time.Duration
+}
+
+// clockTicksPerSecond is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
+// every architecture Go supports (the kernel's own HZ may differ; this does not).
+const clockTicksPerSecond = 100
+
+// CPUTimes returns the CPU time used so far by each of the cluster's running processes: its
+// control plane and lab components by name, and drover's containers as ComponentDrover. A
+// benchmark takes two and subtracts (CPUByComponent) to see where a step spent the machine.
+func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
+	procs, err := c.processes()
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcessCPU
+	for name, p := range procs {
+		if cpu, err := processCPU(p.pid); err == nil {
+			out = append(out, ProcessCPU{PID: p.pid, Cluster: c.Name, Component: name, CPU: cpu})
+		}
+	}
+	pods, err := c.DroverPods()
+	if err != nil {
+		return nil, err
+	}
+	for _, pod := range pods {
+		for _, ct := range pod.Containers {
+			if cpu, err := processCPU(ct.PID); ct.PID != 0 && err == nil {
+				out = append(out, ProcessCPU{PID: ct.PID, Cluster: c.Name, Component: ComponentDrover, CPU: cpu})
+			}
+		}
+	}
+	return out, nil
+}
+
+// processCPU reads the user and system CPU time of a process (not of its children) from
+// /proc/<pid>/stat.
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(raw)
+}
+
+// parseStatCPU reads utime and stime, the 14th and 15th fields of a /proc/<pid>/stat line, after
+// the parenthesised command name (which may hold spaces).
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
+	}
+	// After the name: state (3rd field) ... utime (14th) and stime (15th).
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc stat line %q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad CPU time %q in /proc stat line: %w", s, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+}

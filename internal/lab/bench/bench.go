@@ -167,9 +167,13 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 		{"failover", r.failover, true}, {"recover", r.recover, true}, {"relocate", r.relocate, true}, {"observe", r.observe, false},
 	}
 	for _, s := range steps {
-		began, scraped := time.Now(), r.scrapeDrover(ctx)
+		began, scraped, cpu := time.Now(), r.scrapeDrover(ctx), r.readCPU()
 		err := s.fn(ctx)
-		r.auditStep(s.name, began, time.Now())
+		end := time.Now()
+		if s.profile {
+			r.cpuStep(s.name, cpu, began, end)
+		}
+		r.auditStep(s.name, began, end)
 		if s.profile {
 			r.profileStep(ctx, s.name, scraped)
 		}
