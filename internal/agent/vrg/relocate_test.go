@@ -229,34 +229,40 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Relocate")))
 	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
 
-	// Settled, east's demoted group is woken at each of west's mirrors (its PVCs' last sync
-	// follows them). With nothing left to demote, its passes neither probe the fence nor read
-	// the namespace or its pods from the API server (at 100 groups that was four requests per
-	// group per sync), nor patch the group (they set and removed the demotion's time in turn,
-	// each patch waking the next pass), and the namespace stays fenced.
+	// Settled, east's demoted group is woken at each of west's mirrors (its VolumeReplication's
+	// status follows them). With nothing left to demote, its passes neither probe the fence nor
+	// read the namespace or its pods from the API server (at 100 groups that was four requests
+	// per group per sync), nor patch the group (they set and removed the demotion's time in
+	// turn, each patch waking the next pass) or its status (it copied each sync's time, which
+	// only the primary's group reports), and the namespace stays fenced.
 	g.Eventually(func(g Gomega) {
-		before, synced := writes.snapshot(), demotedSync(ctx, g, east, eastGroup)
+		before, synced := writes.snapshot(), demotedSync(ctx, g, east, ns, "data-db-0")
 		time.Sleep(2 * 3 * time.Second)
-		g.Expect(demotedSync(ctx, g, east, eastGroup)).To(BeTemporally(">", synced), "east's group passed at west's mirrors")
-		g.Expect(settledWork(before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself")
+		g.Expect(demotedSync(ctx, g, east, ns, "data-db-0")).To(BeTemporally(">", synced), "west mirrored to east's demoted PVC")
+		g.Expect(settledWork(before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
 	}).Should(Succeed(), "two intervals in which east's settled secondary neither checks the fence live nor patches itself")
+	settled := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), settled)).To(Succeed())
+	for _, p := range settled.Status.ProtectedPVCs {
+		g.Expect(p.LastSyncTime).To(BeNil(), "a secondary's status reports no sync of PVC %s: the primary's does", p.Name)
+	}
 	nsObj := &corev1.Namespace{}
 	g.Expect(east.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
 	g.Expect(nsObj.Labels).To(HaveKeyWithValue(webhook.LabelFenced, "true"))
 }
 
-// demotedSync is the last sync east's demoted group reports for its first PVC.
-func demotedSync(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup) time.Time {
-	got := &v1alpha1.VolumeReplicationGroup{}
-	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-	g.Expect(got.Status.ProtectedPVCs).NotTo(BeEmpty())
-	g.Expect(got.Status.ProtectedPVCs[0].LastSyncTime).NotTo(BeNil())
-	return got.Status.ProtectedPVCs[0].LastSyncTime.Time
+// demotedSync is the last sync of a demoted PVC, as its VolumeReplication reports it: each
+// changes its status and wakes the PVC's group.
+func demotedSync(ctx context.Context, g Gomega, cl client.Client, ns, pvc string) time.Time {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, vr)).To(Succeed())
+	g.Expect(vr.Status.LastSyncTime).NotTo(BeNil())
+	return vr.Status.LastSyncTime.Time
 }
 
 // settledWork counts, between two snapshots, what east's agent should not do for a settled
 // relocated group in namespace ns: check the fence live (its pods listed or probed with a
-// dry-run create, the namespace read) or patch the group (its status aside).
+// dry-run create, the namespace read), patch the group or patch its status.
 func settledWork(before, after map[writeKey]int, ns string) map[string]int {
 	out := map[string]int{}
 	for k, v := range after {
@@ -272,6 +278,8 @@ func settledWork(before, after map[writeKey]int, ns string) map[string]int {
 			out["read namespace"] += v - before[k]
 		case k.what == "volumereplicationgroups" && !k.read:
 			out["patch group"] += v - before[k]
+		case k.what == "volumereplicationgroups/status" && !k.read:
+			out["patch status"] += v - before[k]
 		}
 	}
 	return out

@@ -109,7 +109,7 @@ func setConditionStatus(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]meta
 func computeSecondaryStatus(sc *scope, succeeded bool) {
 	vrg := sc.vrg
 	st := &vrg.Status
-	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
+	st.ProtectedPVCs = withoutSyncs(protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs))
 	var dataReady metav1.Condition
 	namespaces := strings.Join(protectedNamespaces(vrg), ", ")
 	if reason, msg, n := firstProblem(sc.pvcs, v1alpha1.ConditionDataReady); n > 0 {
@@ -307,6 +307,18 @@ func splitBrainCondition(messages []string) metav1.Condition {
 		"the metadata is not written to the S3 profiles: the storage reports PVCs primary on both clusters (%s); "+
 			"this cluster may be the stale primary and must not overwrite the new primary's metadata: demote the stale group (secondary, action Failover)",
 		strings.Join(messages, "; ")))
+}
+
+// withoutSyncs clears the last sync of each PVC of a secondary's status. The primary's group
+// reports every sync of the pair (and the recovery point, lastGroupSyncTime), and the hub reads
+// it there; a secondary that copied each sync into its own status patched itself at every sync
+// of its storage for nothing drover reads: at 100 settled applications, half of the agents'
+// writes and a pass's status patch in every secondary's queue during the actions of others.
+func withoutSyncs(pvcs []v1alpha1.ProtectedPVC) []v1alpha1.ProtectedPVC {
+	for i := range pvcs {
+		pvcs[i].LastSyncTime, pvcs[i].LastSyncDuration, pvcs[i].LastSyncBytes = nil, nil, nil
+	}
+	return pvcs
 }
 
 // lastGroupSyncTime is the oldest last sync of the PVCs: the group's recovery point. It is nil

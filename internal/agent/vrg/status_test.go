@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -199,4 +200,32 @@ func TestComputeStatusKeepsTheLastStatusWhenThePVCsCouldNotBeListed(t *testing.T
 	sc := newScope(vrg)
 	computeStatus(sc, false)
 	g.Expect(sc.vrg.Status).To(Equal(sc.before.Status), "an API failure does not report the group as having no PVCs")
+}
+
+func TestASecondarysStatusDoesNotChangeWithEachSyncItReceives(t *testing.T) {
+	g := NewWithT(t)
+	secondary := func() *v1alpha1.VolumeReplicationGroup {
+		return &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db", Generation: 1},
+			Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: v1alpha1.ReplicationStateSecondary}}
+	}
+	received := func(d time.Duration) *pvcState {
+		ps := pvcIn("a", replication.Done(), at(d))
+		ps.secondary = true
+		ps.sync.LastSyncDuration, ps.sync.LastSyncBytes = &metav1.Duration{Duration: time.Second}, ptr.To[int64](4096)
+		return ps
+	}
+	sc := newScope(secondary())
+	sc.pvcs, sc.pvcsListed = []*pvcState{received(0)}, true
+	computeStatus(sc, true)
+	g.Expect(sc.vrg.Status.State).To(Equal(v1alpha1.StateSecondary))
+	g.Expect(sc.vrg.Status.ProtectedPVCs).To(HaveLen(1))
+	p := sc.vrg.Status.ProtectedPVCs[0]
+	g.Expect(p.LastSyncTime).To(BeNil(), "the primary's group reports the syncs")
+	g.Expect(p.LastSyncDuration).To(BeNil())
+	g.Expect(p.LastSyncBytes).To(BeNil())
+
+	next := newScope(sc.vrg)
+	next.pvcs, next.pvcsListed = []*pvcState{received(5 * time.Second)}, true
+	computeStatus(next, true)
+	g.Expect(next.vrg.Status).To(Equal(next.before.Status), "a later sync leaves a settled secondary's status as it was: nothing to patch")
 }
