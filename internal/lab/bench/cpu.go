@@ -90,24 +90,19 @@ func (p cpuProfile) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CPU %s in %s, %.2f of %d cores busy", p.total.Round(100*time.Millisecond), p.wall.Round(100*time.Millisecond),
 		p.total.Seconds()/max(p.wall.Seconds(), 1e-9), p.cores)
-	for i, c := range p.components {
-		if i == cpuComponentsShown {
-			fmt.Fprintf(&b, ", %d more", len(p.components)-i)
-			break
-		}
-		sep := ": "
-		if i > 0 {
-			sep = ", "
-		}
-		fmt.Fprintf(&b, "%s%s %s", sep, c.component, p.share(c.cpu))
+	components := make([]string, 0, len(p.components))
+	for _, c := range p.components {
+		item := c.component + " " + p.share(c.cpu)
 		if len(c.byCluster) > 1 {
 			var parts []string
 			for _, cl := range slices.Sorted(maps.Keys(c.byCluster)) {
 				parts = append(parts, cl+" "+p.share(c.byCluster[cl]))
 			}
-			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+			item += " (" + strings.Join(parts, ", ") + ")"
 		}
+		components = append(components, item)
 	}
+	writeLargest(&b, ": ", components, cpuComponentsShown)
 	return b.String()
 }
 

@@ -82,17 +82,11 @@ func (w workProfile) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%.0f passes, %s of work, queue wait p50 %s p99 %s", w.passes, w.busy.Round(10*time.Millisecond),
 		w.waitP50.Round(time.Millisecond), w.waitP99.Round(time.Millisecond))
-	for i, p := range w.phases {
-		if i == profilePhases {
-			fmt.Fprintf(&b, ", %d more", len(w.phases)-i)
-			break
-		}
-		sep := "; by phase: "
-		if i > 0 {
-			sep = ", "
-		}
-		fmt.Fprintf(&b, "%s%s %s (%.0f)", sep, p.phase, seconds(p.seconds).Round(10*time.Millisecond), p.runs)
+	phases := make([]string, 0, len(w.phases))
+	for _, p := range w.phases {
+		phases = append(phases, fmt.Sprintf("%s %s (%.0f)", p.phase, seconds(p.seconds).Round(10*time.Millisecond), p.runs))
 	}
+	writeLargest(&b, "; by phase: ", phases, profilePhases)
 	return b.String()
 }
 
@@ -128,5 +122,22 @@ func (r *run) profileStep(ctx context.Context, step string, before map[string]sn
 		default:
 			say(r.o, "%s: %s's drover: %s", step, p.cluster, profileOf(p.controller, b, a))
 		}
+	}
+}
+
+// writeLargest writes lead and then the first shown of items (the largest first), separated by
+// commas, and how many more there are; nothing when items is empty.
+func writeLargest(b *strings.Builder, lead string, items []string, shown int) {
+	for i, it := range items {
+		if i == shown {
+			fmt.Fprintf(b, ", %d more", len(items)-i)
+			return
+		}
+		if i == 0 {
+			b.WriteString(lead)
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(it)
 	}
 }
