@@ -153,7 +153,10 @@ func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 	}
 	for _, pod := range pods {
 		for _, ct := range pod.Containers {
-			if cpu, err := processCPU(ct.PID); ct.PID != 0 && err == nil {
+			if ct.PID == 0 {
+				continue
+			}
+			if cpu, err := processCPU(ct.PID); err == nil {
 				out = append(out, ProcessCPU{PID: ct.PID, Cluster: c.Name, Component: ComponentDrover, CPU: cpu})
 			}
 		}
@@ -171,15 +174,13 @@ func processCPU(pid int) (time.Duration, error) {
 	return parseStatCPU(raw)
 }
 
-// parseStatCPU reads utime and stime, the 14th and 15th fields of a /proc/<pid>/stat line, after
-// the parenthesised command name (which may hold spaces).
+// parseStatCPU reads utime and stime, the 14th and 15th fields of a /proc/<pid>/stat line.
 func parseStatCPU(stat []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
+	// After the name (statFields): state (3rd field) ... utime (14th) and stime (15th).
+	f := statFields(stat)
+	if f == nil {
 		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
 	}
-	// After the name: state (3rd field) ... utime (14th) and stime (15th).
-	f := strings.Fields(string(stat[i+1:]))
 	if len(f) < 13 {
 		return 0, fmt.Errorf("short /proc stat line %q", stat)
 	}

@@ -180,12 +180,19 @@ func alive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	// The state follows the parenthesised command name: "pid (comm) S ...".
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 || i+2 >= len(raw) {
-		return false
+	f := statFields(raw)
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// statFields are the fields of a /proc/<pid>/stat line after the parenthesised command name
+// (which may hold spaces and parentheses): the state first ("pid (comm) S ..."), then the
+// numbers. Nil for a line without the name.
+func statFields(stat []byte) []string {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
 	}
-	return raw[i+2] != 'Z' && raw[i+2] != 'X'
+	return strings.Fields(string(stat[i+1:]))
 }
 
 // rssKiB reads a process's resident set size.

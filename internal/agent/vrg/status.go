@@ -312,8 +312,9 @@ func splitBrainCondition(messages []string) metav1.Condition {
 // withoutSyncs clears the last sync of each PVC of a secondary's status. The primary's group
 // reports every sync of the pair (and the recovery point, lastGroupSyncTime), and the hub reads
 // it there; a secondary that copied each sync into its own status patched itself at every sync
-// of its storage for nothing drover reads: at 100 settled applications, half of the agents'
-// writes and a pass's status patch in every secondary's queue during the actions of others.
+// of its storage for nothing drover reads: once every group had been failed over or relocated
+// (its secondary keeps demoted PVCs), as many writes as the primaries', in the same queues and
+// API servers as the groups of an action.
 func withoutSyncs(pvcs []v1alpha1.ProtectedPVC) []v1alpha1.ProtectedPVC {
 	for i := range pvcs {
 		pvcs[i].LastSyncTime, pvcs[i].LastSyncDuration, pvcs[i].LastSyncBytes = nil, nil, nil

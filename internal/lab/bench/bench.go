@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -169,12 +170,11 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 	for _, s := range steps {
 		began, scraped, cpu := time.Now(), r.scrapeDrover(ctx), r.readCPU()
 		err := s.fn(ctx)
-		end := time.Now()
-		if s.profile {
-			r.cpuStep(s.name, cpu, began, end)
-		}
+		// The CPU is read right at the step's end, before the audit log is read.
+		end, cpuEnd := time.Now(), r.readCPU()
 		r.auditStep(s.name, began, end)
 		if s.profile {
+			say(o, "%s: %s", s.name, cpuProfileOf(cpu, cpuEnd, end.Sub(began), runtime.NumCPU()))
 			r.profileStep(ctx, s.name, scraped)
 		}
 		if err != nil {

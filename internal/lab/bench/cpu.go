@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -112,10 +111,4 @@ func (p cpuProfile) share(d time.Duration) string {
 		return "0%"
 	}
 	return fmt.Sprintf("%.0f%%", 100*d.Seconds()/p.total.Seconds())
-}
-
-// cpuStep prints the CPU profile of a step that began and ended then, from the reading before
-// it and one now (right after its end).
-func (r *run) cpuStep(step string, before []lab.ProcessCPU, began, end time.Time) {
-	say(r.o, "%s: %s", step, cpuProfileOf(before, r.readCPU(), end.Sub(began), runtime.NumCPU()))
 }
