@@ -146,6 +146,18 @@ type DemotionObserver interface {
 	IsDemoted(ctx context.Context, pc *PVCContext, resync bool) bool
 }
 
+// ProtectionObserver is a Backend that can tell, reading only (its cache), how a PVC's
+// protection stands once Protect has nothing left to write. The agent asks it at the end of a
+// pass about a PVC that Protect left waiting for the storage earlier in the same pass: the
+// storage often answers within the pass (a promotion, a new VolumeReplication), and the answer
+// then reaches this pass's status instead of waiting for the next pass, which at 100 groups
+// queues behind all the others.
+type ProtectionObserver interface {
+	// ObserveProtection returns what Protect would return now, and false when Protect still has
+	// something to create or change (it never writes) or the backend cannot tell.
+	ObserveProtection(ctx context.Context, pc *PVCContext) (Result, bool)
+}
+
 // Promoter makes a secondary PVC primary.
 type Promoter interface {
 	// Promote makes the PVC primary after the agent restored its PV and PVC. With force it

@@ -15,6 +15,7 @@ type Fake struct {
 
 	mu        sync.Mutex
 	results   map[string]Result
+	observed  map[string]Result
 	statuses  map[string]SyncStatus
 	statusErr error
 	protected []string
@@ -22,13 +23,14 @@ type Fake struct {
 }
 
 var (
-	_ Backend = (*Fake)(nil)
-	_ Demoter = (*Fake)(nil)
+	_ Backend            = (*Fake)(nil)
+	_ Demoter            = (*Fake)(nil)
+	_ ProtectionObserver = (*Fake)(nil)
 )
 
 // NewFake returns a fake backend with the given name.
 func NewFake(name v1alpha1.ReplicationBackend) *Fake {
-	return &Fake{name: name, results: map[string]Result{}, statuses: map[string]SyncStatus{}}
+	return &Fake{name: name, results: map[string]Result{}, observed: map[string]Result{}, statuses: map[string]SyncStatus{}}
 }
 
 // Key is how the fake names a PVC: namespace/name.
@@ -39,6 +41,14 @@ func (f *Fake) SetResult(key string, r Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.results[key] = r
+}
+
+// SetObserved makes ObserveProtection of the PVC namespace/name return r; without it,
+// ObserveProtection cannot tell.
+func (f *Fake) SetObserved(key string, r Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observed[key] = r
 }
 
 // SetStatus makes Status of the PVC namespace/name return s.
@@ -75,6 +85,14 @@ func (f *Fake) Protect(_ context.Context, pc *PVCContext) Result {
 		return r
 	}
 	return Done()
+}
+
+// ObserveProtection returns the Result set by SetObserved, if any.
+func (f *Fake) ObserveProtection(_ context.Context, pc *PVCContext) (Result, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.observed[Key(pc)]
+	return r, ok
 }
 
 // Status returns the PVC's SyncStatus.

@@ -237,8 +237,9 @@ func onlyStoresDown(err error) bool {
 // phases are the steps of a reconcile of a live group, chosen by the role it asks for. A primary
 // promoted by a failover or a relocation restores its PVs and PVCs before protecting
 // (restorePVCs does nothing otherwise); a secondary demotes what it finds and never writes
-// metadata: the stores hold the primary's, under the same keys. Each phase is timed under its
-// name (drover_vrg_phase_duration_seconds).
+// metadata: the stores hold the primary's, under the same keys. A primary's last phase looks
+// again, reading only, at the storage its PVCs waited for (lookAgain). Each phase is timed under
+// its name (drover_vrg_phase_duration_seconds).
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
 		return []namedPhase{
@@ -252,6 +253,7 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"primaryVolSync", r.primaryVolSync},
+		{"lookAgain", r.lookAgain},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -223,6 +224,48 @@ func TestReconcileRetainsOnceAndSucceedsWhenEverythingIsProtected(t *testing.T) 
 		keys, _ := s.List(ctx, "app/db/pv")
 		g.Expect(keys).To(HaveLen(2), "store %s", s.Name())
 	}
+}
+
+func TestAPVCTheStorageMadePrimaryDuringThePassIsReportedReadyByThatPass(t *testing.T) {
+	g := NewWithT(t)
+	var objs []client.Object
+	for _, name := range []string{"data-db-0", "data-db-1", "data-db-2"} {
+		pv := boundPV("pv-"+name, "app", name)
+		pv.ResourceVersion = ""
+		pvc := boundPVC("app", name, "pv-"+name)
+		pvc.Labels, pvc.Finalizers, pvc.ResourceVersion = map[string]string{"app": "db"}, nil, ""
+		objs = append(objs, pv, pvc)
+	}
+	f := newFixture(t, objs...)
+	waiting := replication.Retry(time.Second, v1alpha1.ReasonProgressing, "waiting for the storage to act on VolumeReplication")
+	for _, key := range []string{"app/data-db-0", "app/data-db-1", "app/data-db-2"} {
+		f.backend.SetResult(key, waiting)
+	}
+	// By the end of the pass the storage made data-db-0 primary; data-db-1 it has not acted on
+	// yet; of data-db-2 the backend cannot tell without writing.
+	f.backend.SetObserved("app/data-db-0", replication.Done())
+	f.backend.SetObserved("app/data-db-1", waiting)
+	f.backend.SetStatus("app/data-db-0", replication.SyncStatus{ReplicationID: "vrc-5s"})
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	vrg := f.group(g)
+	ready := pvcCondition(g, vrg, "data-db-0", v1alpha1.ConditionDataReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+	g.Expect(vrg.Status.ProtectedPVCs[0].ReplicationID).To(Equal("vrc-5s"), "the status read again with the second look")
+	for _, name := range []string{"data-db-1", "data-db-2"} {
+		c := pvcCondition(g, vrg, name, v1alpha1.ConditionDataReady)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), name)
+		g.Expect(c.Message).To(ContainSubstring("waiting for the storage"), name)
+	}
+
+	// Once the storage has acted on all three, one pass reports the group ready.
+	f.backend.SetObserved("app/data-db-1", replication.Done())
+	f.backend.SetObserved("app/data-db-2", replication.Done())
+	_, err = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.vrg)})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := apimeta.FindStatusCondition(f.group(g).Status.Conditions, v1alpha1.ConditionDataReady)
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 }
 
 func TestReconcileRefusesAPVCOfAnotherGroup(t *testing.T) {

@@ -81,6 +81,8 @@ type pvcState struct {
 	storageClass string
 	// backend is the selected backend's name; empty when none was selected.
 	backend v1alpha1.ReplicationBackend
+	// protected is what this pass gave the backend's Protect; nil when Protect was not called.
+	protected *replication.PVCContext
 	// result says whether the PVC's replication is established (DataReady).
 	result replication.Result
 	// sync is the backend's observation of the last sync.

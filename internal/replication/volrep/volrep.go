@@ -52,10 +52,11 @@ type Backend struct {
 }
 
 var (
-	_ replication.Backend          = (*Backend)(nil)
-	_ replication.Cleaner          = (*Backend)(nil)
-	_ replication.Demoter          = (*Backend)(nil)
-	_ replication.DemotionObserver = (*Backend)(nil)
+	_ replication.Backend            = (*Backend)(nil)
+	_ replication.Cleaner            = (*Backend)(nil)
+	_ replication.Demoter            = (*Backend)(nil)
+	_ replication.DemotionObserver   = (*Backend)(nil)
+	_ replication.ProtectionObserver = (*Backend)(nil)
 )
 
 // New returns the VolRep backend working through c, which must know the replication API's types.
@@ -112,7 +113,7 @@ func (b *Backend) ensureVolumeReplication(ctx context.Context, pc *replication.P
 	if msg := foreign(vr, pc); msg != "" {
 		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, msg)
 	}
-	if vr.Spec.ReplicationState != replicationv1alpha1.Primary || vr.Labels[LabelVRGName] == "" {
+	if !primaryAsAsked(vr) {
 		// Primary, and labelled so that an adopted VolumeReplication wakes its group too.
 		before := vr.DeepCopy()
 		vr.Spec.ReplicationState = replicationv1alpha1.Primary
@@ -125,6 +126,23 @@ func (b *Backend) ensureVolumeReplication(ctx context.Context, pc *replication.P
 		}
 	}
 	return vr, replication.Result{}
+}
+
+// ObserveProtection reports from the cache what Protect would: whether the storage made the
+// PVC's VolumeReplication primary. False when there is none yet (or the cache has not seen it),
+// it is another group's, or Protect would still promote or label it.
+func (b *Backend) ObserveProtection(ctx context.Context, pc *replication.PVCContext) (replication.Result, bool) {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	if err := b.client.Get(ctx, client.ObjectKeyFromObject(pc.PVC), vr); err != nil || foreign(vr, pc) != "" || !primaryAsAsked(vr) {
+		return replication.Result{}, false
+	}
+	return observePrimary(vr), true
+}
+
+// primaryAsAsked reports whether a VolumeReplication asks for primary and carries its group's
+// labels: Protect has nothing left to change on it.
+func primaryAsAsked(vr *replicationv1alpha1.VolumeReplication) bool {
+	return vr.Spec.ReplicationState == replicationv1alpha1.Primary && vr.Labels[LabelVRGName] != ""
 }
 
 // foreign says why an existing VolumeReplication named like the PVC is not this group's to use,

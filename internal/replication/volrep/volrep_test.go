@@ -207,6 +207,55 @@ func TestObservePrimaryWaitsForTheStorage(t *testing.T) {
 	}
 }
 
+func TestObserveProtectionReadsWhatProtectWouldReturnAndNeverWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrOf := func(name string, state replicationv1alpha1.ReplicationState, labels map[string]string) *replicationv1alpha1.VolumeReplication {
+		return &replicationv1alpha1.VolumeReplication{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: labels},
+			Spec: replicationv1alpha1.VolumeReplicationSpec{
+				VolumeReplicationClass: "vrc-5s", ReplicationState: state,
+				DataSource: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: name},
+			},
+		}
+	}
+	ours := map[string]string{LabelVRGName: "db", LabelVRGNamespace: "app"}
+	promoted := vrOf("data-db-0", replicationv1alpha1.Primary, ours)
+	promoted.Status = replicationv1alpha1.VolumeReplicationStatus{
+		State:      replicationv1alpha1.PrimaryState,
+		Conditions: []metav1.Condition{{Type: replicationv1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "Promoted"}},
+	}
+	unobserved := vrOf("data-db-1", replicationv1alpha1.Primary, ours)
+	stillSecondary := vrOf("data-db-2", replicationv1alpha1.Secondary, ours)
+	unlabelled := vrOf("data-db-3", replicationv1alpha1.Primary, nil)
+	theirs := vrOf("data-db-4", replicationv1alpha1.Primary, map[string]string{LabelVRGName: "other", LabelVRGNamespace: "app"})
+	c := newClient(t, promoted, unobserved, stillSecondary, unlabelled, theirs)
+	b := New(c)
+	of := func(name string) *replication.PVCContext {
+		pc := pvcContext(5*time.Second, nil)
+		pc.PVC.Name = name
+		return pc
+	}
+
+	res, known := b.ObserveProtection(ctx, of("data-db-0"))
+	g.Expect(known).To(BeTrue())
+	g.Expect(res.IsDone()).To(BeTrue(), "the storage made it primary: %s", res)
+	res, known = b.ObserveProtection(ctx, of("data-db-1"))
+	g.Expect(known).To(BeTrue())
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(res.Message).To(ContainSubstring("waiting for the storage"))
+	for _, name := range []string{"data-db-2", "data-db-3", "data-db-4", "data-db-5"} {
+		_, known := b.ObserveProtection(ctx, of(name))
+		g.Expect(known).To(BeFalse(), "%s: Protect would still promote, label or create it, or it is another group's", name)
+	}
+	list := &replicationv1alpha1.VolumeReplicationList{}
+	g.Expect(c.List(ctx, list)).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(5), "nothing created")
+	for _, vr := range list.Items {
+		g.Expect(vr.ResourceVersion).To(Equal("999"), "%s unchanged", vr.Name)
+	}
+}
+
 func TestProtectAdoptsAnUnlabelledVolumeReplicationOfThePVC(t *testing.T) {
 	g := NewWithT(t)
 	mine := &replicationv1alpha1.VolumeReplication{
