@@ -57,5 +57,6 @@ func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a cli
 		return err
 	}
 	o.Namespace = ns
-	return cli.ActAll(cmd.Context(), c, cmd.OutOrStdout(), o)
+	_, err = cli.ActAll(cmd.Context(), c, cmd.OutOrStdout(), o)
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/quantile"
 )
 
 // Results of one application of a mass action, as the summary prints them.
@@ -47,15 +48,15 @@ type tracked struct {
 // refused application is refused whole unless SkipRefused. With Wait it follows them all,
 // printing a progress line every ProgressInterval (done/total, the slowest still running)
 // and each failure as it happens, then a summary table; it fails when any asked action failed.
-func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) error {
+func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (MassResult, error) {
 	entries, err := massPreview(ctx, c, &o)
 	if err != nil {
-		return err
+		return MassResult{}, err
 	}
 	printMassPlan(w, &o, entries)
 	n := countOf(entries)
 	if n.refused > 0 && !o.SkipRefused {
-		return refusedBatch(&o, n)
+		return MassResult{}, refusedBatch(&o, n)
 	}
 	ts := make([]*tracked, 0, len(entries))
 	for _, e := range entries {
@@ -86,7 +87,25 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) er
 		}
 	}
 	printSummary(w, &o, ts)
-	return massError(&o, ts)
+	return MassResult{Available: availableAfter(ts)}, massError(&o, ts)
+}
+
+// MassResult is what a mass action measured.
+type MassResult struct {
+	// Available is how long each application that became Available took (from its request, or
+	// from when the command began following an action already under way), in the plan's order.
+	Available []time.Duration
+}
+
+// availableAfter is how long each application that became Available took.
+func availableAfter(ts []*tracked) []time.Duration {
+	var out []time.Duration
+	for _, t := range ts {
+		if t.result == resultAvailable && t.took > 0 {
+			out = append(out, t.took)
+		}
+	}
+	return out
 }
 
 // askAll patches the DRPlacementControls that can start, Workers at once.
@@ -304,5 +323,11 @@ func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
 			parts = append(parts, fmt.Sprintf("%d %s", byResult[r], r))
 		}
 	}
-	fmt.Fprintf(w, "%s of %d applications; the slowest took %s.\n", strings.Join(parts, ", "), len(ts), seconds(slowest))
+	spread := ""
+	if took := availableAfter(ts); len(took) > 1 {
+		// The distribution, not only the slowest: what most applications waited for.
+		spread = fmt.Sprintf("; half were Available within %s, nine in ten within %s",
+			seconds(quantile.NearestRank(took, 0.5)), seconds(quantile.NearestRank(took, 0.9)))
+	}
+	fmt.Fprintf(w, "%s of %d applications; the slowest took %s%s.\n", strings.Join(parts, ", "), len(ts), seconds(slowest), spread)
 }

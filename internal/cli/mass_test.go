@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +65,14 @@ func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
 	}
 
 	sel.Selector = "tier=none"
-	err := ActAll(t.Context(), k8sClient, &out, sel)
+	_, err := ActAll(t.Context(), k8sClient, &out, sel)
 	want := "no DRPlacementControl matches (namespace mass-select, selector tier=none, current primary mass-select-east): 0 in the scope before the filter; list them with `drover status -A`"
 	if err == nil || err.Error() != want {
 		t.Errorf("a selector matching nothing returned %v\nwant: %s", err, want)
 	}
 
 	out.Reset()
-	if err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+	if _, err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
 		t.Fatalf("failover --all failed: %v", err)
 	}
 	for _, d := range []*v1alpha1.DRPlacementControl{db, web} {
@@ -96,7 +98,7 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionRelocate, To: e.east, Now: clockAt}
 
 	var out bytes.Buffer
-	err := ActAll(t.Context(), k8sClient, &out, o)
+	_, err := ActAll(t.Context(), k8sClient, &out, o)
 	want := "relocate refused for the whole batch: 1 of 3 applications would be refused (listed above with the reason and what to do); " +
 		"nothing was changed: fix them, narrow the batch with --selector, or add --skip-refused to relocate the 1 that can start"
 	if err == nil || err.Error() != want {
@@ -114,7 +116,7 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 
 	out.Reset()
 	o.SkipRefused = true
-	if err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+	if _, err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
 		t.Fatalf("relocate --all --skip-refused failed: %v", err)
 	}
 	if got := get(t, db); got.Spec.Action != v1alpha1.ActionRelocate || got.Spec.PreferredCluster != e.east {
@@ -163,7 +165,7 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 		setStatus(t, apps[2], get(t, apps[2]).Status, failedOver)
 	}()
 	began := time.Now()
-	err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west,
+	res, err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west,
 		Wait: true, Timeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ProgressInterval: 200 * time.Millisecond})
 	elapsed := time.Since(began)
 	<-hub
@@ -175,6 +177,12 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 		"FAILED mass-wait/b: the hub refused the failover (PeerUnreachable): mass-wait-west is unreachable: wait for it",
 		"2/3 available, 1 failed, 0 running",
 		"2 Available, 1 failed of 3 applications; the slowest took ")
+	// a and c became Available; the failed b is not part of the distribution.
+	if len(res.Available) != 2 || slices.Min(res.Available) <= 0 {
+		t.Fatalf("the result holds %v, want the two durations of a and c", res.Available)
+	}
+	mustContain(t, text, fmt.Sprintf("; half were Available within %s, nine in ten within %s.",
+		seconds(slices.Min(res.Available)), seconds(slices.Max(res.Available))))
 	if n := strings.Count(text, "FAILED mass-wait/b"); n != 1 {
 		t.Errorf("the failure of b was printed %d times, want once:\n%s", n, text)
 	}

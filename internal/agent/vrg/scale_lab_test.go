@@ -23,6 +23,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/quantile"
 )
 
 // scaleGroupsEnv sets how many groups TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing
@@ -248,14 +249,9 @@ func reconcileTimes(t *testing.T) passTimes {
 	return p
 }
 
-// percentile returns the p-th percentile of ds (nearest rank); 0 for none.
+// percentile returns the p-th percentile of ds (nearest rank), to 10 ms; 0 for none.
 func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(ds))
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)].Round(10 * time.Millisecond)
+	return quantile.NearestRank(ds, float64(p)/100).Round(10 * time.Millisecond)
 }
 
 // deleteGroups deletes groups and waits until they are unprotected and gone.

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/quantile"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -63,6 +64,10 @@ type Result struct {
 	// request with east stopped → all Available on west. Recover: east back (started) → all PeerReady.
 	// Relocate: the mass request → all Available on east.
 	Protect, Failover, Recover, Relocate time.Duration
+	// FailoverP50 and RelocateP50 are the median of each application's own time, from its
+	// request to its Available (the CLI's summary): what most applications waited for, where
+	// Failover and Relocate are the last one's.
+	FailoverP50, RelocateP50 time.Duration
 	// RecordsKept and RecordsLost count the writers' records over the relocation (0 lost is
 	// the check).
 	RecordsKept, RecordsLost uint64
@@ -284,9 +289,9 @@ func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
 	}
 	lags := s.lags(time.Now())
 	r.res.LeftProtected, r.res.SyncLags = len(s.leftProtected), len(lags)
-	r.res.SyncLagP50, r.res.SyncLagP99 = nearestRank(lags, 0.5), nearestRank(lags, 0.99)
+	r.res.SyncLagP50, r.res.SyncLagP99 = quantile.NearestRank(lags, 0.5), quantile.NearestRank(lags, 0.99)
 	gaps := s.storageGaps()
-	r.res.StorageGapP99, r.res.StorageGapMax = nearestRank(gaps, 0.99), nearestRank(gaps, 1)
+	r.res.StorageGapP99, r.res.StorageGapMax = quantile.NearestRank(gaps, 0.99), quantile.NearestRank(gaps, 1)
 	say(r.o, "settle: %d of %d DRPCs left Protected; their last sync trailed the storage's by p50 %s, p99 %s over %d syncs; the storage synced every p99 %s, at most %s",
 		len(s.leftProtected), r.res.N, r.res.SyncLagP50.Round(10*time.Millisecond), r.res.SyncLagP99.Round(10*time.Millisecond), len(lags),
 		r.res.StorageGapP99, r.res.StorageGapMax)
@@ -297,10 +302,12 @@ func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
 }
 
 // mass asks for action on every application of the run with drover's mass action and waits.
-func (r *run) mass(ctx context.Context, action v1alpha1.DRAction, from, to string) error {
+// It returns the median of the applications' own times to Available.
+func (r *run) mass(ctx context.Context, action v1alpha1.DRAction, from, to string) (time.Duration, error) {
 	o := cli.MassOptions{Action: action, From: from, To: to, Selector: RunLabel + "=" + r.selector[RunLabel], AllNamespaces: true,
 		Wait: true, Timeout: r.env.Timeout, PollInterval: 250 * time.Millisecond, ProgressInterval: 10 * time.Second}
-	return cli.ActAll(ctx, r.env.Hub, r.o.Out, o)
+	res, err := cli.ActAll(ctx, r.env.Hub, r.o.Out, o)
+	return quantile.NearestRank(res.Available, 0.5), err
 }
 
 func (r *run) failover(ctx context.Context) error {
@@ -309,9 +316,10 @@ func (r *run) failover(ctx context.Context) error {
 		return err
 	}
 	began := time.Now()
-	err := r.mass(ctx, v1alpha1.ActionFailover, lab.East, lab.West)
-	r.res.Failover = time.Since(began)
-	say(r.o, "failover: all Available on west %s after the request", r.res.Failover.Round(10*time.Millisecond))
+	p50, err := r.mass(ctx, v1alpha1.ActionFailover, lab.East, lab.West)
+	r.res.Failover, r.res.FailoverP50 = time.Since(began), p50
+	say(r.o, "failover: all Available on west %s after the request (each application: p50 %s)",
+		r.res.Failover.Round(10*time.Millisecond), p50.Round(10*time.Millisecond))
 	return err
 }
 
@@ -338,14 +346,14 @@ func (r *run) relocate(ctx context.Context) error {
 		return err
 	}
 	began := time.Now()
-	err := r.mass(ctx, v1alpha1.ActionRelocate, lab.West, lab.East)
-	r.res.Relocate = time.Since(began)
+	p50, err := r.mass(ctx, v1alpha1.ActionRelocate, lab.West, lab.East)
+	r.res.Relocate, r.res.RelocateP50 = time.Since(began), p50
 	if err != nil {
 		return err
 	}
 	r.res.RecordsKept, r.res.RecordsLost, err = r.fleet.Relocated(ctx, lab.West, lab.East)
-	say(r.o, "relocate: all Available on east %s after the request; records kept %d, lost %d",
-		r.res.Relocate.Round(10*time.Millisecond), r.res.RecordsKept, r.res.RecordsLost)
+	say(r.o, "relocate: all Available on east %s after the request (each application: p50 %s); records kept %d, lost %d",
+		r.res.Relocate.Round(10*time.Millisecond), p50.Round(10*time.Millisecond), r.res.RecordsKept, r.res.RecordsLost)
 	return err
 }
 
@@ -355,7 +363,7 @@ func (r *run) observe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	q := quantile(0.99, r.before[lab.Hub].reconcileBuckets(reconcileOf("drplacementcontrol")), hub.reconcileBuckets(reconcileOf("drplacementcontrol")))
+	q := histogramQuantile(0.99, r.before[lab.Hub].reconcileBuckets(reconcileOf("drplacementcontrol")), hub.reconcileBuckets(reconcileOf("drplacementcontrol")))
 	r.res.HubP99 = time.Duration(q * float64(time.Second))
 	for _, c := range []string{lab.East, lab.West} {
 		s, err := r.p.droverReady(ctx, c)
@@ -368,7 +376,7 @@ func (r *run) observe(ctx context.Context) error {
 		if c == lab.East {
 			before = snapshot{}
 		}
-		q := quantile(0.99, before.reconcileBuckets(reconcileOf("volumereplicationgroup")), s.reconcileBuckets(reconcileOf("volumereplicationgroup")))
+		q := histogramQuantile(0.99, before.reconcileBuckets(reconcileOf("volumereplicationgroup")), s.reconcileBuckets(reconcileOf("volumereplicationgroup")))
 		r.res.AgentP99 = max(r.res.AgentP99, time.Duration(q*float64(time.Second)))
 	}
 	return nil

@@ -43,6 +43,10 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 	if r.VRGWritesPerMin <= 0 || r.AllWritesPerMin <= 0 || r.HubP99 <= 0 || r.AgentP99 <= 0 {
 		t.Errorf("settled writes or reconcile latencies not measured: %+v", r)
 	}
+	if r.FailoverP50 <= 0 || r.FailoverP50 > r.Failover || r.RelocateP50 <= 0 || r.RelocateP50 > r.Relocate {
+		t.Errorf("the applications' median failover %s (all: %s) and relocation %s (all: %s) are not measured or exceed the whole step",
+			r.FailoverP50, r.Failover, r.RelocateP50, r.Relocate)
+	}
 	if r.SyncLags == 0 {
 		t.Errorf("no storage sync was seen while settled, so no DRPC's lag was measured: %+v", r)
 	}

@@ -91,10 +91,10 @@ func (s snapshot) histogramTotals(name string, match func(map[string]string) boo
 	return sum, count
 }
 
-// quantile is the q quantile of the observations between two scrapes of a histogram, by linear
+// histogramQuantile is the q quantile of the observations between two scrapes of a histogram, by linear
 // interpolation inside the bucket it falls in (as Prometheus's histogram_quantile); 0 when
 // nothing was observed. An observation beyond the last finite bound reports that bound.
-func quantile(q float64, before, after map[float64]float64) float64 {
+func histogramQuantile(q float64, before, after map[float64]float64) float64 {
 	bounds := make([]float64, 0, len(after))
 	for b := range after {
 		bounds = append(bounds, b)

@@ -23,8 +23,8 @@ func TestQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := quantile(c.q, c.before, c.after); math.Abs(got-c.want) > 1e-9 {
-				t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+			if got := histogramQuantile(c.q, c.before, c.after); math.Abs(got-c.want) > 1e-9 {
+				t.Errorf("histogramQuantile(%v) = %v, want %v", c.q, got, c.want)
 			}
 		})
 	}

@@ -56,7 +56,7 @@ func profileOf(controller string, before, after snapshot) workProfile {
 	waitBefore, waitAfter := before.buckets(queueDuration, byName), after.buckets(queueDuration, byName)
 	w := workProfile{
 		controller: controller, passes: n1 - n0, busy: seconds(sum1 - sum0),
-		waitP50: seconds(quantile(0.5, waitBefore, waitAfter)), waitP99: seconds(quantile(0.99, waitBefore, waitAfter)),
+		waitP50: seconds(histogramQuantile(0.5, waitBefore, waitAfter)), waitP99: seconds(histogramQuantile(0.99, waitBefore, waitAfter)),
 	}
 	if f := after[phaseDuration]; f != nil {
 		for _, m := range f.GetMetric() {

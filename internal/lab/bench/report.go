@@ -9,7 +9,7 @@ import (
 )
 
 // columns of the main table.
-var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "RECORDS LOST",
+var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "P50 PER APP FAILOVER/RELOCATE", "RECORDS LOST",
 	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "STORAGE SYNC GAP P99/MAX", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
 
 // Complete says whether every figure of the result was measured and every action succeeded.
@@ -47,10 +47,18 @@ func (r *Result) row() []string {
 	}
 	return []string{
 		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
-		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), lost, r.leftProtected(), r.syncLag(), r.storageGap(),
+		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), r.perApp(), lost, r.leftProtected(), r.syncLag(), r.storageGap(),
 		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
 		msOf(r.HubP99), msOf(r.AgentP99), check,
 	}
+}
+
+// perApp is the median of the applications' own failover and relocation times.
+func (r *Result) perApp() string {
+	if r.FailoverP50 == 0 && r.RelocateP50 == 0 {
+		return "-"
+	}
+	return dur(r.FailoverP50) + " / " + dur(r.RelocateP50)
 }
 
 // leftProtected is how many DRPCs left Protected while settled, of how many.

@@ -250,12 +250,3 @@ func firstAtOrAfter(seen map[int64]time.Time, v int64) (time.Time, bool) {
 	}
 	return first, !first.IsZero()
 }
-
-// nearestRank is the q-th quantile (0-1) of sorted durations, nearest rank; 0 for none.
-func nearestRank(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}

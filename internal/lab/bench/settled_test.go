@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/quantile"
 )
 
 func vr(ns, lastSync string) unstructured.Unstructured {
@@ -57,7 +58,7 @@ func TestTheLagOfEachStorageSyncIsUntilTheDRPCFirstShowsItOrALaterOne(t *testing
 			t.Fatalf("lags = %v, want %v", got, want)
 		}
 	}
-	if p50, p99 := nearestRank(got, 0.5), nearestRank(got, 0.99); p50 != time.Second || p99 != 17*time.Second {
+	if p50, p99 := quantile.NearestRank(got, 0.5), quantile.NearestRank(got, 0.99); p50 != time.Second || p99 != 17*time.Second {
 		t.Errorf("p50 %s, p99 %s; want 1s, 17s", p50, p99)
 	}
 }
