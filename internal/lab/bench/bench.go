@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -247,6 +248,7 @@ func (r *run) settle(ctx context.Context) error {
 		}
 		before[i] = s
 	}
+	r.quiet(ctx)
 	began := time.Now()
 	say(r.o, "settle: counting write requests on east and west for %s, watching the DRPCs' Protected and sync times", r.o.SettleWindow)
 	if err := r.sampleSettled(ctx, began.Add(r.o.SettleWindow)); err != nil {
@@ -268,6 +270,47 @@ func (r *run) settle(ctx context.Context) error {
 	r.res.AllWritesPerMin = all / minutes
 	say(r.o, "settle: %.1f drover.io writes per VRG per minute, %.0f writes per minute in all", r.res.VRGWritesPerMin, r.res.AllWritesPerMin)
 	return nil
+}
+
+// Settled means the protection's work is done: quiet waits until the queues of east's agent and
+// of the hub hold at most quietDepth groups at quietScrapes scrapes in a row, a second apart.
+const (
+	quietDepth   = 2
+	quietScrapes = 3
+)
+
+// quiet waits, before the settle window, for the work the protection started to drain. The
+// protect step ends when the last DRPC is first seen Protected, and it can end while east's agent
+// still captures the new groups' objects and the sync status of the others waits behind that
+// work in its queue: the window is to measure settled protection, not that backlog. Waiting
+// longer than the step's timeout, it says so and lets the window begin.
+func (r *run) quiet(ctx context.Context) {
+	began, calm := time.Now(), 0
+	for calm < quietScrapes {
+		if time.Since(began) > r.env.Timeout {
+			say(r.o, "settle: the queues did not drain within %s; measuring anyway", r.env.Timeout)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		depth := 0.0
+		for c, queue := range map[string]string{lab.East: "volumereplicationgroup", lab.Hub: "drplacementcontrol"} {
+			s, err := r.p.drover(ctx, c)
+			if err != nil {
+				depth = math.Inf(1)
+				break
+			}
+			depth = max(depth, s.gauge("workqueue_depth", func(l map[string]string) bool { return l["name"] == queue }))
+		}
+		calm++
+		if depth > quietDepth {
+			calm = 0
+		}
+	}
+	say(r.o, "settle: the queues of east's agent and the hub drained %s after protect", time.Since(began).Round(100*time.Millisecond))
 }
 
 // sampleSettled watches the run's DRPCs and their storage until end (settled.go) and records

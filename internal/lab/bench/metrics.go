@@ -37,11 +37,20 @@ func labelsOf(m *dto.Metric) map[string]string {
 
 // counter sums the counter name over the series match selects.
 func (s snapshot) counter(name string, match func(map[string]string) bool) float64 {
+	return s.sum(name, match, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+// gauge sums the gauge name over the series match selects.
+func (s snapshot) gauge(name string, match func(map[string]string) bool) float64 {
+	return s.sum(name, match, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+}
+
+func (s snapshot) sum(name string, match func(map[string]string) bool, value func(*dto.Metric) float64) float64 {
 	total := 0.0
 	if f := s[name]; f != nil {
 		for _, m := range f.GetMetric() {
 			if match(labelsOf(m)) {
-				total += m.GetCounter().GetValue()
+				total += value(m)
 			}
 		}
 	}
