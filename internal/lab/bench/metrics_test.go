@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
+func TestHistogramQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
 	inf := math.Inf(1)
 	cases := []struct {
 		name          string
@@ -27,6 +27,37 @@ func TestQuantileInterpolatesInsideTheBucketOfTheRank(t *testing.T) {
 				t.Errorf("histogramQuantile(%v) = %v, want %v", c.q, got, c.want)
 			}
 		})
+	}
+}
+
+func TestAGaugeIsTheSumOfTheSeriesSelectedAndACounterIsNotOne(t *testing.T) {
+	s, err := parse(`# TYPE workqueue_depth gauge
+workqueue_depth{controller="volumereplicationgroup",name="volumereplicationgroup"} 7
+workqueue_depth{controller="drplacementcontrol",name="drplacementcontrol"} 3
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{controller="volumereplicationgroup",name="volumereplicationgroup"} 40
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func(name string) func(map[string]string) bool {
+		return func(l map[string]string) bool { return l["name"] == name }
+	}
+	all := func(map[string]string) bool { return true }
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"the agent's queue", s.gauge("workqueue_depth", queue("volumereplicationgroup")), 7},
+		{"every queue", s.gauge("workqueue_depth", all), 10},
+		{"a gauge read as a counter", s.counter("workqueue_depth", all), 0},
+		{"a counter read as a gauge", s.gauge("workqueue_adds_total", all), 0},
+		{"a counter", s.counter("workqueue_adds_total", all), 40},
+		{"a metric the scrape lacks", s.gauge("workqueue_unfinished_work_seconds", all), 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
 	}
 }
 
