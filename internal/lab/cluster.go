@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
 // Role says what a lab cluster is for.
@@ -262,7 +264,7 @@ func (c *Cluster) running() (bool, error) {
 		return false, err
 	}
 	for _, comp := range c.components() {
-		if p, ok := procs[comp.name]; !ok || !alive(p.pid) {
+		if p, ok := procs[comp.name]; !ok || !procfs.Alive(p.pid) {
 			return false, nil
 		}
 	}
@@ -358,7 +360,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	for _, comp := range comps {
-		if p, ok := procs[comp.name]; !ok || !alive(p.pid) {
+		if p, ok := procs[comp.name]; !ok || !procfs.Alive(p.pid) {
 			return c.diedError(comp)
 		}
 	}
@@ -379,7 +381,7 @@ func (c *Cluster) waitReady(ctx context.Context, comp component, pid int, probe 
 		if lastErr = probe(ctx); lastErr == nil {
 			return nil
 		}
-		if !alive(pid) {
+		if !procfs.Alive(pid) {
 			return c.diedError(comp)
 		}
 		select {

@@ -1,18 +1,17 @@
 package lab
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
 // What a benchmark reads of a running lab: the API server's and drover's Prometheus metrics
@@ -83,7 +82,7 @@ func (c *Cluster) DroverRSS() (int64, error) {
 			if ct.PID == 0 {
 				continue
 			}
-			rss, err := processRSS(ct.PID)
+			rss, err := procfs.RSS(ct.PID)
 			if err != nil {
 				return 0, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
@@ -95,26 +94,6 @@ func (c *Cluster) DroverRSS() (int64, error) {
 		return 0, fmt.Errorf("cluster %s runs no drover process", c.Name)
 	}
 	return total, nil
-}
-
-// processRSS reads VmRSS of a process from /proc.
-func processRSS(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("bad VmRSS of process %d: %w", pid, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("process %d reports no VmRSS", pid)
 }
 
 // ComponentDrover names drover's own processes (the containers of the hub's or the agent's
@@ -129,10 +108,6 @@ type ProcessCPU struct {
 	CPU       time.Duration
 }
 
-// clockTicksPerSecond is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
-// every architecture Go supports (the kernel's own HZ may differ; this does not).
-const clockTicksPerSecond = 100
-
 // CPUTimes returns the CPU time used so far by each of the cluster's running processes: its
 // control plane and lab components by name, and drover's containers as ComponentDrover. A
 // benchmark takes two and subtracts (CPUByComponent) to see where a step spent the machine.
@@ -143,7 +118,7 @@ func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 	}
 	var out []ProcessCPU
 	for name, p := range procs {
-		if cpu, err := processCPU(p.pid); err == nil {
+		if cpu, err := procfs.CPU(p.pid); err == nil {
 			out = append(out, ProcessCPU{PID: p.pid, Cluster: c.Name, Component: name, CPU: cpu})
 		}
 	}
@@ -156,41 +131,10 @@ func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 			if ct.PID == 0 {
 				continue
 			}
-			if cpu, err := processCPU(ct.PID); err == nil {
+			if cpu, err := procfs.CPU(ct.PID); err == nil {
 				out = append(out, ProcessCPU{PID: ct.PID, Cluster: c.Name, Component: ComponentDrover, CPU: cpu})
 			}
 		}
 	}
 	return out, nil
-}
-
-// processCPU reads the user and system CPU time of a process (not of its children) from
-// /proc/<pid>/stat.
-func processCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(raw)
-}
-
-// parseStatCPU reads utime and stime, the 14th and 15th fields of a /proc/<pid>/stat line.
-func parseStatCPU(stat []byte) (time.Duration, error) {
-	// After the name (statFields): state (3rd field) ... utime (14th) and stime (15th).
-	f := statFields(stat)
-	if f == nil {
-		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
-	}
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc stat line %q", stat)
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bad CPU time %q in /proc stat line: %w", s, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
 }

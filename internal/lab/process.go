@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
 // component is one process of a lab cluster.
@@ -167,47 +169,11 @@ func stopProcesses(procs []process, grace time.Duration) {
 
 func anyAlive(procs []process) bool {
 	for _, p := range procs {
-		if alive(p.pid) {
+		if procfs.Alive(p.pid) {
 			return true
 		}
 	}
 	return false
-}
-
-// alive reports whether pid runs and is not a zombie waiting to be reaped.
-func alive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := statFields(raw)
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// statFields are the fields of a /proc/<pid>/stat line after the parenthesised command name
-// (which may hold spaces and parentheses): the state first ("pid (comm) S ..."), then the
-// numbers. Nil for a line without the name.
-func statFields(stat []byte) []string {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(stat[i+1:]))
-}
-
-// rssKiB reads a process's resident set size.
-func rssKiB(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // Lab ports come from below Linux's ephemeral range (32768-60999), so the kernel never hands

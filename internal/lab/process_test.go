@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestCheckPortFreeNamesThePortAndItsUser(t *testing.T) {
@@ -116,38 +115,5 @@ func TestReservedPortsAreBelowTheEphemeralRangeAndNeverHandedOutTwice(t *testing
 		if _, err := os.Stat(filepath.Join(portReservations(), fmt.Sprint(port))); !os.IsNotExist(err) {
 			t.Errorf("reservation of port %d not released: %v", port, err)
 		}
-	}
-}
-
-func TestParseStatCPUAddsUserAndSystemTimeAfterAFreeFormName(t *testing.T) {
-	// A command name may hold spaces and parentheses; the fields count from the last ')'.
-	stat := []byte("4242 (kube (api) server) S 1 4242 4242 0 -1 4194560 9 0 0 0 1234 56 7 8 20 0 12 0 100 0 0")
-	got, err := parseStatCPU(stat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := 12900 * time.Millisecond; got != want {
-		t.Errorf("parseStatCPU = %s, want %s (utime 1234 + stime 56 ticks of 10 ms)", got, want)
-	}
-	for _, bad := range []string{"4242 kube-apiserver S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 9 0 0 0 12x 56 7"} {
-		if _, err := parseStatCPU([]byte(bad)); err == nil {
-			t.Errorf("parseStatCPU(%q) must fail", bad)
-		}
-	}
-}
-
-func TestProcessCPUOfThisProcessGrowsWithItsWork(t *testing.T) {
-	before, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); { //nolint:revive // burn CPU
-	}
-	after, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-before < 100*time.Millisecond {
-		t.Errorf("300 ms of busy loop counted %s of CPU", after-before)
 	}
 }

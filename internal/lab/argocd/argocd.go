@@ -20,6 +20,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
 // Binary is Argo CD's multi-call binary in the lab's bin directory.
@@ -347,7 +349,7 @@ func (i *Instance) Status() (Status, error) {
 		p, ok := running[name]
 		cs := ComponentStatus{Name: name, Running: ok}
 		if ok {
-			cs.PID, cs.RSSKiB = p.pid, rssKiB(p.pid)
+			cs.PID, cs.RSSKiB = p.pid, procfs.RSSKiB(p.pid)
 		} else {
 			st.Healthy = false
 		}

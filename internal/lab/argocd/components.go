@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
 // Components of an instance, in start order. Each runs as <Dir>/bin/<name>, a symbolic link to
@@ -76,7 +78,7 @@ func findProcesses(binDir string) (map[string]process, error) {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.HasPrefix(raw, prefix) || !alive(pid) {
+		if err != nil || !bytes.HasPrefix(raw, prefix) || !procfs.Alive(pid) {
 			continue
 		}
 		argv0, _, _ := bytes.Cut(raw, []byte{0})
@@ -124,7 +126,7 @@ func (c component) waitReady(ctx context.Context, pid int, logDir string) error 
 	defer cancel()
 	logPath := filepath.Join(logDir, c.name+".log")
 	for {
-		if !alive(pid) {
+		if !procfs.Alive(pid) {
 			return fmt.Errorf("%s exited while starting; the end of %s:\n%s", c.name, logPath, logTail(logPath, 15))
 		}
 		err := c.ready(ctx)
@@ -145,45 +147,16 @@ func stopProcesses(procs []process, grace time.Duration) {
 	for _, p := range procs {
 		_ = syscall.Kill(p.pid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
-		for alive(p.pid) && time.Now().Before(deadline) {
+		for procfs.Alive(p.pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if alive(p.pid) {
+		if procfs.Alive(p.pid) {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-			for i := 0; i < 100 && alive(p.pid); i++ {
+			for i := 0; i < 100 && procfs.Alive(p.pid); i++ {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
 	}
-}
-
-// alive reports whether pid runs and is not a zombie waiting to be reaped.
-func alive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name: "pid (comm) S ...".
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 || i+2 >= len(raw) {
-		return false
-	}
-	return raw[i+2] != 'Z' && raw[i+2] != 'X'
-}
-
-// rssKiB reads a process's resident set size.
-func rssKiB(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // logTail returns the last n lines of a log.
