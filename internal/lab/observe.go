@@ -110,7 +110,7 @@ type ProcessCPU struct {
 
 // CPUTimes returns the CPU time used so far by each of the cluster's running processes: its
 // control plane and lab components by name, and drover's containers as ComponentDrover. A
-// benchmark takes two and subtracts (CPUByComponent) to see where a step spent the machine.
+// benchmark takes two and subtracts them (bench's cpuProfileOf) to see where a step spent the machine.
 func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 	procs, err := c.processes()
 	if err != nil {

@@ -239,6 +239,8 @@ func (r *run) protect(ctx context.Context) error {
 
 // settle counts the API servers' write requests on east and west over the settle window.
 func (r *run) settle(ctx context.Context) error {
+	// Drained first: the writes are counted over the window alone.
+	r.quiet(ctx)
 	var before, after [2]snapshot
 	clusters := [2]string{lab.East, lab.West}
 	for i, c := range clusters {
@@ -248,7 +250,6 @@ func (r *run) settle(ctx context.Context) error {
 		}
 		before[i] = s
 	}
-	r.quiet(ctx)
 	began := time.Now()
 	say(r.o, "settle: counting write requests on east and west for %s, watching the DRPCs' Protected and sync times", r.o.SettleWindow)
 	if err := r.sampleSettled(ctx, began.Add(r.o.SettleWindow)); err != nil {
