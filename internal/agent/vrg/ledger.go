@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -50,6 +51,8 @@ type groupRecord struct {
 	captured capturedAs
 	// stores are the records by S3 profile name.
 	stores map[string]storeRecord
+	// restoring is the metadata a promotion read, until its restore completes (promote.go).
+	restoring *storedMetadata
 }
 
 // storeRecord is what one store holds of one group.
@@ -208,4 +211,42 @@ func (l *ledger) setLastCapture(vrg *v1alpha1.VolumeReplicationGroup, c captured
 // verifiedUntil is when a record made now must be verified against its store again.
 func verifiedUntil(now time.Time) time.Time {
 	return now.Add(verifyStores + rand.N(verifyStores/5)) //nolint:gosec // jitter, not a secret
+}
+
+// storedMetadata is the PV and PVC metadata a promotion read from a store, kept while its
+// restore waits for the PVCs to bind: the group's primary wrote it before this promotion and no
+// one writes it again until the restore completes (the old primary is fenced or demoted, and
+// this one protects only then), so reading it at every pass would fetch the same objects again.
+// A new generation (another action or state) reads anew.
+type storedMetadata struct {
+	generation int64
+	// store is the profile read; unavailable are the profiles skipped before it.
+	store       string
+	unavailable []string
+	pvs         map[string]*corev1.PersistentVolume
+	pvcs        []*corev1.PersistentVolumeClaim
+}
+
+// restoreRead returns the metadata the group's promotion read in its current generation; nil
+// when it read none yet.
+func (l *ledger) restoreRead(vrg *v1alpha1.VolumeReplicationGroup) *storedMetadata {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.group(vrg).restoring; m != nil && m.generation == vrg.Generation {
+		return m
+	}
+	return nil
+}
+
+// setRestoreRead records the metadata a promotion read; nil forgets it (the restore completed).
+func (l *ledger) setRestoreRead(vrg *v1alpha1.VolumeReplicationGroup, m *storedMetadata) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.group(vrg).restoring = m
 }

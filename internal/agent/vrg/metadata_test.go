@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -129,10 +130,32 @@ func TestCleanedMetadataKeepsOnlyWhatAnotherClusterCanUse(t *testing.T) {
 	})
 }
 
-// countingStore counts the writes reaching a store.
+// countingStore counts the writes reaching a store, and the keys read.
 type countingStore struct {
 	objectstore.Store
 	puts, deletes int
+	read          []string
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	c.read = append(c.read, key)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countingStore) List(ctx context.Context, prefix string) ([]string, error) {
+	c.read = append(c.read, prefix)
+	return c.Store.List(ctx, prefix)
+}
+
+// reads counts the reads (gets and lists) of keys under prefix.
+func (c *countingStore) reads(prefix string) int {
+	n := 0
+	for _, k := range c.read {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *countingStore) Put(ctx context.Context, key string, body []byte) error {

@@ -105,6 +105,7 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	if restoreCompleted(sc.vrg) {
 		sc.restore.done = true
+		r.written.setRestoreRead(sc.vrg, nil)
 		return ctrl.Result{}, nil
 	}
 	pvs, pvcs := r.readMetadata(ctx, sc)
@@ -133,12 +134,18 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	if len(sc.restore.conflicts) > 0 {
 		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
 	}
+	r.written.setRestoreRead(sc.vrg, nil)
 	return ctrl.Result{}, nil
 }
 
 // readMetadata reads the stored PVs (by name) and PVCs (sorted by key) from the first S3
-// profile, in spec order, that answers every read; the profiles skipped are recorded.
+// profile, in spec order, that answers every read; the profiles skipped are recorded. What a
+// pass of this generation read already is not read again (storedMetadata).
 func (r *Reconciler) readMetadata(ctx context.Context, sc *scope) (map[string]*corev1.PersistentVolume, []*corev1.PersistentVolumeClaim) {
+	if m := r.written.restoreRead(sc.vrg); m != nil {
+		sc.restore.store, sc.restore.unavailable = m.store, slices.Clone(m.unavailable)
+		return m.pvs, m.pvcs
+	}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		store, err := r.store(ctx, profile)
 		if err == nil {
@@ -146,6 +153,8 @@ func (r *Reconciler) readMetadata(ctx context.Context, sc *scope) (map[string]*c
 			var pvcs []*corev1.PersistentVolumeClaim
 			if pvs, pvcs, err = ReadMetadata(ctx, store, StorePrefix(sc.vrg)); err == nil {
 				sc.restore.store = profile.Name
+				r.written.setRestoreRead(sc.vrg, &storedMetadata{generation: sc.vrg.Generation, store: profile.Name,
+					unavailable: slices.Clone(sc.restore.unavailable), pvs: pvs, pvcs: pvcs})
 				return pvs, pvcs
 			}
 		}

@@ -129,6 +129,48 @@ func TestAFailoverRestoresPVsThenPVCsFromTheFirstReadableStore(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("not found")), "the restore did not run again")
 }
 
+func TestAPromotionReadsTheStoredMetadataOncePerGeneration(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	pvs, pvcs := peerGroup(2)
+	storeGroup(g, f.stores["s3-west"], pvs, pvcs)
+	f.stores["s3-east"].SetError(objectstore.ErrUnreachable)
+	west := &countingStore{Store: f.stores["s3-west"]}
+	f.r.NewStore = func(p objectstore.Profile) (objectstore.Store, error) {
+		if p.Name == "s3-west" {
+			return west, nil
+		}
+		return f.stores[p.Name], nil
+	}
+	metadata := func() int { return west.reads("app/db/"+pvsDir) + west.reads("app/db/"+pvcsDir) }
+	f.promote(g, v1alpha1.ActionFailover)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	read := metadata()
+	g.Expect(read).To(Equal(2+len(pvs)+len(pvcs)), "two lists and a get per object")
+	for range 3 {
+		_, err = f.pass()
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(metadata()).To(Equal(read), "the passes waiting for the PVCs to bind do not read the store again")
+	c := groupCondition(g, f.group(g), v1alpha1.ConditionClusterDataReady)
+	g.Expect(c.Message).To(And(ContainSubstring("restored from S3 profile s3-west"), ContainSubstring("skipped: S3 profile s3-east")),
+		"the profile read and the one skipped are still told")
+
+	f.bindAll(g)
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(groupCondition(g, f.group(g), v1alpha1.ConditionClusterDataReady).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(f.r.written.restoreRead(f.group(g))).To(BeNil(), "a completed restore keeps nothing")
+
+	f.vrg = f.group(g)
+	f.promote(g, v1alpha1.ActionRelocate)
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(metadata()).To(Equal(2*read), "a new generation reads the store anew")
+}
+
 func TestLeftoversThatMatchAreAdoptedAndCollisionsAreReportedAndLeftUntouched(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
