@@ -171,7 +171,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1), UsePriorityQueue: ptr.To(false)}).
 		For(&v1alpha1.VolumeReplicationGroup{}, builder.WithPredicates(notOnlyStatusChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
-		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.volumeReplicationChangeMatters})).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
 		Watches(&volsyncv1alpha1.ReplicationSource{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
@@ -405,4 +406,44 @@ func volumeReplicationToVRG(_ context.Context, obj client.Object) []reconcile.Re
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// volumeReplicationChangeMatters reports whether an update of a VolumeReplication can change
+// what its group's pass does or reports. One that only tells of another sync of a secondary
+// image does not: a secondary's status leaves the syncs to the primary's group (withoutSyncs),
+// and the storage's other news (its state, its conditions, a demotion observed) change more
+// than the sync fields. Such an update came at every sync of every demoted PVC: at 100 groups
+// after a failover, a pass per group per interval on the secondary's agent, in the queue the
+// next action's passes wait in. The one exception is a relocated group waiting for its final
+// sync (finishRelocation), which proves it by the secondary's last sync.
+func (r *Reconciler) volumeReplicationChangeMatters(e event.UpdateEvent) bool {
+	o, okOld := e.ObjectOld.(*replicationv1alpha1.VolumeReplication)
+	n, okNew := e.ObjectNew.(*replicationv1alpha1.VolumeReplication)
+	if !okOld || !okNew || n.Spec.ReplicationState != replicationv1alpha1.Secondary || !onlySyncChanged(o, n) {
+		return true
+	}
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	key := types.NamespacedName{Namespace: n.Labels[volrep.LabelVRGNamespace], Name: n.Labels[volrep.LabelVRGName]}
+	if err := r.Client.Get(context.Background(), key, vrg); err != nil {
+		return true
+	}
+	return awaitsFinalSync(vrg)
+}
+
+// onlySyncChanged reports whether two versions of a VolumeReplication differ in the last sync's
+// time, duration and size alone.
+func onlySyncChanged(o, n *replicationv1alpha1.VolumeReplication) bool {
+	a, b := o.DeepCopy(), n.DeepCopy()
+	for _, vr := range []*replicationv1alpha1.VolumeReplication{a, b} {
+		vr.ResourceVersion, vr.ManagedFields = "", nil
+		vr.Status.LastSyncTime, vr.Status.LastSyncDuration, vr.Status.LastSyncBytes = nil, nil, nil
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// awaitsFinalSync reports whether a group was asked for a relocation's final sync that its
+// status does not record yet.
+func awaitsFinalSync(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	request := vrg.Spec.FinalSyncRequest
+	return request != "" && (vrg.Status.FinalSync == nil || vrg.Status.FinalSync.Request != request)
 }

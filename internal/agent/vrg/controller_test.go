@@ -21,8 +21,10 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/replication/volrep"
 )
 
 // This file drives Reconcile with a fake client, the fake backend and fake stores: the
@@ -432,4 +434,47 @@ func TestOnlyStoresDownNeedsEveryJoinedErrorToBeAStoreThatDoesNotAnswer(t *testi
 			t.Errorf("%s: onlyStoresDown(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
+}
+
+func TestASecondarysSyncWakesItsGroupOnlyWhileItWaitsForTheFinalSync(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	synced := func(state replicationv1alpha1.ReplicationState, at time.Time) *replicationv1alpha1.VolumeReplication {
+		vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", ResourceVersion: at.Format(time.RFC3339),
+			Labels: map[string]string{volrep.LabelVRGName: f.vrg.Name, volrep.LabelVRGNamespace: f.vrg.Namespace}}}
+		vr.Spec.ReplicationState = state
+		vr.Status.State = replicationv1alpha1.SecondaryState
+		vr.Status.Conditions = []metav1.Condition{{Type: replicationv1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "Demoted"}}
+		vr.Status.LastSyncTime, vr.Status.LastSyncBytes = &metav1.Time{Time: at}, ptr.To(int64(at.Second()))
+		return vr
+	}
+	t0 := time.Date(2026, 12, 2, 19, 0, 0, 0, time.UTC)
+	wakes := func(old, new *replicationv1alpha1.VolumeReplication) bool {
+		return f.r.volumeReplicationChangeMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+	}
+	g := NewWithT(t)
+	g.Expect(wakes(synced(replicationv1alpha1.Primary, t0), synced(replicationv1alpha1.Primary, t0.Add(5*time.Second)))).To(BeTrue(),
+		"a primary's sync is what its status reports")
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeFalse(),
+		"a settled secondary's status says nothing of its syncs")
+	degraded := synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second))
+	degraded.Status.Conditions = append(degraded.Status.Conditions, metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "NeedsResync"})
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), degraded)).To(BeTrue(), "the storage's other news wake it")
+	relabelled := synced(replicationv1alpha1.Secondary, t0)
+	relabelled.Labels = map[string]string{volrep.LabelVRGName: f.vrg.Name}
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), relabelled)).To(BeTrue(), "and so does any other change")
+
+	vrg := f.group(g)
+	vrg.Spec.FinalSyncRequest = "relocate-1"
+	g.Expect(f.client.Update(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeTrue(),
+		"a relocated group proves its final sync by the secondary's sync")
+	vrg.Status.FinalSync = &v1alpha1.FinalSyncStatus{Request: "relocate-1", CompletionTime: metav1.Now()}
+	g.Expect(f.client.Status().Update(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeFalse(),
+		"and needs it no more once recorded")
+
+	g.Expect(f.client.Delete(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeTrue(),
+		"a group that cannot be read is woken")
 }
