@@ -61,6 +61,10 @@ type Result struct {
 	PVCs, N int
 	// Floor is what the cluster alone takes to start the workloads over their bound PVCs.
 	Floor time.Duration
+	// FloorBusy and SettledBusy are how many cores the lab's processes kept busy during the
+	// floor's step (before drover protects anything) and over the settle window: the actions
+	// start from a machine as busy as settled protection keeps it.
+	FloorBusy, SettledBusy float64
 	// Protect: DRPCs created → each Deployed, Protected and PeerReady once. Failover: the mass
 	// request with east stopped → all Available on west. Recover: east back (started) → all PeerReady.
 	// Relocate: the mass request → all Available on east.
@@ -220,9 +224,12 @@ func (r *run) deploy(ctx context.Context) error {
 }
 
 func (r *run) floor(ctx context.Context) error {
+	began, cpu := time.Now(), r.readCPU()
 	d, err := r.fleet.Floor(ctx, lab.East)
 	r.res.Floor = d
-	say(r.o, "floor: the cluster alone started the workloads over their bound PVCs in %s", d.Round(10*time.Millisecond))
+	r.res.FloorBusy = cpuProfileOf(cpu, r.readCPU(), time.Since(began), runtime.NumCPU()).busy()
+	say(r.o, "floor: the cluster alone started the workloads over their bound PVCs in %s (%.2f cores busy during the step)",
+		d.Round(10*time.Millisecond), r.res.FloorBusy)
 	return err
 }
 
@@ -250,11 +257,12 @@ func (r *run) settle(ctx context.Context) error {
 		}
 		before[i] = s
 	}
-	began := time.Now()
+	began, cpu := time.Now(), r.readCPU()
 	say(r.o, "settle: counting write requests on east and west for %s, watching the DRPCs' Protected and sync times", r.o.SettleWindow)
 	if err := r.sampleSettled(ctx, began.Add(r.o.SettleWindow)); err != nil {
 		return err
 	}
+	r.res.SettledBusy = cpuProfileOf(cpu, r.readCPU(), time.Since(began), runtime.NumCPU()).busy()
 	minutes := time.Since(began).Minutes()
 	var vrg, all float64
 	for i, c := range clusters {
@@ -269,7 +277,7 @@ func (r *run) settle(ctx context.Context) error {
 	}
 	r.res.VRGWritesPerMin = vrg / float64(2*r.res.N) / minutes
 	r.res.AllWritesPerMin = all / minutes
-	say(r.o, "settle: %.1f drover.io writes per VRG per minute, %.0f writes per minute in all", r.res.VRGWritesPerMin, r.res.AllWritesPerMin)
+	say(r.o, "settle: %.1f drover.io writes per VRG per minute, %.0f writes per minute in all; %.2f cores busy", r.res.VRGWritesPerMin, r.res.AllWritesPerMin, r.res.SettledBusy)
 	return nil
 }
 

@@ -47,6 +47,9 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 		t.Errorf("the applications' median failover %s (all: %s) and relocation %s (all: %s) are not measured or exceed the whole step",
 			r.FailoverP50, r.Failover, r.RelocateP50, r.Relocate)
 	}
+	if r.FloorBusy <= 0 || r.SettledBusy <= 0 {
+		t.Errorf("the cores busy during the floor (%.2f) and while settled (%.2f) are not measured", r.FloorBusy, r.SettledBusy)
+	}
 	if r.SyncLags == 0 {
 		t.Errorf("no storage sync was seen while settled, so no DRPC's lag was measured: %+v", r)
 	}

@@ -88,7 +88,7 @@ func cpuProfileOf(before, after []lab.ProcessCPU, wall time.Duration, cores int)
 func (p cpuProfile) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CPU %s in %s, %.2f of %d cores busy", p.total.Round(100*time.Millisecond), p.wall.Round(100*time.Millisecond),
-		p.total.Seconds()/max(p.wall.Seconds(), 1e-9), p.cores)
+		p.busy(), p.cores)
 	components := make([]string, 0, len(p.components))
 	for _, c := range p.components {
 		item := c.component + " " + p.share(c.cpu)
@@ -103,6 +103,11 @@ func (p cpuProfile) String() string {
 	}
 	writeLargest(&b, ": ", components, cpuComponentsShown)
 	return b.String()
+}
+
+// busy is how many cores the profile's CPU kept busy on average.
+func (p cpuProfile) busy() float64 {
+	return p.total.Seconds() / max(p.wall.Seconds(), 1e-9)
 }
 
 // share is d as a percentage of the profile's total CPU.

@@ -9,7 +9,7 @@ import (
 )
 
 // columns of the main table.
-var columns = []string{"PVCS/APP", "APPS", "FLOOR", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "P50 PER APP FAILOVER/RELOCATE", "RECORDS LOST",
+var columns = []string{"PVCS/APP", "APPS", "FLOOR", "CORES BUSY FLOOR/SETTLED", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "P50 PER APP FAILOVER/RELOCATE", "RECORDS LOST",
 	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "STORAGE SYNC GAP P99/MAX", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
 
 // Complete says whether every figure of the result was measured and every action succeeded.
@@ -46,7 +46,7 @@ func (r *Result) row() []string {
 		lost = fmt.Sprintf("%d of %d", r.RecordsLost, r.RecordsLost+r.RecordsKept)
 	}
 	return []string{
-		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
+		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), r.busy(), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
 		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), r.perApp(), lost, r.leftProtected(), r.syncLag(), r.storageGap(),
 		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
 		msOf(r.HubP99), msOf(r.AgentP99), check,
@@ -59,6 +59,14 @@ func (r *Result) perApp() string {
 		return "-"
 	}
 	return dur(r.FailoverP50) + " / " + dur(r.RelocateP50)
+}
+
+// busy is how many cores the lab kept busy during the floor and while settled.
+func (r *Result) busy() string {
+	if r.FloorBusy == 0 && r.SettledBusy == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f / %.2f", r.FloorBusy, r.SettledBusy)
 }
 
 // leftProtected is how many DRPCs left Protected while settled, of how many.
