@@ -106,6 +106,11 @@ type SyncStatus struct {
 	// SplitBrain, when not empty, is the storage's message that the volume is primary on both
 	// clusters; empty otherwise.
 	SplitBrain string
+	// DemotedInSync is true when the volume is secondary, its storage acted on the demotion last
+	// asked and reports it in sync with its peer: every write made while it was primary has
+	// reached the peer (a relocation's final sync). A storage that reports no last sync for a
+	// secondary (csi-addons) proves the final sync so.
+	DemotedInSync bool
 }
 
 // Backend replicates PVCs with one mechanism. See the package documentation for the contract

@@ -414,8 +414,9 @@ func volumeReplicationToVRG(_ context.Context, obj client.Object) []reconcile.Re
 // and the storage's other news (its state, its conditions, a demotion observed) change more
 // than the sync fields. Such an update came at every sync of every demoted PVC: at 100 groups
 // after a failover, a pass per group per interval on the secondary's agent, in the queue the
-// next action's passes wait in. The one exception is a relocated group waiting for its final
-// sync (finishRelocation), which proves it by the secondary's last sync.
+// next action's passes wait in. csi-addons reports no sync of a secondary at all; for a storage
+// that does, the one exception is a relocated group waiting for its final sync
+// (finishRelocation), which such a storage's last sync can prove.
 func (r *Reconciler) volumeReplicationChangeMatters(e event.UpdateEvent) bool {
 	o, okOld := e.ObjectOld.(*replicationv1alpha1.VolumeReplication)
 	n, okNew := e.ObjectNew.(*replicationv1alpha1.VolumeReplication)

@@ -130,9 +130,11 @@ func (r *Reconciler) setNamespaceFences(ctx context.Context, sc *scope, fenced, 
 }
 
 // finishRelocation records the final sync and removes what fenced the demotion, once every PVC
-// is secondary. status.finalSync is set when every demoted PVC's last sync began at or after
-// AnnotationDemotedAt (the storage's final mirror: metav1.Time has a resolution of a second, so
-// the demotion time is truncated to the second); without spec.finalSyncRequest the PVCs are
+// is secondary. status.finalSync is set when every demoted PVC's storage reports it in sync with
+// its peer for the demotion (SyncStatus.DemotedInSync: csi-addons reports no last sync for a
+// secondary) or its last sync began at or after AnnotationDemotedAt (a backend that syncs on
+// demand, or a storage that reports a secondary's syncs: metav1.Time has a resolution of a
+// second, so the demotion time is truncated to the second); without spec.finalSyncRequest the PVCs are
 // demoted and finalSync stays unset. The fence annotation goes once all are secondary (the
 // group's secondary state fences its PVCs from then on); AnnotationDemotedAt goes once the
 // final sync is recorded in the status (a pass after the one that records it, hence the short
@@ -174,7 +176,7 @@ func (r *Reconciler) finishRelocation(ctx context.Context, sc *scope) (ctrl.Resu
 		if ps.pv == nil {
 			continue
 		}
-		if ps.sync.LastSyncTime == nil || ps.sync.LastSyncTime.Time.Before(demotedAt) {
+		if !ps.sync.DemotedInSync && (ps.sync.LastSyncTime == nil || ps.sync.LastSyncTime.Time.Before(demotedAt)) {
 			return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
 		}
 	}

@@ -3,6 +3,7 @@ package vrg_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -229,16 +230,18 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Relocate")))
 	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
 
-	// Settled, east's demoted group is woken at each of west's mirrors (its VolumeReplication's
-	// status follows them). With nothing left to demote, its passes neither probe the fence nor
+	// Settled, east's demoted group receives west's mirrors (the lab storage records each), which
+	// change nothing of its VolumeReplication: a secondary reports no sync, as csi-addons, and
+	// its sync alone would wake no pass anyway. With nothing left to demote, its passes (its own
+	// requeues) neither probe the fence nor
 	// read the namespace or its pods from the API server (at 100 groups that was four requests
 	// per group per sync), nor patch the group (they set and removed the demotion's time in
 	// turn, each patch waking the next pass) or its status (it copied each sync's time, which
 	// only the primary's group reports), and the namespace stays fenced.
 	g.Eventually(func(g Gomega) {
-		before, synced := writes.snapshot(), demotedSync(ctx, g, east, ns, "data-db-0")
+		before, synced := writes.snapshot(), demotedSync(ctx, g, east, lab.East, ns, "data-db-0")
 		time.Sleep(2 * 3 * time.Second)
-		g.Expect(demotedSync(ctx, g, east, ns, "data-db-0")).To(BeTemporally(">", synced), "west mirrored to east's demoted PVC")
+		g.Expect(demotedSync(ctx, g, east, lab.East, ns, "data-db-0")).To(BeTemporally(">", synced), "west mirrored to east's demoted PVC")
 		g.Expect(settledWork(before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
 	}).Should(Succeed(), "two intervals in which east's settled secondary neither checks the fence live nor patches itself")
 	settled := &v1alpha1.VolumeReplicationGroup{}
@@ -251,13 +254,19 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(nsObj.Labels).To(HaveKeyWithValue(webhook.LabelFenced, "true"))
 }
 
-// demotedSync is the last sync of a demoted PVC, as its VolumeReplication reports it: each
-// changes its status and wakes the PVC's group.
-func demotedSync(ctx context.Context, g Gomega, cl client.Client, ns, pvc string) time.Time {
-	vr := &replicationv1alpha1.VolumeReplication{}
-	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, vr)).To(Succeed())
-	g.Expect(vr.Status.LastSyncTime).NotTo(BeNil())
-	return vr.Status.LastSyncTime.Time
+// demotedSync is when the peer's last mirror reached a demoted PVC's image, as the lab storage
+// records it: a secondary VolumeReplication reports no sync (as csi-addons).
+func demotedSync(ctx context.Context, g Gomega, cl client.Client, cluster, ns, pvc string) time.Time {
+	claim := &corev1.PersistentVolumeClaim{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, claim)).To(Succeed())
+	pv := &corev1.PersistentVolume{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv)).To(Succeed())
+	im, err := storage.NewImages(filepath.Join(testLab.Dir(), cluster, "storage"), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	st, err := im.State(pv.Spec.CSI.VolumeHandle)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.LastSyncTime).NotTo(BeNil())
+	return *st.LastSyncTime
 }
 
 // settledWork counts, between two snapshots, what east's agent should not do for a settled

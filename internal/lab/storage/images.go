@@ -48,6 +48,10 @@ type ImageState struct {
 	LastSyncDuration time.Duration `json:"lastSyncDuration,omitempty"`
 	// LastSyncBytes is how many bytes the last mirror carried.
 	LastSyncBytes int64 `json:"lastSyncBytes,omitempty"`
+	// FinalMirrorPending marks an image demoted while its final mirror could not be sent (the
+	// peer unreachable or not ready): it holds writes the peer lacks, and it is sent as soon as
+	// the peer can take it.
+	FinalMirrorPending bool `json:"finalMirrorPending,omitempty"`
 }
 
 // Writable reports whether a consumer may write to an image in this state.

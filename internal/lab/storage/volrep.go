@@ -60,18 +60,20 @@ const (
 
 // Reasons of the lab's VolumeReplication conditions.
 const (
-	ReasonPromoted       = "Promoted"
-	ReasonForcePromoted  = "ForcePromoted"
-	ReasonDemoted        = "Demoted"
-	ReasonPeerIsPrimary  = "PeerIsPrimary"
-	ReasonSplitBrain     = "SplitBrain"
-	ReasonNeedsResync    = "NeedsResync"
-	ReasonResyncing      = "Resyncing"
-	ReasonPeerNeedsSync  = "PeerNeedsResync"
-	ReasonPeerDown       = "PeerUnreachable"
-	ReasonHealthy        = "Healthy"
-	ReasonInvalid        = "Invalid"
-	ReasonVolumeNotReady = "VolumeNotReady"
+	ReasonPromoted      = "Promoted"
+	ReasonForcePromoted = "ForcePromoted"
+	ReasonDemoted       = "Demoted"
+	ReasonPeerIsPrimary = "PeerIsPrimary"
+	ReasonSplitBrain    = "SplitBrain"
+	ReasonNeedsResync   = "NeedsResync"
+	// ReasonFinalMirrorPending: demoted, the final mirror not sent yet.
+	ReasonFinalMirrorPending = "FinalMirrorPending"
+	ReasonResyncing          = "Resyncing"
+	ReasonPeerNeedsSync      = "PeerNeedsResync"
+	ReasonPeerDown           = "PeerUnreachable"
+	ReasonHealthy            = "Healthy"
+	ReasonInvalid            = "Invalid"
+	ReasonVolumeNotReady     = "VolumeNotReady"
 )
 
 func setupVolRep(mgr ctrl.Manager, s *store) error {
@@ -315,16 +317,16 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Role, st.NeedsResync = RoleSecondary, diverged
 			st.Operation, st.OperationTime = ReasonDemoted, &sc.now
+			st.FinalMirrorPending = !diverged
 		})
 		unlock()
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !diverged && peerUp && peer.Role != RolePrimary && !peer.NeedsResync {
-			// The final mirror: the peer receives every write made while this was primary.
-			if local, err = s.mirror(sc.handle, local.Epoch); err != nil {
-				return ctrl.Result{}, err
-			}
+	}
+	if local.FinalMirrorPending {
+		if local, err = s.finalMirror(sc.handle, local, peerUp, peer); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	setCompleted(vr, local)
@@ -345,6 +347,10 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		msg := "the image diverged from the peer's primary (split brain): set replicationState to resync or autoResync to discard local changes"
 		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonNeedsResync, msg)
 		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonNeedsResync, msg)
+	case local.FinalMirrorPending:
+		msg := "demoted, but the final mirror of the writes made as primary has not reached the peer yet (the peer is unreachable or not ready): it is sent when the peer can take it"
+		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonFinalMirrorPending, msg)
+		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonFinalMirrorPending, msg)
 	case local.LastSyncTime == nil:
 		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, false, ReasonHealthy, "")
 		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, true, ReasonResyncing, "waiting for the first mirror from the primary")
@@ -355,8 +361,27 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	if vr.Spec.ReplicationState == replicationv1alpha1.Resync && !local.NeedsResync {
 		setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, ReasonResyncing, "resync granted: the peer primary's next mirror replaces the local data")
 	}
-	setSyncStatus(vr, local)
+	// As csi-addons does, a secondary reports no last sync: the primary's VolumeReplication
+	// does, and a demoted volume's Degraded False says that it is in sync with its peer.
+	vr.Status.LastSyncTime, vr.Status.LastSyncDuration, vr.Status.LastSyncBytes = nil, nil, nil
 	return ctrl.Result{RequeueAfter: volRepStatusRefresh}, nil
+}
+
+// finalMirror sends a demoted image's final mirror once the peer can take it (reachable, not
+// primary, not waiting for a resync): the writes made while it was primary reach the peer before
+// it may be promoted without loss. A peer promoted since with a newer epoch never gets it: this
+// image then diverged from it and needs a resync.
+func (s *store) finalMirror(handle string, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
+	switch {
+	case peerUp && peer.Epoch > local.Epoch:
+		return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
+	case !peerUp || peer.Role == RolePrimary || peer.NeedsResync:
+		return local, nil
+	}
+	if _, err := s.mirror(handle, local.Epoch); err != nil {
+		return ImageState{}, err
+	}
+	return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
 }
 
 // deleteVolRep disables mirroring of the image: a primary becomes an ordinary writable

@@ -95,7 +95,27 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 		c.Status == metav1.ConditionTrue && c.Reason == ReasonSplitBrain {
 		st.SplitBrain = fmt.Sprintf("VolumeReplication %s: %s", key, c.Message)
 	}
+	st.DemotedInSync = demotedInSync(vr)
 	return st, nil
+}
+
+// demotedInSync reports whether a VolumeReplication asked to be secondary is, by its storage's
+// word for that very generation, demoted (Completed True) and in sync with its peer (Degraded
+// False, not Resyncing). csi-addons reports a demoted volume Degraded until its storage says the
+// peer holds every write (the demotion's final snapshot mirrored), and no lastSyncTime for a
+// secondary at all; so this, not a sync time, proves a relocation's final sync.
+func demotedInSync(vr *replicationv1alpha1.VolumeReplication) bool {
+	if vr.Spec.ReplicationState != replicationv1alpha1.Secondary || vr.Status.State != replicationv1alpha1.SecondaryState ||
+		vr.Status.ObservedGeneration != vr.Generation {
+		return false
+	}
+	is := func(t string, want metav1.ConditionStatus) bool {
+		c := apimeta.FindStatusCondition(vr.Status.Conditions, t)
+		return c != nil && c.Status == want && c.ObservedGeneration == vr.Generation
+	}
+	resyncing := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionResyncing)
+	return is(replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue) && is(replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse) &&
+		(resyncing == nil || resyncing.Status != metav1.ConditionTrue)
 }
 
 // ensureVolumeReplication returns the PVC's VolumeReplication, created or set to primary as

@@ -342,3 +342,51 @@ func TestStatusReportsASplitBrainOnlyFromTheDegradedCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusTellsADemotedVolumeInSyncOnlyByItsStoragesWordForThatGeneration(t *testing.T) {
+	cond := func(t string, s metav1.ConditionStatus, gen int64) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: "R", ObservedGeneration: gen}
+	}
+	// As csi-addons reports a volume demoted for a relocation once its storage says it is in
+	// sync with its peer: no lastSyncTime, Completed True, Degraded False, not resyncing.
+	inSync := func() *replicationv1alpha1.VolumeReplication {
+		vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", Generation: 3}}
+		vr.Spec.ReplicationState = replicationv1alpha1.Secondary
+		vr.Status.State, vr.Status.ObservedGeneration = replicationv1alpha1.SecondaryState, 3
+		vr.Status.Conditions = []metav1.Condition{cond(replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, 3),
+			cond(replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse, 3), cond(replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, 3)}
+		return vr
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*replicationv1alpha1.VolumeReplication)
+		want   bool
+	}{
+		{name: "demoted and in sync", change: func(*replicationv1alpha1.VolumeReplication) {}, want: true},
+		{name: "just demoted: Degraded until the final snapshot reaches the peer", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Status.Conditions[1] = cond(replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, 3)
+		}},
+		{name: "resyncing", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Status.Conditions[2] = cond(replicationv1alpha1.ConditionResyncing, metav1.ConditionTrue, 3)
+		}},
+		{name: "the storage has not acted on the demotion", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.ObservedGeneration = 2 }},
+		{name: "conditions of an earlier generation", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Status.Conditions[1] = cond(replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse, 2)
+		}},
+		{name: "not reported Secondary", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.State = replicationv1alpha1.PrimaryState }},
+		{name: "asked to be primary", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Spec.ReplicationState = replicationv1alpha1.Primary
+		}},
+		{name: "no Degraded condition", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.Conditions = vr.Status.Conditions[:1] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			vr := inSync()
+			tc.change(vr)
+			st, err := New(newClient(t, vr)).Status(context.Background(), pvcContext(5*time.Second, nil))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.DemotedInSync).To(Equal(tc.want))
+			g.Expect(st.LastSyncTime).To(BeNil())
+		})
+	}
+}
