@@ -69,18 +69,8 @@ func BenchmarkWriteToPeerDelay(b *testing.B) {
 	g := NewWithT(b)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns := "delay-" + utilrand.String(5)
-	class := replicationClass("lab-block-"+ns, time.Second)
-	for _, cl := range []client.Client{east, west} {
-		createNamespace(g, ctx, cl, ns)
-		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
-	}
-	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
-	handle := boundHandle(g, ctx, east, ns, "data")
-	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getVR(g, ctx, east, ns, "data").Status.LastSyncTime).NotTo(BeNil())
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	ns, class, handle := newVolume(g, ctx, east, west, "delay", time.Second)
+	mirrored(g, ctx, east, ns, class)
 	var worst time.Duration
 	i := 0
 	for b.Loop() {

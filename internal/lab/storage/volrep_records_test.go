@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
@@ -26,15 +25,8 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns := "records-" + rand.String(5)
 	const interval = 3 * time.Second
-	class := replicationClass("lab-block-"+ns, interval)
-	for _, cl := range []client.Client{east, west} {
-		createNamespace(g, ctx, cl, ns)
-		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
-	}
-	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
-	handle := boundHandle(g, ctx, east, ns, "data")
+	ns, class, handle := newVolume(g, ctx, east, west, "records", interval)
 	pod := writerPod(ns, "app", "data", 50*time.Millisecond)
 	g.Expect(east.Create(ctx, pod)).To(Succeed())
 	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
@@ -44,7 +36,7 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 		g.Expect(writerRecords(g, eastDir, writer).LastSeq).To(BeNumerically(">", 10))
 	}).Should(Succeed(), "the writer appends records on east")
 
-	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	// Records written on east appear on west within one interval plus the copy time.
 	seq := writerRecords(g, eastDir, writer).LastSeq
 	written := time.Now()
@@ -69,7 +61,7 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 	g.Expect(west.Create(ctx, pv)).To(Succeed())
 	g.Expect(west.Create(ctx, pvc)).To(Succeed())
 	boundHandle(g, ctx, west, ns, "data")
-	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonForcePromoted))

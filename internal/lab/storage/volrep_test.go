@@ -105,6 +105,28 @@ func imageState(g Gomega, cluster, handle string) storage.ImageState {
 	return st
 }
 
+// newVolume creates a namespace prefix-<random> with a VolumeReplicationClass of interval on
+// east and west, and a lab-block PVC "data" on east; it returns the namespace, the class's name
+// and the volume's handle once the PVC is Bound.
+func newVolume(g Gomega, ctx context.Context, east, west client.Client, prefix string, interval time.Duration) (ns, class, handle string) {
+	ns = prefix + "-" + rand.String(5)
+	c := replicationClass("lab-block-"+ns, interval)
+	for _, cl := range []client.Client{east, west} {
+		createNamespace(g, ctx, cl, ns)
+		g.Expect(cl.Create(ctx, c.DeepCopy())).To(Succeed())
+	}
+	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
+	return ns, c.Name, boundHandle(g, ctx, east, ns, "data")
+}
+
+// mirrored makes east's PVC "data" primary and waits for its first mirror.
+func mirrored(g Gomega, ctx context.Context, east client.Client, ns, class string) {
+	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getVR(g, ctx, east, ns, "data").Status.LastSyncTime).NotTo(BeNil())
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the first mirror")
+}
+
 // boundHandle waits for the PVC to be Bound and returns its volume handle.
 func boundHandle(g Gomega, ctx context.Context, cl client.Client, namespace, name string) string {
 	var handle string
@@ -168,18 +190,11 @@ func TestPrimaryMirrorsItsImageToThePeerEveryInterval(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns := "volrep-" + rand.String(5)
 	const interval = 2 * time.Second
-	class := replicationClass("lab-block-"+ns, interval)
-	for _, cl := range []client.Client{east, west} {
-		createNamespace(g, ctx, cl, ns)
-		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
-	}
-	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
-	handle := boundHandle(g, ctx, east, ns, "data")
+	ns, class, handle := newVolume(g, ctx, east, west, "volrep", interval)
 	writeFile(g, volumeDir(lab.East, handle), "first", "written before protection")
 
-	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
@@ -221,20 +236,10 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns := "failover-" + rand.String(5)
 	// An hour: after the first mirror nothing is sent again unless a demotion sends it.
-	class := replicationClass("lab-block-"+ns, time.Hour)
-	for _, cl := range []client.Client{east, west} {
-		createNamespace(g, ctx, cl, ns)
-		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
-	}
-	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
-	handle := boundHandle(g, ctx, east, ns, "data")
+	ns, class, handle := newVolume(g, ctx, east, west, "failover", time.Hour)
 	writeFile(g, volumeDir(lab.East, handle), "synced", "before the last mirror")
-	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getVR(g, ctx, east, ns, "data").Status.LastSyncTime).NotTo(BeNil())
-	}).Should(Succeed())
+	mirrored(g, ctx, east, ns, class)
 	writeFile(g, volumeDir(lab.East, handle), "unsynced", "after the last mirror")
 
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
@@ -242,7 +247,7 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Expect(west.Create(ctx, pv)).To(Succeed())
 	g.Expect(west.Create(ctx, pvc)).To(Succeed())
 	boundHandle(g, ctx, west, ns, "data")
-	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
+	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
@@ -24,26 +22,16 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns := "unmirrored-" + rand.String(5)
-	class := replicationClass("lab-block-"+ns, time.Second)
-	for _, cl := range []client.Client{east, west} {
-		createNamespace(g, ctx, cl, ns)
-		g.Expect(cl.Create(ctx, class.DeepCopy())).To(Succeed())
-	}
-	g.Expect(east.Create(ctx, blockPVC(ns, "data"))).To(Succeed())
-	handle := boundHandle(g, ctx, east, ns, "data")
+	ns, class, handle := newVolume(g, ctx, east, west, "unmirrored", time.Second)
 	writeFile(g, volumeDir(lab.East, handle), "synced", "from east")
-	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getVR(g, ctx, east, ns, "data").Status.LastSyncTime).NotTo(BeNil())
-	}).Should(Succeed())
+	mirrored(g, ctx, east, ns, class)
 
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 	pv, pvc := restoredVolume(ns, "data", handle)
 	g.Expect(west.Create(ctx, pv)).To(Succeed())
 	g.Expect(west.Create(ctx, pvc)).To(Succeed())
 	boundHandle(g, ctx, west, ns, "data")
-	vr := volumeReplication(ns, "data", class.Name, replicationv1alpha1.Primary)
+	vr := volumeReplication(ns, "data", class, replicationv1alpha1.Primary)
 	g.Expect(west.Create(ctx, vr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(getVR(g, ctx, west, ns, "data").Status.State).To(Equal(replicationv1alpha1.PrimaryState))
@@ -71,4 +59,39 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(want))
 	}).WithTimeout(2*time.Second).Should(Succeed(), "the demotion sent no final mirror over west's image")
+}
+
+// A primary demoted while its peer is down cannot send its final mirror: it reports itself
+// Degraded (FinalMirrorPending) rather than in sync, as csi-addons reports a demoted volume
+// until its last snapshot reached the peer, and sends the mirror when the peer returns; only
+// then is it Degraded False. A secondary reports no last sync (csi-addons does not either).
+func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+	// An hour: after the first mirror nothing is sent again unless a demotion sends it.
+	ns, class, handle := newVolume(g, ctx, east, west, "finalmirror", time.Hour)
+	mirrored(g, ctx, east, ns, class)
+	writeFile(g, volumeDir(lab.East, handle), "last", "written after the last mirror")
+
+	g.Expect(testLab.Stop(lab.West)).To(Succeed())
+	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Secondary, false)
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonFinalMirrorPending))
+		g.Expect(vr.Status.LastSyncTime).To(BeNil(), "a secondary reports no last sync")
+	}).Should(Succeed(), "demoted, the final mirror waits for the peer")
+	g.Expect(imageState(g, lab.East, handle).FinalMirrorPending).To(BeTrue())
+
+	g.Expect(testLab.Start(ctx, lab.West)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("last", "written after the last mirror"))
+	}).Should(Succeed(), "the returning peer receives the final mirror, and only then is the demoted volume in sync")
+	g.Expect(imageState(g, lab.East, handle).FinalMirrorPending).To(BeFalse())
 }
