@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -103,15 +104,52 @@ var noProxyEnv = []string{
 	"no_proxy=127.0.0.0/8,localhost,.svc,.svc.cluster.local",
 }
 
-// applyPlacement applies the policy that binds drover-system's pods to the lab kubelet's node.
-// It runs at the cluster's bootstrap, long before drover's Deployments exist, so the policy is
-// in force when their first pods are created.
+// placementProbe is a pod the namespace's restricted Pod Security admits, for a dry run.
+func placementProbe() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: DroverNamespace, GenerateName: "lab-placement-probe-"},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{Name: "probe", Image: DroverImage, SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			}}},
+		}}
+}
+
+// placementTimeout bounds the wait for the placement policy to act on new pods.
+const placementTimeout = 30 * time.Second
+
+// applyPlacement applies the policy that binds drover-system's pods to the lab kubelet's node,
+// at the cluster's bootstrap, and returns once the API server applies it to a new pod there.
+//
+// Why the wait: the API server takes a new admission policy into force a moment after it is
+// created. The hub's bootstrap and drover's install followed each other within a second, and its
+// Deployment's pod, created before the policy acted, was never placed: Pending with no node
+// until the install gave up after 3 minutes (`make demo`, session 15). A server-side dry run of a
+// pod in the namespace shows the node once the policy acts; the namespace is created for it
+// (the release manifests apply it again).
 func applyPlacement(ctx context.Context, cl client.Client) error {
 	policy, binding := kubelet.PlacementPolicy(kubelet.DefaultNodeName, DroverNamespace)
-	if err := apply(ctx, cl, policy); err != nil {
-		return err
+	for _, obj := range []client.Object{policy, binding, &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: DroverNamespace},
+	}} {
+		if err := apply(ctx, cl, obj); err != nil {
+			return err
+		}
 	}
-	return apply(ctx, cl, binding)
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, placementTimeout, true, func(ctx context.Context) (bool, error) {
+		probe := placementProbe()
+		if err := cl.Create(ctx, probe, client.DryRunAll); err != nil {
+			last = err.Error() // the namespace's ServiceAccount may not exist yet: poll again
+			return false, nil  //nolint:nilerr // see above
+		}
+		last = fmt.Sprintf("a new pod gets node %q", probe.Spec.NodeName)
+		return probe.Spec.NodeName == kubelet.DefaultNodeName, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the policy placing %s's pods on node %s did not act within %s (%s)", DroverNamespace, kubelet.DefaultNodeName, placementTimeout, last)
+	}
+	return nil
 }
 
 // installDrover installs drover as a user does once every cluster has started: the release
