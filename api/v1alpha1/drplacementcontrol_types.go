@@ -117,7 +117,13 @@ const (
 	PhaseDeleting DRPCPhase = "Deleting"
 )
 
-// VRGSummary is the hub's summary of the VolumeReplicationGroup of one application on one cluster.
+// VRGSummary is the hub's summary of the VolumeReplicationGroup of one application on one
+// cluster: its state, the two conditions a failover or relocation depends on, and what is wrong
+// with it. The group's status on its cluster holds all its conditions. The summary is short on
+// purpose: the hub rewrites it at every group sync of every application, and an API server's
+// work for a status write grows with each condition the object carries (a copy of both groups'
+// nine conditions made a settled application's status write cost its API server ~1.3 × the
+// CPU, docs/architecture.md).
 type VRGSummary struct {
 	// cluster is the DRCluster that holds the VolumeReplicationGroup.
 	// +required
@@ -133,12 +139,25 @@ type VRGSummary struct {
 	// +optional
 	State VRGState `json:"state,omitempty"`
 
-	// conditions are the VolumeReplicationGroup's conditions.
+	// dataReady is the status of the group's DataReady condition (empty: not reported yet).
+	// +optional
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	DataReady metav1.ConditionStatus `json:"dataReady,omitempty"`
+
+	// dataProtected is the status of the group's DataProtected condition (empty: not reported
+	// yet).
+	// +optional
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	DataProtected metav1.ConditionStatus `json:"dataProtected,omitempty"`
+
+	// problems are the group's conditions that are not True, with their reasons and messages,
+	// except those of a secondary that only defer to the primary (reason Secondary). Empty while
+	// the group is healthy.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Problems []metav1.Condition `json:"problems,omitempty"`
 
 	// lastGroupSyncTime is the VolumeReplicationGroup's last time all its PVCs had synced.
 	// +optional

@@ -207,7 +207,7 @@ func createDeployedApp(t *testing.T, c client.Client) *v1alpha1.DRPlacementContr
 		Conditions: []metav1.Condition{condition(v1alpha1.ConditionAvailable), condition(v1alpha1.ConditionPeerReady), condition(v1alpha1.ConditionProtected)},
 		VRGs: []v1alpha1.VRGSummary{
 			{Cluster: "east", ReplicationState: v1alpha1.ReplicationStatePrimary, State: v1alpha1.StatePrimary,
-				Conditions: []metav1.Condition{condition(v1alpha1.ConditionDataReady), condition(v1alpha1.ConditionDataProtected)}},
+				DataReady: metav1.ConditionTrue, DataProtected: metav1.ConditionTrue},
 			{Cluster: "west", ReplicationState: v1alpha1.ReplicationStateSecondary, State: v1alpha1.StateSecondary},
 		},
 	}

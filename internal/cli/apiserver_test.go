@@ -153,7 +153,7 @@ func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
 		"Plan: relocate plan-relocate/db from plan-relocate-east to plan-relocate-west (DRPolicy plan-relocate, every 10s)",
 		"  [ok] primary plan-relocate-east is reachable: Reachable True: the probe succeeds",
 		"  [ok] PeerReady is True: PeerReady True (Succeeded)",
-		"  [ok] the data of primary plan-relocate-east is protected (DataProtected): every PVC has synced",
+		"  [ok] the data of primary plan-relocate-east is protected (DataProtected): every PVC completed a sync",
 		"  1. stop the application on plan-relocate-east: its agent deletes the workloads of db (PVCs stay) (StoppingApplication)",
 		"  2. demote plan-relocate-east with a final sync (DemotingForFinalSync)",
 		"  3. promote plan-relocate-west's group once the final sync is confirmed (PromotingTarget)",
@@ -227,7 +227,7 @@ func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 			name: "the primary's data is not protected",
 			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
 				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-					d.Status.VRGs[0].Conditions[1] = cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+					unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 				})
 			},
 			want: "relocate refused: refuse-2-east's data is not protected (DataProtected False, Progressing: 1 of 3 PVCs has not synced yet); wait for it (drover status db -n refuse-2), or use failover and lose the writes since the last sync",

@@ -118,17 +118,19 @@ func (e env) deployed(primary, peer string) v1alpha1.DRPlacementControlStatus {
 		},
 		VRGs: []v1alpha1.VRGSummary{
 			{Cluster: primary, ReplicationState: v1alpha1.ReplicationStatePrimary, State: v1alpha1.StatePrimary, LastGroupSyncTime: ago(8 * time.Second),
-				Conditions: []metav1.Condition{
-					cond(v1alpha1.ConditionDataReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "every PVC is primary"),
-					cond(v1alpha1.ConditionDataProtected, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "every PVC has synced"),
-				}},
+				DataReady: metav1.ConditionTrue, DataProtected: metav1.ConditionTrue},
 			{Cluster: peer, ReplicationState: v1alpha1.ReplicationStateSecondary, State: v1alpha1.StateSecondary,
-				Conditions: []metav1.Condition{
-					cond(v1alpha1.ConditionDataReady, metav1.ConditionTrue, v1alpha1.ReasonSecondary, "secondary"),
-					cond(v1alpha1.ConditionDataProtected, metav1.ConditionUnknown, v1alpha1.ReasonSecondary, "secondary"),
-				}},
+				DataReady: metav1.ConditionTrue, DataProtected: metav1.ConditionUnknown},
 		},
 	}
+}
+
+// unprotected makes the primary's group (the first summary) report DataProtected False with
+// reason and message, as the hub summarises such a group.
+func unprotected(d *v1alpha1.DRPlacementControl, reason, message string) {
+	s := &d.Status.VRGs[0]
+	s.DataProtected = metav1.ConditionFalse
+	s.Problems = append(s.Problems, cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, reason, message))
 }
 
 // setStatus writes the DRPlacementControl's status, changed by mutate, as the hub would.

@@ -92,7 +92,7 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 	db, web, home := e.newApp(t, "db"), e.newApp(t, "web"), e.newApp(t, "home")
 	setStatus(t, db, e.deployed(e.west, e.east))
 	setStatus(t, web, e.deployed(e.west, e.east), func(d *v1alpha1.DRPlacementControl) {
-		d.Status.VRGs[0].Conditions[1] = cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+		unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 	})
 	setStatus(t, home, e.deployed(e.east, e.west))
 	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionRelocate, To: e.east, Now: clockAt}

@@ -273,16 +273,16 @@ func idleCheck(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction, to stri
 func protectedCheck(d *v1alpha1.DRPlacementControl, from, cmd string) Check {
 	c := Check{Name: "the data of primary " + dash(from) + " is protected (DataProtected)", Blocking: true}
 	s := vrg(d, from)
-	var cond *metav1.Condition
-	if s != nil {
-		cond = apimeta.FindStatusCondition(s.Conditions, v1alpha1.ConditionDataProtected)
-	}
 	switch {
-	case cond != nil && cond.Status == metav1.ConditionTrue:
-		c.Met, c.Detail = true, cond.Message
-	case cond != nil:
-		c.Detail = fmt.Sprintf("%s's data is not protected (DataProtected %s, %s: %s); wait for it (%s), or use failover and lose the writes since the last sync",
-			from, cond.Status, cond.Reason, cond.Message, cmd)
+	case s != nil && s.DataProtected == metav1.ConditionTrue:
+		c.Met, c.Detail = true, "every PVC completed a sync"
+	case s != nil && s.DataProtected != "":
+		why := ""
+		if cond := apimeta.FindStatusCondition(s.Problems, v1alpha1.ConditionDataProtected); cond != nil {
+			why = fmt.Sprintf(", %s: %s", cond.Reason, cond.Message)
+		}
+		c.Detail = fmt.Sprintf("%s's data is not protected (DataProtected %s%s); wait for it (%s), or use failover and lose the writes since the last sync",
+			from, s.DataProtected, why, cmd)
 	default:
 		c.Detail = fmt.Sprintf("the hub reports no DataProtected for %s's group; wait for it (%s)", dash(from), cmd)
 	}

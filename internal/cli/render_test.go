@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,20 @@ func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
 				t.Errorf("got %v, want %q", tc.err, tc.want)
 			}
 		})
+	}
+}
+
+func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *testing.T) {
+	e := env{ns: "app", east: "east", west: "west", policy: "p"}
+	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
+	unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+	var out bytes.Buffer
+	printGroups(&out, &app{drpc: d}, clockAt())
+	mustContain(t, out.String(),
+		"east     -          primary    Primary    True        False           8s ago",
+		"west     -          secondary  Secondary  True        Unknown         -",
+		"east: DataProtected False (Progressing): 1 of 3 PVCs has not synced yet")
+	if strings.Contains(out.String(), "west:") {
+		t.Errorf("a healthy secondary has no problem to tell:\n%s", out.String())
 	}
 }

@@ -279,11 +279,9 @@ func printGroups(w io.Writer, a *app, now time.Time) {
 			last = age(now.Sub(s.LastGroupSyncTime.Time)) + " ago"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, reach, dash(string(s.ReplicationState)), dash(string(s.State)),
-			condStatus(s.Conditions, v1alpha1.ConditionDataReady), condStatus(s.Conditions, v1alpha1.ConditionDataProtected), last)
-		for _, c := range s.Conditions {
-			if c.Status != metav1.ConditionTrue && c.Reason != v1alpha1.ReasonSecondary {
-				notes = append(notes, fmt.Sprintf("  %s: %s %s (%s): %s", s.Cluster, c.Type, c.Status, c.Reason, c.Message))
-			}
+			dash(string(s.DataReady)), dash(string(s.DataProtected)), last)
+		for _, c := range s.Problems {
+			notes = append(notes, fmt.Sprintf("  %s: %s %s (%s): %s", s.Cluster, c.Type, c.Status, c.Reason, c.Message))
 		}
 	}
 	_ = tw.Flush()

@@ -234,7 +234,11 @@ func TestDeployProtectsOnThePreferredClusterAndMakesThePeerSecondary(t *testing.
 	for _, ct := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionPeerReady, v1alpha1.ConditionProtected} {
 		w.g.Expect(w.cond(ct).Status).To(Equal(metav1.ConditionTrue), ct+": "+w.cond(ct).Message)
 	}
-	w.g.Expect(d.Status.VRGs).To(HaveLen(2))
+	w.g.Expect(d.Status.VRGs).To(ConsistOf(
+		And(HaveField("Cluster", "east"), HaveField("DataReady", metav1.ConditionTrue), HaveField("DataProtected", metav1.ConditionTrue),
+			HaveField("Problems", BeEmpty()), HaveField("LastGroupSyncTime", Not(BeNil()))),
+		And(HaveField("Cluster", "west"), HaveField("State", v1alpha1.StateSecondary), HaveField("DataReady", metav1.ConditionTrue),
+			HaveField("Problems", BeEmpty()))))
 }
 
 func TestFailoverWithThePrimaryLostPromotesThePeerAndDemotesTheOldPrimaryWhenItReturns(t *testing.T) {

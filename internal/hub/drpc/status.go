@@ -129,17 +129,31 @@ func summaries(sc *scope) []v1alpha1.VRGSummary {
 				out = append(out, s)
 			}
 		case cv.vrg != nil:
-			conds := make([]metav1.Condition, 0, len(cv.vrg.Status.Conditions))
-			for _, c := range cv.vrg.Status.Conditions {
-				conds = append(conds, *c.DeepCopy())
-			}
-			out = append(out, v1alpha1.VRGSummary{
-				Cluster: name, ReplicationState: cv.vrg.Spec.ReplicationState, State: cv.vrg.Status.State, Conditions: conds,
-				LastGroupSyncTime: cv.vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: cv.vrg.Status.ObservedGeneration,
-			})
+			out = append(out, summary(name, cv.vrg))
 		}
 	}
 	return out
+}
+
+// summary is the short view of a group that status.vrgs keeps: the statuses of DataReady and
+// DataProtected, and only the conditions that say something is wrong.
+func summary(cluster string, vrg *v1alpha1.VolumeReplicationGroup) v1alpha1.VRGSummary {
+	s := v1alpha1.VRGSummary{
+		Cluster: cluster, ReplicationState: vrg.Spec.ReplicationState, State: vrg.Status.State,
+		LastGroupSyncTime: vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: vrg.Status.ObservedGeneration,
+	}
+	for _, c := range vrg.Status.Conditions {
+		switch c.Type {
+		case v1alpha1.ConditionDataReady:
+			s.DataReady = c.Status
+		case v1alpha1.ConditionDataProtected:
+			s.DataProtected = c.Status
+		}
+		if c.Status != metav1.ConditionTrue && c.Reason != v1alpha1.ReasonSecondary {
+			s.Problems = append(s.Problems, *c.DeepCopy())
+		}
+	}
+	return s
 }
 
 // recoveryPointWaiting says why a Secondary peer cannot take over yet: it holds a copy of the
