@@ -166,7 +166,9 @@ func (c *Cluster) controlPlane() []component {
 			// Pods run on fake nodes and never use a token; the plugin would only add a race
 			// between a namespace's creation and its default ServiceAccount.
 			"--disable-admission-plugins=ServiceAccount",
-			"--profiling=false",
+			// /debug/pprof for the lab's administrator (kubectl get --raw), to find where an API
+			// server's CPU goes under drover's load (docs/benchmarks.md, session 16).
+			"--profiling=true",
 			// The endpoint reconciler refuses a loopback advertise address; the lab has no
 			// in-cluster clients that would use the kubernetes Service anyway.
 			"--endpoint-reconciler-type=none",
