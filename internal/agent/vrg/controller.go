@@ -338,8 +338,8 @@ func notOnlyStatusChanged() predicate.Predicate {
 // own requeue (the next capture an interval away, the claimed epoch's markers written in the
 // same pass, the relocation's workloads removed after its final capture). The agent alone
 // writes them. Each woke a whole pass for nothing: at 100 groups, one per group per capture
-// that changed a store and one per promotion. AnnotationKubeObjectsRestored is not one: its
-// change wakes the pass that takes the new primary's first capture.
+// that changed a store and one per promotion. AnnotationKubeObjectsRestored is not one (written
+// once per promotion, its pass is the first to see the group restored).
 var bookkeeping = []string{AnnotationKubeObjectsCapturedAt, AnnotationPrimaryEpoch, AnnotationKubeObjectsFinalCapture}
 
 // withoutBookkeeping returns the annotations without the bookkeeping ones (a copy when it has

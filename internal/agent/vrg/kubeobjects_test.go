@@ -169,13 +169,12 @@ func TestAPrimaryCapturesIntoEveryStoreOncePerIntervalAndNamesAFailingStore(t *t
 	g.Expect(c.Message).To(ContainSubstring("(3 objects: 1 ConfigMap, 1 Namespace, 1 StatefulSet.apps) is in S3 profiles s3-east, s3-west"))
 }
 
-func TestAPromotedGroupRestoresItsObjectsOnceItsPVCsAreBoundAndOnlyOnce(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
+// promotedFromPeer is a group promoted by a failover after one pass: its stores hold the
+// peer's capture, written by a primary with the objects of appWorkload, and its PV and PVC
+// metadata; its PVCs are restored and not Bound yet.
+func promotedFromPeer(t *testing.T, g Gomega) *fixture {
 	f := newFixture(t)
 	f.withKubeObjects(t)
-	// The peer's capture, written by a primary with the objects of appWorkload, and its PV and
-	// PVC metadata.
 	source := newFixture(t, appWorkload()...)
 	source.withKubeObjects(t)
 	source.r.NewStore = f.r.NewStore
@@ -188,6 +187,13 @@ func TestAPromotedGroupRestoresItsObjectsOnceItsPVCsAreBoundAndOnlyOnce(t *testi
 	f.promote(g, v1alpha1.ActionFailover)
 	_, err = f.reconcile(g)
 	g.Expect(err).NotTo(HaveOccurred())
+	return f
+}
+
+func TestAPromotedGroupRestoresItsObjectsOnceItsPVCsAreBoundAndOnlyOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := promotedFromPeer(t, g)
 	c := groupCondition(g, f.group(g), v1alpha1.ConditionKubeObjectsReady)
 	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonProgressing), "the objects wait for the PVCs: %s", c.Message)
 	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "app"}, &corev1.Namespace{})).To(Succeed(), "the namespace exists before the PVCs are restored")
@@ -196,7 +202,7 @@ func TestAPromotedGroupRestoresItsObjectsOnceItsPVCsAreBoundAndOnlyOnce(t *testi
 		"no workload before its PVCs are Bound")
 
 	f.bindAll(g)
-	_, err = f.pass()
+	_, err := f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
 	got := f.group(g)
 	c = groupCondition(g, got, v1alpha1.ConditionKubeObjectsReady)
@@ -208,14 +214,59 @@ func TestAPromotedGroupRestoresItsObjectsOnceItsPVCsAreBoundAndOnlyOnce(t *testi
 	g.Expect(f.client.Get(ctx, client.ObjectKey{Name: "app"}, ns)).To(Succeed())
 	g.Expect(ns.Labels).To(HaveKeyWithValue("team", "db"))
 
-	// The application deletes its ConfigMap; later passes capture, and never restore it again.
+	// The application deletes its ConfigMap. The objects are the capture just restored: the
+	// passes within the interval capture nothing, and never restore it again.
 	g.Expect(f.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "conf"}})).To(Succeed())
 	for range 2 {
 		_, err = f.pass()
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(apierrors.IsNotFound(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "conf"}, &corev1.ConfigMap{}))).To(BeTrue())
+	g.Expect(f.group(g).Annotations).NotTo(HaveKey(AnnotationKubeObjectsCapturedAt), "the first capture is an interval after the restore")
+	g.Expect(capturedKeys(g, f.stores["s3-east"])).To(ContainElement("ConfigMap app/conf"), "the store holds the capture restored")
+
+	// An interval later the promoted primary captures what it runs.
+	f.dueCapture(g)
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.group(g).Annotations).To(HaveKey(AnnotationKubeObjectsCapturedAt), "the promoted primary captures")
+	g.Expect(capturedKeys(g, f.stores["s3-east"])).To(Equal([]string{"Namespace app", "StatefulSet.apps app/db"}))
+}
+
+// A group relocated within an interval of its promotion has restored its objects but not
+// captured them yet: its final capture is still written, with what changed since the restore.
+func TestARelocationWithinAnIntervalOfThePromotionStillWritesTheFinalCapture(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := promotedFromPeer(t, g)
+	f.r.Fence = true
+	f.bindAll(g)
+	_, err := f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.group(g).Annotations).To(HaveKey(AnnotationKubeObjectsRestored))
+	g.Expect(f.group(g).Annotations).NotTo(HaveKey(AnnotationKubeObjectsCapturedAt), "restored, not captured yet")
+
+	g.Expect(f.client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "late"}})).To(Succeed())
+	f.vrg = f.group(g)
+	f.demote(g, v1alpha1.ActionRelocate)
+	_, err = f.pass()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.group(g).Annotations).To(HaveKeyWithValue(AnnotationKubeObjectsFinalCapture, generation(f.group(g))))
+	g.Expect(capturedKeys(g, f.stores["s3-east"])).To(ContainElements("ConfigMap app/late", "StatefulSet.apps app/db"),
+		"the final capture holds the objects as they are at the relocation")
+}
+
+// capturedKeys are the keys of the objects of the capture a store holds for the group app/db.
+func capturedKeys(g Gomega, s objectstore.Store) []string {
+	body, err := s.Get(context.Background(), "app/db/"+kubeobjects.StoreKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	capture, err := kubeobjects.Decode(body)
+	g.Expect(err).NotTo(HaveOccurred())
+	keys := make([]string, 0, len(capture.Objects))
+	for _, o := range capture.Objects {
+		keys = append(keys, kubeobjects.Key(o))
+	}
+	return keys
 }
 
 func TestADemotedGroupRemovesItsWorkloadsOnlyWhenAnActionSaysTheApplicationLeaves(t *testing.T) {
