@@ -109,7 +109,6 @@ func TestCaptureIsDueAnIntervalAfterTheLastOrAtOnceForANewSpec(t *testing.T) {
 
 func TestAPrimaryCapturesIntoEveryStoreOncePerIntervalAndNamesAFailingStore(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	f := newFixture(t, appWorkload()...)
 	f.withKubeObjects(t)
 	east, west := &putCounter{Fake: f.stores["s3-east"]}, &putCounter{Fake: f.stores["s3-west"]}
@@ -131,15 +130,7 @@ func TestAPrimaryCapturesIntoEveryStoreOncePerIntervalAndNamesAFailingStore(t *t
 	g.Expect(c.Message).To(ContainSubstring("s3-west"))
 	g.Expect(c.Message).To(ContainSubstring("is in S3 profiles s3-east"))
 	g.Expect(got.Annotations).To(HaveKey(AnnotationKubeObjectsCapturedAt))
-	body, err := east.Get(ctx, "app/db/"+kubeobjects.StoreKey)
-	g.Expect(err).NotTo(HaveOccurred())
-	capture, err := kubeobjects.Decode(body)
-	g.Expect(err).NotTo(HaveOccurred())
-	var keys []string
-	for _, o := range capture.Objects {
-		keys = append(keys, kubeobjects.Key(o))
-	}
-	g.Expect(keys).To(Equal([]string{"Namespace app", "ConfigMap app/conf", "StatefulSet.apps app/db"}))
+	g.Expect(capturedKeys(g, east)).To(Equal([]string{"Namespace app", "ConfigMap app/conf", "StatefulSet.apps app/db"}))
 
 	// A reconcile storm within the interval writes nothing again, even to the failing store.
 	west.SetError(nil)
