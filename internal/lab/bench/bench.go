@@ -61,6 +61,9 @@ type Result struct {
 	PVCs, N int
 	// Floor is what the cluster alone takes to start the workloads over their bound PVCs.
 	Floor time.Duration
+	// RestoreFloor is what the cluster alone takes to start them from their PVs, PVCs and
+	// StatefulSets created anew, as a restore creates them: the least any failover does.
+	RestoreFloor time.Duration
 	// FloorBusy and SettledBusy are how many cores the lab's processes kept busy during the
 	// floor's step (before drover protects anything) and over the settle window: the actions
 	// start from a machine as busy as settled protection keeps it.
@@ -174,7 +177,7 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 		fn      func(context.Context) error
 		profile bool
 	}{
-		{"deploy", r.deploy, false}, {"floor", r.floor, false}, {"protect", r.protect, true}, {"settle", r.settle, true},
+		{"deploy", r.deploy, false}, {"floor", r.floor, false}, {"restore floor", r.restoreFloor, false}, {"protect", r.protect, true}, {"settle", r.settle, true},
 		{"failover", r.failover, true}, {"recover", r.recover, true}, {"relocate", r.relocate, true}, {"observe", r.observe, false},
 	}
 	for _, s := range steps {
@@ -230,6 +233,14 @@ func (r *run) floor(ctx context.Context) error {
 	r.res.FloorBusy = cpuProfileOf(cpu, r.readCPU(), time.Since(began), runtime.NumCPU()).busy()
 	say(r.o, "floor: the cluster alone started the workloads over their bound PVCs in %s (%.2f cores busy during the step)",
 		d.Round(10*time.Millisecond), r.res.FloorBusy)
+	return err
+}
+
+func (r *run) restoreFloor(ctx context.Context) error {
+	d, err := r.fleet.RestoreFloor(ctx, lab.East)
+	r.res.RestoreFloor = d
+	say(r.o, "restore floor: the cluster alone started the workloads from their PVs, PVCs and StatefulSets created anew in %s, %.1f× the floor",
+		d.Round(10*time.Millisecond), d.Seconds()/max(r.res.Floor.Seconds(), 1e-9))
 	return err
 }
 
