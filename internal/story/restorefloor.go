@@ -16,40 +16,57 @@ import (
 	"github.com/drover-io/drover/internal/agent/vrg"
 )
 
-// removed is what RestoreFloor took away from one application and creates again: its
-// StatefulSet, its PVCs and their PVs, as a restore would create them.
+// removed is what RemoveWorkloads took away from one application and RestoreWorkloads creates
+// again: its StatefulSet, its PVCs and their PVs, as a restore would create them.
 type removed struct {
 	sts  *appsv1.StatefulSet
 	pvcs []*corev1.PersistentVolumeClaim
 	pvs  []*corev1.PersistentVolume
 }
 
-// RestoreFloor measures what the cluster alone takes to start the fleet's workloads from
-// objects created anew over volumes that hold their data: the least any restore does. Every
-// application's StatefulSet, PVCs and PVs are removed (the PVs retained first, so the volumes
-// keep their data), then created again as drover's restore creates them (vrg.CleanPV names the
-// claim, vrg.CleanPVC the volume) with the StatefulSet; it returns the time from the first create
-// until every pod is Running and Ready. No drover: no storage promotion, no S3, no hub.
-func (f *Fleet) RestoreFloor(ctx context.Context, cluster string) (time.Duration, error) {
+// Removed is what RemoveWorkloads removed from a cluster, for RestoreWorkloads.
+type Removed struct {
+	cluster string
+	apps    []removed
+}
+
+// RemoveWorkloads removes every application's StatefulSet, PVCs and PVs from cluster (the PVs
+// retained first, so the volumes keep their data) and waits until all are gone. With
+// RestoreWorkloads it measures the restore floor: the cluster alone starting the workloads from
+// objects created anew, the least any restore does (no storage promotion, no S3, no hub).
+func (f *Fleet) RemoveWorkloads(ctx context.Context, cluster string) (*Removed, error) {
 	cl := f.env.Clusters[cluster]
-	saved := make([]removed, len(f.Runs))
+	rm := &Removed{cluster: cluster, apps: make([]removed, len(f.Runs))}
 	index := map[*Run]int{}
 	for i, r := range f.Runs {
 		index[r] = i
 	}
 	err := f.each(ctx, func(ctx context.Context, r *Run) error {
-		rm, err := removeWorkload(ctx, cl, r.c.Namespace)
-		saved[index[r]] = rm
+		app, err := removeWorkload(ctx, cl, r.c.Namespace)
+		rm.apps[index[r]] = app
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("failed to remove the workloads: %w", err)
+		return nil, fmt.Errorf("failed to remove the workloads: %w", err)
 	}
-	if err := f.poll(ctx, func(ctx context.Context) error { return f.gone(ctx, cl, saved) }); err != nil {
-		return 0, fmt.Errorf("the workloads' PVs did not go: %w", err)
+	if err := f.poll(ctx, func(ctx context.Context) error { return f.gone(ctx, cl, rm.apps) }); err != nil {
+		return nil, fmt.Errorf("the workloads' PVs did not go: %w", err)
 	}
+	return rm, nil
+}
+
+// RestoreWorkloads creates what RemoveWorkloads removed again, as drover's restore creates it
+// (vrg.CleanPV names the claim, vrg.CleanPVC the volume), the PVs and PVCs first, then the
+// StatefulSet, and returns the time from the first create until every pod is Running and Ready.
+func (f *Fleet) RestoreWorkloads(ctx context.Context, rm *Removed) (time.Duration, error) {
+	cl := f.env.Clusters[rm.cluster]
 	began := time.Now()
-	err = f.each(ctx, func(ctx context.Context, r *Run) error { return saved[index[r]].create(ctx, cl) })
+	apps := make(chan removed, len(rm.apps))
+	for _, app := range rm.apps {
+		apps <- app
+	}
+	close(apps)
+	err := f.each(ctx, func(ctx context.Context, _ *Run) error { return (<-apps).create(ctx, cl) })
 	if err != nil {
 		return 0, fmt.Errorf("failed to create the workloads again: %w", err)
 	}
@@ -57,7 +74,7 @@ func (f *Fleet) RestoreFloor(ctx context.Context, cluster string) (time.Duration
 	for _, r := range f.Runs {
 		want += int(r.c.Replicas)
 	}
-	if err := f.poll(ctx, func(ctx context.Context) error { return f.podsReady(ctx, cluster, want) }); err != nil {
+	if err := f.poll(ctx, func(ctx context.Context) error { return f.podsReady(ctx, rm.cluster, want) }); err != nil {
 		return 0, fmt.Errorf("the workloads did not start from their restored objects: %w", err)
 	}
 	return time.Since(began), nil

@@ -237,10 +237,16 @@ func (r *run) floor(ctx context.Context) error {
 }
 
 func (r *run) restoreFloor(ctx context.Context) error {
-	d, err := r.fleet.RestoreFloor(ctx, lab.East)
+	removed, err := r.fleet.RemoveWorkloads(ctx, lab.East)
+	if err != nil {
+		return err
+	}
+	began, cpu := time.Now(), r.readCPU()
+	d, err := r.fleet.RestoreWorkloads(ctx, removed)
 	r.res.RestoreFloor = d
-	say(r.o, "restore floor: the cluster alone started the workloads from their PVs, PVCs and StatefulSets created anew in %s, %.1f× the floor",
-		d.Round(10*time.Millisecond), d.Seconds()/max(r.res.Floor.Seconds(), 1e-9))
+	busy := cpuProfileOf(cpu, r.readCPU(), time.Since(began), runtime.NumCPU()).busy()
+	say(r.o, "restore floor: the cluster alone started the workloads from their PVs, PVCs and StatefulSets created anew in %s, %.1f× the floor (%.2f cores busy)",
+		d.Round(10*time.Millisecond), d.Seconds()/max(r.res.Floor.Seconds(), 1e-9), busy)
 	return err
 }
 
