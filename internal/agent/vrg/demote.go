@@ -103,6 +103,14 @@ func (r *Reconciler) prepareDemotion(ctx context.Context, sc *scope, ps *pvcStat
 	// Only an action says how a PVC is demoted; without one demotionAllowed explains the problem.
 	if observer, ok := backend.(replication.DemotionObserver); ok && sc.vrg.Spec.Action != "" {
 		d.done = observer.IsDemoted(ctx, d.pc, d.resync)
+	} else if sc.vrg.Spec.Action != "" {
+		// A backend that cannot tell (VolSync: a demoted PVC is one whose ReplicationSource is
+		// gone, which a cache that lags cannot prove) is trusted on this agent's own record: a
+		// PVC it demoted in this generation stays so, since only a primary, in another
+		// generation, makes a source again, and a relocation's final sync comes before the
+		// demotion. Without that, a settled secondary probed the fence and listed its PVCs'
+		// consumers live at every pass (eight requests, five passes a second).
+		d.done = r.written.demotedAlready(sc.vrg, pvc.UID)
 	}
 	ps.demotion = d
 	return nil
@@ -150,6 +158,9 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 			// Once done, Demote is not called: its own read of the cache may be newer than
 			// IsDemoted's, and then it would demote without the checks above.
 			ps.result = d.demoter.Demote(ctx, d.pc, d.resync)
+			if ps.result.IsDone() {
+				r.written.setDemoted(sc.vrg, pvc.UID)
+			}
 		}
 		if ps.result.IsDone() && !pvc.DeletionTimestamp.IsZero() {
 			// The application deleted the PVC here: now that it is secondary, let the deletion

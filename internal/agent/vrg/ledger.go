@@ -53,6 +53,10 @@ type groupRecord struct {
 	stores map[string]storeRecord
 	// restoring is the metadata a promotion read, until its restore completes (promote.go).
 	restoring *storedMetadata
+	// demoted are the PVCs (by UID) this agent demoted as the group asked, in generation
+	// demotedGeneration (demote.go).
+	demoted           map[types.UID]bool
+	demotedGeneration int64
 }
 
 // storeRecord is what one store holds of one group.
@@ -249,4 +253,32 @@ func (l *ledger) setRestoreRead(vrg *v1alpha1.VolumeReplicationGroup, m *storedM
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.group(vrg).restoring = m
+}
+
+// demotedAlready reports whether this agent demoted the PVC (by UID) as the group asks in its
+// current generation: what a backend's DemotionObserver tells from the storage, for a backend
+// that cannot (demote.go).
+func (l *ledger) demotedAlready(vrg *v1alpha1.VolumeReplicationGroup, pvc types.UID) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.group(vrg)
+	return g.demotedGeneration == vrg.Generation && g.demoted[pvc]
+}
+
+// setDemoted records that the PVC (by UID) is demoted as the group asks in its current
+// generation; the PVCs recorded for an earlier generation are forgotten.
+func (l *ledger) setDemoted(vrg *v1alpha1.VolumeReplicationGroup, pvc types.UID) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.group(vrg)
+	if g.demotedGeneration != vrg.Generation || g.demoted == nil {
+		g.demoted, g.demotedGeneration = map[types.UID]bool{}, vrg.Generation
+	}
+	g.demoted[pvc] = true
 }

@@ -192,3 +192,24 @@ func storeViewOf(l *ledger, vrg *v1alpha1.VolumeReplicationGroup, profile string
 	rec := l.group(vrg).stores[profile]
 	return storeView{target: rec.target, marker: rec.marker, epoch: rec.epoch}
 }
+
+func TestADemotionIsRememberedForItsPVCInItsGenerationOnly(t *testing.T) {
+	g := NewWithT(t)
+	l := newLedger()
+	group := &v1alpha1.VolumeReplicationGroup{}
+	group.Namespace, group.Name, group.UID, group.Generation = "app", "db", "group-1", 4
+	g.Expect(l.demotedAlready(group, "pvc-a")).To(BeFalse(), "nothing demoted yet")
+	l.setDemoted(group, "pvc-a")
+	g.Expect(l.demotedAlready(group, "pvc-a")).To(BeTrue())
+	g.Expect(l.demotedAlready(group, "pvc-b")).To(BeFalse(), "another PVC (or the same name made again) is checked")
+
+	group.Generation = 5
+	g.Expect(l.demotedAlready(group, "pvc-a")).To(BeFalse(), "a new generation (another action or role) checks again")
+	l.setDemoted(group, "pvc-b")
+	group.Generation = 4
+	g.Expect(l.demotedAlready(group, "pvc-a")).To(BeFalse(), "the records of an earlier generation are forgotten")
+
+	again := group.DeepCopy()
+	again.UID, again.Generation = "group-2", 5
+	g.Expect(l.demotedAlready(again, "pvc-b")).To(BeFalse(), "a group made again under the same name starts with no record")
+}

@@ -242,7 +242,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		before, synced := writes.snapshot(), demotedSync(ctx, g, east, lab.East, ns, "data-db-0")
 		time.Sleep(2 * 3 * time.Second)
 		g.Expect(demotedSync(ctx, g, east, lab.East, ns, "data-db-0")).To(BeTemporally(">", synced), "west mirrored to east's demoted PVC")
-		g.Expect(settledWork(before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
+		g.Expect(settledWork(lab.East, before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
 	}).Should(Succeed(), "two intervals in which east's settled secondary neither checks the fence live nor patches itself")
 	settled := &v1alpha1.VolumeReplicationGroup{}
 	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), settled)).To(Succeed())
@@ -269,13 +269,13 @@ func demotedSync(ctx context.Context, g Gomega, cl client.Client, cluster, ns, p
 	return *st.LastSyncTime
 }
 
-// settledWork counts, between two snapshots, what east's agent should not do for a settled
+// settledWork counts, between two snapshots, what a cluster's agent should not do for a settled
 // relocated group in namespace ns: check the fence live (its pods listed or probed with a
 // dry-run create, the namespace read), patch the group or patch its status.
-func settledWork(before, after map[writeKey]int, ns string) map[string]int {
+func settledWork(cluster string, before, after map[writeKey]int, ns string) map[string]int {
 	out := map[string]int{}
 	for k, v := range after {
-		if k.cluster != lab.East || k.namespace != ns || v == before[k] {
+		if k.cluster != cluster || k.namespace != ns || v == before[k] {
 			continue
 		}
 		switch {

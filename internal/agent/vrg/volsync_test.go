@@ -515,6 +515,16 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
 	}).Should(Succeed(), "the second east writers' records reach west")
+	// Settled, west's relocated secondary receives east's syncs (continuous here). Its kept
+	// PVC was demoted in this generation: its passes, woken by the syncs, neither probe the fence
+	// nor list the PVC's consumers from the API server (each pass did, five passes a second
+	// here, before the agent remembered its demotions), nor patch the group or its status.
+	g.Eventually(func(g Gomega) {
+		before, received := writes.snapshot(), destinationSync(ctx, g, west, ns, "data-db-0")
+		time.Sleep(2 * 3 * time.Second)
+		g.Expect(destinationSync(ctx, g, west, ns, "data-db-0")).To(BeTemporally(">", received), "east synced to west's destination")
+		g.Expect(settledWork(lab.West, before, writes.snapshot(), ns)).To(BeEmpty(), "west's settled secondary still checks the fence live or patches itself or its status")
+	}).Should(Succeed(), "two intervals in which west's settled secondary neither checks the fence live nor patches itself")
 	stopAgent(lab.East)
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 	lostOnEast = map[string]records.Report{}
@@ -601,4 +611,13 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 			g.Expect(pv.Annotations).NotTo(HaveKey(vrg.AnnotationOriginalReclaimPolicy))
 		}
 	}).Should(Succeed(), "unprotecting removes every VolSync object and restores the reclaim policies")
+}
+
+// destinationSync is the last sync a cluster's ReplicationDestination of a PVC reports.
+func destinationSync(ctx context.Context, g Gomega, cl client.Client, ns, pvc string) time.Time {
+	rd := &volsyncv1alpha1.ReplicationDestination{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
+	g.Expect(rd.Status).NotTo(BeNil())
+	g.Expect(rd.Status.LastSyncTime).NotTo(BeNil())
+	return rd.Status.LastSyncTime.Time
 }
