@@ -12,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -35,6 +36,7 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 const (
@@ -175,7 +177,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.volumeReplicationChangeMatters})).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
 		Watches(&volsyncv1alpha1.ReplicationSource{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
-		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.destinationChangeMatters})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
 		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs)).
 		Complete(r)
@@ -429,6 +432,45 @@ func (r *Reconciler) volumeReplicationChangeMatters(e event.UpdateEvent) bool {
 		return true
 	}
 	return awaitsFinalSync(vrg)
+}
+
+// destinationChangeMatters reports whether an update of a ReplicationDestination can change what
+// its group's pass does or reports. A secondary's pass reads its destinations' address and
+// conditions, not their syncs: an update that only tells of another received sync (its times,
+// duration, latest image, the steps of its Synchronizing condition) wakes no secondary. VolSync reports each sync in several updates
+// (started, completed), for every PVC; the secondary's pass then read its key Secrets from the
+// API server for nothing (five passes a second for one group in the lab, whose destinations
+// receive continuously below a minute). A group asked to be primary is woken: its restore waits
+// for a destination's latest image.
+func (r *Reconciler) destinationChangeMatters(e event.UpdateEvent) bool {
+	o, okOld := e.ObjectOld.(*volsyncv1alpha1.ReplicationDestination)
+	n, okNew := e.ObjectNew.(*volsyncv1alpha1.ReplicationDestination)
+	if !okOld || !okNew || !onlyReceivedChanged(o, n) {
+		return true
+	}
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	key := types.NamespacedName{Namespace: n.Labels[volsync.LabelVRGNamespace], Name: n.Labels[volsync.LabelVRGName]}
+	if err := r.Client.Get(context.Background(), key, vrg); err != nil {
+		return true
+	}
+	return vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary
+}
+
+// onlyReceivedChanged reports whether two versions of a ReplicationDestination differ only in
+// what each received sync changes: its times, duration and latest image, and the Synchronizing
+// condition while it reports no error (VolSync moves it through the steps of every sync).
+func onlyReceivedChanged(o, n *volsyncv1alpha1.ReplicationDestination) bool {
+	a, b := o.DeepCopy(), n.DeepCopy()
+	for _, rd := range []*volsyncv1alpha1.ReplicationDestination{a, b} {
+		rd.ResourceVersion, rd.ManagedFields = "", nil
+		if st := rd.Status; st != nil {
+			st.LastSyncTime, st.LastSyncStartTime, st.LastSyncDuration, st.LatestImage = nil, nil, nil, nil
+			st.Conditions = slices.DeleteFunc(st.Conditions, func(c metav1.Condition) bool {
+				return c.Type == volsyncv1alpha1.ConditionSynchronizing && c.Reason != volsyncv1alpha1.SynchronizingReasonError
+			})
+		}
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // onlySyncChanged reports whether two versions of a VolumeReplication differ in the last sync's

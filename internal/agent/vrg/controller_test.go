@@ -22,9 +22,11 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // This file drives Reconcile with a fake client, the fake backend and fake stores: the
@@ -477,4 +479,50 @@ func TestASecondarysSyncWakesItsGroupOnlyWhileItWaitsForTheFinalSync(t *testing.
 	g.Expect(f.client.Delete(ctx, vrg)).To(Succeed())
 	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeTrue(),
 		"a group that cannot be read is woken")
+}
+
+func TestADestinationsSyncWakesOnlyAGroupAskedToBePrimary(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	received := func(at time.Time) *volsyncv1alpha1.ReplicationDestination {
+		rd := &volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", ResourceVersion: at.Format(time.RFC3339),
+			Labels: map[string]string{volsync.LabelVRGName: f.vrg.Name, volsync.LabelVRGNamespace: f.vrg.Namespace}}}
+		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{
+			LastSyncTime: &metav1.Time{Time: at}, LastSyncStartTime: &metav1.Time{Time: at.Add(-time.Second)},
+			LastSyncDuration: &metav1.Duration{Duration: time.Second},
+			LatestImage:      &corev1.TypedLocalObjectReference{Kind: "VolumeSnapshot", Name: "snap-" + at.Format("150405")},
+			RsyncTLS:         &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{Address: ptr.To("10.0.0.1")},
+		}
+		return rd
+	}
+	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	wakes := func(old, new *volsyncv1alpha1.ReplicationDestination) bool {
+		return f.r.destinationChangeMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+	}
+	g := NewWithT(t)
+	vrg := f.group(g)
+	vrg.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
+	g.Expect(f.client.Update(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(received(t0), received(t0.Add(time.Minute)))).To(BeFalse(), "a secondary's pass reads no sync of its destinations")
+	listening, receiving := received(t0), received(t0)
+	listening.Status.Conditions = []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionTrue,
+		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Listening"}}
+	receiving.Status.Conditions = []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionTrue,
+		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Received 4096 bytes"}}
+	g.Expect(wakes(listening, receiving)).To(BeFalse(), "nor the steps of each sync")
+	moved := received(t0.Add(time.Minute))
+	moved.Status.RsyncTLS.Address = ptr.To("10.0.0.2")
+	g.Expect(wakes(received(t0), moved)).To(BeTrue(), "a new address is what the secondary reports to its peer")
+	failing := received(t0.Add(time.Minute))
+	failing.Status.Conditions = []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionFalse,
+		Reason: volsyncv1alpha1.SynchronizingReasonError, Message: "refused"}}
+	g.Expect(wakes(listening, failing)).To(BeTrue(), "an error wakes it, as any other change does")
+
+	vrg = f.group(g)
+	vrg.Spec.ReplicationState = v1alpha1.ReplicationStatePrimary
+	g.Expect(f.client.Update(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(received(t0), received(t0.Add(time.Minute)))).To(BeTrue(), "a promotion's restore waits for the latest image")
+
+	g.Expect(f.client.Delete(ctx, vrg)).To(Succeed())
+	g.Expect(wakes(received(t0), received(t0.Add(time.Minute)))).To(BeTrue(), "a group that cannot be read is woken")
 }
