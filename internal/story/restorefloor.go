@@ -80,8 +80,9 @@ func (f *Fleet) RestoreWorkloads(ctx context.Context, rm *Removed) (time.Duratio
 	return time.Since(began), nil
 }
 
-// removeWorkload keeps a restorable copy of a namespace's StatefulSet "db", PVCs and their PVs,
-// retains the PVs and deletes all three, the PVs only once their claims are gone.
+// removeWorkload keeps a restorable copy of a namespace's StatefulSet "db", PVCs and their PVs
+// (as they were: the PVs keep their reclaim policy when created again), retains the PVs and
+// deletes the StatefulSet and the PVCs; gone deletes the PVs once their claims are gone.
 func removeWorkload(ctx context.Context, cl client.Client, ns string) (removed, error) {
 	var rm removed
 	sts := &appsv1.StatefulSet{}
