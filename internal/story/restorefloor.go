@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,7 +28,7 @@ type removed struct {
 // Removed is what RemoveWorkloads removed from a cluster, for RestoreWorkloads.
 type Removed struct {
 	cluster string
-	apps    []removed
+	apps    map[*Run]removed
 }
 
 // RemoveWorkloads removes every application's StatefulSet, PVCs and PVs from cluster (the PVs
@@ -36,20 +37,19 @@ type Removed struct {
 // objects created anew, the least any restore does (no storage promotion, no S3, no hub).
 func (f *Fleet) RemoveWorkloads(ctx context.Context, cluster string) (*Removed, error) {
 	cl := f.env.Clusters[cluster]
-	rm := &Removed{cluster: cluster, apps: make([]removed, len(f.Runs))}
-	index := map[*Run]int{}
-	for i, r := range f.Runs {
-		index[r] = i
-	}
+	rm := &Removed{cluster: cluster, apps: map[*Run]removed{}}
+	var mu sync.Mutex
 	err := f.each(ctx, func(ctx context.Context, r *Run) error {
 		app, err := removeWorkload(ctx, cl, r.c.Namespace)
-		rm.apps[index[r]] = app
+		mu.Lock()
+		rm.apps[r] = app
+		mu.Unlock()
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to remove the workloads: %w", err)
 	}
-	if err := f.poll(ctx, func(ctx context.Context) error { return f.gone(ctx, cl, rm.apps) }); err != nil {
+	if err := f.poll(ctx, func(ctx context.Context) error { return workloadsGone(ctx, cl, rm.apps) }); err != nil {
 		return nil, fmt.Errorf("the workloads' PVs did not go: %w", err)
 	}
 	return rm, nil
@@ -61,12 +61,7 @@ func (f *Fleet) RemoveWorkloads(ctx context.Context, cluster string) (*Removed, 
 func (f *Fleet) RestoreWorkloads(ctx context.Context, rm *Removed) (time.Duration, error) {
 	cl := f.env.Clusters[rm.cluster]
 	began := time.Now()
-	apps := make(chan removed, len(rm.apps))
-	for _, app := range rm.apps {
-		apps <- app
-	}
-	close(apps)
-	err := f.each(ctx, func(ctx context.Context, _ *Run) error { return (<-apps).create(ctx, cl) })
+	err := f.each(ctx, func(ctx context.Context, r *Run) error { return rm.apps[r].create(ctx, cl) })
 	if err != nil {
 		return 0, fmt.Errorf("failed to create the workloads again: %w", err)
 	}
@@ -82,7 +77,7 @@ func (f *Fleet) RestoreWorkloads(ctx context.Context, rm *Removed) (time.Duratio
 
 // removeWorkload keeps a restorable copy of a namespace's StatefulSet "db", PVCs and their PVs
 // (as they were: the PVs keep their reclaim policy when created again), retains the PVs and
-// deletes the StatefulSet and the PVCs; gone deletes the PVs once their claims are gone.
+// deletes the StatefulSet and the PVCs; workloadsGone deletes the PVs once their claims are gone.
 func removeWorkload(ctx context.Context, cl client.Client, ns string) (removed, error) {
 	var rm removed
 	sts := &appsv1.StatefulSet{}
@@ -118,9 +113,10 @@ func removeWorkload(ctx context.Context, cl client.Client, ns string) (removed, 
 	return rm, nil
 }
 
-// gone checks, with one list of each kind, that every removed StatefulSet, PVC and PV is gone,
-// and deletes the PVs whose claims are (deleted earlier, a PV would wait for its claim anyway).
-func (f *Fleet) gone(ctx context.Context, cl client.Client, saved []removed) error {
+// workloadsGone checks, with one list of each kind, that every removed StatefulSet, PVC and PV
+// is gone, and deletes the PVs whose claims are (deleted earlier, a PV would wait for its claim
+// anyway).
+func workloadsGone(ctx context.Context, cl client.Client, saved map[*Run]removed) error {
 	stss, pvcs, pvs := &appsv1.StatefulSetList{}, &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}
 	for _, l := range []client.ObjectList{stss, pvcs, pvs} {
 		if err := cl.List(ctx, l); err != nil {

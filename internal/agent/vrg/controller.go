@@ -36,7 +36,6 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
-	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 const (
@@ -402,13 +401,23 @@ func (r *Reconciler) replicationClassToVRGs(ctx context.Context, obj client.Obje
 	return out
 }
 
-// volumeReplicationToVRG maps a VolumeReplication to the group its labels name.
+// volumeReplicationToVRG maps a VolumeReplication (or a VolSync object: the same labels) to the
+// group its labels name.
 func volumeReplicationToVRG(_ context.Context, obj client.Object) []reconcile.Request {
 	name, ns := obj.GetLabels()[volrep.LabelVRGName], obj.GetLabels()[volrep.LabelVRGNamespace]
 	if name == "" || ns == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// labelledGroup reads, from the cache, the group a replication object's labels name (those of
+// volumeReplicationToVRG); an error when it cannot, which the watches' predicates take as a
+// reason to wake it.
+func (r *Reconciler) labelledGroup(obj client.Object) (*v1alpha1.VolumeReplicationGroup, error) {
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	key := types.NamespacedName{Namespace: obj.GetLabels()[volrep.LabelVRGNamespace], Name: obj.GetLabels()[volrep.LabelVRGName]}
+	return vrg, r.Client.Get(context.Background(), key, vrg)
 }
 
 // volumeReplicationChangeMatters reports whether an update of a VolumeReplication can change
@@ -426,31 +435,29 @@ func (r *Reconciler) volumeReplicationChangeMatters(e event.UpdateEvent) bool {
 	if !okOld || !okNew || n.Spec.ReplicationState != replicationv1alpha1.Secondary || !onlySyncChanged(o, n) {
 		return true
 	}
-	vrg := &v1alpha1.VolumeReplicationGroup{}
-	key := types.NamespacedName{Namespace: n.Labels[volrep.LabelVRGNamespace], Name: n.Labels[volrep.LabelVRGName]}
-	if err := r.Client.Get(context.Background(), key, vrg); err != nil {
+	vrg, err := r.labelledGroup(n)
+	if err != nil {
 		return true
 	}
 	return awaitsFinalSync(vrg)
 }
 
 // destinationChangeMatters reports whether an update of a ReplicationDestination can change what
-// its group's pass does or reports. A secondary's pass reads its destinations' address and
-// conditions, not their syncs: an update that only tells of another received sync (its times,
-// duration, latest image, the steps of its Synchronizing condition) wakes no secondary. VolSync reports each sync in several updates
-// (started, completed), for every PVC; the secondary's pass then read its key Secrets from the
-// API server for nothing (five passes a second for one group in the lab, whose destinations
-// receive continuously below a minute). A group asked to be primary is woken: its restore waits
-// for a destination's latest image.
+// its group's pass does or reports. A secondary's pass reads its destinations' address, not
+// their syncs: an update that only tells of another received sync (its times, duration, latest
+// image, the steps of its Synchronizing condition) wakes no secondary. VolSync reports each sync
+// in several updates (started, completed), for every PVC; the secondary's pass then read its key
+// Secrets from the API server for nothing (five passes a second for one group in the lab, whose
+// destinations receive continuously below a minute). A group asked to be primary is woken: its
+// restore waits for a destination's latest image.
 func (r *Reconciler) destinationChangeMatters(e event.UpdateEvent) bool {
 	o, okOld := e.ObjectOld.(*volsyncv1alpha1.ReplicationDestination)
 	n, okNew := e.ObjectNew.(*volsyncv1alpha1.ReplicationDestination)
 	if !okOld || !okNew || !onlyReceivedChanged(o, n) {
 		return true
 	}
-	vrg := &v1alpha1.VolumeReplicationGroup{}
-	key := types.NamespacedName{Namespace: n.Labels[volsync.LabelVRGNamespace], Name: n.Labels[volsync.LabelVRGName]}
-	if err := r.Client.Get(context.Background(), key, vrg); err != nil {
+	vrg, err := r.labelledGroup(n)
+	if err != nil {
 		return true
 	}
 	return vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary
