@@ -40,7 +40,7 @@ func TestTheLabServesTheUpstreamCRDs(t *testing.T) {
 				continue
 			}
 			if len(served.Spec.Versions) != len(u.CRD.Spec.Versions) {
-				t.Errorf("%s: CRD %s serves %d versions, upstream %s has %d", cluster, u.CRD.Name, len(served.Spec.Versions), u.Name, len(u.CRD.Spec.Versions))
+				t.Errorf("%s: CRD %s has %d versions, upstream %s has %d", cluster, u.CRD.Name, len(served.Spec.Versions), u.Name, len(u.CRD.Spec.Versions))
 				continue
 			}
 			for i, v := range u.CRD.Spec.Versions {
