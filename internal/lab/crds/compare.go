@@ -13,7 +13,7 @@ import (
 // group and kind, as "field path: what differs" lines, empty when the lab's schema is a faithful
 // subset of upstream's. The lab schema holds every field drover writes or reads, so each of its
 // fields must exist upstream at the same path with the same type, format, enum, required-ness and
-// item types, and each field upstream requires under an object the lab knows must be in the lab
+// item types (and list and map merge types), and each field upstream requires under an object the lab knows must be in the lab
 // schema (drover sets it, or the API server would refuse drover's objects). Compare also checks
 // the names, the scope, the served versions and the status subresource, which change how drover's
 // requests are routed and validated.
@@ -145,6 +145,32 @@ func compareScalar(path string, lab, up *apiextensionsv1.JSONSchemaProps) []stri
 	}
 	if l, u := enumValues(lab.Enum), enumValues(up.Enum); !slices.Equal(l, u) {
 		diffs = append(diffs, fmt.Sprintf("%s: enum %v in the lab, %v upstream", field, l, u))
+	}
+	return append(diffs, compareMerge(field, lab, up)...)
+}
+
+// compareMerge compares how server-side apply and strategic merges treat a list or an object:
+// the list type and keys, and the map type, with the API server's defaults for unset ones.
+func compareMerge(field string, lab, up *apiextensionsv1.JSONSchemaProps) []string {
+	var diffs []string
+	orDefault := func(s *string, def string) string {
+		if s == nil {
+			return def
+		}
+		return *s
+	}
+	if lab.Type == "array" {
+		if l, u := orDefault(lab.XListType, "atomic"), orDefault(up.XListType, "atomic"); l != u {
+			diffs = append(diffs, fmt.Sprintf("%s: x-kubernetes-list-type %q in the lab, %q upstream", field, l, u))
+		}
+		if !slices.Equal(lab.XListMapKeys, up.XListMapKeys) {
+			diffs = append(diffs, fmt.Sprintf("%s: x-kubernetes-list-map-keys %v in the lab, %v upstream", field, lab.XListMapKeys, up.XListMapKeys))
+		}
+	}
+	if lab.Type == "object" {
+		if l, u := orDefault(lab.XMapType, "granular"), orDefault(up.XMapType, "granular"); l != u {
+			diffs = append(diffs, fmt.Sprintf("%s: x-kubernetes-map-type %q in the lab, %q upstream", field, l, u))
+		}
 	}
 	return diffs
 }

@@ -132,6 +132,24 @@ func TestCompareSchemaReportsEachDifferenceWithItsPath(t *testing.T) {
 			want: []string{`spec.labels{}: type "integer" in the lab, "string" upstream`},
 		},
 		{
+			name: "a list merged by key where upstream replaces it whole is reported",
+			lab: specWith(map[string]apiextensionsv1.JSONSchemaProps{"volumes": func() apiextensionsv1.JSONSchemaProps {
+				l := list(object(nil, map[string]apiextensionsv1.JSONSchemaProps{"size": {Type: "integer"}}))
+				l.XListType, l.XListMapKeys = new("map"), []string{"size"}
+				return l
+			}()}),
+			want: []string{`spec.volumes: x-kubernetes-list-type "map" in the lab, "atomic" upstream`, "spec.volumes: x-kubernetes-list-map-keys [size] in the lab, [] upstream"},
+		},
+		{
+			name: "an atomic map where upstream merges its keys is reported",
+			lab: specWith(map[string]apiextensionsv1.JSONSchemaProps{"labels": func() apiextensionsv1.JSONSchemaProps {
+				d := dict(str())
+				d.XMapType = new("atomic")
+				return d
+			}()}),
+			want: []string{`spec.labels: x-kubernetes-map-type "atomic" in the lab, "granular" upstream`},
+		},
+		{
 			name: "a list where upstream has a string is reported once, not for its items",
 			lab:  specWith(map[string]apiextensionsv1.JSONSchemaProps{"name": list(str())}),
 			want: []string{`spec.name: type "array" in the lab, "string" upstream`, "spec.name[]: in the lab schema but not upstream"},
