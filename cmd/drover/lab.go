@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/argocd"
+	"github.com/drover-io/drover/internal/lab/crds"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/story"
@@ -34,6 +35,8 @@ type labFlags struct {
 	audit bool
 	// hubArgs and agentArgs are set by `lab up` and `lab bench` (--hub-arg, --agent-arg).
 	hubArgs, agentArgs []string
+	// upstreamCRDs is set by `lab up --upstream-crds`; empty takes $DROVER_LAB_UPSTREAM_CRDS.
+	upstreamCRDs string
 }
 
 // droverArgFlags registers --hub-arg and --agent-arg on a command that brings the lab up.
@@ -81,8 +84,12 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
+	upstream := f.upstreamCRDs
+	if upstream == "" {
+		upstream = os.Getenv(crds.UpstreamEnv)
+	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs})
+		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs, UpstreamCRDs: upstream})
 }
 
 // labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
@@ -170,7 +177,10 @@ PlacementDecisions, and a local git repository with the demo application. With -
 it also runs a real Prometheus (built by "make tools-monitoring") that scrapes the hub and the
 agents with a token bound to drover-metrics-reader and evaluates drover's alert rules. With
 --audit every API server keeps an audit log, which "drover lab audit" reads: who makes the
-requests.`,
+requests. With --upstream-crds DIR (or $` + crds.UpstreamEnv + `=DIR, which every lab command
+honours) the clusters serve the upstream projects' own CRDs in DIR verbatim, such as
+../shared/upstream-apis, instead of the lab's CRDs of the same kinds, and the other kinds in
+DIR besides; the lab keeps serving them at every start until "drover lab down".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
@@ -190,6 +200,7 @@ requests.`,
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
 	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
+	cmd.Flags().StringVar(&f.upstreamCRDs, "upstream-crds", "", "serve the upstream CRDs in this directory verbatim instead of the lab's (default from $"+crds.UpstreamEnv+")")
 	f.droverArgFlags(cmd)
 	return cmd
 }

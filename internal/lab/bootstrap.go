@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +60,11 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := installCRDs(ctx, cl, c.crdFiles()); err != nil {
+	files, err := c.crdFiles()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	if err := installCRDs(ctx, cl, files); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if c.lab.opts.RunDrover {
@@ -106,8 +111,8 @@ type crdFile struct {
 
 // crdFiles selects the CRDs a cluster of this role serves: drover's own everywhere (the hub's
 // kinds and the VRG), PlacementDecision on the hub, the storage and VolSync APIs on managed
-// clusters, where the lab storage honours them.
-func (c *Cluster) crdFiles() []crdFile {
+// clusters, where the lab storage honours them (externalCRDs).
+func (c *Cluster) crdFiles() ([]crdFile, error) {
 	var files []crdFile
 	add := func(fsys fs.FS, keep func(string) bool) {
 		names, _ := fs.Glob(fsys, "*/*.yaml")
@@ -122,11 +127,39 @@ func (c *Cluster) crdFiles() []crdFile {
 	if !c.lab.opts.RunDrover {
 		add(crd.Bases, func(string) bool { return true })
 	}
-	add(crds.External, func(name string) bool {
-		isOCM := strings.Contains(name, "open-cluster-management")
-		return isOCM == (c.Role == RoleHub)
-	})
-	return files
+	external, err := c.externalCRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range external {
+		files = append(files, crdFile{fsys: f.FS, name: f.Name})
+	}
+	return files, nil
+}
+
+// externalCRDs are the CRDs of the external kinds a cluster of this role serves: OCM's on the
+// hub, the others on managed clusters. They are the lab's own (crds.External), or with
+// Options.UpstreamCRDs the upstream CRDs in that directory, read now: each in place of the lab's
+// CRD of its group and kind, and the upstream kinds the lab has no CRD of besides, which nothing
+// in the lab acts on.
+func (c *Cluster) externalCRDs() ([]crds.File, error) {
+	files, err := crds.LoadLab()
+	if err != nil {
+		return nil, err
+	}
+	if dir := c.lab.opts.UpstreamCRDs; dir != "" {
+		upstream, err := crds.LoadUpstream(dir)
+		if err != nil {
+			return nil, fmt.Errorf("failed to load the upstream CRDs to serve (%s): %w", crds.UpstreamEnv, err)
+		}
+		if files, err = crds.Replace(files, upstream); err != nil {
+			return nil, err
+		}
+	}
+	return slices.DeleteFunc(files, func(f crds.File) bool {
+		isOCM := strings.HasSuffix(f.CRD.Spec.Group, "open-cluster-management.io")
+		return isOCM != (c.Role == RoleHub)
+	}), nil
 }
 
 func installCRDs(ctx context.Context, cl client.Client, files []crdFile) error {

@@ -3,5 +3,12 @@
 // clusters kube-scheduler, kwok fake nodes and lab storage), started as processes that outlive
 // the CLI, found again through /proc, stopped and started per cluster to simulate losing one.
 //
+// The clusters serve the CRDs of the external kinds drover drives (csi-addons, VolSync, OCM,
+// VolumeSnapshot) from internal/lab/crds. With Options.UpstreamCRDs, `drover lab up
+// --upstream-crds DIR` or DROVER_LAB_UPSTREAM_CRDS=DIR, they serve instead the upstream
+// projects' own CRDs read from DIR at each start (for tests ../shared/upstream-apis), verbatim:
+// drover's objects then meet the real schemas, their validation rules, defaults and
+// subresources. The e2e subset of make test runs that way.
+//
 // Production code never imports this package; `drover lab` and tests do.
 package lab

@@ -81,6 +81,11 @@ type Options struct {
 	// Audit gives every API server an audit log (audit.go) from the clusters' next start on; a
 	// cluster keeps it until `drover lab down`.
 	Audit bool
+	// UpstreamCRDs names a directory of upstream CRDs (crds.UpstreamEnv; for tests
+	// ../shared/upstream-apis, crds.UpstreamDir) that the clusters serve verbatim, read at each
+	// start, in place of the lab's own CRDs of the same kinds (bootstrap.go, externalCRDs). The
+	// lab records it, so a later start of the same lab serves them too.
+	UpstreamCRDs string
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -96,6 +101,8 @@ type labState struct {
 	// Install is installedFromManifests when the lab runs drover; "processes" in labs of earlier
 	// drovers, which New refuses.
 	Install string `json:"install,omitempty"`
+	// UpstreamCRDs is Options.UpstreamCRDs of the lab's last up or start.
+	UpstreamCRDs string `json:"upstreamCRDs,omitempty"`
 }
 
 // New returns the lab in opts.Dir. It reads the recorded ports when the lab was created before
@@ -120,6 +127,11 @@ func New(opts Options) (*Lab, error) {
 	if err := validGitOps(opts.GitOps); err != nil {
 		return nil, err
 	}
+	if opts.UpstreamCRDs != "" {
+		if opts.UpstreamCRDs, err = filepath.Abs(opts.UpstreamCRDs); err != nil {
+			return nil, fmt.Errorf("failed to resolve the upstream CRDs' directory %s: %w", opts.UpstreamCRDs, err)
+		}
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -136,6 +148,9 @@ func New(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l.clusters = state.Clusters
+	if l.opts.UpstreamCRDs == "" {
+		l.opts.UpstreamCRDs = state.UpstreamCRDs
+	}
 	if err := l.adoptInstall(state.Install); err != nil {
 		return nil, err
 	}
@@ -231,7 +246,7 @@ func (l *Lab) writeState() error {
 	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create lab directory: %w", err)
 	}
-	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.installRecord()}, "", "  ")
+	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.installRecord(), UpstreamCRDs: l.opts.UpstreamCRDs}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@
 // workload × backend × mode. Each case runs the whole story (internal/story): deploy with the
 // lab's writer, protect, failover with the primary stopped, primary back, failover back the
 // other way, relocate, relocate back, unprotect, checking the records after every action and
-// that the clusters never both run a writable primary.
+// that the clusters never both run a writable primary. The lab serves the upstream projects' own
+// CRDs from ../shared/upstream-apis (lab.Options.UpstreamCRDs); the suite fails when they are
+// missing.
 //
 // `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
 // `make test-e2e` (DROVER_E2E=full) runs the whole matrix.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crds"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -24,9 +26,17 @@ func TestMain(m *testing.M) {
 	// drover is installed as a user installs it: the release manifests applied server-side,
 	// east and west joined with drover cluster join, its pods run by the lab kubelet with their
 	// ServiceAccounts' credentials, so every case also proves the install.
+	// The clusters serve the upstream projects' own CRDs (../shared/upstream-apis), not the
+	// lab's: drover's objects meet the real schemas, validation rules, defaults and subresources.
 	ctrl.SetLogger(logr.Discard())
 	opts := labtest.Released()
 	opts.GitOps = gitOps
+	upstream, err := crds.UpstreamDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: the e2e suite serves the upstream CRDs:", err)
+		os.Exit(1)
+	}
+	opts.UpstreamCRDs = upstream
 	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 

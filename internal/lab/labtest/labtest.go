@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crds"
 	"github.com/drover-io/drover/internal/modroot"
 )
 
@@ -88,6 +89,10 @@ type Options struct {
 	GitOps string
 	// Audit gives the API servers audit logs (lab.Options.Audit).
 	Audit bool
+	// UpstreamCRDs serves the upstream CRDs of that directory verbatim in place of the lab's
+	// (lab.Options.UpstreamCRDs), such as crds.UpstreamDir(); empty takes crds.UpstreamEnv, so
+	// any lab suite can run on them.
+	UpstreamCRDs string
 }
 
 // Released are the options of the suites that drive drover as a user runs it (e2e, bench,
@@ -125,11 +130,14 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.UpstreamCRDs == "" {
+		opts.UpstreamCRDs = os.Getenv(crds.UpstreamEnv)
+	}
 	l, err := lab.New(lab.Options{
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
 		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
-		GitOps: opts.GitOps, Audit: opts.Audit,
+		GitOps: opts.GitOps, Audit: opts.Audit, UpstreamCRDs: opts.UpstreamCRDs,
 	})
 	if err != nil {
 		return nil, err

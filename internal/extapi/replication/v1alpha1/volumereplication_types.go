@@ -60,8 +60,9 @@ type VolumeReplicationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="dataSource is immutable"
 	DataSource corev1.TypedLocalObjectReference `json:"dataSource"`
 
-	// autoResync resyncs the volume automatically while replicationState is secondary.
-	// +optional
+	// autoResync resyncs the volume automatically while replicationState is secondary. Upstream
+	// requires it and defaults it to false, so an object without it is still accepted.
+	// +required
 	// +kubebuilder:default:=false
 	AutoResync bool `json:"autoResync"`
 }

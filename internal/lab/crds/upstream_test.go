@@ -1,0 +1,78 @@
+package crds_test
+
+import (
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/drover-io/drover/internal/lab/crds"
+)
+
+// TestLabCRDsMatchUpstream compares every lab CRD of an external kind with the upstream CRD of
+// its group and kind in ../shared/upstream-apis (test data beside the checkout). A lab CRD with no
+// upstream counterpart fails: drover would be tested against an API nobody serves.
+func TestLabCRDsMatchUpstream(t *testing.T) {
+	dir, err := crds.UpstreamDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := crds.LoadUpstream(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := crds.LoadLab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[schema.GroupKind]crds.File{}
+	for _, u := range upstream {
+		byKind[u.GroupKind()] = u
+	}
+	for _, l := range lab {
+		t.Run(l.GroupKind().String(), func(t *testing.T) {
+			u, ok := byKind[l.GroupKind()]
+			if !ok {
+				t.Fatalf("%s defines %s, which no upstream CRD in %s defines", l.Name, l.GroupKind(), dir)
+			}
+			for _, d := range crds.Compare(l.CRD, u.CRD) {
+				t.Errorf("%s %s (upstream %s): %s", l.Name, l.GroupKind().Kind, u.Name, d)
+			}
+		})
+	}
+}
+
+func file(name, group, kind string) crds.File {
+	return crds.File{Name: name, CRD: &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Group: group, Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind},
+	}}}
+}
+
+func names(files []crds.File) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func TestReplaceServesUpstreamInPlaceOfTheLab(t *testing.T) {
+	lab := []crds.File{file("lab-a", "a.io", "A"), file("lab-b", "b.io", "B")}
+	upstream := []crds.File{file("up-c", "c.io", "C"), file("up-a", "a.io", "A")}
+	got, err := crds.Replace(lab, upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lab's A is upstream's, B has no upstream CRD and stays the lab's, C is upstream's only.
+	if want := []string{"up-a", "lab-b", "up-c"}; !slices.Equal(names(got), want) {
+		t.Fatalf("Replace = %v, want %v", names(got), want)
+	}
+}
+
+func TestReplaceRefusesTwoUpstreamCRDsOfOneKind(t *testing.T) {
+	upstream := []crds.File{file("up-a", "a.io", "A"), file("up-a2", "a.io", "A")}
+	if _, err := crds.Replace(nil, upstream); err == nil {
+		t.Fatal("Replace accepted two upstream CRDs of a.io/A")
+	}
+}
