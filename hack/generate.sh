@@ -2,9 +2,9 @@
 # generate.sh regenerates everything controller-gen owns; never edit its output by hand:
 #   - deepcopy code (zz_generated.deepcopy.go) for api/ and internal/extapi/;
 #   - drover's CRDs, its install, into config/crd/bases/;
-#   - the CRDs of the external APIs drover drives (csi-addons replication, VolSync, OCM
-#     PlacementDecision, and VolumeSnapshot from the external-snapshotter client module) into
-#     internal/lab/crds/external/, for the lab and tests only;
+#   - the CRDs of the external APIs drover drives (csi-addons replication, VolSync, OCM Placement
+#     and PlacementDecision, and VolumeSnapshot from the external-snapshotter client module)
+#     into internal/lab/crds/external/, for the lab and tests only;
 #   - the ClusterRoles of drover's processes, from the +kubebuilder:rbac markers next to their code:
 #     the agent's into config/rbac/agent/role.yaml, the hub's own (on the hub cluster) into
 #     config/rbac/hub/role.yaml. What the hub may do on a managed cluster is hand-written in

@@ -89,6 +89,9 @@ const (
 	// ReasonNamespaceConflict (Validated of a DRPlacementControl): another DRPlacementControl
 	// already protects one of its namespaces.
 	ReasonNamespaceConflict = "NamespaceConflict"
+	// ReasonPlacementSteered (Validated of a DRPlacementControl): the OCM Placement it names
+	// is already steered by another DRPlacementControl, which writes its decisions.
+	ReasonPlacementSteered = "PlacementSteered"
 	// ReasonPolicyNotValidated (Validated of a DRPlacementControl): its DRPolicy is not
 	// Validated.
 	ReasonPolicyNotValidated = "PolicyNotValidated"

@@ -197,3 +197,19 @@ func TestVolumeSnapshotCRDIsInstalled(t *testing.T) {
 	roundTrip(t, vs, got, nil)
 	expectSame(t, "spec", spec, got.Spec)
 }
+
+func TestPlacementRoundTrip(t *testing.T) {
+	spec := ocmv1beta1.PlacementSpec{NumberOfClusters: ptr(int32(1))}
+	status := ocmv1beta1.PlacementStatus{NumberOfSelectedClusters: 1}
+	p := &ocmv1beta1.Placement{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app", Namespace: testNamespace,
+			Annotations: map[string]string{ocmv1beta1.PlacementDisableAnnotation: "true"},
+		},
+		Spec: spec,
+	}
+	got := &ocmv1beta1.Placement{}
+	roundTrip(t, p, got, func(p *ocmv1beta1.Placement) { p.Status = status })
+	expectSame(t, "spec", spec, got.Spec)
+	expectSame(t, "status", status, got.Status)
+}

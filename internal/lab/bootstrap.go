@@ -110,8 +110,8 @@ type crdFile struct {
 }
 
 // crdFiles selects the CRDs a cluster of this role serves: drover's own everywhere (the hub's
-// kinds and the VRG), PlacementDecision on the hub, the storage and VolSync APIs on managed
-// clusters, where the lab storage honours them (externalCRDs).
+// kinds and the VRG), OCM's Placement and PlacementDecision on the hub, the storage and VolSync
+// APIs on managed clusters, where the lab storage honours them (externalCRDs).
 func (c *Cluster) crdFiles() ([]crdFile, error) {
 	var files []crdFile
 	add := func(fsys fs.FS, keep func(string) bool) {

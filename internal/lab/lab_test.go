@@ -167,7 +167,7 @@ func TestHubServesDroverAPIsAndManagedClustersServeStorageAPIs(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	for name, want := range map[string][]string{
-		lab.Hub:  {"drplacementcontrols.drover.io", "drpolicies.drover.io", "drclusters.drover.io", "placementdecisions.cluster.open-cluster-management.io"},
+		lab.Hub:  {"drplacementcontrols.drover.io", "drpolicies.drover.io", "drclusters.drover.io", "placementdecisions.cluster.open-cluster-management.io", "placements.cluster.open-cluster-management.io"},
 		lab.West: {"volumereplicationgroups.drover.io", "volumereplications.replication.storage.openshift.io", "replicationsources.volsync.backube", "volumesnapshots.snapshot.storage.k8s.io"},
 	} {
 		cl := clusterClient(g, name)

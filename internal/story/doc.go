@@ -4,6 +4,10 @@
 // After every action it proves with the writer's records what was kept and what was lost, and
 // a watcher checks throughout that the two clusters never both run a writable primary.
 //
+// In placement mode the hub behaves as an OCM hub (ocm.go): the case's Placement exists, the
+// lab's placement controller schedules it until drover disables its scheduling, and a GitOps
+// tool (the lab's deployer, or Argo CD) deploys the application where the decision says.
+//
 // The end-to-end suite (test/e2e) runs it for a matrix of workloads, backends and modes;
 // `drover demo` runs it once and prints its table. It is lab code: production code never
 // imports it.

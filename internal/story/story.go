@@ -28,7 +28,8 @@ const (
 	// SelfContained protects protectedNamespaces: drover captures and restores the objects.
 	SelfContained Mode = "self-contained"
 	// Placement protects a placementRef: a GitOps tool (the lab's deployer) deploys the
-	// application where drover's PlacementDecision says.
+	// application where the PlacementDecision says, first OCM's placement controller's (the
+	// lab's, on the case's Placement), drover's from protection on.
 	Placement Mode = "placement"
 )
 
@@ -151,7 +152,7 @@ func (r *Run) say(format string, args ...any) {
 }
 
 // Start deploys the application on home with the lab's writer and starts the watcher and, in
-// placement mode, the deployer. Close stops them.
+// placement mode, the lab's OCM placement controller and the deployer. Close stops them.
 func (r *Run) Start(ctx context.Context) error {
 	r.t0 = time.Now()
 	bg, cancel := context.WithCancel(context.Background())
@@ -170,6 +171,9 @@ func (r *Run) Start(ctx context.Context) error {
 			return err
 		}
 	case Placement:
+		if err := r.startPlacementController(ctx, bg); err != nil {
+			return err
+		}
 		if r.env.StartGitOps != nil {
 			r.say("deploy: the GitOps tool follows placement %s (%s)", r.c.placement(), r.c.Workload)
 			if err := r.env.StartGitOps(ctx, r.c); err != nil {

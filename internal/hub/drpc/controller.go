@@ -58,11 +58,11 @@ type Reconciler struct {
 	// are safe for concurrent use.
 	Workers int
 
-	// versions and decisions are the newest version seen of each DRPlacementControl and
-	// PlacementDecision: the state a Reconciler keeps between reconciles, so that none acts on
-	// a cached copy from before its own last write (a decision read stale could name again a
-	// cluster the hub had just removed).
-	versions, decisions newest.Versions
+	// versions, decisions and placements are the newest version seen of each
+	// DRPlacementControl, PlacementDecision and Placement: the state a Reconciler keeps between
+	// reconciles, so that none acts on a cached copy from before its own last write (a decision
+	// read stale could name again a cluster the hub had just removed).
+	versions, decisions, placements newest.Versions
 }
 
 // DefaultWorkers is how many DRPlacementControls the hub reconciles at once by default.
@@ -83,6 +83,7 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=drover.io,resources=drclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;patch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list

@@ -20,8 +20,8 @@ import (
 // agent then tears replication down, restores the PVs' reclaim policies and removes the
 // metadata; the PVCs stay with the application) and removes the finalizer once both are gone.
 // A cluster that cannot be reached holds the deletion, saying so: its group would otherwise
-// keep protecting with nobody to remove it. The PlacementDecision is left as it is: the
-// application keeps running where it runs.
+// keep protecting with nobody to remove it. The PlacementDecision is left as it is, and the OCM
+// Placement this DRPlacementControl steers goes back to OCM's scheduler (releasePlacement).
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	drpc := sc.drpc
 	if !controllerutil.ContainsFinalizer(drpc, Finalizer) {
@@ -112,6 +112,9 @@ func groupGone(ctx context.Context, cv *clusterView, drpc *v1alpha1.DRPlacementC
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, drpc *v1alpha1.DRPlacementControl) error {
+	if err := r.releasePlacement(ctx, drpc); err != nil {
+		return err
+	}
 	before := drpc.DeepCopy()
 	controllerutil.RemoveFinalizer(drpc, Finalizer)
 	if err := r.Client.Patch(ctx, drpc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsNotFound(err) {

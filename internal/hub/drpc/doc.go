@@ -2,5 +2,6 @@
 // VolumeReplicationGroups on its two clusters in the roles the spec asks for, through the
 // cluster gateway, and runs failover and relocation as an explicit state machine (machine.go)
 // recorded in status.phase and status.progression. In placement mode it also writes the
-// application's PlacementDecision. It never touches PVCs, pods or storage: the agents do.
+// application's PlacementDecision, and first disables OCM's scheduling of the OCM Placement it
+// names, until unprotect (placement.go). It never touches PVCs, pods or storage: the agents do.
 package drpc

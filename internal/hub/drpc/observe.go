@@ -52,6 +52,9 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	} else if msg != "" {
 		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
 	}
+	if err := r.steerPlacement(ctx, sc); err != nil || sc.invalid {
+		return err
+	}
 	sc.argoNames, sc.lost, sc.leftBehind = map[string]string{}, map[string]string{}, map[string]bool{}
 	for _, name := range policy.Spec.DRClusters {
 		drc := &v1alpha1.DRCluster{}

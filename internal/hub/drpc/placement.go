@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,19 +30,144 @@ import (
 //     or rewrite metadata. A cluster is never added back this way.
 //
 // The DRPlacementControl is not the decision's owner in the garbage collector's sense:
-// deleting the DRPlacementControl leaves the application where it runs.
+// deleting the DRPlacementControl leaves the decision as it is.
+//
+// On an OCM hub the placement controller writes a Placement's decisions itself, under the same
+// name, and deletes every other decision labelled with the placement's name, unless the Placement
+// carries ocmv1beta1.PlacementDisableAnnotation (open-cluster-management-io/ocm
+// pkg/placement/controllers/scheduling/scheduling_controller.go). Left alone, it rewrites
+// drover's decision by its own rules and the application lands where OCM puts it: back on a lost
+// cluster after a failover, or started during a relocation's final sync. So drover disables the
+// Placement's scheduling before it writes a decision (steerPlacement) and enables it again on
+// unprotect (releasePlacement); from then on OCM places the application by the Placement's own
+// rules, which by default keep the clusters decided (its Steady prioritizer).
 
 // LabelDecisionOwner marks a PlacementDecision written by drover with its DRPlacementControl.
 const LabelDecisionOwner = "drover.io/drpc"
 
-// decisionKey is the namespace and name of the application's PlacementDecision.
-func decisionKey(drpc *v1alpha1.DRPlacementControl) client.ObjectKey {
+// AnnotationSteeredBy on an OCM Placement names, as namespace/name, the DRPlacementControl that
+// writes the Placement's decisions; drover sets it with ocmv1beta1.PlacementDisableAnnotation
+// and refuses a second DRPlacementControl naming the same Placement.
+//
+// The claim is an annotation on the Placement because it must be seen by whoever reads the
+// Placement: every hub after any restart (it is not re-observable anywhere else) and a person
+// with kubectl wondering why OCM ignores the Placement. An owner reference could not name a
+// DRPlacementControl of another namespace (spec.placementRef.namespace), and would make the
+// garbage collector delete the Placement with the DRPlacementControl; a label value cannot hold
+// namespace/name, and nothing selects Placements by it. The value carries the namespace because
+// DRPlacementControls of one name in two namespaces are two applications.
+const AnnotationSteeredBy = "drover.io/steered-by"
+
+// placementKey is the namespace and name of the application's Placement.
+func placementKey(drpc *v1alpha1.DRPlacementControl) client.ObjectKey {
 	ref := drpc.Spec.PlacementRef
 	ns := ref.Namespace
 	if ns == "" {
 		ns = drpc.Namespace
 	}
-	return client.ObjectKey{Namespace: ns, Name: ref.Name + "-decision-1"}
+	return client.ObjectKey{Namespace: ns, Name: ref.Name}
+}
+
+// decisionKey is the namespace and name of the application's PlacementDecision.
+func decisionKey(drpc *v1alpha1.DRPlacementControl) client.ObjectKey {
+	key := placementKey(drpc)
+	key.Name += "-decision-1"
+	return key
+}
+
+// steerPlacement disables OCM's scheduling of the application's Placement and records this
+// DRPlacementControl as the one steering it, before any decision is written. A Placement
+// steered by another DRPlacementControl that exists invalidates this one; a claim whose
+// DRPlacementControl is gone is taken over.
+//
+// A Placement that does not exist, or a hub that does not serve the kind (Argo CD reading the
+// decisions with no OCM installed), is tolerated: no placement controller schedules a
+// Placement that is not there, so none fights drover's decision. A Placement created later is
+// claimed at the DRPlacementControl's next reconcile; until then OCM may write the decision
+// once, and drover writes its own back then.
+func (r *Reconciler) steerPlacement(ctx context.Context, sc *scope) error {
+	if !sc.placementMode() {
+		return nil
+	}
+	key := placementKey(sc.drpc)
+	p := &ocmv1beta1.Placement{}
+	err := r.placements.Get(ctx, r.Client, r.APIReader, key, p)
+	switch {
+	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get Placement %s: %w", key, err)
+	}
+	me := client.ObjectKeyFromObject(sc.drpc).String()
+	if by := p.Annotations[AnnotationSteeredBy]; by != "" && by != me {
+		exists, err := r.drpcExists(ctx, by)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return sc.invalidate(v1alpha1.ReasonPlacementSteered, fmt.Sprintf(
+				"Placement %s is already steered by DRPlacementControl %s, which writes its decisions: name another Placement in spec.placementRef, or delete one of the two DRPlacementControls", key, by))
+		}
+	}
+	if p.Annotations[AnnotationSteeredBy] == me && p.Annotations[ocmv1beta1.PlacementDisableAnnotation] == "true" {
+		return nil
+	}
+	before := p.DeepCopy()
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[ocmv1beta1.PlacementDisableAnnotation] = "true"
+	p.Annotations[AnnotationSteeredBy] = me
+	// Optimistic: of two DRPlacementControls claiming the Placement at once, one wins.
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to disable OCM's scheduling of Placement %s: %w", key, err)
+	}
+	r.placements.Seen(p)
+	ctrl.LoggerFrom(ctx).Info("Disabled OCM's scheduling of the Placement: drover writes its decisions", "placement", klog.KObj(p))
+	return nil
+}
+
+// drpcExists reports whether the DRPlacementControl namespace/name exists.
+func (r *Reconciler) drpcExists(ctx context.Context, namespacedName string) (bool, error) {
+	ns, name, _ := strings.Cut(namespacedName, "/")
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.DRPlacementControl{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to get DRPlacementControl %s: %w", namespacedName, err)
+	}
+	return true, nil
+}
+
+// releasePlacement enables OCM's scheduling of the application's Placement again when this
+// DRPlacementControl steers it: OCM places the application by the Placement's rules from then
+// on. A Placement steered by another DRPlacementControl, or by none, is left alone.
+func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlacementControl) error {
+	if drpc.Spec.PlacementRef == nil {
+		return nil
+	}
+	key := placementKey(drpc)
+	p := &ocmv1beta1.Placement{}
+	err := r.placements.Get(ctx, r.Client, r.APIReader, key, p)
+	switch {
+	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get Placement %s: %w", key, err)
+	}
+	if p.Annotations[AnnotationSteeredBy] != client.ObjectKeyFromObject(drpc).String() {
+		return nil
+	}
+	before := p.DeepCopy()
+	delete(p.Annotations, AnnotationSteeredBy)
+	delete(p.Annotations, ocmv1beta1.PlacementDisableAnnotation)
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to enable OCM's scheduling of Placement %s again: %w", key, err)
+	}
+	r.placements.Forget(key)
+	ctrl.LoggerFrom(ctx).Info("Enabled OCM's scheduling of the Placement again: OCM places the application from now on", "placement", klog.KObj(p))
+	return nil
 }
 
 // observeDecision reads the application's PlacementDecision; nil when it does not exist.

@@ -1,7 +1,8 @@
 // Package v1beta1 is a minimal copy of Open Cluster Management's
 // cluster.open-cluster-management.io/v1beta1 API (github.com/open-cluster-management-io/api,
 // cluster/v1beta1): the PlacementDecision that drover writes for applications protected by
-// placementRef, and that GitOps tools read to deploy them.
+// placementRef, and that GitOps tools read to deploy them, and the Placement whose scheduling
+// drover disables while it writes them.
 //
 // +kubebuilder:object:generate=true
 // +groupName=cluster.open-cluster-management.io
@@ -25,7 +26,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &PlacementDecision{}, &PlacementDecisionList{})
+	s.AddKnownTypes(GroupVersion, &Placement{}, &PlacementList{}, &PlacementDecision{}, &PlacementDecisionList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -1,0 +1,93 @@
+package drpc
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+)
+
+// placementAnnotated creates the Placement app/app with the given annotations.
+func (w *world) placementAnnotated(annotations map[string]string) {
+	w.t.Helper()
+	p := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app", Annotations: annotations}}
+	w.g.Expect(w.hub.Create(context.Background(), p)).To(Succeed())
+}
+
+func (w *world) placementAnnotations() map[string]string {
+	w.t.Helper()
+	p := &ocmv1beta1.Placement{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app"}, p)).To(Succeed())
+	return p.Annotations
+}
+
+func validated(d *v1alpha1.DRPlacementControl) metav1.Condition {
+	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionValidated); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func TestADRPlacementControlSteersItsOCMPlacement(t *testing.T) {
+	t.Run("it disables the Placement's scheduling and names itself", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.placementAnnotated(map[string]string{"team": "shop"})
+		w.reconcile()
+		w.g.Expect(w.placementAnnotations()).To(Equal(map[string]string{
+			"team": "shop", ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app",
+		}))
+		w.g.Expect(validated(w.drpc()).Status).To(Equal(metav1.ConditionTrue))
+	})
+	t.Run("a Placement steered by another DRPlacementControl refuses it, saying what to do", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		other := placementDRPC()
+		other.Namespace = "other"
+		other.Spec.PlacementRef.Namespace = "app"
+		w.g.Expect(w.hub.Create(context.Background(), other)).To(Succeed())
+		claim := map[string]string{ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "other/app"}
+		w.placementAnnotated(claim)
+		w.reconcile()
+		v := validated(w.drpc())
+		w.g.Expect(v.Status).To(Equal(metav1.ConditionFalse))
+		w.g.Expect(v.Reason).To(Equal(v1alpha1.ReasonPlacementSteered))
+		w.g.Expect(v.Message).To(ContainSubstring("already steered by DRPlacementControl other/app"))
+		w.g.Expect(v.Message).To(ContainSubstring("name another Placement in spec.placementRef"))
+		w.g.Expect(w.placementAnnotations()).To(Equal(claim))
+		err := w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app-decision-1"}, &ocmv1beta1.PlacementDecision{})
+		w.g.Expect(err).To(HaveOccurred(), "a refused DRPlacementControl writes no decision")
+	})
+	t.Run("a claim whose DRPlacementControl is gone is taken over", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.placementAnnotated(map[string]string{ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "gone/app"})
+		w.reconcile()
+		w.g.Expect(w.placementAnnotations()).To(HaveKeyWithValue(AnnotationSteeredBy, "app/app"))
+		w.g.Expect(validated(w.drpc()).Status).To(Equal(metav1.ConditionTrue))
+	})
+	t.Run("without a Placement the DRPlacementControl goes on alone", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.reconcile()
+		w.g.Expect(validated(w.drpc()).Status).To(Equal(metav1.ConditionTrue))
+	})
+}
+
+func TestUnprotectHandsThePlacementBackToOCMOnlyWhenItSteersIt(t *testing.T) {
+	t.Run("its own Placement loses both annotations and keeps the others", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.placementAnnotated(map[string]string{"team": "shop", ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app"})
+		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
+		w.g.Expect(w.placementAnnotations()).To(Equal(map[string]string{"team": "shop"}))
+	})
+	t.Run("a Placement another DRPlacementControl steers is left alone", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		claim := map[string]string{ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "other/app"}
+		w.placementAnnotated(claim)
+		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
+		w.g.Expect(w.placementAnnotations()).To(Equal(claim))
+	})
+}

@@ -1,0 +1,261 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/hub/drpc"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/deployer"
+	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/lab/ocm"
+)
+
+// The application of a real OCM hub: an OCM Placement selecting one cluster, its decisions
+// written by the placement controller (the lab's, internal/lab/ocm) until drover takes them
+// over, and a GitOps tool (the lab's deployer) following them. Across protect, a failover with
+// east lost, east's return and a relocation back to east, the application lands where drover
+// decides, every time: after each action the decision names drover's clusters and still does
+// after more passes of the scheduler, which writes no decision of the application while drover
+// steers it. A second DRPlacementControl naming the same Placement is refused; unprotect hands
+// the Placement back to the scheduler, which keeps the application where it runs.
+func TestPlacementModeOnAnOCMHubLandsTheApplicationWhereDroverDecides(t *testing.T) {
+	a := newApp(t, "hub-ocm")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	placement := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "db"},
+		Spec: ocmv1beta1.PlacementSpec{NumberOfClusters: ptr.To(int32(1))}}
+	a.g.Expect(a.hub.Create(ctx, placement)).To(Succeed())
+	rec := &recordingClient{Client: a.hub, ns: a.ns}
+	s := &ocm.Scheduler{Hub: rec, Clusters: []string{lab.East, lab.West}, Interval: 200 * time.Millisecond}
+	d := a.gitOps(ctx)
+	background(t, cancel, s.Run, d.Run)
+
+	// OCM places the application before it is protected; drover takes the decision over.
+	a.g.Eventually(func(g Gomega) { g.Expect(d.Status().Decided).To(Equal([]string{lab.East})) }).Should(Succeed())
+	handles := a.volumes(lab.East)
+	a.writing(lab.East, handles)
+	rec.arm()
+	a.g.Expect(a.hub.Create(ctx, a.drpcFor(true))).To(Succeed())
+	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is protected on east")
+	a.landsWhereDroverDecides(s, d, rec, "protect", lab.East)
+	a.expectSteeredBy(a.key.String())
+	a.refusesASecondDRPC(ctx)
+
+	// Failover with east lost: drover names west and keeps east until east acknowledges.
+	a.lose(lab.East, handles)
+	a.ask(v1alpha1.ActionFailover, lab.West)
+	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, false, "the application fails over to west")
+	a.landsWhereDroverDecides(s, d, rec, "failover with east lost", lab.West, lab.East)
+	a.writing(lab.West, handles)
+
+	// East returns and is demoted; drover removes it from the decision.
+	a.restore(lab.East)
+	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, true, "east's group is Secondary with no human step")
+	a.gone(lab.East)
+	a.landsWhereDroverDecides(s, d, rec, "east back", lab.West)
+
+	// Relocate back to east: the decision is empty for the final sync, then names east.
+	a.ask(v1alpha1.ActionRelocate, lab.East)
+	a.settledOn(v1alpha1.PhaseRelocated, lab.East, false, "the application relocates to east")
+	a.landsWhereDroverDecides(s, d, rec, "relocate", lab.East)
+	a.expectNothingLost(lab.West, lab.East, handles)
+	a.writing(lab.East, handles)
+
+	// Unprotect: the Placement goes back to the scheduler, which keeps the decided cluster.
+	a.g.Expect(a.hub.Delete(ctx, a.drpcFor(true))).To(Succeed())
+	a.g.Eventually(func(g Gomega) {
+		g.Expect(a.hub.Get(ctx, a.key, &v1alpha1.DRPlacementControl{})).NotTo(Succeed())
+	}).Should(Succeed(), "the DRPlacementControl is unprotected")
+	a.expectSteeredBy("")
+	for range 3 {
+		a.g.Expect(s.Pass(ctx)).To(Succeed())
+	}
+	a.g.Expect(decidedBy(a.g, a.hub, a.ns)).To(Equal([]string{lab.East}), "the scheduler keeps the application where it runs")
+	a.writing(lab.East, handles)
+}
+
+// gitOps returns the lab's deployer of the test application, following placement db.
+func (a *app) gitOps(ctx context.Context) *deployer.Deployer {
+	root, err := labtest.RepoRoot()
+	a.g.Expect(err).NotTo(HaveOccurred())
+	manifests, err := deployer.LoadDir(filepath.Join(root, "internal", "lab", "deployer", "testdata", "app"))
+	a.g.Expect(err).NotTo(HaveOccurred())
+	clusters := map[string]client.Client{}
+	for name, cl := range a.clusters {
+		clusters[name] = cl
+	}
+	return &deployer.Deployer{Hub: a.hub, Clusters: clusters, Namespace: a.ns, Placement: "db", Manifests: manifests, Interval: 500 * time.Millisecond}
+}
+
+// background runs each function until the test ends, reporting their errors.
+func background(t *testing.T, cancel context.CancelFunc, runs ...func(context.Context) error) {
+	ctx, stopAll := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				t.Errorf("a background loop failed: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		stopAll()
+		wg.Wait()
+	})
+}
+
+// landsWhereDroverDecides checks, after more passes of the scheduler, that the decision names
+// exactly the clusters drover chose, that the GitOps tool follows it, and that the scheduler
+// wrote no decision of the application since drover took over.
+func (a *app) landsWhereDroverDecides(s *ocm.Scheduler, d *deployer.Deployer, rec *recordingClient, after string, want ...string) {
+	a.t.Helper()
+	for range 3 {
+		a.g.Expect(s.Pass(context.Background())).To(Succeed())
+	}
+	slices.Sort(want)
+	a.g.Expect(decidedBy(a.g, a.hub, a.ns)).To(Equal(want), "%s: the decision names drover's clusters after three more scheduler passes", after)
+	a.g.Eventually(func(g Gomega) {
+		got := slices.Clone(d.Status().Decided)
+		slices.Sort(got)
+		g.Expect(got).To(Equal(want))
+	}).Should(Succeed(), "%s: the GitOps tool follows drover's decision", after)
+	a.g.Expect(rec.written()).To(BeEmpty(), "%s: the scheduler wrote the application's decisions while drover steers them", after)
+}
+
+// decidedBy returns the clusters every decision of placement db names, sorted.
+func decidedBy(g Gomega, hub client.Client, ns string) []string {
+	list := &ocmv1beta1.PlacementDecisionList{}
+	g.Expect(hub.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{ocmv1beta1.PlacementLabel: "db"})).To(Succeed())
+	out := []string{}
+	for _, pd := range list.Items {
+		for _, c := range pd.Status.Decisions {
+			out = append(out, c.ClusterName)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectSteeredBy checks the Placement's annotations: scheduling disabled and steered by the
+// DRPlacementControl named, or neither when by is empty.
+func (a *app) expectSteeredBy(by string) {
+	a.t.Helper()
+	a.g.Eventually(func(g Gomega) {
+		p := &ocmv1beta1.Placement{}
+		g.Expect(a.hub.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: "db"}, p)).To(Succeed())
+		if by == "" {
+			g.Expect(p.Annotations).NotTo(HaveKey(ocmv1beta1.PlacementDisableAnnotation))
+			g.Expect(p.Annotations).NotTo(HaveKey(drpc.AnnotationSteeredBy))
+			return
+		}
+		g.Expect(p.Annotations).To(HaveKeyWithValue(ocmv1beta1.PlacementDisableAnnotation, "true"))
+		g.Expect(p.Annotations).To(HaveKeyWithValue(drpc.AnnotationSteeredBy, by))
+	}).Should(Succeed(), "the Placement's annotations")
+}
+
+// refusesASecondDRPC creates a DRPlacementControl in another namespace naming the same
+// Placement: it is refused, saying which DRPlacementControl steers it, writes nothing, and its
+// deletion leaves the first one's claim.
+func (a *app) refusesASecondDRPC(ctx context.Context) {
+	a.t.Helper()
+	ns := a.ns + "-second"
+	a.g.Expect(a.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	second := a.drpcFor(true)
+	second.Namespace = ns
+	second.Spec.PlacementRef.Namespace = a.ns
+	a.g.Expect(a.hub.Create(ctx, second)).To(Succeed())
+	a.g.Eventually(func(g Gomega) {
+		got := &v1alpha1.DRPlacementControl{}
+		g.Expect(a.hub.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
+		v := cond(got, v1alpha1.ConditionValidated)
+		g.Expect(v.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(v.Reason).To(Equal(v1alpha1.ReasonPlacementSteered))
+		g.Expect(v.Message).To(ContainSubstring(a.key.String()))
+	}).Should(Succeed(), "a second DRPlacementControl naming the Placement is refused")
+	a.g.Expect(a.hub.Delete(ctx, second)).To(Succeed())
+	a.g.Eventually(func(g Gomega) {
+		g.Expect(a.hub.Get(ctx, client.ObjectKeyFromObject(second), &v1alpha1.DRPlacementControl{})).NotTo(Succeed())
+	}).Should(Succeed(), "the refused DRPlacementControl is deleted")
+	a.expectSteeredBy(a.key.String())
+	a.g.Expect(decidedBy(a.g, a.hub, a.ns)).To(Equal([]string{lab.East}))
+}
+
+// recordingClient is the scheduler's client of the hub; once armed, it records every write to
+// a PlacementDecision of the namespace.
+type recordingClient struct {
+	client.Client
+	ns     string
+	mu     sync.Mutex
+	armed  bool
+	writes []string
+}
+
+func (c *recordingClient) arm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed = true
+}
+
+func (c *recordingClient) written() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.writes)
+}
+
+func (c *recordingClient) record(verb string, obj client.Object) {
+	pd, ok := obj.(*ocmv1beta1.PlacementDecision)
+	if !ok || pd.Namespace != c.ns {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed {
+		c.writes = append(c.writes, fmt.Sprintf("%s %s %v at %s", verb, pd.Name, pd.Status.Decisions, time.Now().Format(time.TimeOnly)))
+	}
+}
+
+func (c *recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.record("create", obj)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *recordingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.record("patch labels of", obj)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *recordingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.record("delete", obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *recordingClient) Status() client.SubResourceWriter {
+	return recordingStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type recordingStatus struct {
+	client.SubResourceWriter
+	c *recordingClient
+}
+
+func (s recordingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.record("patch status of", obj)
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
