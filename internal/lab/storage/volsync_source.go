@@ -175,7 +175,7 @@ func completeSync(rs *volsyncv1alpha1.ReplicationSource, schedule cron.Schedule,
 		start = st.LastSyncStartTime.Time
 	}
 	st.LastSyncTime = statusTime(now)
-	st.LastSyncDuration = &metav1.Duration{Duration: now.Sub(start).Round(time.Millisecond)}
+	st.LastSyncDuration = &metav1.Duration{Duration: now.Sub(start)}
 	st.NextSyncTime = nil
 	if schedule != nil {
 		st.NextSyncTime = statusTime(schedule.Next(now))

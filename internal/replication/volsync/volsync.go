@@ -215,7 +215,11 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 }
 
 // recoveryPoint is the start of the last completed sync: lastSyncTime − lastSyncDuration, or
-// lastSyncTime without a duration; nil before the first completion.
+// lastSyncTime without a duration; nil before the first completion. VolSync stores times to the
+// second and the duration to the nanosecond, measured from the stored start
+// (machine.go, transitionToCleaningUp: now − lastSyncStartTime as read back), so the
+// difference falls up to a second before that stored start; rounded up to the second it is the
+// stored start again.
 func recoveryPoint(st *volsyncv1alpha1.ReplicationSourceStatus) *metav1.Time {
 	if st.LastSyncTime == nil {
 		return nil
@@ -223,8 +227,11 @@ func recoveryPoint(st *volsyncv1alpha1.ReplicationSourceStatus) *metav1.Time {
 	if st.LastSyncDuration == nil || st.LastSyncDuration.Duration <= 0 {
 		return st.LastSyncTime.DeepCopy()
 	}
-	start := metav1.NewTime(st.LastSyncTime.Add(-st.LastSyncDuration.Duration))
-	return &start
+	start := st.LastSyncTime.Add(-st.LastSyncDuration.Duration)
+	if whole := start.Truncate(time.Second); !whole.Equal(start) {
+		start = whole.Add(time.Second)
+	}
+	return &metav1.Time{Time: start}
 }
 
 // observeSource is Done unless VolSync reports the source failing.

@@ -320,6 +320,9 @@ func TestStatusReportsTheStartOfTheLastCompletedSync(t *testing.T) {
 		{"completion minus duration", &volsyncv1alpha1.ReplicationSourceStatus{
 			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20 * time.Second}},
 			ptr.To(end.Add(-20 * time.Second))},
+		{"a duration measured from the start as stored (to the second) gives that start back", &volsyncv1alpha1.ReplicationSourceStatus{
+			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20*time.Second + 400*time.Millisecond}},
+			ptr.To(end.Add(-20 * time.Second))},
 		{"a sync running now is not the recovery point", &volsyncv1alpha1.ReplicationSourceStatus{
 			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20 * time.Second}, LastSyncStartTime: &running},
 			ptr.To(end.Add(-20 * time.Second))},
