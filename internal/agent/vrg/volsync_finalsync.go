@@ -24,8 +24,11 @@ import (
 // rule 5). demotePVC calls finalSyncPVC once the PVC has no consumer and the fence holds:
 //
 //   - a PVC that still exists syncs one last time from itself (FinalSyncer.FinalSync: the
-//     schedule stops, trigger.manual = spec.finalSyncRequest, done when the source reports
-//     lastManualSync equal to it, which VolSync records only after the destination applied it);
+//     schedule stops, then two manual triggers derived from spec.finalSyncRequest, the first
+//     ending any sync that began before the workload stopped, the second starting one after
+//     it; done when the source reports lastManualSync equal to the second, which VolSync
+//     records only after the destination applied it; internal/replication/volsync/finalsync.go
+//     says why one trigger is not enough);
 //   - a PVC the workload deleted (kept by drover's finalizer while the final sync is asked) cannot
 //     be mounted by a mover any more, but its PV is retained (drover set Retain while
 //     protecting). The agent records the PV's claimRef in AnnotationFinalSyncClaimRef and

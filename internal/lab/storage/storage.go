@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to create lab storage manager: %w", err)
 	}
-	s := &store{client: mgr.GetClient(), opts: opts, images: images}
+	s := &store{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, images: images}
 	for _, setup := range []setupFunc{
 		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync,
 	} {
@@ -110,6 +110,8 @@ func (f reconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // store holds the lab storage's dependencies; per-request state lives in the functions.
 type store struct {
 	client client.Client
+	// reader reads from the API server, past the cache, where a stale read would act twice.
+	reader client.Reader
 	opts   Options
 	images *Images
 }

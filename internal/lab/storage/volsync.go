@@ -39,29 +39,40 @@ package storage
 //     and is ignored.
 //
 // Source (ReplicationSource with spec.rsyncTLS.address and spec.sourcePVC, reconciled by the
-// storage of its cluster):
-//   - a sync is due when trigger.manual differs from status.lastManualSync (manual wins over a
-//     schedule, as upstream), or at trigger.schedule's next time (5-field cron, robfig/cron;
-//     next = schedule.Next(lastSyncStartTime), so the cadence holds and a missed slot syncs at
-//     once; a source that never synced syncs at once), or, without a trigger, again as soon as
-//     the previous sync finished (upstream's continuous mode: every sync copies the whole
-//     volume, so in the lab a schedule or a manual trigger is kinder to a small machine);
+// storage of its cluster), with VolSync's trigger state machine
+// (backube/volsync internal/controller/statemachine/machine.go):
+//   - status.lastSyncStartTime is the state: set, a sync runs; it is set when a sync starts and
+//     cleared when it completes. A running sync runs to its completion whatever the trigger
+//     says meanwhile;
+//   - with no sync running, one is due: at once for a source that never synced; when
+//     trigger.manual differs from status.lastManualSync (manual wins over a schedule); at
+//     trigger.schedule's next time after the last completion (5-field cron, robfig/cron); or,
+//     without a trigger, as soon as the previous sync completed (continuous mode: a sync is
+//     almost always running);
+//   - when a sync completes: lastSyncTime is the completion, lastSyncDuration the time since
+//     lastSyncStartTime, nextSyncTime the schedule's next time after the completion (none
+//     without a schedule), lastManualSync the trigger.manual current AT THE COMPLETION (empty
+//     without one), not the one current when the sync started: a trigger set while a sync runs
+//     is satisfied by that sync, which may have copied the volume long before;
+//   - the annotation lab.drover.io/hold-sync=true (AnnotationHoldSync) holds a running sync
+//     short of its completion, so a test can keep one in flight;
 //   - the handshake stands for stunnel's TLS-PSK: the peer's storage must run
 //     (Images.PeerReachable), a listener must exist for the address, and the key in the
 //     source's keySecret (psk.txt) must equal the listener's. Otherwise nothing is sent and the
-//     Synchronizing condition says why (reason Error), retried every volsyncRetry. A refused key
-//     costs no copy, as a failed handshake sends no data. The key Secret is copied to the
-//     source's cluster by whoever sets up the pair (drover, a test, a person) without the
-//     destination's ownerReferences, which the garbage collector there would act on;
+//     Synchronizing condition says why (reason Error), retried every volsyncRetry while the
+//     sync stays running. A refused key costs no copy, as a failed handshake sends no data. The
+//     key Secret is copied to the source's cluster by whoever sets up the pair (drover, a test,
+//     a person) without the destination's ownerReferences, which the garbage collector there
+//     would act on;
 //   - the copy: the source volume is copied under Images.Lock (a point-in-time copy that no
 //     record writer can tear; copyMethod Snapshot, Clone and Direct all take it this way) into
 //     <peerDataDir>/volsync/incoming/<address>/<rs-uid>-<start ns>/data, and transfer.json
-//     (key, bytes, start time, the manual trigger it serves) is renamed into place last to mark
-//     completion. The source then waits for ack.json (also while the peer is stopped: it then
-//     reports the peer unreachable); on an ack it records lastSyncTime,
-//     lastSyncStartTime, lastSyncDuration, lastManualSync (the trigger value the copy served, not
-//     the current one: a trigger changed during a sync causes another sync) and nextSyncTime,
-//     and removes the transfer directory. An ack with an error reports it and retries later.
+//     (key, bytes, start time) is renamed into place last to mark completion. The source then
+//     waits for ack.json (also while the peer is stopped: it then reports the peer
+//     unreachable); on an ack the sync completes as above and the transfer directory is
+//     removed. An ack with an error reports it and the sync is sent again later. Before
+//     sending a sync that an earlier pass started, the source reads it back from the API
+//     server: a cache that has not seen the last completion yet would send it twice.
 //
 // The transfer directory is the only record of a sync in flight, and every step reads it back:
 // a cluster that is stopped neither sends nor receives (its process is down), and after start

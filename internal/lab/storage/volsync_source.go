@@ -23,6 +23,12 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
+// AnnotationHoldSync, set to "true" on a ReplicationSource, holds its running sync: the
+// transfer is made and applied, but the source does not record the sync as completed (as a
+// mover still transferring) until the annotation is removed. Tests use it to keep a sync in
+// flight while something else happens, such as a workload stopping or a trigger changing.
+const AnnotationHoldSync = "lab.drover.io/hold-sync"
+
 // rsScope is the state of one reconcile of a ReplicationSource.
 type rsScope struct {
 	rs       *volsyncv1alpha1.ReplicationSource
@@ -31,8 +37,11 @@ type rsScope struct {
 	keyName  string
 	psk      string
 	schedule cron.Schedule
-	// manual is the manual trigger the sync started in this pass serves.
+	// manual is spec.trigger.manual when the sync sent in this pass started (send records it in
+	// the transfer; completion records the trigger current then, not this one).
 	manual string
+	// started: the sync was started in this pass, so no earlier pass can have sent it.
+	started bool
 	// collected are acknowledged transfers, removed once the status that records them is stored.
 	collected []string
 }
@@ -50,7 +59,7 @@ func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Res
 		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.handshake, s.send)
+		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.handshake, s.send)
 	res, err = settleVolSync(res, err, &rs.Status.Conditions, rs.Generation)
 	if !equality.Semantic.DeepEqual(sc.base.Status, rs.Status) {
 		if perr := s.client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {
@@ -109,8 +118,8 @@ func (s *store) checkPeer(context.Context, *rsScope) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// collectTransfer observes this source's transfer at the destination: acknowledged (record
-// it), in flight (wait), or torn by a stop (remove it).
+// collectTransfer observes this source's transfer at the destination: acknowledged (the sync
+// completes), in flight (wait), or torn by a stop (remove it).
 func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 	rs := sc.rs
 	dirs, err := filepath.Glob(filepath.Join(incomingPath(s.opts.PeerDataDir, sc.address), string(rs.UID)+"-*"))
@@ -135,53 +144,101 @@ func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, 
 				fmt.Sprintf("Sent %d bytes to %s: waiting for the destination to apply them", t.Bytes, sc.address))
 			return ctrl.Result{RequeueAfter: volsyncPoll}, nil
 		case a.Error != "":
+			// The sync keeps running (lastSyncStartTime stays): it is sent again after volsyncRetry.
 			sc.collected = append(sc.collected, dir)
 			refused = waitFor(volsyncRetry, "The destination refused the transfer: %s", a.Error)
+		case rs.Annotations[AnnotationHoldSync] == "true":
+			setSynchronizing(&rs.Status.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+				fmt.Sprintf("Sent %d bytes to %s: the sync is held by annotation %s", t.Bytes, sc.address, AnnotationHoldSync))
+			return ctrl.Result{RequeueAfter: volsyncPoll}, nil
 		default:
 			sc.collected = append(sc.collected, dir)
-			recordSync(rs.Status, t, a)
+			completeSync(rs, sc.schedule, t.StartTime, time.Now())
 			ctrl.LoggerFrom(ctx).Info("Synchronized volume", "bytes", t.Bytes, "image", a.Image,
-				"duration", rs.Status.LastSyncDuration.Duration)
+				"duration", rs.Status.LastSyncDuration.Duration, "lastManualSync", rs.Status.LastManualSync)
 		}
 	}
 	return ctrl.Result{}, refused
 }
 
-func recordSync(st *volsyncv1alpha1.ReplicationSourceStatus, t transfer, a ack) {
-	st.LastSyncStartTime = statusTime(t.StartTime)
-	st.LastSyncTime = statusTime(a.Time)
-	st.LastSyncDuration = &metav1.Duration{Duration: a.Time.Sub(t.StartTime).Round(time.Millisecond)}
-	if t.Manual != "" {
-		st.LastManualSync = t.Manual
+// completeSync records a completed sync as VolSync's state machine does when it leaves the
+// Synchronizing state (backube/volsync internal/controller/statemachine/machine.go,
+// transitionToCleaningUp): lastSyncTime is now, lastSyncDuration runs from lastSyncStartTime
+// (sent, the transfer's start, when the status that started it was not stored), nextSyncTime
+// follows the schedule from now, lastManualSync becomes spec.trigger.manual as it is NOW (not
+// the trigger current when the sync started: a trigger changed while a sync runs is satisfied
+// by that sync), and lastSyncStartTime is cleared.
+func completeSync(rs *volsyncv1alpha1.ReplicationSource, schedule cron.Schedule, sent, now time.Time) {
+	st := rs.Status
+	start := sent
+	if st.LastSyncStartTime != nil {
+		start = st.LastSyncStartTime.Time
 	}
+	st.LastSyncTime = statusTime(now)
+	st.LastSyncDuration = &metav1.Duration{Duration: now.Sub(start)}
+	st.NextSyncTime = nil
+	if schedule != nil {
+		st.NextSyncTime = statusTime(schedule.Next(now))
+	}
+	st.LastManualSync = manualTrigger(rs.Spec.Trigger)
+	st.LastSyncStartTime = nil
 }
 
-// awaitTrigger decides whether a sync is due: a new manual trigger, a schedule's time, or
-// always without a trigger.
+// awaitTrigger is VolSync's state machine outside a running sync (machine.go, shouldSync): a
+// source that never synced syncs at once; then a sync is due when spec.trigger.manual differs
+// from status.lastManualSync (manual wins over a schedule), at the schedule's next time after
+// the last completion, or, without a trigger, at once (continuous mode). A due sync starts by
+// setting lastSyncStartTime. While lastSyncStartTime is set a sync runs, and it runs to its
+// completion whatever the trigger says meanwhile.
 func (s *store) awaitTrigger(_ context.Context, sc *rsScope) (ctrl.Result, error) {
 	rs, st := sc.rs, sc.rs.Status
-	switch t := rs.Spec.Trigger; {
-	case t != nil && t.Manual != "":
-		st.NextSyncTime = nil
-		if t.Manual == st.LastManualSync {
-			setSynchronizing(&st.Conditions, rs.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonManual,
-				"Synchronized: waiting for a new spec.trigger.manual")
-			return ctrl.Result{RequeueAfter: volsyncIdle}, nil
-		}
-		sc.manual = t.Manual
-	case sc.schedule != nil:
-		if st.LastSyncStartTime == nil {
-			break
-		}
-		next := sc.schedule.Next(st.LastSyncStartTime.Time)
-		if wait := time.Until(next); wait > 0 {
+	sc.manual = manualTrigger(rs.Spec.Trigger)
+	if st.LastSyncStartTime != nil {
+		return ctrl.Result{}, nil
+	}
+	if st.LastSyncTime != nil {
+		switch t := rs.Spec.Trigger; {
+		case t != nil && t.Manual != "":
+			st.NextSyncTime = nil
+			if t.Manual == st.LastManualSync {
+				setSynchronizing(&st.Conditions, rs.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonManual,
+					"Synchronized: waiting for a new spec.trigger.manual")
+				return ctrl.Result{RequeueAfter: volsyncIdle}, nil
+			}
+		case sc.schedule != nil:
+			next := sc.schedule.Next(st.LastSyncTime.Time)
 			st.NextSyncTime = statusTime(next)
-			setSynchronizing(&st.Conditions, rs.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonSched,
-				"Waiting for the next scheduled synchronization")
-			return ctrl.Result{RequeueAfter: wait}, nil
+			if wait := time.Until(next); wait > 0 {
+				setSynchronizing(&st.Conditions, rs.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonSched,
+					"Waiting for the next scheduled synchronization")
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+		default:
+			st.NextSyncTime = nil
 		}
-	default:
-		st.NextSyncTime = nil
+	}
+	st.LastSyncStartTime = statusTime(time.Now())
+	sc.started = true
+	setSynchronizing(&st.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+		"Synchronization in progress")
+	return ctrl.Result{}, nil
+}
+
+// confirmRunning checks, before a sync that an earlier pass started is sent, that the API
+// server still says it runs: right after a completion the cache may still show the sync that
+// just completed as running, and sending it again would be a sync that nothing asked for.
+func (s *store) confirmRunning(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+	if sc.started || s.reader == nil {
+		return ctrl.Result{}, nil
+	}
+	live := &volsyncv1alpha1.ReplicationSource{}
+	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(sc.rs), live); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if live.Status == nil || !equality.Semantic.DeepEqual(live.Status.LastSyncStartTime, sc.base.Status.LastSyncStartTime) ||
+		!equality.Semantic.DeepEqual(live.Status.LastSyncTime, sc.base.Status.LastSyncTime) {
+		sc.rs.Status = sc.base.Status.DeepCopy()
+		return ctrl.Result{RequeueAfter: volsyncPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }

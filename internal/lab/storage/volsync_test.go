@@ -264,7 +264,7 @@ func TestVolSyncRoundTripDeliversIdenticalDataAndAUsableSnapshot(t *testing.T) {
 	t.Logf("First sync of 1 MB reported by the source after %s (lastSyncDuration %s)",
 		time.Since(began).Round(time.Millisecond), rs.Status.LastSyncDuration.Duration)
 	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
-	g.Expect(rs.Status.LastSyncStartTime).NotTo(BeNil())
+	g.Expect(rs.Status.LastSyncStartTime).To(BeNil(), "VolSync clears lastSyncStartTime when a sync completes")
 	g.Expect(rs.Status.LastSyncDuration).NotTo(BeNil())
 	g.Expect(apimeta.IsStatusConditionFalse(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)).To(BeTrue())
 	g.Expect(apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing).Reason).
@@ -382,6 +382,107 @@ func TestVolSyncSourceWithoutATriggerSyncsContinuously(t *testing.T) {
 	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
 	g.Expect(rs.Status.LastManualSync).To(BeEmpty())
 	g.Expect(apimeta.IsStatusConditionTrue(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)).To(BeTrue())
+	// With nothing changed, syncs keep completing one after the other.
+	last := rs.Status.LastSyncTime.Time
+	for range 2 {
+		g.Eventually(func(g Gomega) {
+			rs = getSource(g, east, ns, "db")
+			g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
+			g.Expect(rs.Status.LastSyncTime.Time).To(BeTemporally(">", last))
+		}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "another sync completes without a trigger")
+		last = rs.Status.LastSyncTime.Time
+	}
+}
+
+// holdSource sets or removes the lab's hold on a source's running sync.
+func holdSource(g Gomega, cl client.Client, namespace, name string, hold bool) {
+	rs := getSource(g, cl, namespace, name)
+	patch := client.MergeFrom(rs.DeepCopy())
+	if hold {
+		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, storage.AnnotationHoldSync, "true")
+	} else {
+		delete(rs.Annotations, storage.AnnotationHoldSync)
+	}
+	g.Expect(cl.Patch(context.Background(), rs, patch)).To(Succeed())
+}
+
+// awaitHeldSync waits until a held source's sync has been sent and applied at the destination.
+func awaitHeldSync(g Gomega, cl client.Client, namespace, name string) *volsyncv1alpha1.ReplicationSource {
+	var rs *volsyncv1alpha1.ReplicationSource
+	g.Eventually(func(g Gomega) {
+		rs = getSource(g, cl, namespace, name)
+		cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Message).To(ContainSubstring("held by annotation"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "source %s holds a sync it sent", name)
+	return rs
+}
+
+// As upstream (backube/volsync internal/controller/statemachine/machine.go): a running sync
+// has status.lastSyncStartTime and no new lastSyncTime; its completion sets lastSyncTime and
+// lastSyncDuration and clears lastSyncStartTime.
+func TestVolSyncARunningSyncHasAStartTimeThatItsCompletionClears(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+	address, keySecret, source := volsyncPair(g, east, west, ns)
+	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
+	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
+	g.Expect(east.Create(ctx, rs)).To(Succeed())
+
+	rs = awaitHeldSync(g, east, ns, "db")
+	g.Expect(rs.Status.LastSyncStartTime).NotTo(BeNil(), "a running sync has a start time")
+	g.Expect(rs.Status.LastSyncTime).To(BeNil(), "nothing completed yet")
+	g.Expect(rs.Status.LastManualSync).To(BeEmpty())
+	started := rs.Status.LastSyncStartTime.Time
+	g.Expect(apimeta.IsStatusConditionTrue(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)).To(BeTrue())
+
+	holdSource(g, east, ns, "db", false)
+	rs = awaitManualSync(g, east, ns, "db", "first")
+	g.Expect(rs.Status.LastSyncStartTime).To(BeNil(), "a completed sync clears its start time")
+	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
+	g.Expect(rs.Status.LastSyncTime.Time).NotTo(BeTemporally("<", started), "lastSyncTime is the completion")
+	g.Expect(rs.Status.LastSyncDuration).NotTo(BeNil())
+	g.Expect(rs.Status.LastSyncTime.Add(-rs.Status.LastSyncDuration.Duration)).To(BeTemporally("~", started, time.Second),
+		"lastSyncTime - lastSyncDuration is the start")
+	g.Expect(apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing).Reason).
+		To(Equal(volsyncv1alpha1.SynchronizingReasonManual))
+}
+
+// As upstream: the manual trigger does not interrupt a running sync, and when that sync
+// completes lastManualSync becomes the trigger current then. A trigger set after the copy was
+// taken is satisfied by a sync that does not hold what was written after it.
+func TestVolSyncATriggerSetDuringARunningSyncIsSatisfiedByThatSync(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+	address, keySecret, source := volsyncPair(g, east, west, ns)
+	before := tree{"a.txt": []byte("before the trigger\n")}
+	writeTree(g, source, before)
+	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
+	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
+	g.Expect(east.Create(ctx, rs)).To(Succeed())
+	awaitHeldSync(g, east, ns, "db")
+
+	// Written after the copy, then a new trigger, both while the sync runs.
+	after := tree{"a.txt": before["a.txt"], "b.txt": []byte("after the copy\n")}
+	writeTree(g, source, after)
+	triggerManual(g, east, ns, "db", "second")
+	holdSource(g, east, ns, "db", false)
+
+	rs = awaitManualSync(g, east, ns, "db", "second")
+	g.Expect(rs.Status.LastSyncStartTime).To(BeNil())
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), before,
+		"the sync that satisfied trigger second copied the volume before the trigger was set")
+	g.Expect(apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing).Reason).
+		To(Equal(volsyncv1alpha1.SynchronizingReasonManual), "no other sync runs: the trigger is served")
+
+	triggerManual(g, east, ns, "db", "third")
+	awaitManualSync(g, east, ns, "db", "third")
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), after, "a trigger set with no sync running starts one")
 }
 
 func TestVolSyncWaitsWhileTheDestinationClusterIsStoppedAndContinuesAfterStart(t *testing.T) {

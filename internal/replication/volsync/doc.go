@@ -44,6 +44,16 @@
 // workload deletes from then on keeps its data for the final sync, which runs from a DR-owned
 // PVC. A source removed anyway is recreated for the final sync while the destination is known.
 //
+// The final sync itself (finalsync.go) sets two manual triggers in turn, <request>-drain and
+// <request>-final: VolSync records a manual trigger when whatever sync was running completes,
+// so only a sync asked once the first trigger was recorded is known to have started after the
+// workload stopped.
+//
+// # Recovery point
+//
+// Status reports the start of the last completed sync (lastSyncTime − lastSyncDuration), not
+// lastSyncStartTime, which VolSync clears when a sync completes.
+//
 // The objects are labelled with their group (LabelVRGName, LabelVRGNamespace), not owned by
 // it, like volrep's: a group may protect PVCs of other namespaces.
 package volsync

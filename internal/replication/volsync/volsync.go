@@ -214,6 +214,26 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 	return rs, replication.Result{}
 }
 
+// recoveryPoint is the start of the last completed sync: lastSyncTime − lastSyncDuration, or
+// lastSyncTime without a duration; nil before the first completion. VolSync stores times to the
+// second and the duration to the nanosecond, measured from the stored start
+// (machine.go, transitionToCleaningUp: now − lastSyncStartTime as read back), so the
+// difference falls up to a second before that stored start; rounded up to the second it is the
+// stored start again.
+func recoveryPoint(st *volsyncv1alpha1.ReplicationSourceStatus) *metav1.Time {
+	if st.LastSyncTime == nil {
+		return nil
+	}
+	if st.LastSyncDuration == nil || st.LastSyncDuration.Duration <= 0 {
+		return st.LastSyncTime.DeepCopy()
+	}
+	start := st.LastSyncTime.Add(-st.LastSyncDuration.Duration)
+	if whole := start.Truncate(time.Second); !whole.Equal(start) {
+		start = whole.Add(time.Second)
+	}
+	return &metav1.Time{Time: start}
+}
+
 // observeSource is Done unless VolSync reports the source failing.
 func observeSource(rs *volsyncv1alpha1.ReplicationSource) replication.Result {
 	if msg := syncError(rs.Status); msg != "" {
@@ -234,8 +254,12 @@ func syncError(st *volsyncv1alpha1.ReplicationSourceStatus) string {
 	return c.Message
 }
 
-// Status reports the ReplicationSource's last sync. lastSyncTime is when the last completed
-// sync started (the point-in-time copy: the recovery point), falling back to its completion.
+// Status reports the ReplicationSource's last completed sync. Its LastSyncTime is when that
+// sync started (the point-in-time copy: the recovery point): VolSync's lastSyncTime −
+// lastSyncDuration (its completion minus how long it took), falling back to lastSyncTime. Not
+// lastSyncStartTime: VolSync sets it while a sync runs and clears it when the sync completes
+// (backube/volsync internal/controller/statemachine/machine.go), so it is the start of a sync
+// that has not delivered anything yet, or nothing.
 func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (replication.SyncStatus, error) {
 	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
 	rs := &volsyncv1alpha1.ReplicationSource{}
@@ -247,65 +271,10 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 	}
 	st := replication.SyncStatus{ReplicationID: "ReplicationSource/" + rs.Name}
 	if rs.Status != nil {
-		st.LastSyncTime = rs.Status.LastSyncStartTime
-		if st.LastSyncTime == nil {
-			st.LastSyncTime = rs.Status.LastSyncTime
-		}
+		st.LastSyncTime = recoveryPoint(rs.Status)
 		st.LastSyncDuration = rs.Status.LastSyncDuration
 	}
 	return st, nil
-}
-
-// FinalSync stops the PVC's schedule and runs one manual sync whose trigger is the group's
-// spec.finalSyncRequest, from pc.PVC (a DR-owned PVC carries the final sync of the PVC named by
-// AnnotationFinalSyncOf, through that PVC's source). Done once the source reports
-// lastManualSync equal to the request: the destination confirmed it (VolSync records it only
-// after the destination acknowledged the transfer). The agent calls it only once nothing uses
-// the PVC and new consumers are fenced.
-func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) replication.Result {
-	request := pc.VRG.Spec.FinalSyncRequest
-	if request == "" {
-		return replication.Done()
-	}
-	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
-	rs := &volsyncv1alpha1.ReplicationSource{}
-	if err := b.client.Get(ctx, key, rs); err != nil {
-		if dest := DestinationOf(pc.VRG, key.Namespace, key.Name); apierrors.IsNotFound(err) && dest != nil {
-			// Removed behind the relocation's back (the PVC was released as deleted before
-			// this agent saw the request): the destination is known, so the final sync gets a
-			// source of its own.
-			if _, res := b.ensureSource(ctx, pc, dest, &volsyncv1alpha1.TriggerSpec{Manual: request}); res.Outcome != replication.OutcomeRetry && res.Outcome != replication.OutcomeDone {
-				return res
-			}
-			return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf(
-				"waiting for the final sync of PVC %s/%s (ReplicationSource %s recreated, trigger.manual %q)", pc.PVC.Namespace, pc.PVC.Name, key.Name, request))
-		}
-		if apierrors.IsNotFound(err) {
-			return replication.Failed(v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
-				"PVC %s has no ReplicationSource %s (it never had a VolSync destination), so its final sync cannot run: its writes exist only on this cluster; fail over instead, or give the primary its destination",
-				pc.PVC.Name, key))
-		}
-		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationSource %s: %v", key, err))
-	}
-	if !ownedBy(rs, pc.VRG) {
-		return replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf("ReplicationSource %s does not belong to this group", key))
-	}
-	if rs.Status != nil && rs.Status.LastManualSync == request && rs.Spec.SourcePVC == pc.PVC.Name {
-		return replication.Done()
-	}
-	if rs.Spec.SourcePVC != pc.PVC.Name || rs.Spec.Trigger == nil || rs.Spec.Trigger.Manual != request || rs.Spec.Trigger.Schedule != nil {
-		before := rs.DeepCopy()
-		rs.Spec.SourcePVC = pc.PVC.Name
-		rs.Spec.Trigger = &volsyncv1alpha1.TriggerSpec{Manual: request}
-		if err := b.client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
-			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to ask ReplicationSource %s for the final sync: %v", key, err))
-		}
-	}
-	msg := fmt.Sprintf("waiting for the final sync of PVC %s/%s (ReplicationSource %s, trigger.manual %q)", pc.PVC.Namespace, pc.PVC.Name, key.Name, request)
-	if e := syncError(rs.Status); e != "" {
-		msg += ": " + e
-	}
-	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
 }
 
 // Demote removes the PVC's ReplicationSource: the peer's data wins from now on, and this side

@@ -206,7 +206,7 @@ func TestAReplicationSourceOfAnotherGroupIsAConflict(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(foreign), &volsyncv1alpha1.ReplicationSource{})).To(Succeed())
 }
 
-func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testing.T) {
+func TestFinalSyncStopsTheScheduleAndIsDoneOnlyAfterASyncThatStartedLater(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	vrg := group()
@@ -218,6 +218,12 @@ func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testi
 	}
 	cl := newClient(g, rs)
 	b := New(cl, cl)
+	// completes records a completed sync as VolSync does: lastManualSync is the trigger now.
+	completes := func() {
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{LastManualSync: rs.Spec.Trigger.Manual}
+		g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
+	}
 
 	// A DR-owned PVC stands for the deleted PVC "data": it syncs through its source.
 	pc := pvcContext(vrg)
@@ -225,16 +231,23 @@ func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testi
 		Annotations: map[string]string{AnnotationFinalSyncOf: "data"}}}
 	res := b.FinalSync(ctx, pc)
 	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(res.Message).To(ContainSubstring("step 1 of 2"))
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
-	g.Expect(rs.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1"}), "the schedule stops, one manual sync is asked")
+	g.Expect(rs.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1-drain"}), "the schedule stops, the running sync is drained")
 	g.Expect(rs.Spec.SourcePVC).To(Equal(FinalSyncPVCName("data")))
+	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeFalse(), "nothing completed yet")
 
-	rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{LastManualSync: "an-earlier-one"}
-	g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
-	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeFalse(), "an earlier manual sync does not count")
-	rs.Status.LastManualSync = "relocate-1"
-	g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
-	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeTrue())
+	// The sync that was running when the drain trigger was set completes: it may have begun
+	// before the workload stopped, so it does not count.
+	completes()
+	res = b.FinalSync(ctx, pc)
+	g.Expect(res.IsDone()).To(BeFalse(), "the sync that satisfied the drain trigger may have started before the stop")
+	g.Expect(res.Message).To(ContainSubstring("step 2 of 2"))
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+	g.Expect(rs.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1-final"}))
+	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeFalse(), "the final sync runs")
+	completes()
+	g.Expect(b.FinalSync(ctx, pc).IsDone()).To(BeTrue(), "a sync that started after the drain completed")
 
 	missing := pvcContext(vrg)
 	missing.PVC = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "never-protected"}}
@@ -252,8 +265,87 @@ func TestFinalSyncStopsTheScheduleAndIsDoneWhenTheManualSyncIsConfirmed(t *testi
 	g.Expect(b.FinalSync(ctx, gone).Outcome).To(Equal(replication.OutcomeRetry))
 	recreated := &volsyncv1alpha1.ReplicationSource{}
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "gone"}, recreated)).To(Succeed())
-	g.Expect(recreated.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1"}))
+	g.Expect(recreated.Spec.Trigger).To(Equal(&volsyncv1alpha1.TriggerSpec{Manual: "relocate-1-drain"}))
 	g.Expect(recreated.Spec.SourcePVC).To(Equal(FinalSyncPVCName("gone")))
+}
+
+// The final sync's step is recomputed from the source at every pass, so a restart or a stale
+// read anywhere never takes a sync that may have begun before the stop for the final one.
+func TestFinalSyncStepIsRecomputedFromTheSource(t *testing.T) {
+	schedule := &volsyncv1alpha1.TriggerSpec{Schedule: ptr.To("*/1 * * * *")}
+	manual := func(m string) *volsyncv1alpha1.TriggerSpec { return &volsyncv1alpha1.TriggerSpec{Manual: m} }
+	for _, tc := range []struct {
+		name      string
+		sourcePVC string
+		trigger   *volsyncv1alpha1.TriggerSpec
+		last      string
+		want      string
+		done      bool
+	}{
+		{"a scheduled source is drained first", "data", schedule, "", "r-drain", false},
+		{"a continuous source is drained first", "data", nil, "", "r-drain", false},
+		{"an earlier relocation's final trigger does not count", "data", manual("old-final"), "old-final", "r-drain", false},
+		{"the drain waits for the running sync", "data", manual("r-drain"), "old", "r-drain", false},
+		{"once drained the final sync is asked", "data", manual("r-drain"), "r-drain", "r-final", false},
+		{"the final sync runs", "data", manual("r-final"), "r-drain", "r-final", false},
+		{"the final sync completed", "data", manual("r-final"), "r-final", "r-final", true},
+		{"a drain recorded from another PVC starts again", "other", manual("r-drain"), "r-drain", "r-drain", false},
+		{"a final sync recorded from another PVC starts again", "other", manual("r-final"), "r-final", "r-drain", false},
+		{"a schedule beside the final trigger is not a final sync", "data",
+			&volsyncv1alpha1.TriggerSpec{Manual: "r-final", Schedule: ptr.To("*/1 * * * *")}, "r-final", "r-drain", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rs := &volsyncv1alpha1.ReplicationSource{
+				Spec:   volsyncv1alpha1.ReplicationSourceSpec{SourcePVC: tc.sourcePVC, Trigger: tc.trigger},
+				Status: &volsyncv1alpha1.ReplicationSourceStatus{LastManualSync: tc.last},
+			}
+			got, done := finalSyncStep(rs, "data", "r")
+			g.Expect(got).To(Equal(tc.want))
+			g.Expect(done).To(Equal(tc.done))
+		})
+	}
+}
+
+// The recovery point is the start of the last COMPLETED sync: VolSync clears
+// lastSyncStartTime when a sync completes and sets it again when the next one starts.
+func TestStatusReportsTheStartOfTheLastCompletedSync(t *testing.T) {
+	end := time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC)
+	running := metav1.NewTime(end.Add(5 * time.Second))
+	for _, tc := range []struct {
+		name   string
+		status *volsyncv1alpha1.ReplicationSourceStatus
+		want   *time.Time
+	}{
+		{"completion minus duration", &volsyncv1alpha1.ReplicationSourceStatus{
+			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20 * time.Second}},
+			ptr.To(end.Add(-20 * time.Second))},
+		{"a duration measured from the start as stored (to the second) gives that start back", &volsyncv1alpha1.ReplicationSourceStatus{
+			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20*time.Second + 400*time.Millisecond}},
+			ptr.To(end.Add(-20 * time.Second))},
+		{"a sync running now is not the recovery point", &volsyncv1alpha1.ReplicationSourceStatus{
+			LastSyncTime: &metav1.Time{Time: end}, LastSyncDuration: &metav1.Duration{Duration: 20 * time.Second}, LastSyncStartTime: &running},
+			ptr.To(end.Add(-20 * time.Second))},
+		{"without a duration, the completion", &volsyncv1alpha1.ReplicationSourceStatus{LastSyncTime: &metav1.Time{Time: end}}, ptr.To(end)},
+		{"a first sync running has no recovery point", &volsyncv1alpha1.ReplicationSourceStatus{LastSyncStartTime: &running}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			vrg := group()
+			rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}}
+			cl := newClient(g, rs)
+			rs.Status = tc.status
+			g.Expect(cl.Status().Update(context.Background(), rs)).To(Succeed())
+			st, err := New(cl, cl).Status(context.Background(), pvcContext(vrg))
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.want == nil {
+				g.Expect(st.LastSyncTime).To(BeNil())
+				return
+			}
+			g.Expect(st.LastSyncTime).NotTo(BeNil())
+			g.Expect(st.LastSyncTime.Time).To(BeTemporally("==", *tc.want))
+		})
+	}
 }
 
 func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {

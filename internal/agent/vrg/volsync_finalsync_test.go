@@ -1,0 +1,172 @@
+package vrg_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/webhook"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/records"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// holdSync sets or removes the lab's hold on a ReplicationSource's running sync
+// (storage.AnnotationHoldSync): held, the sync is sent and applied but does not complete.
+func holdSync(ctx context.Context, g Gomega, cl client.Client, ns, name string, hold bool) {
+	g.Eventually(func(g Gomega) {
+		rs := &volsyncv1alpha1.ReplicationSource{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rs)).To(Succeed())
+		patch := client.MergeFrom(rs.DeepCopy())
+		if hold {
+			metav1.SetMetaDataAnnotation(&rs.ObjectMeta, storage.AnnotationHoldSync, "true")
+		} else {
+			delete(rs.Annotations, storage.AnnotationHoldSync)
+		}
+		g.Expect(cl.Patch(ctx, rs, patch)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// A relocation whose final sync finds a sync in flight, started before the workload stopped:
+// VolSync lets that sync satisfy a manual trigger set while it runs (it records the trigger
+// current when it completes), so a final sync that trusts one trigger loses what was written
+// after that sync's copy. East's writers write, its sources sync continuously (an interval
+// below a minute); the lab holds each source's running sync once sent, the writers write past
+// its copy, the relocation stops the workload (which deletes one PVC, so that final sync runs
+// from a DR-owned PVC), and the holds are released only once the agent asked for the final
+// sync. West's destinations must then hold every record east wrote.
+func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volSyncClient(t, lab.East), volSyncClient(t, lab.West)
+
+	ns := "volsync-inflight"
+	for _, cl := range []client.Client{east, west} {
+		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	profiles, _ := labS3Profiles(g)
+	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
+	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
+	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
+	for _, group := range []*v1alpha1.VolumeReplicationGroup{eastGroup, westGroup} {
+		group.Spec.SchedulingInterval = "10s"
+	}
+	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
+	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
+	t.Cleanup(func() {
+		_ = east.Delete(ctx, eastGroup.DeepCopy())
+		_ = west.Delete(ctx, westGroup.DeepCopy())
+	})
+	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
+	writers := runningWriters(ctx, g, east, ns, 2)
+	handles := map[string]string{}
+	for pvc := range writers {
+		handles[pvc] = pvcImage(ctx, g, east, ns, pvc)
+	}
+	g.Eventually(func(g Gomega) {
+		for pvc, writer := range writers {
+			rs := &volsyncv1alpha1.ReplicationSource{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
+			g.Expect(rs.Spec.Trigger).To(BeNil(), "below a minute the source syncs continuously")
+			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
+			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
+			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
+		}
+	}).Should(Succeed(), "east's records reach west")
+
+	// A sync in flight on each source, and records written after its copy.
+	copied := map[string]uint64{}
+	for pvc, writer := range writers {
+		holdSync(ctx, g, east, ns, pvc, true)
+		g.Eventually(func(g Gomega) {
+			rs := &volsyncv1alpha1.ReplicationSource{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
+			g.Expect(rs.Status).NotTo(BeNil())
+			cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Message).To(ContainSubstring("held by annotation"))
+		}).Should(Succeed(), "the sync of %s is sent and held", pvc)
+		// The copy was taken before the hold was reported: it holds no later record.
+		w, ok := imageReport(g, lab.East, handles[pvc]).Writer(writer)
+		g.Expect(ok).To(BeTrue())
+		copied[pvc] = w.LastSeq
+	}
+	g.Eventually(func(g Gomega) {
+		for pvc, writer := range writers {
+			w, _ := imageReport(g, lab.East, handles[pvc]).Writer(writer)
+			g.Expect(w.LastSeq).To(BeNumerically(">", copied[pvc]))
+		}
+	}).Should(Succeed(), "the writers write past the copies in flight")
+
+	// Relocate: the workload stops (one PVC deleted) while those syncs are in flight.
+	const request = "relocate-inflight"
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
+		got.Spec.FinalSyncRequest = request
+		g.Expect(east.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
+	}).Should(Succeed(), "east's group is fenced for the relocation")
+	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	g.Expect(east.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-1"}})).To(Succeed())
+	var wrote map[string]records.Report
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
+		wrote = map[string]records.Report{}
+		for pvc, handle := range handles {
+			wrote[pvc] = imageReport(g, lab.East, handle)
+		}
+	}).Should(Succeed(), "east's workload is stopped: the writers' logs are final")
+
+	// The held syncs complete only once the agent asked for the final sync.
+	g.Eventually(func(g Gomega) {
+		for pvc := range writers {
+			rs := &volsyncv1alpha1.ReplicationSource{}
+			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
+			g.Expect(rs.Spec.Trigger).NotTo(BeNil())
+			g.Expect(rs.Spec.Trigger.Manual).NotTo(BeEmpty())
+		}
+	}).Should(Succeed(), "the agent asks each source for its final sync")
+	for pvc := range writers {
+		holdSync(ctx, g, east, ns, pvc, false)
+	}
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Status.FinalSync).NotTo(BeNil())
+		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+	}).Should(Succeed(), "east's group records the final sync and is Secondary")
+
+	for pvc, writer := range writers {
+		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst"))
+		w, _ := wrote[pvc].Writer(writer)
+		kept, ok := onWest.Writer(writer)
+		g.Expect(ok).To(BeTrue())
+		for _, d := range records.Compare(wrote[pvc], onWest).Writers {
+			g.Expect(d.OnlyInA).To(BeEmpty(), "%s: west's destination lacks records of %s (east wrote %d, the copy in flight held at most %d, west has %d)",
+				pvc, d.Writer, w.LastSeq, copied[pvc], kept.LastSeq)
+		}
+		t.Logf("%s: east wrote %d records (the copy in flight at the stop held at most %d), west's destination holds %d, lost 0",
+			pvc, w.LastSeq, copied[pvc], kept.LastSeq)
+	}
+}
