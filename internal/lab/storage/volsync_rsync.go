@@ -17,7 +17,7 @@ package storage
 // transfer.json last, the control file. Killing the source's storage process (`drover lab
 // stop`) cuts the transfer wherever it is. The source checks the peer and the listener between
 // files and gives up, the volume left as it is, when the peer's storage stops or the
-// destination stops listening.
+// destination stops listening; its own process stopping (SIGTERM) ends it at once too.
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 	n, err := s.copyPointInTime(handle, staging)
 	var st rsyncStats
 	if err == nil {
-		r := &rsyncRun{pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
+		r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
 		st, err = r.sync(staging, VolumePath(s.opts.PeerDataDir, l.Volume))
 	}
 	if err == nil {
@@ -152,6 +152,9 @@ func (s *store) copyPointInTime(handle, dst string) (int64, error) {
 
 // rsyncRun is one rsync from a directory into another, written in place as rsync-tls does.
 type rsyncRun struct {
+	// ctx ends with the storage process: a stopped cluster's transfer ends where it is, as a
+	// mover's does when its cluster is lost, instead of running on through the shutdown.
+	ctx context.Context //nolint:containedctx // one run's lifetime, never stored beyond it
 	// pace is how long every file written or deleted takes.
 	pace time.Duration
 	// check is asked between files whether the transfer may go on; nil never stops.
@@ -269,7 +272,13 @@ func (r *rsyncRun) deleteExtra(src, dst string) error {
 // step paces one change and, every rsyncCheckEvery, asks whether the transfer may go on.
 func (r *rsyncRun) step() error {
 	if r.pace > 0 {
-		time.Sleep(r.pace)
+		select {
+		case <-r.ctx.Done():
+		case <-time.After(r.pace):
+		}
+	}
+	if r.ctx.Err() != nil {
+		return errTransferCut
 	}
 	if r.check == nil || time.Since(r.lastCheck) < rsyncCheckEvery {
 		return nil

@@ -86,7 +86,7 @@ func TestVolSyncTransferCutByTheSourcesStopLeavesAMixedVolumeAndNoNewImage(t *te
 	address, keySecret, source := volsyncPair(g, east, west, ns)
 	old := generation("old", files)
 	writeTree(g, source, old)
-	g.Expect(east.Create(ctx, pacedSource(ns, "db", "db", address, keySecret, "first", "20ms"))).To(Succeed())
+	g.Expect(east.Create(ctx, pacedSource(ns, "db", "db", address, keySecret, "first", "50ms"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
 	destination := claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
