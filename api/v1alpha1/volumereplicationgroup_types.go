@@ -97,6 +97,12 @@ type VolSyncReceivePVC struct {
 	// capacity is the PVC's requested storage.
 	// +required
 	Capacity resource.Quantity `json:"capacity"`
+
+	// volumeMode is the PVC's volume mode: a Block PVC is received as Block. Unset means
+	// Filesystem.
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 }
 
 // VolSyncSpec configures the VolSync backend. The hub fills receivePVCs on the secondary from the
@@ -231,6 +237,12 @@ type ProtectedPVC struct {
 	// capacity is the PVC's requested storage.
 	// +optional
 	Capacity *resource.Quantity `json:"capacity,omitempty"`
+
+	// volumeMode is the PVC's volume mode: a Block PVC is received as Block. Unset means
+	// Filesystem.
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 
 	// conditions of the PVC: DataReady and DataProtected.
 	// +optional

@@ -166,6 +166,9 @@ func receiveMismatch(pvc *corev1.PersistentVolumeClaim, rp v1alpha1.VolSyncRecei
 	if !slices.Equal(pvc.Spec.AccessModes, rp.AccessModes) {
 		diffs = append(diffs, fmt.Sprintf("access modes %v, not %v", pvc.Spec.AccessModes, rp.AccessModes))
 	}
+	if mode, want := volumeMode(pvc.Spec.VolumeMode), volumeMode(rp.VolumeMode); mode != want {
+		diffs = append(diffs, fmt.Sprintf("volume mode %s, not %s", mode, want))
+	}
 	if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(rp.Capacity) != 0 {
 		diffs = append(diffs, fmt.Sprintf("requested size %s, not %s", q.String(), rp.Capacity.String()))
 	}

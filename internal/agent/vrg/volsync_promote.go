@@ -204,7 +204,7 @@ func (r *Reconciler) volSyncPVCMismatch(ctx context.Context, existing, stored *c
 	key := existing.Namespace + "/" + existing.Name
 	rp := v1alpha1.VolSyncReceivePVC{
 		StorageClassName: ptrString(stored.Spec.StorageClassName), AccessModes: stored.Spec.AccessModes,
-		Capacity: stored.Spec.Resources.Requests[corev1.ResourceStorage],
+		Capacity: stored.Spec.Resources.Requests[corev1.ResourceStorage], VolumeMode: stored.Spec.VolumeMode,
 	}
 	diffs := receiveMismatch(existing, rp)
 	if existing.Spec.VolumeName != "" {

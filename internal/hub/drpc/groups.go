@@ -73,7 +73,7 @@ func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, current, other *v1alpha1
 			}
 			receive = append(receive, v1alpha1.VolSyncReceivePVC{
 				PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
-				AccessModes: slices.Clone(p.AccessModes), Capacity: p.Capacity.DeepCopy(),
+				AccessModes: slices.Clone(p.AccessModes), Capacity: p.Capacity.DeepCopy(), VolumeMode: p.VolumeMode,
 			})
 		}
 	case spec.ReplicationState == v1alpha1.ReplicationStateSecondary && kept != nil:

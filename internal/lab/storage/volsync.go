@@ -11,7 +11,7 @@ package storage
 // Destination (ReplicationDestination with spec.rsyncTLS, reconciled by the storage of the
 // cluster it lives on):
 //   - it ensures the destination PVC: spec.rsyncTLS.destinationPVC if set (it must exist), else
-//     volsync-<rd>-dst from capacity, accessModes and storageClassName, owned by the RD;
+//     volsync-<rd>-dst from capacity, accessModes, volumeMode and storageClassName, owned by the RD;
 //   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
 //     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
 //   - it publishes status.rsyncTLS.address (volsync-<rd>.<namespace>.lab, derived from the

@@ -112,6 +112,7 @@ func (s *store) ensureDestinationPVC(ctx context.Context, sc *rdScope) (ctrl.Res
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      spec.AccessModes,
 			StorageClassName: spec.StorageClassName,
+			VolumeMode:       spec.VolumeMode,
 			Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: *spec.Capacity},
 			},

@@ -10,8 +10,10 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
@@ -188,4 +190,23 @@ func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the destination's own image goes with it: %v", err)
 	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed())
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(snap1), snap1)).To(Succeed(), "the labelled image stays")
+}
+
+// A destination with spec.rsyncTLS.volumeMode Block makes its volume a Block PVC, as VolSync's
+// dynamic destination PVC takes the mode.
+func TestVolSyncDestinationOfVolumeModeBlockMakesABlockPVC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	west := volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, west)
+	rd := rsyncDestination(ns, "db")
+	rd.Spec.RsyncTLS.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+	g.Expect(west.Create(ctx, rd)).To(Succeed())
+	claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volsync-db-dst"}, pvc)).To(Succeed())
+	g.Expect(pvc.Spec.VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)))
+	pv := &corev1.PersistentVolume{}
+	g.Expect(west.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+	g.Expect(pv.Spec.VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)))
 }

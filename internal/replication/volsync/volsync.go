@@ -448,7 +448,8 @@ func SnapshotClassFor(classes []snapshotv1.VolumeSnapshotClass, driver string) (
 }
 
 // EnsureDestination makes the ReplicationDestination of a PVC this secondary receives: rsync-tls,
-// copyMethod Snapshot, the capacity, access modes and StorageClass of the primary's PVC, the
+// copyMethod Snapshot, the capacity, access modes, volume mode (a Block PVC is received as
+// Block) and StorageClass of the primary's PVC, the
 // VolumeSnapshotClass of the class's provisioner, and the key Secret KeySecretName (created with
 // a random key when missing, kept when it exists, as after an earlier role). destinationPVC, when
 // not empty, names an existing PVC to receive into (a PVC kept from this cluster's time as
@@ -478,6 +479,7 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		Capacity:                ptr.To(rp.Capacity),
 		StorageClassName:        ptr.To(rp.StorageClassName),
 		AccessModes:             rp.AccessModes,
+		VolumeMode:              rp.VolumeMode,
 		VolumeSnapshotClassName: ptr.To(snapClass),
 		KeySecret:               ptr.To(keyName),
 	}}
