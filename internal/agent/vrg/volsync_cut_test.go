@@ -56,6 +56,7 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 	}
 	g.Expect(west.Create(ctx, kept)).To(Succeed(), "west keeps a PVC of the StatefulSet, as after an earlier role")
 	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
+	westGroup.Spec.Action = v1alpha1.ActionFailover // demoted by a failover, its PVC kept
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 	snapshots := watchSnapshotLabels(ctx, t, g, ns)
 

@@ -123,6 +123,11 @@ func (r *Reconciler) replaceReplica(ctx context.Context, sc *scope, pvc *corev1.
 		}
 	}
 	if err := r.releaseReplica(ctx, pvc); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache was behind (an earlier pass released it): look again shortly.
+			rs.unbound = append(rs.unbound, key)
+			return nil
+		}
 		return err
 	}
 	if pvc.DeletionTimestamp.IsZero() {
