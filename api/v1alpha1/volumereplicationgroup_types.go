@@ -105,6 +105,18 @@ type VolSyncReceivePVC struct {
 	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 }
 
+// VolSyncMovers is how VolSync's movers run: Unprivileged or Privileged.
+// +kubebuilder:validation:Enum=Unprivileged;Privileged
+type VolSyncMovers string
+
+const (
+	// VolSyncMoversUnprivileged runs movers as an ordinary user of the namespace (VolSync's
+	// default).
+	VolSyncMoversUnprivileged VolSyncMovers = "Unprivileged"
+	// VolSyncMoversPrivileged lets movers run as root, keeping owners and reading every file.
+	VolSyncMoversPrivileged VolSyncMovers = "Privileged"
+)
+
 // VolSyncSpec configures the VolSync backend. The hub fills receivePVCs on the secondary from the
 // primary's status.protectedPVCs, and destinations on the primary from the secondary's
 // status.volSyncDestinations.
@@ -113,6 +125,11 @@ type VolSyncSpec struct {
 	// provisioner, the one to use. Empty selects all of them.
 	// +optional
 	VolumeSnapshotClassSelector *metav1.LabelSelector `json:"volumeSnapshotClassSelector,omitempty"`
+
+	// movers says how VolSync's movers run in the protected namespaces (the DRPolicy's
+	// volSyncMovers); Unprivileged when empty.
+	// +optional
+	Movers VolSyncMovers `json:"movers,omitempty"`
 
 	// receivePVCs, on a secondary, are the PVCs to receive: one ReplicationDestination each.
 	// +optional

@@ -43,6 +43,12 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 	if policy.Spec.VolumeSnapshotClassSelector != nil {
 		spec.VolSync = &v1alpha1.VolSyncSpec{VolumeSnapshotClassSelector: policy.Spec.VolumeSnapshotClassSelector.DeepCopy()}
 	}
+	if policy.Spec.VolSyncMovers != "" {
+		if spec.VolSync == nil {
+			spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		spec.VolSync.Movers = policy.Spec.VolSyncMovers
+	}
 	switch {
 	case drpc.Spec.KubeObjectProtection != nil:
 		spec.KubeObjectProtection = drpc.Spec.KubeObjectProtection.DeepCopy()
