@@ -43,6 +43,18 @@ type DRPolicySpec struct {
 	// +optional
 	VolumeSnapshotClassSelector *metav1.LabelSelector `json:"volumeSnapshotClassSelector,omitempty"`
 
+	// volSyncMovers says how VolSync's movers run in the protected namespaces.
+	// Unprivileged (the default, VolSync's own) runs a mover as an ordinary user of the
+	// namespace: it cannot keep the files' owners and permissions, nor copy a file that user
+	// cannot read, so an application whose files belong to several users, or are readable only
+	// by their owner, is restored with owners and unreadable files lost. Privileged makes
+	// drover annotate each protected namespace volsync.backube/privileged-movers: "true" while
+	// the application is protected (VolSync's docs/usage/permissionmodel.rst; the annotation is
+	// removed on unprotect), so movers run as root and copy every file with its owner: choose it
+	// for such applications, in namespaces whose users may be given a privileged mover.
+	// +optional
+	VolSyncMovers VolSyncMovers `json:"volSyncMovers,omitempty"`
+
 	// s3Profiles defines the object stores of the policy. Every application it protects writes
 	// its metadata to all of them, so losing one store loses nothing. It must define the
 	// s3ProfileName of both clusters.

@@ -97,7 +97,25 @@ type VolSyncReceivePVC struct {
 	// capacity is the PVC's requested storage.
 	// +required
 	Capacity resource.Quantity `json:"capacity"`
+
+	// volumeMode is the PVC's volume mode: a Block PVC is received as Block. Unset means
+	// Filesystem.
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 }
+
+// VolSyncMovers is how VolSync's movers run: Unprivileged or Privileged.
+// +kubebuilder:validation:Enum=Unprivileged;Privileged
+type VolSyncMovers string
+
+const (
+	// VolSyncMoversUnprivileged runs movers as an ordinary user of the namespace (VolSync's
+	// default).
+	VolSyncMoversUnprivileged VolSyncMovers = "Unprivileged"
+	// VolSyncMoversPrivileged lets movers run as root, keeping owners and reading every file.
+	VolSyncMoversPrivileged VolSyncMovers = "Privileged"
+)
 
 // VolSyncSpec configures the VolSync backend. The hub fills receivePVCs on the secondary from the
 // primary's status.protectedPVCs, and destinations on the primary from the secondary's
@@ -107,6 +125,11 @@ type VolSyncSpec struct {
 	// provisioner, the one to use. Empty selects all of them.
 	// +optional
 	VolumeSnapshotClassSelector *metav1.LabelSelector `json:"volumeSnapshotClassSelector,omitempty"`
+
+	// movers says how VolSync's movers run in the protected namespaces (the DRPolicy's
+	// volSyncMovers); Unprivileged when empty.
+	// +optional
+	Movers VolSyncMovers `json:"movers,omitempty"`
 
 	// receivePVCs, on a secondary, are the PVCs to receive: one ReplicationDestination each.
 	// +optional
@@ -231,6 +254,12 @@ type ProtectedPVC struct {
 	// capacity is the PVC's requested storage.
 	// +optional
 	Capacity *resource.Quantity `json:"capacity,omitempty"`
+
+	// volumeMode is the PVC's volume mode: a Block PVC is received as Block. Unset means
+	// Filesystem.
+	// +optional
+	// +kubebuilder:validation:Enum=Block;Filesystem
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 
 	// conditions of the PVC: DataReady and DataProtected.
 	// +optional

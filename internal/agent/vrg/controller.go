@@ -249,14 +249,14 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 			{"parseSpec", r.parseSpec}, {"selectPVCs", r.selectPVCs}, {"removeWorkloads", r.removeWorkloads},
 			{"prepareDemotions", r.prepareDemotions}, {"fenceRelocation", r.fenceRelocation}, {"demotePVCs", r.demotePVCs},
 			{"continueVolSyncFinalSyncs", r.continueVolSyncFinalSyncs}, {"finishRelocation", r.finishRelocation},
-			{"receiveVolSync", r.receiveVolSync},
+			{"receiveVolSync", r.receiveVolSync}, {"volSyncMovers", r.volSyncMovers},
 		}
 	}
 	return []namedPhase{
 		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"primaryVolSync", r.primaryVolSync},
-		{"lookAgain", r.lookAgain},
+		{"volSyncMovers", r.volSyncMovers}, {"lookAgain", r.lookAgain},
 	}
 }
 

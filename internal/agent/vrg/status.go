@@ -155,7 +155,7 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 		p := v1alpha1.ProtectedPVC{
 			Namespace: ps.pvc.Namespace, Name: ps.pvc.Name, StorageClassName: ps.storageClass,
 			Backend: ps.backend, ReplicationID: ps.sync.ReplicationID,
-			AccessModes:  ps.pvc.Spec.AccessModes,
+			AccessModes: ps.pvc.Spec.AccessModes, VolumeMode: ps.pvc.Spec.VolumeMode,
 			LastSyncTime: ps.sync.LastSyncTime, LastSyncDuration: ps.sync.LastSyncDuration, LastSyncBytes: ps.sync.LastSyncBytes,
 		}
 		if q, ok := ps.pvc.Status.Capacity[corev1.ResourceStorage]; ok {

@@ -21,18 +21,21 @@ import (
 // needs beyond them lives in the volsync*.go files of this package:
 //   - a secondary receives: one ReplicationDestination per spec.volSync.receivePVCs entry, and
 //     status.volSyncDestinations says where each listens (receiveVolSync, below);
-//   - a promotion restores a VolSync PVC from its destination's latest snapshot, or adopts a
-//     kept PVC that the destination rolled forward (volsync_promote.go);
+//   - a promotion restores a VolSync PVC from its destination's latest snapshot, held
+//     do-not-delete until the PVC is Bound, replacing a kept PVC that the destination
+//     received into (volsync_promote.go, volsync_image.go);
 //   - a relocation's final sync runs a manual sync per PVC, from a DR-owned PVC bound to the
 //     retained PV when the workload deleted its PVC (volsync_finalsync.go);
 //   - unprotecting removes every VolSync object of the group (volsync_delete.go).
 
 // VolSync's objects: the agent creates, changes and deletes ReplicationSources and
-// ReplicationDestinations, reads VolumeSnapshotClasses (to choose one) and VolumeSnapshots (to
-// check what a destination received), creates and deletes key Secrets (read uncached, one by
-// one), and deletes the DR-owned PVCs of final syncs.
+// ReplicationDestinations, reads VolumeSnapshotClasses (to choose one), labels the
+// VolumeSnapshot a restore reads do-not-delete and deletes it once released
+// (volsync_image.go), creates and deletes key Secrets (read uncached, one by one), and deletes
+// the DR-owned PVCs of final syncs and the replica PVCs a promotion replaces.
 // +kubebuilder:rbac:groups=volsync.backube,resources=replicationsources;replicationdestinations,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses;volumesnapshots,verbs=get;list;watch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=delete
 
@@ -65,8 +68,10 @@ func finalSyncOpen(vrg *v1alpha1.VolumeReplicationGroup) bool {
 // its address, and none of the group's ReplicationSources (a failover's old primary stops
 // sending at once; a relocation's old primary once its final sync is recorded). A PVC that this
 // cluster kept from its time as primary, is selected, matches the entry and is no longer used
-// (its demotion is done) becomes the destination's own volume, so every sync rolls it forward
-// and a later promotion adopts it; otherwise VolSync makes its own volume.
+// (its demotion is done) becomes the destination's own volume (marked
+// volsync.AnnotationReceivedBy), so it holds VolSync's replica from then on and a later
+// promotion replaces it by a restore of the latest image; otherwise VolSync makes its own
+// volume.
 func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	vs := r.volSync()
 	receive := receivePVCs(sc.vrg)
@@ -160,6 +165,9 @@ func receiveMismatch(pvc *corev1.PersistentVolumeClaim, rp v1alpha1.VolSyncRecei
 	}
 	if !slices.Equal(pvc.Spec.AccessModes, rp.AccessModes) {
 		diffs = append(diffs, fmt.Sprintf("access modes %v, not %v", pvc.Spec.AccessModes, rp.AccessModes))
+	}
+	if mode, want := volumeMode(pvc.Spec.VolumeMode), volumeMode(rp.VolumeMode); mode != want {
+		diffs = append(diffs, fmt.Sprintf("volume mode %s, not %s", mode, want))
 	}
 	if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(rp.Capacity) != 0 {
 		diffs = append(diffs, fmt.Sprintf("requested size %s, not %s", q.String(), rp.Capacity.String()))

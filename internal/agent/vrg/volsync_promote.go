@@ -23,26 +23,30 @@ import (
 // Promotion of a VolSync PVC (DESIGN.md, PVC rule 2, for storage without mirroring). The stored
 // PV names a volume of the old primary's storage, which does not exist here, so it is never
 // restored; the stored PVC gives the name, labels and spec, and the data comes from this
-// cluster's ReplicationDestination of the PVC:
+// cluster's ReplicationDestination of the PVC, always from its status.latestImage: rsync-tls
+// writes the destination's volume in place, file by file (backube/volsync
+// mover-rsync-tls/client.sh), so a sync cut by the peer's loss leaves that volume part old,
+// part new, and only the latest image, a snapshot VolSync takes after a complete sync, is a
+// consistent point. The destination is paused first (no mover, so no source writes into what
+// is restored, nor replaces the image), and the image is held (volsync_image.go):
 //
 //   - no PVC of that name: it is created from the stored one without spec.volumeName and with
-//     a dataSourceRef to the destination's status.latestImage (a VolumeSnapshot), so the
-//     provisioner restores the last received sync into a new volume; no latest image is
-//     ReasonNoLatestImage (nothing was ever received, nothing to restore);
-//   - a PVC of that name that the destination received into (spec.rsyncTLS.destinationPVC,
-//     set by receiveVolSync for a PVC kept from an earlier role) and whose latest image is a
-//     snapshot of it: adopted. Every sync already rolled it forward; VolSync writes it only
-//     while a sync runs and the latest image is taken right after, so it holds that image or
-//     a newer complete sync (in the lab a transfer replaces the volume atomically). This is
-//     the roll-forward chosen over a restore into a kept PVC, which neither VolSync nor the
-//     lab can do in place;
+//     a dataSourceRef to the latest image, so the provisioner restores the last complete sync
+//     into a new volume; no latest image is ReasonNoLatestImage (nothing was ever received,
+//     nothing to restore);
+//   - a PVC of that name that the destination received into (spec.rsyncTLS.destinationPVC and
+//     volsync.AnnotationReceivedBy, set by receiveVolSync for a PVC kept from an earlier role):
+//     VolSync's replica, which may be mixed, so it is deleted (replaceReplica says why that is
+//     safe) and the next pass restores it from the latest image as above; without a latest
+//     image it is ReasonNoLatestImage and left alone;
 //   - any other PVC of that name: a conflict (ReasonPVCConflict), never overwritten: one that
 //     differs in StorageClass, access modes or size or is bound to a volume claimed by
 //     something else, or one that matches but did not receive the replication (its data is
 //     older than the peer's).
 //
 // The destinations are removed by primaryVolSync once the restore is complete (every PVC Bound:
-// the snapshot is copied), and each PVC gets its ReplicationSource from the backend's Protect.
+// the snapshot is copied, and released), and each PVC gets its ReplicationSource from the
+// backend's Protect.
 
 // AnnotationRestoredFrom marks a PVC restored from a VolSync image with the uid of the
 // ReplicationDestination it was restored from, so later passes of the same promotion recognise
@@ -67,11 +71,16 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		return true, err
 	}
 	image := volsync.LatestImage(rd)
+	if rd != nil {
+		if err := vs.PauseDestination(ctx, rd); err != nil {
+			return true, err
+		}
+	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(stored), pvc)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, r.restoreFromImage(ctx, rs, stored, rd, image)
+		return true, r.restoreFromImage(ctx, sc, stored, rd, image)
 	case err != nil:
 		return true, fmt.Errorf("failed to get PVC %s: %w", key, err)
 	}
@@ -89,13 +98,23 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		return true, nil
 	}
 	if restoredHere {
-		// Restored by an earlier pass of this promotion (perhaps from an image a later sync
-		// has replaced since): counted as restored, as it was.
+		// Restored by an earlier pass of this promotion: counted as restored, as it was, and
+		// its image released once its data is copied.
 		rs.restored++
 		if pvc.Status.Phase != corev1.ClaimBound {
 			rs.unbound = append(rs.unbound, key)
+			return true, nil
 		}
-		return true, nil
+		return true, r.releaseImage(ctx, sc.vrg, pvc.Namespace, restoredImage(pvc))
+	}
+	if rd != nil && volsync.DestinationPVC(rd) == pvc.Name && pvc.Annotations[volsync.AnnotationReceivedBy] == volsync.GroupKey(sc.vrg) {
+		if image == nil {
+			rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, fmt.Sprintf(
+				"PVC %s is the volume of its ReplicationDestination, which has completed no sync (no status.latestImage): its data may be part of a cut sync; drover waits for a complete sync, or delete the PVC if its data is not needed",
+				key)}
+			return true, nil
+		}
+		return true, r.replaceReplica(ctx, sc, pvc, rd, image)
 	}
 	if msg, err := r.volSyncPVCMismatch(ctx, pvc, stored); err != nil || msg != "" {
 		if msg != "" {
@@ -103,27 +122,9 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		}
 		return true, err
 	}
-	if volsync.DestinationPVC(rd) != pvc.Name {
-		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, fmt.Sprintf(
-			"PVC %s exists on this cluster and matches, but did not receive the replication (it is not the volume of its ReplicationDestination), so its data is older than the peer's: drover does not overwrite it; delete it (and its data) if it is not needed, and the restore creates it from the latest snapshot",
-			key)}
-		return true, nil
-	}
-	rolled, err := r.imageOf(ctx, image, pvc)
-	if err != nil {
-		return true, err
-	}
-	if !rolled {
-		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, fmt.Sprintf(
-			"PVC %s is the volume of its ReplicationDestination but has not received a sync since (status.latestImage is not a snapshot of it): it holds data older than the peer's; drover waits for a sync, or delete it and restore from an image",
-			key)}
-		return true, nil
-	}
-	ctrl.LoggerFrom(ctx).Info("Adopted PVC rolled forward by its VolSync destination", "pvc", klog.KObj(pvc), "snapshot", image.Name)
-	rs.adopt("PVC "+key+" (rolled forward by its VolSync destination)", pvc.CreationTimestamp)
-	if pvc.Status.Phase != corev1.ClaimBound {
-		rs.unbound = append(rs.unbound, key)
-	}
+	rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, fmt.Sprintf(
+		"PVC %s exists on this cluster and matches, but did not receive the replication (it is not the volume of its ReplicationDestination), so its data is older than the peer's: drover does not overwrite it; delete it (and its data) if it is not needed, and the restore creates it from the latest snapshot",
+		key)}
 	return true, nil
 }
 
@@ -142,12 +143,16 @@ func (r *Reconciler) selectsVolSync(ctx context.Context, sc *scope, stored *core
 
 // restoreFromImage creates a stored PVC that is not on this cluster from the latest image of its
 // ReplicationDestination, marked with the destination's uid; without an image it is a conflict.
-func (r *Reconciler) restoreFromImage(ctx context.Context, rs *restoreState, stored *corev1.PersistentVolumeClaim,
+func (r *Reconciler) restoreFromImage(ctx context.Context, sc *scope, stored *corev1.PersistentVolumeClaim,
 	rd *volsyncv1alpha1.ReplicationDestination, image *corev1.TypedLocalObjectReference) error {
+	rs := sc.restore
 	key := stored.Namespace + "/" + stored.Name
 	if image == nil {
 		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonNoLatestImage, noImageMessage(key, rd)}
 		return nil
+	}
+	if err := r.holdImage(ctx, sc.vrg, stored.Namespace, image.Name); err != nil {
+		return err
 	}
 	pvc := restoredVolSyncPVC(stored, image.Name)
 	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, AnnotationRestoredFrom, string(rd.UID))
@@ -166,21 +171,6 @@ func (r *Reconciler) storedProvisioner(ctx context.Context, className string, st
 		storedPV = &corev1.PersistentVolume{}
 	}
 	return r.provisioner(ctx, className, storedPV)
-}
-
-// imageOf reports whether image is a snapshot of pvc.
-func (r *Reconciler) imageOf(ctx context.Context, image *corev1.TypedLocalObjectReference, pvc *corev1.PersistentVolumeClaim) (bool, error) {
-	if image == nil {
-		return false, nil
-	}
-	snap := &snapshotv1.VolumeSnapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pvc.Namespace, Name: image.Name}, snap); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", pvc.Namespace, image.Name, err)
-	}
-	return ptr.Deref(snap.Spec.Source.PersistentVolumeClaimName, "") == pvc.Name, nil
 }
 
 func noImageMessage(key string, rd *volsyncv1alpha1.ReplicationDestination) string {
@@ -214,7 +204,7 @@ func (r *Reconciler) volSyncPVCMismatch(ctx context.Context, existing, stored *c
 	key := existing.Namespace + "/" + existing.Name
 	rp := v1alpha1.VolSyncReceivePVC{
 		StorageClassName: ptrString(stored.Spec.StorageClassName), AccessModes: stored.Spec.AccessModes,
-		Capacity: stored.Spec.Resources.Requests[corev1.ResourceStorage],
+		Capacity: stored.Spec.Resources.Requests[corev1.ResourceStorage], VolumeMode: stored.Spec.VolumeMode,
 	}
 	diffs := receiveMismatch(existing, rp)
 	if existing.Spec.VolumeName != "" {

@@ -234,9 +234,10 @@ func countVolSync(ctx context.Context, g Gomega, cl client.Client, ns string) (s
 // StatefulSet's PVCs kept, is demoted with action Failover and becomes the destination,
 // receiving into its kept PVCs; the application is relocated back to east with no record lost,
 // one PVC deleted by the workload on the way (its final sync runs from a DR-owned PVC bound to
-// the retained PV); east adopts its rolled-forward PVCs; east is lost again and west, primary a
-// second time, adopts the PVC it kept and restores the deleted one; and unprotecting leaves
-// nothing of VolSync behind.
+// the retained PV); east replaces the kept PVCs it received into (VolSync's replicas, which a
+// cut sync could have left mixed) by PVCs restored from the latest images; east is lost again
+// and west, primary a second time, replaces the PVC it kept and received into and restores the
+// deleted one, both from the latest images; and unprotecting leaves nothing of VolSync behind.
 func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
@@ -452,10 +453,14 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
-		g.Expect(cdr.Message).To(ContainSubstring("(0 objects created, 2 adopted)"), "east adopts its rolled-forward PVCs")
-	}).Should(Succeed(), "east's group adopts the PVCs its destinations rolled forward")
-	t.Logf("relocate: action Relocate on east → PVCs adopted in %s (%s since the relocation began)",
+		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"), "east restores its replica PVCs from the latest images")
+	}).Should(Succeed(), "east's group replaces the PVCs its destinations received into")
+	t.Logf("relocate: action Relocate on east → PVCs restored in %s (%s since the relocation began)",
 		time.Since(promote).Round(time.Millisecond), time.Since(relocate).Round(time.Millisecond))
+	for pvc, handle := range eastHandles {
+		g.Expect(pvcImage(ctx, g, east, ns, pvc)).NotTo(Equal(handle), "%s: the replica is replaced, not adopted", pvc)
+		eastHandles[pvc] = pvcImage(ctx, g, east, ns, pvc)
+	}
 	for pvc, handle := range eastHandles {
 		onEast := imageReport(g, lab.East, handle)
 		wrote, ok := wroteOnWest[pvc].Writer(westWriters[pvc])
@@ -491,8 +496,8 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 
 	// (d) West becomes primary a second time: the StatefulSet runs on east again, the group's
 	// interval drops below a minute (the sources then sync continuously), east is lost, and
-	// west's group, promoted with action Failover, adopts the PVC it kept and received into
-	// and restores the one the workload deleted from its latest snapshot.
+	// west's group, promoted with action Failover, replaces the PVC it kept and received into
+	// and restores the one the workload deleted, both from their latest snapshots.
 	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
 	eastWriters2 := runningWriters(ctx, g, east, ns, 2)
 	g.Eventually(func(g Gomega) {
@@ -544,10 +549,10 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
-		g.Expect(cdr.Message).To(ContainSubstring("(1 objects created, 1 adopted)"), "data-db-0 kept and rolled forward, data-db-1 restored")
+		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"), "data-db-0 replaced, data-db-1 restored")
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
-	}).Should(Succeed(), "west's group adopts one PVC and restores the other")
-	g.Expect(pvcImage(ctx, g, west, ns, "data-db-0")).To(Equal(westHandles["data-db-0"]), "west's kept PVC is adopted, not replaced")
+	}).Should(Succeed(), "west's group restores both PVCs from the latest images")
+	g.Expect(pvcImage(ctx, g, west, ns, "data-db-0")).NotTo(Equal(westHandles["data-db-0"]), "west's kept replica is replaced, not adopted")
 	for pvc, writer := range eastWriters2 {
 		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
 		wrote, _ := lostOnEast[pvc].Writer(writer)
@@ -584,9 +589,8 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 
 	// The VolSync path tells its transitions as the VolRep path does.
 	expectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted)
-	notes := expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventFenced,
-		v1alpha1.EventFinalSyncCompleted, v1alpha1.EventUnfenced, v1alpha1.EventPVCAdopted)
-	g.Expect(notes[v1alpha1.EventPVCAdopted]).To(ContainElement(ContainSubstring("rolled forward by its VolSync destination")))
+	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventFenced,
+		v1alpha1.EventFinalSyncCompleted, v1alpha1.EventUnfenced)
 
 	// Unprotect both sides: nothing of VolSync is left, the reclaim policies are restored.
 	for _, c := range []struct {

@@ -43,6 +43,12 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 	if policy.Spec.VolumeSnapshotClassSelector != nil {
 		spec.VolSync = &v1alpha1.VolSyncSpec{VolumeSnapshotClassSelector: policy.Spec.VolumeSnapshotClassSelector.DeepCopy()}
 	}
+	if policy.Spec.VolSyncMovers != "" {
+		if spec.VolSync == nil {
+			spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		spec.VolSync.Movers = policy.Spec.VolSyncMovers
+	}
 	switch {
 	case drpc.Spec.KubeObjectProtection != nil:
 		spec.KubeObjectProtection = drpc.Spec.KubeObjectProtection.DeepCopy()
@@ -73,7 +79,7 @@ func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, current, other *v1alpha1
 			}
 			receive = append(receive, v1alpha1.VolSyncReceivePVC{
 				PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
-				AccessModes: slices.Clone(p.AccessModes), Capacity: p.Capacity.DeepCopy(),
+				AccessModes: slices.Clone(p.AccessModes), Capacity: p.Capacity.DeepCopy(), VolumeMode: p.VolumeMode,
 			})
 		}
 	case spec.ReplicationState == v1alpha1.ReplicationStateSecondary && kept != nil:

@@ -241,8 +241,8 @@ func writeState(path string, st ImageState) error {
 	return nil
 }
 
-// CopyTree copies the regular files and directories under src into dst (created), returning
-// the bytes copied. A missing src copies nothing.
+// CopyTree copies the regular files (with their modification times) and directories under src
+// into dst (created), returning the bytes copied. A missing src copies nothing.
 func CopyTree(src, dst string) (int64, error) {
 	var total int64
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -263,7 +263,16 @@ func CopyTree(src, dst string) (int64, error) {
 		case d.Type().IsRegular():
 			n, err := copyFile(path, target)
 			total += n
-			return err
+			if err != nil {
+				return err
+			}
+			// Keep the modification time, as a snapshot or rsync -a does: rsync's quick check
+			// (volsync_rsync.go) compares it.
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return os.Chtimes(target, info.ModTime(), info.ModTime())
 		default:
 			return nil
 		}

@@ -11,32 +11,41 @@ package storage
 // Destination (ReplicationDestination with spec.rsyncTLS, reconciled by the storage of the
 // cluster it lives on):
 //   - it ensures the destination PVC: spec.rsyncTLS.destinationPVC if set (it must exist), else
-//     volsync-<rd>-dst from capacity, accessModes and storageClassName, owned by the RD;
+//     volsync-<rd>-dst from capacity, accessModes, volumeMode and storageClassName, owned by the RD;
 //   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
 //     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
 //   - it publishes status.rsyncTLS.address (volsync-<rd>.<namespace>.lab, derived from the
 //     RD's name so it stays the same across restarts), port 8000 and keySecret, and a listener
-//     file <dataDir>/volsync/listeners/<address>.json (namespace, name, uid, key), which is
-//     what a source on the peer "connects" to;
-//   - every volsyncPoll it looks for completed transfers in
-//     <dataDir>/volsync/incoming/<address>/<syncID>/ (transfer.json present), oldest first. A
-//     transfer whose key differs from the destination's is refused with an ack carrying the
-//     error, and the Synchronizing condition reports the refusal until a transfer is accepted
-//     (the source's handshake normally refuses a wrong key before any data moves). An accepted transfer's data directory is renamed over the destination volume
-//     (ReplaceDir under Images.Lock: no copy, and a reader sees the old or the new data). With
-//     copyMethod Snapshot (or Clone) the destination then creates a VolumeSnapshot of its PVC,
-//     named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the RD, and waits until the
-//     lab snapshotter (snapshot.go) reports it readyToUse; with Direct/None the latest image is
-//     the PVC itself. Only then does it set status.latestImage, lastSyncTime,
+//     file <dataDir>/volsync/listeners/<address>.json (namespace, name, uid, key, the handle of
+//     the destination PVC's volume once it is bound, and why it accepts no connection: paused,
+//     or its manual trigger served), which is what a source on the peer "connects" to;
+//   - the data never passes through the destination: a source writes it into the destination
+//     PVC's volume, file by file (volsync_rsync.go), so while a transfer runs, and for good when
+//     it is cut, that volume holds part old, part new files. Every volsyncPoll the destination
+//     looks for completed transfers in <dataDir>/volsync/incoming/<address>/<syncID>/
+//     (transfer.json present: the source's "complete" control file), oldest first. A transfer
+//     whose key differs from the destination's is refused with an ack carrying the error, and
+//     the Synchronizing condition reports the refusal until a transfer is accepted (the
+//     source's handshake normally refuses a wrong key before any data moves). For an accepted
+//     transfer, with copyMethod Snapshot (or Clone), the destination creates a VolumeSnapshot of
+//     its PVC, named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the RD, and waits
+//     until the lab snapshotter (snapshot.go) reports it readyToUse; with Direct/None the latest
+//     image is the PVC itself. Only then does it set status.latestImage, lastSyncTime,
 //     lastSyncStartTime (when the source took its copy), lastSyncDuration and lastManualSync,
-//     and only after that status is stored does it write <syncID>/ack.json and delete the
-//     snapshots it owns other than the latest, as VolSync keeps one (snapshots labelled
-//     volsync.backube/do-not-delete are kept and released from the RD's ownership instead).
-//     Each step is observed again on the next pass (data gone means applied; the snapshot's
-//     name is derived from the syncID), so a crash anywhere repeats at most one step.
-//   - spec.paused stops receiving; a manual trigger accepts one transfer per new value (the
-//     mover of an upstream RD runs once per trigger); a schedule is not needed on this side
-//     and is ignored.
+//     and only after that status is stored does it write <syncID>/ack.json (the source sends
+//     nothing more until then, so the snapshot sees the complete sync). A cut transfer never
+//     completes: no snapshot, latestImage stays the last complete sync;
+//   - snapshots are cleaned up as upstream's (internal/controller/utils/cleanup.go): at a
+//     completed sync the previous latest image is labelled volsync.backube/cleanup=<rd uid>
+//     unless labelled volsync.backube/do-not-delete (any value), and once the status is stored
+//     the labelled snapshots are deleted; at every pass a snapshot labelled do-not-delete loses
+//     the RD's ownership and cleanup label, so neither the cleanup nor the RD's deletion
+//     removes it. Each step is observed again on the next pass (the snapshot's name is derived
+//     from the syncID), so a crash anywhere repeats at most one step.
+//   - spec.paused stops receiving and closes the listener (no mover runs); a manual trigger
+//     accepts one transfer per new value (the mover of an upstream RD runs once per trigger),
+//     the listener closed once it is served; a schedule is not needed on this side and is
+//     ignored.
 //
 // Source (ReplicationSource with spec.rsyncTLS.address and spec.sourcePVC, reconciled by the
 // storage of its cluster), with VolSync's trigger state machine
@@ -64,27 +73,36 @@ package storage
 //     key Secret is copied to the source's cluster by whoever sets up the pair (drover, a test,
 //     a person) without the destination's ownerReferences, which the garbage collector there
 //     would act on;
-//   - the copy: the source volume is copied under Images.Lock (a point-in-time copy that no
-//     record writer can tear; copyMethod Snapshot, Clone and Direct all take it this way) into
-//     <peerDataDir>/volsync/incoming/<address>/<rs-uid>-<start ns>/data, and transfer.json
-//     (key, bytes, start time) is renamed into place last to mark completion. The source then
-//     waits for ack.json (also while the peer is stopped: it then reports the peer
-//     unreachable); on an ack the sync completes as above and the transfer directory is
-//     removed. An ack with an error reports it and the sync is sent again later. Before
-//     sending a sync that an earlier pass started, the source reads it back from the API
-//     server: a cache that has not seen the last completion yet would send it twice.
+//   - the copy (volsync_rsync.go): the source volume is copied under Images.Lock (a
+//     point-in-time copy that no record writer can tear; copyMethod Snapshot, Clone and Direct
+//     all take it this way) into the source's staging directory, then written by the lab's
+//     rsync into the destination's volume in <peerDataDir>/volumes/ as rsync-tls does: a copy
+//     pass (files whose size or modification time differ, each to a temporary name renamed into
+//     place), then a delete pass, every file written or deleted taking the source's pace
+//     (annotation lab.drover.io/rsync-file-pace, DefaultRsyncPace). Stopping the source's
+//     cluster cuts it wherever it is; the source itself gives up when the peer's storage stops
+//     or the listener closes or changes. The transfer directory
+//     <peerDataDir>/volsync/incoming/<address>/<rs-uid>-<start ns>/ gets transfer.json (key,
+//     bytes, start time) last, to mark completion. The source then waits for ack.json (also
+//     while the peer is stopped: it then reports the peer unreachable); on an ack the sync
+//     completes as above and the transfer directory is removed. An ack with an error reports it
+//     and the sync is sent again later. Before sending a sync that an earlier pass started, the
+//     source reads it back from the API server: a cache that has not seen the last completion
+//     yet would send it twice.
 //
 // The transfer directory is the only record of a sync in flight, and every step reads it back:
 // a cluster that is stopped neither sends nor receives (its process is down), and after start
 // it continues from where it was. A source finding one of its own transfer directories without
-// transfer.json knows it is a copy torn by a stop (one reconcile per object at a time) and
-// removes it before copying again. At start the storage removes listeners (and their incoming
-// directories) of ReplicationDestinations deleted while it was down, and its staging directory.
+// transfer.json knows it is a sync cut by a stop (one reconcile per object at a time) and
+// removes it before syncing again, from the start (rsync's quick check skips what arrived).
+// At start the storage removes listeners (and their incoming directories) of
+// ReplicationDestinations deleted while it was down, and its staging directory.
 //
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
 // snapshots), the destination's serviceType, the mover settings (moverSecurityContext,
-// resources), rsync's delta transfer (every sync copies the whole volume), restic and rclone.
+// resources), rsync's delta transfer within a file (a changed file is copied whole), a mover
+// Job's retries, restic and rclone.
 
 import (
 	"context"
@@ -145,6 +163,12 @@ type listener struct {
 	Name      string    `json:"name"`
 	UID       types.UID `json:"uid"`
 	PSK       string    `json:"psk"`
+	// Volume is the handle of the destination PVC's volume, which the destination's mover has
+	// mounted and a source's rsync writes into; empty while the PVC is not bound.
+	Volume string `json:"volume,omitempty"`
+	// Closed says why the destination accepts no connection (no mover runs: paused, or its
+	// manual trigger served); empty while it accepts.
+	Closed string `json:"closed,omitempty"`
 }
 
 // transfer describes a completed copy in an incoming directory; it is written last.

@@ -29,10 +29,6 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
-// doNotDeleteLabel on a snapshot asks VolSync to keep it: the destination neither deletes it as
-// an older image nor keeps owning it (so deleting the destination keeps it too).
-const doNotDeleteLabel = "volsync.backube/do-not-delete"
-
 // rdScope is the state of one reconcile of a ReplicationDestination.
 type rdScope struct {
 	rd      *volsyncv1alpha1.ReplicationDestination
@@ -41,8 +37,10 @@ type rdScope struct {
 	pvcName string
 	keyName string
 	psk     string
+	// volume is the handle of the destination PVC's volume; empty while it is not bound.
+	volume string
 	// received: the receive phase ran, so pending names the snapshot of a transfer being
-	// applied (empty: none) and older snapshots may be pruned.
+	// applied (empty: none) and the snapshots marked for cleanup may be deleted.
 	received bool
 	pending  string
 	// acks are written once the status that records them is stored.
@@ -73,7 +71,7 @@ func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctr
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.ensureDestinationPVC, s.ensureDestinationKey, s.publishListener, s.receive)
+		s.relinquishSnapshots, s.ensureDestinationPVC, s.ensureDestinationKey, s.publishListener, s.receive)
 	res, err = settleVolSync(res, err, &rd.Status.Conditions, rd.Generation)
 	if perr := s.patchDestinationStatus(ctx, sc); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
@@ -114,6 +112,7 @@ func (s *store) ensureDestinationPVC(ctx context.Context, sc *rdScope) (ctrl.Res
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      spec.AccessModes,
 			StorageClassName: spec.StorageClassName,
+			VolumeMode:       spec.VolumeMode,
 			Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: *spec.Capacity},
 			},
@@ -171,26 +170,46 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
-// publishListener makes the destination reachable: the listener file for sources on the peer,
-// the address and key Secret in the status.
-func (s *store) publishListener(_ context.Context, sc *rdScope) (ctrl.Result, error) {
+// publishListener makes the destination reachable: the listener file for sources on the peer
+// (with the volume its mover has mounted, once the PVC is bound), the address and key Secret in
+// the status.
+func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
-	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk}
-	path := listenerPath(s.opts.DataDir, sc.address)
-	var have listener
-	if err := readJSON(path, &have); err != nil || have != want {
-		if err := writeJSON(path, want); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	rd.Status.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{
 		Address: ptr.To(sc.address), Port: ptr.To(rsyncTLSPort), KeySecret: ptr.To(sc.keyName),
 	}
-	return ctrl.Result{}, nil
+	pv, bindErr := s.boundVolume(ctx, rd.Namespace, sc.pvcName)
+	if bindErr == nil {
+		sc.volume = pv.Spec.CSI.VolumeHandle
+	}
+	return ctrl.Result{}, errors.Join(s.writeListener(sc), bindErr)
 }
 
-// receive applies the oldest completed transfer, one step per pass: data into the volume, a
-// snapshot of it, then the status (acks follow once the status is stored).
+// writeListener writes the destination's listener unless it is up to date.
+func (s *store) writeListener(sc *rdScope) error {
+	rd := sc.rd
+	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closedReason(rd)}
+	path := listenerPath(s.opts.DataDir, sc.address)
+	var have listener
+	if err := readJSON(path, &have); err == nil && have == want {
+		return nil
+	}
+	return writeJSON(path, want)
+}
+
+// closedReason says why no mover of the destination runs to accept a connection, or "".
+func closedReason(rd *volsyncv1alpha1.ReplicationDestination) string {
+	switch manual := manualTrigger(rd.Spec.Trigger); {
+	case rd.Spec.Paused:
+		return "spec.paused is set"
+	case manual != "" && rd.Status != nil && manual == rd.Status.LastManualSync:
+		return fmt.Sprintf("its spec.trigger.manual %q was served: change it to receive again", manual)
+	}
+	return ""
+}
+
+// receive takes the oldest completed transfer, one step per pass: a snapshot of the volume the
+// source wrote into, then the status (acks follow once the status is stored).
 func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
 	poll := ctrl.Result{RequeueAfter: volsyncPoll}
@@ -220,14 +239,9 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, msg)
 		return poll, nil
 	}
+	// The source wrote the data into the volume before it marked the transfer complete: the
+	// volume is consistent now, and stays so until this transfer is acknowledged.
 	sc.pending = snapshotNameFor(rd.Name, filepath.Base(dir), t.StartTime)
-	pv, err := s.boundVolume(ctx, rd.Namespace, sc.pvcName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := s.applyTransfer(ctx, dir, pv.Spec.CSI.VolumeHandle); err != nil {
-		return ctrl.Result{}, err
-	}
 	image, err := s.ensureLatestImage(ctx, sc)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -236,6 +250,9 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
 			fmt.Sprintf("Received %d bytes from %s; taking snapshot %s", t.Bytes, t.Source, sc.pending))
 		return poll, nil
+	}
+	if err := s.markOldImage(ctx, rd, image); err != nil {
+		return ctrl.Result{}, err
 	}
 	now := time.Now()
 	st := rd.Status
@@ -325,22 +342,6 @@ func snapshotNameFor(rdName, syncID string, start time.Time) string {
 	return fmt.Sprintf("volsync-%s-dst-%s-%s", rdName, start.UTC().Format("20060102150405"), hex.EncodeToString(sum[:3]))
 }
 
-// applyTransfer moves the transfer's data over the volume. Data already gone means a previous
-// pass applied it.
-func (s *store) applyTransfer(ctx context.Context, dir, handle string) error {
-	data := filepath.Join(dir, dataDirName)
-	if ok, err := exists(data); err != nil || !ok {
-		return err
-	}
-	unlock := s.images.Lock(handle)
-	defer unlock()
-	if err := ReplaceDir(data, s.images.VolumeDir(handle)); err != nil {
-		return fmt.Errorf("failed to apply transfer %s to volume %s: %w", filepath.Base(dir), handle, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("Applied transfer", "transfer", filepath.Base(dir), "volume", handle)
-	return nil
-}
-
 // ensureLatestImage returns the image that holds the applied transfer, nil while its snapshot
 // is being taken.
 func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.TypedLocalObjectReference, error) {
@@ -391,9 +392,15 @@ func (s *store) patchDestinationStatus(ctx context.Context, sc *rdScope) error {
 	return nil
 }
 
-// afterDestinationStatus runs once the status is stored: it answers the transfers and removes
-// the snapshots VolSync no longer keeps.
+// afterDestinationStatus runs once the status is stored: it closes the listener if the
+// destination stops accepting, answers the transfers and removes the snapshots marked for
+// cleanup.
 func (s *store) afterDestinationStatus(ctx context.Context, sc *rdScope) error {
+	if len(sc.acks) > 0 {
+		if err := s.writeListener(sc); err != nil {
+			return err
+		}
+	}
 	for _, a := range sc.acks {
 		if err := writeJSON(filepath.Join(a.dir, ackFile), a.ack); err != nil {
 			return err
@@ -402,35 +409,102 @@ func (s *store) afterDestinationStatus(ctx context.Context, sc *rdScope) error {
 	if !sc.received {
 		return nil
 	}
-	return s.pruneSnapshots(ctx, sc)
+	return s.cleanupSnapshots(ctx, sc.rd)
 }
 
-// pruneSnapshots deletes the snapshots the destination owns other than its latest image and
-// the one being taken, and releases those labelled do-not-delete.
-func (s *store) pruneSnapshots(ctx context.Context, sc *rdScope) error {
+// Snapshot cleanup as upstream's (backube/volsync internal/controller/utils/cleanup.go): when a
+// sync completes, the previous latest image is labelled for cleanup with the destination's uid
+// unless it is labelled do-not-delete; after the status is stored the labelled snapshots are
+// deleted. At every pass (replicationdestination_controller.go, before anything else) a snapshot
+// labelled do-not-delete loses the destination's ownership and its cleanup label, so neither
+// the cleanup nor the destination's deletion removes it: whoever set the label owns it now.
+const (
+	// doNotDeleteLabel on a snapshot asks VolSync to keep it; its value does not matter.
+	doNotDeleteLabel = "volsync.backube/do-not-delete"
+	// cleanupLabel marks a snapshot to delete at the end of a sync, with the owner's uid.
+	cleanupLabel = "volsync.backube/cleanup"
+)
+
+// relinquishSnapshots gives up the destination's ownership of the snapshots labelled
+// do-not-delete.
+func (s *store) relinquishSnapshots(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
-	keep := []string{sc.pending}
-	if img := rd.Status.LatestImage; img != nil && img.Kind == "VolumeSnapshot" {
-		keep = append(keep, img.Name)
-	}
 	list := &snapshotv1.VolumeSnapshotList{}
-	if err := s.client.List(ctx, list, client.InNamespace(rd.Namespace)); err != nil {
+	if err := s.client.List(ctx, list, client.InNamespace(rd.Namespace), client.HasLabels{doNotDeleteLabel}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to list snapshots in %s: %w", rd.Namespace, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		vs := &list.Items[i]
+		_, marked := vs.Labels[cleanupLabel]
+		owned := slices.ContainsFunc(vs.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == rd.UID })
+		if !owned && (!marked || vs.Labels[cleanupLabel] != string(rd.UID)) {
+			continue
+		}
+		patch := client.MergeFrom(vs.DeepCopy())
+		vs.OwnerReferences = slices.DeleteFunc(vs.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == rd.UID })
+		if vs.Labels[cleanupLabel] == string(rd.UID) {
+			delete(vs.Labels, cleanupLabel)
+		}
+		if err := s.client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("failed to release snapshot %s: %w", klog.KObj(vs), err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Released a snapshot labelled do-not-delete", "snapshot", klog.KObj(vs))
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// markOldImage labels the previous latest image for cleanup once image replaces it, unless it
+// is labelled do-not-delete.
+func (s *store) markOldImage(ctx context.Context, rd *volsyncv1alpha1.ReplicationDestination, image *corev1.TypedLocalObjectReference) error {
+	old := rd.Status.LatestImage
+	if old == nil || old.Kind != "VolumeSnapshot" || image.Kind != "VolumeSnapshot" || old.Name == image.Name {
+		return nil
+	}
+	vs := &snapshotv1.VolumeSnapshot{}
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: old.Name}, vs); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, keep := vs.Labels[doNotDeleteLabel]; keep || vs.Labels[cleanupLabel] == string(rd.UID) {
+		return nil
+	}
+	patch := client.MergeFrom(vs.DeepCopy())
+	metav1.SetMetaDataLabel(&vs.ObjectMeta, cleanupLabel, string(rd.UID))
+	if err := s.client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to mark snapshot %s for cleanup: %w", klog.KObj(vs), err)
+	}
+	return nil
+}
+
+// cleanupSnapshots deletes the snapshots marked for the destination's cleanup; one labelled
+// do-not-delete meanwhile is released instead, one another object owns too only loses the
+// destination's ownership.
+func (s *store) cleanupSnapshots(ctx context.Context, rd *volsyncv1alpha1.ReplicationDestination) error {
+	list := &snapshotv1.VolumeSnapshotList{}
+	if err := s.client.List(ctx, list, client.InNamespace(rd.Namespace), client.MatchingLabels{cleanupLabel: string(rd.UID)}); err != nil {
 		return fmt.Errorf("failed to list snapshots in %s: %w", rd.Namespace, err)
 	}
 	var errs []error
 	for i := range list.Items {
 		vs := &list.Items[i]
-		owner := metav1.GetControllerOf(vs)
-		if owner == nil || owner.UID != rd.UID || slices.Contains(keep, vs.Name) || vs.DeletionTimestamp != nil {
+		_, keep := vs.Labels[doNotDeleteLabel]
+		others := slices.ContainsFunc(vs.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID != rd.UID })
+		if vs.DeletionTimestamp != nil || (rd.Status.LatestImage != nil && rd.Status.LatestImage.Name == vs.Name) {
 			continue
 		}
-		if vs.Labels[doNotDeleteLabel] == "true" {
+		if keep || others {
 			patch := client.MergeFrom(vs.DeepCopy())
 			vs.OwnerReferences = slices.DeleteFunc(vs.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == rd.UID })
-			errs = append(errs, s.client.Patch(ctx, vs, patch))
+			if keep {
+				delete(vs.Labels, cleanupLabel)
+			}
+			errs = append(errs, client.IgnoreNotFound(s.client.Patch(ctx, vs, patch)))
 			continue
 		}
-		if err := s.client.Delete(ctx, vs); client.IgnoreNotFound(err) != nil {
+		// The precondition keeps a label added since the list (do-not-delete) from being lost.
+		err := s.client.Delete(ctx, vs, client.Preconditions{ResourceVersion: ptr.To(vs.ResourceVersion)})
+		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("failed to delete older snapshot %s: %w", klog.KObj(vs), err))
 			continue
 		}

@@ -1,7 +1,10 @@
 // Package volsync is the replication backend over VolSync's rsync-tls mover, for storage that
 // has no mirroring of its own: a ReplicationSource per PVC on the primary sends a snapshot of the
 // volume to a ReplicationDestination per PVC on the secondary, which keeps the latest received
-// image as a VolumeSnapshot (status.latestImage). Promotion restores the PVC from that snapshot.
+// image as a VolumeSnapshot (status.latestImage). Promotion restores the PVC from that snapshot,
+// never from the destination's volume, which rsync-tls writes in place and a cut sync leaves
+// mixed (PauseDestination stops the destination first; a kept PVC received into is marked
+// AnnotationReceivedBy, so the agent knows it for VolSync's replica and replaces it).
 //
 // # Names
 //
@@ -28,7 +31,8 @@
 // Primary → secondary:
 //   - every status.protectedPVCs[] entry of the primary's group whose backend is VolSync →
 //     spec.volSync.receivePVCs[] of the secondary's group (pvcNamespace ← namespace, pvcName ←
-//     name, storageClassName, accessModes, capacity).
+//     name, storageClassName, accessModes, capacity, volumeMode: a Block PVC is received as
+//     Block).
 //
 // Until a destination and its key are on the primary, Protect returns Retry with reason
 // VolSyncDestinationUnknown; that is the normal state of a primary right after a failover while

@@ -35,6 +35,12 @@ const (
 	// AnnotationFinalSyncOf on a DR-owned PVC names the PVC whose final sync it carries; the
 	// backend then uses that PVC's ReplicationSource.
 	AnnotationFinalSyncOf = "drover.io/final-sync-of"
+	// AnnotationReceivedBy on a PVC names the group (<namespace>/<name>) whose
+	// ReplicationDestination receives into it: from the moment EnsureDestination sets it (the
+	// PVC unused, its demotion done), the PVC's data is VolSync's replica, written in place by
+	// every sync and mixed after a cut one, no longer the application's. A promotion replaces
+	// such a PVC by one restored from the latest image; a PVC without the mark is never touched.
+	AnnotationReceivedBy = "drover.io/volsync-received-by"
 
 	// PSKKey is the key of the pre-shared key in a key Secret, as VolSync names it.
 	PSKKey = "psk.txt"
@@ -411,11 +417,13 @@ func SnapshotClassFor(classes []snapshotv1.VolumeSnapshotClass, driver string) (
 }
 
 // EnsureDestination makes the ReplicationDestination of a PVC this secondary receives: rsync-tls,
-// copyMethod Snapshot, the capacity, access modes and StorageClass of the primary's PVC, the
+// copyMethod Snapshot, the capacity, access modes, volume mode (a Block PVC is received as
+// Block) and StorageClass of the primary's PVC, the
 // VolumeSnapshotClass of the class's provisioner, and the key Secret KeySecretName (created with
 // a random key when missing, kept when it exists, as after an earlier role). destinationPVC, when
 // not empty, names an existing PVC to receive into (a PVC kept from this cluster's time as
-// primary, so each sync rolls it forward); otherwise VolSync makes its own. It returns the
+// primary, marked AnnotationReceivedBy first: it holds VolSync's replica from then on);
+// otherwise VolSync makes its own. It returns the
 // destination to report in status.volSyncDestinations once VolSync publishes the address.
 func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, rp v1alpha1.VolSyncReceivePVC, destinationPVC string) (*v1alpha1.VolSyncDestination, replication.Result) {
 	pvcKey := rp.PVCNamespace + "/" + rp.PVCName
@@ -440,10 +448,14 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		Capacity:                ptr.To(rp.Capacity),
 		StorageClassName:        ptr.To(rp.StorageClassName),
 		AccessModes:             rp.AccessModes,
+		VolumeMode:              rp.VolumeMode,
 		VolumeSnapshotClassName: ptr.To(snapClass),
 		KeySecret:               ptr.To(keyName),
 	}}
 	if destinationPVC != "" {
+		if res := b.markReceiving(ctx, vrg, rp.PVCNamespace, destinationPVC); !res.IsDone() {
+			return nil, res
+		}
 		want.RsyncTLS.DestinationPVC = ptr.To(destinationPVC)
 	}
 	key := client.ObjectKey{Namespace: rp.PVCNamespace, Name: rp.PVCName}
@@ -480,6 +492,43 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName,
 		Address: *rd.Status.RsyncTLS.Address, KeySecretName: keyName,
 	}, replication.Done()
+}
+
+// GroupKey is the value of AnnotationReceivedBy for the group.
+func GroupKey(vrg *v1alpha1.VolumeReplicationGroup) string { return vrg.Namespace + "/" + vrg.Name }
+
+// markReceiving sets AnnotationReceivedBy on the PVC a destination is to receive into, before
+// the destination names it.
+func (b *Backend) markReceiving(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) replication.Result {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get PVC %s/%s: %v", namespace, name, err))
+	}
+	if pvc.Annotations[AnnotationReceivedBy] == GroupKey(vrg) {
+		return replication.Done()
+	}
+	before := pvc.DeepCopy()
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, AnnotationReceivedBy, GroupKey(vrg))
+	if err := b.client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to mark PVC %s/%s as received into: %v", namespace, name, err))
+	}
+	return replication.Done()
+}
+
+// PauseDestination sets spec.paused on the group's ReplicationDestination of a PVC: VolSync
+// runs no mover for it, so no source can write into its volume nor replace its latest image.
+// A promotion pauses the destination it restores from, whose volume a PVC of the same name may
+// replace. EnsureDestination unpauses it.
+func (b *Backend) PauseDestination(ctx context.Context, rd *volsyncv1alpha1.ReplicationDestination) error {
+	if rd.Spec.Paused {
+		return nil
+	}
+	before := rd.DeepCopy()
+	rd.Spec.Paused = true
+	if err := b.client.Patch(ctx, rd, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to pause ReplicationDestination %s/%s: %w", rd.Namespace, rd.Name, err)
+	}
+	return nil
 }
 
 // ensureKeySecret creates the key Secret with a random key unless it exists (with a key).

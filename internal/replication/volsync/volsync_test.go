@@ -353,7 +353,8 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	ctx := context.Background()
 	vrg := group()
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: driver}
-	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))
+	kept := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}}
+	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)), kept)
 	b := New(cl, cl)
 	rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: "data", StorageClassName: "lab-file",
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi")}
@@ -380,6 +381,8 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	g.Expect(d).To(Equal(&v1alpha1.VolSyncDestination{PVCNamespace: "app", PVCName: "data", Address: "volsync-data.app.lab", KeySecretName: KeySecretName("db", "data")}))
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(rd), rd)).To(Succeed())
 	g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(HaveValue(Equal("data")), "a kept PVC becomes the destination's volume")
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+	g.Expect(kept.Annotations).To(HaveKeyWithValue(AnnotationReceivedBy, "app/db"), "the kept PVC is marked as VolSync's replica before it is named")
 	before := key.Data[PSKKey]
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(key), key)).To(Succeed())
 	g.Expect(key.Data[PSKKey]).To(Equal(before), "an existing key is kept")
@@ -418,4 +421,23 @@ func TestCleanupKeepsTheDestinationTheGroupStillReceives(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationSource{})).NotTo(Succeed(), "the source is removed")
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationDestination{})).To(Succeed(),
 		"the destination receiving the peer's PVC of that name stays")
+}
+
+func TestEnsureDestinationReceivesABlockPVCAsBlock(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: driver}
+	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))
+	b := New(cl, cl)
+	for _, c := range []struct {
+		name string
+		mode *corev1.PersistentVolumeMode
+	}{{"data", ptr.To(corev1.PersistentVolumeBlock)}, {"files", nil}} {
+		rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: c.name, StorageClassName: "lab-file",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"), VolumeMode: c.mode}
+		b.EnsureDestination(ctx, group(), rp, "")
+		rd := &volsyncv1alpha1.ReplicationDestination{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: c.name}, rd)).To(Succeed())
+		g.Expect(rd.Spec.RsyncTLS.VolumeMode).To(Equal(c.mode), "PVC %s", c.name)
+	}
 }

@@ -21,6 +21,10 @@ type ReplicationDestinationRsyncTLSSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinItems=1
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// volumeMode is the volume mode of the destination volume VolSync creates (Block or
+	// Filesystem); Filesystem when unset.
+	// +optional
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 	// volumeSnapshotClassName is the VolumeSnapshotClass used when copyMethod is Snapshot.
 	// +optional
 	VolumeSnapshotClassName *string `json:"volumeSnapshotClassName,omitempty"`

@@ -107,6 +107,11 @@ func (in *ReplicationDestinationRsyncTLSSpec) DeepCopyInto(out *ReplicationDesti
 		*out = make([]v1.PersistentVolumeAccessMode, len(*in))
 		copy(*out, *in)
 	}
+	if in.VolumeMode != nil {
+		in, out := &in.VolumeMode, &out.VolumeMode
+		*out = new(v1.PersistentVolumeMode)
+		**out = **in
+	}
 	if in.VolumeSnapshotClassName != nil {
 		in, out := &in.VolumeSnapshotClassName, &out.VolumeSnapshotClassName
 		*out = new(string)

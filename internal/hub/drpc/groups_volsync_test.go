@@ -1,0 +1,35 @@
+package drpc
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+func TestTheGroupsTakeThePolicysMoversAndTheSecondaryReceivesABlockPVCAsBlock(t *testing.T) {
+	g := NewWithT(t)
+	drpc := &v1alpha1.DRPlacementControl{}
+	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{VolSyncMovers: v1alpha1.VolSyncMoversPrivileged}}
+	spec := groupSpec(drpc, policy, v1alpha1.ReplicationStateSecondary, "", "")
+	g.Expect(spec.VolSync).NotTo(BeNil())
+	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the policy's movers reach the group")
+	g.Expect(groupSpec(drpc, &v1alpha1.DRPolicy{}, v1alpha1.ReplicationStateSecondary, "", "").VolSync).To(BeNil())
+
+	primary := &v1alpha1.VolumeReplicationGroup{
+		Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: v1alpha1.ReplicationStatePrimary},
+		Status: v1alpha1.VolumeReplicationGroupStatus{ProtectedPVCs: []v1alpha1.ProtectedPVC{{
+			Namespace: "app", Name: "raw", Backend: v1alpha1.BackendVolSync, StorageClassName: "lab-block",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: ptr.To(resource.MustParse("1Gi")),
+			VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+		}}},
+	}
+	handOff(&spec, nil, primary)
+	g.Expect(spec.VolSync.ReceivePVCs).To(HaveLen(1))
+	g.Expect(spec.VolSync.ReceivePVCs[0].VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)), "a Block PVC is received as Block")
+	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the hand-off keeps the movers")
+}

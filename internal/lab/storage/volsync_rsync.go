@@ -1,0 +1,291 @@
+package storage
+
+// The lab's rsync-tls data path, as unkind as the real one. Upstream's source mover
+// (backube/volsync mover-rsync-tls/client.sh) runs rsync against the destination mover's rsync
+// daemon, which writes straight into the destination PVC: a first pass copies every file that
+// differs (each file written to a temporary name and renamed, rsync's default), a second pass
+// deletes the files the source no longer has, and only then does the client send the
+// "complete" control file that lets the destination mover exit and the destination take its
+// snapshot. A source lost between the first file and that control file leaves the destination
+// PVC with some files new, some old, and files the source deleted still there; no snapshot is
+// taken, so only status.latestImage stays a consistent point.
+//
+// The lab does the same from the source's storage process: it takes the point-in-time copy of
+// the source volume (under Images.Lock, into its staging directory), then writes it file by
+// file into the destination's volume (named by the destination's listener, as the mover's
+// mount) in the peer's data directory, pacing every file it writes or deletes, and writes
+// transfer.json last, the control file. Killing the source's storage process (`drover lab
+// stop`) cuts the transfer wherever it is. The source checks the peer and the listener between
+// files and gives up, the volume left as it is, when the peer's storage stops or the
+// destination stops listening; its own process stopping (SIGTERM) ends it at once too.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+)
+
+const (
+	// RsyncPaceAnnotation on a ReplicationSource sets how long the lab's rsync takes for every
+	// file it writes or deletes at the destination, as a Go duration ("20ms"), so a test can
+	// cut a transfer mid-way; DefaultRsyncPace when absent or not valid.
+	RsyncPaceAnnotation = "lab.drover.io/rsync-file-pace"
+	// DefaultRsyncPace keeps a transfer of a few files within milliseconds, yet never instant.
+	DefaultRsyncPace = 2 * time.Millisecond
+	// maxRsyncPace keeps a mistyped pace from stalling a source for hours.
+	maxRsyncPace = 10 * time.Second
+	// rsyncCheckEvery is how often a transfer checks that the peer still runs and listens.
+	rsyncCheckEvery = 50 * time.Millisecond
+)
+
+// errTransferCut: the peer stopped, or stopped listening, while a transfer was writing.
+var errTransferCut = errors.New("transfer cut")
+
+// rsyncPace is the source's pace per file.
+func rsyncPace(rs *volsyncv1alpha1.ReplicationSource) time.Duration {
+	d, err := time.ParseDuration(rs.Annotations[RsyncPaceAnnotation])
+	if err != nil || d < 0 {
+		return DefaultRsyncPace
+	}
+	return min(d, maxRsyncPace)
+}
+
+// send copies the source volume at one point in time into the destination's volume, file by
+// file, then marks the transfer complete (transfer.json) for the destination to snapshot.
+func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+	rs := sc.rs
+	pv, err := s.boundVolume(ctx, rs.Namespace, rs.Spec.SourcePVC)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	handle := pv.Spec.CSI.VolumeHandle
+	l, err := s.openListener(sc.address)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	start := time.Now()
+	dir := filepath.Join(incomingPath(s.opts.PeerDataDir, sc.address), fmt.Sprintf("%s-%d", rs.UID, start.UnixNano()))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to create transfer %s: %w", filepath.Base(dir), err)
+	}
+	staging := stagingPath(s.opts.DataDir, filepath.Base(dir))
+	defer func() { _ = os.RemoveAll(staging) }()
+	n, err := s.copyPointInTime(handle, staging)
+	var st rsyncStats
+	if err == nil {
+		r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
+		st, err = r.sync(staging, VolumePath(s.opts.PeerDataDir, l.Volume))
+	}
+	if err == nil {
+		err = writeJSON(filepath.Join(dir, transferFile), transfer{
+			Source: fmt.Sprintf("%s/%s/%s", s.opts.Cluster, rs.Namespace, rs.Name),
+			PSK:    sc.psk, Bytes: n, StartTime: start, Manual: sc.manual,
+		})
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		if errors.Is(err, errTransferCut) {
+			return ctrl.Result{}, waitFor(volsyncRetry,
+				"The sync to %s was cut after %d files written and %d deleted (the peer stopped or stopped listening): its volume is left part old, part new; the next sync starts over",
+				sc.address, st.written, st.deleted)
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to send volume %s: %w", handle, err)
+	}
+	status := rs.Status
+	status.LastSyncStartTime = statusTime(start)
+	if sc.schedule != nil {
+		status.NextSyncTime = statusTime(sc.schedule.Next(start))
+	}
+	setSynchronizing(&status.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+		fmt.Sprintf("Sent %d bytes to %s: waiting for the destination to apply them", n, sc.address))
+	ctrl.LoggerFrom(ctx).Info("Sent volume", "volume", handle, "address", sc.address, "bytes", n,
+		"written", st.written, "deleted", st.deleted, "copy", time.Since(start).Round(time.Millisecond))
+	return ctrl.Result{RequeueAfter: volsyncPoll}, nil
+}
+
+// openListener reads the destination's listener for a transfer: it must accept connections and
+// name the volume its mover has mounted.
+func (s *store) openListener(address string) (listener, error) {
+	var l listener
+	if err := readJSON(listenerPath(s.opts.PeerDataDir, address), &l); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return l, waitFor(volsyncRetry, "No ReplicationDestination listens at %s on the peer cluster: check spec.rsyncTLS.address", address)
+		}
+		return l, err
+	}
+	switch {
+	case l.Closed != "":
+		return l, waitFor(volsyncRetry, "The destination at %s accepts no connection: %s", address, l.Closed)
+	case l.Volume == "":
+		return l, waitFor(volsyncRetry, "The destination at %s has no volume ready yet", address)
+	}
+	return l, nil
+}
+
+// stillListening reports whether the peer's storage runs and the destination still listens
+// with the volume the transfer writes into.
+func (s *store) stillListening(address string, was listener) bool {
+	if !s.images.PeerReachable() {
+		return false
+	}
+	var l listener
+	return readJSON(listenerPath(s.opts.PeerDataDir, address), &l) == nil && l.UID == was.UID && l.Volume == was.Volume && l.Closed == ""
+}
+
+// copyPointInTime copies a volume under its image lock, so no record writer tears the copy.
+func (s *store) copyPointInTime(handle, dst string) (int64, error) {
+	unlock := s.images.Lock(handle)
+	defer unlock()
+	return CopyTree(s.images.VolumeDir(handle), dst)
+}
+
+// rsyncRun is one rsync from a directory into another, written in place as rsync-tls does.
+type rsyncRun struct {
+	// ctx ends with the storage process: a stopped cluster's transfer ends where it is, as a
+	// mover's does when its cluster is lost, instead of running on through the shutdown.
+	ctx context.Context //nolint:containedctx // one run's lifetime, never stored beyond it
+	// pace is how long every file written or deleted takes.
+	pace time.Duration
+	// check is asked between files whether the transfer may go on; nil never stops.
+	check     func() bool
+	lastCheck time.Time
+	stats     rsyncStats
+}
+
+// rsyncStats counts what one rsync changed at the destination.
+type rsyncStats struct {
+	written, deleted int
+}
+
+// sync makes dst hold what src holds: a copy pass (files that differ in size or modification
+// time, each written to a temporary name and renamed), then a delete pass (what src lacks).
+func (r *rsyncRun) sync(src, dst string) (rsyncStats, error) {
+	if err := os.MkdirAll(dst, 0o750); err != nil {
+		return r.stats, err
+	}
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o750)
+		case d.Type().IsRegular():
+			return r.copyIfChanged(path, target)
+		}
+		return nil
+	})
+	if err == nil {
+		err = r.deleteExtra(src, dst)
+	}
+	return r.stats, err
+}
+
+// copyIfChanged copies one file unless the target has its size and modification time
+// (rsync's quick check), paced and checked.
+func (r *rsyncRun) copyIfChanged(src, target string) error {
+	si, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if ti, err := os.Stat(target); err == nil && ti.Mode().IsRegular() && ti.Size() == si.Size() && ti.ModTime().Equal(si.ModTime()) {
+		return nil
+	}
+	if err := r.step(); err != nil {
+		return err
+	}
+	if ti, err := os.Lstat(target); err == nil && ti.IsDir() {
+		if err := os.RemoveAll(target); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.rsync-%d", filepath.Base(target), time.Now().UnixNano()))
+	if _, err := copyFile(src, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Chtimes(tmp, si.ModTime(), si.ModTime()); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	r.stats.written++
+	return nil
+}
+
+// deleteExtra removes from dst, deepest first, what src does not hold (rsync's --delete pass).
+func (r *rsyncRun) deleteExtra(src, dst string) error {
+	var extra []string
+	err := filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dst, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		si, err := os.Lstat(filepath.Join(src, rel))
+		if errors.Is(err, os.ErrNotExist) || (err == nil && si.IsDir() != d.IsDir()) {
+			extra = append(extra, path)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(extra, func(a, b string) int { return -strings.Compare(a, b) })
+	for _, path := range extra {
+		if err := r.step(); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		r.stats.deleted++
+	}
+	return nil
+}
+
+// step paces one change and, every rsyncCheckEvery, asks whether the transfer may go on.
+func (r *rsyncRun) step() error {
+	if r.pace > 0 {
+		select {
+		case <-r.ctx.Done():
+		case <-time.After(r.pace):
+		}
+	}
+	if r.ctx.Err() != nil {
+		return errTransferCut
+	}
+	if r.check == nil || time.Since(r.lastCheck) < rsyncCheckEvery {
+		return nil
+	}
+	r.lastCheck = time.Now()
+	if !r.check() {
+		return errTransferCut
+	}
+	return nil
+}
