@@ -30,14 +30,6 @@ const (
 	// LabelVRGNamespace marks a VolumeReplication with the namespace of the group that made it.
 	LabelVRGNamespace = "drover.io/vrg-namespace"
 
-	// ReasonSplitBrain is the reason of a VolumeReplication's Degraded condition when its volume
-	// is primary on both clusters: the reason the csi-addons drivers drover targets and the lab's
-	// storage (internal/lab/storage.ReasonSplitBrain) use; drover does not import the lab.
-	ReasonSplitBrain = "SplitBrain"
-	// ReasonPeerIsPrimary is the reason of a VolumeReplication's Completed=False when the storage
-	// refuses a promotion because the reachable peer still holds the volume as primary.
-	ReasonPeerIsPrimary = "PeerIsPrimary"
-
 	// pollInterval is how soon to look again while the storage has not completed a request.
 	pollInterval = 2 * time.Second
 	// retryAfterError is how soon to retry after an API failure.
@@ -91,10 +83,7 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 		LastSyncDuration: vr.Status.LastSyncDuration,
 		LastSyncBytes:    vr.Status.LastSyncBytes,
 	}
-	if c := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionDegraded); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == ReasonSplitBrain {
-		st.SplitBrain = fmt.Sprintf("VolumeReplication %s: %s", key, c.Message)
-	}
+	st.Primary = vr.Status.State == replicationv1alpha1.PrimaryState
 	st.DemotedInSync = demotedInSync(vr)
 	return st, nil
 }
@@ -284,10 +273,6 @@ func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Resul
 	case vr.Status.ObservedGeneration < vr.Generation || completed == nil:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
-	case completed.Status != metav1.ConditionTrue && completed.Reason == ReasonPeerIsPrimary:
-		return replication.Retry(pollInterval, v1alpha1.ReasonPeerIsPrimary,
-			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s; demote the peer cluster's VolumeReplicationGroup first, or fail over with the peer stopped",
-				key, completed.Reason, completed.Message))
 	case completed.Status != metav1.ConditionTrue:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s", key, completed.Reason, completed.Message))
