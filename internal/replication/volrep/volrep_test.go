@@ -128,6 +128,14 @@ func TestProtectExplainsAMissingOrAmbiguousClass(t *testing.T) {
 				`create a VolumeReplicationClass with spec.provisioner block.lab.drover.io and parameters.schedulingInterval "7s"`},
 		},
 		{
+			name: "an interval no class expresses lists the classes seen with their intervals, and that ceph-csi takes only whole minutes",
+			classes: []client.Object{class("vrc-1m", driver, "1m", nil), class("vrc-1d", driver, "1d", nil),
+				class("vrc-odd", driver, "weekly", nil), class("other-7s", "other.csi.example", "7s", nil)},
+			wantReason: v1alpha1.ReasonNoReplicationClass,
+			wantIn: []string{`the classes of provisioner block.lab.drover.io seen are vrc-1d (24h0m0s), vrc-1m (1m0s), vrc-odd ("weekly", not an interval)`,
+				`ceph-csi accepts only whole minutes, hours or days, ^\d+[mhd]$, so no ceph-csi class can express 7s`},
+		},
+		{
 			name:       "a selector that excludes every class says so",
 			classes:    []client.Object{class("vrc-7s", driver, "7s", map[string]string{"tier": "gold"})},
 			volRep:     &v1alpha1.VolRepSpec{ReplicationClassSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}},
@@ -382,4 +390,17 @@ func TestStatusTellsADemotedVolumeInSyncOnlyByItsStoragesWordForThatGeneration(t
 			g.Expect(st.LastSyncTime).To(BeNil())
 		})
 	}
+}
+
+func TestClassIntervalsInCephCSIsFormMatchTheSameDuration(t *testing.T) {
+	g := NewWithT(t)
+	classes := []replicationv1alpha1.VolumeReplicationClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "daily"}, Spec: replicationv1alpha1.VolumeReplicationClassSpec{Provisioner: driver, Parameters: map[string]string{SchedulingIntervalParameter: "1d"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hourly"}, Spec: replicationv1alpha1.VolumeReplicationClassSpec{Provisioner: driver, Parameters: map[string]string{SchedulingIntervalParameter: "1h"}}},
+	}
+	g.Expect(MatchingClasses(classes, driver, 24*time.Hour)).To(Equal([]string{"daily"}))
+	g.Expect(MatchingClasses(classes, driver, time.Hour)).To(Equal([]string{"hourly"}))
+	g.Expect(cephInterval(48 * time.Hour)).To(Equal("2d"))
+	g.Expect(cephInterval(90 * time.Minute)).To(Equal("90m"))
+	g.Expect(cephInterval(30 * time.Second)).To(Equal("30s"))
 }
