@@ -16,9 +16,20 @@ import (
 // images primary or writers on both clusters, and the target holds every record written
 // before the failover was asked. Then back the same way, and unprotect.
 func TestAFailoverFromAClusterThatAnswersNeverMakesTwoWritablePrimaries(t *testing.T) {
+	for _, c := range []story.Case{
+		{Workload: story.StatefulSetKeepsPVCs, Policy: policyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: "story-failover-up"},
+		{Workload: story.DeploymentWithPVC, Policy: policyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.Placement, Namespace: "story-failover-up-placed"},
+	} {
+		t.Run(c.Name(), func(t *testing.T) { failoversFromReachable(t, c) })
+	}
+}
+
+// failoversFromReachable protects case c on east, fails it over to west and back with the
+// source up each time, unprotects it, and fails the test on any step's failure or any moment
+// of two writable primaries.
+func failoversFromReachable(t *testing.T, c story.Case) {
 	ctx := context.Background()
-	r := story.New(storyEnv(t), story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: policyVolRep,
-		StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: "story-failover-up"}, lab.East)
+	r := story.New(storyEnv(t), c, lab.East)
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
