@@ -127,12 +127,10 @@ const (
 	// ReasonFenceNotAvailable (DataReady): a relocation's demotion waits for the admission
 	// webhook that fences new consumers of the PVCs, which this agent runs without.
 	ReasonFenceNotAvailable = "FenceNotAvailable"
-	// ReasonPeerIsPrimary (DataReady, per PVC): the storage refuses to promote a volume because
-	// the peer cluster, which it can reach, still holds it as primary.
-	ReasonPeerIsPrimary = "PeerIsPrimary"
-	// ReasonSplitBrain (ClusterDataProtected): the storage reports a PVC primary on both
-	// clusters; the agent stops writing metadata so a stale primary never overwrites the new
-	// primary's.
+	// ReasonSplitBrain (ClusterDataProtected): a stale primary (see ReasonStalePrimary) whose
+	// storage still reports its PVCs primary: both clusters hold writable primaries. drover
+	// tells it from the stores' epochs and its own VolumeReplications' state (the storage says
+	// nothing of it); it writes nothing to any store until it is demoted.
 	ReasonSplitBrain = "SplitBrain"
 	// ReasonStalePrimary (ClusterDataProtected, KubeObjectsReady): a store's primary marker
 	// names another cluster with a newer epoch: this group is a stale primary (its cluster was
@@ -186,6 +184,9 @@ const (
 	EventFailoverStarted = "FailoverStarted"
 	// EventFailoverCompleted: a failover completed.
 	EventFailoverCompleted = "FailoverCompleted"
+	// EventPromotingWithoutDemotion (Warning): a failover promotes its target without having
+	// demoted the old primary, which stopped answering (or was declared lost) meanwhile.
+	EventPromotingWithoutDemotion = "PromotingWithoutDemotion"
 	// EventRelocateStarted: a relocation began.
 	EventRelocateStarted = "RelocateStarted"
 	// EventRelocateCompleted: a relocation completed.

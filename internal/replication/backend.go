@@ -103,9 +103,11 @@ type SyncStatus struct {
 	LastSyncTime     *metav1.Time
 	LastSyncDuration *metav1.Duration
 	LastSyncBytes    *int64
-	// SplitBrain, when not empty, is the storage's message that the volume is primary on both
-	// clusters; empty otherwise.
-	SplitBrain string
+	// Primary is true when the storage reports the volume primary (writable) on this cluster
+	// (VolRep: the VolumeReplication's status.state). The storage reports no split brain (with
+	// csi-addons a promotion is forced while the peer is primary): drover tells it from this and
+	// the stores' epochs.
+	Primary bool
 	// DemotedInSync is true when the volume is secondary, its storage acted on the demotion last
 	// asked and reports it in sync with its peer: every write made while it was primary has
 	// reached the peer (a relocation's final sync). A storage that reports no last sync for a

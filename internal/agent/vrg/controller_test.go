@@ -460,7 +460,7 @@ func TestASecondarysSyncWakesItsGroupOnlyWhileItWaitsForTheFinalSync(t *testing.
 	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second)))).To(BeFalse(),
 		"a settled secondary's status says nothing of its syncs")
 	degraded := synced(replicationv1alpha1.Secondary, t0.Add(5*time.Second))
-	degraded.Status.Conditions = append(degraded.Status.Conditions, metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "NeedsResync"})
+	degraded.Status.Conditions = append(degraded.Status.Conditions, metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "VolumeDegraded"})
 	g.Expect(wakes(synced(replicationv1alpha1.Secondary, t0), degraded)).To(BeTrue(), "the storage's other news wake it")
 	relabelled := synced(replicationv1alpha1.Secondary, t0)
 	relabelled.Labels = map[string]string{volrep.LabelVRGName: f.vrg.Name}

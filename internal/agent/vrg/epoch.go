@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +17,11 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// Fencing stale primaries through the stores (DESIGN.md, PVC rule 7). The storage's split brain
-// signal is symmetric (neither side can tell which one is stale) and VolSync has none, so the
-// stores carry the answer: each group's prefix holds a marker, primary.json, naming the cluster
+// Fencing stale primaries through the stores (DESIGN.md, PVC rule 7). The storage gives no split
+// brain signal (csi-addons forces a promotion while the peer is primary and reports it with no
+// reason of its own; and any such signal would be symmetric: neither side could tell which one is
+// stale) and VolSync has none, so the stores carry the answer: each group's prefix holds a
+// marker, primary.json, naming the cluster
 // whose primary last claimed the group and its epoch. A promotion claims epoch = max over every
 // readable store + 1; the claim is recorded on the group first (an annotation: it cannot be
 // re-observed, and an agent restarted mid-promotion must not claim again), then written to
@@ -328,8 +331,18 @@ func epochClaimOf(vrg *v1alpha1.VolumeReplicationGroup) (*epochClaim, error) {
 }
 
 // staleCondition is ClusterDataProtected of a stale primary: nothing is written to any store.
-func staleCondition(e *epochState) metav1.Condition {
-	return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonStalePrimary, staleMessage(e))
+// When its storage still reports PVCs primary here (primaries), both clusters hold writable
+// primaries of the group: a split brain. The storage never says so (csi-addons forces a
+// promotion while the peer is primary, and reports no reason for it); the stores' epochs say
+// that the peer was promoted after this group, and the VolumeReplications that this cluster's
+// volumes are still primary.
+func staleCondition(e *epochState, primaries []string) metav1.Condition {
+	if len(primaries) == 0 {
+		return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonStalePrimary, staleMessage(e))
+	}
+	return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonSplitBrain, fmt.Sprintf(
+		"split brain: the storage reports PVCs %s primary (writable) here, and cluster %s was promoted after this group: both clusters may hold writable primaries, and what the application writes here is discarded when this group is demoted. %s",
+		strings.Join(primaries, ", "), e.stale.Cluster, staleMessage(e)))
 }
 
 func staleMessage(e *epochState) string {

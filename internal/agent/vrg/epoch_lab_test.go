@@ -158,8 +158,11 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 		g.Expect(got.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
 		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonStalePrimary), c.Message)
-		g.Expect(c.Message).To(And(ContainSubstring("cluster west holds the group with epoch 2"),
+		// Its VolumeReplications are still primary: the agent tells the split brain from them and
+		// the stores' epochs (the storage reports none).
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonSplitBrain), c.Message)
+		g.Expect(c.Message).To(And(ContainSubstring("primary (writable) here, and cluster west was promoted after this group"),
+			ContainSubstring("cluster west holds the group with epoch 2"),
 			ContainSubstring("this group has epoch 1"), ContainSubstring("The hub demotes this group when it reaches it")))
 	}
 	g.Eventually(expectStale).Should(Succeed(), "east's agent reports its group a stale primary")

@@ -120,11 +120,6 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 			"the objects are not captured: "+staleMessage(sc.epoch)))
 		return ctrl.Result{}, nil
 	}
-	if len(sc.splitBrain) > 0 {
-		sc.kubeObjectsReady = ptrTo(condition(v1alpha1.ConditionKubeObjectsReady, false, v1alpha1.ReasonSplitBrain,
-			"the objects are not captured: the storage reports PVCs primary on both clusters, and this cluster may be the stale primary; demote the stale group (secondary, action Failover)"))
-		return ctrl.Result{}, nil
-	}
 	now := time.Now()
 	// A store caught up by the fence this pass gets this primary's capture at once.
 	if wait := captureDueIn(sc.vrg, sc.interval, r.written.collected(sc.vrg), now); wait > 0 && len(sc.epoch.caughtUpStores()) == 0 {

@@ -147,26 +147,6 @@ func (r *Reconciler) protectMetadata(ctx context.Context, sc *scope) (ctrl.Resul
 		sc.metadataDeferred = true
 		return ctrl.Result{}, nil
 	}
-	var splitBrain []string
-	for _, ps := range sc.pvcs {
-		if ps.sync.SplitBrain != "" {
-			splitBrain = append(splitBrain, ps.sync.SplitBrain)
-		}
-	}
-	if len(splitBrain) > 0 && sc.epoch.provenNewest() {
-		// Every store was read and none holds a newer claim: this group is the newest primary,
-		// and the other is the stale one, which the store fence stops.
-		ctrl.LoggerFrom(ctx).Info("Writing metadata despite a split brain: every store shows this group holds the newest epoch", "pvcs", len(splitBrain))
-	} else if len(splitBrain) > 0 {
-		// This cluster may be the stale primary: its metadata must never overwrite the new
-		// primary's. Without every store's marker neither side can tell which it is, so both
-		// stop writing until one is demoted.
-		sc.splitBrain = splitBrain
-	}
-	if len(sc.splitBrain) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Not writing metadata: the storage reports a split brain", "pvcs", len(sc.splitBrain))
-		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
-	}
 	objects, keep, err := metadataObjects(sc)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -21,17 +21,33 @@ import (
 // the application deletes such a PVC on the secondary (a GitOps tool prunes it with the
 // workload, a StatefulSet with persistentVolumeClaimRetentionPolicy whenDeleted: Delete is
 // removed from the old primary), the PVC is first demoted like any other (consumers gone, then
-// secondary with resync), and only then does its deletion complete; the replica stays: the PV keeps
-// reclaim policy Retain (so neither the PV nor its image is deleted) and the VolumeReplication
-// stays secondary. Restoring the original reclaim policy there, as unprotecting does, would
-// delete the only copy of the data on this cluster, and a later failover back would start from
-// an empty volume. The replica is cleaned up when the group is deleted (releaseKeptReplicas).
-// A VolSync PVC has no replica of its own (its secondary receives into VolSync's volumes): it is
-// unprotected as usual.
+// secondary with resync), and only then does its deletion complete; the replica stays: the PV
+// keeps reclaim policy Retain, so neither the PV nor its image is deleted. Restoring the
+// original reclaim policy there, as unprotecting does, would delete the only copy of the data
+// on this cluster, and a later failover back would start from an empty volume. The PVC's
+// VolumeReplication is deleted: csi-addons holds a PVC's deletion with its finalizer
+// replication.storage.openshift.io/pvc-protection until its VolumeReplication is gone
+// (finalizers.go), and a PVC left Terminating would collide with the one a failover back
+// restores. The PV is cleaned up when the group is deleted (releaseKeptReplicas). A VolSync PVC
+// has no replica of its own (its secondary receives into VolSync's volumes): it is unprotected
+// as usual.
 
 // keepReplica releases a VolRep PVC the application deleted on a secondary, once demotePVC
-// has made it secondary (so the storage resyncs it from the primary), keeping its replica.
-func (r *Reconciler) keepReplica(ctx context.Context, _ *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+// has made it secondary (so the storage resyncs it from the primary), keeping its replica: its
+// VolumeReplication is deleted (so the storage lets the PVC go), then drover's finalizer and
+// label are removed.
+func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(pvc), vr)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, fmt.Errorf("failed to get VolumeReplication %s: %w", klog.KObj(pvc), err)
+	case vr.DeletionTimestamp.IsZero() && ownVolumeReplication(sc, vr):
+		if err := r.Client.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("failed to delete VolumeReplication %s of deleted PVC %s: %w", klog.KObj(vr), klog.KObj(pvc), err)
+		}
+	}
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	delete(pvc.Labels, LabelProtectedBy)
@@ -40,6 +56,13 @@ func (r *Reconciler) keepReplica(ctx context.Context, _ *scope, pvc *corev1.Pers
 	}
 	ctrl.LoggerFrom(ctx).Info("Kept the replica of a PVC deleted on a secondary", "pvc", klog.KObj(pvc), "pv", pvc.Spec.VolumeName)
 	return true, nil
+}
+
+// ownVolumeReplication reports whether a VolumeReplication is the group's: labelled with it, or
+// with no group at all (made by hand or by an earlier agent, and adopted).
+func ownVolumeReplication(sc *scope, vr *replicationv1alpha1.VolumeReplication) bool {
+	name, ns := vr.Labels[volrep.LabelVRGName], vr.Labels[volrep.LabelVRGNamespace]
+	return (name == "" && ns == "") || (name == sc.vrg.Name && ns == sc.vrg.Namespace)
 }
 
 // backendOf names the backend that replicates a PVC; empty when none applies (unbound, no
@@ -68,7 +91,8 @@ func (r *Reconciler) backendOf(ctx context.Context, sc *scope, pvc *corev1.Persi
 }
 
 // releaseKeptReplicas removes, when the group is deleted, the replicas keepReplica kept: the
-// VolumeReplications of the group whose PVC is gone, and the reclaim policy of the group's PVs
+// VolumeReplications of the group whose PVC is gone or being deleted (one kept by an earlier
+// agent, or whose deletion failed), and the reclaim policy of the group's PVs
 // whose claim is gone is restored (so a Delete policy deletes them, as it would have). It reports
 // whether nothing is left. Both are listed from the API server, as reconcileDelete's PVCs are.
 func (r *Reconciler) releaseKeptReplicas(ctx context.Context, sc *scope) (bool, error) {

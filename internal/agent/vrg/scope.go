@@ -48,9 +48,6 @@ type scope struct {
 	// finalSyncPending names the PVs whose final sync from a DR-owned PVC is not finished
 	// (volsync_finalsync.go); finishRelocation records no final sync while any.
 	finalSyncPending []string
-	// splitBrain holds the storage's messages for PVCs primary on both clusters; while any,
-	// no metadata is written.
-	splitBrain []string
 	// epoch is what the store fence decided (epoch.go); nil on a secondary. A stale primary
 	// writes nothing to any store.
 	epoch *epochState

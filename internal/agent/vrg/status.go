@@ -52,11 +52,8 @@ func computeStatus(sc *scope, succeeded bool) {
 	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
 	dataProtected := dataProtectedCondition(sc.pvcs)
 	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
-	if len(sc.splitBrain) > 0 {
-		clusterData = splitBrainCondition(sc.splitBrain)
-	}
 	if sc.epoch.isStale() {
-		clusterData = staleCondition(sc.epoch)
+		clusterData = staleCondition(sc.epoch, primaryPVCs(sc.pvcs))
 	}
 	if sc.metadataDeferred {
 		clusterData = condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonProgressing,
@@ -300,13 +297,15 @@ func clusterDataProtectedCondition(stores []storeOutcome, pending []string, obje
 		fmt.Sprintf("the metadata (%d objects) is in S3 profiles %s", objects, strings.Join(ok, ", ")))
 }
 
-// splitBrainCondition says that the metadata is not written while the storage reports PVCs
-// primary on both clusters, and what to do.
-func splitBrainCondition(messages []string) metav1.Condition {
-	return condition(v1alpha1.ConditionClusterDataProtected, false, v1alpha1.ReasonSplitBrain, fmt.Sprintf(
-		"the metadata is not written to the S3 profiles: the storage reports PVCs primary on both clusters (%s); "+
-			"this cluster may be the stale primary and must not overwrite the new primary's metadata: demote the stale group (secondary, action Failover)",
-		strings.Join(messages, "; ")))
+// primaryPVCs names the PVCs whose storage reports them primary on this cluster.
+func primaryPVCs(pvcs []*pvcState) []string {
+	var out []string
+	for _, ps := range pvcs {
+		if ps.sync.Primary {
+			out = append(out, ps.key())
+		}
+	}
+	return out
 }
 
 // withoutSyncs clears the last sync of each PVC of a secondary's status. The primary's group

@@ -104,3 +104,76 @@ func TestANewDRPCWaitsForTheGroupLeftUnderItsNameToBeRemoved(t *testing.T) {
 	w.reconcile()
 	w.g.Expect(w.vrg("east")).NotTo(BeNil(), "once the old group is removed, the new one deploys")
 }
+
+// The storage forces a promotion while the peer is primary (csi-addons with ceph-csi), so a
+// failover whose old primary answers demotes it first and promotes only once its group is
+// Secondary for the failover's spec: never two writable primaries.
+func TestAFailoverDemotesAnOldPrimaryThatAnswersBeforePromoting(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
+	w.reconcile()
+	east := w.vrg("east")
+	w.g.Expect(east.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+	w.g.Expect(east.Spec.Action).To(Equal(v1alpha1.ActionFailover))
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "west is not promoted while east is primary")
+	d := w.drpc()
+	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.PhaseFailingOver))
+	w.g.Expect(d.Status.Progression).To(Equal(string(ProgressionDemotingSource)))
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("waiting for east, which answers, to be demoted before west is promoted"))
+
+	// East still has consumers, then reports Secondary for an older generation: still waiting.
+	w.agent("east", true)
+	w.reconcile()
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("PVCInUse"))
+
+	w.agent("east", false)
+	w.reconcile()
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary), "east is Secondary: west is promoted")
+	w.g.Expect(w.drpc().Status.Progression).To(Equal(string(ProgressionPromotingTarget)))
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).NotTo(ContainSubstring("without demoting"))
+	w.agent("west", false)
+	w.reconcile()
+	d = w.drpc()
+	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.PhaseFailedOver))
+	w.g.Expect(d.Status.CurrentPrimary).To(Equal("west"))
+	w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// The wait for the old primary's demotion is bounded by its answering: one that stops answering
+// meanwhile is treated as lost, and the DRPlacementControl says the target is promoted without
+// the demotion; a cluster declared lost is not waited for either.
+func TestAFailoverPromotesWithoutTheDemotionWhenTheOldPrimaryStopsAnsweringOrIsDeclaredLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(w *world)
+		says string
+	}{
+		{"it stops answering", func(w *world) { w.gw.SetDown("east", true) }, "west is promoted without demoting east first: east does not answer"},
+		{"it is declared lost", func(w *world) { w.declareLost("east") }, "west is promoted without demoting east first: east is declared lost (flooded)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, appDRPC())
+			w.deployed()
+			w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+				s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+			})
+			w.reconcile()
+			w.agent("east", true)
+			w.reconcile()
+			w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+
+			tc.lose(w)
+			w.reconcile()
+			w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
+			w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring(tc.says))
+			w.agent("west", false)
+			w.reconcile()
+			w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseFailedOver))
+			w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionFalse))
+		})
+	}
+}

@@ -36,6 +36,7 @@ const (
 	ProgressionWaitingForGroup  Progression = "WaitingForPrimary"
 	ProgressionWaitingForTarget Progression = "WaitingForTargetCluster"
 	ProgressionPromotingTarget  Progression = "PromotingTarget"
+	ProgressionDemotingSource   Progression = "DemotingSourceCluster"
 	ProgressionStoppingApp      Progression = "StoppingApplication"
 	ProgressionFinalSync        Progression = "DemotingForFinalSync"
 	ProgressionWaitingForSource Progression = "WaitingForSourceCluster"
@@ -283,9 +284,14 @@ func untilStale(sc *scope, primary *clusterView) (time.Duration, bool) {
 	return d, d > 0
 }
 
-// failingOver promotes the failover cluster's group without waiting for the old primary, which
-// may be lost; the old primary's group is demoted whenever it is reachable (first, when it is
-// reachable now: the storage refuses to promote while the peer holds a reachable primary).
+// failingOver promotes the failover cluster's group. The storage does not protect from two
+// primaries: csi-addons retries a refused promotion with force (ceph-csi refuses while the peer
+// is primary), so promoting while the old primary is reachable and still primary leaves both
+// writable. So with the old primary reachable the hub demotes it first (its agent removes the
+// workload, then demotes with resync) and promotes only once the old group reports Secondary
+// for its current spec. An old primary that is unreachable, or stops answering while it is
+// being demoted, or is declared lost, is not waited for: the target is promoted at once, and
+// the old primary is demoted whenever it is reachable again (settled).
 func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	st := &sc.drpc.Status
 	target, old := sc.view(st.ActionTarget), sc.view(sc.peer(st.ActionTarget))
@@ -299,13 +305,28 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 		sc.waiting = fmt.Sprintf("failover target %s is unreachable: %v", target.name, target.err)
 		return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
 	}
+	keep := sc.keepUnacknowledged(old.name)
+	if waiting := demotionAwaited(sc, old); waiting != "" {
+		st.Progression = string(ProgressionDemotingSource)
+		sc.waiting = waiting
+		if err := r.place(ctx, sc, keep...); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
 	st.Progression = string(ProgressionPromotingTarget)
+	if sc.before.Status.Progression == string(ProgressionDemotingSource) && !secondary(old.vrg) {
+		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventPromotingWithoutDemotion, "Promoting %s without demoting %s first: %s",
+			target.name, old.name, withoutDemotion(sc, old))
+	}
 	if err := r.ensureGroup(ctx, sc, target, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover, "")); err != nil {
 		return ctrl.Result{}, err
 	}
-	keep := sc.keepUnacknowledged(old.name)
 	ok, waiting := promoted(target.name, target.vrg)
 	if !ok {
+		if why := withoutDemotion(sc, old); why != "" {
+			waiting += fmt.Sprintf("; %s is promoted without demoting %s first: %s", target.name, old.name, why)
+		}
 		sc.waiting = waiting
 		if err := r.place(ctx, sc, keep...); err != nil {
 			return ctrl.Result{}, err
@@ -318,6 +339,36 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	r.complete(sc, v1alpha1.PhaseFailedOver)
 	return r.settled(ctx, sc)
+}
+
+// demotionAwaited says what a failover waits for before it may promote: the old primary, while
+// it answers and is not declared lost, demoted (its group Secondary at its current generation,
+// or gone: nothing there can be primary then). Empty when the target may be promoted: the old
+// primary is demoted, or unreachable (lost), or was promoted already (the target group is
+// primary: a failover that promoted once never waits again).
+func demotionAwaited(sc *scope, old *clusterView) string {
+	target := sc.view(sc.drpc.Status.ActionTarget)
+	switch {
+	case target.vrg != nil && target.vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && target.vrg.Spec.Action == v1alpha1.ActionFailover:
+		return ""
+	case !old.reachable() || sc.lost[old.name] != "" || old.vrg == nil || secondary(old.vrg):
+		return ""
+	}
+	return fmt.Sprintf("waiting for %s, which answers, to be demoted before %s is promoted (the storage would force the promotion and leave two writable primaries): %s; "+
+		"if %s cannot demote (its agent is down), stop it or declare it lost (DRCluster spec.lost) to promote without it",
+		old.name, target.name, notYet(old.name, old.vrg, v1alpha1.ConditionDataReady), old.name)
+}
+
+// withoutDemotion says why a failover promotes its target without the old primary demoted
+// first; empty when it is not so.
+func withoutDemotion(sc *scope, old *clusterView) string {
+	switch {
+	case sc.lost[old.name] != "":
+		return fmt.Sprintf("%s is declared lost (%s); it is demoted as soon as it is reachable", old.name, sc.lost[old.name])
+	case !old.reachable():
+		return fmt.Sprintf("%s does not answer (%v), so it is treated as lost; it is demoted as soon as it is reachable", old.name, old.err)
+	}
+	return ""
 }
 
 // relocating moves the application with no data loss: the application is stopped on the

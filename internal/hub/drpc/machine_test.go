@@ -408,6 +408,10 @@ func TestAFailoverOvertakesARelocationButNotTheReverse(t *testing.T) {
 	d := w.drpc()
 	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.PhaseFailingOver))
 	w.g.Expect(w.vrg("east").Spec.Action).To(Equal(v1alpha1.ActionFailover))
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "east answers: it is demoted first")
+	// East never demotes (the consumer stays); it stops answering: west is promoted without it.
+	w.gw.SetDown("east", true)
+	w.reconcile()
 	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
 
 	// Relocating back while the failover runs is postponed, with the reason.

@@ -5,7 +5,9 @@
 //     source when one is named), deletes released volumes, marks VolumeAttachments attached.
 //   - images.go: image state beside each volume (role, epoch, resync, last mirror), the peer's
 //     reachability, point-in-time copies and atomic replacement.
-//   - volrep.go: csi-addons VolumeReplication, modelled on RBD snapshot mirroring.
+//   - volrep*.go: csi-addons VolumeReplication as the csi-addons controller drives ceph-csi
+//     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
+//     pvc-protection finalizer and annotation.
 //   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
 //     VolumeSnapshots.
 //   - writer.go: workload writers that append checksummed records for pods labelled

@@ -1,20 +1,41 @@
 package storage
 
-// The lab's csi-addons VolumeReplication semantics, modelled on RBD snapshot mirroring:
+// The lab's csi-addons VolumeReplication semantics, modelled on RBD snapshot mirroring driven by
+// the csi-addons controller (csi-addons/kubernetes-csi-addons d4d7fea4,
+// internal/controller/replication.storage/) with ceph-csi (internal/csi-addons/rbd/replication.go):
 //
 //   - primary: the local image is writable; every schedulingInterval of its
-//     VolumeReplicationClass (parameter "schedulingInterval", a Go duration, default 1m) a
+//     VolumeReplicationClass (parameter "schedulingInterval": ceph-csi's form, a number and m, h
+//     or d, or, for the lab's speed, a Go duration of at least a second; default 1m) a
 //     point-in-time copy is taken under the image lock and applied atomically on the peer's
 //     image, which becomes a read-only secondary with the primary's epoch.
-//   - promotion raises the image's epoch. It is refused while the peer is reachable and holds
-//     the image as primary; while the peer is unreachable it succeeds (a force promotion).
+//   - promotion raises the image's epoch and always succeeds. csi-addons asks without force
+//     first; ceph-csi answers FailedPrecondition while the peer's image is not a demoted,
+//     synced secondary (the peer is unreachable, or still primary), and csi-addons retries at
+//     once with force (markVolumeAsPrimary, volumePromotionKnownErrors). So a promotion while
+//     the peer holds a reachable primary makes both images primary and both writable: the
+//     storage never protects a caller from two primaries.
+//   - two primaries never mirror (neither is a mirror of the other): each reports
+//     Replicating Unknown (ceph-csi finds no last sync in the remote status) and its
+//     lastSyncTime stops advancing; Degraded stays False (Healthy), as csi-addons sets it on a
+//     primary. The same holds for a primary whose peer was promoted after it (a newer epoch)
+//     and for a primary whose peer is unreachable.
 //   - secondary: the image is read-only and receives the peer primary's mirror. Demoting a
 //     primary first makes the image read-only and then, when the peer is reachable, sends a
 //     final mirror, so a relocation carries every write. A primary demoted after its peer was
 //     promoted with a newer epoch has diverged (a split brain): it needs a resync, which
 //     autoResync or replicationState "resync" grants, and then the peer's next mirror replaces
 //     its data.
-//   - two reachable primaries never mirror; both report Degraded with reason SplitBrain.
+//   - conditions and reasons are csi-addons' own (status.go): after a demotion Completed True
+//     (Demoted), Degraded True (VolumeDegraded) and Resyncing while the resync runs, then
+//     Degraded False (Healthy) and Resyncing False (NotResyncing) once the peer holds every
+//     write; a secondary reports no lastSyncTime; a request that cannot be served is Completed
+//     False (FailedToPromote, FailedToDemote) with Degraded True (Error).
+//   - the PVC: as csi-addons does (finalizers.go, pvc.go), the controller annotates the PVC with
+//     replication.storage.openshift.io/volume-replication-name and adds the finalizer
+//     replication.storage.openshift.io/pvc-protection, and removes both only when the
+//     VolumeReplication is deleted: a PVC deleted while its VolumeReplication exists stays
+//     Terminating.
 //
 // The storage of a stopped cluster runs no controller, so it neither sends nor receives; its
 // peer sees it unreachable through the liveness lock.
@@ -24,10 +45,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +65,13 @@ const (
 	defaultSchedulingInterval   = time.Minute
 	minSchedulingInterval       = time.Second
 
-	volRepFinalizer = "lab.drover.io/volume-replication"
+	// VolumeReplicationFinalizer is the finalizer csi-addons puts on a VolumeReplication.
+	VolumeReplicationFinalizer = "replication.storage.openshift.io"
+	// PVCProtectionFinalizer is the finalizer csi-addons puts on a replicated PVC, removed only
+	// when its VolumeReplication is deleted.
+	PVCProtectionFinalizer = "replication.storage.openshift.io/pvc-protection"
+	// VolumeReplicationNameAnnotation names, on a replicated PVC, the VolumeReplication that owns it.
+	VolumeReplicationNameAnnotation = "replication.storage.openshift.io/volume-replication-name"
 
 	// volRepStatusRefresh is how often a VolumeReplication's status is refreshed while nothing
 	// else is due (a secondary learns of received mirrors this way).
@@ -58,22 +85,26 @@ const (
 	volRepWorkers = 2
 )
 
-// Reasons of the lab's VolumeReplication conditions.
+// Reasons of the VolumeReplication conditions: csi-addons' own
+// (api/replication.storage/v1alpha1/volumereplication_types.go), and no other.
 const (
-	ReasonPromoted      = "Promoted"
-	ReasonForcePromoted = "ForcePromoted"
-	ReasonDemoted       = "Demoted"
-	ReasonPeerIsPrimary = "PeerIsPrimary"
-	ReasonSplitBrain    = "SplitBrain"
-	ReasonNeedsResync   = "NeedsResync"
-	// ReasonFinalMirrorPending: demoted, the final mirror not sent yet.
-	ReasonFinalMirrorPending = "FinalMirrorPending"
-	ReasonResyncing          = "Resyncing"
-	ReasonPeerNeedsSync      = "PeerNeedsResync"
-	ReasonPeerDown           = "PeerUnreachable"
-	ReasonHealthy            = "Healthy"
-	ReasonInvalid            = "Invalid"
-	ReasonVolumeNotReady     = "VolumeNotReady"
+	ReasonPromoted        = "Promoted"
+	ReasonDemoted         = "Demoted"
+	ReasonFailedToPromote = "FailedToPromote"
+	ReasonFailedToDemote  = "FailedToDemote"
+	ReasonError           = "Error"
+	ReasonVolumeDegraded  = "VolumeDegraded"
+	ReasonHealthy         = "Healthy"
+	ReasonResyncTriggered = "ResyncTriggered"
+	ReasonNotResyncing    = "NotResyncing"
+	ReasonReplicating     = "Replicating"
+)
+
+// Operations recorded in an image's state (ImageState.Operation): how its role last changed.
+const (
+	opPromoted      = "Promoted"
+	opForcePromoted = "ForcePromoted"
+	opDemoted       = "Demoted"
 )
 
 func setupVolRep(mgr ctrl.Manager, s *store) error {
@@ -98,7 +129,7 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if !vr.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, s.deleteVolRep(ctx, vr)
 	}
-	if controllerutil.AddFinalizer(vr, volRepFinalizer) {
+	if controllerutil.AddFinalizer(vr, VolumeReplicationFinalizer) {
 		if err := s.client.Update(ctx, vr); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to VolumeReplication %s: %w", req.NamespacedName, err)
 		}
@@ -119,17 +150,24 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 	return result, nil
 }
 
-// volRepPhase resolves the image and runs the asked operation, recording the outcome in the
-// VolumeReplication's status.
+// volRepPhase protects the PVC, resolves the image and runs the asked operation, recording the
+// outcome in the VolumeReplication's status.
 func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, error) {
-	handle, interval, problem, err := s.resolveImage(ctx, sc.vr)
+	problem, err := s.protectPVC(ctx, sc.vr)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	var handle string
+	var interval time.Duration
+	if problem == "" {
+		if handle, interval, problem, err = s.resolveImage(ctx, sc.vr); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if problem != "" {
 		sc.vr.Status.State = replicationv1alpha1.UnknownState
 		sc.vr.Status.Message = problem
-		setVRCondition(sc.vr, replicationv1alpha1.ConditionCompleted, false, ReasonVolumeNotReady, problem)
+		setFailedCondition(sc.vr, problem)
 		return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
 	}
 	sc.handle, sc.interval = handle, interval
@@ -140,9 +178,24 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 		return s.secondary(sc)
 	default:
 		msg := fmt.Sprintf("replicationState %q is not primary, secondary or resync", sc.vr.Spec.ReplicationState)
-		setVRCondition(sc.vr, replicationv1alpha1.ConditionCompleted, false, ReasonInvalid, msg)
+		sc.vr.Status.Message = msg
+		setFailedCondition(sc.vr, msg)
 		return ctrl.Result{}, nil
 	}
+}
+
+// ParseSchedulingInterval parses a VolumeReplicationClass's schedulingInterval: ceph-csi's form
+// (a number and m, h or d: "5m", "1h", "1d"), or, which ceph-csi refuses but the lab accepts for
+// its speed, a Go duration ("5s").
+func ParseSchedulingInterval(raw string) (time.Duration, error) {
+	if n := len(raw); n > 1 && raw[n-1] == 'd' {
+		days, err := strconv.ParseUint(raw[:n-1], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of days", raw)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(raw)
 }
 
 // resolveImage finds the image behind the VolumeReplication's PVC and its class's interval.
@@ -157,33 +210,51 @@ func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.Volume
 	}
 	interval = defaultSchedulingInterval
 	if raw, ok := class.Spec.Parameters[SchedulingIntervalParameter]; ok {
-		d, perr := time.ParseDuration(raw)
+		d, perr := ParseSchedulingInterval(raw)
 		if perr != nil || d < minSchedulingInterval {
-			return "", 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
+			return "", 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a number of minutes, hours or days (5m, 1h, 1d) or a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
 		}
 		interval = d
 	}
-	if vr.Spec.DataSource.Kind != "PersistentVolumeClaim" {
-		return "", 0, fmt.Sprintf("dataSource kind %q is not supported; only PersistentVolumeClaim", vr.Spec.DataSource.Kind), nil
-	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: vr.Spec.DataSource.Name}, pvc); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return "", 0, fmt.Sprintf("PVC %s/%s not found", vr.Namespace, vr.Spec.DataSource.Name), nil
-		}
-		return "", 0, "", err
-	}
-	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return "", 0, fmt.Sprintf("PVC %s/%s is not bound yet", pvc.Namespace, pvc.Name), nil
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return "", 0, "", fmt.Errorf("failed to get PV %s: %w", pvc.Spec.VolumeName, err)
+	pv, problem, err := s.boundPV(ctx, vr)
+	if problem != "" || err != nil {
+		return "", 0, problem, err
 	}
 	if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) || pv.Spec.CSI.Driver != class.Spec.Provisioner {
 		return "", 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
 	}
 	return pv.Spec.CSI.VolumeHandle, interval, "", nil
+}
+
+// boundPV returns the PV of the VolumeReplication's PVC, or why there is none yet.
+func (s *store) boundPV(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (*corev1.PersistentVolume, string, error) {
+	pvc, problem, err := s.sourcePVC(ctx, vr)
+	if problem != "" || err != nil {
+		return nil, problem, err
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return nil, fmt.Sprintf("PVC %s/%s is not bound yet", pvc.Namespace, pvc.Name), nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := s.client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return nil, "", fmt.Errorf("failed to get PV %s: %w", pvc.Spec.VolumeName, err)
+	}
+	return pv, "", nil
+}
+
+// sourcePVC returns the VolumeReplication's PVC, or why there is none.
+func (s *store) sourcePVC(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (*corev1.PersistentVolumeClaim, string, error) {
+	if vr.Spec.DataSource.Kind != "PersistentVolumeClaim" {
+		return nil, fmt.Sprintf("dataSource kind %q is not supported; only PersistentVolumeClaim", vr.Spec.DataSource.Kind), nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: vr.Spec.DataSource.Name}, pvc); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, fmt.Sprintf("PVC %s/%s not found", vr.Namespace, vr.Spec.DataSource.Name), nil
+		}
+		return nil, "", err
+	}
+	return pvc, "", nil
 }
 
 // observe reads the image's local state and, when the peer is reachable, the peer's.
@@ -205,16 +276,11 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if local.Role != RolePrimary {
-		if peerUp && peer.Role == RolePrimary {
-			msg := fmt.Sprintf("image %s is primary on the peer cluster: demote it there before promoting here", sc.handle)
-			vr.Status.State = stateOf(local)
-			vr.Status.Message = msg
-			setVRCondition(vr, replicationv1alpha1.ConditionCompleted, false, ReasonPeerIsPrimary, msg)
-			return ctrl.Result{RequeueAfter: volRepStatusRefresh}, nil
-		}
-		operation := ReasonPromoted
-		if !peerUp {
-			operation = ReasonForcePromoted
+		// Promoted without force only when the peer's image is a secondary that holds every
+		// write; otherwise ceph-csi answers FailedPrecondition and csi-addons forces it.
+		operation := opPromoted
+		if !peerUp || peer.Role != RoleSecondary || peer.FinalMirrorPending {
+			operation = opForcePromoted
 		}
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
@@ -226,43 +292,46 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	setCompleted(vr, local)
+	setPromotedConditions(vr, local)
 	vr.Status.State = replicationv1alpha1.PrimaryState
-	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonHealthy, "")
+	vr.Status.Message = ""
 
-	var requeue time.Duration
-	switch {
-	case !peerUp:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonPeerDown, "the peer cluster's storage is unreachable; mirroring resumes when it returns")
-		requeue = volRepStatusRefresh
-	case peer.Role == RolePrimary:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonSplitBrain,
-			fmt.Sprintf("image %s is primary on both clusters (epochs %d here, %d on the peer): demote the stale one", sc.handle, local.Epoch, peer.Epoch))
-		requeue = volRepStatusRefresh
-	case peer.Epoch > local.Epoch:
-		// The peer was promoted after this primary and then had its mirroring disabled (its
-		// VolumeReplication deleted): its image is no replica to overwrite, as RBD mirroring
-		// never overwrites an image that is not a mirror of this one. This primary is stale.
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonSplitBrain,
-			fmt.Sprintf("image %s was promoted on the peer after this primary (epochs %d here, %d on the peer) and is no longer mirrored there: this primary is stale, demote it", sc.handle, local.Epoch, peer.Epoch))
-		requeue = volRepStatusRefresh
-	case peer.NeedsResync:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonPeerNeedsSync, "the peer's image diverged and waits for a resync before it receives mirrors")
-		requeue = volRepStatusRefresh
-	default:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, false, ReasonHealthy, "")
+	requeue := volRepStatusRefresh
+	if problem := notMirroring(sc.handle, peerUp, peer, local); problem != "" {
+		setReplicatingCondition(vr, metav1.ConditionUnknown, "replication status is unknown: "+problem)
+	} else {
 		if due := nextMirror(local, sc.interval); !due.After(sc.now) {
 			if local, err = s.mirror(sc.handle, local.Epoch); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
+		setReplicatingCondition(vr, metav1.ConditionTrue, "is replicating")
 		requeue = max(time.Until(nextMirror(local, sc.interval)), 100*time.Millisecond)
 	}
-	vr.Status.Message = ""
-	setSyncStatus(vr, local)
+	// As csi-addons does, a last sync the storage cannot report leaves the one reported before.
+	if local.LastSyncTime != nil || vr.Status.LastSyncTime == nil {
+		setSyncStatus(vr, local)
+	}
 	return ctrl.Result{RequeueAfter: min(requeue, sc.interval)}, nil
 }
 
+// notMirroring says why a primary image cannot mirror to its peer now; empty when it can.
+func notMirroring(handle string, peerUp bool, peer, local ImageState) string {
+	switch {
+	case !peerUp:
+		return "the peer cluster's storage is unreachable; mirroring resumes when it returns"
+	case peer.Role == RolePrimary:
+		return fmt.Sprintf("split-brain: image %s is primary on both clusters (epochs %d here, %d on the peer)", handle, local.Epoch, peer.Epoch)
+	case peer.Epoch > local.Epoch:
+		// The peer was promoted after this primary and then had its mirroring disabled (its
+		// VolumeReplication deleted): its image is no replica to overwrite, as RBD mirroring
+		// never overwrites an image that is not a mirror of this one.
+		return fmt.Sprintf("image %s was promoted on the peer after this primary (epochs %d here, %d on the peer) and is not a mirror of it", handle, local.Epoch, peer.Epoch)
+	case peer.NeedsResync:
+		return "the peer's image diverged and waits for a resync before it receives mirrors"
+	}
+	return ""
+}
 func nextMirror(st ImageState, interval time.Duration) time.Time {
 	if st.LastSyncTime == nil {
 		return time.Time{}
@@ -316,7 +385,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		unlock := s.images.Lock(sc.handle)
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Role, st.NeedsResync = RoleSecondary, diverged
-			st.Operation, st.OperationTime = ReasonDemoted, &sc.now
+			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
 		})
 		unlock()
@@ -329,7 +398,6 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	setCompleted(vr, local)
 	resync := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
 	if local.NeedsResync && resync {
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
@@ -342,25 +410,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	}
 	vr.Status.State = replicationv1alpha1.SecondaryState
 	vr.Status.Message = ""
-	switch {
-	case local.NeedsResync:
-		msg := "the image diverged from the peer's primary (split brain): set replicationState to resync or autoResync to discard local changes"
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonNeedsResync, msg)
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonNeedsResync, msg)
-	case local.FinalMirrorPending:
-		msg := "demoted, but the final mirror of the writes made as primary has not reached the peer yet (the peer is unreachable or not ready): it is sent when the peer can take it"
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, true, ReasonFinalMirrorPending, msg)
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonFinalMirrorPending, msg)
-	case local.LastSyncTime == nil:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, false, ReasonHealthy, "")
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, true, ReasonResyncing, "waiting for the first mirror from the primary")
-	default:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, false, ReasonHealthy, "")
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, false, ReasonHealthy, "")
-	}
-	if vr.Spec.ReplicationState == replicationv1alpha1.Resync && !local.NeedsResync {
-		setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, ReasonResyncing, "resync granted: the peer primary's next mirror replaces the local data")
-	}
+	setDemotedConditions(vr, local)
 	// As csi-addons does, a secondary reports no last sync: the primary's VolumeReplication
 	// does, and a demoted volume's Degraded False says that it is in sync with its peer.
 	vr.Status.LastSyncTime, vr.Status.LastSyncDuration, vr.Status.LastSyncBytes = nil, nil, nil
@@ -384,10 +434,12 @@ func (s *store) finalMirror(handle string, local ImageState, peerUp bool, peer I
 	return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
 }
 
-// deleteVolRep disables mirroring of the image: a primary becomes an ordinary writable
-// volume; a secondary stays read-only until a VolumeReplication promotes it.
+// deleteVolRep disables mirroring of the image (a primary becomes an ordinary writable volume;
+// a secondary stays read-only until a VolumeReplication promotes it), then releases the PVC as
+// csi-addons does: its annotation and pvc-protection finalizer go, then the VolumeReplication's
+// finalizer.
 func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) error {
-	if !controllerutil.ContainsFinalizer(vr, volRepFinalizer) {
+	if !controllerutil.ContainsFinalizer(vr, VolumeReplicationFinalizer) {
 		return nil
 	}
 	handle, _, problem, err := s.resolveImage(ctx, vr)
@@ -403,43 +455,14 @@ func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.Volume
 			return err
 		}
 	}
-	controllerutil.RemoveFinalizer(vr, volRepFinalizer)
+	if err := s.releasePVC(ctx, vr); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(vr, VolumeReplicationFinalizer)
 	if err := s.client.Update(ctx, vr); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
-}
-
-// setCompleted derives the Completed condition from the image's last role change, at every
-// reconcile, so it survives a status written from a stale cache.
-func setCompleted(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
-	messages := map[string]string{
-		ReasonPromoted:      "image promoted to primary",
-		ReasonForcePromoted: "image force-promoted to primary: the peer cluster was unreachable",
-		ReasonDemoted:       "image demoted to secondary",
-	}
-	reason := st.Operation
-	if _, ok := messages[reason]; !ok {
-		reason = ReasonPromoted
-		if st.Role == RoleSecondary {
-			reason = ReasonDemoted
-		}
-	}
-	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, true, reason, messages[reason])
-	if st.OperationTime != nil {
-		vr.Status.LastCompletionTime = &metav1.Time{Time: *st.OperationTime}
-	}
-}
-
-func stateOf(st ImageState) replicationv1alpha1.State {
-	switch st.Role {
-	case RolePrimary:
-		return replicationv1alpha1.PrimaryState
-	case RoleSecondary:
-		return replicationv1alpha1.SecondaryState
-	default:
-		return replicationv1alpha1.UnknownState
-	}
 }
 
 func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
@@ -451,16 +474,6 @@ func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
 	vr.Status.LastSyncTime = &metav1.Time{Time: *st.LastSyncTime}
 	vr.Status.LastSyncDuration = &metav1.Duration{Duration: st.LastSyncDuration}
 	vr.Status.LastSyncBytes = &bytes
-}
-
-func setVRCondition(vr *replicationv1alpha1.VolumeReplication, condType string, status bool, reason, msg string) {
-	s := metav1.ConditionFalse
-	if status {
-		s = metav1.ConditionTrue
-	}
-	apimeta.SetStatusCondition(&vr.Status.Conditions, metav1.Condition{
-		Type: condType, Status: s, Reason: reason, Message: msg, ObservedGeneration: vr.Generation,
-	})
 }
 
 // patchStatusIfChanged patches the status of vr from before, and sends nothing when the patch

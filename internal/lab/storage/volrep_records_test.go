@@ -64,7 +64,7 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonForcePromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
 	}).Should(Succeed())
 
 	promoted, err := records.Verify(westDir)

@@ -169,12 +169,35 @@ func getVR(g Gomega, ctx context.Context, cl client.Client, namespace, name stri
 	return vr
 }
 
-func conditionReason(vr *replicationv1alpha1.VolumeReplication, condType string) string {
+// upstreamReasons are the reasons the csi-addons controller sets, by condition type
+// (internal/controller/replication.storage/status.go at d4d7fea4).
+var upstreamReasons = map[string][]string{
+	replicationv1alpha1.ConditionCompleted:   {"Promoted", "Demoted", "FailedToPromote", "FailedToDemote", "FailedToResync"},
+	replicationv1alpha1.ConditionDegraded:    {"Healthy", "VolumeDegraded", "Error"},
+	replicationv1alpha1.ConditionResyncing:   {"NotResyncing", "ResyncTriggered", "FailedToResync"},
+	replicationv1alpha1.ConditionValidated:   {"PrerequisiteMet", "PrerequisiteNotMet"},
+	replicationv1alpha1.ConditionReplicating: {"Replicating", "NotReplicating"},
+}
+
+// conditionReason returns a condition's status and reason, once every condition of vr is shown
+// to be of a type csi-addons sets, with one of its reasons for that type.
+func conditionReason(g Gomega, vr *replicationv1alpha1.VolumeReplication, condType string) string {
+	for _, c := range vr.Status.Conditions {
+		g.Expect(upstreamReasons[c.Type]).To(ContainElement(c.Reason),
+			"VolumeReplication %s/%s: condition %s has reason %q, which csi-addons never sets", vr.Namespace, vr.Name, c.Type, c.Reason)
+	}
 	c := apimeta.FindStatusCondition(vr.Status.Conditions, condType)
 	if c == nil {
 		return ""
 	}
 	return string(c.Status) + "/" + c.Reason
+}
+
+func conditionMessage(vr *replicationv1alpha1.VolumeReplication, condType string) string {
+	if c := apimeta.FindStatusCondition(vr.Status.Conditions, condType); c != nil {
+		return c.Message
+	}
+	return ""
 }
 
 func setReplicationState(g Gomega, ctx context.Context, cl client.Client, namespace, name string, state replicationv1alpha1.ReplicationState, autoResync bool) {
@@ -198,8 +221,8 @@ func TestPrimaryMirrorsItsImageToThePeerEveryInterval(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
 		g.Expect(vr.Status.LastSyncTime).NotTo(BeNil())
 		g.Expect(*vr.Status.LastSyncBytes).To(BeNumerically(">", 0))
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("first", "written before protection"))
@@ -228,8 +251,8 @@ func TestPrimaryMirrorsItsImageToThePeerEveryInterval(t *testing.T) {
 
 // The failover story at the storage level: the primary is lost, the peer is force-promoted
 // with the data of the last mirror, the old primary returns as a split brain, is demoted with
-// autoResync and converges to the new primary's data; a second promotion while the peer is
-// primary is refused; a demotion sends a final mirror so the next promotion loses nothing.
+// autoResync and converges to the new primary's data; a demotion sends a final mirror so the
+// next promotion loses nothing and needs no force.
 func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
@@ -251,8 +274,10 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonForcePromoted))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonPeerDown))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionCompleted)).To(ContainSubstring("retried with force"))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + storage.ReasonReplicating))
 	}).Should(Succeed(), "west is force-promoted while east is down")
 	g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(map[string]string{"synced": "before the last mirror"}),
 		"west holds everything up to the last mirror and nothing after")
@@ -261,34 +286,37 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonSplitBrain))
-	}).Should(Succeed(), "the returning old primary reports the split brain and mirrors nothing")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + storage.ReasonReplicating))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionReplicating)).To(ContainSubstring("split-brain"))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/"+storage.ReasonHealthy), "csi-addons never reports a primary Degraded but for a failed promotion")
+	}).Should(Succeed(), "the returning old primary reports that it cannot replicate, and mirrors nothing")
 	g.Expect(readFiles(g, volumeDir(lab.West, handle))).NotTo(HaveKey("unsynced"))
 
 	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Secondary, true)
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonNotResyncing))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
 		g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(Equal(readFiles(g, volumeDir(lab.West, handle))))
 	}).Should(Succeed(), "the demoted old primary discards its divergence and takes west's data")
 	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKey("west"))
-
-	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Primary, true)
-	g.Eventually(func(g Gomega) {
-		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonPeerIsPrimary))
-		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-	}).Should(Succeed(), "a second primary is refused while the peer is reachable and primary")
 
 	// Relocation back: west demotes (a final mirror), then east is promoted without force.
 	writeFile(g, volumeDir(lab.West, handle), "final", "written just before the demotion")
 	setReplicationState(g, ctx, west, ns, "data", replicationv1alpha1.Secondary, false)
 	g.Eventually(func(g Gomega) {
+		vr := getVR(g, ctx, west, ns, "data")
+		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+	}).Should(Succeed(), "west is demoted and its final mirror sent")
+	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Primary, false)
+	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
-	}).Should(Succeed(), "east is promoted once west is secondary")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionCompleted)).NotTo(ContainSubstring("force"))
+	}).Should(Succeed(), "east is promoted without force once west is secondary and synced")
 	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKeyWithValue("final", "written just before the demotion"),
 		"the demotion's final mirror carried the last write")
 	fmt.Fprintln(os.Stderr, "volrep failover story done")

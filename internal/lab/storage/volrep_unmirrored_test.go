@@ -46,8 +46,9 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonSplitBrain))
-	}).Should(Succeed(), "the returning stale primary reports itself stale")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + storage.ReasonReplicating))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionReplicating)).To(ContainSubstring("promoted on the peer after this primary"))
+	}).Should(Succeed(), "the returning stale primary reports that it cannot replicate")
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(want))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "for three mirror intervals, east mirrors nothing over west's image")
@@ -62,9 +63,10 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 }
 
 // A primary demoted while its peer is down cannot send its final mirror: it reports itself
-// Degraded (FinalMirrorPending) rather than in sync, as csi-addons reports a demoted volume
-// until its last snapshot reached the peer, and sends the mirror when the peer returns; only
-// then is it Degraded False. A secondary reports no last sync (csi-addons does not either).
+// Degraded (VolumeDegraded) and Resyncing rather than in sync, as csi-addons reports a demoted
+// volume until its storage says the resync is done, and sends the mirror when the peer returns;
+// only then is it Degraded False and Resyncing False. A secondary reports no last sync
+// (csi-addons does not either).
 func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
@@ -81,8 +83,10 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonFinalMirrorPending))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonVolumeDegraded))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + storage.ReasonResyncTriggered))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(BeEmpty(), "a secondary has no Replicating condition")
 		g.Expect(vr.Status.LastSyncTime).To(BeNil(), "a secondary reports no last sync")
 	}).Should(Succeed(), "demoted, the final mirror waits for the peer")
 	g.Expect(imageState(g, lab.East, handle).FinalMirrorPending).To(BeTrue())
@@ -90,7 +94,9 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Expect(testLab.Start(ctx, lab.West)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonNotResyncing))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("last", "written after the last mirror"))
 	}).Should(Succeed(), "the returning peer receives the final mirror, and only then is the demoted volume in sync")
 	g.Expect(imageState(g, lab.East, handle).FinalMirrorPending).To(BeFalse())

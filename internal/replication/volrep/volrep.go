@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,14 +30,6 @@ const (
 	LabelVRGName = "drover.io/vrg-name"
 	// LabelVRGNamespace marks a VolumeReplication with the namespace of the group that made it.
 	LabelVRGNamespace = "drover.io/vrg-namespace"
-
-	// ReasonSplitBrain is the reason of a VolumeReplication's Degraded condition when its volume
-	// is primary on both clusters: the reason the csi-addons drivers drover targets and the lab's
-	// storage (internal/lab/storage.ReasonSplitBrain) use; drover does not import the lab.
-	ReasonSplitBrain = "SplitBrain"
-	// ReasonPeerIsPrimary is the reason of a VolumeReplication's Completed=False when the storage
-	// refuses a promotion because the reachable peer still holds the volume as primary.
-	ReasonPeerIsPrimary = "PeerIsPrimary"
 
 	// pollInterval is how soon to look again while the storage has not completed a request.
 	pollInterval = 2 * time.Second
@@ -91,10 +84,7 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 		LastSyncDuration: vr.Status.LastSyncDuration,
 		LastSyncBytes:    vr.Status.LastSyncBytes,
 	}
-	if c := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionDegraded); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == ReasonSplitBrain {
-		st.SplitBrain = fmt.Sprintf("VolumeReplication %s: %s", key, c.Message)
-	}
+	st.Primary = vr.Status.State == replicationv1alpha1.PrimaryState
 	st.DemotedInSync = demotedInSync(vr)
 	return st, nil
 }
@@ -246,9 +236,9 @@ func (b *Backend) selectClass(ctx context.Context, pc *replication.PVCContext) (
 			filter = fmt.Sprintf(" with labels matching %q (spec.volRep.replicationClassSelector)", selector.String())
 		}
 		return "", replication.Failed(v1alpha1.ReasonNoReplicationClass, fmt.Sprintf(
-			"no VolumeReplicationClass%s has provisioner %s and parameter %s %q for PVC %s/%s of StorageClass %s: create a VolumeReplicationClass with spec.provisioner %s and parameters.%s %q",
+			"no VolumeReplicationClass%s has provisioner %s and parameter %s %q for PVC %s/%s of StorageClass %s; %s: create a VolumeReplicationClass with spec.provisioner %s and parameters.%s %q%s",
 			filter, driver, SchedulingIntervalParameter, pc.Interval, pc.PVC.Namespace, pc.PVC.Name, pc.StorageClassName,
-			driver, SchedulingIntervalParameter, pc.Interval))
+			classesSeen(classes.Items, driver), driver, SchedulingIntervalParameter, cephInterval(pc.Interval), cephAdvice(pc.Interval)))
 	default:
 		return "", replication.Failed(v1alpha1.ReasonReplicationClassAmbiguous, fmt.Sprintf(
 			"VolumeReplicationClasses %s all have provisioner %s and %s %q for PVC %s/%s of StorageClass %s: label the one to use and set spec.volRep.replicationClassSelector",
@@ -256,16 +246,77 @@ func (b *Backend) selectClass(ctx context.Context, pc *replication.PVCContext) (
 	}
 }
 
+// ParseSchedulingInterval parses a VolumeReplicationClass's schedulingInterval: ceph-csi's form,
+// a number and m, h or d ("5m", "1h", "1d": the only form ceph-csi accepts), or a Go duration
+// ("90s"), which other drivers may take (csi-addons passes the parameter through untouched).
+func ParseSchedulingInterval(raw string) (time.Duration, error) {
+	if n := len(raw); n > 1 && raw[n-1] == 'd' {
+		days, err := strconv.ParseUint(raw[:n-1], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of days", raw)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(raw)
+}
+
+// cephInterval writes an interval in ceph-csi's form when it has one (whole days, hours or
+// minutes), else as a Go duration.
+func cephInterval(d time.Duration) string {
+	switch {
+	case d > 0 && d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d > 0 && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d > 0 && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// cephAdvice warns when an interval has no form ceph-csi accepts.
+func cephAdvice(d time.Duration) string {
+	if d > 0 && d%time.Minute == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (ceph-csi accepts only whole minutes, hours or days, ^\\d+[mhd]$, so no ceph-csi class can express %s: give the DRPolicy a schedulingInterval of whole minutes)", d)
+}
+
+// classesSeen lists the classes of a driver with their intervals, for a person choosing one.
+func classesSeen(classes []replicationv1alpha1.VolumeReplicationClass, driver string) string {
+	var seen []string
+	for _, c := range classes {
+		if c.Spec.Provisioner != driver {
+			continue
+		}
+		raw, ok := c.Spec.Parameters[SchedulingIntervalParameter]
+		switch d, err := ParseSchedulingInterval(raw); {
+		case !ok:
+			seen = append(seen, c.Name+" (no "+SchedulingIntervalParameter+")")
+		case err != nil:
+			seen = append(seen, fmt.Sprintf("%s (%q, not an interval)", c.Name, raw))
+		default:
+			seen = append(seen, fmt.Sprintf("%s (%s)", c.Name, d))
+		}
+	}
+	if len(seen) == 0 {
+		return fmt.Sprintf("the classes seen have no class of provisioner %s", driver)
+	}
+	slices.Sort(seen)
+	return fmt.Sprintf("the classes of provisioner %s seen are %s", driver, strings.Join(seen, ", "))
+}
+
 // MatchingClasses returns, sorted, the names of the classes whose provisioner is driver and whose
 // schedulingInterval parameter is interval. Intervals compare as durations, so "60s" matches
-// "1m"; a class without the parameter or with an unparsable one does not match.
+// "1m" and "1d" matches "24h"; a class without the parameter or with an unparsable one does not
+// match.
 func MatchingClasses(classes []replicationv1alpha1.VolumeReplicationClass, driver string, interval time.Duration) []string {
 	var names []string
 	for _, c := range classes {
 		if c.Spec.Provisioner != driver {
 			continue
 		}
-		d, err := time.ParseDuration(c.Spec.Parameters[SchedulingIntervalParameter])
+		d, err := ParseSchedulingInterval(c.Spec.Parameters[SchedulingIntervalParameter])
 		if err != nil || d != interval {
 			continue
 		}
@@ -284,10 +335,6 @@ func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Resul
 	case vr.Status.ObservedGeneration < vr.Generation || completed == nil:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
-	case completed.Status != metav1.ConditionTrue && completed.Reason == ReasonPeerIsPrimary:
-		return replication.Retry(pollInterval, v1alpha1.ReasonPeerIsPrimary,
-			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s; demote the peer cluster's VolumeReplicationGroup first, or fail over with the peer stopped",
-				key, completed.Reason, completed.Message))
 	case completed.Status != metav1.ConditionTrue:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("VolumeReplication %s is not primary yet: %s: %s", key, completed.Reason, completed.Message))

@@ -128,6 +128,14 @@ func TestProtectExplainsAMissingOrAmbiguousClass(t *testing.T) {
 				`create a VolumeReplicationClass with spec.provisioner block.lab.drover.io and parameters.schedulingInterval "7s"`},
 		},
 		{
+			name: "an interval no class expresses lists the classes seen with their intervals, and that ceph-csi takes only whole minutes",
+			classes: []client.Object{class("vrc-1m", driver, "1m", nil), class("vrc-1d", driver, "1d", nil),
+				class("vrc-odd", driver, "weekly", nil), class("other-7s", "other.csi.example", "7s", nil)},
+			wantReason: v1alpha1.ReasonNoReplicationClass,
+			wantIn: []string{`the classes of provisioner block.lab.drover.io seen are vrc-1d (24h0m0s), vrc-1m (1m0s), vrc-odd ("weekly", not an interval)`,
+				`ceph-csi accepts only whole minutes, hours or days, ^\d+[mhd]$, so no ceph-csi class can express 7s`},
+		},
+		{
 			name:       "a selector that excludes every class says so",
 			classes:    []client.Object{class("vrc-7s", driver, "7s", map[string]string{"tier": "gold"})},
 			volRep:     &v1alpha1.VolRepSpec{ReplicationClassSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}},
@@ -190,7 +198,6 @@ func TestObservePrimaryWaitsForTheStorage(t *testing.T) {
 		reason string
 	}{
 		{"not observed yet", replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: replicationv1alpha1.VolumeReplicationStatus{ObservedGeneration: 1}}, false, "waiting for the storage", ""},
-		{"refused because the peer is primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{Conditions: completed(metav1.ConditionFalse, "PeerIsPrimary")}}, false, "not primary yet: PeerIsPrimary: image is primary on the peer cluster; demote the peer cluster's VolumeReplicationGroup first", v1alpha1.ReasonPeerIsPrimary},
 		{"completed but not primary", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.SecondaryState, Conditions: completed(metav1.ConditionTrue, "Demoted")}}, false, `reports state "Secondary"`, ""},
 		{"primary and completed", replicationv1alpha1.VolumeReplication{Status: replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, Conditions: completed(metav1.ConditionTrue, "Promoted")}}, true, "", ""},
 	}
@@ -316,29 +323,23 @@ func TestDemoteCreatesASecondaryVolumeReplicationWhenThePVCHasNone(t *testing.T)
 	g.Expect(vr.Spec.VolumeReplicationClass).To(Equal("vrc-5s"))
 }
 
-func TestStatusReportsASplitBrainOnlyFromTheDegradedCondition(t *testing.T) {
+func TestStatusReportsTheVolumePrimaryOnlyFromItsState(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		degraded  *metav1.Condition
-		wantSplit bool
+		name        string
+		state       replicationv1alpha1.State
+		wantPrimary bool
 	}{
-		{name: "a healthy replication reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Healthy"}},
-		{name: "another degradation reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "PeerDown"}},
-		{name: "a resolved split brain reports none", degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonSplitBrain}},
-		{name: "Degraded with reason SplitBrain reports it with the storage's message", wantSplit: true,
-			degraded: &metav1.Condition{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonSplitBrain, Message: "primary on both"}},
+		{name: "a primary volume is primary", state: replicationv1alpha1.PrimaryState, wantPrimary: true},
+		{name: "a secondary volume is not", state: replicationv1alpha1.SecondaryState},
+		{name: "a volume of unknown state is not", state: replicationv1alpha1.UnknownState},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"}}
-			vr.Status.Conditions = []metav1.Condition{*tc.degraded}
+			vr.Status.State = tc.state
 			st, err := New(newClient(t, vr)).Status(context.Background(), pvcContext(5*time.Second, nil))
 			g.Expect(err).NotTo(HaveOccurred())
-			if tc.wantSplit {
-				g.Expect(st.SplitBrain).To(Equal("VolumeReplication app/data-db-0: primary on both"))
-			} else {
-				g.Expect(st.SplitBrain).To(BeEmpty())
-			}
+			g.Expect(st.Primary).To(Equal(tc.wantPrimary))
 		})
 	}
 }
@@ -389,4 +390,17 @@ func TestStatusTellsADemotedVolumeInSyncOnlyByItsStoragesWordForThatGeneration(t
 			g.Expect(st.LastSyncTime).To(BeNil())
 		})
 	}
+}
+
+func TestClassIntervalsInCephCSIsFormMatchTheSameDuration(t *testing.T) {
+	g := NewWithT(t)
+	classes := []replicationv1alpha1.VolumeReplicationClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "daily"}, Spec: replicationv1alpha1.VolumeReplicationClassSpec{Provisioner: driver, Parameters: map[string]string{SchedulingIntervalParameter: "1d"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hourly"}, Spec: replicationv1alpha1.VolumeReplicationClassSpec{Provisioner: driver, Parameters: map[string]string{SchedulingIntervalParameter: "1h"}}},
+	}
+	g.Expect(MatchingClasses(classes, driver, 24*time.Hour)).To(Equal([]string{"daily"}))
+	g.Expect(MatchingClasses(classes, driver, time.Hour)).To(Equal([]string{"hourly"}))
+	g.Expect(cephInterval(48 * time.Hour)).To(Equal("2d"))
+	g.Expect(cephInterval(90 * time.Minute)).To(Equal("90m"))
+	g.Expect(cephInterval(30 * time.Second)).To(Equal("30s"))
 }
