@@ -52,8 +52,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	} else if !done {
 		pending = true
 	}
-	if err := r.setMoverPrivileges(ctx, sc.vrg, false); err != nil {
-		errs = append(errs, err)
+	if _, recorded := sc.vrg.Annotations[AnnotationPrivilegedMovers]; recorded {
+		if err := r.setMoverPrivileges(ctx, sc.vrg, false); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		if err := r.deleteStoredGroup(ctx, sc, profile); err != nil {

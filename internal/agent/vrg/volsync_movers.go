@@ -53,12 +53,29 @@ func moverAnnotations(annotations map[string]string, group string, want bool) (m
 	return annotations, false
 }
 
-// volSyncMovers sets or removes the privileged-movers annotation of the protected namespaces as
-// the group's spec asks.
+// AnnotationPrivilegedMovers on a group records that it annotated its protected namespaces for
+// privileged movers. The agent reads namespaces uncached, so a settled pass reads none: only a
+// change of the policy's wish (or the group's deletion) reads and patches them.
+const AnnotationPrivilegedMovers = "drover.io/privileged-movers"
+
+// volSyncMovers sets or removes the privileged-movers annotation of the protected namespaces when
+// the group's wish differs from what it recorded.
 func (r *Reconciler) volSyncMovers(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	return ctrl.Result{}, r.setMoverPrivileges(ctx, sc.vrg, privilegedMovers(sc.vrg) && sc.vrg.DeletionTimestamp.IsZero())
+	want := privilegedMovers(sc.vrg)
+	if _, recorded := sc.vrg.Annotations[AnnotationPrivilegedMovers]; r.volSync() == nil || want == recorded {
+		return ctrl.Result{}, nil
+	}
+	if err := r.setMoverPrivileges(ctx, sc.vrg, want); err != nil {
+		return ctrl.Result{}, err
+	}
+	value := ""
+	if want {
+		value = "true"
+	}
+	return ctrl.Result{}, r.annotate(ctx, sc, AnnotationPrivilegedMovers, value)
 }
 
+// setMoverPrivileges annotates (want) or un-annotates the group's protected namespaces.
 func (r *Reconciler) setMoverPrivileges(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, want bool) error {
 	if r.volSync() == nil {
 		return nil
