@@ -14,10 +14,12 @@ package storage
 //     volsync-<rd>-dst from capacity, accessModes and storageClassName, owned by the RD;
 //   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
 //     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
-//   - it publishes status.rsyncTLS.address (volsync-<rd>.<namespace>.lab, derived from the
-//     RD's name so it stays the same across restarts), port 8000 and keySecret, and a listener
-//     file <dataDir>/volsync/listeners/<address>.json (namespace, name, uid, key), which is
-//     what a source on the peer "connects" to;
+//   - it publishes status.rsyncTLS.address (by spec.rsyncTLS.serviceType, volsync_address.go:
+//     volsync-<rd>.<namespace>.svc.cluster.local for ClusterIP, the default, reachable only in
+//     its own cluster; volsync-<rd>.<namespace>.lab for LoadBalancer, reachable from the peer;
+//     derived from the RD's name so it stays the same across restarts), port 8000 and
+//     keySecret, and a listener file <dataDir>/volsync/listeners/<address>.json (namespace,
+//     name, uid, key, cluster, reach), which is what a source on the peer "connects" to;
 //   - every volsyncPoll it looks for completed transfers in
 //     <dataDir>/volsync/incoming/<address>/<syncID>/ (transfer.json present), oldest first. A
 //     transfer whose key differs from the destination's is refused with an ack carrying the
@@ -57,7 +59,8 @@ package storage
 //   - the annotation lab.drover.io/hold-sync=true (AnnotationHoldSync) holds a running sync
 //     short of its completion, so a test can keep one in flight;
 //   - the handshake stands for stunnel's TLS-PSK: the peer's storage must run
-//     (Images.PeerReachable), a listener must exist for the address, and the key in the
+//     (Images.PeerReachable), a listener must exist for the address and be reachable from
+//     this cluster (not a ClusterIP address of the peer's), and the key in the
 //     source's keySecret (psk.txt) must equal the listener's. Otherwise nothing is sent and the
 //     Synchronizing condition says why (reason Error), retried every volsyncRetry while the
 //     sync stays running. A refused key costs no copy, as a failed handshake sends no data. The
@@ -83,7 +86,7 @@ package storage
 //
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
-// snapshots), the destination's serviceType, the mover settings (moverSecurityContext,
+// snapshots), a source in the destination's own cluster, ServiceExports, the mover settings (moverSecurityContext,
 // resources), rsync's delta transfer (every sync copies the whole volume), restic and rclone.
 
 import (
@@ -145,6 +148,10 @@ type listener struct {
 	Name      string    `json:"name"`
 	UID       types.UID `json:"uid"`
 	PSK       string    `json:"psk"`
+	// Cluster is the destination's cluster; Reach who reaches the address (volsync_address.go:
+	// reachCluster or reachPeer; empty, from an older lab, is reachPeer).
+	Cluster string `json:"cluster,omitempty"`
+	Reach   string `json:"reach,omitempty"`
 }
 
 // transfer describes a completed copy in an incoming directory; it is written last.

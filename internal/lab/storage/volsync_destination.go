@@ -38,6 +38,7 @@ type rdScope struct {
 	rd      *volsyncv1alpha1.ReplicationDestination
 	base    *volsyncv1alpha1.ReplicationDestination
 	address string
+	reach   string
 	pvcName string
 	keyName string
 	psk     string
@@ -58,17 +59,18 @@ func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctr
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	if err := s.client.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, s.forgetAddress(rsyncTLSAddress(req.Namespace, req.Name))
+			return ctrl.Result{}, s.forgetDestination(req.Namespace, req.Name, "")
 		}
 		return ctrl.Result{}, err
 	}
 	if rd.Spec.RsyncTLS == nil {
-		return ctrl.Result{}, s.forgetAddress(rsyncTLSAddress(req.Namespace, req.Name))
+		return ctrl.Result{}, s.forgetDestination(req.Namespace, req.Name, "")
 	}
 	if rd.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	sc := &rdScope{rd: rd, base: rd.DeepCopy(), address: rsyncTLSAddress(rd.Namespace, rd.Name)}
+	sc := &rdScope{rd: rd, base: rd.DeepCopy()}
+	sc.address, sc.reach = destinationAddress(rd)
 	if rd.Status == nil {
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{}
 	}
@@ -175,7 +177,10 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 // the address and key Secret in the status.
 func (s *store) publishListener(_ context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
-	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk}
+	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Cluster: s.opts.Cluster, Reach: sc.reach}
+	if err := s.forgetDestination(rd.Namespace, rd.Name, sc.address); err != nil {
+		return ctrl.Result{}, err
+	}
 	path := listenerPath(s.opts.DataDir, sc.address)
 	var have listener
 	if err := readJSON(path, &have); err != nil || have != want {

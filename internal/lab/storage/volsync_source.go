@@ -268,6 +268,9 @@ func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error)
 		}
 		return ctrl.Result{}, err
 	}
+	if err := s.unreachable(l, sc.address); err != nil {
+		return ctrl.Result{}, err
+	}
 	if l.PSK != sc.psk {
 		return ctrl.Result{}, waitFor(volsyncRetry,
 			"The destination at %s refused the key in Secret %s (TLS-PSK handshake failed): copy the destination's key Secret",

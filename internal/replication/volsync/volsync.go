@@ -436,6 +436,9 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		return nil, res
 	}
 	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		// The source is on the other cluster: VolSync's default, a ClusterIP Service, has an
+		// address that cluster cannot reach without a multi-cluster network.
+		ServiceType:             ptr.To(corev1.ServiceTypeLoadBalancer),
 		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
 		Capacity:                ptr.To(rp.Capacity),
 		StorageClassName:        ptr.To(rp.StorageClassName),

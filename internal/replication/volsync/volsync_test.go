@@ -369,6 +369,7 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rd)).To(Succeed())
 	g.Expect(rd.Spec.RsyncTLS.KeySecret).To(HaveValue(Equal(KeySecretName("db", "data"))))
 	g.Expect(rd.Spec.RsyncTLS.CopyMethod).To(Equal(volsyncv1alpha1.CopyMethodSnapshot))
+	g.Expect(rd.Spec.RsyncTLS.ServiceType).To(HaveValue(Equal(corev1.ServiceTypeLoadBalancer)), "the peer cannot reach a ClusterIP address")
 	g.Expect(rd.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal("lab-file-snapshot")))
 	g.Expect(rd.Spec.RsyncTLS.Capacity.String()).To(Equal("1Gi"))
 	g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(BeNil())
