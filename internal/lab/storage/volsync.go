@@ -58,6 +58,11 @@ package storage
 //     is satisfied by that sync, which may have copied the volume long before;
 //   - the annotation lab.drover.io/hold-sync=true (AnnotationHoldSync) holds a running sync
 //     short of its completion, so a test can keep one in flight;
+//   - the mover (the copy below) fails as VolSync's mover Job does: retried every
+//     volsyncRetry while the sync stays running, Synchronizing True with SyncInProgress (reason
+//     Error is for reconcile errors only), status.latestMoverStatus {Failed, the log}; a
+//     completed sync sets it to Successful. lab.drover.io/fail-mover=<log> (AnnotationFailMover)
+//     makes the mover fail with that log, as a source volume it cannot read would;
 //   - the handshake stands for stunnel's TLS-PSK: the peer's storage must run
 //     (Images.PeerReachable), a listener must exist for the address and be reachable from
 //     this cluster (not a ClusterIP address of the peer's), and the key in the

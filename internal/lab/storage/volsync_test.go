@@ -615,3 +615,36 @@ func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 	awaitManualSync(g, east, ns, "db", "first")
 	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
 }
+
+// As upstream, a failing mover is retried: the sync stays running with Synchronizing True
+// (SyncInProgress, not Error) and status.latestMoverStatus carries the failure and its log.
+func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+	address, keySecret, source := volsyncPair(g, east, west, ns)
+	writeTree(g, source, tree{"a.txt": []byte("alpha\n")})
+	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
+	const logs = `rsync: [sender] opendir "/data" failed: Permission denied (13)`
+	rs.Annotations = map[string]string{storage.AnnotationFailMover: logs}
+	g.Expect(east.Create(ctx, rs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		rs = getSource(g, east, ns, "db")
+		g.Expect(rs.Status.LatestMoverStatus).NotTo(BeNil())
+		g.Expect(rs.Status.LatestMoverStatus.Result).To(Equal(volsyncv1alpha1.MoverResultFailed))
+		g.Expect(rs.Status.LatestMoverStatus.Logs).To(Equal(logs))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the mover's failure is reported")
+	cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync), "a failing mover is not a reconcile error")
+	g.Expect(rs.Status.LastSyncStartTime).NotTo(BeNil(), "the sync keeps running")
+	g.Expect(rs.Status.LastSyncTime).To(BeNil())
+
+	patch := client.MergeFrom(rs.DeepCopy())
+	delete(rs.Annotations, storage.AnnotationFailMover)
+	g.Expect(east.Patch(ctx, rs, patch)).To(Succeed())
+	rs = awaitManualSync(g, east, ns, "db", "first")
+	g.Expect(rs.Status.LatestMoverStatus).To(HaveValue(HaveField("Result", volsyncv1alpha1.MoverResultSuccessful)), "the retried mover succeeded")
+}

@@ -420,3 +420,40 @@ func TestCleanupKeepsTheDestinationTheGroupStillReceives(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &volsyncv1alpha1.ReplicationDestination{})).To(Succeed(),
 		"the destination receiving the peer's PVC of that name stays")
 }
+
+// VolSync retries a failing mover with Synchronizing still SyncInProgress and reports the
+// failure only in status.latestMoverStatus: drover quotes it.
+func TestAFailingMoverIsReportedWithItsLog(t *testing.T) {
+	inProgress := []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionTrue,
+		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Synchronization in-progress"}}
+	for _, tc := range []struct {
+		name   string
+		mover  *volsyncv1alpha1.MoverStatus
+		reason string
+		quotes string
+	}{
+		{"a failed mover", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed,
+			Logs: "rsync: [sender] opendir \"/data/x\" failed: Permission denied (13)\nrsync error: some files could not be transferred"},
+			v1alpha1.ReasonMoverFailed, `opendir "/data/x" failed: Permission denied (13) | rsync error`},
+		{"a long log is cut to its tail", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed,
+			Logs: strings.Repeat("x", 2000) + "the end"}, v1alpha1.ReasonMoverFailed, "xxxthe end"},
+		{"a successful mover", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultSuccessful, Logs: "sent 10 bytes"}, "", ""},
+		{"no mover yet", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
+				Status: &volsyncv1alpha1.ReplicationSourceStatus{Conditions: inProgress, LatestMoverStatus: tc.mover}}
+			res := observeSource(rs)
+			if tc.reason == "" {
+				g.Expect(res.IsDone()).To(BeTrue())
+				return
+			}
+			g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+			g.Expect(res.Reason).To(Equal(tc.reason))
+			g.Expect(res.Message).To(ContainSubstring("status.latestMoverStatus"))
+			g.Expect(res.Message).To(ContainSubstring(tc.quotes))
+			g.Expect(len(res.Message)).To(BeNumerically("<", 700), "a condition quotes the log's tail, not the whole log")
+		})
+	}
+}
