@@ -176,6 +176,10 @@ const (
 	// ReasonSyncFailed (DataReady): VolSync reports a sync of a PVC failing; the message
 	// carries VolSync's own message.
 	ReasonSyncFailed = "SyncFailed"
+	// ReasonMoverFailed (DataProtected): VolSync's mover of a PVC failed and is being retried (the
+	// Synchronizing condition stays SyncInProgress); the message quotes the ReplicationSource's
+	// status.latestMoverStatus.
+	ReasonMoverFailed = "MoverFailed"
 )
 
 // Event reasons. drover records events on transitions only.

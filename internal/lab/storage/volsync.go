@@ -14,11 +14,14 @@ package storage
 //     volsync-<rd>-dst from capacity, accessModes, volumeMode and storageClassName, owned by the RD;
 //   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
 //     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
-//   - it publishes status.rsyncTLS.address (volsync-<rd>.<namespace>.lab, derived from the
-//     RD's name so it stays the same across restarts), port 8000 and keySecret, and a listener
-//     file <dataDir>/volsync/listeners/<address>.json (namespace, name, uid, key, the handle of
-//     the destination PVC's volume once it is bound, and why it accepts no connection: paused,
-//     or its manual trigger served), which is what a source on the peer "connects" to;
+//   - it publishes status.rsyncTLS.address (by spec.rsyncTLS.serviceType, volsync_address.go:
+//     volsync-<rd>.<namespace>.svc.cluster.local for ClusterIP, the default, reachable only in
+//     its own cluster; volsync-<rd>.<namespace>.lab for LoadBalancer, reachable from the peer;
+//     derived from the RD's name so it stays the same across restarts), port 8000 and
+//     keySecret, and a listener file <dataDir>/volsync/listeners/<address>.json (namespace,
+//     name, uid, key, cluster, reach, the handle of the destination PVC's volume once it is
+//     bound, and why it accepts no connection: paused, or its manual trigger served), which is
+//     what a source on the peer "connects" to;
 //   - the data never passes through the destination: a source writes it into the destination
 //     PVC's volume, file by file (volsync_rsync.go), so while a transfer runs, and for good when
 //     it is cut, that volume holds part old, part new files. Every volsyncPoll the destination
@@ -65,8 +68,14 @@ package storage
 //     is satisfied by that sync, which may have copied the volume long before;
 //   - the annotation lab.drover.io/hold-sync=true (AnnotationHoldSync) holds a running sync
 //     short of its completion, so a test can keep one in flight;
+//   - the mover (the copy below) fails as VolSync's mover Job does: retried every
+//     volsyncRetry while the sync stays running, Synchronizing True with SyncInProgress (reason
+//     Error is for reconcile errors only), status.latestMoverStatus {Failed, the log}; a
+//     completed sync sets it to Successful. lab.drover.io/fail-mover=<log> (AnnotationFailMover)
+//     makes the mover fail with that log, as a source volume it cannot read would;
 //   - the handshake stands for stunnel's TLS-PSK: the peer's storage must run
-//     (Images.PeerReachable), a listener must exist for the address, and the key in the
+//     (Images.PeerReachable), a listener must exist for the address and be reachable from
+//     this cluster (not a ClusterIP address of the peer's), and the key in the
 //     source's keySecret (psk.txt) must equal the listener's. Otherwise nothing is sent and the
 //     Synchronizing condition says why (reason Error), retried every volsyncRetry while the
 //     sync stays running. A refused key costs no copy, as a failed handshake sends no data. The
@@ -100,9 +109,9 @@ package storage
 //
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
-// snapshots), the destination's serviceType, the mover settings (moverSecurityContext,
-// resources), rsync's delta transfer within a file (a changed file is copied whole), a mover
-// Job's retries, restic and rclone.
+// snapshots), a source in the destination's own cluster, ServiceExports, the mover settings
+// (moverSecurityContext, resources), rsync's delta transfer within a file (a changed file is
+// copied whole), restic and rclone.
 
 import (
 	"context"
@@ -169,6 +178,10 @@ type listener struct {
 	// Closed says why the destination accepts no connection (no mover runs: paused, or its
 	// manual trigger served); empty while it accepts.
 	Closed string `json:"closed,omitempty"`
+	// Cluster is the destination's cluster; Reach who reaches the address (volsync_address.go:
+	// reachCluster or reachPeer; empty, from an older lab, is reachPeer).
+	Cluster string `json:"cluster,omitempty"`
+	Reach   string `json:"reach,omitempty"`
 }
 
 // transfer describes a completed copy in an incoming directory; it is written last.

@@ -34,6 +34,7 @@ type rdScope struct {
 	rd      *volsyncv1alpha1.ReplicationDestination
 	base    *volsyncv1alpha1.ReplicationDestination
 	address string
+	reach   string
 	pvcName string
 	keyName string
 	psk     string
@@ -56,17 +57,18 @@ func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctr
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	if err := s.client.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, s.forgetAddress(rsyncTLSAddress(req.Namespace, req.Name))
+			return ctrl.Result{}, s.forgetDestination(req.Namespace, req.Name, "")
 		}
 		return ctrl.Result{}, err
 	}
 	if rd.Spec.RsyncTLS == nil {
-		return ctrl.Result{}, s.forgetAddress(rsyncTLSAddress(req.Namespace, req.Name))
+		return ctrl.Result{}, s.forgetDestination(req.Namespace, req.Name, "")
 	}
 	if rd.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	sc := &rdScope{rd: rd, base: rd.DeepCopy(), address: rsyncTLSAddress(rd.Namespace, rd.Name)}
+	sc := &rdScope{rd: rd, base: rd.DeepCopy()}
+	sc.address, sc.reach = destinationAddress(rd)
 	if rd.Status == nil {
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{}
 	}
@@ -175,6 +177,9 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 // the status.
 func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
+	if err := s.forgetDestination(rd.Namespace, rd.Name, sc.address); err != nil {
+		return ctrl.Result{}, err
+	}
 	rd.Status.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{
 		Address: ptr.To(sc.address), Port: ptr.To(rsyncTLSPort), KeySecret: ptr.To(sc.keyName),
 	}
@@ -188,7 +193,8 @@ func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, 
 // writeListener writes the destination's listener unless it is up to date.
 func (s *store) writeListener(sc *rdScope) error {
 	rd := sc.rd
-	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closedReason(rd)}
+	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closedReason(rd),
+		Cluster: s.opts.Cluster, Reach: sc.reach}
 	path := listenerPath(s.opts.DataDir, sc.address)
 	var have listener
 	if err := readJSON(path, &have); err == nil && have == want {

@@ -29,6 +29,11 @@ import (
 // flight while something else happens, such as a workload stopping or a trigger changing.
 const AnnotationHoldSync = "lab.drover.io/hold-sync"
 
+// AnnotationFailMover, set on a ReplicationSource, makes its mover fail with the annotation's
+// value as its log, as a source volume that cannot be read would: the sync stays running and is
+// retried, status.latestMoverStatus reports the failure.
+const AnnotationFailMover = "lab.drover.io/fail-mover"
+
 // rsScope is the state of one reconcile of a ReplicationSource.
 type rsScope struct {
 	rs       *volsyncv1alpha1.ReplicationSource
@@ -59,7 +64,7 @@ func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Res
 		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.handshake, s.send)
+		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.handshake, s.runMover)
 	res, err = settleVolSync(res, err, &rs.Status.Conditions, rs.Generation)
 	if !equality.Semantic.DeepEqual(sc.base.Status, rs.Status) {
 		if perr := s.client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {
@@ -182,6 +187,33 @@ func completeSync(rs *volsyncv1alpha1.ReplicationSource, schedule cron.Schedule,
 	}
 	st.LastManualSync = manualTrigger(rs.Spec.Trigger)
 	st.LastSyncStartTime = nil
+	st.LatestMoverStatus = &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultSuccessful}
+}
+
+// runMover runs the mover (send) as VolSync runs its mover Job: a failure is retried while the
+// sync stays running (Synchronizing True, SyncInProgress: reason Error is VolSync's for its own
+// reconcile errors only) and status.latestMoverStatus says Failed with the log's tail
+// (backube/volsync internal/controller/utils/podlogs.go, UpdateMoverStatusFailed).
+// Preconditions the source waits for (a PVC not bound yet) are not mover failures.
+func (s *store) runMover(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+	if logs := sc.rs.Annotations[AnnotationFailMover]; logs != "" {
+		return moverFailed(sc, logs), nil
+	}
+	res, err := s.send(ctx, sc)
+	var wait *waitError
+	if err != nil && !errors.As(err, &wait) {
+		return moverFailed(sc, err.Error()), nil
+	}
+	return res, err
+}
+
+// moverFailed records a failed mover run, retried after volsyncRetry.
+func moverFailed(sc *rsScope, logs string) ctrl.Result {
+	rs := sc.rs
+	rs.Status.LatestMoverStatus = &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed, Logs: logs}
+	setSynchronizing(&rs.Status.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+		"Synchronization in progress")
+	return ctrl.Result{RequeueAfter: volsyncRetry}
 }
 
 // awaitTrigger is VolSync's state machine outside a running sync (machine.go, shouldSync): a
@@ -266,6 +298,9 @@ func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error)
 			return ctrl.Result{}, waitFor(volsyncRetry,
 				"No ReplicationDestination listens at %s on the peer cluster: check spec.rsyncTLS.address", sc.address)
 		}
+		return ctrl.Result{}, err
+	}
+	if err := s.unreachable(l, sc.address); err != nil {
 		return ctrl.Result{}, err
 	}
 	if l.PSK != sc.psk {

@@ -80,6 +80,8 @@ func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestin
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: volsyncv1alpha1.ReplicationDestinationSpec{
 			RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+				// Reachable from the peer (volsync_address.go); ClusterIP, the default, is not.
+				ServiceType:      ptr.To(corev1.ServiceTypeLoadBalancer),
 				CopyMethod:       volsyncv1alpha1.CopyMethodSnapshot,
 				Capacity:         ptr.To(resource.MustParse("1Gi")),
 				StorageClassName: ptr.To(lab.FileStorageClass),
@@ -567,4 +569,82 @@ func volsyncPair(g Gomega, east, west client.Client, ns string) (address, keySec
 	copySecret(g, west, east, ns, keySecret)
 	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
 	return address, keySecret, claimVolumeDir(g, east, lab.East, ns, "db")
+}
+
+// As upstream, a destination's address is its Service's: ClusterIP unless
+// spec.rsyncTLS.serviceType says otherwise, and a ClusterIP address is not reachable from the
+// peer cluster. The source says which setting to choose; with LoadBalancer the pair syncs.
+func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+	rd := rsyncDestination(ns, "db")
+	rd.Spec.RsyncTLS.ServiceType = nil
+	g.Expect(west.Create(ctx, rd)).To(Succeed())
+	address, keySecret := publishedDestination(g, west, ns, "db")
+	g.Expect(address).To(Equal("volsync-db." + ns + ".svc.cluster.local"))
+	copySecret(g, west, east, ns, keySecret)
+	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
+	data := tree{"a.txt": []byte("alpha\n")}
+	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), data)
+	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
+		g.Expect(cond.Message).To(ContainSubstring("ClusterIP Service address"))
+		g.Expect(cond.Message).To(ContainSubstring("set spec.rsyncTLS.serviceType to LoadBalancer"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source cannot reach a ClusterIP address of the peer")
+	g.Expect(getSource(g, east, ns, "db").Status.LastSyncTime).To(BeNil(), "nothing was sent")
+
+	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(rd), rd)).To(Succeed())
+	rd.Spec.RsyncTLS.ServiceType = ptr.To(corev1.ServiceTypeLoadBalancer)
+	g.Expect(west.Update(ctx, rd)).To(Succeed())
+	var lb string
+	g.Eventually(func(g Gomega) {
+		lb, _ = publishedDestination(g, west, ns, "db")
+		g.Expect(lb).To(Equal("volsync-db." + ns + ".lab"))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "a LoadBalancer destination publishes its load balancer's address")
+	g.Expect(filepath.Join(testLab.Dir(), lab.West, "storage", "volsync", "listeners", address+".json")).NotTo(BeAnExistingFile(),
+		"the ClusterIP address is no longer listened at")
+	rs := getSource(g, east, ns, "db")
+	patch := client.MergeFrom(rs.DeepCopy())
+	rs.Spec.RsyncTLS.Address = ptr.To(lb)
+	g.Expect(east.Patch(ctx, rs, patch)).To(Succeed())
+	awaitManualSync(g, east, ns, "db", "first")
+	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
+}
+
+// As upstream, a failing mover is retried: the sync stays running with Synchronizing True
+// (SyncInProgress, not Error) and status.latestMoverStatus carries the failure and its log.
+func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	ns := volsyncNamespace(t, g, east, west)
+	address, keySecret, source := volsyncPair(g, east, west, ns)
+	writeTree(g, source, tree{"a.txt": []byte("alpha\n")})
+	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
+	const logs = `rsync: [sender] opendir "/data" failed: Permission denied (13)`
+	rs.Annotations = map[string]string{storage.AnnotationFailMover: logs}
+	g.Expect(east.Create(ctx, rs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		rs = getSource(g, east, ns, "db")
+		g.Expect(rs.Status.LatestMoverStatus).NotTo(BeNil())
+		g.Expect(rs.Status.LatestMoverStatus.Result).To(Equal(volsyncv1alpha1.MoverResultFailed))
+		g.Expect(rs.Status.LatestMoverStatus.Logs).To(Equal(logs))
+	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the mover's failure is reported")
+	cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync), "a failing mover is not a reconcile error")
+	g.Expect(rs.Status.LastSyncStartTime).NotTo(BeNil(), "the sync keeps running")
+	g.Expect(rs.Status.LastSyncTime).To(BeNil())
+
+	patch := client.MergeFrom(rs.DeepCopy())
+	delete(rs.Annotations, storage.AnnotationFailMover)
+	g.Expect(east.Patch(ctx, rs, patch)).To(Succeed())
+	rs = awaitManualSync(g, east, ns, "db", "first")
+	g.Expect(rs.Status.LatestMoverStatus).To(HaveValue(HaveField("Result", volsyncv1alpha1.MoverResultSuccessful)), "the retried mover succeeded")
 }

@@ -129,6 +129,8 @@ func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) rep
 		pc.PVC.Namespace, pc.PVC.Name, key.Name, step, manual)
 	if e := syncError(rs.Status); e != "" {
 		msg += ": " + e
+	} else if mover := rs.Status; mover != nil && mover.LatestMoverStatus != nil && mover.LatestMoverStatus.Result == volsyncv1alpha1.MoverResultFailed {
+		msg += ": its mover failed and VolSync retries it: " + logTail(mover.LatestMoverStatus.Logs)
 	}
 	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
 }

@@ -240,12 +240,31 @@ func recoveryPoint(st *volsyncv1alpha1.ReplicationSourceStatus) *metav1.Time {
 	return &metav1.Time{Time: start}
 }
 
-// observeSource is Done unless VolSync reports the source failing.
+// observeSource is Done unless VolSync reports the source failing: a Synchronizing condition
+// with reason Error (VolSync's own reconcile errors), or a failed mover, which VolSync retries
+// while the condition stays SyncInProgress and reports only in status.latestMoverStatus.
 func observeSource(rs *volsyncv1alpha1.ReplicationSource) replication.Result {
 	if msg := syncError(rs.Status); msg != "" {
 		return replication.Retry(waitForHub, v1alpha1.ReasonSyncFailed, fmt.Sprintf("ReplicationSource %s/%s: %s", rs.Namespace, rs.Name, msg))
 	}
+	if st := rs.Status; st != nil && st.LatestMoverStatus != nil && st.LatestMoverStatus.Result == volsyncv1alpha1.MoverResultFailed {
+		return replication.Retry(waitForHub, v1alpha1.ReasonMoverFailed, fmt.Sprintf(
+			"ReplicationSource %s/%s: its mover failed and VolSync retries it; status.latestMoverStatus.logs: %s",
+			rs.Namespace, rs.Name, logTail(st.LatestMoverStatus.Logs)))
+	}
 	return replication.Done()
+}
+
+// maxLogTail bounds how much of a mover's log a condition quotes.
+const maxLogTail = 512
+
+// logTail is the end of a mover's log, at most maxLogTail bytes, on one line.
+func logTail(logs string) string {
+	logs = strings.TrimSpace(logs)
+	if len(logs) > maxLogTail {
+		logs = "…" + strings.ToValidUTF8(logs[len(logs)-maxLogTail:], "")
+	}
+	return strings.ReplaceAll(logs, "\n", " | ")
 }
 
 // syncError is the message of a Synchronizing condition with reason Error, or "".
@@ -444,6 +463,9 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		return nil, res
 	}
 	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		// The source is on the other cluster: VolSync's default, a ClusterIP Service, has an
+		// address that cluster cannot reach without a multi-cluster network.
+		ServiceType:             ptr.To(corev1.ServiceTypeLoadBalancer),
 		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
 		Capacity:                ptr.To(rp.Capacity),
 		StorageClassName:        ptr.To(rp.StorageClassName),

@@ -370,6 +370,7 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rd)).To(Succeed())
 	g.Expect(rd.Spec.RsyncTLS.KeySecret).To(HaveValue(Equal(KeySecretName("db", "data"))))
 	g.Expect(rd.Spec.RsyncTLS.CopyMethod).To(Equal(volsyncv1alpha1.CopyMethodSnapshot))
+	g.Expect(rd.Spec.RsyncTLS.ServiceType).To(HaveValue(Equal(corev1.ServiceTypeLoadBalancer)), "the peer cannot reach a ClusterIP address")
 	g.Expect(rd.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal("lab-file-snapshot")))
 	g.Expect(rd.Spec.RsyncTLS.Capacity.String()).To(Equal("1Gi"))
 	g.Expect(rd.Spec.RsyncTLS.DestinationPVC).To(BeNil())
@@ -439,5 +440,42 @@ func TestEnsureDestinationReceivesABlockPVCAsBlock(t *testing.T) {
 		rd := &volsyncv1alpha1.ReplicationDestination{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: c.name}, rd)).To(Succeed())
 		g.Expect(rd.Spec.RsyncTLS.VolumeMode).To(Equal(c.mode), "PVC %s", c.name)
+	}
+}
+
+// VolSync retries a failing mover with Synchronizing still SyncInProgress and reports the
+// failure only in status.latestMoverStatus: drover quotes it.
+func TestAFailingMoverIsReportedWithItsLog(t *testing.T) {
+	inProgress := []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionTrue,
+		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Synchronization in-progress"}}
+	for _, tc := range []struct {
+		name   string
+		mover  *volsyncv1alpha1.MoverStatus
+		reason string
+		quotes string
+	}{
+		{"a failed mover", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed,
+			Logs: "rsync: [sender] opendir \"/data/x\" failed: Permission denied (13)\nrsync error: some files could not be transferred"},
+			v1alpha1.ReasonMoverFailed, `opendir "/data/x" failed: Permission denied (13) | rsync error`},
+		{"a long log is cut to its tail", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultFailed,
+			Logs: strings.Repeat("x", 2000) + "the end"}, v1alpha1.ReasonMoverFailed, "xxxthe end"},
+		{"a successful mover", &volsyncv1alpha1.MoverStatus{Result: volsyncv1alpha1.MoverResultSuccessful, Logs: "sent 10 bytes"}, "", ""},
+		{"no mover yet", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
+				Status: &volsyncv1alpha1.ReplicationSourceStatus{Conditions: inProgress, LatestMoverStatus: tc.mover}}
+			res := observeSource(rs)
+			if tc.reason == "" {
+				g.Expect(res.IsDone()).To(BeTrue())
+				return
+			}
+			g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+			g.Expect(res.Reason).To(Equal(tc.reason))
+			g.Expect(res.Message).To(ContainSubstring("status.latestMoverStatus"))
+			g.Expect(res.Message).To(ContainSubstring(tc.quotes))
+			g.Expect(len(res.Message)).To(BeNumerically("<", 700), "a condition quotes the log's tail, not the whole log")
+		})
 	}
 }

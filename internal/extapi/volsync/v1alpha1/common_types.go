@@ -44,3 +44,23 @@ type TriggerSpec struct {
 	// +optional
 	Manual string `json:"manual,omitempty"`
 }
+
+// MoverResult is the outcome of a mover Job.
+type MoverResult string
+
+const (
+	// MoverResultSuccessful: the mover Job completed.
+	MoverResultSuccessful MoverResult = "Successful"
+	// MoverResultFailed: the mover Job failed (VolSync retries it).
+	MoverResultFailed MoverResult = "Failed"
+)
+
+// MoverStatus is the result and log tail of a mover Job.
+type MoverStatus struct {
+	// result of the mover Job.
+	// +optional
+	Result MoverResult `json:"result,omitempty"`
+	// logs is the tail of the mover's log.
+	// +optional
+	Logs string `json:"logs,omitempty"`
+}

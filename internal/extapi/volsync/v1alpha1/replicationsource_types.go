@@ -76,6 +76,9 @@ type ReplicationSourceStatus struct {
 	// rsyncTLS is the rsync-tls status.
 	// +optional
 	RsyncTLS *ReplicationSourceRsyncTLSStatus `json:"rsyncTLS,omitempty"`
+	// latestMoverStatus is the result and log tail of the latest mover Job.
+	// +optional
+	LatestMoverStatus *MoverStatus `json:"latestMoverStatus,omitempty"`
 	// conditions of the ReplicationSource.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

@@ -1,0 +1,79 @@
+package vrg_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage"
+)
+
+// A VolSync mover that fails is retried by VolSync with Synchronizing still SyncInProgress;
+// only status.latestMoverStatus tells. The group says so, quoting the mover's log, and stops
+// saying so once a retried mover succeeded.
+func TestVolSyncAFailingMoverIsReportedOnTheGroup(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volSyncClient(t, lab.East), volSyncClient(t, lab.West)
+	ns := "volsync-mover"
+	for _, cl := range []client.Client{east, west} {
+		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	profiles, _ := labS3Profiles(g)
+	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 1))).To(Succeed())
+	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
+	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
+	for _, group := range []*v1alpha1.VolumeReplicationGroup{eastGroup, westGroup} {
+		group.Spec.SchedulingInterval = "10s"
+	}
+	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
+	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
+	t.Cleanup(func() {
+		_ = east.Delete(ctx, eastGroup.DeepCopy())
+		_ = west.Delete(ctx, westGroup.DeepCopy())
+	})
+	hubCopy(ctx, g, east, eastGroup, west, westGroup, 1)
+	dataProtected := func(g Gomega) metav1.Condition {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		return conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(dataProtected(g).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed(), "east's PVC is protected")
+
+	const logs = `rsync: [sender] opendir "/data" failed: Permission denied (13)`
+	g.Eventually(func(g Gomega) {
+		rs := &volsyncv1alpha1.ReplicationSource{}
+		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, rs)).To(Succeed())
+		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, storage.AnnotationFailMover, logs)
+		g.Expect(east.Update(ctx, rs)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		dp := dataProtected(g)
+		g.Expect(dp.Status).To(Equal(metav1.ConditionFalse), "%s: %s", dp.Reason, dp.Message)
+		g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonMoverFailed))
+		g.Expect(dp.Message).To(ContainSubstring(logs))
+	}).Should(Succeed(), "the group quotes the failing mover")
+
+	g.Eventually(func(g Gomega) {
+		rs := &volsyncv1alpha1.ReplicationSource{}
+		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, rs)).To(Succeed())
+		delete(rs.Annotations, storage.AnnotationFailMover)
+		g.Expect(east.Update(ctx, rs)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		dp := dataProtected(g)
+		g.Expect(dp.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dp.Reason, dp.Message)
+	}).Should(Succeed(), "the group is protected again once a retried mover succeeded")
+}
