@@ -71,6 +71,7 @@ with "make tools".`,
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
 		newLabRecordsCommand(f), newLabAuditCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
+		newLabPartitionCommand(f), newLabHealCommand(f), newLabProxyCommand(),
 	)
 	return cmd
 }
@@ -304,7 +305,7 @@ func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
 
 // newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
 func newLabStorageControllerCommand() *cobra.Command {
-	var cluster, kubeconfig, dataDir, peerDataDir string
+	var cluster, kubeconfig, dataDir, peerDataDir, partitionFlag, peerPartitionFlag string
 	cmd := &cobra.Command{
 		Use:    "storage-controller",
 		Short:  "Run the lab storage of one managed cluster (started by the lab)",
@@ -321,6 +322,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 			cfg = rest.AddUserAgent(cfg, "lab-storage")
 			return storage.Run(cmd.Context(), cfg, storage.Options{
 				Cluster: cluster, DataDir: dataDir, PeerDataDir: peerDataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
+				PartitionFlags: nonEmpty(partitionFlag, peerPartitionFlag),
 			})
 		},
 	}
@@ -328,6 +330,8 @@ func newLabStorageControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the cluster's volumes")
 	cmd.Flags().StringVar(&peerDataDir, "peer-data-dir", "", "directory of the peer cluster's volumes, the mirroring target")
+	cmd.Flags().StringVar(&partitionFlag, "partition-flag", "", "file whose existence partitions this cluster from its peer")
+	cmd.Flags().StringVar(&peerPartitionFlag, "peer-partition-flag", "", "file whose existence partitions the peer cluster from this one")
 	for _, name := range []string{"cluster", "kubeconfig", "data-dir"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -45,7 +45,7 @@ const (
 // (monitoring.go) runs beside the clusters and is recognised too, so `lab down` stops it.
 var componentNames = []string{
 	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
-	componentKubelet, componentPrometheus,
+	componentKubelet, componentPrometheus, componentProxy,
 }
 
 const (
@@ -65,6 +65,10 @@ type Ports struct {
 	APIServer int `json:"apiServer"`
 	// S3 is the S3 server of a managed cluster's profile; zero on the hub.
 	S3 int `json:"s3,omitempty"`
+	// APIProxy and S3Proxy are a managed cluster's proxies (partition.go), through which the
+	// hub and the peer reach its API server and S3 store; zero on the hub.
+	APIProxy int `json:"apiProxy,omitempty"`
+	S3Proxy  int `json:"s3Proxy,omitempty"`
 }
 
 // Cluster is one lab cluster: its directory, ports and processes.
@@ -232,8 +236,11 @@ func (c *Cluster) managedComponents() []component {
 			"--kubeconfig=" + kubeconfig,
 			"--data-dir=" + c.storageDir(),
 			"--peer-data-dir=" + c.peer().storageDir(),
+			"--partition-flag=" + c.PartitionFlag(),
+			"--peer-partition-flag=" + c.peer().PartitionFlag(),
 		}},
 		c.s3Component(),
+		c.proxyComponent(),
 	}
 }
 
@@ -312,10 +319,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	var s3Profile S3Profile
 	if c.Role == RoleManaged {
 		ports[c.Ports.S3] = c.Name + " S3 server"
+		ports[c.Ports.APIProxy] = c.Name + " API proxy"
+		ports[c.Ports.S3Proxy] = c.Name + " S3 proxy"
 		var err error
 		if s3Profile, err = c.ensureS3Profile(); err != nil {
 			return err
 		}
+		// The server is checked on its own address: its proxy starts after it.
+		s3Profile.Endpoint = c.s3DirectEndpoint()
 	}
 	for port, user := range ports {
 		if err := checkPortFree(port, user); err != nil {

@@ -2,6 +2,8 @@
 // a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, and on managed
 // clusters kube-scheduler, kwok fake nodes and lab storage), started as processes that outlive
 // the CLI, found again through /proc, stopped and started per cluster to simulate losing one.
+// The hub and the peer reach a managed cluster through its loopback proxies (lab-proxy), which
+// `drover lab partition CLUSTER` cuts while the cluster runs and `heal` reopens (partition.go).
 //
 // The clusters serve the CRDs of the external kinds drover drives (csi-addons, VolSync, OCM,
 // VolumeSnapshot) from internal/lab/crds. With Options.UpstreamCRDs, `drover lab up

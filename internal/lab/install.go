@@ -247,6 +247,8 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 		Name:    managed.Name,
 		Hub:     join.Cluster{Config: hubCfg, Source: "lab kubeconfig " + c.KubeconfigPath()},
 		Managed: join.Cluster{Config: managedCfg, Source: "lab kubeconfig " + managed.KubeconfigPath()},
+		// The hub reaches the cluster through its API proxy, which a partition cuts.
+		Server: managed.ProxiedEndpoint(),
 		S3: objectstore.Profile{
 			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
 			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,

@@ -157,10 +157,16 @@ func New(opts Options) (*Lab, error) {
 	for _, c := range l.clusters {
 		c.lab = l
 		c.dir = filepath.Join(dir, c.Name)
-		// A lab created before managed clusters had S3 servers gets a port now; the next up or
-		// start records it.
-		if c.Role == RoleManaged && c.Ports.S3 == 0 {
-			if c.Ports.S3, err = reservePort(dir); err != nil {
+		// A lab created before managed clusters had S3 servers or proxies gets their ports now;
+		// the next up or start records them.
+		if c.Role != RoleManaged {
+			continue
+		}
+		for _, port := range []*int{&c.Ports.S3, &c.Ports.APIProxy, &c.Ports.S3Proxy} {
+			if *port != 0 {
+				continue
+			}
+			if *port, err = reservePort(dir); err != nil {
 				return nil, err
 			}
 		}
@@ -228,7 +234,7 @@ func (l *Lab) newState() (*labState, error) {
 		c := &Cluster{Name: spec.name, Role: spec.role}
 		ports := []*int{&c.Ports.Etcd, &c.Ports.EtcdPeer, &c.Ports.APIServer}
 		if spec.role == RoleManaged {
-			ports = append(ports, &c.Ports.S3)
+			ports = append(ports, &c.Ports.S3, &c.Ports.APIProxy, &c.Ports.S3Proxy)
 		}
 		for _, p := range ports {
 			port, err := reservePort(l.opts.Dir)

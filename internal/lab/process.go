@@ -90,7 +90,7 @@ func namesOwnPath(args []string, pathFragment string) bool {
 // isLabCLI reports whether args are a `drover lab <verb>` CLI invocation (which may mention the
 // lab directory in a flag) rather than a component the lab started.
 func isLabCLI(args []string) bool {
-	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb && args[2] != kubeletVerb
+	return len(args) > 2 && args[1] == "lab" && args[2] != storageControllerVerb && args[2] != kubeletVerb && args[2] != proxyVerb
 }
 
 // componentByBinary names the components whose binary is not named after them.
@@ -105,6 +105,9 @@ func componentOf(p process) string {
 	}
 	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == kubeletVerb {
 		return componentKubelet
+	}
+	if len(p.args) > 2 && p.args[1] == "lab" && p.args[2] == proxyVerb {
+		return componentProxy
 	}
 	base := filepath.Base(p.args[0])
 	if name, ok := componentByBinary[base]; ok {

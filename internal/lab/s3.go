@@ -80,8 +80,12 @@ func (l *Lab) S3Profiles() ([]S3Profile, error) {
 	return out, nil
 }
 
-// S3Endpoint is the URL of a managed cluster's S3 server.
-func (c *Cluster) S3Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.S3) }
+// S3Endpoint is the URL of a managed cluster's S3 store as drover reaches it, the profile's
+// endpoint: through the cluster's S3 proxy, which a partition cuts (partition.go).
+func (c *Cluster) S3Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.S3Proxy) }
+
+// s3DirectEndpoint is the URL of the S3 server itself.
+func (c *Cluster) s3DirectEndpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.S3) }
 
 func (c *Cluster) s3Dir() string     { return filepath.Join(c.dir, "s3") }
 func (c *Cluster) s3DataDir() string { return filepath.Join(c.s3Dir(), "data") }

@@ -4,7 +4,8 @@
 //   - storage.go: provisions a PV for each PVC of its storage classes (from a VolumeSnapshot data
 //     source when one is named), deletes released volumes, marks VolumeAttachments attached.
 //   - images.go: image state beside each volume (role, epoch, resync, last mirror), the peer's
-//     reachability, point-in-time copies and atomic replacement.
+//     reachability (its storage process runs and no lab partition flag cuts it off),
+//     point-in-time copies and atomic replacement.
 //   - volrep*.go: csi-addons VolumeReplication as the csi-addons controller drives ceph-csi
 //     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
 //     pvc-protection finalizer and annotation.

@@ -67,9 +67,27 @@ type Images struct {
 	dir     string
 	peerDir string
 
+	// partitionFlags are files of which any existing cuts the peer off (SetPartitionFlags).
+	partitionFlags []string
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	alive *os.File
+}
+
+// SetPartitionFlags names the lab's partition flags of this cluster and its peer: while any of
+// them exists, the peer is unreachable though its storage runs, in both directions (a network
+// partition between the clusters). Call it before the storage runs.
+func (im *Images) SetPartitionFlags(paths ...string) { im.partitionFlags = paths }
+
+// partitioned reports whether a partition flag exists.
+func (im *Images) partitioned() bool {
+	for _, p := range im.partitionFlags {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // NewImages opens the storage in dir with its peer in peerDir (empty: no peer).
@@ -97,13 +115,14 @@ func (im *Images) MarkAlive() error {
 	return nil
 }
 
-// PeerReachable reports whether the peer's storage controller runs: a live process (not a
-// zombie) whose command line names the peer's data directory as its own. This is exact and
+// PeerReachable reports whether the peer's storage controller runs and no partition cuts it
+// off: no partition flag exists, and a live process (not a zombie) names the peer's data
+// directory as its own. This is exact and
 // immediate: the moment `drover lab stop` ends the peer's process, the peer is unreachable.
 // (A liveness flock was tried first; probing it from here raced with the peer taking it at
 // its start, and a probe that took the lock made the peer look down.)
 func (im *Images) PeerReachable() bool {
-	if im.peerDir == "" {
+	if im.peerDir == "" || im.partitioned() {
 		return false
 	}
 	want := []byte("\x00--data-dir=" + im.peerDir + "\x00")

@@ -38,6 +38,9 @@ type Options struct {
 	PeerDataDir string
 	// Drivers are the CSI driver names this storage serves.
 	Drivers []string
+	// PartitionFlags are files, one per cluster, of which any existing cuts this storage off
+	// from its peer (the lab's network partition): the peer is then unreachable.
+	PartitionFlags []string
 }
 
 // setupFunc registers one lab storage controller with the manager.
@@ -52,6 +55,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	images.SetPartitionFlags(opts.PartitionFlags...)
 	if err := images.MarkAlive(); err != nil {
 		return err
 	}
