@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/drover-io/drover/internal/lab/bench"
+	"github.com/drover-io/drover/internal/exercise/bench"
 )
 
 type benchFlags struct {

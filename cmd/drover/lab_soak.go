@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/soak"
+	"github.com/drover-io/drover/internal/exercise/soak"
 	"github.com/drover-io/drover/internal/story"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/soak"
+	"github.com/drover-io/drover/internal/exercise/soak"
 	"github.com/drover-io/drover/internal/story"
 )
 
