@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/exercise/soak"
+	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
 

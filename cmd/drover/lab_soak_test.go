@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/exercise/soak"
+	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/story"
 )
 
