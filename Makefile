@@ -27,8 +27,8 @@ tools-monitoring: ## Build a Prometheus server into bin/ (the module of promtool
 	@hack/build-tools.sh monitoring
 
 .PHONY: build
-build: ## Build bin/drover
-	$(GO) build -o $(BIN)/drover ./cmd/drover
+build: ## Build bin/drover, stamped with the version (git describe) and commit
+	$(GO) build -ldflags '-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)' -o $(BIN)/drover ./cmd/drover
 
 .PHONY: demo
 demo: tools build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
@@ -108,9 +108,9 @@ verify: generate ## Regenerate and fail when generated files or formatting diffe
 	@git diff --exit-code -- api config internal || { echo "generated files are out of date: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config internal)" || { git status --porcelain -- api config internal; echo "untracked generated files: commit them"; exit 1; }
 
-# The image the release manifests name: ghcr.io/drover-io/drover:$(VERSION) once VERSION is
-# defined (make image), else a local reference. Either definition of IMG may come first.
-IMG ?= $(if $(VERSION),ghcr.io/drover-io/drover:$(VERSION),drover:dev)
+# The image the release manifests name. No registry publishes drover's image: the default is the
+# local reference `make image` tags; set IMG to the registry you push to (make image-push).
+IMG ?= drover:$(VERSION)
 DIST := $(CURDIR)/dist
 
 .PHONY: release-manifests
@@ -122,6 +122,12 @@ release-manifests: ## Write dist/drover-hub.yaml and dist/drover-agent.yaml (kus
 	  $(BIN)/kustomize build "$$tmp/config/$$c" >$(DIST)/drover-$$c.yaml.tmp && \
 	  mv $(DIST)/drover-$$c.yaml.tmp $(DIST)/drover-$$c.yaml && echo "wrote dist/drover-$$c.yaml ($(IMG))"; \
 	done
+
+.PHONY: release
+release: release-manifests ## Build dist/release: drover for linux, darwin, windows x amd64, arm64 (version, commit stamped), archives, checksums.txt, the release manifests, a krew manifest (IMG=... names the image)
+	@[ "$(origin IMG)" != file ] || echo "note: the manifests name the local image $(IMG); set IMG=registry.example.com/drover:$(VERSION) to name the one you push (make image-push)"
+	$(GO) run ./hack/release -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' \
+	  -out $(DIST)/release -manifests $(DIST)/drover-hub.yaml,$(DIST)/drover-agent.yaml $(RELEASE_FLAGS)
 
 .PHONY: lint
 lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)

@@ -35,9 +35,10 @@ import (
 const installedFromManifests = "manifests"
 
 const (
-	// DroverImage is the image of the release manifests (config/*/kustomization.yaml), which
+	// DroverImage is the image of the release manifests (config/*/kustomization.yaml: a local
+	// reference, no registry publishes one; make release-manifests IMG=... names yours), which
 	// the lab kubelet maps to Options.DroverBinary.
-	DroverImage = "ghcr.io/drover-io/drover"
+	DroverImage = "drover"
 	// HubDeployment is the release manifests' Deployment of the hub in DroverNamespace, also
 	// the value of its pods' app.kubernetes.io/name label.
 	HubDeployment = "drover-hub"

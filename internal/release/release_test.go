@@ -1,0 +1,137 @@
+package release
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/internal/modroot"
+)
+
+// The release for this machine's platform (linux/amd64 on CI): the archive unpacks to a drover
+// that reports the stamped version and commit, checksums.txt verifies every file with
+// sha256sum, and the krew manifest names the archive with its digest.
+func TestTheReleaseArchiveRunsAndItsChecksumsVerify(t *testing.T) {
+	root, err := modroot.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "drover-hub.yaml")
+	if err := os.WriteFile(manifest, []byte("kind: List\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host := Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	out := filepath.Join(t.TempDir(), "release")
+	opts := Options{Version: "v0.0.0-test", Commit: "0123456789abcdef", Platforms: []Platform{host},
+		Root: root, Out: out, Created: time.Unix(1700000000, 0), Manifests: []string{manifest},
+		URLBase: "https://example.invalid/dl/", Log: io.Discard}
+	names, err := Build(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archiveFile := archiveName(opts.Version, host)
+	for _, want := range []string{archiveFile, "drover-hub.yaml", krewManifestName, checksumsName} {
+		if !slices.Contains(names, want) {
+			t.Errorf("release files %q lack %s", names, want)
+		}
+	}
+	sum := exec.Command("sha256sum", "-c", checksumsName)
+	sum.Dir = out
+	if b, err := sum.CombinedOutput(); err != nil {
+		t.Fatalf("sha256sum -c checksums.txt: %v\n%s", err, b)
+	}
+	bin := unpack(t, filepath.Join(out, archiveFile), t.TempDir())
+	got, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("drover version: %v\n%s", err, got)
+	}
+	for _, want := range []string{"version: v0.0.0-test", "commit: 0123456789abcdef", "platform: " + host.String()} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("drover version printed %q, want a line %q", got, want)
+		}
+	}
+	checkKrewManifest(t, filepath.Join(out, krewManifestName), archiveFile, filepath.Join(out, archiveFile))
+}
+
+// unpack extracts a tar.gz into dir and returns the path of the drover binary in it.
+func unpack(t *testing.T, path, dir string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var seen []string
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, hdr.Name)
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(hdr.Name)), b, os.FileMode(hdr.Mode)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"drover", "LICENSE", "README.md"} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("archive holds %q, want %s too", seen, want)
+		}
+	}
+	return filepath.Join(dir, "drover")
+}
+
+func checkKrewManifest(t *testing.T, path, archiveFile, archivePath string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p krewPlugin
+	if err := yaml.UnmarshalStrict(b, &p); err != nil {
+		t.Fatalf("krew manifest: %v", err)
+	}
+	digest, err := fileSHA256(archivePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "Plugin" || len(p.Spec.Platforms) != 1 {
+		t.Fatalf("krew manifest = %s, want one Plugin platform", b)
+	}
+	pl := p.Spec.Platforms[0]
+	if pl.URI != "https://example.invalid/dl/"+archiveFile || pl.SHA256 != digest || pl.Bin != "kubectl-drover" {
+		t.Errorf("krew platform = %+v, want uri of %s, sha256 %s, bin kubectl-drover", pl, archiveFile, digest)
+	}
+}
+
+func TestParsePlatformsRefusesAHalfPlatform(t *testing.T) {
+	if _, err := ParsePlatforms("linux/amd64,darwin"); err == nil || !strings.Contains(err.Error(), `"darwin"`) {
+		t.Fatalf("ParsePlatforms(linux/amd64,darwin) = %v, want an error naming darwin", err)
+	}
+	got, err := ParsePlatforms("linux/amd64, windows/arm64")
+	if err != nil || len(got) != 2 || got[1] != (Platform{OS: "windows", Arch: "arm64"}) {
+		t.Fatalf("ParsePlatforms = %v, %v", got, err)
+	}
+}
