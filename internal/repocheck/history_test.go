@@ -16,25 +16,26 @@ import (
 )
 
 // The repository tells its history by commits, dates and versions: no document, comment or
-// identifier names a numbered stage of the project's making ("session 15", "issue 16",
-// "stop 39", "round 3", "#16"). What such a reference meant is written instead: the commit and
-// its date, or the behaviour itself.
+// identifier names a numbered stage of the project's making (a session, issue, stop or round of
+// the work followed by its number, or the number alone after a hash sign). What such a
+// reference meant is written instead: the commit and its date, or the behaviour itself. The
+// examples below write N for the number, so that this file passes its own rule.
 
 // stagePatterns match a numbered stage of the work. Each is checked after citations are blanked.
 var stagePatterns = []*regexp.Regexp{
-	// "session 15", "Issue 15's", "stage 2", "rounds 3-4", "stop #39", "issue_16".
+	// "session N", "Issue N's", "stage N", "rounds N-M", "stop #N", "issue_N".
 	regexp.MustCompile(`(?i)\b(session|stage|round|stop|issue|iteration|milestone|sprint|pr|pull request)s?[ _-]?#?[0-9]+\b`),
-	// An identifier that carries one: "testSession15", "afterIssue16".
+	// An identifier that carries one: "testSessionN", "afterIssueN".
 	regexp.MustCompile(`[a-z0-9](Session|Stage|Round|Stop|Issue|Iteration|Milestone|Sprint)s?_?[0-9]+`),
-	// The work's sessions, numbered or not: "this session", "the other sessions' labs".
+	// The work's sessions, numbered or not: this one, the next, the other ones.
 	regexp.MustCompile(`(?i)\b(this|that|next|previous|earlier|later|other|another) sessions?\b`),
-	// An issue number not written as another project's citation: "(#16)", "drover#16" (an HTML
-	// entity such as "&#39;" aside).
+	// An issue number not written as another project's citation: "(#N)", "drover#N" (an HTML
+	// entity, an ampersand before the hash sign, aside).
 	regexp.MustCompile(`(^|[^&])#[0-9]+\b`),
 }
 
 // citations are references to another project's issue or pull request, which are not the
-// history of drover's making: "backube/volsync#1167" and its address on the forge. They are
+// history of drover's making: "owner/repo#N" and its address on the forge. They are
 // blanked before stagePatterns are checked, so a citation in that form is always allowed.
 var citations = []*regexp.Regexp{
 	regexp.MustCompile(`\b[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+#[0-9]+\b`),
@@ -139,16 +140,17 @@ func TestTheStageMatcherCatchesStagesAndPassesCitations(t *testing.T) {
 		"func test" + "Session" + "16Runs(t *testing.T) {",
 		"what " + "this" + " session" + " measured",
 		"fixed in (" + "#" + "16)",
-		"as drover" + "#16 said",
+		"as drover" + "#" + "16 said",
 	} {
 		if refs := stageReferences(line); len(refs) == 0 {
 			t.Errorf("the matcher passed %q, which names a stage of the work", line)
 		}
 	}
 	for _, line := range []string{
-		"unlike VolSync's users' complaint (backube/volsync" + "#1167), every rule",
+		"unlike VolSync's users' complaint (backube/volsync" + "#" + "1167), every rule",
 		"upstream: https://github.com/backube/volsync/issues/" + "1167",
-		"the PV binder's one worker (kubernetes/kubernetes" + "#12345, csi-addons/kubernetes-csi-addons" + "#7)",
+		"the PV binder's one worker (kubernetes/kubernetes" + "#" + "12345, csi-addons/kubernetes-csi-addons" + "#" + "7)",
+		"an entity &" + "#" + "39; in a page",
 		"before the ledger (commit 2596a40, 2026-12-01), two claims could both win",
 		"// start launches c detached from the caller (its own session)",
 		"the lab storage mirrors around 5 s behind; step 1 of 2",
