@@ -93,10 +93,10 @@ type Options struct {
 // pass mostly waits on its stores and API server (marker reads, a capture's lists), so several
 // workers keep every group's status within a second of its storage's syncs; measured in
 // docs/architecture.md ("The agent at scale"). Chosen against 4 and 32 (with the hub's workers
-// the same) at 100 applications on the 2-core lab (docs/benchmarks.md, session 12): 4 left half
-// the DRPCs out of Protected in the settle window and relocated slowest (264 s against 144-223 s);
-// 32 ran three times the passes and took 130 s to recover against 55-79 s: the CPU, not the
-// waits, sets the pace.
+// the same) at 100 applications on the 2-core lab (a78cbb3, 2026-12-02; docs/benchmarks.md, "The
+// measurements today's defaults rest on"): 4 left half the DRPCs out of Protected in the settle
+// window and relocated slowest (264 s against 144-223 s); 32 ran three times the passes and took
+// 130 s to recover against 55-79 s: the CPU, not the waits, sets the pace.
 const DefaultWorkers = 8
 
 // Default client rates of `drover agent` (--kube-api-qps, --kube-api-burst). A settled group

@@ -26,7 +26,7 @@ import (
 	"github.com/drover-io/drover/internal/story"
 )
 
-// The crash sweep (issue 15, after Sieve): a fault-free story counts the writes of the hub and of
+// The crash sweep (after Sieve): a fault-free story counts the writes of the hub and of
 // each agent in each action; then, for chosen writes, a story kills that component right before
 // or right after the write (internal/lab/crash; the suite restarts it at once) and must still
 // pass: every action completes, the records hold (0 lost on relocate, a failover's loss within

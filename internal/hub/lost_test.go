@@ -39,7 +39,8 @@ func fenced(g Gomega, hub client.Client, cluster string) (metav1.Condition, *v1a
 	return *c, drc
 }
 
-// Issue 15's third hole: a cluster lost for good held a DRPlacementControl's deletion forever.
+// Before a cluster could be declared lost (0d55117, 2026-12-01), a cluster lost for good held a
+// DRPlacementControl's deletion forever.
 // The application fails over to west with east stopped; east is declared lost and the DRPC
 // deleted: the deletion completes without east, recording east's group. East then returns,
 // still declared lost, with its old primary group and its workload: the hub demotes that group

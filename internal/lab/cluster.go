@@ -171,7 +171,7 @@ func (c *Cluster) controlPlane() []component {
 			// between a namespace's creation and its default ServiceAccount.
 			"--disable-admission-plugins=ServiceAccount",
 			// /debug/pprof for the lab's administrator (kubectl get --raw), to find where an API
-			// server's CPU goes under drover's load (docs/benchmarks.md, session 16).
+			// server's CPU goes under drover's load (docs/benchmarks.md, "Where the settled CPU goes").
 			"--profiling=true",
 			// The endpoint reconciler refuses a loopback advertise address; the lab has no
 			// in-cluster clients that would use the kubernetes Service anyway.

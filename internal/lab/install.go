@@ -125,9 +125,9 @@ const placementTimeout = 30 * time.Second
 // Why the wait: the API server takes a new admission policy into force a moment after it is
 // created. The hub's bootstrap and drover's install followed each other within a second, and its
 // Deployment's pod, created before the policy acted, was never placed: Pending with no node
-// until the install gave up after 3 minutes (`make demo`, session 15). A server-side dry run of a
-// pod in the namespace shows the node once the policy acts; the namespace is created for it
-// (the release manifests apply it again).
+// until the install gave up after 3 minutes (`make demo`, before c5b5871 of 2026-12-02). A
+// server-side dry run of a pod in the namespace shows the node once the policy acts; the
+// namespace is created for it (the release manifests apply it again).
 func applyPlacement(ctx context.Context, cl client.Client) error {
 	policy, binding := kubelet.PlacementPolicy(kubelet.DefaultNodeName, DroverNamespace)
 	for _, obj := range []client.Object{policy, binding, &corev1.Namespace{

@@ -7,4 +7,12 @@
 //     story nor the exercises nor drover's hub, agent or CLI;
 //   - the story (internal/story) imports no exercise (internal/exercise/...: bench, soak), which
 //     drive the story.
+//
+// The history (history_test.go): no tracked Go, Markdown, YAML, Makefile or shell file names a
+// numbered stage of the project's making (a session, stage, round, stop or issue of the work
+// followed by its number, the work's sessions even unnumbered, an issue number alone after a
+// hash sign); history is told by commits, dates and versions, so such a reference is rewritten
+// as the commit and its date, or as the behaviour itself. The test names each offending
+// file:line. Another project's issue is cited as owner/repo#N (backube/volsync#1167) or by its
+// address, which the rule allows.
 package repocheck

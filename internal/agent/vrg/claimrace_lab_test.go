@@ -15,8 +15,8 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// Issue 15's second hole: the marker's check and write were two steps, so two primaries that
-// read the same marker could both write theirs. Here, on each lab store, two primaries read
+// Before 2596a40 (2026-12-01) the marker's check and write were two steps, so two primaries
+// that read the same marker could both write theirs. Here, on each lab store, two primaries read
 // the marker of epoch 1 and claim epoch 2 at the same moment, round after round: exactly one
 // claim lands, the other fails as a lost race, and the store holds the winner's marker.
 func TestTwoConcurrentClaimsOfAStoreCannotBothWin(t *testing.T) {

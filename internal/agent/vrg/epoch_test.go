@@ -338,10 +338,10 @@ func (s *racingStore) PutIf(ctx context.Context, key string, body []byte, versio
 	}).PutIf(ctx, key, body, version)
 }
 
-// Issue 15's second hole, in the agent: east, primary with epoch 1, catches up west's store
-// (which holds no marker), and west's promotion claims epoch 2 there between east's read and
-// east's write. East's write must lose: west's claim stays, east writes nothing to west's store
-// and reports itself a stale primary at once.
+// Two concurrent claims of a store (one wins since 2596a40, 2026-12-01), in the agent: east,
+// primary with epoch 1, catches up west's store (which holds no marker), and west's promotion
+// claims epoch 2 there between east's read and east's write. East's write must lose: west's
+// claim stays, east writes nothing to west's store and reports itself a stale primary at once.
 func TestACatchUpThatRacesANewerClaimLosesAndTheGroupIsStale(t *testing.T) {
 	g := NewWithT(t)
 	f := protectedFixture(t)

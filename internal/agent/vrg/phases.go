@@ -122,9 +122,9 @@ func (r *Reconciler) protectPVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 // earlier in this pass (a VolumeReplication just created or promoted): the storage often acts
 // while the pass restores the objects and captures them, and its answer then reaches this
 // pass's status. Without this second look a failed-over group reported DataReady only in its
-// next pass, 9 s later (p50) in the agent's queue at 100 applications (docs/benchmarks.md,
-// session 14). A backend that cannot tell without writing is left to that next pass, which the
-// storage's own change wakes.
+// next pass, 9 s later (p50) in the agent's queue at 100 applications (81b74ec, 2026-12-02;
+// docs/benchmarks.md, "The measurements today's defaults rest on"). A backend that cannot tell
+// without writing is left to that next pass, which the storage's own change wakes.
 func (r *Reconciler) lookAgain(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	var errs []error
 	for _, ps := range sc.pvcs {

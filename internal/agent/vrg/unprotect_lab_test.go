@@ -20,8 +20,8 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// Issue 15's first hole: deleting a stale primary's group deleted its prefix from every store,
-// including what the newer primary had written there. Here west holds the group with epoch 2
+// Before 58c41c0 (2026-12-01) deleting a stale primary's group deleted its prefix from every
+// store, including what the newer primary had written there. Here west holds the group with epoch 2
 // in west's store (its marker, metadata and capture), while east's store still holds east's
 // own epoch-1 copy (west never reached it). East's group, primary with epoch 1, is deleted (a
 // person removes the stale copy, or the hub unprotects): east's own copy goes, west's stays,

@@ -74,7 +74,8 @@ type Reconciler struct {
 // cluster that stops answering mid-write), which with one worker would hold every other
 // application; 8 costs nothing while idle. At 100 applications (make bench, 2 cores, the agents'
 // workers the same) 4 left half the DRPCs out of Protected when settled and 32 ran three times
-// the passes for the same work (docs/benchmarks.md, session 12).
+// the passes for the same work (a78cbb3, 2026-12-02; docs/benchmarks.md, "The measurements
+// today's defaults rest on").
 const DefaultWorkers = 8
 
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
