@@ -8,6 +8,7 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -81,8 +82,25 @@ func (r *Run) FailoverDuringPartition(ctx context.Context, from string) Step {
 	if _, _, err := r.writing(ctx, to); err != nil {
 		errs = append(errs, err)
 	}
-	step.Err = errors.Join(append(errs, r.splitReported(ctx, from))...)
+	step.Err = errors.Join(append(errs, r.splitReported(ctx, from), r.fencedThere(ctx, from, to))...)
 	return r.record(step)
+}
+
+// fencedThere checks that the cut-off cluster's agent knows itself a stale primary: it still
+// reaches the peer's S3 store, where the promotion claimed a newer epoch, so its group reports
+// SplitBrain and writes nothing to any store (the new primary's metadata stays as it wrote it).
+func (r *Run) fencedThere(ctx context.Context, cluster, to string) error {
+	return r.poll(ctx, pollInterval, func(ctx context.Context) error {
+		group := &v1alpha1.VolumeReplicationGroup{}
+		if err := r.env.Clusters[cluster].Get(ctx, r.key, group); err != nil {
+			return fmt.Errorf("failed to get the VolumeReplicationGroup on %s: %w", cluster, err)
+		}
+		c := apimeta.FindStatusCondition(group.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		if c == nil || c.Reason != v1alpha1.ReasonSplitBrain || !strings.Contains(c.Message, to) {
+			return fmt.Errorf("%s's VolumeReplicationGroup does not report the split brain (%s holds a newer epoch in its store): %v", cluster, to, c)
+		}
+		return nil
+	})
 }
 
 // reports reads the records of each volume (handles, by PVC) on a cluster.
@@ -171,7 +189,7 @@ func (r *Run) Heal(ctx context.Context, cluster string) Step {
 	})
 	step.Duration = time.Since(began)
 	if step.Err == nil {
-		step.Err = errors.Join(r.demotedOn(ctx, cluster), r.neverReached(ctx, cluster, p))
+		step.Err = errors.Join(r.demotedOn(ctx, cluster), r.neverReached(ctx, cluster, p), r.discarded(ctx, cluster, p))
 	}
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, p.to)
@@ -231,6 +249,27 @@ func (r *Run) neverReached(ctx context.Context, cluster string, p *partition) er
 		if kept.LastSeq > atCut.LastSeq {
 			return fmt.Errorf("%s: %s holds record %d of %s, which %s wrote after the partition (up to %d before it): its writes reached the new primary",
 				pvc, p.to, kept.LastSeq, w.id, cluster, atCut.LastSeq)
+		}
+		return nil
+	})
+}
+
+// discarded waits until the demoted cluster's volumes, resynced from the new primary, hold no
+// record that its writers wrote after the partition: stray writes are discarded.
+func (r *Run) discarded(ctx context.Context, cluster string, p *partition) error {
+	return r.poll(ctx, pollInterval, func(context.Context) error {
+		now, err := r.reports(cluster, p.handles)
+		if err != nil {
+			return err
+		}
+		for _, w := range p.ws {
+			for _, pvc := range w.pvcs {
+				atCut, _ := p.atCut[pvc].Writer(w.id)
+				if got, _ := now[pvc].Writer(w.id); got.LastSeq > atCut.LastSeq {
+					return fmt.Errorf("%s: %s still holds record %d of %s, written after the partition (up to %d before it): the resync from %s has not discarded it",
+						pvc, cluster, got.LastSeq, w.id, atCut.LastSeq, p.to)
+				}
+			}
 		}
 		return nil
 	})
