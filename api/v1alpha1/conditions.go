@@ -189,7 +189,8 @@ const (
 	// EventFailoverCompleted: a failover completed.
 	EventFailoverCompleted = "FailoverCompleted"
 	// EventPromotingWithoutDemotion (Warning): a failover promotes its target without having
-	// demoted the old primary, which stopped answering (or was declared lost) meanwhile.
+	// demoted the old primary, which does not answer (never did, or stopped meanwhile) or is
+	// declared lost.
 	EventPromotingWithoutDemotion = "PromotingWithoutDemotion"
 	// EventRelocateStarted: a relocation began.
 	EventRelocateStarted = "RelocateStarted"

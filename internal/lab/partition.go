@@ -25,7 +25,9 @@ import (
 // included, through west's proxy, which stays open (the profiles of a DRPolicy are the same
 // addresses for both clusters, so one cluster's outgoing traffic cannot be told apart on
 // loopback); and east's agent reaches its own S3 store through its own proxy, so it loses it
-// for the partition's length.
+// for the partition's length. drover's store epochs make the first safe: once west's promotion
+// claims the group in west's store, east's agent reads that newer claim there and writes
+// nothing to any store (internal/story's partition step checks it).
 
 const (
 	componentProxy = "lab-proxy"

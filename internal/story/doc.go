@@ -3,6 +3,10 @@
 // its cluster stopped, bring the cluster back, fail back, relocate, relocate back, unprotect.
 // After every action it proves with the writer's records what was kept and what was lost, and
 // a watcher checks throughout that the two clusters never both run a writable primary.
+// partition.go fails over while the primary is cut off by the lab's network partition, and
+// heals it: the one case drover cannot know, where the watcher reports the two primaries
+// instead of failing, and the checks prove that the cut-off cluster's writes never reach the
+// new primary and that drover demotes it, with no human step, once it is reachable.
 //
 // In placement mode the hub behaves as an OCM hub (ocm.go): the case's Placement exists, the
 // lab's placement controller schedules it until drover disables its scheduling, and a GitOps

@@ -16,7 +16,7 @@ import (
 
 // LabEnv is the story's view of a running lab that runs drover: clients of the hub and of east
 // and west with the types Env names, the lab's storage directories, and the lab's own stop and
-// start of a cluster. Out receives the story's lines.
+// start of a cluster, its partition and heal. Out receives the story's lines.
 func LabEnv(l *lab.Lab, out io.Writer) (Env, error) {
 	hub, err := labClient(l, lab.Hub, ocmv1beta1.AddToScheme)
 	if err != nil {
@@ -33,6 +33,8 @@ func LabEnv(l *lab.Lab, out io.Writer) (Env, error) {
 		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
 		StopCluster:  l.Stop,
 		StartCluster: l.Start,
+		Partition:    l.Partition,
+		Heal:         l.Heal,
 	}, nil
 }
 

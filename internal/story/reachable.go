@@ -2,11 +2,9 @@ package story
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/records"
 )
 
@@ -34,12 +32,7 @@ func (r *Run) FailoverFromReachable(ctx context.Context, from string) Step {
 	}
 	began := time.Now()
 	r.say("failover: asking drover to fail over to %s while %s stays up", to, from)
-	if err := r.ask(ctx, v1alpha1.ActionFailover, to); err != nil {
-		step.Err = err
-		return r.record(step)
-	}
-	if err := r.await(ctx, "failover", func(d *v1alpha1.DRPlacementControl) bool { return settled(d, v1alpha1.PhaseFailedOver, to) }); err != nil {
-		step.Err = err
+	if step.Err = r.failOverTo(ctx, to); step.Err != nil {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
@@ -52,35 +45,17 @@ func (r *Run) FailoverFromReachable(ctx context.Context, from string) Step {
 // keptAll checks that the step's target holds every record each writer had written (asked)
 // with no gap, and adds the records kept to step.
 func (r *Run) keptAll(ctx context.Context, step *Step, ws []writer, asked map[string]records.Report) error {
-	toHandles, err := r.boundVolumes(ctx, step.To, ws)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, w := range ws {
-		for _, pvc := range w.pvcs {
-			h, ok := toHandles[pvc]
-			if !ok {
-				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", pvc, step.To))
-				continue
-			}
-			got, err := r.report(step.To, h)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			before, _ := asked[pvc].Writer(w.id)
-			kept, _ := got.Writer(w.id)
-			step.Kept += kept.LastSeq
-			switch {
-			case len(kept.Gaps) > 0:
-				errs = append(errs, fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, step.To, records.FormatRanges(kept.Gaps)))
-			case kept.LastSeq < before.LastSeq:
-				step.Lost += before.LastSeq - kept.LastSeq
-				errs = append(errs, fmt.Errorf("%s: %s holds records of %s up to %d, but %s had written up to %d before the failover was asked",
-					pvc, step.To, w.id, kept.LastSeq, step.From, before.LastSeq))
-			}
+	return r.onTarget(ctx, step.To, ws, func(pvc string, w writer, kept records.WriterReport) error {
+		before, _ := asked[pvc].Writer(w.id)
+		step.Kept += kept.LastSeq
+		switch {
+		case len(kept.Gaps) > 0:
+			return fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, step.To, records.FormatRanges(kept.Gaps))
+		case kept.LastSeq < before.LastSeq:
+			step.Lost += before.LastSeq - kept.LastSeq
+			return fmt.Errorf("%s: %s holds records of %s up to %d, but %s had written up to %d before the failover was asked",
+				pvc, step.To, w.id, kept.LastSeq, step.From, before.LastSeq)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }

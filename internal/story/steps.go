@@ -130,63 +130,78 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 	}
 	began := time.Now()
 	r.say("failover: asking drover to fail over to %s", to)
-	if err := r.ask(ctx, v1alpha1.ActionFailover, to); err != nil {
-		step.Err = err
-		return r.record(step)
-	}
-	if err := r.await(ctx, "failover", func(d *v1alpha1.DRPlacementControl) bool { return settled(d, v1alpha1.PhaseFailedOver, to) }); err != nil {
-		step.Err = err
+	if step.Err = r.failOverTo(ctx, to); step.Err != nil {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
-	step.Err = r.checkFailover(ctx, &step, ws, wrote, lastSync)
+	step.Err = r.checkFailover(ctx, &step, ws, wrote, lastSync, "its loss")
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, to)
 	}
 	return r.record(step)
 }
 
+// failOverTo asks drover to fail the application over to cluster and waits until it runs
+// there, FailedOver.
+func (r *Run) failOverTo(ctx context.Context, to string) error {
+	if err := r.ask(ctx, v1alpha1.ActionFailover, to); err != nil {
+		return err
+	}
+	return r.await(ctx, "failover", func(d *v1alpha1.DRPlacementControl) bool { return settled(d, v1alpha1.PhaseFailedOver, to) })
+}
+
 // checkFailover reads the records on the failover's target and checks them against what each
-// writer had written on the lost cluster (wrote): every record up to the last group sync is
-// there, none is missing in between, none is new, and no more is lost than was written after
-// the sync. It adds the records kept and lost to step.
-func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time) error {
+// writer had written on the source at the cut (wrote; cut names the moment: the loss of the
+// source, or its partition): every record up to the last group sync is there, none is missing
+// in between, none written after the cut, and no more is lost than was written after the
+// sync. It adds the records kept and lost to step.
+func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time, cut string) error {
 	from, to := step.From, step.To
-	toHandles, err := r.boundVolumes(ctx, to, ws)
+	return r.onTarget(ctx, to, ws, func(pvc string, w writer, kept records.WriterReport) error {
+		before, _ := wrote[pvc].Writer(w.id)
+		step.Kept += kept.LastSeq
+		step.Lost += before.LastSeq - min(before.LastSeq, kept.LastSeq)
+		switch {
+		case kept.LastSeq == 0 && before.LastWrite.Before(lastSync):
+			return fmt.Errorf("%s: %s holds no record of %s, which wrote before the last group sync", pvc, to, w.id)
+		case len(kept.Gaps) > 0:
+			return fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps))
+		case kept.LastSeq > before.LastSeq:
+			return fmt.Errorf("%s: %s holds record %d of %s, which %s had not written at %s (it wrote up to %d)", pvc, to, kept.LastSeq, w.id, from, cut, before.LastSeq)
+		case float64(before.LastSeq-kept.LastSeq)*parseInterval().Seconds() > (step.LossBound + time.Second + parseInterval()).Seconds():
+			// The writer writes one record per interval: losing more than the time since the
+			// last group sync holds (plus the second that metav1.Time truncates and one
+			// record) means records written before the sync were lost.
+			return fmt.Errorf("%s: %d records of %s lost, more than %s of writes since the last group sync: records up to the sync were lost",
+				pvc, before.LastSeq-kept.LastSeq, w.id, step.LossBound.Round(time.Millisecond))
+		}
+		return nil
+	})
+}
+
+// onTarget waits until every PVC the writers ws used is Bound on cluster, reads each writer's
+// records in each of its PVCs there and calls check with them; it joins what check and the
+// reads return.
+func (r *Run) onTarget(ctx context.Context, cluster string, ws []writer, check func(pvc string, w writer, kept records.WriterReport) error) error {
+	handles, err := r.boundVolumes(ctx, cluster, ws)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, w := range ws {
 		for _, pvc := range w.pvcs {
-			h, ok := toHandles[pvc]
+			h, ok := handles[pvc]
 			if !ok {
-				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", pvc, to))
+				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", pvc, cluster))
 				continue
 			}
-			promoted, err := r.report(to, h)
+			rep, err := r.report(cluster, h)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			before, _ := wrote[pvc].Writer(w.id)
-			kept, _ := promoted.Writer(w.id)
-			step.Kept += kept.LastSeq
-			step.Lost += before.LastSeq - min(before.LastSeq, kept.LastSeq)
-			switch {
-			case kept.LastSeq == 0 && before.LastWrite.Before(lastSync):
-				errs = append(errs, fmt.Errorf("%s: %s holds no record of %s, which wrote before the last group sync", pvc, to, w.id))
-			case len(kept.Gaps) > 0:
-				errs = append(errs, fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps)))
-			case kept.LastSeq > before.LastSeq:
-				errs = append(errs, fmt.Errorf("%s: %s holds record %d of %s, which it never wrote on %s", pvc, to, kept.LastSeq, w.id, from))
-			case float64(before.LastSeq-kept.LastSeq)*parseInterval().Seconds() > (step.LossBound + time.Second + parseInterval()).Seconds():
-				// The writer writes one record per interval: losing more than the time since the
-				// last group sync holds (plus the second that metav1.Time truncates and one
-				// record) means records written before the sync were lost.
-				errs = append(errs, fmt.Errorf("%s: %d records of %s lost, more than %s of writes since the last group sync: records up to the sync were lost",
-					pvc, before.LastSeq-kept.LastSeq, w.id, step.LossBound.Round(time.Millisecond)))
-			}
+			kept, _ := rep.Writer(w.id)
+			errs = append(errs, check(pvc, w, kept))
 		}
 	}
 	return errors.Join(errs...)

@@ -72,6 +72,9 @@ type Env struct {
 	// StopCluster loses a cluster (control plane, storage, agent); StartCluster brings it back.
 	StopCluster  func(cluster string) error
 	StartCluster func(ctx context.Context, cluster string) error
+	// Partition cuts a running cluster off from the hub and its peer (the lab's network
+	// partition); Heal ends it. Nil when the lab has none: the partition steps then fail.
+	Partition, Heal func(cluster string) error
 	// Out receives a line per step and per change of what drover waits for; nil discards.
 	Out io.Writer
 	// Timeout bounds each step; 4 minutes when zero.
@@ -117,11 +120,17 @@ type Run struct {
 	Steps []Step
 
 	mu sync.Mutex
-	// down are the stopped clusters; back is when each cluster last came back.
+	// down are the stopped clusters; back is when each cluster last came back (started, or
+	// healed).
 	down map[string]bool
 	back map[string]time.Time
+	// cut are the partitioned clusters, with what the partition step learned (partition.go).
+	cut map[string]*partition
 	// violations are the moments the watcher saw two writable primaries.
 	violations []string
+	// splits are the overlaps the watcher saw during a partition, when drover cannot know:
+	// reported, not violations.
+	splits []string
 	// overlap is the longest time both clusters ran writers after a cluster came back.
 	overlap time.Duration
 
@@ -143,7 +152,7 @@ func New(env Env, c Case, home string) *Run {
 		out = io.Discard
 	}
 	return &Run{env: env, c: c, key: client.ObjectKey{Namespace: c.Namespace, Name: "db"}, out: out, home: home,
-		down: map[string]bool{}, back: map[string]time.Time{}}
+		down: map[string]bool{}, back: map[string]time.Time{}, cut: map[string]*partition{}}
 }
 
 // say prints a progress line with the time since the story began.
@@ -221,8 +230,9 @@ func (r *Run) deploy(ctx context.Context, objs []client.Object) error {
 	return nil
 }
 
-// Close stops the watcher and the deployer and returns the watcher's verdict: an error naming
-// every moment both clusters ran a writable primary outside the grace after a return.
+// Close stops the watcher and the deployer, starts a stopped cluster and heals a partitioned
+// one, and returns the watcher's verdict: an error naming every moment both clusters ran a
+// writable primary outside a partition and the grace after a return.
 func (r *Run) Close() error {
 	if r.stopBackground != nil {
 		r.stopBackground()
@@ -237,6 +247,12 @@ func (r *Run) Close() error {
 			errs = append(errs, fmt.Errorf("failed to start %s again: %w", cluster, err))
 		}
 		delete(r.down, cluster)
+	}
+	for _, cluster := range sortedKeys(r.cut) {
+		if err := r.env.Heal(cluster); err != nil {
+			errs = append(errs, fmt.Errorf("failed to heal %s's partition: %w", cluster, err))
+		}
+		delete(r.cut, cluster)
 	}
 	if len(r.violations) > 0 {
 		errs = append(errs, fmt.Errorf("two writable primaries: %v", r.violations))

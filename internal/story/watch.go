@@ -3,6 +3,8 @@ package story
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-io/drover/internal/lab/storage"
@@ -11,7 +13,8 @@ import (
 // returnGrace is how long after a lost cluster comes back both clusters may still run the
 // application: the old primary's workload restarts with its cluster and runs until drover,
 // which demotes it first thing, has removed it (DESIGN.md rule 7: demoted the moment it is
-// reachable again). Its writes go to a stale primary and are discarded by the resync.
+// reachable again). Its writes go to a stale primary and are discarded by the resync. A healed
+// partition counts as a return.
 const returnGrace = 45 * time.Second
 
 // pollInterval is how often the story looks again at what it waits for.
@@ -19,7 +22,9 @@ const pollInterval = 500 * time.Millisecond
 
 // watch checks, until ctx ends, that the two clusters never both run a writable primary of the
 // application: writer pods Running on both, or (volrep) one image primary on both, while both
-// clusters are up and the last to return has been up longer than returnGrace.
+// clusters are up and the last to return has been up longer than returnGrace. During a
+// partition drover cannot know, and the cut-off cluster keeps its primary: the watcher reports
+// each such overlap once (Splits) instead of counting it a violation.
 func (r *Run) watch(ctx context.Context) {
 	var since time.Time
 	for {
@@ -35,23 +40,43 @@ func (r *Run) watch(ctx context.Context) {
 			r.mu.Unlock()
 			continue
 		}
-		if since.IsZero() {
+		began := since.IsZero()
+		if began {
 			since = time.Now()
 		}
 		if d := time.Since(since); d > r.overlap {
 			r.overlap = d
 		}
-		lastBack := time.Time{}
-		for _, t := range r.back {
-			if t.After(lastBack) {
-				lastBack = t
+		switch {
+		case len(r.cut) > 0:
+			if began {
+				r.splits = append(r.splits, fmt.Sprintf("%s at %s, while %s is partitioned", what, time.Now().Format(time.TimeOnly),
+					strings.Join(sortedKeys(r.cut), ", ")))
 			}
-		}
-		if time.Since(lastBack) > returnGrace {
+		case time.Since(r.lastBackLocked()) > returnGrace:
 			r.violations = append(r.violations, fmt.Sprintf("%s at %s", what, time.Now().Format(time.TimeOnly)))
 		}
 		r.mu.Unlock()
 	}
+}
+
+// lastBackLocked is when the last cluster came back (started or healed); r.mu is held.
+func (r *Run) lastBackLocked() time.Time {
+	last := time.Time{}
+	for _, t := range r.back {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// Splits are the overlaps of two writable primaries the watcher saw during a partition, one
+// line each: what drover cannot prevent while it cannot reach the cut-off cluster.
+func (r *Run) Splits() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.splits)
 }
 
 // twoPrimaries reports whether both clusters are up and both run the application or hold one of

@@ -2,11 +2,13 @@ package drpc
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -176,4 +178,33 @@ func TestAFailoverPromotesWithoutTheDemotionWhenTheOldPrimaryStopsAnsweringOrIsD
 			w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionFalse))
 		})
 	}
+}
+
+// A failover whose old primary never answers (partitioned, or lost: the hub cannot tell them
+// apart) promotes at once, and says so with a warning event when it first asks the promotion,
+// as it does for an old primary that stops answering during its demotion: a primary that
+// still runs there is a second writable one until it is reachable and demoted.
+func TestAFailoverFromAnOldPrimaryThatNeverAnswersSaysItPromotesWithoutDemotion(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	recorder := events.NewFakeRecorder(20)
+	w.r.Recorder = recorder
+	w.deployed()
+	w.gw.SetDown("east", true)
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
+	w.reconcile()
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary), "east does not answer: west is promoted at once")
+	w.reconcile()
+	w.agent("west", false)
+	w.reconcile()
+	w.g.Expect(w.drpc().Status.Phase).To(Equal(v1alpha1.PhaseFailedOver))
+	var warned []string
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, v1alpha1.EventPromotingWithoutDemotion) {
+			warned = append(warned, e)
+		}
+	}
+	w.g.Expect(warned).To(HaveLen(1), "one warning, when the promotion is first asked")
+	w.g.Expect(warned[0]).To(ContainSubstring("Promoting west without demoting east first: east does not answer"))
 }

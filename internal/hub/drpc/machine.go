@@ -315,9 +315,13 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: requeueAction}, nil
 	}
 	st.Progression = string(ProgressionPromotingTarget)
-	if sc.before.Status.Progression == string(ProgressionDemotingSource) && !secondary(old.vrg) {
+	// Said once, when the promotion is first asked: the old primary stopped answering while
+	// it was being demoted, or never answered (a partition or a lost cluster: the hub cannot
+	// tell them apart, and the storage forces the promotion, so a primary that still runs
+	// there is a second writable one until it is reachable and demoted).
+	if why := withoutDemotion(sc, old); why != "" && !secondary(old.vrg) && !askedPrimary(target.vrg) {
 		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventPromotingWithoutDemotion, "Promoting %s without demoting %s first: %s",
-			target.name, old.name, withoutDemotion(sc, old))
+			target.name, old.name, why)
 	}
 	if err := r.ensureGroup(ctx, sc, target, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover, "")); err != nil {
 		return ctrl.Result{}, err
@@ -349,7 +353,7 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 func demotionAwaited(sc *scope, old *clusterView) string {
 	target := sc.view(sc.drpc.Status.ActionTarget)
 	switch {
-	case target.vrg != nil && target.vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && target.vrg.Spec.Action == v1alpha1.ActionFailover:
+	case askedPrimary(target.vrg):
 		return ""
 	case !old.reachable() || sc.lost[old.name] != "" || old.vrg == nil || secondary(old.vrg):
 		return ""
@@ -357,6 +361,11 @@ func demotionAwaited(sc *scope, old *clusterView) string {
 	return fmt.Sprintf("waiting for %s, which answers, to be demoted before %s is promoted (the storage would force the promotion and leave two writable primaries): %s; "+
 		"if %s cannot demote (its agent is down), stop it or declare it lost (DRCluster spec.lost) to promote without it",
 		old.name, target.name, notYet(old.name, old.vrg, v1alpha1.ConditionDataReady), old.name)
+}
+
+// askedPrimary reports whether a group is asked to be the failover's primary already.
+func askedPrimary(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionFailover
 }
 
 // withoutDemotion says why a failover promotes its target without the old primary demoted
