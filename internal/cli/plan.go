@@ -329,9 +329,15 @@ func steps(a *app, action v1alpha1.DRAction, to string) []string {
 	stop := fmt.Sprintf("stop the application on %s: the PlacementDecision of %s names no cluster, the GitOps tool removes it", from, placementName(d))
 	if d.Spec.PlacementRef == nil {
 		place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last", to)
+		if objectsOnly(d) {
+			place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects, workloads last", to)
+		}
 		stop = fmt.Sprintf("stop the application on %s: its agent deletes the workloads of %s (PVCs stay)", from, strings.Join(d.Spec.ProtectedNamespaces, ", "))
 	}
 	promote := fmt.Sprintf("promote %s's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary", to)
+	if objectsOnly(d) {
+		promote = fmt.Sprintf("promote %s's group (PromotingTarget): no PVCs selected, it has no volume to restore", to)
+	}
 	if action == v1alpha1.ActionFailover {
 		demote := fmt.Sprintf("demote %s's group first (action Failover: its writes since the last sync are discarded when it resyncs)", from)
 		if ok, why := a.reachability(from); !ok {

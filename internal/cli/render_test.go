@@ -314,6 +314,13 @@ func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
 	if c := protectedCheck(objectsOnlyApp().drpc, "east", "drover status db"); !c.Met || !strings.HasPrefix(c.Detail, "no PVCs selected") {
 		t.Errorf("DataProtected check of a group with no PVC %+v", c)
 	}
+	failover := strings.Join(steps(objectsOnlyApp(), v1alpha1.ActionFailover, "west"), "\n")
+	for _, want := range []string{"promote west's group (PromotingTarget): no PVCs selected, it has no volume to restore",
+		"start the application on west: its agent restores the captured Kubernetes objects, workloads last (PlacingApplication)"} {
+		if !strings.Contains(failover, want) {
+			t.Errorf("failover steps lack %q:\n%s", want, failover)
+		}
+	}
 	e := entry{p: preview(objectsOnlyApp(), v1alpha1.ActionFailover, "west", testNow)}
 	if v, detail := e.verdict(); v != "can start" || detail != "data loss: objects changed since the last capture (8s)" {
 		t.Errorf("plan table verdict %q %q", v, detail)
