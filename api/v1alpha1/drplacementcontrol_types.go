@@ -159,9 +159,16 @@ type VRGSummary struct {
 	// +kubebuilder:validation:MaxItems=16
 	Problems []metav1.Condition `json:"problems,omitempty"`
 
-	// lastGroupSyncTime is the VolumeReplicationGroup's last time all its PVCs had synced.
+	// lastGroupSyncTime is the VolumeReplicationGroup's last time all its PVCs had synced or,
+	// with none selected, its last capture of the objects that every store holds.
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
+
+	// protectedPVCs is how many PVCs the VolumeReplicationGroup reports (its
+	// status.protectedPVCs); zero for a group protected by its captured objects alone.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ProtectedPVCs *int32 `json:"protectedPVCs,omitempty"`
 
 	// observedGeneration is the VolumeReplicationGroup's status.observedGeneration.
 	// +optional
@@ -193,8 +200,9 @@ type DRPlacementControlStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	CurrentPrimary string `json:"currentPrimary,omitempty"`
 
-	// lastGroupSyncTime is the last time all the application's PVCs had synced to the peer:
-	// the recovery point of a failover now.
+	// lastGroupSyncTime is the last time all the application's PVCs had synced to the peer or,
+	// with no PVC selected, the last capture of its objects that every store holds: the
+	// recovery point of a failover now.
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 

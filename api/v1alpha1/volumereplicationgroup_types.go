@@ -320,7 +320,8 @@ type VolumeReplicationGroupStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// lastGroupSyncTime is the oldest lastSyncTime of the protected PVCs: the group's recovery
-	// point.
+	// point. With no PVC selected it is the last time every store held the current capture of
+	// the group's objects (kubeObjectProtection), which alone protect it then.
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 

@@ -151,9 +151,9 @@ func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
 	}
 	mustContain(t, out.String(),
 		"Plan: relocate plan-relocate/db from plan-relocate-east to plan-relocate-west (DRPolicy plan-relocate, every 10s)",
-		"  [ok] primary plan-relocate-east is reachable: Reachable True: the probe succeeds",
-		"  [ok] PeerReady is True: PeerReady True (Succeeded)",
-		"  [ok] the data of primary plan-relocate-east is protected (DataProtected): every PVC completed a sync",
+		"  [ok] reachability of primary plan-relocate-east: Reachable True: the probe succeeds",
+		"  [ok] PeerReady of plan-relocate-west: PeerReady True (Succeeded)",
+		"  [ok] DataProtected of primary plan-relocate-east's group: every PVC completed a sync",
 		"  1. stop the application on plan-relocate-east: its agent deletes the workloads of db (PVCs stay) (StoppingApplication)",
 		"  2. demote plan-relocate-east with a final sync (DemotingForFinalSync)",
 		"  3. promote plan-relocate-west's group once the final sync is confirmed (PromotingTarget)",
@@ -182,8 +182,8 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		t.Fatalf("plan failed: %v", err)
 	}
 	mustContain(t, out.String(),
-		"  [ok] target plan-failover-west is reachable: Reachable True: the probe succeeds",
-		"  [warn] the last group sync is recent: 42s ago, more than twice the interval 10s: the target holds the data of 12:03:48 UTC",
+		"  [ok] reachability of target plan-failover-west: Reachable True: the probe succeeds",
+		"  [warn] age of the last group sync: 42s ago, more than twice the interval 10s: the target holds the data of 12:03:48 UTC (the last group sync)",
 		"  1. plan-failover-east is unreachable since 12:04:10 UTC: its group is demoted the moment it is reachable again",
 		"  2. promote plan-failover-west's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary (the storage force-promotes while plan-failover-east is away)",
 		"  3. start the application on plan-failover-west: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last (PlacingApplication)",
@@ -195,7 +195,7 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		t.Fatalf("plan failed: %v", err)
 	}
 	mustContain(t, out.String(),
-		"  [NO] primary plan-failover-east is reachable: primary plan-failover-east unreachable since 12:04:10 UTC; a relocation needs both clusters: use failover (drover failover db -n plan-failover --to plan-failover-west)",
+		"  [NO] reachability of primary plan-failover-east: primary plan-failover-east unreachable since 12:04:10 UTC; a relocation needs both clusters: use failover (drover failover db -n plan-failover --to plan-failover-west)",
 		"Verdict: relocate would be refused now: primary plan-failover-east unreachable since 12:04:10 UTC",
 	)
 }

@@ -27,9 +27,11 @@ type PlanOptions struct {
 	Now func() time.Time
 }
 
-// Check is one precondition of an action.
+// Check is one precondition of an action. Its Name says what is checked, never whether it
+// holds: it reads the same met or not (the plan prints [ok], [warn] or [NO] before it), and
+// Detail states what was observed, which agrees with Met.
 type Check struct {
-	// Name says what must hold.
+	// Name says what is checked.
 	Name string
 	// Met says whether it holds now.
 	Met bool
@@ -157,13 +159,13 @@ func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check 
 	out := []Check{hubCheck(d), validatedCheck(d), policyCheck(a, to), idleCheck(d, action, to)}
 	from := st.CurrentPrimary
 	reachTarget, why := a.reachability(to)
-	targetCheck := Check{Name: "target " + to + " is reachable", Met: reachTarget, Blocking: true, Detail: why}
+	targetCheck := Check{Name: "reachability of target " + to, Met: reachTarget, Blocking: true, Detail: why}
 	if !reachTarget {
 		targetCheck.Detail = fmt.Sprintf("peer %s %s; the %s needs it: wait until it is reachable (`kubectl get drcluster %s`)", to, why, noun, to)
 	}
 	if action == v1alpha1.ActionFailover {
 		out = append(out, targetCheck)
-		peer := Check{Name: "PeerReady: " + to + " receives the application's data", Met: condTrue(st.Conditions, v1alpha1.ConditionPeerReady),
+		peer := Check{Name: "PeerReady of " + to, Met: condTrue(st.Conditions, v1alpha1.ConditionPeerReady),
 			Detail: conditionLine(st.Conditions, v1alpha1.ConditionPeerReady)}
 		if !peer.Met {
 			peer.Detail += fmt.Sprintf("; %s may not hold the latest data", to)
@@ -172,7 +174,7 @@ func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check 
 	}
 	if from != "" && from != to {
 		ok, why := a.reachability(from)
-		c := Check{Name: "primary " + from + " is reachable", Met: ok, Blocking: true, Detail: why}
+		c := Check{Name: "reachability of primary " + from, Met: ok, Blocking: true, Detail: why}
 		if !ok {
 			c.Detail = fmt.Sprintf("primary %s %s; a relocation needs both clusters: use failover (drover failover %s -n %s --to %s)",
 				from, why, d.Name, d.Namespace, to)
@@ -180,7 +182,7 @@ func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check 
 		out = append(out, c)
 	}
 	out = append(out, targetCheck)
-	peer := Check{Name: "PeerReady is True", Met: condTrue(st.Conditions, v1alpha1.ConditionPeerReady), Blocking: true,
+	peer := Check{Name: "PeerReady of " + to, Met: condTrue(st.Conditions, v1alpha1.ConditionPeerReady), Blocking: true,
 		Detail: conditionLine(st.Conditions, v1alpha1.ConditionPeerReady)}
 	if !peer.Met {
 		peer.Detail = fmt.Sprintf("the peer is not ready (%s); wait until PeerReady is True (%s), or use failover", peer.Detail, cmd)
@@ -192,27 +194,48 @@ func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check 
 	return out
 }
 
-// recentSyncCheck: the last group sync is no older than twice the interval, as the hub's
-// Protected judges it. It is judged from the time rather than from Protected, which is Unknown
-// while the primary is unreachable, the very case of a failover.
+// recentSyncCheck: the recovery point (the last group sync or, with no PVC selected, the last
+// capture of the objects that every store holds) is no older than twice the interval, as the
+// hub's Protected judges it. It is judged from the time rather than from Protected, which is
+// Unknown while the primary is unreachable, the very case of a failover.
 func recentSyncCheck(a *app, now time.Time) Check {
-	c := Check{Name: "the last group sync is recent"}
+	c := Check{Name: "age of the last group sync"}
+	what, holds := "the last group sync", "the data"
+	if objectsOnly(a.drpc) {
+		c.Name = "age of the last capture of the objects (no PVCs selected)"
+		what, holds = "the last capture", "the objects"
+	}
 	t := lastSync(a.drpc)
 	switch {
+	case t == nil && objectsOnly(a.drpc):
+		c.Detail = "no capture of the objects in every S3 profile is recorded: the target may hold none of them"
 	case t == nil:
 		c.Detail = "no group sync is recorded: the target may hold no data of the application"
 	case a.interval == 0:
 		c.Met, c.Detail = true, fmt.Sprintf("%s ago (the policy's interval is unknown)", age(now.Sub(t.Time)))
 	case now.Sub(t.Time) > 2*a.interval:
-		c.Detail = fmt.Sprintf("%s ago, more than twice the interval %s: the target holds the data of %s", age(now.Sub(t.Time)), a.interval, clock(t.Time))
+		c.Detail = fmt.Sprintf("%s ago, more than twice the interval %s: the target holds %s of %s (%s)",
+			age(now.Sub(t.Time)), a.interval, holds, clock(t.Time), what)
 	default:
 		c.Met, c.Detail = true, fmt.Sprintf("%s ago, within twice the interval %s", age(now.Sub(t.Time)), a.interval)
 	}
 	return c
 }
 
+// objectsOnly reports whether the application is protected by its captured objects alone: its
+// objects are captured (self-contained mode, or kubeObjectProtection set) and the current
+// primary's group protects no PVC. Its lastGroupSyncTime is then the last capture that every
+// store holds.
+func objectsOnly(d *v1alpha1.DRPlacementControl) bool {
+	if d.Spec.PlacementRef != nil && d.Spec.KubeObjectProtection == nil {
+		return false
+	}
+	s := vrg(d, d.Status.CurrentPrimary)
+	return s != nil && s.ProtectedPVCs != nil && *s.ProtectedPVCs == 0
+}
+
 func hubCheck(d *v1alpha1.DRPlacementControl) Check {
-	c := Check{Name: "the hub reports on the application", Met: reported(d), Blocking: true, Detail: "phase " + dash(string(d.Status.Phase))}
+	c := Check{Name: "the hub's report on the application", Met: reported(d), Blocking: true, Detail: "phase " + dash(string(d.Status.Phase))}
 	if !c.Met {
 		c.Detail = fmt.Sprintf("the hub has not reported on %s/%s (its status is empty): %s", d.Namespace, d.Name, hubHint)
 	}
@@ -221,10 +244,10 @@ func hubCheck(d *v1alpha1.DRPlacementControl) Check {
 
 func validatedCheck(d *v1alpha1.DRPlacementControl) Check {
 	cond := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionValidated)
-	c := Check{Name: "the hub validated the DRPlacementControl", Blocking: true}
+	c := Check{Name: "the hub's validation of the DRPlacementControl", Blocking: true}
 	switch {
 	case cond == nil:
-		c.Met, c.Detail = true, "not reported"
+		c.Met, c.Detail = true, "no Validated condition: nothing refuses the DRPlacementControl"
 	case cond.Status == metav1.ConditionFalse:
 		c.Detail = fmt.Sprintf("the hub does not accept the DRPlacementControl (%s): %s", cond.Reason, cond.Message)
 	default:
@@ -235,7 +258,7 @@ func validatedCheck(d *v1alpha1.DRPlacementControl) Check {
 
 func policyCheck(a *app, to string) Check {
 	name := a.drpc.Spec.DRPolicyRef.Name
-	c := Check{Name: to + " is a cluster of DRPolicy " + name, Blocking: true}
+	c := Check{Name: "cluster " + to + " in DRPolicy " + name, Blocking: true}
 	switch {
 	case a.policy == nil:
 		c.Detail = fmt.Sprintf("DRPolicy %s does not exist on the hub: create it, or check the DRPlacementControl's drPolicyRef", name)
@@ -251,7 +274,7 @@ func policyCheck(a *app, to string) Check {
 // idleCheck: no other action runs (a failover may overtake a relocation, as the hub allows).
 func idleCheck(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction, to string) Check {
 	st := d.Status
-	c := Check{Name: "no other action is in progress", Blocking: true, Met: true, Detail: "phase " + dash(string(st.Phase))}
+	c := Check{Name: "other actions in progress", Blocking: true, Met: true, Detail: "none (phase " + dash(string(st.Phase)) + ")"}
 	running := fmt.Sprintf("a %s to %s is in progress (step %s)", strings.ToLower(actionOf(st.Phase)), st.ActionTarget, dash(st.Progression))
 	follow := fmt.Sprintf("follow it with `drover status %s -n %s`", d.Name, d.Namespace)
 	switch {
@@ -271,9 +294,11 @@ func idleCheck(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction, to stri
 
 // protectedCheck: the primary's group has DataProtected (what the hub's relocation needs).
 func protectedCheck(d *v1alpha1.DRPlacementControl, from, cmd string) Check {
-	c := Check{Name: "the data of primary " + dash(from) + " is protected (DataProtected)", Blocking: true}
+	c := Check{Name: "DataProtected of primary " + dash(from) + "'s group", Blocking: true}
 	s := vrg(d, from)
 	switch {
+	case s != nil && s.DataProtected == metav1.ConditionTrue && objectsOnly(d):
+		c.Met, c.Detail = true, "no PVCs selected: the final capture of the objects carries them"
 	case s != nil && s.DataProtected == metav1.ConditionTrue:
 		c.Met, c.Detail = true, "every PVC completed a sync"
 	case s != nil && s.DataProtected != "":
@@ -304,9 +329,15 @@ func steps(a *app, action v1alpha1.DRAction, to string) []string {
 	stop := fmt.Sprintf("stop the application on %s: the PlacementDecision of %s names no cluster, the GitOps tool removes it", from, placementName(d))
 	if d.Spec.PlacementRef == nil {
 		place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last", to)
+		if objectsOnly(d) {
+			place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects, workloads last", to)
+		}
 		stop = fmt.Sprintf("stop the application on %s: its agent deletes the workloads of %s (PVCs stay)", from, strings.Join(d.Spec.ProtectedNamespaces, ", "))
 	}
 	promote := fmt.Sprintf("promote %s's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary", to)
+	if objectsOnly(d) {
+		promote = fmt.Sprintf("promote %s's group (PromotingTarget): no PVCs selected, it has no volume to restore", to)
+	}
 	if action == v1alpha1.ActionFailover {
 		demote := fmt.Sprintf("demote %s's group first (action Failover: its writes since the last sync are discarded when it resyncs)", from)
 		if ok, why := a.reachability(from); !ok {
@@ -342,12 +373,19 @@ func loss(a *app, action v1alpha1.DRAction, now time.Time) string {
 		return "none: the application is stopped and a final sync carries every write before the target is promoted"
 	}
 	t := lastSync(a.drpc)
-	if t == nil {
+	switch {
+	case t == nil && objectsOnly(a.drpc):
+		return "unknown: no capture of the objects in every S3 profile is recorded; the target may hold none of them"
+	case t == nil:
 		return "unknown: no group sync is recorded; the target may hold no data of the application"
 	}
 	lag := now.Sub(t.Time).Round(time.Second)
 	if lag < 0 {
 		lag = 0
+	}
+	if objectsOnly(a.drpc) {
+		return fmt.Sprintf("objects changed since the last capture (%s): no PVCs selected, the target restores the objects as captured at %s",
+			lag, clock(t.Time))
 	}
 	s := fmt.Sprintf("up to %s of writes: those made after the last group sync at %s", lag, clock(t.Time))
 	if a.interval > 0 {

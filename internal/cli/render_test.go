@@ -283,3 +283,76 @@ func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *test
 		t.Errorf("a healthy secondary has no problem to tell:\n%s", out.String())
 	}
 }
+
+// objectsOnlyApp is offlineApp in self-contained mode with no PVC selected: its primary's
+// group protects none, and its lastGroupSyncTime is the last capture of its objects.
+func objectsOnlyApp() *app {
+	a := offlineApp()
+	a.drpc.Spec.PlacementRef, a.drpc.Spec.ProtectedNamespaces = nil, []string{"app"}
+	none := int32(0)
+	a.drpc.Status.VRGs[0].ProtectedPVCs = &none
+	return a
+}
+
+func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
+	a := objectsOnlyApp()
+	c := recentSyncCheck(a, testNow)
+	if want := "age of the last capture of the objects (no PVCs selected)"; c.Name != want || !c.Met || c.Detail != "8s ago, within twice the interval 10s" {
+		t.Errorf("check %+v, want %q met", c, want)
+	}
+	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "objects changed since the last capture (8s): no PVCs selected, the target restores the objects as captured at 12:04:22 UTC"; got != want {
+		t.Errorf("loss %q, want %q", got, want)
+	}
+	a.drpc.Status.LastGroupSyncTime = ago(42 * time.Second)
+	if c := recentSyncCheck(a, testNow); c.Met || c.Detail != "42s ago, more than twice the interval 10s: the target holds the objects of 12:03:48 UTC (the last capture)" {
+		t.Errorf("stale check %+v", c)
+	}
+	a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs[0].LastGroupSyncTime = nil, nil
+	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no capture of the objects in every S3 profile is recorded") {
+		t.Errorf("loss without a capture %q", got)
+	}
+	if c := protectedCheck(objectsOnlyApp().drpc, "east", "drover status db"); !c.Met || !strings.HasPrefix(c.Detail, "no PVCs selected") {
+		t.Errorf("DataProtected check of a group with no PVC %+v", c)
+	}
+	failover := strings.Join(steps(objectsOnlyApp(), v1alpha1.ActionFailover, "west"), "\n")
+	for _, want := range []string{"promote west's group (PromotingTarget): no PVCs selected, it has no volume to restore",
+		"start the application on west: its agent restores the captured Kubernetes objects, workloads last (PlacingApplication)"} {
+		if !strings.Contains(failover, want) {
+			t.Errorf("failover steps lack %q:\n%s", want, failover)
+		}
+	}
+	e := entry{p: preview(objectsOnlyApp(), v1alpha1.ActionFailover, "west", testNow)}
+	if v, detail := e.verdict(); v != "can start" || detail != "data loss: objects changed since the last capture (8s)" {
+		t.Errorf("plan table verdict %q %q", v, detail)
+	}
+}
+
+// A check's name says what is checked, so it reads the same whatever the outcome; the outcome
+// is in its mark and its detail.
+func TestAPlanCheckIsNamedTheSameMetOrNot(t *testing.T) {
+	broken := []func(a *app){
+		func(a *app) { a.clusters["east"].Status.Conditions[0].Status = metav1.ConditionFalse },
+		func(a *app) { a.clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
+		func(a *app) { a.drpc.Status.Conditions[3].Status = metav1.ConditionFalse },
+		func(a *app) { a.drpc.Status.LastGroupSyncTime = ago(time.Minute) },
+		func(a *app) { a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs[0].LastGroupSyncTime = nil, nil },
+		func(a *app) { unprotected(a.drpc, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet") },
+		func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseFailingOver, "east" },
+	}
+	for _, action := range []v1alpha1.DRAction{v1alpha1.ActionFailover, v1alpha1.ActionRelocate} {
+		healthy := preview(offlineApp(), action, "west", testNow)
+		for i, breakIt := range broken {
+			a := offlineApp()
+			breakIt(a)
+			p := preview(a, action, "west", testNow)
+			for j, c := range p.Checks {
+				if j >= len(healthy.Checks) || c.Name != healthy.Checks[j].Name {
+					t.Errorf("%s, case %d: check %d is named %q, %q when it holds", action, i, j, c.Name, healthy.Checks[j].Name)
+				}
+				if !c.Met && c.Detail == healthy.Checks[j].Detail {
+					t.Errorf("%s, case %d: check %q is not met but says what it says when met: %q", action, i, c.Name, c.Detail)
+				}
+			}
+		}
+	}
+}

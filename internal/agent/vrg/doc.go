@@ -14,7 +14,8 @@
 //   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field
 //     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,
-//     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime and state.
+//     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime (the oldest PVC sync or, with
+//     no PVC selected, the last capture of the objects that every store holds) and state.
 //
 // Built so far: the primary protect path with the VolRep backend, the release of a protected PVC
 // its owner deletes, unprotect when the group is deleted (replication removed, reclaim policies

@@ -136,6 +136,9 @@ func (r *Reconciler) protectKubeObjects(ctx context.Context, sc *scope) (ctrl.Re
 	// Once one store holds the capture, the next is an interval away: a store that is down
 	// gets the next one rather than the others being compared at every retry.
 	r.written.setCollected(sc.vrg, now)
+	if cr.everywhere() {
+		sc.capturedEverywhere = now
+	}
 	// The annotation records the last capture that changed a store (and that the group
 	// captured as primary, needsFinalCapture): an unchanged capture writes nothing to the API.
 	if cr.put || sc.vrg.Annotations[AnnotationKubeObjectsCapturedAt] == "" {
@@ -283,6 +286,16 @@ func (c *captureResult) written() bool {
 		}
 	}
 	return false
+}
+
+// everywhere reports whether every store holds the capture.
+func (c *captureResult) everywhere() bool {
+	for _, s := range c.stores {
+		if s.err != nil {
+			return false
+		}
+	}
+	return len(c.stores) > 0
 }
 
 // captureDoc is one capture as written: its document, the digest of its content (everything

@@ -52,7 +52,7 @@ func NewMetrics(reader client.Reader, cluster string) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"phase"}),
 		groupSync: prometheus.NewDesc("drover_vrg_last_group_sync_timestamp_seconds",
-			"Time of the group's last group sync: the oldest of its PVCs' last syncs.", group, constLabels),
+			"Time of the group's last group sync: the oldest of its PVCs' last syncs or, with no PVC selected, the last capture of its objects that every store holds (status.lastGroupSyncTime).", group, constLabels),
 		protectedPVCs: prometheus.NewDesc("drover_vrg_protected_pvcs",
 			"PVCs the group protects here (status.protectedPVCs).", group, constLabels),
 		primary: prometheus.NewDesc("drover_vrg_primary",

@@ -54,6 +54,10 @@ type scope struct {
 	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
 	// leaves the condition as it was (no capture was due).
 	kubeObjectsReady *metav1.Condition
+	// capturedEverywhere is when this pass found every store holding the current capture of
+	// the objects; zero when no capture was due or a store lacks it. With no PVC selected it is
+	// the group's recovery point (status.lastGroupSyncTime).
+	capturedEverywhere time.Time
 	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
 	// is read once per pass.
 	built map[string]builtStore

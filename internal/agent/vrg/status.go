@@ -50,7 +50,7 @@ func computeStatus(sc *scope, succeeded bool) {
 	}
 	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
 	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
-	dataProtected := dataProtectedCondition(sc.pvcs)
+	dataProtected := dataProtectedCondition(sc.pvcs, vrg.Spec.KubeObjectProtection != nil)
 	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
 	if sc.epoch.isStale() {
 		clusterData = staleCondition(sc.epoch, primaryPVCs(sc.pvcs))
@@ -66,7 +66,7 @@ func computeStatus(sc *scope, succeeded bool) {
 	if dataReady.Status == metav1.ConditionTrue {
 		st.State = v1alpha1.StatePrimary
 	}
-	st.LastGroupSyncTime = lastGroupSyncTime(sc.pvcs)
+	st.LastGroupSyncTime = recoveryPoint(sc, st.LastGroupSyncTime)
 	if succeeded && dataReady.Status == metav1.ConditionTrue && clusterData.Status == metav1.ConditionTrue && (sc.restore == nil || sc.restore.complete()) {
 		st.ObservedGeneration = vrg.Generation
 	}
@@ -252,10 +252,15 @@ func dataReadyCondition(pvcs []*pvcState, namespaces []string) metav1.Condition 
 		fmt.Sprintf("all %d PVCs are primary and replicate", len(pvcs)))
 }
 
-// dataProtectedCondition is True when every selected PVC has completed a sync.
-func dataProtectedCondition(pvcs []*pvcState) metav1.Condition {
+// dataProtectedCondition is True when every selected PVC has completed a sync; objects says
+// whether the group captures the objects, which alone protect a group with no PVC.
+func dataProtectedCondition(pvcs []*pvcState, objects bool) metav1.Condition {
 	if len(pvcs) == 0 {
-		return condition(v1alpha1.ConditionDataProtected, true, v1alpha1.ReasonSucceeded, "no PVC is selected")
+		msg := "no PVC is selected"
+		if objects {
+			msg += ": the group is protected by its captured objects (KubeObjectsReady)"
+		}
+		return condition(v1alpha1.ConditionDataProtected, true, v1alpha1.ReasonSucceeded, msg)
 	}
 	if reason, msg, n := firstProblem(pvcs, v1alpha1.ConditionDataProtected); n > 0 {
 		return condition(v1alpha1.ConditionDataProtected, false, reason, andMore(msg, n))
@@ -319,6 +324,24 @@ func withoutSyncs(pvcs []v1alpha1.ProtectedPVC) []v1alpha1.ProtectedPVC {
 		pvcs[i].LastSyncTime, pvcs[i].LastSyncDuration, pvcs[i].LastSyncBytes = nil, nil, nil
 	}
 	return pvcs
+}
+
+// recoveryPoint is the primary's status.lastGroupSyncTime: the oldest last sync of its PVCs
+// (lastGroupSyncTime) or, with no PVC selected and the objects captured, the last time every
+// store held the current capture of the objects. Such a group (a configuration-only
+// application, or one whose StatefulSet has not made its PVCs yet) is protected by its
+// captures alone, and its recovery point ages between them as a sync's does: the hub judges
+// it against the interval in the same way. A pass that took no capture (none was due, or a
+// store failed) keeps the previous one, which ages. A PVC that appears joins the group and the
+// recovery point is its PVCs' again: nil until each completed a sync.
+func recoveryPoint(sc *scope, previous *metav1.Time) *metav1.Time {
+	if len(sc.pvcs) > 0 || sc.vrg.Spec.KubeObjectProtection == nil {
+		return lastGroupSyncTime(sc.pvcs)
+	}
+	if !sc.capturedEverywhere.IsZero() {
+		return &metav1.Time{Time: sc.capturedEverywhere.Truncate(time.Second)}
+	}
+	return previous
 }
 
 // lastGroupSyncTime is the oldest last sync of the PVCs: the group's recovery point. It is nil

@@ -71,7 +71,7 @@ func TestGroupConditionsFollowTheirPVCs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ready := dataReadyCondition(tt.pvcs, []string{"app"})
-			protected := dataProtectedCondition(tt.pvcs)
+			protected := dataProtectedCondition(tt.pvcs, false)
 			g.Expect(ready.Status).To(Equal(tt.wantReady), ready.Message)
 			g.Expect(protected.Status).To(Equal(tt.wantProtect), protected.Message)
 			if tt.wantReason != "" {
@@ -90,6 +90,45 @@ func TestGroupConditionsFollowTheirPVCs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAGroupWithNoPVCTakesItsRecoveryPointFromItsCaptures(t *testing.T) {
+	captured := t0.Add(90 * time.Second)
+	previous := &metav1.Time{Time: t0}
+	objects := &v1alpha1.KubeObjectProtectionSpec{}
+	tests := []struct {
+		name     string
+		pvcs     []*pvcState
+		objects  *v1alpha1.KubeObjectProtectionSpec
+		captured time.Time
+		want     *metav1.Time
+	}{
+		{name: "a capture every store holds is the recovery point", objects: objects, captured: captured, want: &metav1.Time{Time: captured}},
+		{name: "a pass without a capture keeps the last one, which ages", objects: objects, want: previous},
+		{name: "without object protection nothing protects the group", captured: captured},
+		{name: "a PVC that appears joins the group: nil until it synced", objects: objects, captured: captured,
+			pvcs: []*pvcState{pvcIn("a", replication.Done(), nil)}},
+		{name: "once it synced, its sync is the recovery point", objects: objects, captured: captured,
+			pvcs: []*pvcState{pvcIn("a", replication.Done(), at(30*time.Second))}, want: &metav1.Time{Time: *at(30 * time.Second)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sc := newScope(&v1alpha1.VolumeReplicationGroup{Spec: v1alpha1.VolumeReplicationGroupSpec{KubeObjectProtection: tt.objects}})
+			sc.pvcs, sc.capturedEverywhere = tt.pvcs, tt.captured
+			got := recoveryPoint(sc, previous)
+			if tt.want == nil {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Time).To(BeTemporally("==", tt.want.Time))
+		})
+	}
+	g := NewWithT(t)
+	c := dataProtectedCondition(nil, true)
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(c.Message).To(ContainSubstring("protected by its captured objects"))
 }
 
 func TestClusterDataProtectedNamesTheFailingStoreAndTheOthers(t *testing.T) {

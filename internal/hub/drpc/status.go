@@ -6,6 +6,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -69,7 +70,12 @@ func computeConditions(sc *scope) {
 			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
 			break
 		}
-		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s's VolumeReplicationGroup is Secondary", peer.name))
+		msg := fmt.Sprintf("%s's VolumeReplicationGroup is Secondary", peer.name)
+		if objectsOnly(primary) {
+			msg = fmt.Sprintf("no PVCs selected: %s's VolumeReplicationGroup is Secondary and takes over from the captured objects, last captured %s",
+				peer.name, primary.vrg.Status.LastGroupSyncTime.UTC().Format(time.RFC3339))
+		}
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
 	default:
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
 			"waiting for the peer to be Secondary: "+notYet(peer.name, peer.vrg, v1alpha1.ConditionDataReady))
@@ -84,7 +90,8 @@ func computeConditions(sc *scope) {
 }
 
 // protected judges Protected: the primary's data and metadata replicate and its last group sync
-// is no older than twice the policy's interval.
+// is no older than twice the policy's interval. A group with no PVC selected is protected by
+// its captured objects alone (capturedProtected).
 func protected(sc *scope, inAction bool, primary *clusterView) (metav1.ConditionStatus, string, string) {
 	st := &sc.drpc.Status
 	switch {
@@ -102,6 +109,9 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 			return metav1.ConditionFalse, reason, notYet(primary.name, primary.vrg, ct)
 		}
 	}
+	if objectsOnly(primary) {
+		return capturedProtected(sc, primary)
+	}
 	last := st.LastGroupSyncTime
 	if last == nil {
 		return metav1.ConditionFalse, v1alpha1.ReasonProgressing, "no group sync has completed yet"
@@ -111,6 +121,41 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 			age.Round(time.Second), sc.interval)
 	}
 	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("data and metadata replicate; last group sync %s", last.UTC().Format(time.RFC3339))
+}
+
+// objectsOnly reports whether the primary's group selects no PVC and captures the objects: a
+// configuration-only application, or one whose PVCs do not exist yet. Its recovery point
+// (lastGroupSyncTime) is then the last capture that every store, the peer's included, holds
+// (internal/agent/vrg, recoveryPoint); a PVC that appears joins the group, which is judged by
+// its syncs again.
+func objectsOnly(primary *clusterView) bool {
+	return primary.reachable() && primary.vrg != nil && primary.vrg.Spec.KubeObjectProtection != nil &&
+		len(primary.vrg.Status.ProtectedPVCs) == 0
+}
+
+// capturedProtected judges Protected for a group protected by its captured objects alone: they
+// are captured (KubeObjectsReady), and the last capture every store holds is no older than
+// twice the interval, as a sync is judged.
+func capturedProtected(sc *scope, primary *clusterView) (metav1.ConditionStatus, string, string) {
+	const none = "no PVCs selected: "
+	if !isTrue(primary.vrg, v1alpha1.ConditionKubeObjectsReady) {
+		reason := v1alpha1.ReasonProgressing
+		if c := condition(primary.vrg, v1alpha1.ConditionKubeObjectsReady); c != nil {
+			reason = c.Reason
+		}
+		return metav1.ConditionFalse, reason, none + "the group is protected by its captured objects, which are not captured yet: " +
+			notYet(primary.name, primary.vrg, v1alpha1.ConditionKubeObjectsReady)
+	}
+	last := sc.drpc.Status.LastGroupSyncTime
+	if last == nil {
+		return metav1.ConditionFalse, v1alpha1.ReasonProgressing, none + "waiting for the first capture of the objects that every S3 profile holds"
+	}
+	if age := sc.now.Sub(last.Time); age > 2*sc.interval {
+		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf(none+"the last capture of the objects that every S3 profile holds was %s ago, more than twice the interval %s",
+			age.Round(time.Second), sc.interval)
+	}
+	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf(none+"protected by its captured objects, last captured %s; the metadata replicates",
+		last.UTC().Format(time.RFC3339))
 }
 
 // summaries summarises each cluster's group for status.vrgs.
@@ -141,6 +186,7 @@ func summary(cluster string, vrg *v1alpha1.VolumeReplicationGroup) v1alpha1.VRGS
 	s := v1alpha1.VRGSummary{
 		Cluster: cluster, ReplicationState: vrg.Spec.ReplicationState, State: vrg.Status.State,
 		LastGroupSyncTime: vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: vrg.Status.ObservedGeneration,
+		ProtectedPVCs: ptr.To(int32(len(vrg.Status.ProtectedPVCs))),
 	}
 	for _, c := range vrg.Status.Conditions {
 		switch c.Type {
@@ -166,6 +212,9 @@ func recoveryPointWaiting(primary, peer *clusterView) string {
 	switch {
 	case !primary.reachable() || primary.vrg == nil || primary.vrg.Status.LastGroupSyncTime != nil:
 		return ""
+	case objectsOnly(primary):
+		return fmt.Sprintf("no PVCs selected: waiting for a capture of the objects from %s that every S3 profile holds: %s takes over from it",
+			primary.name, peer.name)
 	case len(primary.vrg.Status.ProtectedPVCs) == 0:
 		return fmt.Sprintf("waiting for %s to protect the application's PVCs: its group protects none yet, so %s holds no copy to take over from",
 			primary.name, peer.name)

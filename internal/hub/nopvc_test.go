@@ -1,0 +1,92 @@
+package hub_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/lab"
+)
+
+// The story of an application with no PVC (yet): a namespace holding only a Secret and a
+// ConfigMap is protected by its captured objects, Protected and PeerReady once every store
+// holds them; a StatefulSet added later joins the group with its PVCs, and the group is
+// Protected again once they synced. The failover plan says which case applies.
+func TestAnApplicationWithNoPVCIsProtectedByItsObjectsUntilItsPVCsJoin(t *testing.T) {
+	a := newApp(t, "hub-nopvc")
+	ctx := context.Background()
+	east := a.clusters[lab.East]
+	a.g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.ns}})).To(Succeed())
+	a.g.Expect(east.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "credentials"},
+		StringData: map[string]string{"password": "s3cret"}})).To(Succeed())
+	a.g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "settings"},
+		Data: map[string]string{"mode": "production"}})).To(Succeed())
+
+	a.g.Expect(a.hub.Create(ctx, a.drpcFor(false))).To(Succeed())
+	a.settledOn(v1alpha1.PhaseDeployed, lab.East, false, "the application is deployed on east")
+	a.g.Eventually(func(g Gomega) {
+		vrg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, a.key, vrg)).To(Succeed())
+		g.Expect(vrg.Status.ProtectedPVCs).To(BeEmpty())
+		c := vrgCond(vrg, v1alpha1.ConditionKubeObjectsReady)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("ConfigMap"))
+		g.Expect(c.Message).To(ContainSubstring("Secret"))
+	}).Should(Succeed(), "east's group captured the Secret and the ConfigMap into the stores")
+	plan := a.plan(t, "with only a Secret and a ConfigMap, objects captured")
+
+	d := a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the objects alone make the application Protected and PeerReady")
+	a.g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("no PVCs selected: protected by its captured objects, last captured "))
+	a.g.Expect(cond(d, v1alpha1.ConditionPeerReady).Message).To(ContainSubstring("takes over from the captured objects"))
+	plan = a.plan(t, "with only a Secret and a ConfigMap, Protected")
+	a.g.Expect(plan).To(ContainSubstring("Expected data loss: objects changed since the last capture ("))
+	a.g.Expect(plan).NotTo(ContainSubstring("[warn]"))
+
+	// The StatefulSet comes: its PVCs join the group and are judged by their syncs.
+	for _, obj := range appObjects(a.g, a.ns) {
+		a.g.Expect(east.Create(ctx, obj)).To(Succeed())
+	}
+	a.volumes(lab.East)
+	a.g.Eventually(func(g Gomega) {
+		d := a.drpc(g)
+		g.Expect(d.Status.VRGs).NotTo(BeEmpty())
+		for _, s := range d.Status.VRGs {
+			if s.Cluster == lab.East {
+				g.Expect(s.ProtectedPVCs).To(HaveValue(BeEquivalentTo(a.replicas)))
+			}
+		}
+		for _, ct := range []string{v1alpha1.ConditionProtected, v1alpha1.ConditionPeerReady} {
+			c := cond(d, ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ct, c.Message)
+		}
+		g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("data and metadata replicate; last group sync "))
+	}).Should(Succeed(), "the StatefulSet's PVCs are protected and the group is Protected once they synced")
+	plan = a.plan(t, "with the StatefulSet's PVCs synced")
+	a.g.Expect(plan).To(ContainSubstring("Expected data loss: up to "))
+}
+
+// plan prints the failover plan to west as `drover plan failover` does, logs it and returns it.
+func (a *app) plan(t *testing.T, when string) string {
+	var out bytes.Buffer
+	a.g.Expect(cli.Plan(context.Background(), a.hub, &out, cli.PlanOptions{Namespace: a.ns, App: a.key.Name,
+		Action: v1alpha1.ActionFailover, To: lab.West})).To(Succeed())
+	t.Logf("drover plan failover %s -n %s --to %s, %s:\n%s", a.key.Name, a.ns, lab.West, when, strings.TrimRight(out.String(), "\n"))
+	return out.String()
+}
+
+// vrgCond returns a condition of a group; Unknown when absent.
+func vrgCond(vrg *v1alpha1.VolumeReplicationGroup, t string) metav1.Condition {
+	for _, c := range vrg.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown}
+}
