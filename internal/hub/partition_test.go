@@ -9,7 +9,7 @@ import (
 	"github.com/drover-io/drover/internal/story"
 )
 
-// Issue 31's third problem, the case drover cannot know: east is partitioned from the hub and
+// A forced promotion in the case drover cannot know: east is partitioned from the hub and
 // west (the lab's network partition) while it runs and its application writes. The failover to
 // west proceeds as for a lost cluster and the DRPlacementControl says so; the storage forces
 // west's promotion, so both clusters hold writable primaries, which the story's watcher

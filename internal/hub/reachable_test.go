@@ -9,7 +9,7 @@ import (
 	"github.com/drover-io/drover/internal/story"
 )
 
-// Issue 31's third problem: the storage forces a promotion while the peer holds a reachable
+// The storage forces a promotion while the peer holds a reachable
 // primary (csi-addons retries ceph-csi's FailedPrecondition with force), so a failover that
 // promotes the target while the old primary answers and still runs makes two writable
 // primaries. The hub demotes the old primary first: the story's watcher never sees both

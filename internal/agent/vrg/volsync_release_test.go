@@ -24,7 +24,7 @@ import (
 // primary's PVC of the same name. The order is forced: the group is secondary and receives into
 // its kept PVC first, then the workload and its PVC go. The destination must survive the PVC's
 // release (switching to a volume of its own), never be deleted on the way, and keep being
-// reported, or the primary has nowhere to send and the application is unprotected (issue 16:
+// reported, or the primary has nowhere to send and the application is unprotected (before 2026-12-02:
 // releasing the PVC deleted the destination, the receive path recreated it, pass after pass).
 func TestVolSyncSecondaryKeepsReceivingWhenTheWorkloadDeletesItsPVC(t *testing.T) {
 	g := NewWithT(t)
