@@ -11,13 +11,16 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 )
 
-func TestTheGroupsTakeThePolicysMoversAndTheSecondaryReceivesABlockPVCAsBlock(t *testing.T) {
+func TestTheGroupsTakeThePolicysMoversAndAddressAndTheSecondaryReceivesABlockPVCAsBlock(t *testing.T) {
 	g := NewWithT(t)
 	drpc := &v1alpha1.DRPlacementControl{}
-	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{VolSyncMovers: v1alpha1.VolSyncMoversPrivileged}}
+	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{
+		VolSyncMovers: v1alpha1.VolSyncMoversPrivileged, VolSyncAddress: v1alpha1.VolSyncAddressServiceExport,
+	}}
 	spec := groupSpec(drpc, policy, v1alpha1.ReplicationStateSecondary, "", "")
 	g.Expect(spec.VolSync).NotTo(BeNil())
 	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the policy's movers reach the group")
+	g.Expect(spec.VolSync.Address).To(Equal(v1alpha1.VolSyncAddressServiceExport), "the policy's address reaches the group")
 	g.Expect(groupSpec(drpc, &v1alpha1.DRPolicy{}, v1alpha1.ReplicationStateSecondary, "", "").VolSync).To(BeNil())
 
 	primary := &v1alpha1.VolumeReplicationGroup{
@@ -32,4 +35,5 @@ func TestTheGroupsTakeThePolicysMoversAndTheSecondaryReceivesABlockPVCAsBlock(t 
 	g.Expect(spec.VolSync.ReceivePVCs).To(HaveLen(1))
 	g.Expect(spec.VolSync.ReceivePVCs[0].VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)), "a Block PVC is received as Block")
 	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the hand-off keeps the movers")
+	g.Expect(spec.VolSync.Address).To(Equal(v1alpha1.VolSyncAddressServiceExport), "the hand-off keeps the address")
 }
