@@ -54,6 +54,9 @@ type scope struct {
 	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
 	// leaves the condition as it was (no capture was due).
 	kubeObjectsReady *metav1.Condition
+	// volSyncUnreachable, on a secondary, is DataProtected when a VolSync destination has no
+	// address the peer can use (receiveVolSync); nil otherwise.
+	volSyncUnreachable *metav1.Condition
 	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
 	// is read once per pass.
 	built map[string]builtStore
