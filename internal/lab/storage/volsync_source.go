@@ -36,9 +36,9 @@ const AnnotationFailMover = "lab.drover.io/fail-mover"
 
 // rsScope is the state of one reconcile of a ReplicationSource.
 type rsScope struct {
-	rs       *volsyncv1alpha1.ReplicationSource
-	base     *volsyncv1alpha1.ReplicationSource
-	address  string
+	rs      *volsyncv1alpha1.ReplicationSource
+	base    *volsyncv1alpha1.ReplicationSource
+	address string
 	// exported: address was reached through the peer's ServiceExport (a clusterset address).
 	exported bool
 	keyName  string
