@@ -180,6 +180,11 @@ const (
 	// Synchronizing condition stays SyncInProgress); the message quotes the ReplicationSource's
 	// status.latestMoverStatus.
 	ReasonMoverFailed = "MoverFailed"
+	// ReasonVolSyncAddressUnreachable (DataProtected of a secondary): a VolSync destination has
+	// no address the peer can use (its ServiceExport is not exported by a Multi-Cluster Services
+	// implementation, or its LoadBalancer Service gets no address); the message says which
+	// DRPolicy spec.volSyncAddress to choose.
+	ReasonVolSyncAddressUnreachable = "VolSyncAddressUnreachable"
 )
 
 // Event reasons. drover records events on transitions only.

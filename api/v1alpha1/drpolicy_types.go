@@ -55,6 +55,17 @@ type DRPolicySpec struct {
 	// +optional
 	VolSyncMovers VolSyncMovers `json:"volSyncMovers,omitempty"`
 
+	// volSyncAddress says how a VolSync ReplicationDestination is reached from the peer
+	// cluster, whose ReplicationSource connects to it. LoadBalancer (the default) gives the
+	// destination a Service of type LoadBalancer: each cluster needs a load-balancer
+	// implementation whose addresses the peer can reach. ServiceExport gives it a ClusterIP
+	// Service, VolSync's default, exported with a Multi-Cluster Services ServiceExport
+	// (multicluster.x-k8s.io), and the source connects to NAME.NAMESPACE.svc.clusterset.local:
+	// both clusters need an MCS implementation (Submariner, or a cloud's) in one clusterset. A
+	// destination the peer cannot reach this way makes its group say which value to choose.
+	// +optional
+	VolSyncAddress VolSyncAddress `json:"volSyncAddress,omitempty"`
+
 	// s3Profiles defines the object stores of the policy. Every application it protects writes
 	// its metadata to all of them, so losing one store loses nothing. It must define the
 	// s3ProfileName of both clusters.

@@ -117,6 +117,20 @@ const (
 	VolSyncMoversPrivileged VolSyncMovers = "Privileged"
 )
 
+// VolSyncAddress is how a VolSync destination is reached from the peer: LoadBalancer or
+// ServiceExport.
+// +kubebuilder:validation:Enum=LoadBalancer;ServiceExport
+type VolSyncAddress string
+
+const (
+	// VolSyncAddressLoadBalancer gives a destination a LoadBalancer Service and reports its
+	// address (the default).
+	VolSyncAddressLoadBalancer VolSyncAddress = "LoadBalancer"
+	// VolSyncAddressServiceExport gives a destination a ClusterIP Service, exports it with a
+	// Multi-Cluster Services ServiceExport and reports its clusterset address.
+	VolSyncAddressServiceExport VolSyncAddress = "ServiceExport"
+)
+
 // VolSyncSpec configures the VolSync backend. The hub fills receivePVCs on the secondary from the
 // primary's status.protectedPVCs, and destinations on the primary from the secondary's
 // status.volSyncDestinations.
@@ -130,6 +144,11 @@ type VolSyncSpec struct {
 	// volSyncMovers); Unprivileged when empty.
 	// +optional
 	Movers VolSyncMovers `json:"movers,omitempty"`
+
+	// address says how the destinations of a secondary are reached from the peer (the
+	// DRPolicy's volSyncAddress); LoadBalancer when empty.
+	// +optional
+	Address VolSyncAddress `json:"address,omitempty"`
 
 	// receivePVCs, on a secondary, are the PVCs to receive: one ReplicationDestination each.
 	// +optional

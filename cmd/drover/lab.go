@@ -39,6 +39,8 @@ type labFlags struct {
 	hubArgs, agentArgs []string
 	// upstreamCRDs is set by `lab up --upstream-crds`; empty takes $DROVER_LAB_UPSTREAM_CRDS.
 	upstreamCRDs string
+	// multiClusterNetwork is set by `lab up --multicluster-network`.
+	multiClusterNetwork bool
 }
 
 // droverArgFlags registers --hub-arg and --agent-arg on a command that brings the lab up.
@@ -92,7 +94,8 @@ func (f *labFlags) open() (*lab.Lab, error) {
 		upstream = os.Getenv(crds.UpstreamEnv)
 	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs, UpstreamCRDs: upstream})
+		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs, UpstreamCRDs: upstream,
+		MultiClusterNetwork: f.multiClusterNetwork})
 }
 
 // labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
@@ -204,6 +207,7 @@ DIR besides; the lab keeps serving them at every start until "drover lab down".`
 	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
 	cmd.Flags().StringVar(&f.upstreamCRDs, "upstream-crds", "", "serve the upstream CRDs in this directory verbatim instead of the lab's (default from $"+crds.UpstreamEnv+")")
+	cmd.Flags().BoolVar(&f.multiClusterNetwork, "multicluster-network", false, "join the managed clusters in a multi-cluster network, as a Multi-Cluster Services implementation would: ServiceExports are exported and clusterset addresses resolve (recorded: later starts keep it)")
 	f.droverArgFlags(cmd)
 	return cmd
 }
@@ -307,7 +311,7 @@ func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
 
 // newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
 func newLabStorageControllerCommand() *cobra.Command {
-	var cluster, kubeconfig, dataDir, peerDataDir, partitionFlag, peerPartitionFlag string
+	var cluster, kubeconfig, dataDir, peerDataDir, partitionFlag, peerPartitionFlag, multiClusterFlag string
 	cmd := &cobra.Command{
 		Use:    "storage-controller",
 		Short:  "Run the lab storage of one managed cluster (started by the lab)",
@@ -324,7 +328,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 			cfg = rest.AddUserAgent(cfg, "lab-storage")
 			return storage.Run(cmd.Context(), cfg, storage.Options{
 				Cluster: cluster, DataDir: dataDir, PeerDataDir: peerDataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
-				PartitionFlags: nonEmpty(partitionFlag, peerPartitionFlag),
+				PartitionFlags: nonEmpty(partitionFlag, peerPartitionFlag), MultiClusterFlag: multiClusterFlag,
 			})
 		},
 	}
@@ -334,6 +338,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&peerDataDir, "peer-data-dir", "", "directory of the peer cluster's volumes, the mirroring target")
 	cmd.Flags().StringVar(&partitionFlag, "partition-flag", "", "file whose existence partitions this cluster from its peer")
 	cmd.Flags().StringVar(&peerPartitionFlag, "peer-partition-flag", "", "file whose existence partitions the peer cluster from this one")
+	cmd.Flags().StringVar(&multiClusterFlag, "multicluster-network-flag", "", "file whose existence joins this cluster and its peer in the multi-cluster network")
 	for _, name := range []string{"cluster", "kubeconfig", "data-dir"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/metrics"
@@ -111,12 +112,12 @@ const (
 const LeaderElectionID = "drover-agent.drover.io"
 
 // NewScheme returns the types the agent reads and writes: client-go's, drover's, csi-addons
-// replication, VolSync and VolumeSnapshot.
+// replication, VolSync, VolumeSnapshot and the Multi-Cluster Services ServiceExport.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme,
-		volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme,
+		volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("failed to build the agent's scheme: %w", err)

@@ -238,6 +238,7 @@ func (c *Cluster) managedComponents() []component {
 			"--peer-data-dir=" + c.peer().storageDir(),
 			"--partition-flag=" + c.PartitionFlag(),
 			"--peer-partition-flag=" + c.peer().PartitionFlag(),
+			"--multicluster-network-flag=" + c.lab.MultiClusterFlag(),
 		}},
 		c.s3Component(),
 		c.proxyComponent(),

@@ -10,7 +10,10 @@
 // --upstream-crds DIR` or DROVER_LAB_UPSTREAM_CRDS=DIR, they serve instead the upstream
 // projects' own CRDs read from DIR at each start (for tests ../shared/upstream-apis), verbatim:
 // drover's objects then meet the real schemas, their validation rules, defaults and
-// subresources. The e2e subset of make test runs that way.
+// subresources. The e2e subset of make test runs that way. With Options.MultiClusterNetwork
+// (`drover lab up --multicluster-network`) the managed clusters share a multi-cluster network,
+// the stand-in for a Multi-Cluster Services implementation: ServiceExports are exported and
+// their clusterset addresses resolve from the peer (network.go).
 //
 // Production code never imports this package; `drover lab` and tests do.
 package lab

@@ -86,6 +86,10 @@ type Options struct {
 	// start, in place of the lab's own CRDs of the same kinds (bootstrap.go, externalCRDs). The
 	// lab records it, so a later start of the same lab serves them too.
 	UpstreamCRDs string
+	// MultiClusterNetwork joins the managed clusters in the lab's multi-cluster network
+	// (network.go): ServiceExports are exported and their clusterset addresses resolve from
+	// the peer. The lab records it; SetMultiClusterNetwork changes it.
+	MultiClusterNetwork bool
 }
 
 // Lab is a hub and two managed clusters of real Kubernetes control planes on this machine.
@@ -103,6 +107,8 @@ type labState struct {
 	Install string `json:"install,omitempty"`
 	// UpstreamCRDs is Options.UpstreamCRDs of the lab's last up or start.
 	UpstreamCRDs string `json:"upstreamCRDs,omitempty"`
+	// MultiClusterNetwork is Options.MultiClusterNetwork as last set.
+	MultiClusterNetwork bool `json:"multiClusterNetwork,omitempty"`
 }
 
 // New returns the lab in opts.Dir. It reads the recorded ports when the lab was created before
@@ -150,6 +156,9 @@ func New(opts Options) (*Lab, error) {
 	l.clusters = state.Clusters
 	if l.opts.UpstreamCRDs == "" {
 		l.opts.UpstreamCRDs = state.UpstreamCRDs
+	}
+	if !l.opts.MultiClusterNetwork {
+		l.opts.MultiClusterNetwork = state.MultiClusterNetwork
 	}
 	if err := l.adoptInstall(state.Install); err != nil {
 		return nil, err
@@ -252,8 +261,12 @@ func (l *Lab) writeState() error {
 	if err := os.MkdirAll(l.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create lab directory: %w", err)
 	}
-	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.installRecord(), UpstreamCRDs: l.opts.UpstreamCRDs}, "", "  ")
+	raw, err := json.MarshalIndent(labState{Clusters: l.clusters, Install: l.installRecord(), UpstreamCRDs: l.opts.UpstreamCRDs,
+		MultiClusterNetwork: l.opts.MultiClusterNetwork}, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := l.applyMultiClusterNetwork(); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(l.opts.Dir, stateFile), raw, 0o600); err != nil {

@@ -6,6 +6,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
@@ -15,7 +16,7 @@ import (
 func testScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme,
-		volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme,
+		volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err

@@ -58,6 +58,9 @@ type scope struct {
 	// the objects; zero when no capture was due or a store lacks it. With no PVC selected it is
 	// the group's recovery point (status.lastGroupSyncTime).
 	capturedEverywhere time.Time
+	// volSyncUnreachable, on a secondary, is DataProtected when a VolSync destination has no
+	// address the peer can use (receiveVolSync); nil otherwise.
+	volSyncUnreachable *metav1.Condition
 	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
 	// is read once per pass.
 	built map[string]builtStore

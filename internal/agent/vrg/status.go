@@ -97,6 +97,9 @@ func setConditionStatus(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]meta
 //     this cluster holds only the replicated images); False with the first PVC's problem (in
 //     use, waiting for the fence, demotion under way) otherwise. "Ready" means ready for the
 //     role asked, as for a primary.
+//   - DataProtected: False with reason VolSyncAddressUnreachable while a VolSync destination
+//     has no address the peer can use (the message says which spec.volSyncAddress to choose);
+//     otherwise, like the next two, Unknown with reason Secondary.
 //   - DataProtected, ClusterDataReady and ClusterDataProtected: Unknown with reason Secondary.
 //     They describe a primary's replication, restore and metadata, and the hub reads them from
 //     the primary's group; True would claim protection this cluster does not provide, False a
@@ -124,6 +127,11 @@ func computeSecondaryStatus(sc *scope, succeeded bool) {
 		{v1alpha1.ConditionClusterDataReady, "the group is secondary: PVs and PVCs are restored when it is promoted"},
 		{v1alpha1.ConditionClusterDataProtected, "the group is secondary: the primary's group writes the metadata"},
 	} {
+		if u := sc.volSyncUnreachable; u != nil && c[0] == u.Type {
+			// No data can reach this cluster: a problem of the secondary, not the primary's.
+			setConditionStatus(vrg, &st.Conditions, u.Type, u.Status, u.Reason, u.Message)
+			continue
+		}
 		setConditionStatus(vrg, &st.Conditions, c[0], metav1.ConditionUnknown, v1alpha1.ReasonSecondary, c[1])
 	}
 	st.State = v1alpha1.StateUnknown

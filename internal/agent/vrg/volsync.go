@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -32,12 +33,15 @@ import (
 // ReplicationDestinations, reads VolumeSnapshotClasses (to choose one), labels the
 // VolumeSnapshot a restore reads do-not-delete and deletes it once released
 // (volsync_image.go), creates and deletes key Secrets (read uncached, one by one), and deletes
-// the DR-owned PVCs of final syncs and the replica PVCs a promotion replaces.
+// the DR-owned PVCs of final syncs and the replica PVCs a promotion replaces. With
+// spec.volSync.address ServiceExport it creates, reads (uncached: a cluster without the MCS
+// API needs no watch) and deletes the ServiceExports of its destinations' Services.
 // +kubebuilder:rbac:groups=volsync.backube,resources=replicationsources;replicationdestinations,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=delete
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=serviceexports,verbs=get;create;delete
 
 // volSync returns the agent's VolSync backend, or nil when it has none.
 func (r *Reconciler) volSync() *volsync.Backend {
@@ -71,7 +75,8 @@ func finalSyncOpen(vrg *v1alpha1.VolumeReplicationGroup) bool {
 // (its demotion is done) becomes the destination's own volume (marked
 // volsync.AnnotationReceivedBy), so it holds VolSync's replica from then on and a later
 // promotion replaces it by a restore of the latest image; otherwise VolSync makes its own
-// volume.
+// volume. A destination whose address the peer cannot use (volsync.AddressMode) makes
+// DataProtected False with reason VolSyncAddressUnreachable, saying which setting to choose.
 func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	vs := r.volSync()
 	receive := receivePVCs(sc.vrg)
@@ -104,6 +109,10 @@ func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result
 		if !res.IsDone() {
 			problems = append(problems, res.String())
 			result = shortest(result, ctrl.Result{RequeueAfter: resultRequeue(res)})
+		}
+		if res.Reason == v1alpha1.ReasonVolSyncAddressUnreachable && sc.volSyncUnreachable == nil {
+			sc.volSyncUnreachable = &metav1.Condition{Type: v1alpha1.ConditionDataProtected, Status: metav1.ConditionFalse,
+				Reason: res.Reason, Message: fmt.Sprintf("PVC %s cannot be received: %s", key, res.Message)}
 		}
 	}
 	var errs []error

@@ -50,25 +50,9 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := volSyncClient(t, lab.East), volSyncClient(t, lab.West)
-
 	ns := "volsync-inflight"
-	for _, cl := range []client.Client{east, west} {
-		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	}
-	profiles, _ := labS3Profiles(g)
-	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
-	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
-	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
-	for _, group := range []*v1alpha1.VolumeReplicationGroup{eastGroup, westGroup} {
-		group.Spec.SchedulingInterval = "10s"
-	}
-	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
-	t.Cleanup(func() {
-		_ = east.Delete(ctx, eastGroup.DeepCopy())
-		_ = west.Delete(ctx, westGroup.DeepCopy())
-	})
+	p := startVolSyncPair(t, g, ns, 2, nil)
+	east, west, eastGroup, westGroup := p.east, p.west, p.eastGroup, p.westGroup
 	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
 	writers := runningWriters(ctx, g, east, ns, 2)
 	handles := map[string]string{}

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
-	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
@@ -24,25 +22,10 @@ func TestVolSyncAFailingMoverIsReportedOnTheGroup(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := volSyncClient(t, lab.East), volSyncClient(t, lab.West)
 	ns := "volsync-mover"
-	for _, cl := range []client.Client{east, west} {
-		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	}
-	profiles, _ := labS3Profiles(g)
-	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 1))).To(Succeed())
-	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
-	westGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
-	for _, group := range []*v1alpha1.VolumeReplicationGroup{eastGroup, westGroup} {
-		group.Spec.SchedulingInterval = "10s"
-	}
-	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
-	t.Cleanup(func() {
-		_ = east.Delete(ctx, eastGroup.DeepCopy())
-		_ = west.Delete(ctx, westGroup.DeepCopy())
-	})
-	hubCopy(ctx, g, east, eastGroup, west, westGroup, 1)
+	p := startVolSyncPair(t, g, ns, 1, nil)
+	east, eastGroup := p.east, p.eastGroup
+	hubCopy(ctx, g, east, eastGroup, p.west, p.westGroup, 1)
 	dataProtected := func(g Gomega) metav1.Condition {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -32,7 +33,7 @@ import (
 // types.
 func volSyncClient(t testing.TB, cluster string) client.Client {
 	t.Helper()
-	cl, err := testLab.Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme)
+	cl, err := testLab.Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +56,55 @@ func volSyncVRG(namespace string, profiles []v1alpha1.S3Profile, state v1alpha1.
 	return group
 }
 
+// volSyncPair is a primary group on east and a secondary on west protecting a writer
+// StatefulSet of the lab's file class, replicated by VolSync every 10 s.
+type volSyncPair struct {
+	east, west           client.Client
+	eastGroup, westGroup *v1alpha1.VolumeReplicationGroup
+}
+
+// startVolSyncPair creates namespace ns on both clusters, the StatefulSet db of replicas on
+// east and the two groups, changed by mutate (when not nil) before they are created; they are
+// deleted when the test ends.
+func startVolSyncPair(t *testing.T, g Gomega, ns string, replicas int32, mutate func(*v1alpha1.VolumeReplicationGroup)) volSyncPair {
+	ctx := context.Background()
+	p := volSyncPair{east: volSyncClient(t, lab.East), west: volSyncClient(t, lab.West)}
+	for _, cl := range []client.Client{p.east, p.west} {
+		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	profiles, _ := labS3Profiles(g)
+	g.Expect(p.east.Create(ctx, fileStatefulSet(ns, "db", replicas))).To(Succeed())
+	p.eastGroup = volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
+	p.westGroup = volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
+	for _, group := range []*v1alpha1.VolumeReplicationGroup{p.eastGroup, p.westGroup} {
+		group.Spec.SchedulingInterval = "10s"
+		if mutate != nil {
+			mutate(group)
+		}
+	}
+	g.Expect(p.east.Create(ctx, p.eastGroup)).To(Succeed())
+	g.Expect(p.west.Create(ctx, p.westGroup)).To(Succeed())
+	t.Cleanup(func() {
+		_ = p.east.Delete(ctx, p.eastGroup.DeepCopy())
+		_ = p.west.Delete(ctx, p.westGroup.DeepCopy())
+	})
+	return p
+}
+
 // hubCopy does for VolSync what the hub does between a primary's and a secondary's groups (the
 // contract in internal/replication/volsync's package documentation): the primary's VolSync
 // protectedPVCs become the secondary's receivePVCs; once the secondary reports want
 // destinations, they become the primary's destinations and each key Secret is copied to the
 // primary's cluster (same name and namespace, data only).
 func hubCopy(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
+	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
+	hubReceive(ctx, g, primary, pGroup, secondary, sGroup, want)
+	hubSend(ctx, g, primary, pGroup, secondary, sGroup, want)
+}
+
+// hubReceive is the first half of hubCopy: the primary's VolSync protectedPVCs become the
+// secondary's receivePVCs.
+func hubReceive(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
 	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
 	var receive []v1alpha1.VolSyncReceivePVC
 	g.Eventually(func(g Gomega) {
@@ -88,6 +132,12 @@ func hubCopy(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alp
 		got.Spec.VolSync.ReceivePVCs = receive
 		g.Expect(secondary.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
+}
+
+// hubSend is the second half of hubCopy: the secondary's destinations and their key Secrets
+// go to the primary.
+func hubSend(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
+	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
 	var dests []v1alpha1.VolSyncDestination
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}

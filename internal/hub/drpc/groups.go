@@ -49,6 +49,12 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 		}
 		spec.VolSync.Movers = policy.Spec.VolSyncMovers
 	}
+	if policy.Spec.VolSyncAddress != "" {
+		if spec.VolSync == nil {
+			spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		spec.VolSync.Address = policy.Spec.VolSyncAddress
+	}
 	switch {
 	case drpc.Spec.KubeObjectProtection != nil:
 		spec.KubeObjectProtection = drpc.Spec.KubeObjectProtection.DeepCopy()

@@ -6,18 +6,22 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
 
-func TestTheGroupsTakeThePolicysMoversAndTheSecondaryReceivesABlockPVCAsBlock(t *testing.T) {
+func TestTheGroupsTakeThePolicysMoversAndAddressAndTheSecondaryReceivesABlockPVCAsBlock(t *testing.T) {
 	g := NewWithT(t)
 	drpc := &v1alpha1.DRPlacementControl{}
-	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{VolSyncMovers: v1alpha1.VolSyncMoversPrivileged}}
+	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{
+		VolSyncMovers: v1alpha1.VolSyncMoversPrivileged, VolSyncAddress: v1alpha1.VolSyncAddressServiceExport,
+	}}
 	spec := groupSpec(drpc, policy, v1alpha1.ReplicationStateSecondary, "", "")
 	g.Expect(spec.VolSync).NotTo(BeNil())
 	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the policy's movers reach the group")
+	g.Expect(spec.VolSync.Address).To(Equal(v1alpha1.VolSyncAddressServiceExport), "the policy's address reaches the group")
 	g.Expect(groupSpec(drpc, &v1alpha1.DRPolicy{}, v1alpha1.ReplicationStateSecondary, "", "").VolSync).To(BeNil())
 
 	primary := &v1alpha1.VolumeReplicationGroup{
@@ -32,4 +36,25 @@ func TestTheGroupsTakeThePolicysMoversAndTheSecondaryReceivesABlockPVCAsBlock(t 
 	g.Expect(spec.VolSync.ReceivePVCs).To(HaveLen(1))
 	g.Expect(spec.VolSync.ReceivePVCs[0].VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)), "a Block PVC is received as Block")
 	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the hand-off keeps the movers")
+	g.Expect(spec.VolSync.Address).To(Equal(v1alpha1.VolSyncAddressServiceExport), "the hand-off keeps the address")
+}
+
+// A secondary whose VolSync destination the peer cannot reach says so in DataProtected; the hub
+// takes that condition for PeerReady, and nothing else a group reports.
+func TestAnUnreachableVolSyncDestinationIsTheSecondarysProblem(t *testing.T) {
+	g := NewWithT(t)
+	group := func(state v1alpha1.ReplicationState, reason string) *v1alpha1.VolumeReplicationGroup {
+		return &v1alpha1.VolumeReplicationGroup{
+			Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: state},
+			Status: v1alpha1.VolumeReplicationGroupStatus{Conditions: []metav1.Condition{{
+				Type: v1alpha1.ConditionDataProtected, Status: metav1.ConditionFalse, Reason: reason, Message: "choose spec.volSyncAddress",
+			}}},
+		}
+	}
+	c := unreachableDestination(group(v1alpha1.ReplicationStateSecondary, v1alpha1.ReasonVolSyncAddressUnreachable))
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Message).To(Equal("choose spec.volSyncAddress"))
+	g.Expect(unreachableDestination(group(v1alpha1.ReplicationStatePrimary, v1alpha1.ReasonVolSyncAddressUnreachable))).To(BeNil())
+	g.Expect(unreachableDestination(group(v1alpha1.ReplicationStateSecondary, v1alpha1.ReasonMoverFailed))).To(BeNil())
+	g.Expect(unreachableDestination(nil)).To(BeNil())
 }

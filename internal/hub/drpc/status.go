@@ -61,6 +61,10 @@ func computeConditions(sc *scope) {
 	case !peer.reachable():
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
 			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
+	case unreachableDestination(peer.vrg) != nil:
+		c := unreachableDestination(peer.vrg)
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, c.Reason,
+			fmt.Sprintf("%s cannot receive the application's data: %s", peer.name, c.Message))
 	case secondary(peer.vrg):
 		if waiting := recoveryPointWaiting(primary, peer); waiting != "" {
 			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
@@ -221,6 +225,19 @@ func recoveryPointWaiting(primary, peer *clusterView) string {
 	}
 	return fmt.Sprintf("waiting for the first sync of every PVC from %s: %s holds a copy to take over from only after it (%s)",
 		primary.name, peer.name, notYet(primary.name, primary.vrg, v1alpha1.ConditionDataProtected))
+}
+
+// unreachableDestination is a secondary's DataProtected when it has a VolSync destination the
+// primary cannot reach (reason VolSyncAddressUnreachable, naming the DRPolicy setting to
+// choose), or nil.
+func unreachableDestination(vrg *v1alpha1.VolumeReplicationGroup) *metav1.Condition {
+	if vrg == nil || vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary {
+		return nil
+	}
+	if c := condition(vrg, v1alpha1.ConditionDataProtected); c != nil && c.Reason == v1alpha1.ReasonVolSyncAddressUnreachable {
+		return c
+	}
+	return nil
 }
 
 // volSyncWaiting says what a VolSync peer still lacks to receive the primary's PVCs: a secondary

@@ -16,6 +16,7 @@ func TestExternalHoldsEveryExternalCRD(t *testing.T) {
 	want := []string{
 		"external/cluster.open-cluster-management.io_placementdecisions.yaml",
 		"external/cluster.open-cluster-management.io_placements.yaml",
+		"external/multicluster.x-k8s.io_serviceexports.yaml",
 		"external/replication.storage.openshift.io_volumereplicationclasses.yaml",
 		"external/replication.storage.openshift.io_volumereplications.yaml",
 		"external/snapshot.storage.k8s.io_volumesnapshotclasses.yaml",

@@ -33,6 +33,10 @@ func TestLabCRDsMatchUpstream(t *testing.T) {
 	for _, l := range lab {
 		t.Run(l.GroupKind().String(), func(t *testing.T) {
 			u, ok := byKind[l.GroupKind()]
+			if why, exempt := withoutUpstreamFile[l.GroupKind()]; !ok && exempt {
+				t.Logf("%s: %s", l.GroupKind(), why)
+				return
+			}
 			if !ok {
 				t.Fatalf("%s defines %s, which no upstream CRD in %s defines", l.Name, l.GroupKind(), dir)
 			}
@@ -41,6 +45,12 @@ func TestLabCRDsMatchUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutUpstreamFile are the lab kinds that ../shared/upstream-apis has no CRD of, and why
+// their schema is right without one.
+var withoutUpstreamFile = map[schema.GroupKind]string{
+	{Group: "multicluster.x-k8s.io", Kind: "ServiceExport"}: "the Multi-Cluster Services API (KEP-1645) defines an empty spec and status.conditions, the only fields the lab has",
 }
 
 func file(name, group, kind string) crds.File {

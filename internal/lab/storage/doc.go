@@ -10,7 +10,10 @@
 //     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
 //     pvc-protection finalizer and annotation.
 //   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
-//     VolumeSnapshots.
+//     VolumeSnapshots; destination addresses by Service type (volsync_address.go).
+//   - serviceexport.go: the multi-cluster network, a stand-in for a Multi-Cluster Services
+//     implementation: ServiceExports marked Valid and Ready, their clusterset addresses
+//     resolved from the peer, only while the lab's flag says the network is on.
 //   - writer.go: workload writers that append checksummed records for pods labelled
 //     lab.drover.io/writer=true, refused on secondary images.
 //

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
@@ -41,6 +42,10 @@ type Options struct {
 	// PartitionFlags are files, one per cluster, of which any existing cuts this storage off
 	// from its peer (the lab's network partition): the peer is then unreachable.
 	PartitionFlags []string
+	// MultiClusterFlag is a file, shared by both clusters, whose existence joins them in the
+	// lab's multi-cluster network (serviceexport.go): ServiceExports are exported and clusterset
+	// addresses resolve. Empty: never.
+	MultiClusterFlag string
 }
 
 // setupFunc registers one lab storage controller with the manager.
@@ -66,6 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		snapshotv1.AddToScheme,
 		replicationv1alpha1.AddToScheme,
 		volsyncv1alpha1.AddToScheme,
+		mcsv1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return err
@@ -81,7 +87,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	s := &store{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, images: images}
 	for _, setup := range []setupFunc{
-		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync,
+		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync, setupServiceExports,
 	} {
 		if err := setup(mgr, s); err != nil {
 			return err

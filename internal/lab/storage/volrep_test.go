@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
@@ -32,7 +33,8 @@ func volRepClient(g Gomega, cluster string) client.Client {
 // storageClient returns an administrator client of a lab cluster that knows every API the lab
 // storage honours: replication, VolSync and snapshots.
 func storageClient(g Gomega, cluster string) client.Client {
-	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme)
+	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme,
+		mcsv1alpha1.AddToScheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cl
 }

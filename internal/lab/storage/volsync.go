@@ -109,7 +109,8 @@ package storage
 //
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
-// snapshots), a source in the destination's own cluster, ServiceExports, the mover settings
+// snapshots), a source in the destination's own cluster, Service objects (addresses by Service
+// type and ServiceExports: volsync_address.go, serviceexport.go), the mover settings
 // (moverSecurityContext, resources), rsync's delta transfer within a file (a changed file is
 // copied whole), restic and rclone.
 

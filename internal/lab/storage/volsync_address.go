@@ -19,7 +19,11 @@ import (
 //   - ClusterIP (the default): volsync-<rd>.<namespace>.svc.cluster.local, the Service's name
 //     inside its own cluster. Its listener says so (reach "cluster"), and a source on the peer
 //     fails its handshake with a message saying which setting to choose;
-//   - LoadBalancer: volsync-<rd>.<namespace>.lab, reachable from the peer.
+//   - LoadBalancer: volsync-<rd>.<namespace>.lab, reachable from the peer;
+//   - a ClusterIP Service exported with a ServiceExport while the lab's multi-cluster network is
+//     on: its clusterset address volsync-rsync-tls-dst-<rd>.<namespace>.svc.clusterset.local
+//     resolves on the peer to the ClusterIP address, then reachable (serviceexport.go, resolve).
+//     Without the network a clusterset address resolves nowhere.
 //
 // Other types (NodePort) are taken as ClusterIP. A destination whose type changes publishes the
 // new address and removes the listener of the old one.
@@ -62,11 +66,11 @@ func (s *store) forgetDestination(namespace, name, keep string) error {
 
 // unreachable explains why a source on this cluster cannot reach the listener at address, or
 // is nil when it can.
-func (s *store) unreachable(l listener, address string) error {
-	if l.Reach != reachCluster {
+func (s *store) unreachable(l listener, address string, exported bool) error {
+	if l.Reach != reachCluster || exported {
 		return nil
 	}
 	return waitFor(volsyncRetry,
-		"The destination's address %s is the ClusterIP Service address of ReplicationDestination %s/%s on cluster %s, which this cluster (%s) cannot reach without a multi-cluster network: set spec.rsyncTLS.serviceType to LoadBalancer on the destination, or export its Service with a ServiceExport and use its clusterset address",
-		address, l.Namespace, l.Name, l.Cluster, s.opts.Cluster)
+		"The destination's address %s is the ClusterIP Service address of ReplicationDestination %s/%s on cluster %s, which this cluster (%s) cannot reach without a multi-cluster network: set spec.rsyncTLS.serviceType to LoadBalancer on the destination, or export its Service with a ServiceExport and use its clusterset address (%s)",
+		address, l.Namespace, l.Name, l.Cluster, s.opts.Cluster, clustersetAddress(l.Namespace, serviceName(l.Name)))
 }

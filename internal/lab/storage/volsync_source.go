@@ -36,9 +36,11 @@ const AnnotationFailMover = "lab.drover.io/fail-mover"
 
 // rsScope is the state of one reconcile of a ReplicationSource.
 type rsScope struct {
-	rs       *volsyncv1alpha1.ReplicationSource
-	base     *volsyncv1alpha1.ReplicationSource
-	address  string
+	rs      *volsyncv1alpha1.ReplicationSource
+	base    *volsyncv1alpha1.ReplicationSource
+	address string
+	// exported: address was reached through the peer's ServiceExport (a clusterset address).
+	exported bool
 	keyName  string
 	psk      string
 	schedule cron.Schedule
@@ -114,12 +116,18 @@ func (s *store) validateSource(_ context.Context, sc *rsScope) (ctrl.Result, err
 	return ctrl.Result{}, nil
 }
 
-// checkPeer stops while the peer's storage is down: nothing can be sent or acknowledged.
-func (s *store) checkPeer(context.Context, *rsScope) (ctrl.Result, error) {
+// checkPeer stops while the peer's storage is down: nothing can be sent or acknowledged. It
+// resolves a clusterset address to the exported destination's (serviceexport.go).
+func (s *store) checkPeer(_ context.Context, sc *rsScope) (ctrl.Result, error) {
 	if !s.images.PeerReachable() {
 		return ctrl.Result{}, waitFor(volsyncRetry,
 			"The peer cluster's storage is unreachable (is the cluster stopped?): the sync waits until it returns")
 	}
+	address, exported, err := s.resolve(sc.address)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	sc.address, sc.exported = address, exported
 	return ctrl.Result{}, nil
 }
 
@@ -300,7 +308,7 @@ func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error)
 		}
 		return ctrl.Result{}, err
 	}
-	if err := s.unreachable(l, sc.address); err != nil {
+	if err := s.unreachable(l, sc.address, sc.exported); err != nil {
 		return ctrl.Result{}, err
 	}
 	if l.PSK != sc.psk {

@@ -34,6 +34,11 @@
 //     name, storageClassName, accessModes, capacity, volumeMode: a Block PVC is received as
 //     Block).
 //
+// The address is how the peer reaches the destination (address.go, spec.volSync.address): the
+// LoadBalancer Service's address VolSync publishes, or with ServiceExport the clusterset address
+// of its exported ClusterIP Service. A secondary reports no address the peer cannot use: the
+// destination waits, with reason VolSyncAddressUnreachable saying which setting to choose.
+//
 // Until a destination and its key are on the primary, Protect returns Retry with reason
 // VolSyncDestinationUnknown; that is the normal state of a primary right after a failover while
 // the peer is down.

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"time"
 
+	multiclusterv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
@@ -78,4 +80,26 @@ func Schedule(interval time.Duration) (string, error) {
 	default:
 		return fmt.Sprintf("0 0 */%d * *", interval/(24*time.Hour)), nil
 	}
+}
+
+// maxServiceNameLength is the longest name of a Service (a DNS label).
+const maxServiceNameLength = 63
+
+// DestinationServiceName is the name VolSync gives the Service of a ReplicationDestination:
+// "volsync-rsync-tls-dst-<rd>", or when that is longer than a Service name may be, the prefix
+// and the CRC-32 (IEEE) of the destination's name in 8 hex digits (backube/volsync
+// internal/controller/mover/rsynctls/mover.go, ensureServiceAndPublishAddress, and
+// internal/controller/utils/utils.go, GetServiceName).
+func DestinationServiceName(rdName string) string {
+	const prefix = "volsync-rsync-tls-dst-"
+	if name := prefix + rdName; len(name) <= maxServiceNameLength {
+		return name
+	}
+	return fmt.Sprintf("%s%08x", prefix, crc32.ChecksumIEEE([]byte(rdName)))
+}
+
+// ClustersetAddress is the clusterset DNS name of a destination's exported Service:
+// <service>.<namespace>.svc.clusterset.local (Multi-Cluster Services API, KEP-1645).
+func ClustersetAddress(namespace, rdName string) string {
+	return fmt.Sprintf("%s.%s.%s", DestinationServiceName(rdName), namespace, multiclusterv1alpha1.ClustersetDomain)
 }

@@ -347,9 +347,12 @@ func (b *Backend) DeleteSource(ctx context.Context, vrg *v1alpha1.VolumeReplicat
 	return b.deleteOwned(ctx, vrg, &volsyncv1alpha1.ReplicationSource{}, "ReplicationSource", namespace, name)
 }
 
-// RemoveDestination deletes a ReplicationDestination of the group; Done once it is gone. Its
-// own PVC and snapshots go with it (VolSync owns them).
+// RemoveDestination deletes a ReplicationDestination of the group and its ServiceExport; Done
+// once it is gone. Its own PVC and snapshots go with it (VolSync owns them).
 func (b *Backend) RemoveDestination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) replication.Result {
+	if err := b.deleteServiceExport(ctx, vrg, namespace, name); err != nil {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, err.Error())
+	}
 	return b.deleteOwned(ctx, vrg, &volsyncv1alpha1.ReplicationDestination{}, "ReplicationDestination", namespace, name)
 }
 
@@ -462,10 +465,11 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 	if snapClass == "" {
 		return nil, res
 	}
+	mode := AddressMode(vrg)
 	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
-		// The source is on the other cluster: VolSync's default, a ClusterIP Service, has an
-		// address that cluster cannot reach without a multi-cluster network.
-		ServiceType:             ptr.To(corev1.ServiceTypeLoadBalancer),
+		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
+		// reachable from there only once exported (address.go).
+		ServiceType:             ptr.To(serviceType(mode)),
 		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
 		Capacity:                ptr.To(rp.Capacity),
 		StorageClassName:        ptr.To(rp.StorageClassName),
@@ -506,13 +510,19 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		if err := b.client.Patch(ctx, rd, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
 			return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to update ReplicationDestination %s: %v", key, err))
 		}
+		if was := before.Spec.RsyncTLS; mode != v1alpha1.VolSyncAddressServiceExport && (was == nil || ptr.Deref(was.ServiceType, corev1.ServiceTypeClusterIP) != corev1.ServiceTypeLoadBalancer) {
+			// Back from ServiceExport: the Service is no longer exported.
+			if err := b.deleteServiceExport(ctx, vrg, key.Namespace, key.Name); err != nil {
+				return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, err.Error())
+			}
+		}
 	}
-	if rd.Status == nil || rd.Status.RsyncTLS == nil || ptr.Deref(rd.Status.RsyncTLS.Address, "") == "" {
-		return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ReplicationDestination %s to publish its address", key))
+	address, res := b.publishedAddress(ctx, vrg, rd)
+	if address == "" {
+		return nil, res
 	}
 	return &v1alpha1.VolSyncDestination{
-		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName,
-		Address: *rd.Status.RsyncTLS.Address, KeySecretName: keyName,
+		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName, Address: address, KeySecretName: keyName,
 	}, replication.Done()
 }
 
@@ -625,7 +635,8 @@ type GroupDeletion struct {
 }
 
 // DeleteGroupObjects deletes, in namespace, the group's ReplicationSources and
-// ReplicationDestinations that del does not keep. It reports whether none of them is left.
+// ReplicationDestinations that del does not keep, and the ServiceExports of those
+// destinations. It reports whether none of them is left.
 func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace string, del GroupDeletion) (bool, error) {
 	sel := client.MatchingLabels(GroupLabels(vrg))
 	var from client.Reader = b.client
@@ -648,6 +659,9 @@ func (b *Backend) DeleteGroupObjects(ctx context.Context, vrg *v1alpha1.VolumeRe
 	}
 	for i := range dests.Items {
 		if del.Keep == nil || !del.Keep("ReplicationDestination", dests.Items[i].Name) {
+			if err := b.deleteServiceExport(ctx, vrg, namespace, dests.Items[i].Name); err != nil {
+				return false, err
+			}
 			objs = append(objs, &dests.Items[i])
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
 )
@@ -120,11 +121,11 @@ func TestSnapshotClassForPicksTheDriversOnlyOrDefaultClass(t *testing.T) {
 
 func newClient(g Gomega, objs ...client.Object) client.Client {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme} {
 		g.Expect(add(s)).To(Succeed())
 	}
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&volsyncv1alpha1.ReplicationSource{}, &volsyncv1alpha1.ReplicationDestination{}).Build()
+		WithStatusSubresource(&volsyncv1alpha1.ReplicationSource{}, &volsyncv1alpha1.ReplicationDestination{}, &mcsv1alpha1.ServiceExport{}).Build()
 }
 
 func group() *v1alpha1.VolumeReplicationGroup {
