@@ -106,6 +106,8 @@ never taken from the command line, where the process list and the shell history 
 	fs.StringVar(&secretKeyOnArgv, "s3-secret-access-key", "", "refused: use --s3-secret-access-key-file, --s3-credentials-file or $AWS_SECRET_ACCESS_KEY")
 	_ = fs.MarkHidden("s3-secret-access-key")
 	fs.StringVar(&credentialsFile, "s3-credentials-file", "", "file with the S3 credentials: an AWS credentials file or AWS_ACCESS_KEY_ID=... lines")
+	fs.BoolVar(&o.AllowInsecureKubeconfig, "allow-insecure-kubeconfig", false,
+		"use a hub or managed kubeconfig that sets insecure-skip-tls-verify; the hub's kubeconfig then trusts the CA the managed cluster publishes")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "check both clusters and print the objects join would apply, as YAML, without changing anything")
 	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long to wait for the managed cluster's token controller to issue the token")
 	return cmd

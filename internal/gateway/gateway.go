@@ -81,13 +81,21 @@ func (l Limits) orDefault() Limits {
 }
 
 // RESTConfig builds the configuration of a managed cluster from the kubeconfig Secret of its
-// DRCluster, with the gateway's request timeout and the default rate limits.
+// DRCluster, with the gateway's request timeout and the default rate limits. A kubeconfig that
+// CheckKubeconfig refuses is not used.
 func RESTConfig(secret *corev1.Secret) (*rest.Config, error) {
 	raw, ok := secret.Data[v1alpha1.KubeconfigSecretKey]
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("secret %s/%s has no key %q: put the cluster's kubeconfig there", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	kc, err := clientcmd.Load(raw)
+	if err == nil {
+		err = CheckKubeconfig(kc)
+	}
+	var cfg *rest.Config
+	if err == nil {
+		cfg, err = clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s key %q is not a usable kubeconfig: %w", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey, err)
 	}

@@ -138,7 +138,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
-	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits)
+	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits, opts.LeaderElectionNamespace)
 	gw.WrapTransport = opts.ClusterTransport
 	if err := mgr.Add(gw); err != nil {
 		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
