@@ -36,6 +36,7 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 const (
@@ -90,6 +91,8 @@ func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objec
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
+	// Tenancy names the system namespaces, besides the defaults, that no group may protect.
+	Tenancy tenancy.Rules
 	// APIReader reads uncached: S3 profile Secrets (unless the cache shows one unchanged since
 	// its store was built, stores.go), what a deletion releases (delete.go), and a group the
 	// cache shows older than the agent's own last write to it (newest.Versions).

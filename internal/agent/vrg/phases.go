@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // parseSpec checks what the API server cannot: that the group asks for a role this agent
@@ -42,6 +43,12 @@ func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error
 		sc.specProblem = fmt.Sprintf("spec.pvcSelector is invalid: %v", err)
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	// The hub refuses such a group too; the agent does not rely on it (internal/tenancy).
+	if ns := r.Tenancy.FirstSystem(protectedNamespaces(sc.vrg)); ns != "" {
+		sc.specProblem = tenancy.SystemNamespaceMessage(ns)
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
 	}
 	sc.interval = d
 	return ctrl.Result{}, nil
