@@ -140,7 +140,7 @@ func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPla
 	mine := protectedNamespaces(drpc)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == drpc.UID || !older(other, drpc) {
+		if (other.Namespace == drpc.Namespace && other.Name == drpc.Name) || !older(other, drpc) {
 			continue
 		}
 		if reason, _ := r.tenancyProblem(other); reason != "" {
