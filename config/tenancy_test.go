@@ -103,6 +103,25 @@ func TestATenantWithDRPCRightsInItsNamespaceProtectsOnlyThatNamespace(t *testing
 	g.Expect(err.Error()).To(ContainSubstring("protectedNamespaces is immutable"))
 	t.Logf("edit: %v", err)
 
+	// An administrator lets team-a's DRPlacementControls name the Placements of a GitOps tool's
+	// namespace, argocd, by labelling team-a; other namespaces stay refused.
+	ns := &corev1.Namespace{}
+	g.Expect(cl.Get(ctx, client.ObjectKey{Name: "team-a"}, ns)).To(Succeed())
+	nsPatch := client.MergeFrom(ns.DeepCopy())
+	ns.Labels["drover.io/placement-namespace"] = "argocd"
+	g.Expect(cl.Patch(ctx, ns, nsPatch)).To(Succeed())
+	for placementNS, allowed := range map[string]bool{"argocd": true, "team-b": false} {
+		err := tenant.Create(ctx, tenancyDRPC("team-a", "argo", func(s *v1alpha1.DRPlacementControlSpec) {
+			s.ProtectedNamespaces = nil
+			s.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: "shop", Namespace: placementNS}
+		}), client.DryRunAll)
+		if allowed {
+			g.Expect(err).NotTo(HaveOccurred(), "a Placement of %s", placementNS)
+		} else {
+			g.Expect(err).To(MatchError(ContainSubstring("spec.placementRef may name only")), "a Placement of %s", placementNS)
+		}
+	}
+
 	// An administrator's DRPlacementControl in drover-system protects other namespaces; still
 	// never a system one.
 	admin := tenantClient(ctx, g, "platform", "drover-system")

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,7 +132,8 @@ func TestATenantWithDRPCRightsGetsNothingFromTheHubBeyondItsNamespace(t *testing
 	g.Expect(placement.Annotations).NotTo(HaveKey("drover.io/steered-by"), "the tenant steers another team's Placement")
 }
 
-// tokenThief is a server of an attacker's that records the credentials sent to it.
+// tokenThief is a server of an attacker's, with a certificate the kubeconfig trusts, that
+// records the credentials sent to it.
 type tokenThief struct {
 	mu   sync.Mutex
 	seen []string
@@ -170,12 +172,13 @@ func TestAKubeconfigSecretCannotMakeTheHubSendItsCredentialsAway(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "patch"}})
 
 	thief := &tokenThief{}
-	srv := httptest.NewServer(thief)
+	srv := httptest.NewTLSServer(thief)
 	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	g.Expect(os.WriteFile(tokenFile, []byte("the-hubs-own-token"), 0o600)).To(Succeed())
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: srv.URL}
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: srv.URL, CertificateAuthorityData: ca}
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{TokenFile: tokenFile}
 	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	kc.CurrentContext = "c"

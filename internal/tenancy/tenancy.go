@@ -13,6 +13,16 @@ import (
 	"strings"
 )
 
+// LabelAdminNamespace, set to "true" on a Namespace, makes it an admin namespace for the
+// admission policy; the hub's --admin-namespaces must name it too.
+const LabelAdminNamespace = "drover.io/admin-namespace"
+
+// LabelPlacementNamespace on a Namespace names the one other namespace whose Placements the
+// DRPlacementControls of that namespace may name in spec.placementRef: a GitOps tool's, such as
+// argocd, whose ApplicationSets read their PlacementDecisions there. Only whoever may edit
+// Namespaces sets it; the admission policy and the hub both read it.
+const LabelPlacementNamespace = "drover.io/placement-namespace"
+
 // DefaultAdminNamespace is the namespace whose DRPlacementControls may protect any
 // non-system namespace: drover's own.
 const DefaultAdminNamespace = "drover-system"

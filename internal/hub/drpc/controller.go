@@ -88,6 +88,7 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;patch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list
 

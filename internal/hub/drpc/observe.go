@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,12 @@ import (
 func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	drpc := sc.drpc
 	if reason, msg := r.tenancyProblem(drpc); reason != "" {
+		return sc.invalidate(reason, msg)
+	}
+	if reason, msg, err := r.placementProblem(ctx, drpc); err != nil || reason != "" {
+		if err != nil {
+			return err
+		}
 		return sc.invalidate(reason, msg)
 	}
 	policy := &v1alpha1.DRPolicy{}
@@ -93,8 +100,8 @@ func protectedNamespaces(drpc *v1alpha1.DRPlacementControl) []string {
 	return []string{drpc.Namespace}
 }
 
-// tenancyProblem returns why the DRPlacementControl may not protect what it names, as a
-// reason and a message; empty when it may. These are the rules of the hub's admission policy
+// tenancyProblem returns why the DRPlacementControl may not protect the namespaces it names, as
+// a reason and a message; empty when it may. These are the rules of the hub's admission policy
 // (config/hub/tenancy_policy.yaml, internal/tenancy), checked again because admission may
 // not have run: the policy not installed, or the object created before it.
 func (r *Reconciler) tenancyProblem(drpc *v1alpha1.DRPlacementControl) (reason, message string) {
@@ -111,12 +118,31 @@ func (r *Reconciler) tenancyProblem(drpc *v1alpha1.DRPlacementControl) (reason, 
 				ns, drpc.Namespace, drpc.Namespace, ns, tenancy.DefaultAdminNamespace)
 		}
 	}
-	if ref := drpc.Spec.PlacementRef; ref != nil && ref.Namespace != "" && ref.Namespace != drpc.Namespace {
-		return v1alpha1.ReasonNamespaceNotAllowed, fmt.Sprintf("spec.placementRef names Placement %s/%s, but a DRPlacementControl in %s may steer only a Placement of %s: "+
-			"create the DRPlacementControl in %s, or ask an administrator to create it in an admin namespace (%s, or one of the hub's --admin-namespaces)",
-			ref.Namespace, ref.Name, drpc.Namespace, drpc.Namespace, ref.Namespace, tenancy.DefaultAdminNamespace)
-	}
 	return "", ""
+}
+
+// placementProblem returns why the DRPlacementControl may not steer the Placement it names; empty
+// when it may: the Placement is in its namespace, or it is in an admin namespace, or an
+// administrator labelled its namespace tenancy.LabelPlacementNamespace with the Placement's.
+func (r *Reconciler) placementProblem(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (reason, message string, err error) {
+	ref := drpc.Spec.PlacementRef
+	if ref == nil || ref.Namespace == "" || ref.Namespace == drpc.Namespace || r.Tenancy.IsAdmin(drpc.Namespace) {
+		return "", "", nil
+	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader // the hub does not watch Namespaces; this read is rare
+	}
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: drpc.Namespace}, ns); err != nil {
+		return "", "", fmt.Errorf("failed to get namespace %s: %w", drpc.Namespace, err)
+	}
+	if ns.Labels[tenancy.LabelPlacementNamespace] == ref.Namespace {
+		return "", "", nil
+	}
+	return v1alpha1.ReasonNamespaceNotAllowed, fmt.Sprintf("spec.placementRef names Placement %s/%s, but a DRPlacementControl in %s may steer only a Placement of %s: "+
+		"create the DRPlacementControl in %s, or ask an administrator to label namespace %s %s=%s (a GitOps tool's namespace), or to create it in an admin namespace",
+		ref.Namespace, ref.Name, drpc.Namespace, drpc.Namespace, ref.Namespace, drpc.Namespace, tenancy.LabelPlacementNamespace, ref.Namespace), nil
 }
 
 // namespaceConflict names the older DRPlacementControl that already protects one of the
