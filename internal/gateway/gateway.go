@@ -1,7 +1,9 @@
 // Package gateway is how the hub reaches the managed clusters: a client per DRCluster, built
 // from the kubeconfig in the Secret the DRCluster names, a health probe per cluster, and one
 // watch-backed cache per cluster of the VolumeReplicationGroups the hub reads. The hub never
-// holds a client of a managed cluster any other way.
+// holds a client of a managed cluster any other way. It reads kubeconfig Secrets only in
+// drover-system and its own namespace, and refuses a kubeconfig that runs a plugin, reads a
+// file, skips TLS verification, uses a proxy or impersonates (kubeconfig.go).
 package gateway
 
 import (
