@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
+	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -86,6 +88,11 @@ func TestATenantWithDRPCRightsGetsNothingFromTheHubBeyondItsNamespace(t *testing
 	g.Expect(err).NotTo(HaveOccurred())
 	east, err := testLab.Client(lab.East, v1alpha1.AddToScheme)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		p := &v1alpha1.DRPolicy{}
+		g.Expect(h.Get(ctx, client.ObjectKey{Name: policyVolRep}, p)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionValidated)).To(BeTrue())
+	}).Should(Succeed(), "the lab's policy is Validated, so that only what the tenant names can invalidate its DRPlacementControls")
 	mallory := asHubUser(ctx, g, h, "mallory", "tenancy-evil", drpcRights)
 	g.Expect(client.IgnoreAlreadyExists(h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenancy-a"}}))).To(Succeed())
 	placement := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-a", Name: "shop"}}
@@ -222,4 +229,55 @@ func TestAKubeconfigSecretCannotMakeTheHubSendItsCredentialsAway(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Message).To(ContainSubstring(tc.want))
 	}
+}
+
+// The agent does not take the hub's word for what it may protect: a group for kube-system,
+// written with the hub's own credential on east (what a compromised hub, or one whose checks
+// were bypassed, could write), is refused with a condition naming the namespace, and the agent
+// captures and protects nothing there.
+func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(time.Minute)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	h, err := hubClient()
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{}
+	g.Expect(h.Get(ctx, client.ObjectKey{Namespace: lab.S3SecretNamespace, Name: "kubeconfig-" + lab.East}, secret)).To(Succeed())
+	cfg, err := gateway.RESTConfig(secret)
+	g.Expect(err).NotTo(HaveOccurred())
+	s := runtime.NewScheme()
+	g.Expect(v1alpha1.AddToScheme(s)).To(Succeed())
+	asHub, err := client.New(cfg, client.Options{Scheme: s})
+	g.Expect(err).NotTo(HaveOccurred())
+	eastAdmin, err := testLab.Client(lab.East, clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(client.IgnoreAlreadyExists(eastAdmin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenancy-agent"}}))).To(Succeed())
+
+	policy := &v1alpha1.DRPolicy{}
+	g.Expect(h.Get(ctx, client.ObjectKey{Name: policyVolRep}, policy)).To(Succeed())
+	vrg := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "dns"},
+		Spec: v1alpha1.VolumeReplicationGroupSpec{
+			ReplicationState: v1alpha1.ReplicationStatePrimary, ProtectedNamespaces: []string{"kube-system"},
+			PVCSelector: metav1.LabelSelector{}, S3Profiles: policy.Spec.S3Profiles,
+			SchedulingInterval: policy.Spec.SchedulingInterval, StorageClassBackends: policy.Spec.StorageClassBackends,
+		}}
+	g.Expect(asHub.Create(ctx, vrg)).To(Succeed(), "the hub's credential may write groups")
+	defer func() {
+		g.Expect(eastAdmin.Delete(ctx, vrg)).To(Succeed())
+		g.Eventually(func() bool { return apierrors.IsNotFound(eastAdmin.Get(ctx, client.ObjectKeyFromObject(vrg), vrg)) }).Should(BeTrue())
+	}()
+	var c metav1.Condition
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(eastAdmin.Get(ctx, client.ObjectKeyFromObject(vrg), got)).To(Succeed())
+		for _, cc := range got.Status.Conditions {
+			if cc.Type == v1alpha1.ConditionDataReady {
+				c = cc
+			}
+		}
+		g.Expect(c.Message).To(ContainSubstring("namespace kube-system is a system namespace"), "%s %s: %s", c.Status, c.Reason, c.Message)
+	}).Should(Succeed(), "the agent refuses the group")
+	t.Logf("DataReady %s %s: %s", c.Status, c.Reason, c.Message)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 }
