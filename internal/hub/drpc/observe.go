@@ -152,16 +152,25 @@ func (r *Reconciler) placementProblem(ctx context.Context, drpc *v1alpha1.DRPlac
 // not squats nothing; one that may can neither be edited into another's namespaces
 // (protectedNamespaces is immutable) nor lose its own to a younger one.
 //
-// A DRPlacementControl not yet Validated lists uncached: the cache may not hold an older one
-// created just before it, and both would act. Once Validated, an older one cannot appear.
+// Only the namespaces that can hold such a DRPlacementControl are listed: the ones this one
+// protects (a valid DRPlacementControl outside an admin namespace protects only its own) and
+// the admin namespaces. A DRPlacementControl not yet Validated lists them uncached: the cache
+// may not hold an older one created just before it, and both would act. Once Validated, an
+// older one cannot appear.
 func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (string, error) {
-	list := &v1alpha1.DRPlacementControlList{}
 	var reader client.Reader = r.Client
 	if !apimeta.IsStatusConditionTrue(drpc.Status.Conditions, v1alpha1.ConditionValidated) && r.APIReader != nil {
 		reader = r.APIReader
 	}
-	if err := reader.List(ctx, list); err != nil {
-		return "", fmt.Errorf("failed to list DRPlacementControls: %w", err)
+	list := &v1alpha1.DRPlacementControlList{}
+	namespaces := append(append([]string{tenancy.DefaultAdminNamespace}, r.Tenancy.AdminNamespaces...), protectedNamespaces(drpc)...)
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
+		in := &v1alpha1.DRPlacementControlList{}
+		if err := reader.List(ctx, in, client.InNamespace(ns)); err != nil {
+			return "", fmt.Errorf("failed to list DRPlacementControls in namespace %s: %w", ns, err)
+		}
+		list.Items = append(list.Items, in.Items...)
 	}
 	mine := protectedNamespaces(drpc)
 	for i := range list.Items {
