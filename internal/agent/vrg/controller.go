@@ -47,8 +47,10 @@ const (
 	// LabelProtectedBy marks a protected PVC, and its PV, with the name of its
 	// VolumeReplicationGroup.
 	LabelProtectedBy = "drover.io/protected-by"
-	// LabelProtectedByNamespace marks a protected PVC's PV with the namespace of its
-	// VolumeReplicationGroup (a PV has none).
+	// LabelProtectedByNamespace marks a protected PVC, and its PV, with the namespace of its
+	// VolumeReplicationGroup: a group in an admin namespace protects PVCs of other namespaces,
+	// and two such groups may share a name. A PVC labelled before this label existed carries
+	// only LabelProtectedBy; it is read as before and labelled at the group's next reconcile.
 	LabelProtectedByNamespace = "drover.io/protected-by-namespace"
 	// AnnotationOriginalReclaimPolicy records on a protected PVC's PV the reclaim policy it had
 	// before drover set Retain, so unprotecting can restore it.
