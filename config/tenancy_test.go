@@ -40,7 +40,7 @@ func tenantClient(ctx context.Context, g Gomega, user, ns string) client.Client 
 func tenancyDRPC(ns, name string, change func(*v1alpha1.DRPlacementControlSpec)) *v1alpha1.DRPlacementControl {
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.DRPlacementControlSpec{
 		DRPolicyRef: v1alpha1.PolicyReference{Name: "east-west"}, PreferredCluster: "east",
-		PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		PVCSelector:         metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 		ProtectedNamespaces: []string{ns},
 	}}
 	if change != nil {
