@@ -185,7 +185,8 @@ type tree struct {
 
 var releaseTrees = []tree{
 	{dir: "hub", deployment: "drover-hub", kinds: []string{"Namespace", "CustomResourceDefinition", "ServiceAccount",
-		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"}},
+		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}},
 	{dir: "agent", deployment: "drover-agent", kinds: []string{"Namespace", "CustomResourceDefinition", "ServiceAccount",
 		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "Secret", "ValidatingWebhookConfiguration"}},
 }

@@ -92,6 +92,15 @@ const (
 	// ReasonPlacementSteered (Validated of a DRPlacementControl): the OCM Placement it names
 	// is already steered by another DRPlacementControl, which writes its decisions.
 	ReasonPlacementSteered = "PlacementSteered"
+	// ReasonNamespaceNotAllowed (Validated of a DRPlacementControl): spec.protectedNamespaces
+	// names a namespace other than the DRPlacementControl's own, or spec.placementRef a
+	// Placement of another namespace, and the DRPlacementControl is not in an admin namespace.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonSystemNamespace (Validated of a DRPlacementControl, and of a VolumeReplicationGroup
+	// on a managed cluster): the namespaces to protect include a system namespace (kube-*,
+	// openshift-*, drover-system, or one the hub or agent was told of), which drover never
+	// protects.
+	ReasonSystemNamespace = "SystemNamespace"
 	// ReasonPolicyNotValidated (Validated of a DRPlacementControl): its DRPolicy is not
 	// Validated.
 	ReasonPolicyNotValidated = "PolicyNotValidated"

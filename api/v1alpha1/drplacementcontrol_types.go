@@ -74,8 +74,12 @@ type DRPlacementControlSpec struct {
 	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
 
 	// protectedNamespaces are the namespaces of a self-contained application: drover protects
-	// their selected PVCs and captures and restores their objects.
+	// their selected PVCs and captures and restores their objects. A DRPlacementControl outside
+	// an admin namespace (drover-system, or one the hub's --admin-namespaces names) may name only
+	// its own namespace; none may name a system namespace (kube-*, openshift-*, drover-system).
+	// It cannot change.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="protectedNamespaces is immutable: delete and recreate the DRPlacementControl to protect other namespaces"
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
@@ -84,7 +88,9 @@ type DRPlacementControlSpec struct {
 	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
 
 	// placementRef names the placement a GitOps tool follows to deploy the application; drover
-	// protects the selected PVCs of the DRPlacementControl's namespace. It cannot change.
+	// protects the selected PVCs of the DRPlacementControl's namespace. The placement must be
+	// in the DRPlacementControl's namespace, unless the DRPlacementControl is in an admin
+	// namespace. It cannot change.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="placementRef is immutable: create a new DRPlacementControl"
 	PlacementRef *PlacementReference `json:"placementRef,omitempty"`

@@ -27,6 +27,7 @@ const (
 type agentFlags struct {
 	kubeconfig         string
 	clusterName        string
+	systemNamespaces   []string
 	metricsBindAddress string
 	metricsSecure      bool
 	probeBindAddress   string
@@ -83,6 +84,8 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"Secret in --namespace where the agent keeps the fence's CA and serving certificate, renewed before they expire (needs --webhook-configuration, --webhook-service, --webhook-cert-dir)")
 	fl.StringVar(&f.webhookService, "webhook-service", "",
 		"Service in --namespace through which the API server reaches the fence: the serving certificate's name")
+	fl.StringSliceVar(&f.systemNamespaces, "system-namespaces", nil,
+		"namespaces besides kube-*, openshift-* and drover-system that no VolumeReplicationGroup may protect")
 	fl.IntVar(&f.workers, "vrg-workers", agent.DefaultWorkers,
 		"how many VolumeReplicationGroups are reconciled at once (0: the default)")
 	fl.Float32Var(&f.kubeAPIQPS, "kube-api-qps", agent.DefaultKubeAPIQPS,
@@ -101,6 +104,7 @@ func (f *agentFlags) options() (agent.Options, error) {
 		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
 		WebhookConfiguration: f.webhookConfiguration,
 		Workers:              f.workers, KubeAPIQPS: f.kubeAPIQPS, KubeAPIBurst: f.kubeAPIBurst,
+		SystemNamespaces: f.systemNamespaces,
 	}
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)

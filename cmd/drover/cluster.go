@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -50,7 +53,7 @@ func (f *clusterFlags) load() (hub, managed join.Cluster, err error) {
 func newClusterJoinCommand() *cobra.Command {
 	f := &clusterFlags{}
 	o := join.Options{}
-	var credentialsFile string
+	var credentialsFile, secretKeyFile, secretKeyOnArgv string
 	cmd := &cobra.Command{
 		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET",
 		Short: "Register a managed cluster with the hub as the DRCluster NAME, with a least-privilege identity",
@@ -60,14 +63,21 @@ credentials Secret of the cluster's S3 profile; then on the hub a kubeconfig Sec
 token and the DRCluster NAME. Checks both clusters first and writes nothing when a check fails;
 a failed write deletes what the run created. Running it again changes nothing.
 
-S3 credentials come from --s3-access-key-id/--s3-secret-access-key, else --s3-credentials-file,
-else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY.`,
+S3 credentials come from --s3-credentials-file, else --s3-access-key-id with
+--s3-secret-access-key-file, else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY. The secret key is
+never taken from the command line, where the process list and the shell history show it.`,
 		Example: `  drover cluster join east --cluster-kubeconfig east.kubeconfig \
     --s3-endpoint https://s3.east.example.com --s3-bucket drover-east --region eu-west
   drover cluster join east --cluster-kubeconfig east.kubeconfig ... --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			if secretKeyOnArgv != "" {
+				return errSecretKeyOnArgv
+			}
+			if err := s3SecretKeyFromFile(&o, secretKeyFile); err != nil {
+				return err
+			}
 			var err error
 			if o.Hub, o.Managed, err = f.load(); err != nil {
 				return err
@@ -90,11 +100,40 @@ else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY.`,
 	fs.StringVar(&o.S3.Bucket, "s3-bucket", "", "bucket of the cluster's S3 profile")
 	fs.StringVar(&o.S3.Region, "s3-region", "", "region of the bucket (default: us-east-1)")
 	fs.StringVar(&o.S3.AccessKeyID, "s3-access-key-id", "", "S3 access key ID")
-	fs.StringVar(&o.S3.SecretAccessKey, "s3-secret-access-key", "", "S3 secret access key")
+	fs.StringVar(&secretKeyFile, "s3-secret-access-key-file", "", "file whose content is the S3 secret access key (default: $AWS_SECRET_ACCESS_KEY)")
+	// The flag stays, hidden, so that a script passing the key on the command line is refused
+	// with what to use instead rather than with "unknown flag".
+	fs.StringVar(&secretKeyOnArgv, "s3-secret-access-key", "", "refused: use --s3-secret-access-key-file, --s3-credentials-file or $AWS_SECRET_ACCESS_KEY")
+	_ = fs.MarkHidden("s3-secret-access-key")
 	fs.StringVar(&credentialsFile, "s3-credentials-file", "", "file with the S3 credentials: an AWS credentials file or AWS_ACCESS_KEY_ID=... lines")
+	fs.BoolVar(&o.AllowInsecureKubeconfig, "allow-insecure-kubeconfig", false,
+		"use a hub or managed kubeconfig that sets insecure-skip-tls-verify; the hub's kubeconfig then trusts the CA the managed cluster publishes")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "check both clusters and print the objects join would apply, as YAML, without changing anything")
 	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long to wait for the managed cluster's token controller to issue the token")
 	return cmd
+}
+
+// errSecretKeyOnArgv refuses --s3-secret-access-key: an argument is visible to every user of the
+// machine in the process list, and stays in the shell's history.
+var errSecretKeyOnArgv = errors.New("--s3-secret-access-key puts the secret key where ps and the shell history show it: " +
+	"write it to a file readable only by you and pass --s3-secret-access-key-file FILE, or pass --s3-credentials-file FILE, or set $AWS_SECRET_ACCESS_KEY")
+
+// s3SecretKeyFromFile reads the secret access key from file, when one is named: its content
+// without the trailing newline.
+func s3SecretKeyFromFile(o *join.Options, file string) error {
+	if file == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(file) //nolint:gosec // a file the user names
+	if err != nil {
+		return fmt.Errorf("failed to read the S3 secret access key file %s: %w", file, err)
+	}
+	key := strings.TrimRight(string(raw), "\r\n")
+	if key == "" || strings.ContainsAny(key, "\r\n") {
+		return fmt.Errorf("the S3 secret access key file %s must hold the key alone, on one line", file)
+	}
+	o.S3.SecretAccessKey = key
+	return nil
 }
 
 // s3Credentials fills the S3 credentials the flags did not give from the file, else the

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/hub"
 	"github.com/drover-io/drover/internal/hub/drpc"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 type hubFlags struct {
@@ -28,6 +29,7 @@ type hubFlags struct {
 	clusterQPS         float32
 	clusterBurst       int
 	drpcWorkers        int
+	tenancy            tenancy.Rules
 }
 
 // newHubCommand runs the hub.
@@ -57,6 +59,10 @@ the managed clusters through deploy, failover and relocation. It never touches P
 		"requests per second the hub may send to each managed cluster (its writes and probes; it reads the groups from a watch)")
 	cmd.Flags().IntVar(&f.clusterBurst, "cluster-burst", gateway.DefaultBurst, "requests the hub may send to each managed cluster at once, above --cluster-qps")
 	cmd.Flags().IntVar(&f.drpcWorkers, "drpc-workers", drpc.DefaultWorkers, "DRPlacementControls reconciled at once")
+	cmd.Flags().StringSliceVar(&f.tenancy.AdminNamespaces, "admin-namespaces", nil,
+		"namespaces besides "+tenancy.DefaultAdminNamespace+" whose DRPlacementControls may protect other namespaces (label each drover.io/admin-namespace=true too, for the admission policy)")
+	cmd.Flags().StringSliceVar(&f.tenancy.SystemNamespaces, "system-namespaces", nil,
+		"namespaces besides kube-*, openshift-* and drover-system that no DRPlacementControl may protect")
 	return cmd
 }
 
@@ -76,6 +82,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 		MetricsBindAddress: f.metricsBindAddress, MetricsInsecure: !f.metricsSecure, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
 		HealthProbeBindAddress: f.probeBindAddress, LeaderElection: f.leaderElect, LeaderElectionNamespace: f.namespace,
 		ClusterLimits: gateway.Limits{QPS: f.clusterQPS, Burst: f.clusterBurst}, DRPCWorkers: f.drpcWorkers,
+		Tenancy: f.tenancy,
 	})
 	if err != nil {
 		return err

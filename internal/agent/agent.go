@@ -35,12 +35,16 @@ import (
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
 	"github.com/drover-io/drover/internal/replication/volsync"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // Options configure the agent.
 type Options struct {
 	// ClusterName names the managed cluster in logs.
 	ClusterName string
+	// SystemNamespaces are namespaces, besides kube-*, openshift-* and drover-system, that no
+	// VolumeReplicationGroup may protect.
+	SystemNamespaces []string
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
 	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
@@ -213,7 +217,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
-		Workers: opts.Workers,
+		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)

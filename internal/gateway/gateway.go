@@ -1,7 +1,9 @@
 // Package gateway is how the hub reaches the managed clusters: a client per DRCluster, built
 // from the kubeconfig in the Secret the DRCluster names, a health probe per cluster, and one
 // watch-backed cache per cluster of the VolumeReplicationGroups the hub reads. The hub never
-// holds a client of a managed cluster any other way.
+// holds a client of a managed cluster any other way. It reads kubeconfig Secrets only in
+// drover-system and its own namespace, and refuses a kubeconfig that runs a plugin, reads a
+// file, skips TLS verification, uses a proxy or impersonates (kubeconfig.go).
 package gateway
 
 import (
@@ -81,13 +83,21 @@ func (l Limits) orDefault() Limits {
 }
 
 // RESTConfig builds the configuration of a managed cluster from the kubeconfig Secret of its
-// DRCluster, with the gateway's request timeout and the default rate limits.
+// DRCluster, with the gateway's request timeout and the default rate limits. A kubeconfig that
+// CheckKubeconfig refuses is not used.
 func RESTConfig(secret *corev1.Secret) (*rest.Config, error) {
 	raw, ok := secret.Data[v1alpha1.KubeconfigSecretKey]
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("secret %s/%s has no key %q: put the cluster's kubeconfig there", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	kc, err := clientcmd.Load(raw)
+	if err == nil {
+		err = CheckKubeconfig(kc)
+	}
+	var cfg *rest.Config
+	if err == nil {
+		cfg, err = clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s key %q is not a usable kubeconfig: %w", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey, err)
 	}

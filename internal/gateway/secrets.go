@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,8 @@ type Secrets struct {
 	hub    client.Reader
 	scheme *runtime.Scheme
 	limits Limits
+	// namespaces are where kubeconfig Secrets may be read from.
+	namespaces []string
 
 	mu       sync.Mutex
 	clusters map[string]*remote
@@ -58,11 +62,22 @@ var (
 	_ manager.LeaderElectionRunnable = (*Secrets)(nil)
 )
 
+// DefaultSecretNamespace is where kubeconfig Secrets are read from, besides the hub's own
+// namespace: where `drover cluster join` writes them.
+const DefaultSecretNamespace = "drover-system"
+
 // NewSecrets returns a gateway reading DRClusters and Secrets through hub (an uncached reader
 // keeps the hub from watching every Secret of the cluster), with clients of the given scheme
-// and rate limits.
-func NewSecrets(hub client.Reader, scheme *runtime.Scheme, limits Limits) *Secrets {
-	return &Secrets{hub: hub, scheme: scheme, limits: limits.orDefault(), clusters: map[string]*remote{},
+// and rate limits. It reads kubeconfig Secrets only in DefaultSecretNamespace and hubNamespace
+// (empty: none more): a DRCluster naming a Secret elsewhere would let whoever writes Secrets
+// there, or a DRCluster's author, hand the hub any credential, or read any Secret's kubeconfig
+// key through the hub.
+func NewSecrets(hub client.Reader, scheme *runtime.Scheme, limits Limits, hubNamespace string) *Secrets {
+	namespaces := []string{DefaultSecretNamespace}
+	if hubNamespace != "" && hubNamespace != DefaultSecretNamespace {
+		namespaces = append(namespaces, hubNamespace)
+	}
+	return &Secrets{hub: hub, scheme: scheme, limits: limits.orDefault(), namespaces: namespaces, clusters: map[string]*remote{},
 		changes: make(chan event.GenericEvent, changesBuffer), done: make(chan struct{})}
 }
 
@@ -166,6 +181,10 @@ func (g *Secrets) secret(ctx context.Context, cluster string) (*corev1.Secret, e
 		return nil, fmt.Errorf("failed to get DRCluster %s: %w", cluster, err)
 	}
 	ref := drc.Spec.KubeconfigSecretRef
+	if !slices.Contains(g.namespaces, ref.Namespace) {
+		return nil, fmt.Errorf("%w for DRCluster %s: its Secret %s/%s is not in %s: the hub reads kubeconfig Secrets only there; move the Secret and set spec.kubeconfigSecretRef.namespace",
+			ErrNoKubeconfig, cluster, ref.Namespace, ref.Name, strings.Join(g.namespaces, " or "))
+	}
 	secret := &corev1.Secret{}
 	if err := g.hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		return nil, fmt.Errorf("%w for DRCluster %s: failed to get Secret %s/%s: %w", ErrNoKubeconfig, cluster, ref.Namespace, ref.Name, err)

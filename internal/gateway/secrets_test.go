@@ -46,7 +46,7 @@ func unreachableRemote(t *testing.T) (*Secrets, *remote) {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	g := NewSecrets(nil, s, Limits{})
+	g := NewSecrets(nil, s, Limits{}, "")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "east", UID: "u", ResourceVersion: "1"},
 		Data: map[string][]byte{v1alpha1.KubeconfigSecretKey: raw}}
 	rm, err := g.newRemote("east", secret)

@@ -26,6 +26,7 @@ import (
 	"github.com/drover-io/drover/internal/hub/drpc"
 	"github.com/drover-io/drover/internal/hub/drpolicy"
 	"github.com/drover-io/drover/internal/metrics"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // Options configure the hub.
@@ -57,6 +58,9 @@ type Options struct {
 	DRPCWorkers int
 	// ClusterTransport, when set, wraps the transport of every managed cluster's client (tests).
 	ClusterTransport transport.WrapperFunc
+	// Tenancy are the admin namespaces (whose DRPlacementControls may protect other namespaces)
+	// and the system namespaces (never protected) besides the defaults of internal/tenancy.
+	Tenancy tenancy.Rules
 }
 
 // LeaderElectionID names the hub's leader election Lease.
@@ -138,7 +142,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's readiness check: %w", err)
 	}
-	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits)
+	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits, opts.LeaderElectionNamespace)
 	gw.WrapTransport = opts.ClusterTransport
 	if err := mgr.Add(gw); err != nil {
 		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
@@ -156,7 +160,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	drpcMetrics := drpc.NewMetrics(mgr.GetClient())
 	if err := (&drpc.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder, Metrics: drpcMetrics,
-		Workers: opts.DRPCWorkers,
+		Workers: opts.DRPCWorkers, Tenancy: opts.Tenancy,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-io/drover/internal/lab/deployer"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/lab/ocm"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // The application of a real OCM hub: an OCM Placement selecting one cluster, its decisions
@@ -171,12 +172,14 @@ func (a *app) expectSteeredBy(by string) {
 }
 
 // refusesASecondDRPC creates a DRPlacementControl in another namespace naming the same
-// Placement: it is refused, saying which DRPlacementControl steers it, writes nothing, and its
-// deletion leaves the first one's claim.
+// Placement (its namespace allowed to name the Placements of the first's, as a GitOps tool's
+// namespace is): it is refused, saying which DRPlacementControl steers it, writes nothing, and
+// its deletion leaves the first one's claim.
 func (a *app) refusesASecondDRPC(ctx context.Context) {
 	a.t.Helper()
 	ns := a.ns + "-second"
-	a.g.Expect(a.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	a.g.Expect(a.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{tenancy.LabelPlacementNamespace: a.ns}}})).To(Succeed())
 	second := a.drpcFor(true)
 	second.Namespace = ns
 	second.Spec.PlacementRef.Namespace = a.ns

@@ -184,7 +184,9 @@ func (o Options) hubObjects(kubeconfig []byte) ([]*unstructured.Unstructured, er
 
 // hubKubeconfig is the kubeconfig the hub uses for the managed cluster: o.Server, the CA that
 // the managed cluster's kubeconfig trusts (else the one the token controller published) and
-// the ServiceAccount's token.
+// the ServiceAccount's token. It never skips TLS verification, even when the managed cluster's
+// kubeconfig does (AllowInsecureKubeconfig): the hub refuses such a kubeconfig
+// (gateway.CheckKubeconfig).
 func (o Options) hubKubeconfig(token, tokenCA []byte) ([]byte, error) {
 	cfg := o.Managed.Config
 	ca := cfg.CAData
@@ -194,13 +196,11 @@ func (o Options) hubKubeconfig(token, tokenCA []byte) ([]byte, error) {
 			return nil, fmt.Errorf("failed to read the CA file %s of the managed cluster's kubeconfig: %w", cfg.CAFile, err)
 		}
 	}
-	if len(ca) == 0 && !cfg.Insecure {
+	if len(ca) == 0 {
 		ca = tokenCA
 	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[o.Name] = &clientcmdapi.Cluster{
-		Server: o.Server, CertificateAuthorityData: ca, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName,
-	}
+	kc.Clusters[o.Name] = &clientcmdapi.Cluster{Server: o.Server, CertificateAuthorityData: ca, TLSServerName: cfg.ServerName}
 	kc.AuthInfos[ServiceAccountName] = &clientcmdapi.AuthInfo{Token: string(token)}
 	kc.Contexts[o.Name] = &clientcmdapi.Context{Cluster: o.Name, AuthInfo: ServiceAccountName}
 	kc.CurrentContext = o.Name

@@ -70,6 +70,11 @@ type Options struct {
 	// S3 is the cluster's S3 profile. Name empty means DefaultS3ProfileName(Name); its Secret
 	// has the profile's name.
 	S3 objectstore.Profile
+	// AllowInsecureKubeconfig lets join use a hub or managed kubeconfig that skips TLS
+	// verification (insecure-skip-tls-verify). The hub's kubeconfig for the managed cluster then
+	// trusts the CA the cluster's token controller publishes, read over that unverified
+	// connection: it never skips verification itself, which the hub refuses.
+	AllowInsecureKubeconfig bool
 	// DryRun prints what join would apply, as YAML, after the checks, and writes nothing.
 	DryRun bool
 	// TokenTimeout bounds the wait for the token; zero means DefaultTokenTimeout.
@@ -89,6 +94,15 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.Managed.Config == nil {
 		problems = append(problems, "no kubeconfig for the managed cluster: pass --cluster-kubeconfig")
+	}
+	for _, c := range []struct {
+		cluster Cluster
+		flag    string
+	}{{o.Hub, "--hub-kubeconfig"}, {o.Managed, "--cluster-kubeconfig"}} {
+		if c.cluster.Config != nil && c.cluster.Config.Insecure && !o.AllowInsecureKubeconfig {
+			problems = append(problems, fmt.Sprintf("%s sets insecure-skip-tls-verify: anyone on the path to the cluster could read its credentials "+
+				"and the token join creates; give %s the cluster's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", c.cluster.Source, c.flag))
+		}
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace

@@ -167,6 +167,16 @@ func refusals(t *testing.T, bare join.Cluster) []refusal {
 		change: func(o *join.Options) { o.Managed = labCluster(t, lab.West) },
 		want:   []string{"cluster east is already joined with server https://127.0.0.1:", "drover cluster unjoin east"},
 	}, {
+		// Skipping TLS verification lets whoever is on the path read the administrator's
+		// credentials and the hub's new token; main copied insecure-skip-tls-verify into the
+		// hub's kubeconfig silently.
+		name: "a managed kubeconfig that skips TLS verification", cluster: lab.West,
+		change: func(o *join.Options) {
+			o.Managed.Config = rest.CopyConfig(o.Managed.Config)
+			o.Managed.Config.Insecure, o.Managed.Config.CAData, o.Managed.Config.CAFile = true, nil, ""
+		},
+		want: []string{"sets insecure-skip-tls-verify", "give --cluster-kubeconfig the cluster's CA", "--allow-insecure-kubeconfig"},
+	}, {
 		name: "a cluster joined under another name", cluster: "east-again",
 		change: func(o *join.Options) {},
 		want:   []string{"is already joined as east", "drover cluster unjoin east"},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/deployer"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // Mode is how the application is named to drover.
@@ -173,6 +174,9 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := createNamespace(ctx, r.env.Hub, r.c.Namespace); err != nil {
 		return err
 	}
+	if err := r.allowPlacementNamespace(ctx); err != nil {
+		return err
+	}
 	switch r.c.Mode {
 	case SelfContained:
 		r.say("deploy: %s in namespace %s on %s (%s)", r.c.Workload, r.c.Namespace, r.home, r.c.StorageClass)
@@ -271,6 +275,28 @@ func (r *Run) Overlap() time.Duration {
 func createNamespace(ctx context.Context, cl client.Client, name string) error {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// allowPlacementNamespace lets the application's DRPlacementControl name a Placement of
+// another namespace (a GitOps tool's) as an administrator does: by labelling the application's
+// namespace on the hub (docs/install.md, "Who may protect what").
+func (r *Run) allowPlacementNamespace(ctx context.Context) error {
+	if r.c.PlacementNamespace == "" || r.c.PlacementNamespace == r.c.Namespace {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.env.Hub.Get(ctx, client.ObjectKey{Name: r.c.Namespace}, ns); err != nil {
+		return fmt.Errorf("failed to get namespace %s: %w", r.c.Namespace, err)
+	}
+	before := ns.DeepCopy()
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[tenancy.LabelPlacementNamespace] = r.c.PlacementNamespace
+	if err := r.env.Hub.Patch(ctx, ns, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("failed to label namespace %s: %w", r.c.Namespace, err)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 const (
@@ -46,8 +47,10 @@ const (
 	// LabelProtectedBy marks a protected PVC, and its PV, with the name of its
 	// VolumeReplicationGroup.
 	LabelProtectedBy = "drover.io/protected-by"
-	// LabelProtectedByNamespace marks a protected PVC's PV with the namespace of its
-	// VolumeReplicationGroup (a PV has none).
+	// LabelProtectedByNamespace marks a protected PVC, and its PV, with the namespace of its
+	// VolumeReplicationGroup: a group in an admin namespace protects PVCs of other namespaces,
+	// and two such groups may share a name. A PVC labelled before this label existed carries
+	// only LabelProtectedBy; it is read as before and labelled at the group's next reconcile.
 	LabelProtectedByNamespace = "drover.io/protected-by-namespace"
 	// AnnotationOriginalReclaimPolicy records on a protected PVC's PV the reclaim policy it had
 	// before drover set Retain, so unprotecting can restore it.
@@ -90,6 +93,8 @@ func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objec
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
+	// Tenancy names the system namespaces, besides the defaults, that no group may protect.
+	Tenancy tenancy.Rules
 	// APIReader reads uncached: S3 profile Secrets (unless the cache shows one unchanged since
 	// its store was built, stores.go), what a deletion releases (delete.go), and a group the
 	// cache shows older than the agent's own last write to it (newest.Versions).

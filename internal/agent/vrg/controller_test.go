@@ -160,6 +160,7 @@ func TestReconcileProtectsBoundPVCsAndReportsTheRest(t *testing.T) {
 		g.Expect(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: name}, got)).To(Succeed())
 		g.Expect(got.Finalizers).To(ContainElement(PVCFinalizer), name)
 		g.Expect(got.Labels).To(HaveKeyWithValue(LabelProtectedBy, "db"), name)
+		g.Expect(got.Labels).To(HaveKeyWithValue(LabelProtectedByNamespace, "app"), name)
 	}
 	got := &corev1.PersistentVolumeClaim{}
 	g.Expect(f.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "unselected"}, got)).To(Succeed())
@@ -286,6 +287,42 @@ func TestReconcileRefusesAPVCOfAnotherGroup(t *testing.T) {
 	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCSelectedByOtherGroup))
 	g.Expect(c.Message).To(ContainSubstring("already protected by VolumeReplicationGroup other"))
 	g.Expect(f.backend.Protected()).To(BeEmpty())
+}
+
+// A group of the same name in another namespace (an admin namespace's group protecting app) owns
+// the PVC: the labels name the group's namespace as well as its name.
+func TestReconcileRefusesAPVCOfAGroupOfTheSameNameInAnotherNamespace(t *testing.T) {
+	g := NewWithT(t)
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.ResourceVersion = ""
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.ResourceVersion, pvc.Labels = "", map[string]string{"app": "db", LabelProtectedBy: "db", LabelProtectedByNamespace: "drover-system"}
+	f := newFixture(t, pv, pvc)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	c := pvcCondition(g, f.group(g), "data-db-0", v1alpha1.ConditionDataReady)
+	g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCSelectedByOtherGroup))
+	g.Expect(c.Message).To(ContainSubstring("already protected by VolumeReplicationGroup drover-system/db"))
+	g.Expect(f.backend.Protected()).To(BeEmpty())
+}
+
+// A PVC labelled before the namespace label existed stays the group's, and is labelled with it.
+func TestAPVCLabelledByNameAloneIsKeptAndGetsTheNamespaceLabel(t *testing.T) {
+	g := NewWithT(t)
+	pv := boundPV("pv-0", "app", "data-db-0")
+	pv.ResourceVersion = ""
+	pvc := boundPVC("app", "data-db-0", "pv-0")
+	pvc.ResourceVersion, pvc.Labels, pvc.Finalizers = "", map[string]string{"app": "db", LabelProtectedBy: "db"}, []string{PVCFinalizer}
+	f := newFixture(t, pv, pvc)
+
+	_, err := f.reconcile(g)
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &corev1.PersistentVolumeClaim{}
+	g.Expect(f.client.Get(context.Background(), client.ObjectKeyFromObject(pvc), got)).To(Succeed())
+	g.Expect(got.Labels).To(HaveKeyWithValue(LabelProtectedByNamespace, "app"))
+	c := pvcCondition(g, f.group(g), "data-db-0", v1alpha1.ConditionDataReady)
+	g.Expect(c.Reason).NotTo(Equal(v1alpha1.ReasonPVCSelectedByOtherGroup))
 }
 
 func TestADeletedPVCIsReleasedSoItsDeletionCompletes(t *testing.T) {

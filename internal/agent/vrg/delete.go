@@ -35,6 +35,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			return ctrl.Result{}, fmt.Errorf("failed to list protected PVCs in namespace %s: %w", ns, err)
 		}
 		for i := range list.Items {
+			if !ownedBy(list.Items[i].Labels, sc.vrg) {
+				continue // another namespace's group of the same name
+			}
 			done, err := r.unprotectPVC(ctx, sc, &list.Items[i])
 			if err != nil {
 				errs = append(errs, err)
@@ -127,6 +130,7 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	delete(pvc.Labels, LabelProtectedBy)
+	delete(pvc.Labels, LabelProtectedByNamespace)
 	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("failed to remove the protection of PVC %s: %w", klog.KObj(pvc), err)
 	}

@@ -1,8 +1,10 @@
 // Package vrg is the agent's VolumeReplicationGroup reconciler. It owns, on its managed cluster,
 // everything that protects the selected PVCs of one application:
 //
-//   - the PVCs' protection marks: finalizer drover.io/vrg-protection and label
-//     drover.io/protected-by=<group name>;
+//   - the PVCs' protection marks: finalizer drover.io/vrg-protection and labels
+//     drover.io/protected-by=<group name> and drover.io/protected-by-namespace=<group namespace>
+//     (a PVC labelled before the second label existed is read by its name alone, and labelled at
+//     the group's next reconcile);
 //   - their PVs' reclaim policy, set to Retain while protected, the original kept in the PV
 //     annotation drover.io/original-reclaim-policy so unprotecting can restore it;
 //   - each PVC's replication, through the backend its StorageClass selects (internal/replication);

@@ -91,7 +91,7 @@ func fenceProbe(sc *scope) *pvcState {
 
 // leftToDemote reports whether a PVC the group protects here is bound and not demoted yet.
 func leftToDemote(sc *scope, ps *pvcState) bool {
-	return ps.pvc.Labels[LabelProtectedBy] == sc.vrg.Name && ps.pvc.Spec.VolumeName != "" && (ps.demotion == nil || !ps.demotion.done)
+	return ownedBy(ps.pvc.Labels, sc.vrg) && ps.pvc.Spec.VolumeName != "" && (ps.demotion == nil || !ps.demotion.done)
 }
 
 // allInUseInCache reports whether the cache shows every PVC left to demote in use.

@@ -54,7 +54,7 @@ func PVCKey(prefix, ns, name string) string { return prefix + pvcsDir + ns + "/"
 func cleanObjectMeta(in metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace}
 	for k, v := range in.Labels {
-		if k == LabelProtectedBy {
+		if k == LabelProtectedBy || k == LabelProtectedByNamespace {
 			continue
 		}
 		if out.Labels == nil {

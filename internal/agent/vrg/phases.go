@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // parseSpec checks what the API server cannot: that the group asks for a role this agent
@@ -42,6 +43,12 @@ func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error
 		sc.specProblem = fmt.Sprintf("spec.pvcSelector is invalid: %v", err)
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	// The hub refuses such a group too; the agent does not rely on it (internal/tenancy).
+	if ns := r.Tenancy.FirstSystem(protectedNamespaces(sc.vrg)); ns != "" {
+		sc.specProblem = tenancy.SystemNamespaceMessage(ns)
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
 	}
 	sc.interval = d
 	return ctrl.Result{}, nil
@@ -90,7 +97,7 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 	if pvc.DeletionTimestamp.IsZero() || sc.vrg.Spec.FinalSyncRequest != "" {
 		return false, nil
 	}
-	if pvc.Labels[LabelProtectedBy] != sc.vrg.Name {
+	if !ownedBy(pvc.Labels, sc.vrg) {
 		// Not ours (never marked, or another group's): nothing to release, nothing to protect.
 		return true, nil
 	}
@@ -194,7 +201,10 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 		ps.result = replication.Failed(c.reason, c.message)
 		return nil
 	}
-	if owner := pvc.Labels[LabelProtectedBy]; owner != "" && owner != sc.vrg.Name {
+	if owner := pvc.Labels[LabelProtectedBy]; owner != "" && !ownedBy(pvc.Labels, sc.vrg) {
+		if ns := pvc.Labels[LabelProtectedByNamespace]; ns != "" {
+			owner = ns + "/" + owner
+		}
 		ps.result = replication.Failed(v1alpha1.ReasonPVCSelectedByOtherGroup, fmt.Sprintf(
 			"PVC %s is already protected by VolumeReplicationGroup %s (label %s): narrow the pvcSelector of one of the groups",
 			ps.key(), owner, LabelProtectedBy))
@@ -267,7 +277,8 @@ func selectionReason(err error) string {
 // markProtected adds the protection finalizer and label to a PVC. A PVC being deleted gets no
 // new finalizer (the API server refuses one), and keeps the one it has.
 func (r *Reconciler) markProtected(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) error {
-	if pvc.Labels[LabelProtectedBy] == sc.vrg.Name && (controllerutil.ContainsFinalizer(pvc, PVCFinalizer) || !pvc.DeletionTimestamp.IsZero()) {
+	labelled := pvc.Labels[LabelProtectedBy] == sc.vrg.Name && pvc.Labels[LabelProtectedByNamespace] == sc.vrg.Namespace
+	if labelled && (controllerutil.ContainsFinalizer(pvc, PVCFinalizer) || !pvc.DeletionTimestamp.IsZero()) {
 		return nil
 	}
 	before := pvc.DeepCopy()
@@ -278,11 +289,19 @@ func (r *Reconciler) markProtected(ctx context.Context, sc *scope, pvc *corev1.P
 		pvc.Labels = map[string]string{}
 	}
 	pvc.Labels[LabelProtectedBy] = sc.vrg.Name
+	pvc.Labels[LabelProtectedByNamespace] = sc.vrg.Namespace
 	// The optimistic lock makes two groups racing for one PVC fail instead of both winning.
 	if err := r.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to mark PVC %s protected: %w", klog.KObj(pvc), err)
 	}
 	return nil
+}
+
+// ownedBy reports whether a PVC's labels name vrg as its group: its name, and its namespace
+// when the PVC carries one (a PVC labelled before LabelProtectedByNamespace existed does not).
+func ownedBy(l map[string]string, vrg *v1alpha1.VolumeReplicationGroup) bool {
+	ns, ok := l[LabelProtectedByNamespace]
+	return l[LabelProtectedBy] == vrg.Name && (!ok || ns == vrg.Namespace)
 }
 
 // retainPV sets the PV's reclaim policy to Retain, first recording the original in an

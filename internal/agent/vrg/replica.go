@@ -51,6 +51,7 @@ func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.Per
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	delete(pvc.Labels, LabelProtectedBy)
+	delete(pvc.Labels, LabelProtectedByNamespace)
 	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("failed to release deleted PVC %s: %w", klog.KObj(pvc), err)
 	}

@@ -163,6 +163,7 @@ func (r *Reconciler) releaseReplica(ctx context.Context, pvc *corev1.PersistentV
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	delete(pvc.Labels, LabelProtectedBy)
+	delete(pvc.Labels, LabelProtectedByNamespace)
 	if err := r.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to release the VolSync replica PVC %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}

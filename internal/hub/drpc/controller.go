@@ -25,6 +25,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/newest"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 const (
@@ -44,6 +45,8 @@ type Reconciler struct {
 	// ApplicationSets and Applications (the hub does not watch them). nil reads everything
 	// from Client and skips the Argo CD integration.
 	APIReader client.Reader
+	// Tenancy are the admin and system namespaces besides the defaults (internal/tenancy).
+	Tenancy tenancy.Rules
 	// Gateway gives a client of each managed cluster.
 	Gateway gateway.Gateway
 	// Recorder records the actions' events; nil records none.
@@ -86,6 +89,7 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;patch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list
 

@@ -4,4 +4,7 @@
 // recorded in status.phase and status.progression. In placement mode it also writes the
 // application's PlacementDecision, and first disables OCM's scheduling of the OCM Placement it
 // names, until unprotect (placement.go). It never touches PVCs, pods or storage: the agents do.
+// Before anything it checks who may protect what (observe.go, internal/tenancy): a
+// DRPlacementControl protects its own namespace unless it is in an admin namespace, never a
+// system one, and a namespace belongs to the oldest valid DRPlacementControl that names it.
 package drpc

@@ -6,19 +6,31 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
-// validate checks what the API server cannot: the policy exists and is Validated, the clusters
-// the spec names belong to it, and no other DRPlacementControl protects the same namespaces.
+// validate checks what the API server cannot, or may not have: the DRPlacementControl may
+// protect what it names (tenancyProblem), the policy exists and is Validated, the clusters the
+// spec names belong to it, and no older DRPlacementControl protects the same namespaces.
 // A problem sets Validated False and sc.invalid; nothing is done until it is fixed.
 func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	drpc := sc.drpc
+	if reason, msg := r.tenancyProblem(drpc); reason != "" {
+		return sc.invalidate(reason, msg)
+	}
+	if reason, msg, err := r.placementProblem(ctx, drpc); err != nil || reason != "" {
+		if err != nil {
+			return err
+		}
+		return sc.invalidate(reason, msg)
+	}
 	policy := &v1alpha1.DRPolicy{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: drpc.Spec.DRPolicyRef.Name}, policy)
 	switch {
@@ -88,12 +100,77 @@ func protectedNamespaces(drpc *v1alpha1.DRPlacementControl) []string {
 	return []string{drpc.Namespace}
 }
 
+// tenancyProblem returns why the DRPlacementControl may not protect the namespaces it names, as
+// a reason and a message; empty when it may. These are the rules of the hub's admission policy
+// (config/hub/tenancy_policy.yaml, internal/tenancy), checked again because admission may
+// not have run: the policy not installed, or the object created before it.
+func (r *Reconciler) tenancyProblem(drpc *v1alpha1.DRPlacementControl) (reason, message string) {
+	if ns := r.Tenancy.FirstSystem(protectedNamespaces(drpc)); ns != "" {
+		return v1alpha1.ReasonSystemNamespace, tenancy.SystemNamespaceMessage(ns)
+	}
+	if r.Tenancy.IsAdmin(drpc.Namespace) {
+		return "", ""
+	}
+	for _, ns := range drpc.Spec.ProtectedNamespaces {
+		if ns != drpc.Namespace {
+			return v1alpha1.ReasonNamespaceNotAllowed, fmt.Sprintf("spec.protectedNamespaces names namespace %s, but a DRPlacementControl in %s may protect only %s: "+
+				"create a DRPlacementControl in %s, or ask an administrator to protect both from an admin namespace (%s, or one of the hub's --admin-namespaces)",
+				ns, drpc.Namespace, drpc.Namespace, ns, tenancy.DefaultAdminNamespace)
+		}
+	}
+	return "", ""
+}
+
+// placementProblem returns why the DRPlacementControl may not steer the Placement it names; empty
+// when it may: the Placement is in its namespace, or it is in an admin namespace, or an
+// administrator labelled its namespace tenancy.LabelPlacementNamespace with the Placement's.
+func (r *Reconciler) placementProblem(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (reason, message string, err error) {
+	ref := drpc.Spec.PlacementRef
+	if ref == nil || ref.Namespace == "" || ref.Namespace == drpc.Namespace || r.Tenancy.IsAdmin(drpc.Namespace) {
+		return "", "", nil
+	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader // the hub does not watch Namespaces; this read is rare
+	}
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: drpc.Namespace}, ns); err != nil {
+		return "", "", fmt.Errorf("failed to get namespace %s: %w", drpc.Namespace, err)
+	}
+	if ns.Labels[tenancy.LabelPlacementNamespace] == ref.Namespace {
+		return "", "", nil
+	}
+	return v1alpha1.ReasonNamespaceNotAllowed, fmt.Sprintf("spec.placementRef names Placement %s/%s, but a DRPlacementControl in %s may steer only a Placement of %s: "+
+		"create the DRPlacementControl in %s, or ask an administrator to label namespace %s %s=%s (a GitOps tool's namespace), or to create it in an admin namespace",
+		ref.Namespace, ref.Name, drpc.Namespace, drpc.Namespace, ref.Namespace, drpc.Namespace, tenancy.LabelPlacementNamespace, ref.Namespace), nil
+}
+
 // namespaceConflict names the older DRPlacementControl that already protects one of the
-// namespaces of this one; empty when there is none. The older one keeps them.
+// namespaces of this one; empty when there is none. The oldest wins, by creation time then UID,
+// so that every DRPlacementControl decides the same whichever the hub reconciles first. Only
+// DRPlacementControls that may protect what they name count (tenancyProblem): one that may
+// not squats nothing; one that may can neither be edited into another's namespaces
+// (protectedNamespaces is immutable) nor lose its own to a younger one.
+//
+// Only the namespaces that can hold such a DRPlacementControl are listed: the ones this one
+// protects (a valid DRPlacementControl outside an admin namespace protects only its own) and
+// the admin namespaces. A DRPlacementControl not yet Validated lists them uncached: the cache
+// may not hold an older one created just before it, and both would act. Once Validated, an
+// older one cannot appear.
 func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (string, error) {
+	var reader client.Reader = r.Client
+	if !apimeta.IsStatusConditionTrue(drpc.Status.Conditions, v1alpha1.ConditionValidated) && r.APIReader != nil {
+		reader = r.APIReader
+	}
 	list := &v1alpha1.DRPlacementControlList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return "", fmt.Errorf("failed to list DRPlacementControls: %w", err)
+	namespaces := append(append([]string{tenancy.DefaultAdminNamespace}, r.Tenancy.AdminNamespaces...), protectedNamespaces(drpc)...)
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
+		in := &v1alpha1.DRPlacementControlList{}
+		if err := reader.List(ctx, in, client.InNamespace(ns)); err != nil {
+			return "", fmt.Errorf("failed to list DRPlacementControls in namespace %s: %w", ns, err)
+		}
+		list.Items = append(list.Items, in.Items...)
 	}
 	mine := protectedNamespaces(drpc)
 	for i := range list.Items {
@@ -101,9 +178,12 @@ func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPla
 		if (other.Namespace == drpc.Namespace && other.Name == drpc.Name) || !older(other, drpc) {
 			continue
 		}
+		if reason, _ := r.tenancyProblem(other); reason != "" {
+			continue
+		}
 		for _, ns := range protectedNamespaces(other) {
 			if slices.Contains(mine, ns) {
-				return fmt.Sprintf("namespace %s is already protected by DRPlacementControl %s/%s: protect each namespace with one DRPlacementControl",
+				return fmt.Sprintf("namespace %s is already protected by DRPlacementControl %s/%s, created before this one: protect each namespace with one DRPlacementControl",
 					ns, other.Namespace, other.Name), nil
 			}
 		}
@@ -111,12 +191,13 @@ func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPla
 	return "", nil
 }
 
-// older orders DRPlacementControls by creation, then by namespace and name.
+// older orders DRPlacementControls by creation, then by UID: an order every reconcile agrees
+// on, whichever it sees first.
 func older(a, b *v1alpha1.DRPlacementControl) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
-	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	return a.UID < b.UID
 }
 
 // observe reads the application's group on each cluster of the policy. A cluster that cannot be

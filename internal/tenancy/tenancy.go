@@ -1,0 +1,77 @@
+// Package tenancy says who may protect what: a DRPlacementControl protects its own namespace;
+// one in an admin namespace may protect others; no DRPlacementControl or
+// VolumeReplicationGroup protects a system namespace. The hub's release manifests hold the same
+// rules as a ValidatingAdmissionPolicy (config/hub/tenancy_policy.yaml); the hub and the agents
+// check them again, with the namespaces their flags add, because admission can be bypassed (a
+// policy not installed, objects created before it) and because an agent trusts no hub's
+// judgement about its own system namespaces.
+package tenancy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LabelAdminNamespace, set to "true" on a Namespace, makes it an admin namespace for the
+// admission policy; the hub's --admin-namespaces must name it too.
+const LabelAdminNamespace = "drover.io/admin-namespace"
+
+// LabelPlacementNamespace on a Namespace names the one other namespace whose Placements the
+// DRPlacementControls of that namespace may name in spec.placementRef: a GitOps tool's, such as
+// argocd, whose ApplicationSets read their PlacementDecisions there. Only whoever may edit
+// Namespaces sets it; the admission policy and the hub both read it.
+const LabelPlacementNamespace = "drover.io/placement-namespace"
+
+// DefaultAdminNamespace is the namespace whose DRPlacementControls may protect any
+// non-system namespace: drover's own.
+const DefaultAdminNamespace = "drover-system"
+
+// systemPrefixes and systemNamespaces are never protected: the cluster's own components
+// (CoreDNS, the CNI, the API server's leases), OpenShift's, and drover's agent. Failing over a
+// system namespace would delete its workloads on the old primary.
+var (
+	systemPrefixes   = []string{"kube-", "openshift-"}
+	systemNamespaces = []string{DefaultAdminNamespace}
+)
+
+// Rules are the namespaces a hub or an agent was told of besides the defaults.
+type Rules struct {
+	// AdminNamespaces are namespaces, besides DefaultAdminNamespace, whose DRPlacementControls
+	// may protect other namespaces.
+	AdminNamespaces []string
+	// SystemNamespaces are namespaces, besides kube-*, openshift-* and drover-system, that are
+	// never protected.
+	SystemNamespaces []string
+}
+
+// IsAdmin says whether DRPlacementControls in ns may protect other namespaces.
+func (r Rules) IsAdmin(ns string) bool {
+	return ns == DefaultAdminNamespace || slices.Contains(r.AdminNamespaces, ns)
+}
+
+// IsSystem says whether ns is never protected.
+func (r Rules) IsSystem(ns string) bool {
+	for _, p := range systemPrefixes {
+		if strings.HasPrefix(ns, p) {
+			return true
+		}
+	}
+	return slices.Contains(systemNamespaces, ns) || slices.Contains(r.SystemNamespaces, ns)
+}
+
+// FirstSystem returns the first of namespaces that is a system namespace; empty when none is.
+func (r Rules) FirstSystem(namespaces []string) string {
+	for _, ns := range namespaces {
+		if r.IsSystem(ns) {
+			return ns
+		}
+	}
+	return ""
+}
+
+// SystemNamespaceMessage says why ns is not protected, and what to do.
+func SystemNamespaceMessage(ns string) string {
+	return fmt.Sprintf("namespace %s is a system namespace (kube-*, openshift-*, drover-system, or one named by --system-namespaces), "+
+		"which drover never protects: a failover would delete its workloads on the old primary; protect the application's own namespaces", ns)
+}
