@@ -45,12 +45,7 @@ func (r *Run) FailoverDuringPartition(ctx context.Context, from string) Step {
 		step.Err = errors.New("the lab has no network partition (Env.Partition, Env.Heal)")
 		return r.record(step)
 	}
-	ws, handles, err := r.writing(ctx, from)
-	if err != nil {
-		step.Err = err
-		return r.record(step)
-	}
-	lastSync, err := r.syncAfter(ctx, from, time.Now())
+	ws, handles, lastSync, err := r.writingAndSynced(ctx, from)
 	if err != nil {
 		step.Err = err
 		return r.record(step)

@@ -98,15 +98,7 @@ func (r *Run) ask(ctx context.Context, action v1alpha1.DRAction, cluster string)
 func (r *Run) Failover(ctx context.Context, from string) Step {
 	to := r.other(from)
 	step := Step{Action: "failover", From: from, To: to}
-	ws, handles, err := r.writing(ctx, from)
-	if err != nil {
-		step.Err = err
-		return r.record(step)
-	}
-	// The recovery point is the primary group's last group sync, read where the agent writes it.
-	// The loss comes after a sync that began once the writers had written, so the failover has
-	// records to keep.
-	lastSync, err := r.syncAfter(ctx, from, time.Now())
+	ws, handles, lastSync, err := r.writingAndSynced(ctx, from)
 	if err != nil {
 		step.Err = err
 		return r.record(step)
@@ -361,6 +353,22 @@ func (r *Run) Unprotect(ctx context.Context) Step {
 	step.Duration = time.Since(began)
 	_, _, step.Err = r.writing(ctx, primary)
 	return r.record(step)
+}
+
+// writingAndSynced checks that the writers on cluster write and waits for a group sync that
+// began after that, the recovery point of a failover from cluster: the primary group's last
+// group sync, read where the agent writes it. The loss comes after a sync that began once the
+// writers had written, so the failover has records to keep.
+func (r *Run) writingAndSynced(ctx context.Context, cluster string) ([]writer, map[string]string, time.Time, error) {
+	ws, handles, err := r.writing(ctx, cluster)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	lastSync, err := r.syncAfter(ctx, cluster, time.Now())
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	return ws, handles, lastSync, nil
 }
 
 // syncAfter waits until the primary group on cluster reports a group sync that began at or after
