@@ -51,7 +51,7 @@ test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (dr
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
 # FUZZ_TARGETS are the fuzz tests, package:Target; make test runs their seed corpora.
-FUZZ_TARGETS := ./internal/kubeobjects:FuzzDecodeCapture ./internal/agent/vrg:FuzzReadMarker \
+FUZZ_TARGETS := ./internal/kubeobjects:FuzzDecodeCapture ./internal/kubeobjects:FuzzCheckCapture ./internal/agent/vrg:FuzzReadMarker \
 	./internal/agent/vrg:FuzzEpochClaim ./internal/lab/records:FuzzVerifyWriter ./internal/lab/records:FuzzParse \
 	./internal/gateway:FuzzRESTConfig ./internal/objectstore:FuzzProfileFromSecret \
 	./internal/replication/volsync:FuzzNamesAreValidSubdomains

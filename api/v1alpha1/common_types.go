@@ -118,7 +118,8 @@ type S3Profile struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name,omitempty"`
 
-	// endpoint is the store's URL, http:// or https://, such as https://s3.example.com:9000.
+	// endpoint is the store's URL, such as https://s3.example.com:9000. An http:// endpoint is
+	// refused unless insecure is true.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
@@ -136,6 +137,18 @@ type S3Profile struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Region string `json:"region,omitempty"`
+
+	// insecure accepts an http:// endpoint. Requests and every stored object (captured Secrets
+	// included) then cross the network in clear, and anyone on the path can answer as the
+	// store: set it only for a store on a trusted network, such as a test lab.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// caBundle is the PEM certificates (text, not base64) to trust for an https:// endpoint
+	// besides the system's roots, for a store whose certificate a private CA signed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CABundle string `json:"caBundle,omitempty"`
 
 	// secretRef names the Secret holding the store's credentials under the keys
 	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. The Secret must exist under this namespace and

@@ -169,6 +169,13 @@ const (
 	// ReasonStoreUnavailable (ClusterDataProtected, ClusterDataReady, KubeObjectsReady): an S3
 	// profile cannot be read or written; the message names it.
 	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonStoreObjectRefused (ClusterDataProtected, ClusterDataReady, KubeObjectsReady): an S3
+	// profile holds an object that drover refuses to read or to restore: larger than its limit,
+	// more keys than the limit, an absurd epoch, or content that a checked restore refuses (an
+	// object outside the protected namespaces, a cluster-scoped kind, a PV that is not of the
+	// policy's CSI drivers). The message names the store and the object; nothing is created
+	// from it.
+	ReasonStoreObjectRefused = "StoreObjectRefused"
 	// ReasonVolSyncDestinationUnknown (DataReady of a VolSync PVC on a primary): spec.volSync
 	// names no destination for the PVC, or its key Secret is not on this cluster yet; the hub
 	// copies both from the secondary.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/agent"
+	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 )
 
@@ -43,6 +44,8 @@ type agentFlags struct {
 	workers      int
 	kubeAPIQPS   float32
 	kubeAPIBurst int
+
+	storeLimits vrg.StoreLimits
 }
 
 // newAgentCommand runs the agent of one managed cluster.
@@ -92,6 +95,12 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"requests per second to the cluster's API server, per resource kind (client-side limit); negative disables the limit, 0 keeps the kubeconfig's")
 	fl.IntVar(&f.kubeAPIBurst, "kube-api-burst", agent.DefaultKubeAPIBurst,
 		"requests to the cluster's API server allowed in a burst above --kube-api-qps, per resource kind; 0 keeps the kubeconfig's")
+	fl.Int64Var(&f.storeLimits.CaptureBytes, "s3-max-capture-bytes", vrg.DefaultMaxCaptureBytes,
+		"the largest capture of Kubernetes objects read from an S3 store; a larger one is refused before it is read")
+	fl.Int64Var(&f.storeLimits.MetadataBytes, "s3-max-object-bytes", vrg.DefaultMaxMetadataBytes,
+		"the largest other object (a PV's or PVC's metadata, a primary marker) read from an S3 store")
+	fl.IntVar(&f.storeLimits.Keys, "s3-max-keys", vrg.DefaultMaxKeys,
+		"the most keys a listing of one group's objects in an S3 store may return; more is refused")
 	return cmd
 }
 
@@ -105,9 +114,13 @@ func (f *agentFlags) options() (agent.Options, error) {
 		WebhookConfiguration: f.webhookConfiguration,
 		Workers:              f.workers, KubeAPIQPS: f.kubeAPIQPS, KubeAPIBurst: f.kubeAPIBurst,
 		SystemNamespaces: f.systemNamespaces,
+		StoreLimits:      f.storeLimits,
 	}
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)
+	}
+	if f.storeLimits.CaptureBytes < 0 || f.storeLimits.MetadataBytes < 0 || f.storeLimits.Keys < 0 {
+		return opts, errors.New("--s3-max-capture-bytes, --s3-max-object-bytes and --s3-max-keys must not be negative (0 is the default)")
 	}
 	if f.workers < 0 || f.kubeAPIBurst < 0 {
 		return opts, fmt.Errorf("--vrg-workers (%d) and --kube-api-burst (%d) must not be negative", f.workers, f.kubeAPIBurst)

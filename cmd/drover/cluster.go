@@ -97,6 +97,7 @@ never taken from the command line, where the process list and the shell history 
 	fs.StringVarP(&o.Namespace, "namespace", "n", join.DefaultNamespace, "namespace of what join creates, on both clusters")
 	fs.StringVar(&o.S3.Name, "s3-profile", "", "name of the cluster's S3 profile and of its credentials Secret (default: s3-NAME)")
 	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "URL of the cluster's S3 store, such as https://s3.example.com:9000")
+	fs.BoolVar(&o.S3.Insecure, "s3-insecure", false, "accept an http:// --s3-endpoint (requests and stored objects in clear): only for a store on a trusted network")
 	fs.StringVar(&o.S3.Bucket, "s3-bucket", "", "bucket of the cluster's S3 profile")
 	fs.StringVar(&o.S3.Region, "s3-region", "", "region of the bucket (default: us-east-1)")
 	fs.StringVar(&o.S3.AccessKeyID, "s3-access-key-id", "", "S3 access key ID")

@@ -85,6 +85,10 @@ type Options struct {
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty disables them.
 	HealthProbeBindAddress string
 
+	// StoreLimits bound the objects and listings the agent reads from the S3 stores; the zero
+	// value is vrg's defaults (64 MiB for a capture, 1 MiB for any other object, 10,000 keys).
+	StoreLimits vrg.StoreLimits
+
 	// Workers is how many groups are reconciled at once; 0 means DefaultWorkers.
 	Workers int
 	// KubeAPIQPS and KubeAPIBurst bound the agent's requests to its API server (client-go's
@@ -218,6 +222,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces},
+		StoreLimits: opts.StoreLimits,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)

@@ -225,7 +225,7 @@ func endState(ctx context.Context, ns string) (map[string]int, error) {
 		return nil, err
 	}
 	for _, p := range profiles {
-		s, err := objectstore.NewS3(objectstore.Profile{Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+		s, err := objectstore.NewS3(objectstore.Profile{Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey})
 		if err != nil {
 			return nil, err

@@ -173,7 +173,7 @@ func setup() error {
 	}}
 	for _, p := range profiles {
 		policy.Spec.S3Profiles = append(policy.Spec.S3Profiles, v1alpha1.S3Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 			SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: p.Name},
 		})
 	}

@@ -142,6 +142,9 @@ func s3Secret(p objectstore.Profile, cluster string) *corev1.Secret {
 	if p.Region != "" {
 		data[objectstore.SecretRegionKey] = []byte(p.Region)
 	}
+	if p.Insecure {
+		data[objectstore.SecretInsecureKey] = []byte("true")
+	}
 	l := labels(cluster)
 	l[LabelS3Profile] = p.Name
 	return &corev1.Secret{

@@ -113,7 +113,7 @@ func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha
 // profiles are defined in DRPolicy.spec.s3Profiles, which join does not write.
 func (o Options) printPolicyHint() {
 	entry := []v1alpha1.S3Profile{{
-		Name: o.S3.Name, Endpoint: o.S3.Endpoint, Bucket: o.S3.Bucket, Region: o.S3.Region,
+		Name: o.S3.Name, Endpoint: o.S3.Endpoint, Bucket: o.S3.Bucket, Region: o.S3.Region, Insecure: o.S3.Insecure,
 		SecretRef: v1alpha1.SecretRef{Namespace: o.Namespace, Name: o.S3.Name},
 	}}
 	raw, err := yaml.Marshal(map[string]any{"s3Profiles": entry})

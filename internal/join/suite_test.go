@@ -64,7 +64,7 @@ func joinOptions(t *testing.T, name, managed string, out *bytes.Buffer) join.Opt
 	return join.Options{
 		Name: name, Hub: labCluster(t, lab.Hub), Managed: labCluster(t, managed),
 		S3: objectstore.Profile{
-			Name: profileName(name), Endpoint: "http://127.0.0.1:9000", Bucket: "drover-" + name, Region: "lab-1",
+			Name: profileName(name), Endpoint: "http://127.0.0.1:9000", Insecure: true, Bucket: "drover-" + name, Region: "lab-1",
 			AccessKeyID: "AKID-" + name, SecretAccessKey: "not-a-real-secret-" + name,
 		},
 		Out: out,

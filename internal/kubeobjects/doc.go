@@ -17,6 +17,13 @@
 // A capture is one JSON document (Capture) written with one PUT per store, so a reader sees
 // either the previous capture or the new one, never half of one.
 //
+// A capture read back is untrusted: whoever can write to a store writes it. Before a restore,
+// Check refuses the whole capture for any object outside the group's protected namespaces (the
+// caller's, never the document's), of a cluster-scoped kind as this cluster's RESTMapper serves
+// it, of a kind never captured, or a RoleBinding to every user; it drops service-account token
+// Secrets and keeps only a Namespace's labels and annotations that NamespaceKeyRestored allows
+// (never pod-security.kubernetes.io/*).
+//
 // Restore creates what is missing in tiers (Order): Namespaces, then ServiceAccounts, RBAC,
 // ConfigMaps and Secrets, then Services, then other kinds, then custom resources, and workloads
 // last, so a workload never starts without its configuration. An object that exists is left as

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/drover-io/drover/internal/kubeobjects"
@@ -66,4 +67,58 @@ func keys(objs []*unstructured.Unstructured) []string {
 		out = append(out, kubeobjects.Key(o))
 	}
 	return out
+}
+
+// FuzzCheckCapture feeds Check what Decode accepts from a store, against the group's own
+// namespace app: what Check lets through must be safe to create whatever the document says,
+// every object in app, namespaced, no token and no namespace key of another controller.
+func FuzzCheckCapture(f *testing.F) {
+	f.Add([]byte(`{"version":1,"namespaces":["app","kube-system"],"objects":[` +
+		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"app","labels":{"team":"db","pod-security.kubernetes.io/enforce":"privileged"}}},` +
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"namespace":"kube-system","name":"own"}},` +
+		`{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"namespace":"kube-system","name":"root"}}]}`))
+	f.Add([]byte(`{"version":1,"namespaces":["app"],"objects":[` +
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"namespace":"app","name":"all"},` +
+		`"subjects":[{"kind":"Group","name":"system:authenticated"}]}]}`))
+	f.Add([]byte(`{"version":1,"namespaces":["app"],"objects":[` +
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"namespace":"app","name":"x"}},` +
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"app","name":"t"},"type":"kubernetes.io/service-account-token"}]}`))
+	f.Add([]byte(`{"version":1,"namespaces":["app"],"objects":[` +
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"app","name":"t"},"type":"kubernetes.io/service-account-token"},` +
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"app","name":"c"}}]}`))
+	mapper := checkMapper()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := kubeobjects.Decode(body)
+		if err != nil {
+			return
+		}
+		got, err := kubeobjects.Check(c, []string{"app"}, mapper)
+		if err != nil {
+			return
+		}
+		for _, o := range got.Objects {
+			gk := o.GroupVersionKind().GroupKind()
+			switch {
+			case gk == kubeobjects.KindNamespace:
+				if o.GetName() != "app" {
+					t.Fatalf("namespace %s accepted", o.GetName())
+				}
+				for k := range o.GetLabels() {
+					if !kubeobjects.NamespaceKeyRestored(k) {
+						t.Fatalf("namespace label %s accepted", k)
+					}
+				}
+			case o.GetNamespace() != "app":
+				t.Fatalf("object %s accepted outside app", kubeobjects.Key(o))
+			case kubeobjects.Never(gk):
+				t.Fatalf("object %s of a kind never captured accepted", kubeobjects.Key(o))
+			}
+			if m, err := mapper.RESTMapping(gk, o.GroupVersionKind().Version); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace && gk != kubeobjects.KindNamespace {
+				t.Fatalf("cluster-scoped object %s accepted", kubeobjects.Key(o))
+			}
+			if t2, _, _ := unstructured.NestedString(o.Object, "type"); gk == kubeobjects.KindSecret && t2 == "kubernetes.io/service-account-token" {
+				t.Fatalf("token %s accepted", kubeobjects.Key(o))
+			}
+		}
+	})
 }

@@ -73,7 +73,7 @@ func drPolicy(name string, clusters []string, profiles []S3Profile, backend v1al
 	}
 	for _, prof := range profiles {
 		p.Spec.S3Profiles = append(p.Spec.S3Profiles, v1alpha1.S3Profile{
-			Name: prof.Name, Endpoint: prof.Endpoint, Bucket: prof.Bucket, Region: prof.Region,
+			Name: prof.Name, Endpoint: prof.Endpoint, Insecure: prof.Insecure, Bucket: prof.Bucket, Region: prof.Region,
 			SecretRef: v1alpha1.SecretRef{Namespace: DroverNamespace, Name: prof.Name},
 		})
 	}

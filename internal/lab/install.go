@@ -251,7 +251,7 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 		// The hub reaches the cluster through its API proxy, which a partition cuts.
 		Server: managed.ProxiedEndpoint(),
 		S3: objectstore.Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
 		},
 		Out: io.Discard,

@@ -128,7 +128,7 @@ func TestTheAPIServerEnforcesTheFenceThroughItsService(t *testing.T) {
 			ReplicationState: v1alpha1.ReplicationStateSecondary,
 			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}},
 			S3Profiles: []v1alpha1.S3Profile{{
-				Name: lab.S3ProfileName(lab.East), Endpoint: cluster(g, lab.East).S3Endpoint(), Bucket: lab.S3Bucket, Region: lab.S3Region,
+				Name: lab.S3ProfileName(lab.East), Endpoint: cluster(g, lab.East).S3Endpoint(), Insecure: true, Bucket: lab.S3Bucket, Region: lab.S3Region,
 				SecretRef: v1alpha1.SecretRef{Namespace: lab.DroverNamespace, Name: lab.S3ProfileName(lab.East)},
 			}},
 			SchedulingInterval:   "1m",

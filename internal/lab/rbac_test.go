@@ -110,7 +110,7 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 			// East's real profile: the lab's agent on east protects the group and, when it is
 			// deleted, removes its metadata there before it lets it go.
 			S3Profiles: []v1alpha1.S3Profile{{
-				Name: profile.Name, Endpoint: profile.Endpoint, Bucket: profile.Bucket, Region: profile.Region,
+				Name: profile.Name, Endpoint: profile.Endpoint, Insecure: profile.Insecure, Bucket: profile.Bucket, Region: profile.Region,
 				SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: profile.Name},
 			}},
 			SchedulingInterval:   "1m",

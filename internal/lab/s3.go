@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +41,7 @@ const (
 	S3SecretEndpointKey        = "endpoint"
 	S3SecretBucketKey          = "bucket"
 	S3SecretRegionKey          = "region"
+	S3SecretInsecureKey        = "insecure"
 
 	s3CredentialsFile = "credentials.json"
 	// s3RequestTimeout bounds one request of the lab's own S3 client (readiness, bucket creation).
@@ -49,8 +51,10 @@ const (
 // S3Profile is what a client needs to use one managed cluster's S3 server.
 type S3Profile struct {
 	// Name is the profile's name, s3-<cluster>, also the name of its Secret.
-	Name            string
-	Endpoint        string
+	Name     string
+	Endpoint string
+	// Insecure is always true: the lab's servers serve plain http:// on the loopback.
+	Insecure        bool
 	Bucket          string
 	Region          string
 	AccessKeyID     string
@@ -91,6 +95,13 @@ func (c *Cluster) s3Dir() string     { return filepath.Join(c.dir, "s3") }
 func (c *Cluster) s3DataDir() string { return filepath.Join(c.s3Dir(), "data") }
 func (c *Cluster) s3IAMDir() string  { return filepath.Join(c.s3Dir(), "iam") }
 
+// S3ObjectPath is the file in which the cluster's S3 server (versitygw's posix backend) keeps
+// object key of S3Bucket: tests write there what the server then serves, such as a sparse
+// object of a size no client should read.
+func (c *Cluster) S3ObjectPath(key string) string {
+	return filepath.Join(c.s3DataDir(), S3Bucket, filepath.FromSlash(key))
+}
+
 // s3Profile reads the cluster's S3 profile; it fails when the credentials were never generated.
 func (c *Cluster) s3Profile() (S3Profile, error) {
 	path := filepath.Join(c.s3Dir(), s3CredentialsFile)
@@ -106,7 +117,7 @@ func (c *Cluster) s3Profile() (S3Profile, error) {
 		return S3Profile{}, fmt.Errorf("S3 credentials %s are damaged: run `drover lab down` and `drover lab up`", path)
 	}
 	return S3Profile{
-		Name: S3ProfileName(c.Name), Endpoint: c.S3Endpoint(), Bucket: S3Bucket, Region: S3Region,
+		Name: S3ProfileName(c.Name), Endpoint: c.S3Endpoint(), Insecure: true, Bucket: S3Bucket, Region: S3Region,
 		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey,
 	}, nil
 }
@@ -244,6 +255,7 @@ func s3Secret(p S3Profile) *corev1.Secret {
 			S3SecretEndpointKey:        []byte(p.Endpoint),
 			S3SecretBucketKey:          []byte(p.Bucket),
 			S3SecretRegionKey:          []byte(p.Region),
+			S3SecretInsecureKey:        []byte(strconv.FormatBool(p.Insecure)),
 		},
 	}
 }

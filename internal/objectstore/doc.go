@@ -10,9 +10,14 @@
 //     addressing, checksums only where S3 requires them) and to fail fast: a store that is down
 //     answers within seconds, and the caller retries with backoff.
 //   - Profile, what a client needs to reach one store, read from a Secret (ProfileFromSecret) or
-//     from a VolumeReplicationGroup's S3 profile and its credentials Secret (ProfileFromSpec).
+//     from a VolumeReplicationGroup's S3 profile and its credentials Secret (ProfileFromSpec):
+//     https://, with a CA bundle of its own if it has one, or http:// only when it says Insecure.
+//   - Limits, the bounds of what reads accept (limits.go): an object larger than its key's limit
+//     is refused (KindRefused) from its Content-Length before its body is read, and read through
+//     an io.LimitReader otherwise; a List of more keys than the limit is refused.
 //   - Error, the classification of failures (store unreachable, credentials refused, bucket
-//     missing, profile invalid, object absent) into a condition reason and a message that says
+//     missing, profile invalid, object absent, object refused; Refused for callers that refuse
+//     what they decode) into a condition reason and a message that says
 //     what to fix; ErrNotFound and its siblings for errors.Is.
 //   - Fake, an in-memory Store for unit tests of its callers, with failure injection.
 //

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 // Kind classifies a store failure by what the user has to do about it.
@@ -37,6 +39,10 @@ const (
 	// KindPreconditionFailed means a conditional write (PutIf) found the object changed since
 	// the version it was given, or present when it was to be absent: another writer won.
 	KindPreconditionFailed
+	// KindRefused means the store holds an object that drover refuses to read or to act on: it
+	// is larger than its limit, a listing has more keys than the limit, or its content fails a
+	// check of what drover would create from it. Nothing is created from it.
+	KindRefused
 )
 
 // Condition reasons of the kinds, for the conditions that report a store (ClusterDataProtected,
@@ -49,6 +55,7 @@ const (
 	ReasonStoreNoSuchBucket   = "StoreNoSuchBucket"
 	ReasonStoreProfileInvalid = "StoreProfileInvalid"
 	ReasonStoreConflict       = "StoreConflict"
+	ReasonStoreObjectRefused  = v1alpha1.ReasonStoreObjectRefused
 )
 
 // Sentinels, one per kind, for errors.Is: every *Error is its kind's sentinel.
@@ -65,6 +72,8 @@ var (
 	ErrInvalidProfile = errors.New("invalid S3 profile")
 	// ErrPreconditionFailed: a conditional write lost to another writer.
 	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrRefused: the store holds an object drover refuses.
+	ErrRefused = errors.New("store object refused")
 )
 
 func (k Kind) String() string {
@@ -81,6 +90,8 @@ func (k Kind) String() string {
 		return "InvalidProfile"
 	case KindPreconditionFailed:
 		return "PreconditionFailed"
+	case KindRefused:
+		return "Refused"
 	default:
 		return "Other"
 	}
@@ -101,6 +112,8 @@ func (k Kind) Reason() string {
 		return ReasonStoreProfileInvalid
 	case KindPreconditionFailed:
 		return ReasonStoreConflict
+	case KindRefused:
+		return ReasonStoreObjectRefused
 	default:
 		return ReasonStoreError
 	}
@@ -120,6 +133,8 @@ func (k Kind) sentinel() error {
 		return ErrInvalidProfile
 	case KindPreconditionFailed:
 		return ErrPreconditionFailed
+	case KindRefused:
+		return ErrRefused
 	default:
 		return nil
 	}
@@ -141,6 +156,12 @@ type Error struct {
 	Key string
 	// Err is the underlying error, from the SDK or the network.
 	Err error
+}
+
+// Refused is the KindRefused error of the object at key of the store named profile: err says
+// which check it fails. Callers that decode what a store holds refuse with it.
+func Refused(profile, key string, err error) *Error {
+	return &Error{Kind: KindRefused, Profile: profile, Op: OpGet, Key: key, Err: err}
 }
 
 // Reason is the error's condition reason.
@@ -174,6 +195,13 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("S3 profile %s is invalid: %v", e.Profile, e.Err)
 	case KindPreconditionFailed:
 		return fmt.Sprintf("%s: the object %q changed while it was being written (another writer won): read it again", where, e.Key)
+	case KindRefused:
+		object := fmt.Sprintf("object %q", e.Key)
+		if e.Bucket != "" {
+			object += " of bucket " + e.Bucket
+		}
+		return fmt.Sprintf("%s: %s is refused, and nothing is created from it: %v; drover did not write it as it is: check who can write to the bucket, then delete the object or let the primary rewrite it",
+			where, object, e.Err)
 	default:
 		op := e.Op
 		if e.Key != "" {
@@ -273,7 +301,7 @@ func KindOf(err error) Kind {
 	if errors.As(err, &e) {
 		return e.Kind
 	}
-	for _, k := range []Kind{KindNotFound, KindUnreachable, KindUnauthorized, KindNoSuchBucket, KindInvalidProfile, KindPreconditionFailed} {
+	for _, k := range []Kind{KindNotFound, KindUnreachable, KindUnauthorized, KindNoSuchBucket, KindInvalidProfile, KindPreconditionFailed, KindRefused} {
 		if errors.Is(err, k.sentinel()) {
 			return k
 		}

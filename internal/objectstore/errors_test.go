@@ -53,7 +53,7 @@ func (timeoutError) Temporary() bool { return true }
 
 func testProfile() objectstore.Profile {
 	return objectstore.Profile{
-		Name: "s3-east", Endpoint: "http://127.0.0.1:1234", Bucket: "drover", Region: "us-east-1",
+		Name: "s3-east", Endpoint: "http://127.0.0.1:1234", Insecure: true, Bucket: "drover", Region: "us-east-1",
 		AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "not-a-real-secret",
 		SecretNamespace: "drover-system", SecretName: "s3-east",
 	}

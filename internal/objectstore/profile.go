@@ -19,6 +19,10 @@ const (
 	SecretEndpointKey        = "endpoint"
 	SecretBucketKey          = "bucket"
 	SecretRegionKey          = "region"
+	// SecretInsecureKey, "true", allows an http:// endpoint (Profile.Insecure).
+	SecretInsecureKey = "insecure"
+	// SecretCABundleKey holds PEM certificates to trust for the endpoint (Profile.CABundle).
+	SecretCABundleKey = "ca.crt"
 )
 
 // DefaultRegion is the region of a profile that names none. Most S3-compatible stores accept
@@ -29,9 +33,17 @@ const DefaultRegion = "us-east-1"
 type Profile struct {
 	// Name is the profile's name, as conditions and messages show it.
 	Name string
-	// Endpoint is the store's URL, http:// or https://.
+	// Endpoint is the store's URL: https://, or http:// when Insecure.
 	Endpoint string
-	Bucket   string
+	// Insecure allows an http:// endpoint: requests, credentials signatures and every object
+	// then cross the network in clear, and anyone on the path can answer as the store.
+	Insecure bool
+	// CABundle is PEM certificates to trust for an https:// endpoint, in addition to the
+	// system's roots (a store with a private CA). Optional.
+	CABundle []byte
+	// Limits bound what reads accept; the zero value is the defaults (limits.go).
+	Limits Limits
+	Bucket string
 	// Region to sign with; empty means DefaultRegion.
 	Region          string
 	AccessKeyID     string
@@ -77,7 +89,7 @@ func (p Profile) Validate() error {
 	if p.Name == "" {
 		problems = append(problems, "it has no name")
 	}
-	if err := validateEndpoint(p.Endpoint); err != nil {
+	if err := validateEndpoint(p.Endpoint, p.Insecure); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if p.Bucket == "" {
@@ -85,6 +97,11 @@ func (p Profile) Validate() error {
 	}
 	if p.AccessKeyID == "" || p.SecretAccessKey == "" {
 		problems = append(problems, "it has no access key ID or secret access key")
+	}
+	if len(p.CABundle) > 0 {
+		if _, err := certPool(p.CABundle); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) == 0 {
 		return nil
@@ -95,7 +112,7 @@ func (p Profile) Validate() error {
 	}
 }
 
-func validateEndpoint(endpoint string) error {
+func validateEndpoint(endpoint string, insecure bool) error {
 	if endpoint == "" {
 		return errors.New("it has no endpoint")
 	}
@@ -103,11 +120,14 @@ func validateEndpoint(endpoint string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("endpoint %q is not an http:// or https:// URL, such as https://s3.example.com:9000", endpoint)
 	}
+	if u.Scheme == "http" && !insecure {
+		return fmt.Errorf("endpoint %q is plain http://, which anyone on the network can read and answer as the store: serve the store over https:// (with caBundle for a private CA), or set insecure: true in the S3 profile to accept it", endpoint)
+	}
 	return nil
 }
 
 // ProfileFromSecret reads a whole profile from a Secret holding endpoint, bucket, region
-// (optional) and the credentials AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, as the lab's
+// (optional), insecure and ca.crt (optional) and the credentials AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, as the lab's
 // drover-system/s3-<cluster> Secrets do. Values are trimmed of surrounding white space (a
 // Secret made from files often ends them with a newline).
 func ProfileFromSecret(name string, secret *corev1.Secret) (Profile, error) {
@@ -119,6 +139,8 @@ func ProfileFromSecret(name string, secret *corev1.Secret) (Profile, error) {
 	}
 	p := Profile{
 		Name:            name,
+		Insecure:        strings.TrimSpace(string(secret.Data[SecretInsecureKey])) == "true",
+		CABundle:        secret.Data[SecretCABundleKey],
 		Endpoint:        values[SecretEndpointKey],
 		Bucket:          values[SecretBucketKey],
 		Region:          strings.TrimSpace(string(secret.Data[SecretRegionKey])),
@@ -144,12 +166,16 @@ func ProfileFromSpec(spec v1alpha1.S3Profile, secret *corev1.Secret) (Profile, e
 	p := Profile{
 		Name:            spec.Name,
 		Endpoint:        spec.Endpoint,
+		Insecure:        spec.Insecure,
 		Bucket:          spec.Bucket,
 		Region:          spec.Region,
 		AccessKeyID:     values[SecretAccessKeyIDKey],
 		SecretAccessKey: values[SecretSecretAccessKeyKey],
 		SecretNamespace: secret.Namespace,
 		SecretName:      secret.Name,
+	}
+	if spec.CABundle != "" {
+		p.CABundle = []byte(spec.CABundle)
 	}
 	if p.SecretName == "" {
 		p.SecretNamespace, p.SecretName = spec.SecretRef.Namespace, spec.SecretRef.Name

@@ -24,7 +24,7 @@ func profileSecret(data map[string]string) *corev1.Secret {
 func fullSecretData() map[string]string {
 	return map[string]string{
 		"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "not-a-real-secret",
-		"endpoint": "http://127.0.0.1:1234", "bucket": "drover", "region": "eu-west-1",
+		"endpoint": "http://127.0.0.1:1234", "bucket": "drover", "region": "eu-west-1", "insecure": "true",
 	}
 }
 
@@ -47,7 +47,7 @@ func with(data map[string]string, key, value string) map[string]string {
 
 func TestProfileFromSecret(t *testing.T) {
 	full := objectstore.Profile{
-		Name: "s3-east", Endpoint: "http://127.0.0.1:1234", Bucket: "drover", Region: "eu-west-1",
+		Name: "s3-east", Endpoint: "http://127.0.0.1:1234", Insecure: true, Bucket: "drover", Region: "eu-west-1",
 		AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "not-a-real-secret",
 		SecretNamespace: "drover-system", SecretName: "s3-east",
 	}
@@ -133,6 +133,10 @@ func TestNewS3RefusesAProfileThatCannotWork(t *testing.T) {
 		{"another scheme", func(p *objectstore.Profile) { p.Endpoint = "s3://bucket" }, `endpoint "s3://bucket" is not an http:// or https:// URL`},
 		{"no bucket", func(p *objectstore.Profile) { p.Bucket = "" }, "it has no bucket"},
 		{"no secret key", func(p *objectstore.Profile) { p.SecretAccessKey = "" }, "it has no access key ID or secret access key"},
+		{"plain http without insecure", func(p *objectstore.Profile) { p.Insecure = false },
+			`endpoint "http://127.0.0.1:1234" is plain http://, which anyone on the network can read and answer as the store: serve the store over https:// (with caBundle for a private CA), or set insecure: true`},
+		{"a CA bundle without a certificate", func(p *objectstore.Profile) { p.CABundle = []byte("not PEM") },
+			"its CA bundle holds no PEM certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

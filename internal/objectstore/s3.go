@@ -3,9 +3,12 @@ package objectstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
-	"io"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -38,22 +41,61 @@ const (
 	deleteWorkers = 8
 )
 
-// transport is shared by every S3 store of the process: stores are cheap to make (one per
-// profile and reconcile is fine) while connections are pooled per endpoint.
-var transport = sync.OnceValue(func() *http.Transport {
+// transports are shared by every S3 store of the process, one per CA bundle ("" for the
+// system's roots alone): stores are cheap to make (one per profile and reconcile is fine) while
+// connections are pooled per endpoint.
+var (
+	transportsMu sync.Mutex
+	transports   = map[string]*http.Transport{}
+)
+
+// transportFor returns the shared transport that trusts the system's roots and caBundle.
+func transportFor(caBundle []byte) (*http.Transport, error) {
+	sum := ""
+	if len(caBundle) > 0 {
+		h := sha256.Sum256(caBundle)
+		sum = hex.EncodeToString(h[:])
+	}
+	transportsMu.Lock()
+	defer transportsMu.Unlock()
+	if t := transports[sum]; t != nil {
+		return t, nil
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if sum != "" {
+		pool, err := certPool(caBundle)
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig.RootCAs = pool
+	}
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Transport{
+	t := &http.Transport{
 		// A cluster-wide proxy (HTTPS_PROXY, NO_PROXY) applies as it does to other clients.
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       tlsConfig,
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   deleteWorkers,
 		ForceAttemptHTTP2:     true,
 	}
-})
+	transports[sum] = t
+	return t, nil
+}
+
+// certPool is the system's roots plus the PEM certificates of caBundle.
+func certPool(caBundle []byte) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(caBundle) {
+		return nil, errors.New("its CA bundle holds no PEM certificate: set caBundle to the PEM certificates of the store's CA")
+	}
+	return pool, nil
+}
 
 // s3Store is a Store over one bucket of an S3-compatible server.
 type s3Store struct {
@@ -71,6 +113,11 @@ func NewS3(profile Profile) (Store, error) {
 	if err := profile.Validate(); err != nil {
 		return nil, err
 	}
+	transport, err := transportFor(profile.CABundle)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalidProfile, Profile: profile.Name, Endpoint: profile.Endpoint, Bucket: profile.Bucket,
+			Secret: profile.secret(), Err: err}
+	}
 	client := s3.New(s3.Options{
 		AppID:        "drover",
 		Region:       profile.region(),
@@ -78,7 +125,7 @@ func NewS3(profile Profile) (Store, error) {
 		Credentials:  credentials.NewStaticCredentialsProvider(profile.AccessKeyID, profile.SecretAccessKey, ""),
 		// Virtual-host addressing needs DNS for every bucket; S3-compatible stores rarely have it.
 		UsePathStyle: true,
-		HTTPClient:   &http.Client{Transport: transport(), Timeout: requestTimeout},
+		HTTPClient:   &http.Client{Transport: transport, Timeout: requestTimeout},
 		// The SDK's default checksums send aws-chunked bodies that several S3-compatible stores
 		// store verbatim or refuse; checksum only where S3 requires it.
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
@@ -160,7 +207,15 @@ func (s *s3Store) GetVersion(ctx context.Context, key string) ([]byte, string, e
 		return nil, "", s.fail(OpGet, key, err)
 	}
 	defer func() { _ = out.Body.Close() }()
-	body, err := io.ReadAll(out.Body)
+	length := int64(-1)
+	if out.ContentLength != nil {
+		length = *out.ContentLength
+	}
+	body, err := readBounded(out.Body, length, s.profile.Limits.maxObjectBytes(key))
+	var tooLarge *tooLargeError
+	if errors.As(err, &tooLarge) {
+		return nil, "", s.refuse(key, err)
+	}
 	if err != nil {
 		return nil, "", s.fail(OpGet, key, err)
 	}
@@ -187,6 +242,9 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 		}
 		for _, obj := range page.Contents {
 			keys = append(keys, aws.ToString(obj.Key))
+		}
+		if limit := s.profile.Limits.maxKeys(); len(keys) > limit {
+			return nil, s.refuse(prefix, fmt.Errorf("listing it finds more than %d keys, the limit: refused before reading them all", limit))
 		}
 	}
 	return keys, nil
@@ -256,6 +314,12 @@ func (s *s3Store) DeletePrefix(ctx context.Context, prefix string) error {
 		return s.fail(OpDeletePrefix, prefix, err)
 	}
 	return nil
+}
+
+// refuse is the KindRefused error of key.
+func (s *s3Store) refuse(key string, err error) error {
+	return &Error{Kind: KindRefused, Profile: s.profile.Name, Endpoint: s.profile.Endpoint, Bucket: s.profile.Bucket,
+		Secret: s.profile.secret(), Op: OpGet, Key: key, Err: err}
 }
 
 // fail classifies err from operation op on key as an *Error of the store's profile.

@@ -38,7 +38,7 @@ func labProfile(g Gomega, cluster string) objectstore.Profile {
 	for _, p := range profiles {
 		if p.Name == "s3-"+cluster {
 			return objectstore.Profile{
-				Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+				Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 				AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
 				SecretNamespace: lab.S3SecretNamespace, SecretName: p.Name,
 			}
@@ -213,7 +213,7 @@ func TestS3StoreClassifiesVersitygwsUnknownUserAsUnauthorized(t *testing.T) {
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 
 	p := objectstore.Profile{
-		Name: "s3-plain", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Bucket: "drover",
+		Name: "s3-plain", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Insecure: true, Bucket: "drover",
 		AccessKeyID: "LABNOSUCHKEY000000000", SecretAccessKey: "whatever",
 		SecretNamespace: "drover-system", SecretName: "s3-plain",
 	}
@@ -375,7 +375,7 @@ func TestProfileFromTheLabsSecretReachesTheStore(t *testing.T) {
 	g.Expect(fromSecret).To(Equal(labProfile(g, lab.East)))
 
 	spec := v1alpha1.S3Profile{
-		Name: "s3-east", Endpoint: fromSecret.Endpoint, Bucket: fromSecret.Bucket, Region: fromSecret.Region,
+		Name: "s3-east", Endpoint: fromSecret.Endpoint, Insecure: fromSecret.Insecure, Bucket: fromSecret.Bucket, Region: fromSecret.Region,
 		SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"},
 	}
 	fromSpec, err := objectstore.ProfileFromSpec(spec, secret)

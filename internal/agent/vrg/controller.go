@@ -107,6 +107,8 @@ type Reconciler struct {
 	Backends *replication.Registry
 	// NewStore builds the store of an S3 profile.
 	NewStore StoreFactory
+	// StoreLimits bound what the agent reads from a store; the zero value is the defaults.
+	StoreLimits StoreLimits
 	// Fence is true when the agent serves the fence (internal/agent/webhook) and has installed
 	// its configuration: a relocation demotes only behind it. False refuses to demote for a
 	// relocation (FenceNotAvailable).

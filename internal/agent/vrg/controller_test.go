@@ -62,8 +62,8 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 			ReplicationState: v1alpha1.ReplicationStatePrimary,
 			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
 			S3Profiles: []v1alpha1.S3Profile{
-				{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"}},
-				{Name: "s3-west", Endpoint: "http://127.0.0.1:9001", Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-west"}},
+				{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Insecure: true, Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"}},
+				{Name: "s3-west", Endpoint: "http://127.0.0.1:9001", Insecure: true, Bucket: "drover", SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-west"}},
 			},
 			SchedulingInterval: "5s",
 			StorageClassBackends: []v1alpha1.StorageClassBackend{

@@ -12,7 +12,9 @@
 //     profile of the group, under <group namespace>/<group name>/;
 //   - on promotion (primary with action Failover or Relocate), the restore of the group's PVs and
 //     PVCs from the first readable S3 profile, adopting matching leftovers and reporting, never
-//     overwriting, colliding ones (promote.go);
+//     overwriting, colliding ones (promote.go), after checking what the store holds: PVCs only
+//     in the protected namespaces, PVs only CSI of the group's classes with their secrets from
+//     the StorageClass (restorecheck.go), every read bounded (limits.go);
 //   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field
 //     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,

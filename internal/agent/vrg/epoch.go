@@ -43,6 +43,12 @@ const (
 	// AnnotationPrimaryEpoch records the epoch this cluster's group claimed, as JSON
 	// ({"epoch":N,"generation":G,"since":T}): G is the generation whose promotion claimed it.
 	AnnotationPrimaryEpoch = "drover.io/primary-epoch"
+	// MaxEpoch bounds the epochs drover accepts: a marker's epoch must be in [0, MaxEpoch). It is
+	// a promotion a second for 34,000 years, so a marker beyond it was forged or damaged; read
+	// as it is, epoch MaxInt64 would wrap the next claim negative and leave the group stale
+	// forever. Such a marker is refused (objectstore.KindRefused) and its store is left out of
+	// the pass, as one that cannot be read.
+	MaxEpoch int64 = 1 << 40
 )
 
 // PrimaryMarker is the object at <prefix>primary.json: the cluster whose primary holds the
@@ -129,6 +135,11 @@ func nextEpoch(markers []storeMarker) (epoch int64, ok bool) {
 		if m.marker != nil && m.marker.Epoch > epoch {
 			epoch = m.marker.Epoch
 		}
+	}
+	if epoch >= MaxEpoch-1 {
+		// Unreachable through ReadMarkerVersion, which refuses such markers; checked here so
+		// that no sum can overflow.
+		return 0, false
 	}
 	return epoch + 1, ok
 }
@@ -310,6 +321,10 @@ func ReadMarkerVersion(ctx context.Context, store objectstore.Store, prefix stri
 	m := &PrimaryMarker{}
 	if err := json.Unmarshal(body, m); err != nil {
 		return nil, "", fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
+	}
+	if m.Epoch < 0 || m.Epoch >= MaxEpoch {
+		return nil, "", objectstore.Refused(store.Name(), prefix+MarkerKey,
+			fmt.Errorf("its epoch %d is outside [0, %d): no group is promoted that often, so the marker was not written by drover", m.Epoch, MaxEpoch))
 	}
 	return m, version, nil
 }

@@ -493,15 +493,25 @@ func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kube
 			"the objects are restored once the PVs and PVCs are (ClusterDataReady)"))
 		return ctrl.Result{}, nil
 	}
-	capture, from, unavailable := r.readCapture(ctx, sc)
+	capture, from, unavailable, refused := r.readCapture(ctx, sc)
 	skipped := ""
 	if len(unavailable) > 0 {
 		skipped = "; skipped: " + strings.Join(unavailable, "; ")
+	}
+	if capture == nil && len(refused) > 0 {
+		// A store holds a capture that no drover agent wrote, and none holds one to trust:
+		// restoring nothing would pass for "the application had no objects". A person decides.
+		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonStoreObjectRefused,
+			"the objects are not restored: "+strings.Join(append(refused, unavailable...), "; ")))
+		return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
 	}
 	if from == "" {
 		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonStoreUnavailable,
 			"no S3 profile could be read; drover retries: "+strings.Join(unavailable, "; ")))
 		return ctrl.Result{}, fmt.Errorf("failed to read the objects of VolumeReplicationGroup %s from any S3 profile", klog.KObj(sc.vrg))
+	}
+	if len(refused) > 0 {
+		skipped += "; refused: " + strings.Join(refused, "; ")
 	}
 	var msg string
 	if capture == nil {
@@ -547,15 +557,18 @@ func selected(c *kubeobjects.Capture, sel kubeobjects.Selection) []*unstructured
 	return out
 }
 
-// readCapture reads the capture from the first S3 profile, in spec order, that holds one. from
-// names the profile read ("" when none could be read); capture is nil when the readable ones
-// hold none.
-func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeobjects.Capture, from string, unavailable []string) {
+// readCapture reads the capture from the first S3 profile, in spec order, that holds one that
+// passes the checked restore (kubeobjects.Check, against the group's own protected namespaces):
+// its objects are the ones to restore. from names the profile read ("" when none could be
+// read); capture is nil when the readable ones hold none. refused are the stores whose object
+// was refused (too large, or failing the checks), each naming the store and the object.
+func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeobjects.Capture, from string, unavailable, refused []string) {
+	key := StorePrefix(sc.vrg) + kubeobjects.StoreKey
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		store, err := r.storeOf(ctx, sc, profile)
 		var body []byte
 		if err == nil {
-			body, err = store.Get(ctx, StorePrefix(sc.vrg)+kubeobjects.StoreKey)
+			body, err = store.Get(ctx, key)
 		}
 		switch {
 		case errors.Is(err, objectstore.ErrNotFound):
@@ -563,18 +576,30 @@ func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeo
 				from = profile.Name
 			}
 			continue
+		case errors.Is(err, objectstore.ErrRefused):
+			refused = append(refused, err.Error())
+			continue
 		case err != nil:
 			unavailable = append(unavailable, err.Error())
 			continue
 		}
 		c, err := kubeobjects.Decode(body)
 		if err != nil {
-			unavailable = append(unavailable, fmt.Sprintf("S3 profile %s: %v", profile.Name, err))
+			refused = append(refused, objectstore.Refused(profile.Name, key, err).Error())
 			continue
 		}
-		return c, profile.Name, unavailable
+		checked, err := kubeobjects.Check(c, protectedNamespaces(sc.vrg), r.Client.RESTMapper())
+		if err != nil {
+			refused = append(refused, objectstore.Refused(profile.Name, key, err).Error())
+			continue
+		}
+		if len(checked.Dropped) > 0 {
+			ctrl.LoggerFrom(ctx).Info("Dropped captured objects that are never restored", "store", profile.Name, "objects", checked.Dropped)
+		}
+		c.Objects = checked.Objects
+		return c, profile.Name, unavailable, refused
 	}
-	return nil, from, unavailable
+	return nil, from, unavailable, refused
 }
 
 // removeWorkloads, on a group demoted by a failover or a relocation, deletes the application's

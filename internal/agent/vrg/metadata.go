@@ -228,6 +228,7 @@ func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (obj
 	if err != nil {
 		return nil, err
 	}
+	p.Limits = r.StoreLimits.objectstoreLimits()
 	store, err := r.NewStore(p)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ type restoreState struct {
 	store string
 	// unavailable are the profiles skipped, each with its error.
 	unavailable []string
+	// refused is set when a profile was skipped for an object it refused (too large, too many
+	// keys, a PV or PVC stored under another's key).
+	refused bool
 	// conflicts are the PVCs that cannot be restored, by PVC key, with the reason and message.
 	conflicts map[string]restoreConflict
 	// unbound are the restored or adopted PVCs not Bound yet.
@@ -115,13 +118,30 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	var errs []error
 	for _, pvc := range pvcs {
+		key := pvc.Namespace + "/" + pvc.Name
+		if c := checkStoredPVC(sc.vrg, sc.restore.store, pvc); c != nil {
+			sc.restore.conflicts[key] = *c
+			continue
+		}
 		if handled, err := r.restoreVolSyncPVC(ctx, sc, pvc, pvs[pvc.Spec.VolumeName]); handled {
 			if err != nil {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		if err := r.restorePVC(ctx, sc.restore, pvc, pvs[pvc.Spec.VolumeName]); err != nil {
+		pv := pvs[pvc.Spec.VolumeName]
+		if pv != nil {
+			checked, c, err := r.checkedPV(ctx, sc.vrg, sc.restore.store, pvc, pv)
+			if err != nil || c != nil {
+				if c != nil {
+					sc.restore.conflicts[key] = *c
+				}
+				errs = append(errs, err)
+				continue
+			}
+			pv = checked
+		}
+		if err := r.restorePVC(ctx, sc.restore, pvc, pv); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -159,6 +179,7 @@ func (r *Reconciler) readMetadata(ctx context.Context, sc *scope) (map[string]*c
 			}
 		}
 		sc.restore.unavailable = append(sc.restore.unavailable, err.Error())
+		sc.restore.refused = sc.restore.refused || errors.Is(err, objectstore.ErrRefused)
 	}
 	return nil, nil
 }
@@ -177,6 +198,9 @@ func ReadMetadata(ctx context.Context, store objectstore.Store, prefix string) (
 		if err := getJSON(ctx, store, key, pv); err != nil {
 			return nil, nil, err
 		}
+		if key != PVKey(prefix, pv.Name) {
+			return nil, nil, objectstore.Refused(store.Name(), key, fmt.Errorf("it holds PV %q, which drover stores at %s", pv.Name, PVKey(prefix, pv.Name)))
+		}
 		pvs[pv.Name] = pv
 	}
 	keys, err = store.List(ctx, prefix+pvcsDir)
@@ -188,6 +212,9 @@ func ReadMetadata(ctx context.Context, store objectstore.Store, prefix string) (
 		pvc := &corev1.PersistentVolumeClaim{}
 		if err := getJSON(ctx, store, key, pvc); err != nil {
 			return nil, nil, err
+		}
+		if want := PVCKey(prefix, pvc.Namespace, pvc.Name); key != want {
+			return nil, nil, objectstore.Refused(store.Name(), key, fmt.Errorf("it holds PVC %s/%s, which drover stores at %s", pvc.Namespace, pvc.Name, want))
 		}
 		pvcs = append(pvcs, pvc)
 	}
@@ -203,7 +230,7 @@ func getJSON(ctx context.Context, store objectstore.Store, key string, into any)
 		return err
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return fmt.Errorf("failed to decode %s of S3 profile %s: %w", key, store.Name(), err)
+		return objectstore.Refused(store.Name(), key, fmt.Errorf("it cannot be decoded: %w", err))
 	}
 	return nil
 }
@@ -323,10 +350,12 @@ func restoredPV(stored *corev1.PersistentVolume) *corev1.PersistentVolume {
 	return pv
 }
 
-// restoredPVC is the PVC to create from its stored form, with spec.volumeName set.
+// restoredPVC is the PVC to create from its stored form, with spec.volumeName set and no data
+// source: it binds the replicated volume and is populated from nothing else.
 func restoredPVC(stored *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 	pvc := stored.DeepCopy()
 	pvc.TypeMeta = metav1.TypeMeta{}
+	pvc.Spec.DataSource, pvc.Spec.DataSourceRef = nil, nil
 	pvc.Status = corev1.PersistentVolumeClaimStatus{}
 	return pvc
 }
@@ -404,8 +433,11 @@ func clusterDataReadyCondition(rs *restoreState) metav1.Condition {
 		skipped = "; skipped: " + strings.Join(rs.unavailable, "; ")
 	}
 	if rs.store == "" {
-		return condition(t, false, v1alpha1.ReasonStoreUnavailable,
-			"no S3 profile could be read; drover retries: "+strings.Join(rs.unavailable, "; "))
+		reason := v1alpha1.ReasonStoreUnavailable
+		if rs.refused {
+			reason = v1alpha1.ReasonStoreObjectRefused
+		}
+		return condition(t, false, reason, "no S3 profile could be read; drover retries: "+strings.Join(rs.unavailable, "; "))
 	}
 	if len(rs.conflicts) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {

@@ -82,11 +82,11 @@ func labS3Profiles(g Gomega) ([]v1alpha1.S3Profile, []objectstore.Store) {
 	var stores []objectstore.Store
 	for _, p := range profiles {
 		specs = append(specs, v1alpha1.S3Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 			SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: p.Name},
 		})
 		store, err := objectstore.NewS3(objectstore.Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Bucket: p.Bucket, Region: p.Region,
+			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
 			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
 		})
 		g.Expect(err).NotTo(HaveOccurred())

@@ -54,7 +54,7 @@ func vrg(ns, name string) *v1alpha1.VolumeReplicationGroup {
 			ReplicationState: v1alpha1.ReplicationStatePrimary,
 			PVCSelector:      metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			S3Profiles: []v1alpha1.S3Profile{{
-				Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
+				Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Insecure: true, Bucket: "drover",
 				SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"},
 			}},
 			SchedulingInterval:   "1m",
