@@ -69,12 +69,12 @@ func TestVerbsSayWhyTheHubDoesNotActOnADRPC(t *testing.T) {
 		err := cmd.ExecuteContext(t.Context())
 		return out.String(), err
 	}
-	out, err := run("status")
+	out, err := run("status", "-A")
 	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
 	mustContainAll(t, "status", out, "PROBLEM", "Validated: NotFound", "Validated: ClusterNotInPolicy")
-	out, err = run("status", "nopolicy")
+	out, err = run("status", "nopolicy", "-n", "nopolicy")
 	if err != nil {
 		t.Fatalf("status nopolicy: %v", err)
 	}
@@ -84,14 +84,14 @@ func TestVerbsSayWhyTheHubDoesNotActOnADRPC(t *testing.T) {
 	if strings.Contains(out, "has not reported") {
 		t.Errorf("status nopolicy says the hub has not reported:\n%s", out)
 	}
-	_, err = run("failover", "outside", "--to", "west")
+	_, err = run("failover", "outside", "--to", "west", "-n", "outside")
 	if err == nil || !strings.Contains(err.Error(),
 		"failover refused: the hub does not accept the DRPlacementControl (ClusterNotInPolicy): spec.preferredCluster north is not one of the clusters of DRPolicy east-west") {
 		t.Errorf("failover outside: %v, want the hub's reason", err)
 	}
 
 	for _, wide := range []bool{false, true} {
-		args := []string{"--kubeconfig", kubeconfig, "get", "drpc"}
+		args := []string{"--kubeconfig", kubeconfig, "get", "drpc", "-A"}
 		if wide {
 			args = append(args, "-o", "wide")
 		}
@@ -131,7 +131,7 @@ func startDRPCReconciler(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme)
 	})
 }
 
-// createInvalidApps creates app/nopolicy (DRPolicy missing) and app/outside (preferredCluster
+// createInvalidApps creates nopolicy/nopolicy (DRPolicy missing) and outside/outside (preferredCluster
 // north, not in the Validated policy east-west) and waits for the hub's Validated False.
 func createInvalidApps(t *testing.T, c client.Client) {
 	t.Helper()
@@ -142,7 +142,9 @@ func createInvalidApps(t *testing.T, c client.Client) {
 			t.Fatal(err)
 		}
 	}
-	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	for _, ns := range []string{"nopolicy", "outside"} {
+		must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
 	policy := &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{"east", "west"}, SchedulingInterval: "10s",
 		S3Profiles: []v1alpha1.S3Profile{{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
@@ -159,18 +161,18 @@ func createInvalidApps(t *testing.T, c client.Client) {
 	} {
 		spec.PVCSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 		spec.ProtectedNamespaces = []string{name}
-		must(c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "app"}, Spec: spec}))
+		must(c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Spec: spec}))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, name := range []string{"nopolicy", "outside"} {
 		for {
 			d := &v1alpha1.DRPlacementControl{}
-			must(c.Get(ctx, client.ObjectKey{Namespace: "app", Name: name}, d))
+			must(c.Get(ctx, client.ObjectKey{Namespace: name, Name: name}, d))
 			if apimeta.IsStatusConditionFalse(d.Status.Conditions, v1alpha1.ConditionValidated) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the hub did not set Validated False on app/%s within 30s: %+v", name, d.Status)
+				t.Fatalf("the hub did not set Validated False on %s/%s within 30s: %+v", name, name, d.Status)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
