@@ -51,7 +51,7 @@ type Options struct {
 	// (serviceaccounts/token). Its host must be https://<IP>:<port> on loopback: pods get that
 	// address as KUBERNETES_SERVICE_HOST/PORT and its CA as ca.crt. Required.
 	Config *rest.Config
-	// Images maps an image name without tag or digest ("ghcr.io/drover-io/drover") or its last
+	// Images maps an image name without tag or digest ("registry.example.com/drover") or its last
 	// path element ("drover") to the binary that stands for the image's entrypoint. Required.
 	Images map[string]string
 	// StateDir holds per-pod directories (tokens, volumes) and state.json. Required.
