@@ -10,6 +10,7 @@ import (
 func newFailoverCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	m := &massFlags{}
+	s := &safetyFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionFailover}
 	cmd := &cobra.Command{
 		Use:   "failover (APP | --all --from CLUSTER) --to CLUSTER",
@@ -36,13 +37,11 @@ application: result and duration); it exits non-zero when any asked failover did
   drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if m.all {
-				return runMassAction(cmd, conn, m, o)
-			}
-			return runAction(cmd, args, conn, o)
+			return runActionVerb(cmd, args, conn, m, s, o)
 		},
 	}
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
+	s.add(cmd, actionDryRunHelp, actionYesHelp)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 func newRelocateCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	m := &massFlags{}
+	s := &safetyFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionRelocate}
 	cmd := &cobra.Command{
 		Use:   "relocate (APP | --all) --to CLUSTER",
@@ -32,13 +33,11 @@ failover --all.`,
   drover relocate --all -A --to east --wait`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if m.all {
-				return runMassAction(cmd, conn, m, o)
-			}
-			return runAction(cmd, args, conn, o)
+			return runActionVerb(cmd, args, conn, m, s, o)
 		},
 	}
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
+	s.add(cmd, actionDryRunHelp, actionYesHelp)
 	return cmd
 }
