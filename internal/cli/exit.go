@@ -89,10 +89,11 @@ func ExitCodeOf(err error) int {
 }
 
 // isUnreachable says whether err is a failed connection (client-go returns a *url.Error for a
-// request that got no answer) or an API server saying it cannot serve now.
+// request that got no answer; a dial a *net.OpError) or an API server saying it cannot serve
+// now. Not net.Error: a syscall.Errno implements it, so a missing kubeconfig file would count.
 func isUnreachable(err error) bool {
 	var urlErr *url.Error
-	var netErr net.Error
-	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
+	var opErr *net.OpError
+	return errors.As(err, &urlErr) || errors.As(err, &opErr) ||
 		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,8 @@ func TestExitCodeOfEachClassOfError(t *testing.T) {
 		{"an API server that timed out", apierrors.NewTimeoutError("slow", 1), ExitUnreachable},
 		{"a refusal of the API server is not unreachable", apierrors.NewForbidden(schema.GroupResource{Resource: "drplacementcontrols"}, "db", base), ExitFailed},
 		{"marked unreachable", Unreachable(base), ExitUnreachable},
+		{"a missing kubeconfig is not unreachable", fmt.Errorf("failed to load the hub cluster's kubeconfig: %w",
+			&fs.PathError{Op: "stat", Path: "/none", Err: syscall.ENOENT}), ExitFailed},
 	}
 	for _, tc := range cases {
 		if got := ExitCodeOf(tc.err); got != tc.want {
