@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/join"
 )
 
@@ -163,15 +164,20 @@ func s3Credentials(o *join.Options, file string) error {
 func newClusterUnjoinCommand() *cobra.Command {
 	f := &clusterFlags{}
 	o := join.UnjoinOptions{}
+	s := &safetyFlags{}
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME",
 		Short: "Remove what drover cluster join created for NAME, on the hub and on the managed cluster",
 		Long: `Deletes the DRCluster NAME and its Secrets on the hub and, with --cluster-kubeconfig, the hub's
 identity, its token and the S3 Secrets on the managed cluster. Without --cluster-kubeconfig (a
 cluster lost for good) only the hub's side is removed and the commands to clean the cluster
-later are printed. Refuses while a DRPolicy pairs the cluster, unless --force.`,
-		Example: `  drover cluster unjoin east --cluster-kubeconfig east.kubeconfig
-  drover cluster unjoin east --force`,
+later are printed. Refuses while a DRPolicy pairs the cluster, unless --force.
+
+On a terminal it first prints what it would delete (as --dry-run does) and asks to type NAME
+to confirm; -y/--yes skips the question, and is required when stdin is not a terminal.`,
+		Example: `  drover cluster unjoin east --cluster-kubeconfig east.kubeconfig --dry-run
+  drover cluster unjoin east --cluster-kubeconfig east.kubeconfig
+  drover cluster unjoin east --force --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -180,11 +186,40 @@ later are printed. Refuses while a DRPolicy pairs the cluster, unless --force.`,
 				return err
 			}
 			o.Out = cmd.OutOrStdout()
-			return join.Unjoin(cmd.Context(), o)
+			return unjoinErr(runUnjoin(cmd, o, s))
 		},
 	}
 	f.add(cmd)
+	s.add(cmd, "check both clusters and print what unjoin would delete (the API servers' dry run), without changing anything",
+		"do not ask for confirmation (required when stdin is not a terminal)")
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", join.DefaultNamespace, "namespace where join created its objects, on both clusters")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "unjoin even while DRPolicies pair the cluster, or a DRCluster join did not create")
 	return cmd
+}
+
+// runUnjoin unjoins after confirmation: without --yes it runs a dry run first, so that the
+// person confirms what they read, then asks to type the cluster's name.
+func runUnjoin(cmd *cobra.Command, o join.UnjoinOptions, s *safetyFlags) error {
+	if s.dryRun || s.yes {
+		o.DryRun = s.dryRun
+		return join.Unjoin(cmd.Context(), o)
+	}
+	dry := o
+	dry.DryRun = true
+	if err := join.Unjoin(cmd.Context(), dry); err != nil {
+		return err
+	}
+	if err := s.confirmation(cmd).Confirm("unjoin cluster "+o.Name+", deleting what is listed above", o.Name); err != nil {
+		return err
+	}
+	return join.Unjoin(cmd.Context(), o)
+}
+
+// unjoinErr gives an unjoin its checks refused the exit status of a refusal.
+func unjoinErr(err error) error {
+	var refused *join.RefusedError
+	if errors.As(err, &refused) {
+		return cli.Refused(err)
+	}
+	return err
 }

@@ -42,6 +42,6 @@ without --yes. --undo removes the declaration, once the cluster is back and clea
 	fs.StringVar(&conn.Context, "context", "", "kubeconfig context of the hub cluster (default: the current context)")
 	fs.StringVar(&o.Reason, "reason", "", "why the cluster is lost, for the record (required to declare it)")
 	fs.BoolVar(&o.Undo, "undo", false, "remove the declaration instead")
-	fs.BoolVar(&o.Yes, "yes", false, "confirm: without it, only print what would happen")
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "confirm: without it, only print what would happen (and exit 0)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 func newFailoverCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	m := &massFlags{}
+	s := &safetyFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionFailover}
 	cmd := &cobra.Command{
 		Use:   "failover (APP | --all --from CLUSTER) --to CLUSTER",
@@ -28,21 +29,26 @@ DRPlacementControl, --workers at once. It prints the plan of each first; if any 
 refused, the whole batch is refused and nothing changes, unless --skip-refused asks for the
 others. With --wait it prints a progress line every --progress-interval (available/total, the
 slowest still running), each failure with its reason as it happens, and a summary table (per
-application: result and duration); it exits non-zero when any asked failover did not complete.`,
+application: result and duration); it exits 5 (partly done) when any asked failover did not
+complete. Before it patches anything it asks to type the --from cluster's name on a terminal;
+-y/--yes skips the question and is required when stdin is not a terminal.
+
+--dry-run prints the plan (as drover plan does) and changes nothing. Exit codes (docs/cli.md):
+0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.`,
 		Example: `  drover plan failover db -n app --to west
   drover failover db -n app --to west --wait
   drover plan failover --all -A --from east --to west
+  drover failover db -n app --to west --dry-run
   drover failover --all -A --from east --to west --wait
+  drover failover --all -A --from east --to west --wait --yes
   drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if m.all {
-				return runMassAction(cmd, conn, m, o)
-			}
-			return runAction(cmd, args, conn, o)
+			return runActionVerb(cmd, args, conn, m, s, o)
 		},
 	}
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
+	s.add(cmd, actionDryRunHelp, actionYesHelp)
 	return cmd
 }

@@ -26,27 +26,16 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
   drover plan failover --all -A --from east --to west`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 2) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch args[0] {
-			case "failover":
-				o.Action = v1alpha1.ActionFailover
-			case "relocate":
-				o.Action = v1alpha1.ActionRelocate
-			default:
-				return fmt.Errorf("unknown action %q: use drover plan failover or drover plan relocate", args[0])
+			action, ok := actionOf(args[0])
+			if !ok {
+				return cli.Usage(fmt.Errorf("unknown action %q: use drover plan failover or drover plan relocate", args[0]))
 			}
+			o.Action = action
 			if m.all {
 				return runMassPlan(cmd, conn, m, o.Action, o.To)
 			}
 			o.App = args[1]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.Plan(cmd.Context(), c, cmd.OutOrStdout(), o)
+			return runPlan(cmd, conn, o)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -10,6 +10,7 @@ import (
 func newRelocateCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	m := &massFlags{}
+	s := &safetyFlags{}
 	o := cli.ActionOptions{Action: v1alpha1.ActionRelocate}
 	cmd := &cobra.Command{
 		Use:   "relocate (APP | --all) --to CLUSTER",
@@ -25,20 +26,23 @@ timeout passes.
 With --all it relocates every application of the namespace (every namespace with -A;
 --selector and --from narrow them) to CLUSTER; those already there have nothing to do. The
 plan, refusals (the whole batch unless --skip-refused), progress and summary are as for
-failover --all.`,
+failover --all; it asks to type the --from cluster's name (without --from, CLUSTER's) on a
+terminal, and requires -y/--yes without one.
+
+--dry-run prints the plan (as drover plan does) and changes nothing. Exit codes (docs/cli.md):
+0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.`,
 		Example: `  drover plan relocate db -n app --to east
   drover relocate db -n app --to east --wait
   drover plan relocate --all -A --to east
+  drover relocate db -n app --to east --dry-run
   drover relocate --all -A --to east --wait`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if m.all {
-				return runMassAction(cmd, conn, m, o)
-			}
-			return runAction(cmd, args, conn, o)
+			return runActionVerb(cmd, args, conn, m, s, o)
 		},
 	}
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
+	s.add(cmd, actionDryRunHelp, actionYesHelp)
 	return cmd
 }

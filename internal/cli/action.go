@@ -57,7 +57,7 @@ func (o *ActionOptions) Validate() error {
 		return err
 	}
 	if o.Timeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 {
-		return errors.New("--timeout must not be negative")
+		return Usage(errors.New("--timeout must not be negative"))
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 		return wait(ctx, c, w, o, a.drpc.Generation)
 	}
 	if err := p.Refusal(); err != nil {
-		return err
+		return Refused(err)
 	}
 	for _, c := range p.Warnings() {
 		fmt.Fprintf(w, "Warning: %s: %s\n", c.Name, c.Detail)
@@ -118,7 +118,7 @@ func askHub(ctx context.Context, c client.Client, d *v1alpha1.DRPlacementControl
 	}
 	if err := c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return "", fmt.Errorf("the API server refused the %s of %s: %w", strings.ToLower(string(action)), key, err)
+			return "", Refused(fmt.Errorf("the API server refused the %s of %s: %w", strings.ToLower(string(action)), key, err))
 		}
 		return "", fmt.Errorf("failed to patch DRPlacementControl %s: %w", key, err)
 	}
@@ -163,7 +163,7 @@ func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64)
 	}
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
 		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
-		return false, fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message)
+		return false, Refused(fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message))
 	}
 	done := st.Phase == settledPhase(o.Action) && st.CurrentPrimary == o.To &&
 		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable)
@@ -223,9 +223,9 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 				return err
 			}
 			if elapsed := now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
-				return fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
+				return TimedOut(fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
 					"the spec keeps asking for it, and a hub that starts acts on it: follow it with `drover status %s -n %s`",
-					verb, key, o.To, elapsed.Round(time.Second), generation, hubHint, key.Name, key.Namespace)
+					verb, key, o.To, elapsed.Round(time.Second), generation, hubHint, key.Name, key.Namespace))
 			}
 			if done {
 				took := ""
@@ -272,6 +272,6 @@ func waitTimeout(key client.ObjectKey, o ActionOptions, timeout time.Duration, g
 			where += "; the hub has not observed the change: " + hubHint
 		}
 	}
-	return fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
-		timeout, verb, key, o.To, where, key.Name, key.Namespace)
+	return TimedOut(fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
+		timeout, verb, key, o.To, where, key.Name, key.Namespace))
 }

@@ -28,18 +28,19 @@ type LostOptions struct {
 	Yes bool
 }
 
-// errNotConfirmed is returned when --yes is missing: the plan was printed, nothing changed.
-var errNotConfirmed = errors.New("nothing changed: run again with --yes to confirm")
+// notConfirmed ends a preview: without --yes the plan is printed and nothing changes, which is
+// not a failure.
+const notConfirmed = "Nothing changed: run again with --yes to confirm."
 
 // Validate checks the options before anything is read.
 func (o *LostOptions) Validate() error {
 	switch {
 	case o.Cluster == "":
-		return errors.New("name the DRCluster to declare lost")
+		return Usage(errors.New("name the DRCluster to declare lost"))
 	case !o.Undo && strings.TrimSpace(o.Reason) == "":
-		return errors.New("--reason is required: say why the cluster is lost (it is recorded in the DRCluster and its events)")
+		return Usage(errors.New("--reason is required: say why the cluster is lost (it is recorded in the DRCluster and its events)"))
 	case o.Undo && o.Reason != "":
-		return errors.New("--reason applies to declaring a cluster lost, not to --undo")
+		return Usage(errors.New("--reason applies to declaring a cluster lost, not to --undo"))
 	}
 	return nil
 }
@@ -83,7 +84,8 @@ func DeclareLost(ctx context.Context, c client.Client, w io.Writer, o LostOption
 		return p.err
 	}
 	if !o.Yes {
-		return errNotConfirmed
+		p.linef(notConfirmed)
+		return p.err
 	}
 	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"lost":{"reason":%q}}}`, o.Reason))
 	if err := c.Patch(ctx, drc, patch); err != nil {
@@ -144,7 +146,8 @@ func undoLost(ctx context.Context, c client.Client, w io.Writer, drc *v1alpha1.D
 		return p.err
 	}
 	if !yes {
-		return errNotConfirmed
+		p.linef(notConfirmed)
+		return p.err
 	}
 	if err := c.Patch(ctx, drc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"lost":null}}`))); err != nil {
 		return fmt.Errorf("failed to undo the declaration that DRCluster %s is lost: %w", drc.Name, err)

@@ -57,6 +57,9 @@ type MassOptions struct {
 	ProgressInterval time.Duration
 	// Workers bounds the concurrent patches; 0 means DefaultWorkers.
 	Workers int
+	// Confirm, when set, is asked after the plan is printed and before anything is patched;
+	// nil asks nothing.
+	Confirm *Confirmation
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -67,16 +70,16 @@ func (o *MassOptions) Validate() error {
 		return err
 	}
 	if o.Action == v1alpha1.ActionFailover && o.From == "" {
-		return errors.New("name the cluster to fail over from with --from: failover --all moves every application whose primary is that cluster")
+		return Usage(errors.New("name the cluster to fail over from with --from: failover --all moves every application whose primary is that cluster"))
 	}
 	if o.From != "" && o.From == o.To {
-		return fmt.Errorf("--from and --to both name %s: name two clusters", o.To)
+		return Usage(fmt.Errorf("--from and --to both name %s: name two clusters", o.To))
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
-		return fmt.Errorf("--selector %q is not a label selector: %w", o.Selector, err)
+		return Usage(fmt.Errorf("--selector %q is not a label selector: %w", o.Selector, err))
 	}
 	if o.Timeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 || o.ProgressInterval < 0 || o.Workers < 0 {
-		return errors.New("--timeout and --workers must not be negative")
+		return Usage(errors.New("--timeout and --workers must not be negative"))
 	}
 	return nil
 }
@@ -242,9 +245,9 @@ func printMassPlan(w io.Writer, o *MassOptions, entries []*entry) {
 // refusedBatch is the error of a batch refused whole.
 func refusedBatch(o *MassOptions, n counts) error {
 	verb := strings.ToLower(string(o.Action))
-	return fmt.Errorf("%s refused for the whole batch: %d of %d applications would be refused (listed above with the reason and what to do); "+
+	return Refused(fmt.Errorf("%s refused for the whole batch: %d of %d applications would be refused (listed above with the reason and what to do); "+
 		"nothing was changed: fix them, narrow the batch with --selector, or add --skip-refused to %s the %d that can start",
-		verb, n.refused, n.start+n.refused+n.noop, verb, n.start)
+		verb, n.refused, n.start+n.refused+n.noop, verb, n.start))
 }
 
 // PlanAll prints what a mass action would do to each application it selects, changing nothing.

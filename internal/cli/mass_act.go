@@ -58,6 +58,11 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 	if n.refused > 0 && !o.SkipRefused {
 		return MassResult{}, refusedBatch(&o, n)
 	}
+	if o.Confirm != nil && n.start > 0 {
+		if err := o.Confirm.Confirm(confirmWhat(&o, n.start)); err != nil {
+			return MassResult{}, err
+		}
+	}
 	ts := make([]*tracked, 0, len(entries))
 	for _, e := range entries {
 		t := &tracked{entry: e}
@@ -88,6 +93,18 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 	}
 	printSummary(w, &o, ts)
 	return MassResult{Available: availableAfter(ts)}, massError(&o, ts)
+}
+
+// confirmWhat is what a person confirms for a mass action, and the name to type: the cluster
+// the applications leave (failover --all always names it), else the one they move to.
+func confirmWhat(o *MassOptions, n int) (string, string) {
+	if o.Action == v1alpha1.ActionFailover {
+		return fmt.Sprintf("fail over %d applications from cluster %s to %s, losing the writes made since their last sync", n, o.From, o.To), o.From
+	}
+	if o.From != "" {
+		return fmt.Sprintf("relocate %d applications from cluster %s to %s", n, o.From, o.To), o.From
+	}
+	return fmt.Sprintf("relocate %d applications to cluster %s", n, o.To), o.To
 }
 
 // MassResult is what a mass action measured.
@@ -158,8 +175,8 @@ func massError(o *MassOptions, ts []*tracked) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the %s of %d of %d applications did not complete: %s (see the summary above; the hub goes on: follow them with `drover status -A`)",
-		strings.ToLower(string(o.Action)), len(failed), len(ts), strings.Join(failed, ", "))
+	return Partial(fmt.Errorf("the %s of %d of %d applications did not complete: %s (see the summary above; the hub goes on: follow them with `drover status -A`)",
+		strings.ToLower(string(o.Action)), len(failed), len(ts), strings.Join(failed, ", ")))
 }
 
 // waitAll follows the asked actions with one list of the DRPlacementControls per poll until

@@ -88,13 +88,13 @@ func (o *PlanOptions) Validate() error {
 
 func validateAction(action v1alpha1.DRAction, app, to string) error {
 	if action != v1alpha1.ActionFailover && action != v1alpha1.ActionRelocate {
-		return fmt.Errorf("unknown action %q: use failover or relocate", action)
+		return Usage(fmt.Errorf("unknown action %q: use failover or relocate", action))
 	}
 	if app == "" {
-		return errors.New("name the application: the DRPlacementControl's name")
+		return Usage(errors.New("name the application: the DRPlacementControl's name"))
 	}
 	if to == "" {
-		return errors.New("name the cluster to move the application to with --to")
+		return Usage(errors.New("name the cluster to move the application to with --to"))
 	}
 	return nil
 }

@@ -38,10 +38,10 @@ func (o *StatusOptions) Validate() error {
 	switch o.Output {
 	case "", "json", "yaml":
 	default:
-		return fmt.Errorf("unknown output format %q: use -o json, -o yaml, or leave -o out for a table", o.Output)
+		return Usage(fmt.Errorf("unknown output format %q: use -o json, -o yaml, or leave -o out for a table", o.Output))
 	}
 	if o.App != "" && o.AllNamespaces {
-		return errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n")
+		return Usage(errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n"))
 	}
 	return nil
 }

@@ -29,8 +29,25 @@ type UnjoinOptions struct {
 	// Force removes the cluster even while DRPolicies pair it, and a DRCluster that join did
 	// not create.
 	Force bool
+	// DryRun makes the checks and deletes with the API servers' dry run (nothing is persisted),
+	// reporting what would be deleted.
+	DryRun bool
 	// Out receives the report; nil means os.Stdout.
 	Out io.Writer
+}
+
+// RefusedError is an unjoin its checks refused: nothing was deleted.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// deleteOpts are the options of every delete; deleted is how the report says it.
+func (o UnjoinOptions) deleteOpts() ([]client.DeleteOption, string) {
+	if o.DryRun {
+		return []client.DeleteOption{client.DryRunAll}, "would be deleted (dry run)"
+	}
+	return nil, "deleted"
 }
 
 var (
@@ -70,6 +87,15 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	if err := deleteHubSide(ctx, o, hub); err != nil {
 		return err
 	}
+	if o.DryRun {
+		if managed != nil {
+			if err := deleteManagedSide(ctx, o, managed); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(o.Out, "Dry run: nothing was changed.\n")
+		return nil
+	}
 	if managed == nil {
 		fmt.Fprintf(o.Out, "The hub's side is removed. On cluster %s, what join created stays; remove it there with:\n"+
 			"  kubectl delete clusterrolebinding,clusterrole -l %s=%s\n  kubectl -n %s delete serviceaccount,secret -l %s=%s\n",
@@ -102,14 +128,14 @@ func unjoinChecks(ctx context.Context, o UnjoinOptions, hub, managed *target) er
 		}
 	}
 	if len(pairing) > 0 && !o.Force {
-		return fmt.Errorf("DRPolicy %s pairs cluster %s: unprotect or move its applications, delete the policy (kubectl delete drpolicy %s), then unjoin; or pass --force to unjoin anyway",
-			strings.Join(pairing, ", "), o.Name, strings.Join(pairing, " "))
+		return &RefusedError{fmt.Errorf("DRPolicy %s pairs cluster %s: unprotect or move its applications, delete the policy (kubectl delete drpolicy %s), then unjoin; or pass --force to unjoin anyway",
+			strings.Join(pairing, ", "), o.Name, strings.Join(pairing, " "))}
 	}
 	drc := &v1alpha1.DRCluster{}
 	err := hub.cl.Get(ctx, client.ObjectKey{Name: o.Name}, drc)
 	switch {
 	case err == nil && drc.Labels[LabelManagedBy] != ManagedByValue && !o.Force:
-		return fmt.Errorf("DRCluster %s was not created by drover cluster join: delete it with kubectl, or pass --force", o.Name)
+		return &RefusedError{fmt.Errorf("DRCluster %s was not created by drover cluster join: delete it with kubectl, or pass --force", o.Name)}
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("failed to get DRCluster %s on the hub: %w", o.Name, hub.explain(err))
 	}
@@ -128,8 +154,9 @@ func deleteHubSide(ctx context.Context, o UnjoinOptions, hub *target) error {
 	drc := &v1alpha1.DRCluster{}
 	drc.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRCluster"))
 	drc.SetName(o.Name)
-	if err := hub.cl.Delete(ctx, drc); err == nil {
-		fmt.Fprintf(o.Out, "%s: %s deleted\n", hub.role, describe(drc))
+	opts, deleted := o.deleteOpts()
+	if err := hub.cl.Delete(ctx, drc, opts...); err == nil {
+		fmt.Fprintf(o.Out, "%s: %s %s\n", hub.role, describe(drc), deleted)
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to delete DRCluster %s on the hub: %w", o.Name, hub.explain(err))
 	}
@@ -156,12 +183,13 @@ func deleteLabelled(ctx context.Context, o UnjoinOptions, t *target, gvk schema.
 	if err := t.cl.List(ctx, list, sel, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("failed to list the %ss join created on %s: %w", gvk.Kind, t.role, t.explain(err))
 	}
+	opts, deleted := o.deleteOpts()
 	for i := range list.Items {
 		obj := &list.Items[i]
-		if err := t.cl.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		if err := t.cl.Delete(ctx, obj, opts...); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("failed to delete %s on %s: %w", describe(obj), t.role, t.explain(err))
 		}
-		fmt.Fprintf(o.Out, "%s: %s deleted\n", t.role, describe(obj))
+		fmt.Fprintf(o.Out, "%s: %s %s\n", t.role, describe(obj), deleted)
 	}
 	return nil
 }

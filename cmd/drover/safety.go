@@ -1,0 +1,74 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+)
+
+// stdinIsTerminal decides whether a confirmation can be asked on the command's stdin; tests
+// replace it to stand for a person at a terminal.
+var stdinIsTerminal = func(cmd *cobra.Command) bool { return cli.IsTerminal(cmd.InOrStdin()) }
+
+// safetyFlags are --dry-run and -y/--yes of the destructive verbs.
+type safetyFlags struct {
+	dryRun, yes bool
+}
+
+// add registers --dry-run (what) and -y/--yes (confirm, the help says when it is asked).
+func (s *safetyFlags) add(cmd *cobra.Command, dryRun, yes string) {
+	cmd.Flags().BoolVar(&s.dryRun, "dry-run", false, dryRun)
+	cmd.Flags().BoolVarP(&s.yes, "yes", "y", false, yes)
+}
+
+// confirmation is how the command asks for confirmation, on its stdin and stdout.
+func (s *safetyFlags) confirmation(cmd *cobra.Command) *cli.Confirmation {
+	return &cli.Confirmation{Yes: s.yes, In: cmd.InOrStdin(), Out: cmd.OutOrStdout(),
+		Terminal: func() bool { return stdinIsTerminal(cmd) }}
+}
+
+// Help texts of the action verbs' --dry-run and --yes.
+const (
+	actionDryRunHelp = "print the plan (as drover plan does) and change nothing"
+	actionYesHelp    = "with --all: do not ask for confirmation (required when stdin is not a terminal)"
+)
+
+// runActionVerb is the RunE of failover and relocate: the plan with --dry-run, else the action
+// on one application or, with --all and after confirmation, on every one selected.
+func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *massFlags, s *safetyFlags, o cli.ActionOptions) error {
+	switch {
+	case s.dryRun && m.all:
+		return runMassPlan(cmd, conn, m, o.Action, o.To)
+	case s.dryRun:
+		return runPlan(cmd, conn, cli.PlanOptions{App: args[0], Action: o.Action, To: o.To})
+	case m.all:
+		m.o.Confirm = s.confirmation(cmd)
+		return runMassAction(cmd, conn, m, o)
+	}
+	return runAction(cmd, args, conn, o)
+}
+
+// runPlan prints the plan of one application's action.
+func runPlan(cmd *cobra.Command, conn *cli.Connection, o cli.PlanOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	c, ns, err := conn.Client()
+	if err != nil {
+		return err
+	}
+	o.Namespace = ns
+	return cli.Plan(cmd.Context(), c, cmd.OutOrStdout(), o)
+}
+
+// actionOf names the action of a plan's first argument.
+func actionOf(name string) (v1alpha1.DRAction, bool) {
+	switch name {
+	case "failover":
+		return v1alpha1.ActionFailover, true
+	case "relocate":
+		return v1alpha1.ActionRelocate, true
+	}
+	return "", false
+}
