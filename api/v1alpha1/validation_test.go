@@ -220,11 +220,12 @@ func TestDRPlacementControlUpdateValidation(t *testing.T) {
 			},
 		},
 		{
-			name: "adding a protected namespace is accepted",
+			name: "adding a protected namespace is refused: protectedNamespaces is immutable",
 			obj:  drpc(),
 			update: func(d *v1alpha1.DRPlacementControl) {
 				d.Spec.ProtectedNamespaces = append(d.Spec.ProtectedNamespaces, "app-cache")
 			},
+			wantErr: "protectedNamespaces is immutable: delete and recreate the DRPlacementControl",
 		},
 	})
 }
