@@ -357,6 +357,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			if err = c.waitReady(ctx, comp, pid, s3Profile.s3Ready); err == nil {
 				err = s3Profile.ensureBucket(ctx)
 			}
+		case componentProxy:
+			// Clients use the proxies' addresses (the DRCluster's kubeconfig, S3Endpoint): a
+			// started cluster is one they reach, or, partitioned, one they are refused by.
+			_, flagErr := os.Stat(c.PartitionFlag())
+			err = c.awaitProxies(errors.Is(flagErr, os.ErrNotExist))
 		}
 		if err != nil {
 			return err

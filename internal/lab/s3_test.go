@@ -183,6 +183,7 @@ func TestEveryClusterHoldsASecretPerS3Profile(t *testing.T) {
 				lab.S3SecretEndpointKey:        []byte(p.Endpoint),
 				lab.S3SecretBucketKey:          []byte(p.Bucket),
 				lab.S3SecretRegionKey:          []byte(p.Region),
+				lab.S3SecretInsecureKey:        []byte("true"),
 			}), "Secret %s on cluster %s", p.Name, cluster)
 		}
 	}
