@@ -40,12 +40,12 @@ func TestAnApplicationWithNoPVCIsProtectedByItsObjectsUntilItsPVCsJoin(t *testin
 		g.Expect(c.Message).To(ContainSubstring("ConfigMap"))
 		g.Expect(c.Message).To(ContainSubstring("Secret"))
 	}).Should(Succeed(), "east's group captured the Secret and the ConfigMap into the stores")
-	plan := a.plan(t, "with only a Secret and a ConfigMap, objects captured")
+	a.plan(t, "with only a Secret and a ConfigMap, objects captured") // logged: the plan before Protected
 
 	d := a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the objects alone make the application Protected and PeerReady")
 	a.g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("no PVCs selected: protected by its captured objects, last captured "))
 	a.g.Expect(cond(d, v1alpha1.ConditionPeerReady).Message).To(ContainSubstring("takes over from the captured objects"))
-	plan = a.plan(t, "with only a Secret and a ConfigMap, Protected")
+	plan := a.plan(t, "with only a Secret and a ConfigMap, Protected")
 	a.g.Expect(plan).To(ContainSubstring("Expected data loss: objects changed since the last capture ("))
 	a.g.Expect(plan).NotTo(ContainSubstring("[warn]"))
 

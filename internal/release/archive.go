@@ -57,7 +57,7 @@ func writeZip(path string, files []entry, created time.Time) error {
 	zw := zip.NewWriter(f)
 	for _, e := range files {
 		hdr := &zip.FileHeader{Name: e.name, Method: zip.Deflate, Modified: created}
-		hdr.SetMode(os.FileMode(e.mode))
+		hdr.SetMode(os.FileMode(e.mode)) //nolint:gosec // a permission mode such as 0o755
 		w, err := zw.CreateHeader(hdr)
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func writeZip(path string, files []entry, created time.Time) error {
 			return fmt.Errorf("failed to read %s: %w", e.path, err)
 		}
 		_, err = io.Copy(w, src)
-		src.Close()
+		_ = src.Close() // opened read-only
 		if err != nil {
 			return err
 		}

@@ -81,5 +81,5 @@ func writeKrewManifest(opts Options, archives []archive) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode the krew manifest: %w", err)
 	}
-	return os.WriteFile(filepath.Join(opts.Out, krewManifestName), b, 0o644)
+	return os.WriteFile(filepath.Join(opts.Out, krewManifestName), b, 0o644) //nolint:gosec // published with the archives
 }

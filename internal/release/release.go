@@ -64,6 +64,7 @@ func Build(ctx context.Context, opts Options) ([]string, error) {
 	if err := os.RemoveAll(opts.Out); err != nil {
 		return nil, fmt.Errorf("failed to clear %s: %w", opts.Out, err)
 	}
+	//nolint:gosec // release artefacts are published: everyone reads them
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create %s: %w", opts.Out, err)
 	}
@@ -112,7 +113,7 @@ func buildPlatform(ctx context.Context, opts Options, p Platform) (archive, erro
 	if err != nil {
 		return archive{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	bin := filepath.Join(tmp, binary)
 	fmt.Fprintf(opts.Log, "building drover %s for %s\n", opts.Version, p)
 	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, opts.Version, versionPkg, opts.Commit)
@@ -167,7 +168,7 @@ func writeChecksums(dir string, names []string) error {
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, n)
 	}
-	return os.WriteFile(filepath.Join(dir, checksumsName), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, checksumsName), []byte(b.String()), 0o644) //nolint:gosec // published with the archives
 }
 
 func fileSHA256(path string) (string, error) {
@@ -188,5 +189,5 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return fmt.Errorf("failed to read %s (run make release-manifests first): %w", from, err)
 	}
-	return os.WriteFile(to, b, 0o644)
+	return os.WriteFile(to, b, 0o644) //nolint:gosec // published with the archives
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// LabelAdminNamespace, set to "true" on a Namespace, makes it an admin namespace for the
+// LabelAdminNamespace is the label that, set to "true" on a Namespace, makes it an admin namespace for the
 // admission policy; the hub's --admin-namespaces must name it too.
 const LabelAdminNamespace = "drover.io/admin-namespace"
 

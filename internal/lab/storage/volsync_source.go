@@ -23,13 +23,13 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
-// AnnotationHoldSync, set to "true" on a ReplicationSource, holds its running sync: the
+// AnnotationHoldSync is the annotation that, set to "true" on a ReplicationSource, holds its running sync: the
 // transfer is made and applied, but the source does not record the sync as completed (as a
 // mover still transferring) until the annotation is removed. Tests use it to keep a sync in
 // flight while something else happens, such as a workload stopping or a trigger changing.
 const AnnotationHoldSync = "lab.drover.io/hold-sync"
 
-// AnnotationFailMover, set on a ReplicationSource, makes its mover fail with the annotation's
+// AnnotationFailMover is the annotation that, set on a ReplicationSource, makes its mover fail with the annotation's
 // value as its log, as a source volume that cannot be read would: the sync stays running and is
 // retried, status.latestMoverStatus reports the failure.
 const AnnotationFailMover = "lab.drover.io/fail-mover"

@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PlacementDisableAnnotation, set to "true" on a Placement, makes OCM's placement controller
+// PlacementDisableAnnotation is the annotation that, set to "true" on a Placement, makes OCM's placement controller
 // leave the Placement and its PlacementDecisions alone, so that another controller can write
 // the decisions (open-cluster-management-io/api cluster/v1beta1/types_placement.go,
 // PlacementDisableAnnotation; honoured in open-cluster-management-io/ocm

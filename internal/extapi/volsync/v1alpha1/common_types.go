@@ -49,9 +49,9 @@ type TriggerSpec struct {
 type MoverResult string
 
 const (
-	// MoverResultSuccessful: the mover Job completed.
+	// MoverResultSuccessful means the mover Job completed.
 	MoverResultSuccessful MoverResult = "Successful"
-	// MoverResultFailed: the mover Job failed (VolSync retries it).
+	// MoverResultFailed means the mover Job failed (VolSync retries it).
 	MoverResultFailed MoverResult = "Failed"
 )
 
