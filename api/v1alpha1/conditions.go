@@ -201,10 +201,17 @@ const (
 	// implementation, or its LoadBalancer Service gets no address); the message says which
 	// DRPolicy spec.volSyncAddress to choose.
 	ReasonVolSyncAddressUnreachable = "VolSyncAddressUnreachable"
+	// ReasonUntrustedPeerStatus (PeerReady): the peer's group reports VolSync destinations that
+	// name a namespace the group does not protect or a key Secret drover does not derive; the
+	// hub does not hand them to the primary, and the message names the cluster and the entries.
+	ReasonUntrustedPeerStatus = "UntrustedPeerStatus"
 )
 
 // Event reasons. drover records events on transitions only.
 const (
+	// EventUntrustedPeerStatus: the peer's group reported data the hub refuses to act on
+	// (PeerReady reason UntrustedPeerStatus).
+	EventUntrustedPeerStatus = "UntrustedPeerStatus"
 	// EventFailoverStarted: a failover began.
 	EventFailoverStarted = "FailoverStarted"
 	// EventFailoverCompleted: a failover completed.

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,8 +70,8 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 // receives the primary's VolSync PVCs (receivePVCs, from the primary's protectedPVCs), a primary
 // sends to the secondary's destinations (from the secondary's volSyncDestinations). What the
 // other side does not report (it is unreachable, or has not reported yet) is kept as the group
-// already has it.
-func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, current, other *v1alpha1.VolumeReplicationGroup) {
+// already has it. Only destinations trustedDestinations accepts are handed to the primary.
+func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, group types.NamespacedName, current, other *v1alpha1.VolumeReplicationGroup) {
 	var kept *v1alpha1.VolSyncSpec
 	if current != nil {
 		kept = current.Spec.VolSync
@@ -91,7 +92,7 @@ func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, current, other *v1alpha1
 	case spec.ReplicationState == v1alpha1.ReplicationStateSecondary && kept != nil:
 		receive = kept.ReceivePVCs
 	case spec.ReplicationState == v1alpha1.ReplicationStatePrimary && other != nil && other.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary && len(other.Status.VolSyncDestinations) > 0:
-		destinations = slices.Clone(other.Status.VolSyncDestinations)
+		destinations, _ = trustedDestinations(group, spec.ProtectedNamespaces, other.Status.VolSyncDestinations)
 	case spec.ReplicationState == v1alpha1.ReplicationStatePrimary && kept != nil:
 		destinations = kept.Destinations
 	}
@@ -114,7 +115,7 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 	if other.reachable() {
 		otherGroup = other.vrg
 	}
-	handOff(&desired, cv.vrg, otherGroup)
+	handOff(&desired, client.ObjectKeyFromObject(sc.drpc), cv.vrg, otherGroup)
 	if desired.VolSync != nil && len(desired.VolSync.Destinations) > 0 && otherGroup != nil && !keysInPlace(sc, cv.vrg, desired) {
 		// The primary's sources need the destinations' keys before they can send.
 		if err := copyKeySecrets(ctx, other, cv, desired.VolSync.Destinations); err != nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -32,7 +33,7 @@ func TestTheGroupsTakeThePolicysMoversAndAddressAndTheSecondaryReceivesABlockPVC
 			VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
 		}}},
 	}
-	handOff(&spec, nil, primary)
+	handOff(&spec, types.NamespacedName{Namespace: "app", Name: "db"}, nil, primary)
 	g.Expect(spec.VolSync.ReceivePVCs).To(HaveLen(1))
 	g.Expect(spec.VolSync.ReceivePVCs[0].VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)), "a Block PVC is received as Block")
 	g.Expect(spec.VolSync.Movers).To(Equal(v1alpha1.VolSyncMoversPrivileged), "the hand-off keeps the movers")

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/gateway"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // world is a hub and two managed clusters of fake clients, with the DRPlacementControl
@@ -512,7 +513,7 @@ func TestTheHubHandsVolSyncDestinationsAndKeysFromTheSecondaryToThePrimary(t *te
 	// west reports its destination and holds its key: both reach east, the key without
 	// anything of west's identity.
 	key := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db-data-db-0-key", UID: "west-uid",
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: volsync.KeySecretName("app", "data-db-0"), UID: "west-uid",
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "y"}}},
 		Data: map[string][]byte{"psk.txt": []byte("volsync:00ff")},
 	}

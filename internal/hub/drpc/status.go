@@ -55,12 +55,15 @@ func computeConditions(sc *scope) {
 	}
 
 	peer := sc.view(sc.peer(st.CurrentPrimary))
+	untrusted := untrustedPeerStatus(sc, peer)
 	switch {
 	case inAction:
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, fmt.Sprintf("%s to %s in progress", st.Phase, st.ActionTarget))
 	case !peer.reachable():
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
 			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
+	case untrusted != "":
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonUntrustedPeerStatus, untrusted)
 	case unreachableDestination(peer.vrg) != nil:
 		c := unreachableDestination(peer.vrg)
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, c.Reason,

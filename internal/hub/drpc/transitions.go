@@ -32,6 +32,9 @@ func (r *Reconciler) recordTransitions(sc *scope) {
 		}
 	}
 	r.recordTurn(sc, v1alpha1.ConditionPeerReady, v1alpha1.EventPeerReady, v1alpha1.EventPeerNotReady)
+	if c, changed := turnedReason(before.Conditions, after.Conditions, v1alpha1.ConditionPeerReady, v1alpha1.ReasonUntrustedPeerStatus); changed {
+		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventUntrustedPeerStatus, "%s", c.Message)
+	}
 	r.recordTurn(sc, v1alpha1.ConditionProtected, v1alpha1.EventProtected, v1alpha1.EventProtectionLost)
 }
 
@@ -79,4 +82,14 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// turnedReason returns the condition when it has the reason now and did not before.
+func turnedReason(before, after []metav1.Condition, condType, reason string) (*metav1.Condition, bool) {
+	c := apimeta.FindStatusCondition(after, condType)
+	if c == nil || c.Reason != reason {
+		return nil, false
+	}
+	b := apimeta.FindStatusCondition(before, condType)
+	return c, b == nil || b.Reason != reason
 }
