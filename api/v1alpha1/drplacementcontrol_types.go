@@ -129,7 +129,7 @@ const (
 // purpose: the hub rewrites it at every group sync of every application, and an API server's
 // work for a status write grows with each condition the object carries (a copy of both groups'
 // nine conditions made a settled application's status write cost its API server ~1.3 × the
-// CPU, docs/architecture.md).
+// CPU, docs/design/hub.md).
 type VRGSummary struct {
 	// cluster is the DRCluster that holds the VolumeReplicationGroup.
 	// +required

@@ -101,7 +101,7 @@ type Options struct {
 // DefaultWorkers is how many groups the agent reconciles at once by default. A settled group's
 // pass mostly waits on its stores and API server (marker reads, a capture's lists), so several
 // workers keep every group's status within a second of its storage's syncs; measured in
-// docs/architecture.md ("The agent at scale"). Chosen against 4 and 32 (with the hub's workers
+// docs/design/agent.md ("The agent at scale"). Chosen against 4 and 32 (with the hub's workers
 // the same) at 100 applications on the 2-core lab (a78cbb3, 2026-12-02; docs/benchmarks.md, "The
 // measurements today's defaults rest on"): 4 left half the DRPCs out of Protected in the settle
 // window and relocated slowest (264 s against 144-223 s); 32 ran three times the passes and took

@@ -36,7 +36,7 @@ import (
 // one wins; the other reads the store again and, finding the newer claim, stops. The data
 // writes that follow a pass's check are separate objects and not conditional: a stale primary
 // that read a store just before the new primary claimed it may still write its metadata once
-// more, and the new primary's next pass rewrites it (docs/architecture.md).
+// more, and the new primary's next pass rewrites it (docs/design/agent.md).
 const (
 	// MarkerKey is the key of the primary marker under a group's prefix.
 	MarkerKey = "primary.json"

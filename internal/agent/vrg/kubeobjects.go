@@ -171,7 +171,7 @@ func captureDueIn(vrg *v1alpha1.VolumeReplicationGroup, interval time.Duration, 
 // capture takes a group's periodic capture. When the watch-backed cache of the objects' metadata
 // shows nothing changed since the last capture read from the API server, and the ledger trusts
 // that every store still holds it, the capture reads and writes nothing: a settled group's
-// capture costs no API request (docs/architecture.md, scale). Otherwise the objects are read
+// capture costs no API request (docs/design/agent.md, "The agent at scale"). Otherwise the objects are read
 // uncached and written where they differ (writeCapture).
 func (r *Reconciler) capture(ctx context.Context, sc *scope, sel kubeobjects.Selection, now time.Time) (*captureResult, error) {
 	fp := r.fingerprint(ctx, sc, sel)

@@ -27,7 +27,7 @@ import (
 )
 
 // scaleGroupsEnv sets how many groups TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing
-// protects (default 30); the figures in docs/architecture.md were measured with it.
+// protects (default 30); the figures in docs/design/agent.md were measured with it.
 const scaleGroupsEnv = "DROVER_SCALE_GROUPS"
 
 // scaleNoCaptureEnv, set, leaves the groups' kube objects out (placement mode), to measure what
