@@ -27,13 +27,13 @@ func TestExpandFollowsKubernetesRules(t *testing.T) {
 }
 
 func TestImageBinaryMatchesNameWithoutTag(t *testing.T) {
-	images := map[string]string{"ghcr.io/drover-io/drover": "/bin/drover", "podprobe": "/bin/podprobe"}
+	images := map[string]string{"registry.example.com/team/drover": "/bin/drover", "podprobe": "/bin/podprobe"}
 	for _, tc := range []struct {
 		image, want string
 		ok          bool
 	}{
-		{"ghcr.io/drover-io/drover:v0.3.0", "/bin/drover", true},
-		{"ghcr.io/drover-io/drover@sha256:abc", "/bin/drover", true},
+		{"registry.example.com/team/drover:v0.3.0", "/bin/drover", true},
+		{"registry.example.com/team/drover@sha256:abc", "/bin/drover", true},
 		{"localhost:5000/lab/podprobe:dev", "/bin/podprobe", true},
 		{"localhost:5000/lab/podprobe", "/bin/podprobe", true},
 		{"docker.io/library/nginx:1.29", "", false},
