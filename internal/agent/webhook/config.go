@@ -100,7 +100,9 @@ func configuration(opts Options) (*admissionregistrationv1ac.ValidatingWebhookCo
 		WithName(WebhookName).
 		WithClientConfig(clientConfig).
 		WithRules(rule).
-		WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{label: fencedValue})).
+		WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{label: fencedValue}).
+			WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(corev1.LabelMetadataName).
+				WithOperator(metav1.LabelSelectorOpNotIn).WithValues(NeverFenced...))).
 		WithFailurePolicy(admissionregistrationv1.Fail).
 		WithMatchPolicy(admissionregistrationv1.Equivalent).
 		WithSideEffects(admissionregistrationv1.SideEffectClassNone).

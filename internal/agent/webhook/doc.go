@@ -7,7 +7,8 @@
 // It owns:
 //
 //   - the admission handler (PodFence) and how it decides that a PVC is fenced (Fences, with
-//     ClusterFences reading the PVC's drover.io/protected-by label and its group);
+//     ClusterFences reading the group the PVC's drover.io/protected-by label names, and the
+//     groups' own status.protectedPVCs, which no editor of the PVC can change);
 //   - the HTTPS server that serves it (Server), with a self-signed certificate made in memory
 //     (the lab and tests) or one from files (CertFiles: a mounted Secret, reloaded when renewed);
 //   - in a real installation, that certificate: the agent's own CA and serving certificate for
@@ -21,7 +22,7 @@
 //
 // Free and safe by construction: the configuration selects only namespaces labelled
 // drover.io/fenced=true, which the agent sets only while a group in the namespace is demoting or
-// secondary. Such namespaces fail closed (failurePolicy Fail: if the agent is down, no pod may
+// secondary, and never the control plane's or drover's own (NeverFenced). Such namespaces fail closed (failurePolicy Fail: if the agent is down, no pod may
 // be created there); every other namespace never calls the webhook, so an agent outage cannot
 // block ordinary pods.
 //

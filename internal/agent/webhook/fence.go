@@ -32,6 +32,13 @@ const (
 	LabelFenced = "drover.io/fenced"
 )
 
+// NeverFenced are the namespaces the fence's namespaceSelector leaves out whatever their labels
+// say: the control plane's and drover's own, so that no label, set by mistake or by an attacker
+// with rights on Namespaces, makes the cluster's system pods wait for the agent. The agent never
+// fences a system namespace in the first place (internal/tenancy refuses groups there, which
+// covers openshift-* too: a selector cannot match a prefix).
+var NeverFenced = []string{"kube-system", "kube-public", "kube-node-lease", "drover-system"}
+
 // Reason says why a PVC is fenced.
 type Reason string
 
@@ -62,10 +69,13 @@ type Fences interface {
 	FencedBy(ctx context.Context, namespace, pvc string) (*Fence, error)
 }
 
-// ClusterFences reads fences from the API server: a PVC is fenced when its label
-// drover.io/protected-by names a VolumeReplicationGroup (in the PVC's namespace, or one that
-// lists the namespace in spec.protectedNamespaces) that is secondary or carries
-// AnnotationFence=relocate.
+// ClusterFences reads fences from the API server: a PVC is fenced when a VolumeReplicationGroup
+// that is secondary or carries AnnotationFence=relocate protects it. The group is the one its
+// label drover.io/protected-by names (in the PVC's namespace, or one that lists the namespace in
+// spec.protectedNamespaces), or any group covering the namespace whose status.protectedPVCs
+// lists it: the label is on an object any editor of the namespace (or a GitOps tool replacing
+// the PVC) may change, the group's status is written by the agent alone, so removing the label
+// does not lift the fence.
 type ClusterFences struct {
 	// Reader should be uncached (a manager's APIReader): the agent fences a group and then
 	// re-checks the consumers; a cache that has not seen the fence yet would admit a pod in
@@ -86,20 +96,51 @@ func (f ClusterFences) FencedBy(ctx context.Context, namespace, pvcName string) 
 	if err != nil {
 		return nil, fmt.Errorf("failed to get PVC %s/%s: %w", namespace, pvcName, err)
 	}
-	group := pvc.Labels[LabelProtectedBy]
-	if group == "" {
-		return nil, nil
+	if group := pvc.Labels[LabelProtectedBy]; group != "" {
+		vrg, err := f.group(ctx, namespace, group)
+		if err != nil {
+			return nil, err
+		}
+		if fence := fenceOf(vrg); fence != nil {
+			return fence, nil
+		}
 	}
-	vrg, err := f.group(ctx, namespace, group)
-	if err != nil || vrg == nil {
-		return nil, err
+	return f.byStatus(ctx, namespace, pvcName)
+}
+
+// fenceOf is the fence a group sets on the PVCs it protects, or nil.
+func fenceOf(vrg *v1alpha1.VolumeReplicationGroup) *Fence {
+	if vrg == nil {
+		return nil
 	}
 	key := types.NamespacedName{Namespace: vrg.Namespace, Name: vrg.Name}
 	switch {
 	case vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary:
-		return &Fence{VRG: key, Reason: ReasonSecondary}, nil
+		return &Fence{VRG: key, Reason: ReasonSecondary}
 	case vrg.Annotations[AnnotationFence] == FenceRelocate:
-		return &Fence{VRG: key, Reason: ReasonDemoting}, nil
+		return &Fence{VRG: key, Reason: ReasonDemoting}
+	}
+	return nil
+}
+
+// byStatus finds a fencing group covering namespace whose status lists the PVC as protected.
+func (f ClusterFences) byStatus(ctx context.Context, namespace, pvcName string) (*Fence, error) {
+	list := &v1alpha1.VolumeReplicationGroupList{}
+	if err := f.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("failed to list VolumeReplicationGroups: %w", err)
+	}
+	for i := range list.Items {
+		v := &list.Items[i]
+		covers := slices.Contains(v.Spec.ProtectedNamespaces, namespace) || (len(v.Spec.ProtectedNamespaces) == 0 && v.Namespace == namespace)
+		fence := fenceOf(v)
+		if !covers || fence == nil {
+			continue
+		}
+		for _, p := range v.Status.ProtectedPVCs {
+			if (p.Namespace == namespace || p.Namespace == "" && v.Namespace == namespace) && p.Name == pvcName {
+				return fence, nil
+			}
+		}
 	}
 	return nil, nil
 }

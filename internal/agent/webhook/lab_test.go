@@ -147,7 +147,11 @@ func TestFence(t *testing.T) {
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
 				Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		}}))
-		g.Expect(hook.NamespaceSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{webhook.LabelFenced: "true"}}))
+		g.Expect(hook.NamespaceSelector).To(Equal(&metav1.LabelSelector{
+			MatchLabels: map[string]string{webhook.LabelFenced: "true"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName,
+				Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "kube-public", "kube-node-lease", "drover-system"}}},
+		}))
 		g.Expect(hook.FailurePolicy).To(Equal(ptr.To(admissionregistrationv1.Fail)))
 		g.Expect(hook.SideEffects).To(Equal(ptr.To(admissionregistrationv1.SideEffectClassNone)))
 		g.Expect(hook.AdmissionReviewVersions).To(Equal([]string{"v1"}))
@@ -201,6 +205,22 @@ func TestFence(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("VolumeReplicationGroup fence-app/db is secondary on this cluster, so its PVC data-db-0")))
 	})
 
+	step("a PVC whose protected-by label an editor removed stays fenced by its group's status", func(g Gomega) {
+		claim := &corev1.PersistentVolumeClaim{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: app, Name: data}, claim)).To(Succeed())
+		base := claim.DeepCopy()
+		delete(claim.Labels, webhook.LabelProtectedBy)
+		g.Expect(cl.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
+		group := vrg(app, group)
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), group)).To(Succeed())
+		before := group.DeepCopy()
+		group.Status.ProtectedPVCs = []v1alpha1.ProtectedPVC{{Namespace: app, Name: data}}
+		g.Expect(cl.Status().Patch(ctx, group, client.MergeFrom(before))).To(Succeed())
+		err := createPod(app, data)
+		g.Expect(webhook.IsFenceDenial(err)).To(BeTrue(), "the label is gone and the pod was admitted: %v", err)
+		g.Expect(err).To(MatchError(ContainSubstring("VolumeReplicationGroup fence-app/db is secondary on this cluster, so its PVC data-db-0")))
+	})
+
 	step("a pod whose ephemeral volume names a fenced PVC is refused", func(g Gomega) {
 		// The ephemeral-volume controller names a pod's PVC <pod>-<volume>.
 		g.Expect(cl.Create(ctx, pvc(app, "eph-0-scratch", group))).To(Succeed())
@@ -218,6 +238,13 @@ func TestFence(t *testing.T) {
 	step("with the fence stopped, a pod in an unfenced namespace is still admitted", func(g Gomega) {
 		fence.Stop(g)
 		g.Expect(createPod(other, data)).To(Succeed())
+	})
+
+	step("with the fence stopped, a system namespace labelled fenced by mistake is not called: its pods are admitted", func(g Gomega) {
+		_, _, err := webhook.SetNamespaceFence(ctx, cl, "kube-public", true)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { _, _, _ = webhook.SetNamespaceFence(ctx, cl, "kube-public", false) }()
+		g.Expect(createPod("kube-public", data)).To(Succeed())
 	})
 
 	step("with the fence stopped, the fenced namespace fails closed: even a pod of an unprotected PVC is refused", func(g Gomega) {
