@@ -18,6 +18,10 @@ help: ## List the targets
 tools: ## Build the lab's control-plane binaries and promtool into bin/ (only those missing or out of date)
 	@hack/build-tools.sh lab
 
+.PHONY: tools-demo
+tools-demo: ## Build what the lab and the demo run into bin/ (the lab's binaries without promtool)
+	@hack/build-tools.sh demo
+
 .PHONY: tools-argocd
 tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (7-15 min cold)
 	@hack/build-tools.sh argocd
@@ -31,7 +35,7 @@ build: ## Build bin/drover, stamped with the version (git describe) and commit
 	$(GO) build -ldflags '-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)' -o $(BIN)/drover ./cmd/drover
 
 .PHONY: demo
-demo: tools build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
+demo: tools-demo build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
 	$(BIN)/drover demo $(DEMO_FLAGS)
 
 .PHONY: test
@@ -136,7 +140,7 @@ lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: lab-up lab-down lab-status
-lab-up: tools build ## Start the lab
+lab-up: tools-demo build ## Start the lab
 	$(BIN)/drover lab up
 lab-down: build ## Stop the lab and remove its state
 	$(BIN)/drover lab down
