@@ -17,12 +17,12 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Join managed clusters to the hub, remove them, declare them lost",
+		Short: "Join managed clusters to the hub, list them, remove them, declare them lost",
 		// The clients log nothing a person needs; without a logger controller-runtime
 		// complains on stderr.
 		PersistentPreRun: func(*cobra.Command, []string) { ctrllog.SetLogger(logr.Discard()) },
 	}
-	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand())
+	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand(), newClusterListCommand())
 	return cmd
 }
 

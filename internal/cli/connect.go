@@ -36,9 +36,14 @@ type Connection struct {
 
 // AddFlags registers --kubeconfig, --context and -n/--namespace.
 func (c *Connection) AddFlags(fs *pflag.FlagSet) {
+	c.AddHubFlags(fs)
+	fs.StringVarP(&c.Namespace, "namespace", "n", "", `namespace of the DRPlacementControls (default: the context's namespace, else "default")`)
+}
+
+// AddHubFlags registers --kubeconfig and --context alone, for verbs about cluster-scoped objects.
+func (c *Connection) AddHubFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else ~/.kube/config)")
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context of the hub cluster (default: the current context)")
-	fs.StringVarP(&c.Namespace, "namespace", "n", "", `namespace of the DRPlacementControls (default: the context's namespace, else "default")`)
 }
 
 func (c *Connection) clientConfig() clientcmd.ClientConfig {

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// ClusterListOptions are what `drover cluster list` asks for.
+type ClusterListOptions struct {
+	// Output is "" (a table), wide, name, json or yaml.
+	Output string
+	// Now is the clock, for the ages; nil means time.Now.
+	Now func() time.Time
+}
+
+// ClusterList prints the hub's DRClusters: whether each is validated, reachable and declared
+// lost, and the DRPolicies that pair it. JSON and YAML print a Kubernetes List of the DRClusters.
+func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterListOptions) error {
+	switch o.Output {
+	case "", "wide", "name", "json", "yaml":
+	default:
+		return Usage(fmt.Errorf("unknown output format %q: use wide, name, json or yaml", o.Output))
+	}
+	clusters := &v1alpha1.DRClusterList{}
+	if err := c.List(ctx, clusters); err != nil {
+		return fmt.Errorf("failed to list the DRClusters: %w", err)
+	}
+	policies := &v1alpha1.DRPolicyList{}
+	if err := c.List(ctx, policies); err != nil {
+		return fmt.Errorf("failed to list the DRPolicies: %w", err)
+	}
+	for i := range clusters.Items {
+		clusters.Items[i].SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRCluster"))
+		clusters.Items[i].ManagedFields = nil
+	}
+	switch o.Output {
+	case "json", "yaml":
+		return printList(w, clusters.Items, o.Output)
+	case "name":
+		for _, cl := range clusters.Items {
+			if _, err := fmt.Fprintf(w, "drcluster.%s/%s\n", v1alpha1.GroupVersion.Group, cl.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", now(o.Now))
+	return nil
+}
+
+// printClusterTable prints one line per DRCluster.
+func printClusterTable(w io.Writer, clusters []v1alpha1.DRCluster, policies []v1alpha1.DRPolicy, wide bool, t time.Time) {
+	tw := newTabWriter(w)
+	header := "NAME\tVALIDATED\tREACHABLE\tLOST\tPOLICIES\tAGE"
+	if wide {
+		header += "\tS3 PROFILE\tMESSAGE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, cl := range clusters {
+		var paired []string
+		for _, p := range policies {
+			if slices.Contains(p.Spec.DRClusters, cl.Name) {
+				paired = append(paired, p.Name)
+			}
+		}
+		lost := "-"
+		if cl.Spec.Lost != nil {
+			lost = "yes"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cl.Name, conditionStatus(cl.Status.Conditions, v1alpha1.ConditionValidated),
+			conditionStatus(cl.Status.Conditions, v1alpha1.ConditionReachable), lost, dash(strings.Join(paired, ",")),
+			duration.HumanDuration(t.Sub(cl.CreationTimestamp.Time)))
+		if wide {
+			line += fmt.Sprintf("\t%s\t%s", dash(cl.Spec.S3ProfileName), dash(clusterMessage(cl)))
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+}
+
+// conditionStatus is a condition's status, "Unknown" when absent.
+func conditionStatus(conds []metav1.Condition, condType string) string {
+	if c := apimeta.FindStatusCondition(conds, condType); c != nil {
+		return string(c.Status)
+	}
+	return string(metav1.ConditionUnknown)
+}
+
+// clusterMessage is the message of the first of Validated and Reachable that is not True.
+func clusterMessage(cl v1alpha1.DRCluster) string {
+	for _, t := range []string{v1alpha1.ConditionValidated, v1alpha1.ConditionReachable} {
+		if c := apimeta.FindStatusCondition(cl.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
+			return t + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// printList prints items as a Kubernetes List (kind List, apiVersion v1), as kubectl get -o does.
+func printList[T any](w io.Writer, items []T, format string) error {
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{}, "items": items}
+	var out []byte
+	var err error
+	if format == "json" {
+		out, err = json.MarshalIndent(list, "", "  ")
+		out = append(out, '\n')
+	} else {
+		out, err = yaml.Marshal(list)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to encode the list as %s: %w", format, err)
+	}
+	_, err = w.Write(out)
+	return err
+}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+func TestProtectCreatesTheDRPCAndADryRunCreatesNothing(t *testing.T) {
+	e := newEnv(t, "protect")
+	o := ProtectOptions{Namespace: e.ns, App: "db", Policy: e.policy, Cluster: e.east, PVCSelector: "app=db", DryRun: true, Output: "yaml"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Protect(t.Context(), k8sClient, &out, o); err != nil {
+		t.Fatalf("protect --dry-run failed: %v", err)
+	}
+	printed := &v1alpha1.DRPlacementControl{}
+	if err := yaml.Unmarshal(out.Bytes(), printed); err != nil {
+		t.Fatalf("--dry-run -o yaml printed no DRPlacementControl: %v\n%s", err, out.String())
+	}
+	if printed.Kind != "DRPlacementControl" || printed.APIVersion != "drover.io/v1alpha1" || printed.Spec.PreferredCluster != e.east ||
+		printed.Spec.PVCSelector.MatchLabels["app"] != "db" || len(printed.Spec.ProtectedNamespaces) != 1 || printed.Spec.ProtectedNamespaces[0] != e.ns {
+		t.Errorf("--dry-run printed %s", out.String())
+	}
+	err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: "db"}, &v1alpha1.DRPlacementControl{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("--dry-run created the DRPlacementControl: %v", err)
+	}
+
+	o.DryRun, o.Output = false, ""
+	out.Reset()
+	if err := Protect(t.Context(), k8sClient, &out, o); err != nil {
+		t.Fatalf("protect failed: %v", err)
+	}
+	if got := out.String(); got != "drplacementcontrol.drover.io/db created\n" {
+		t.Errorf("protect printed %q", got)
+	}
+	created := &v1alpha1.DRPlacementControl{}
+	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: "db"}, created); err != nil {
+		t.Fatalf("protect created nothing: %v", err)
+	}
+	if created.Spec.DRPolicyRef.Name != e.policy {
+		t.Errorf("the DRPlacementControl names policy %q", created.Spec.DRPolicyRef.Name)
+	}
+
+	err = Protect(t.Context(), k8sClient, &out, o)
+	if ExitCodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "protect/db is already protected") {
+		t.Errorf("protecting again: exit %d, %v", ExitCodeOf(err), err)
+	}
+}
+
+func TestProtectRefusesBadInputBeforeSendingAnything(t *testing.T) {
+	for name, o := range map[string]ProtectOptions{
+		"no policy":            {App: "db", Cluster: "east"},
+		"no cluster":           {App: "db", Policy: "p"},
+		"a bad selector":       {App: "db", Policy: "p", Cluster: "east", PVCSelector: "app in (db"},
+		"placement and spaces": {App: "db", Policy: "p", Cluster: "east", Placement: "db", ProtectedNamespaces: []string{"x"}},
+		"an unknown output":    {App: "db", Policy: "p", Cluster: "east", Output: "wide"},
+	} {
+		if err := o.Validate(); ExitCodeOf(err) != ExitUsage {
+			t.Errorf("%s: exit %d, %v; want a usage error", name, ExitCodeOf(err), err)
+		}
+	}
+}
+
+func TestUnprotectAsksDeletesAndADryRunChangesNothing(t *testing.T) {
+	e := newEnv(t, "unprotect")
+	e.newApp(t, "db")
+	key := client.ObjectKey{Namespace: e.ns, Name: "db"}
+	var out bytes.Buffer
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", DryRun: true}); err != nil {
+		t.Fatalf("unprotect --dry-run failed: %v", err)
+	}
+	mustContain(t, out.String(), "Would stop protecting unprotect/db", "Nothing was changed (--dry-run).")
+	if err := k8sClient.Get(t.Context(), key, &v1alpha1.DRPlacementControl{}); err != nil {
+		t.Fatalf("--dry-run deleted the DRPlacementControl: %v", err)
+	}
+
+	noTerminal := &Confirmation{In: strings.NewReader(""), Out: &out, Terminal: func() bool { return false }}
+	err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: noTerminal})
+	if ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "add --yes") {
+		t.Errorf("without a terminal and --yes: exit %d, %v", ExitCodeOf(err), err)
+	}
+	wrong := &Confirmation{In: strings.NewReader("web\n"), Out: &out, Terminal: func() bool { return true }}
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: wrong}); ExitCodeOf(err) != ExitRefused {
+		t.Errorf("a wrong answer: exit %d, %v", ExitCodeOf(err), err)
+	}
+	if err := k8sClient.Get(t.Context(), key, &v1alpha1.DRPlacementControl{}); err != nil {
+		t.Fatalf("an unconfirmed unprotect deleted the DRPlacementControl: %v", err)
+	}
+
+	out.Reset()
+	typed := &Confirmation{In: strings.NewReader("db\n"), Out: &out, Terminal: func() bool { return true }}
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: typed}); err != nil {
+		t.Fatalf("a confirmed unprotect failed: %v", err)
+	}
+	mustContain(t, out.String(), "Type db to confirm", "drplacementcontrol.drover.io/db deleted")
+	d := &v1alpha1.DRPlacementControl{}
+	if err := k8sClient.Get(t.Context(), key, d); err == nil && d.DeletionTimestamp == nil {
+		t.Fatal("the DRPlacementControl is still there and not deleting")
+	}
+	err = Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "web", Confirm: typed})
+	if ExitCodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "unprotect/web is not protected") {
+		t.Errorf("an application that is not protected: exit %d, %v", ExitCodeOf(err), err)
+	}
+}
+
+func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
+	e := newEnv(t, "clusters")
+	e.setReachable(t, e.west, false)
+	var out bytes.Buffer
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Now: clockAt}); err != nil {
+		t.Fatalf("cluster list failed: %v", err)
+	}
+	mustContain(t, out.String(), "NAME", "VALIDATED  REACHABLE  LOST  POLICIES")
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = strings.Join(f, " ")
+		}
+	}
+	if !strings.HasPrefix(lines[e.east], e.east+" Unknown True - clusters") || !strings.HasPrefix(lines[e.west], e.west+" Unknown False - clusters") {
+		t.Errorf("cluster list printed:\n%s", out.String())
+	}
+
+	out.Reset()
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "wide", Now: clockAt}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, out.String(), "S3 PROFILE", "s3-"+e.west, "Reachable: unreachable since 12:03:55: connection refused")
+
+	out.Reset()
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "name"}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, out.String(), "drcluster.drover.io/"+e.east+"\n", "drcluster.drover.io/"+e.west+"\n")
+
+	for _, format := range []string{"json", "yaml"} {
+		out.Reset()
+		if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: format}); err != nil {
+			t.Fatal(err)
+		}
+		raw := out.Bytes()
+		if format == "yaml" {
+			var err error
+			if raw, err = yaml.YAMLToJSON(raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var list struct {
+			APIVersion, Kind string
+			Items            []v1alpha1.DRCluster
+		}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			t.Fatalf("-o %s printed no list: %v", format, err)
+		}
+		if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) < 2 || list.Items[0].Kind != "DRCluster" {
+			t.Errorf("-o %s printed apiVersion %q kind %q, %d items", format, list.APIVersion, list.Kind, len(list.Items))
+		}
+	}
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "table"}); ExitCodeOf(err) != ExitUsage {
+		t.Errorf("an unknown format: exit %d, %v", ExitCodeOf(err), err)
+	}
+}
