@@ -46,7 +46,8 @@ func newStatusCommand() *cobra.Command {
 phase, current primary, PeerReady, Protected, the age of the last group sync and the RPO lag
 (time since the last sync / the policy's interval, STALE past twice the interval), and the
 current step. For one APP it also prints its conditions and each cluster's group.
-With -o json or -o yaml it prints the status objects.`,
+With -o json or -o yaml it prints the DRPlacementControls as Kubernetes objects (a List, or the
+object for one APP), as kubectl get does.`,
 		Example: `  drover status
   drover status -A
   drover status db -n app

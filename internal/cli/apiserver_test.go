@@ -53,11 +53,17 @@ web  FailingOver  status-list-east  False       False      35s ago    35s/10s ST
 	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Output: "json"}); err != nil {
 		t.Fatalf("status -o json failed: %v", err)
 	}
-	var list struct{ Items []statusEntry }
+	var list struct {
+		APIVersion, Kind string
+		Items            []v1alpha1.DRPlacementControl
+	}
 	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
 		t.Fatalf("-o json printed no list: %v\n%s", err, out.String())
 	}
-	if len(list.Items) != 3 || list.Items[0].Name != "db" || list.Items[2].Status.Phase != v1alpha1.PhaseFailingOver {
+	if list.APIVersion != "v1" || list.Kind != "List" {
+		t.Errorf("-o json printed apiVersion %q kind %q, want a v1 List", list.APIVersion, list.Kind)
+	}
+	if len(list.Items) != 3 || list.Items[0].Name != "db" || list.Items[0].Kind != "DRPlacementControl" || list.Items[2].Status.Phase != v1alpha1.PhaseFailingOver {
 		t.Errorf("-o json printed %+v, want db, new and web", list.Items)
 	}
 }
@@ -88,7 +94,7 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 		if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db", Output: format}); err != nil {
 			t.Fatalf("status -o %s failed: %v", format, err)
 		}
-		var got statusEntry
+		var got v1alpha1.DRPlacementControl
 		data := out.Bytes()
 		if format == "yaml" {
 			var err error
@@ -99,7 +105,7 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 		if err := json.Unmarshal(data, &got); err != nil {
 			t.Fatalf("-o %s printed no status entry: %v\n%s", format, err, out.String())
 		}
-		if got.Name != "db" || got.Namespace != e.ns || got.Status.Phase != v1alpha1.PhaseDeployed || got.Status.CurrentPrimary != e.east || len(got.Status.VRGs) != 2 {
+		if got.Kind != "DRPlacementControl" || got.APIVersion != "drover.io/v1alpha1" || got.Name != "db" || got.Namespace != e.ns || got.Status.Phase != v1alpha1.PhaseDeployed || got.Status.CurrentPrimary != e.east || len(got.Status.VRGs) != 2 {
 			t.Errorf("-o %s printed %+v, want db's status", format, got)
 		}
 	}

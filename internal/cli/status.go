@@ -53,15 +53,9 @@ func now(f func() time.Time) time.Time {
 	return f()
 }
 
-// statusEntry is one DRPlacementControl as -o json|yaml prints it.
-type statusEntry struct {
-	Namespace string                            `json:"namespace"`
-	Name      string                            `json:"name"`
-	Status    v1alpha1.DRPlacementControlStatus `json:"status"`
-}
-
 // Status prints the protected applications: a table of them, or for one APP the table, its
-// conditions and its groups; with Output json or yaml, their status objects.
+// conditions and its groups; with Output json or yaml, the DRPlacementControls as Kubernetes
+// objects (a List, or the object for one APP).
 func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -118,25 +112,29 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 	return nil
 }
 
+// printStatusObjects prints the DRPlacementControls as Kubernetes objects: one object for one
+// APP, else a List, as kubectl get -o json|yaml does.
 func printStatusObjects(w io.Writer, apps []*app, one bool, format string) error {
-	entries := make([]statusEntry, 0, len(apps))
+	items := make([]*v1alpha1.DRPlacementControl, 0, len(apps))
 	for _, a := range apps {
-		entries = append(entries, statusEntry{Namespace: a.drpc.Namespace, Name: a.drpc.Name, Status: a.drpc.Status})
+		d := a.drpc.DeepCopy()
+		d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
+		d.ManagedFields = nil
+		items = append(items, d)
 	}
-	var v any = map[string]any{"items": entries}
-	if one {
-		v = entries[0]
+	if !one {
+		return printList(w, items, format)
 	}
 	var out []byte
 	var err error
 	if format == "json" {
-		out, err = json.MarshalIndent(v, "", "  ")
+		out, err = json.MarshalIndent(items[0], "", "  ")
 		out = append(out, '\n')
 	} else {
-		out, err = yaml.Marshal(v)
+		out, err = yaml.Marshal(items[0])
 	}
 	if err != nil {
-		return fmt.Errorf("failed to encode the status as %s: %w", format, err)
+		return fmt.Errorf("failed to encode the DRPlacementControl as %s: %w", format, err)
 	}
 	_, err = w.Write(out)
 	return err
