@@ -1,0 +1,107 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// agentUser is the agent's ServiceAccount as the API server names it.
+const agentUser = "system:serviceaccount:drover-system:drover-agent"
+
+// TestTheAgentsIdentityIsBoundToWhatTheAgentDoes applies the agent's release manifests and acts
+// as the agent's ServiceAccount (impersonated: its RBAC and the admission policy see that user):
+// whatever its ClusterRole allows, the shipped ValidatingAdmissionPolicy drover-agent-identity
+// refuses a pod that is not a dry run, another webhook configuration, deleting a Secret drover
+// did not make and any write in a system namespace or in drover-system beyond its own objects,
+// and lets through what the agent does.
+func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	kubectlApply(t, g, build(g, "agent"))
+	cfg := rest.CopyConfig(adminConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
+	agent, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	const app = "agent-identity-app"
+	g.Expect(client.IgnoreAlreadyExists(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}}))).To(Succeed())
+	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "db-password"}, StringData: map[string]string{"password": "s3cret"}}
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "db-data-0-volsync-key",
+		Labels: map[string]string{"drover.io/vrg-name": "db", "drover.io/vrg-namespace": app}}}
+	for _, s := range []*corev1.Secret{users, key} {
+		g.Expect(cl.Create(ctx, s)).To(Succeed())
+	}
+
+	refused := []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"a pod in kube-system that is not a dry run", func() error {
+			return agent.Create(ctx, probePod("kube-system"))
+		}, "drover's agent creates pods only as a dry run"},
+		{"a pod in the application's namespace that is not a dry run", func() error {
+			return agent.Create(ctx, probePod(app))
+		}, "drover's agent creates pods only as a dry run"},
+		{"another webhook configuration", func() error {
+			return agent.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "intercept-everything"}})
+		}, "drover's agent writes only the ValidatingWebhookConfiguration drover-fence"},
+		{"deleting a Secret of the application", func() error {
+			return agent.Delete(ctx, users.DeepCopy())
+		}, "drover's agent deletes only the Secrets it made"},
+		{"a Role in drover-system", func() error {
+			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "escalate"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+		}, "drover's agent writes in drover-system only its Lease, its Events and its fence certificate"},
+		{"a ConfigMap in kube-system", func() error {
+			return agent.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-override"}})
+		}, "drover's agent writes nothing in a system namespace"},
+	}
+	for _, r := range refused {
+		// The API server compiles a new policy within a second or so.
+		g.Eventually(r.do).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).
+			Should(MatchError(ContainSubstring(r.want)), "%s was not refused", r.name)
+		t.Logf("%s: refused", r.name)
+	}
+
+	allowed := []struct {
+		name string
+		do   func() error
+	}{
+		{"the fence's dry-run probe", func() error { return agent.Create(ctx, probePod(app), client.DryRunAll) }},
+		{"deleting the VolSync key Secret it made", func() error { return agent.Delete(ctx, key.DeepCopy()) }},
+		{"a restored Role in the application's namespace", func() error {
+			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "reader"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}})
+		}},
+		{"the fence's own configuration", func() error {
+			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := agent.Get(ctx, client.ObjectKey{Name: "drover-fence"}, vwc); err != nil {
+				return err
+			}
+			before := vwc.DeepCopy()
+			vwc.Annotations = map[string]string{"test.drover.io/touched": "yes"}
+			return agent.Patch(ctx, vwc, client.MergeFrom(before))
+		}},
+	}
+	for _, a := range allowed {
+		g.Expect(a.do()).To(Succeed(), a.name)
+	}
+}
+
+// probePod is a pod mounting a PVC, as the fence's probe makes it.
+func probePod(ns string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "probe"}},
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+	}}
+}
