@@ -250,6 +250,8 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 	g.Expect(v1alpha1.AddToScheme(s)).To(Succeed())
 	asHub, err := client.New(cfg, client.Options{Scheme: s})
 	g.Expect(err).NotTo(HaveOccurred())
+	asHubCore, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
 	eastAdmin, err := testLab.Client(lab.East, clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(client.IgnoreAlreadyExists(eastAdmin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenancy-agent"}}))).To(Succeed())
@@ -262,7 +264,29 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 			PVCSelector: metav1.LabelSelector{}, S3Profiles: policy.Spec.S3Profiles,
 			SchedulingInterval: policy.Spec.SchedulingInterval, StorageClassBackends: policy.Spec.StorageClassBackends,
 		}}
-	g.Expect(asHub.Create(ctx, vrg)).To(Succeed(), "the hub's credential may write groups")
+	err = asHub.Create(ctx, vrg.DeepCopy())
+	g.Expect(err).To(MatchError(ContainSubstring("the hub never makes a VolumeReplicationGroup of a system namespace")),
+		"the admission policy join installs refuses the hub's credential such a group")
+	t.Logf("the hub's credential: %v", err)
+	for _, attack := range []struct {
+		name string
+		obj  client.Object
+		want string
+	}{
+		{"a ServiceAccount token for the agent", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "agent-token",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "drover-agent"}}, Type: corev1.SecretTypeServiceAccountToken},
+			"the hub writes only the Secrets drover copies"},
+		{"a Secret in kube-system, even labelled as a key", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-key",
+			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, "the hub writes only the Secrets drover copies"},
+		{"an unlabelled Secret in an application's namespace", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "planted"}},
+			"the hub writes only the Secrets drover copies"},
+	} {
+		err := asHubCore.Create(ctx, attack.obj)
+		g.Expect(err).To(MatchError(ContainSubstring(attack.want)), "%s was not refused", attack.name)
+		t.Logf("%s: %v", attack.name, err)
+	}
+	// The agent refuses such a group too, whoever wrote it (here east's administrator).
+	g.Expect(eastAdmin.Create(ctx, vrg)).To(Succeed())
 	defer func() {
 		g.Expect(eastAdmin.Delete(ctx, vrg)).To(Succeed())
 		g.Eventually(func() bool { return apierrors.IsNotFound(eastAdmin.Get(ctx, client.ObjectKeyFromObject(vrg), vrg)) }).Should(BeTrue())

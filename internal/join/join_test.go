@@ -65,7 +65,8 @@ func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
 		t.Errorf("on the hub join labelled %v, want %v", got, wantHub)
 	}
 	wantEast := []string{"ClusterRole /drover-hub-on-managed-cluster", "ClusterRoleBinding /drover-hub-on-managed-cluster",
-		"Secret drover-system/drover-hub-token", "Secret drover-system/store-east", "ServiceAccount drover-system/drover-hub"}
+		"Secret drover-system/drover-hub-token", "Secret drover-system/store-east", "ServiceAccount drover-system/drover-hub",
+		"ValidatingAdmissionPolicy /drover-hub-on-managed-cluster", "ValidatingAdmissionPolicyBinding /drover-hub-on-managed-cluster"}
 	if got := slices.Sorted(maps.Keys(eastBefore)); !slices.Equal(got, wantEast) {
 		t.Errorf("on east join labelled %v, want %v", got, wantEast)
 	}

@@ -96,6 +96,8 @@ var labelledKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ServiceAccount"},
 	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRole"},
 	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
 	v1alpha1.GroupVersion.WithKind("DRCluster"),
 }
 

@@ -56,6 +56,8 @@ var (
 	configMapGVK          = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
 	clusterRoleGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	policyGVK             = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}
+	policyBindingGVK      = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}
 )
 
 // Unjoin removes what Join created for o.Name: on the hub the DRCluster and its Secrets, on the
@@ -167,7 +169,7 @@ func deleteManagedSide(ctx context.Context, o UnjoinOptions, managed *target) er
 	for _, k := range []struct {
 		gvk schema.GroupVersionKind
 		ns  string
-	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}, {configMapGVK, o.Namespace}} {
+	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {policyBindingGVK, ""}, {policyGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}, {configMapGVK, o.Namespace}} {
 		if err := deleteLabelled(ctx, o, managed, k.gvk, k.ns); err != nil {
 			return err
 		}

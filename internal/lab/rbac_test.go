@@ -139,13 +139,13 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 
 	// Allowed: copy a VolSync key Secret (create, get, patch).
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0-volsync-key"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0-volsync-key", Labels: map[string]string{"drover.io/vrg-name": "db"}},
 		StringData: map[string]string{"psk.txt": "volsync:0123456789abcdef"},
 	}
 	g.Expect(hub.Create(ctx, secret)).To(Succeed())
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 	secretPatch := client.MergeFrom(secret.DeepCopy())
-	secret.Labels = map[string]string{"copied-by": "drover-hub"}
+	secret.Labels = map[string]string{"drover.io/vrg-name": "db", "copied-by": "drover-hub"}
 	g.Expect(hub.Patch(ctx, secret, secretPatch)).To(Succeed())
 
 	// Forbidden: everything the agent owns, and what would destroy data.
