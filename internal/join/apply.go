@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -50,11 +51,23 @@ func (r *run) apply(ctx context.Context, t *target, obj *unstructured.Unstructur
 	switch {
 	case created:
 		verb = "created"
-	case applied.GetResourceVersion() != before.GetResourceVersion():
+	case changed(before, applied):
 		verb = "configured"
 	}
 	fmt.Fprintf(r.out, "%s: %s %s\n", t.role, describe(obj), verb)
 	return nil
+}
+
+// changed tells whether applying wrote obj's spec or metadata. An object with a generation (a
+// ValidatingAdmissionPolicy) has a status its controller writes at any time, which changes the
+// resourceVersion without the apply changing anything: its generation and labels say more.
+func changed(before, after *unstructured.Unstructured) bool {
+	if before.GetGeneration() == 0 {
+		return after.GetResourceVersion() != before.GetResourceVersion()
+	}
+	return after.GetGeneration() != before.GetGeneration() ||
+		!maps.Equal(after.GetLabels(), before.GetLabels()) ||
+		!maps.Equal(after.GetAnnotations(), before.GetAnnotations())
 }
 
 // undo deletes, newest first, what the run created, and returns cause with what it did.
