@@ -188,7 +188,7 @@ var releaseTrees = []tree{
 		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}},
 	{dir: "agent", deployment: "drover-agent", kinds: []string{"Namespace", "CustomResourceDefinition", "ServiceAccount",
-		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "Secret", "ValidatingWebhookConfiguration"}},
+		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "Secret", "ValidatingWebhookConfiguration", "PodDisruptionBudget"}},
 }
 
 func TestReleaseManifestsInstallWithServerSideApplyAndASecondApplyChangesNothing(t *testing.T) {
@@ -233,6 +233,31 @@ func TestReleasePodsPassPodSecurityRestricted(t *testing.T) {
 		err := cl.Create(ctx, privileged, client.DryRunAll)
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(err.Error()).To(ContainSubstring("violates PodSecurity"))
+	}
+}
+
+// TestTheAgentRunsTwoReplicasThatADrainLeavesOneOf keeps the fence answering through a node
+// drain: two replicas (each serves the fence) and a PodDisruptionBudget that keeps one.
+func TestTheAgentRunsTwoReplicasThatADrainLeavesOneOf(t *testing.T) {
+	for _, dir := range []string{"agent", "agent/cert-manager"} {
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			objs := objects(g, build(g, dir))
+			ds := deployments(g, objs)
+			g.Expect(ds).To(HaveLen(1))
+			g.Expect(ds[0].Spec.Replicas).To(Equal(ptr.To[int32](2)))
+			var pdbs []*unstructured.Unstructured
+			for _, o := range objs {
+				if o.GetKind() == "PodDisruptionBudget" {
+					pdbs = append(pdbs, o)
+				}
+			}
+			g.Expect(pdbs).To(HaveLen(1))
+			minAvailable, _, _ := unstructured.NestedFieldNoCopy(pdbs[0].Object, "spec", "minAvailable")
+			g.Expect(minAvailable).To(BeNumerically("==", 1))
+			selector, _, _ := unstructured.NestedStringMap(pdbs[0].Object, "spec", "selector", "matchLabels")
+			g.Expect(selector).To(Equal(ds[0].Spec.Selector.MatchLabels))
+		})
 	}
 }
 
