@@ -296,7 +296,7 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 
 // tuneDeployment adds to the args of the hub's Deployment Options.HubProbeInterval,
 // HubUnreachableAfter and HubArgs, and to the agent's Options.AgentArgs, as an overlay would, so
-// tests can shorten the hub's probes and a benchmark can try other flags.
+// tests can shorten the hub's probes and a benchmark can try other flags; it runs one agent replica.
 func (c *Cluster) tuneDeployment(u *unstructured.Unstructured) error {
 	if u.GetKind() != "Deployment" {
 		return nil
@@ -314,6 +314,12 @@ func (c *Cluster) tuneDeployment(u *unstructured.Unstructured) error {
 			extra = append(extra, a)
 		}
 	case AgentDeployment:
+		// One agent pod per lab cluster: the lab kubelet pins one pod IP for the agent, and the
+		// fence's ExternalName Service points at it, so a second replica would have no address.
+		// The release manifests' two replicas are checked in config's tests.
+		if err := unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas"); err != nil {
+			return fmt.Errorf("failed to set the replicas of the release manifest's Deployment %s: %w", u.GetName(), err)
+		}
 		for _, a := range c.lab.opts.AgentArgs {
 			extra = append(extra, a)
 		}
