@@ -3,6 +3,7 @@ package join_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,10 +115,20 @@ func labelled(t *testing.T, cluster, name string) map[string]string {
 			t.Fatalf("failed to list %ss on %s: %v", gvk.Kind, cluster, err)
 		}
 		for _, o := range list.Items {
-			out[gvk.Kind+" "+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+			out[gvk.Kind+" "+o.GetNamespace()+"/"+o.GetName()] = version(&o)
 		}
 	}
 	return out
+}
+
+// version says which version of obj a test saw. An object with a generation (a
+// ValidatingAdmissionPolicy) has a status its controller writes at any time, which moves its
+// resourceVersion although nobody changed it: its generation, labels and annotations say more.
+func version(obj *unstructured.Unstructured) string {
+	if obj.GetGeneration() == 0 {
+		return obj.GetResourceVersion()
+	}
+	return fmt.Sprintf("generation %d, labels %v, annotations %v", obj.GetGeneration(), obj.GetLabels(), obj.GetAnnotations())
 }
 
 func mustContain(t *testing.T, got string, want ...string) {
