@@ -52,15 +52,15 @@ func TestRowOf(t *testing.T) {
 		want statusRow
 	}{
 		{"a deployed, protected application", deployed,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-"}},
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
 		{"during a failover the primary's group tells the last sync", failing,
-			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-"}},
+			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
 		{"an application the hub never reported", never,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-"}},
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
 		{"an application the hub does not act on says why", invalid,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound"}},
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
 		{"an action the hub refuses says why", refused,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady"}},
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
