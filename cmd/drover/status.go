@@ -16,8 +16,8 @@ const kubectlPluginName = "kubectl-drover"
 // addCLICommands adds the verbs for people (status, failover, relocate, plan) to the root and,
 // when the binary runs as a kubectl plugin, makes help say `kubectl drover`.
 func addCLICommands(root *cobra.Command) {
-	root.AddCommand(newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand(),
-		newProtectCommand(), newUnprotectCommand())
+	root.AddCommand(inGroup(groupApps, newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand(),
+		newProtectCommand(), newUnprotectCommand())...)
 	adaptToPluginName(root, os.Args[0])
 }
 
