@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,41 @@ func (c *Connection) AddHubFlags(fs *pflag.FlagSet) {
 	clientcmd.BindClusterFlags(&c.Overrides.ClusterInfo, fs, names.ClusterOverrideFlags)
 	names.ContextOverrideFlags.AuthInfoName.BindStringFlag(fs, &c.Overrides.Context.AuthInfo)
 	names.Timeout.BindStringFlag(fs, &c.Overrides.Timeout)
+}
+
+// AddHubFlagsWithout registers AddHubFlags' flags but those named, for a verb where a name
+// means something else.
+func (c *Connection) AddHubFlagsWithout(fs *pflag.FlagSet, names ...string) {
+	all := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.AddHubFlags(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		if !slices.Contains(names, f.Name) {
+			fs.AddFlag(f)
+		}
+	})
+}
+
+// Describe says where the connection comes from, for messages: the kubeconfig, its context and
+// user, and the server when --server overrides it.
+func (c *Connection) Describe() string {
+	cc := c.clientConfig()
+	path := c.Kubeconfig
+	if path == "" {
+		path = "$KUBECONFIG or ~/.kube/config"
+	}
+	out := "kubeconfig " + path
+	if raw, err := cc.RawConfig(); err == nil {
+		name := orDefault(c.Context, raw.CurrentContext)
+		user := orDefault(c.Overrides.Context.AuthInfo, "")
+		if ctx, ok := raw.Contexts[name]; ok && user == "" {
+			user = ctx.AuthInfo
+		}
+		out += fmt.Sprintf(" (context %q, user %q)", name, user)
+	}
+	if s := c.Overrides.ClusterInfo.Server; s != "" {
+		out += ", server " + s
+	}
+	return out
 }
 
 func (c *Connection) clientConfig() clientcmd.ClientConfig {
