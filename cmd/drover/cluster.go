@@ -212,6 +212,7 @@ to confirm; -y/--yes skips the question, and is required when stdin is not a ter
 	s.add(cmd, "check both clusters and print what unjoin would delete (the API servers' dry run), without changing anything",
 		"do not ask for confirmation (required when stdin is not a terminal)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "unjoin even while DRPolicies pair the cluster, or a DRCluster join did not create")
+	cmd.ValidArgsFunction = completeFirstArg(&f.hub, cli.KindCluster)
 	return cmd
 }
 

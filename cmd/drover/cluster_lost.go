@@ -42,5 +42,6 @@ without --yes. --undo removes the declaration, once the cluster is back and clea
 	fs.StringVar(&o.Reason, "reason", "", "why the cluster is lost, for the record (required to declare it)")
 	fs.BoolVar(&o.Undo, "undo", false, "remove the declaration instead")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "confirm: without it, only print what would happen (and exit 0)")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindCluster)
 	return cmd
 }

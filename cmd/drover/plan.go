@@ -45,6 +45,13 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
 	_ = cmd.MarkFlagRequired("to")
 	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the plan as a Plan object (with --all a List of them) (default: text)")
 	m.add(cmd, false)
+	completeFlags(cmd, conn, []string{"to", "from"})
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return []string{"failover", "relocate"}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeFirstArg(conn, cli.KindApp)(cmd, args[1:], toComplete)
+	}
 	return cmd
 }
 

@@ -48,6 +48,7 @@ printed (-o yaml), and nothing is created.`,
 	f.StringVar(&o.Placement, "placement", "", "protect in placement mode: the Placement a GitOps tool follows, in the same namespace")
 	f.BoolVar(&o.DryRun, "dry-run", false, "have the API server validate the DRPlacementControl and create nothing")
 	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE (default: a line)")
+	completeFlags(cmd, conn, []string{"cluster"}, "policy")
 	return cmd
 }
 
@@ -77,6 +78,7 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
 	conn.AddFlags(cmd.Flags())
 	s.add(cmd, "say what would be removed and change nothing", "do not ask for confirmation (required when stdin is not a terminal)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: name (default: a line)")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }
 

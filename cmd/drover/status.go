@@ -81,6 +81,7 @@ DRPlacementControl changes, until interrupted.`,
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the DRPlacementControls of every namespace")
 	outputFlag(cmd, &o.Output, "wide, name, json, yaml or jsonpath=TEMPLATE (default: a table)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print each change of a DRPlacementControl until interrupted")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }
 

@@ -54,7 +54,7 @@ func Version(conn *Connection, w io.Writer, o VersionOptions) error {
 		return err
 	}
 	r := VersionReport{APIVersion: CLIGroupVersion, Kind: "Version",
-		Client: BuildInfo{Version: version.Version, Commit: version.Commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH},
+		Client:     BuildInfo{Version: version.Version, Commit: version.Commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH},
 		HubCluster: "not asked (--client)", Hub: notPublished, Agents: notPublished}
 	if !o.ClientOnly {
 		r.HubCluster = hubClusterVersion(conn)
