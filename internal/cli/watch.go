@@ -103,6 +103,9 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 	}
 	defer wi.Stop()
 	for ev := range wi.ResultChan() {
+		if ctx.Err() != nil {
+			return rv, nil
+		}
 		if ev.Type == watch.Error {
 			err := apierrors.FromObject(ev.Object)
 			return rv, fmt.Errorf("the watch of the DRPlacementControls ended: %w; run the command again", err)
