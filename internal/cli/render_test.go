@@ -255,7 +255,8 @@ func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"an unknown output", (&StatusOptions{Output: "wide"}).Validate(), `unknown output format "wide": use -o json, -o yaml, or leave -o out for a table`},
+		{"an unknown output", (&StatusOptions{Output: "table"}).Validate(), `unknown output format "table": use wide, name, json, yaml or jsonpath=TEMPLATE, or leave -o out for a table`},
+		{"a JSONPath that does not parse", (&PlanOptions{Output: "jsonpath={.items[", Action: v1alpha1.ActionFailover, App: "db", To: "west"}).Validate(), `-o jsonpath: the template "{.items[" does not parse: unterminated array`},
 		{"APP with -A", (&StatusOptions{App: "db", AllNamespaces: true}).Validate(), "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
 		{"no --to", (&ActionOptions{Action: v1alpha1.ActionFailover, App: "db"}).Validate(), "name the cluster to move the application to with --to"},
 		{"an unknown action", (&PlanOptions{Action: "Evacuate", App: "db", To: "west"}).Validate(), `unknown action "Evacuate": use failover or relocate`},
