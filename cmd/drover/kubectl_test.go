@@ -180,6 +180,12 @@ func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	if len(usages) != 1 {
 		t.Errorf("-n means %d things: %v", len(usages), usages)
 	}
+	// The help lists the verb's own flags first, the connection flags apart.
+	code, help, _ := droverIO(t, "status", "--help")
+	own, connection, found := strings.Cut(help, "\nConnection flags, as kubectl's")
+	if code != cli.ExitOK || !found || strings.Contains(own, "--token") || !strings.Contains(own, "--watch") || !strings.Contains(connection, "--token") {
+		t.Errorf("status --help does not list the connection flags apart:\n%s", help)
+	}
 }
 
 // TestEveryOutputFormatParsesBack prints each -o form of each verb that reports and reads it

@@ -31,6 +31,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 	root.SetHelpCommandGroupID(groupClusters)
 	root.SetCompletionCommandGroupID(groupClusters)
 	addCLICommands(root)
+	separateConnectionFlags(root)
 	return root
 }
 
