@@ -57,7 +57,7 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	apps, err := loadStatusApps(ctx, c, &o)
+	apps, _, err := loadStatusApps(ctx, c, &o)
 	if err != nil {
 		return err
 	}
@@ -96,14 +96,15 @@ func printStatus(w io.Writer, apps []*app, o StatusOptions, t time.Time) error {
 }
 
 // loadStatusApps reads the DRPlacementControl APP, or those of the namespace (every namespace
-// with AllNamespaces) sorted by namespace and name, each with its policy.
-func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*app, error) {
+// with AllNamespaces) sorted by namespace and name, each with its policy; and the resource
+// version of the read, from which a watch misses no change.
+func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*app, string, error) {
 	if o.App != "" {
 		a, err := loadApp(ctx, c, o.Namespace, o.App)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return []*app{a}, nil
+		return []*app{a}, a.drpc.ResourceVersion, nil
 	}
 	list := &v1alpha1.DRPlacementControlList{}
 	opts := []client.ListOption{}
@@ -111,7 +112,7 @@ func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*
 		opts = append(opts, client.InNamespace(o.Namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, readError("DRPlacementControls", err)
+		return nil, "", readError("DRPlacementControls", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := list.Items[i], list.Items[j]
@@ -122,11 +123,11 @@ func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*
 	for i := range list.Items {
 		a := &app{drpc: &list.Items[i]}
 		if err := a.loadPolicy(ctx, c, policies); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		apps = append(apps, a)
 	}
-	return apps, nil
+	return apps, list.ResourceVersion, nil
 }
 
 // printStatusObjects prints the DRPlacementControls as Kubernetes objects: one object for one

@@ -22,7 +22,7 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	apps, rv, err := loadStatusAppsAt(ctx, c, &o)
+	apps, rv, err := loadStatusApps(ctx, c, &o)
 	if err != nil {
 		return err
 	}
@@ -47,33 +47,6 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 		}
 	}
 }
-
-// loadStatusAppsAt is loadStatusApps with the resource version to watch from.
-func loadStatusAppsAt(ctx context.Context, c client.Reader, o *StatusOptions) ([]*app, string, error) {
-	if o.App != "" {
-		apps, err := loadStatusApps(ctx, c, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return apps, apps[0].drpc.ResourceVersion, nil
-	}
-	apps, err := loadStatusApps(ctx, c, o)
-	if err != nil {
-		return nil, "", err
-	}
-	// The newest resource version of the objects read: a watch from there misses no change
-	// after them; one made between the read and the watch is delivered again, harmlessly.
-	rv := ""
-	for _, a := range apps {
-		if newer(a.drpc.ResourceVersion, rv) {
-			rv = a.drpc.ResourceVersion
-		}
-	}
-	return apps, rv, nil
-}
-
-// newer compares two resource versions as the numbers etcd gives them.
-func newer(a, b string) bool { return len(a) > len(b) || len(a) == len(b) && a > b }
 
 // watchPrinter prints what a watch delivers in the status's format.
 type watchPrinter struct {
