@@ -135,6 +135,10 @@ func TestConnectionFlagsAsKubectl(t *testing.T) {
 		{"version says an unreachable hub, and succeeds", []string{"version", "--server", "https://" + silent, "--insecure-skip-tls-verify", "--request-timeout", "1s"},
 			cli.ExitOK, "hub cluster: not reachable at https://" + silent},
 		{"version names the hub cluster's Kubernetes", append([]string{"version"}, admin...), cli.ExitOK, "hub cluster: Kubernetes v"},
+		{"unjoin takes the hub's --kubeconfig", []string{"cluster", "unjoin", "north", "--dry-run", "--kubeconfig", h.kubeconfig, "--drover-namespace", "drover-system"},
+			cli.ExitOK, "DRCluster north would be deleted (dry run)"},
+		{"unjoin's old --hub-kubeconfig and -n still work, deprecated", []string{"cluster", "unjoin", "north", "--dry-run", "--hub-kubeconfig", h.kubeconfig, "-n", "drover-system"},
+			cli.ExitOK, "Flag --hub-kubeconfig has been deprecated, use --kubeconfig, as on every verb"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
