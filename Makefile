@@ -105,6 +105,10 @@ generate: ## Regenerate deepcopy code and CRD YAML with the pinned controller-ge
 	@hack/build-tools.sh codegen
 	hack/generate.sh
 
+.PHONY: cli-docs
+cli-docs: ## Regenerate docs/cli.md's command reference from the commands
+	$(GO) test -count=1 -run 'TestCLIDocIsCurrent' ./cmd/drover/ -args -update-cli-doc
+
 .PHONY: verify
 verify: generate ## Regenerate and fail when generated files or formatting differ from what is committed
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

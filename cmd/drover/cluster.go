@@ -26,24 +26,38 @@ func newClusterCommand() *cobra.Command {
 	return cmd
 }
 
-// clusterFlags are the flags join and unjoin share.
+// clusterFlags are the flags join and unjoin share: the hub's connection as on every verb
+// (kubectl's flags but --server, which names the managed cluster's address on join), the
+// managed cluster's kubeconfig, and the namespace of drover's own objects.
 type clusterFlags struct {
-	hubKubeconfig, hubContext         string
+	hub                               cli.Connection
 	clusterKubeconfig, clusterContext string
+	namespace                         string
 }
 
-func (f *clusterFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else ~/.kube/config)")
-	cmd.Flags().StringVar(&f.hubContext, "hub-context", "", "kubeconfig context of the hub cluster (default: the current context)")
-	cmd.Flags().StringVar(&f.clusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the managed cluster, with a cluster-admin user")
-	cmd.Flags().StringVar(&f.clusterContext, "cluster-context", "", "kubeconfig context of the managed cluster (default: its current context)")
+func (f *clusterFlags) add(cmd *cobra.Command, namespaceHelp string) {
+	fs := cmd.Flags()
+	f.hub.AddHubFlagsWithout(fs, "server")
+	// The names before the hub's flags were kubectl's, kept so that scripts go on working.
+	fs.StringVar(&f.hub.Kubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub cluster")
+	fs.StringVar(&f.hub.Context, "hub-context", "", "kubeconfig context of the hub cluster")
+	_ = fs.MarkDeprecated("hub-kubeconfig", "use --kubeconfig, as on every verb")
+	_ = fs.MarkDeprecated("hub-context", "use --context, as on every verb")
+	fs.StringVar(&f.clusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the managed cluster, with a cluster-admin user")
+	fs.StringVar(&f.clusterContext, "cluster-context", "", "kubeconfig context of the managed cluster (default: its current context)")
+	fs.StringVar(&f.namespace, "drover-namespace", join.DefaultNamespace, namespaceHelp)
+	// -n names the applications' namespace on every other verb; here it was drover's own.
+	fs.StringVarP(&f.namespace, "namespace", "n", join.DefaultNamespace, namespaceHelp)
+	_ = fs.MarkDeprecated("namespace", "use --drover-namespace: -n names the applications' namespace on the other verbs")
 }
 
 // load reads the kubeconfigs; the managed cluster's only when given.
 func (f *clusterFlags) load() (hub, managed join.Cluster, err error) {
-	if hub, err = join.LoadKubeconfig(f.hubKubeconfig, f.hubContext); err != nil {
+	cfg, _, err := f.hub.Resolve()
+	if err != nil {
 		return hub, managed, err
 	}
+	hub = join.Cluster{Config: cfg, Source: f.hub.Describe()}
 	if f.clusterKubeconfig == "" {
 		return hub, managed, nil
 	}
@@ -54,7 +68,7 @@ func (f *clusterFlags) load() (hub, managed join.Cluster, err error) {
 func newClusterJoinCommand() *cobra.Command {
 	f := &clusterFlags{}
 	o := join.Options{}
-	var credentialsFile, secretKeyFile, secretKeyOnArgv string
+	var credentialsFile, secretKeyFile, secretKeyOnArgv, deprecatedServer string
 	cmd := &cobra.Command{
 		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET",
 		Short: "Register a managed cluster with the hub as the DRCluster NAME, with a least-privilege identity",
@@ -83,6 +97,10 @@ never taken from the command line, where the process list and the shell history 
 			if o.Hub, o.Managed, err = f.load(); err != nil {
 				return err
 			}
+			if o.Server == "" {
+				o.Server = deprecatedServer
+			}
+			o.Namespace = f.namespace
 			if err := s3Credentials(&o, credentialsFile); err != nil {
 				return err
 			}
@@ -90,12 +108,13 @@ never taken from the command line, where the process list and the shell history 
 			return join.Join(cmd.Context(), o)
 		},
 	}
-	f.add(cmd)
+	f.add(cmd, "namespace of what join creates, on both clusters")
 	_ = cmd.MarkFlagRequired("cluster-kubeconfig")
 	fs := cmd.Flags()
-	fs.StringVar(&o.Server, "server", "", "the managed cluster's API address as the hub reaches it (default: the server of --cluster-kubeconfig)")
+	fs.StringVar(&o.Server, "cluster-server", "", "the managed cluster's API address as the hub reaches it (default: the server of --cluster-kubeconfig)")
+	fs.StringVar(&deprecatedServer, "server", "", "the managed cluster's API address as the hub reaches it")
+	_ = fs.MarkDeprecated("server", "use --cluster-server: --server names the hub's API server on the other verbs")
 	fs.StringVar(&o.Region, "region", "", "the cluster's failure domain, DRCluster spec.region (default: NAME)")
-	fs.StringVarP(&o.Namespace, "namespace", "n", join.DefaultNamespace, "namespace of what join creates, on both clusters")
 	fs.StringVar(&o.S3.Name, "s3-profile", "", "name of the cluster's S3 profile and of its credentials Secret (default: s3-NAME)")
 	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "URL of the cluster's S3 store, such as https://s3.example.com:9000")
 	fs.BoolVar(&o.S3.Insecure, "s3-insecure", false, "accept an http:// --s3-endpoint (requests and stored objects in clear): only for a store on a trusted network")
@@ -185,15 +204,15 @@ to confirm; -y/--yes skips the question, and is required when stdin is not a ter
 			if o.Hub, o.Managed, err = f.load(); err != nil {
 				return err
 			}
-			o.Out = cmd.OutOrStdout()
+			o.Out, o.Namespace = cmd.OutOrStdout(), f.namespace
 			return unjoinErr(runUnjoin(cmd, o, s))
 		},
 	}
-	f.add(cmd)
+	f.add(cmd, "namespace where join created its objects, on both clusters")
 	s.add(cmd, "check both clusters and print what unjoin would delete (the API servers' dry run), without changing anything",
 		"do not ask for confirmation (required when stdin is not a terminal)")
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", join.DefaultNamespace, "namespace where join created its objects, on both clusters")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "unjoin even while DRPolicies pair the cluster, or a DRCluster join did not create")
+	cmd.ValidArgsFunction = completeFirstArg(&f.hub, cli.KindCluster)
 	return cmd
 }
 

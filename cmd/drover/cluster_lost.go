@@ -37,11 +37,11 @@ without --yes. --undo removes the declaration, once the cluster is back and clea
 			return cli.DeclareLost(cmd.Context(), c, cmd.OutOrStdout(), o)
 		},
 	}
+	conn.AddHubFlags(cmd.Flags())
 	fs := cmd.Flags()
-	fs.StringVar(&conn.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else ~/.kube/config)")
-	fs.StringVar(&conn.Context, "context", "", "kubeconfig context of the hub cluster (default: the current context)")
 	fs.StringVar(&o.Reason, "reason", "", "why the cluster is lost, for the record (required to declare it)")
 	fs.BoolVar(&o.Undo, "undo", false, "remove the declaration instead")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "confirm: without it, only print what would happen (and exit 0)")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindCluster)
 	return cmd
 }

@@ -50,5 +50,7 @@ complete. Before it patches anything it asks to type the --from cluster's name o
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
 	s.add(cmd, actionDryRunHelp, actionYesHelp)
+	completeFlags(cmd, conn, []string{"to", "from"})
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }

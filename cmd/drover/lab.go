@@ -170,7 +170,7 @@ func printStatus(cmd *cobra.Command, l *lab.Lab, verbose bool) error {
 	return argocd.PrintStatus(cmd.OutOrStdout(), as)
 }
 
-const auditFlagUsage = "give every API server an audit log, for `drover lab audit` (from a fresh lab: a running one is not restarted)"
+const auditFlagUsage = "give every API server an audit log, for \"drover lab audit\" (from a fresh lab: a running one is not restarted)"
 
 func newLabUpCommand(f *labFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -204,7 +204,7 @@ DIR besides; the lab keeps serving them at every start until "drover lab down".`
 		},
 	}
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
-	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by `make tools-monitoring`) that scrapes drover's hub and agents and evaluates drover's alert rules")
+	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by \"make tools-monitoring\") that scrapes drover's hub and agents and evaluates drover's alert rules")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
 	cmd.Flags().StringVar(&f.upstreamCRDs, "upstream-crds", "", "serve the upstream CRDs in this directory verbatim instead of the lab's (default from $"+crds.UpstreamEnv+")")
 	cmd.Flags().BoolVar(&f.multiClusterNetwork, "multicluster-network", false, "join the managed clusters in a multi-cluster network, as a Multi-Cluster Services implementation would: ServiceExports are exported and clusterset addresses resolve (recorded: later starts keep it)")

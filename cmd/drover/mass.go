@@ -48,7 +48,7 @@ func (m *massFlags) args(cmd *cobra.Command, args []string, want int) error {
 // runMassAction is the RunE of failover --all and relocate --all.
 func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a cli.ActionOptions) error {
 	o := m.o
-	o.Action, o.To, o.Wait, o.Timeout = a.Action, a.To, a.Wait, a.Timeout
+	o.Action, o.To, o.Wait, o.Timeout, o.Output, o.Log = a.Action, a.To, a.Wait, a.Timeout, a.Output, cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil {
 		return err
 	}

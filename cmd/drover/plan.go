@@ -23,7 +23,8 @@ With --all it prints a row per application that failover --all or relocate --all
 select: where it runs, whether it can start, is refused (and why) or has nothing to do.`,
 		Example: `  drover plan relocate db -n app --to east
   drover plan failover db -n app --to west
-  drover plan failover --all -A --from east --to west`,
+  drover plan failover --all -A --from east --to west
+  drover plan failover --all -A --from east --to west -o jsonpath='{.items[?(@.verdict=="refused")].metadata.name}'`,
 		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 2) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			action, ok := actionOf(args[0])
@@ -32,6 +33,7 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
 			}
 			o.Action = action
 			if m.all {
+				m.o.Output = o.Output
 				return runMassPlan(cmd, conn, m, o.Action, o.To)
 			}
 			o.App = args[1]
@@ -41,7 +43,15 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
 	conn.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
 	_ = cmd.MarkFlagRequired("to")
+	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the plan as a Plan object (with --all a List of them) (default: text)")
 	m.add(cmd, false)
+	completeFlags(cmd, conn, []string{"to", "from"})
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return []string{"failover", "relocate"}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeFirstArg(conn, cli.KindApp)(cmd, args[1:], toComplete)
+	}
 	return cmd
 }
 

@@ -47,7 +47,8 @@ printed (-o yaml), and nothing is created.`,
 	f.StringSliceVar(&o.ProtectedNamespaces, "protected-namespace", nil, "a namespace to protect (repeatable; default: the DRPlacementControl's own; others only from an admin namespace)")
 	f.StringVar(&o.Placement, "placement", "", "protect in placement mode: the Placement a GitOps tool follows, in the same namespace")
 	f.BoolVar(&o.DryRun, "dry-run", false, "have the API server validate the DRPlacementControl and create nothing")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: name, yaml or json (default: a line)")
+	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE (default: a line)")
+	completeFlags(cmd, conn, []string{"cluster"}, "policy")
 	return cmd
 }
 
@@ -77,6 +78,7 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
 	conn.AddFlags(cmd.Flags())
 	s.add(cmd, "say what would be removed and change nothing", "do not ask for confirmation (required when stdin is not a terminal)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: name (default: a line)")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }
 
@@ -88,7 +90,8 @@ func newClusterListCommand() *cobra.Command {
 		Short: "List the hub's DRClusters: validated, reachable, declared lost, their policies",
 		Example: `  drover cluster list
   drover cluster list -o wide
-  drover cluster list -o yaml`,
+  drover cluster list -o yaml
+  drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := conn.Client()
@@ -99,6 +102,6 @@ func newClusterListCommand() *cobra.Command {
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: wide, name, json or yaml (default: a table)")
+	outputFlag(cmd, &o.Output, "wide, name, json, yaml or jsonpath=TEMPLATE (default: a table)")
 	return cmd
 }

@@ -44,5 +44,7 @@ terminal, and requires -y/--yes without one.
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
 	s.add(cmd, actionDryRunHelp, actionYesHelp)
+	completeFlags(cmd, conn, []string{"to", "from"})
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }

@@ -4,6 +4,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The groups of the top-level help: a person's verbs first, drover's own processes and the lab
+// apart.
+const (
+	groupApps       = "apps"
+	groupClusters   = "clusters"
+	groupComponents = "components"
+)
+
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "drover",
@@ -13,9 +21,24 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())
-	root.AddCommand(newVersionCommand())
-	root.AddCommand(newClusterCommand())
+	root.AddGroup(
+		&cobra.Group{ID: groupApps, Title: "Protecting and moving applications:"},
+		&cobra.Group{ID: groupClusters, Title: "Clusters and the CLI:"},
+		&cobra.Group{ID: groupComponents, Title: "drover's processes and its lab (not for day-to-day use):"},
+	)
+	root.AddCommand(inGroup(groupComponents, newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())...)
+	root.AddCommand(inGroup(groupClusters, newVersionCommand(), newClusterCommand())...)
+	root.SetHelpCommandGroupID(groupClusters)
+	root.SetCompletionCommandGroupID(groupClusters)
 	addCLICommands(root)
+	separateConnectionFlags(root)
 	return root
+}
+
+// inGroup puts the commands in the help group id and returns them.
+func inGroup(id string, cmds ...*cobra.Command) []*cobra.Command {
+	for _, c := range cmds {
+		c.GroupID = id
+	}
+	return cmds
 }

@@ -39,9 +39,10 @@ const (
 func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *massFlags, s *safetyFlags, o cli.ActionOptions) error {
 	switch {
 	case s.dryRun && m.all:
+		m.o.Output = o.Output
 		return runMassPlan(cmd, conn, m, o.Action, o.To)
 	case s.dryRun:
-		return runPlan(cmd, conn, cli.PlanOptions{App: args[0], Action: o.Action, To: o.To})
+		return runPlan(cmd, conn, cli.PlanOptions{App: args[0], Action: o.Action, To: o.To, Output: o.Output})
 	case m.all:
 		m.o.Confirm = s.confirmation(cmd)
 		return runMassAction(cmd, conn, m, o)

@@ -85,11 +85,7 @@ func (h *safetyHub) drover(t *testing.T, stdin string, terminal bool, args ...st
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetIn(strings.NewReader(stdin))
-	kubeconfigFlag := "--kubeconfig"
-	if len(args) > 1 && args[0] == "cluster" && args[1] == "unjoin" {
-		kubeconfigFlag = "--hub-kubeconfig"
-	}
-	code := run(t.Context(), root, append(args, kubeconfigFlag, h.kubeconfig), &out)
+	code := run(t.Context(), root, append(args, "--kubeconfig", h.kubeconfig), &out)
 	return code, out.String()
 }
 

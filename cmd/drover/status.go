@@ -16,8 +16,8 @@ const kubectlPluginName = "kubectl-drover"
 // addCLICommands adds the verbs for people (status, failover, relocate, plan) to the root and,
 // when the binary runs as a kubectl plugin, makes help say `kubectl drover`.
 func addCLICommands(root *cobra.Command) {
-	root.AddCommand(newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand(),
-		newProtectCommand(), newUnprotectCommand())
+	root.AddCommand(inGroup(groupApps, newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand(),
+		newProtectCommand(), newUnprotectCommand())...)
 	adaptToPluginName(root, os.Args[0])
 }
 
@@ -39,6 +39,7 @@ func adaptToPluginName(root *cobra.Command, argv0 string) {
 func newStatusCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	o := cli.StatusOptions{}
+	watch := false
 	cmd := &cobra.Command{
 		Use:   "status [APP]",
 		Short: "Show protected applications: phase, primary, peer readiness, protection and RPO lag",
@@ -47,11 +48,16 @@ phase, current primary, PeerReady, Protected, the age of the last group sync and
 (time since the last sync / the policy's interval, STALE past twice the interval), and the
 current step. For one APP it also prints its conditions and each cluster's group.
 With -o json or -o yaml it prints the DRPlacementControls as Kubernetes objects (a List, or the
-object for one APP), as kubectl get does.`,
+object for one APP), as kubectl get does; -o name prints drplacementcontrol.drover.io/NAME
+lines, -o wide adds the policy and the action asked, -o jsonpath=TEMPLATE applies the template
+to the List (or the object). With -w it goes on printing a row (or an object) each time a
+DRPlacementControl changes, until interrupted.`,
 		Example: `  drover status
   drover status -A
   drover status db -n app
-  drover status db -n app -o yaml`,
+  drover status db -n app -o yaml
+  drover status -w
+  drover status -o jsonpath='{.items[*].status.currentPrimary}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -65,12 +71,17 @@ object for one APP), as kubectl get does.`,
 				return err
 			}
 			o.Namespace = ns
+			if watch {
+				return cli.StatusWatch(cmd.Context(), c, cmd.OutOrStdout(), o)
+			}
 			return cli.Status(cmd.Context(), c, cmd.OutOrStdout(), o)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the DRPlacementControls of every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a table)")
+	outputFlag(cmd, &o.Output, "wide, name, json, yaml or jsonpath=TEMPLATE (default: a table)")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print each change of a DRPlacementControl until interrupted")
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd
 }
 
@@ -80,6 +91,8 @@ func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *cli.ActionOptions)
 	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the action, printing each step, until it completes or fails")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", cli.DefaultTimeout, "how long --wait waits before giving up (the hub goes on)")
+	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the DRPlacementControl once asked (with --wait, once done), "+
+		"with --all the summary as a List of ActionResult, with --dry-run the plan; the progress goes to stderr (default: text)")
 	_ = cmd.MarkFlagRequired("to")
 }
 
@@ -93,6 +106,11 @@ func runAction(cmd *cobra.Command, args []string, conn *cli.Connection, o cli.Ac
 	if err != nil {
 		return err
 	}
-	o.Namespace = ns
+	o.Namespace, o.Log = ns, cmd.ErrOrStderr()
 	return cli.Act(cmd.Context(), c, cmd.OutOrStdout(), o)
+}
+
+// outputFlag registers -o/--output; formats says which the verb prints.
+func outputFlag(cmd *cobra.Command, target *string, formats string) {
+	cmd.Flags().StringVarP(target, "output", "o", "", "output format: "+formats)
 }

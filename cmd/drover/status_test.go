@@ -63,7 +63,7 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"plan", "evacuate", "db", "--to", "west"}, `unknown action "evacuate": use drover plan failover or drover plan relocate`},
 		{[]string{"failover", "db"}, `required flag(s) "to" not set`},
 		{[]string{"status", "db", "-A"}, "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
-		{[]string{"status", "-o", "wide"}, `unknown output format "wide"`},
+		{[]string{"status", "-o", "table"}, `unknown output format "table"`},
 		{[]string{"relocate", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},
 		{[]string{"failover", "--all", "--to", "west"}, "name the cluster to fail over from with --from"},
 		{[]string{"failover", "db", "--from", "east", "--to", "west"}, "--from selects applications for --all: add --all, or name one APP without it"},

@@ -47,12 +47,20 @@ type ActionOptions struct {
 	// StallAfter ends Wait when the hub has not observed the change by then (no hub runs);
 	// 0 means DefaultStallAfter.
 	StallAfter time.Duration
+	// Output is "" (progress lines), name, json, yaml or jsonpath=TEMPLATE: the
+	// DRPlacementControl as it stands once asked, or with Wait once done.
+	Output string
+	// Log receives the progress lines when Output prints the object; nil discards them.
+	Log io.Writer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
 // Validate checks the options that do not need the cluster.
 func (o *ActionOptions) Validate() error {
+	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
+	}
 	if err := validateAction(o.Action, o.App, o.To); err != nil {
 		return err
 	}
@@ -66,10 +74,19 @@ func (o *ActionOptions) Validate() error {
 // check (refusing with what to do), merge-patches the DRPlacementControl's spec (action and
 // failoverCluster or preferredCluster) and, with Wait, prints a line on every change of the
 // phase, the step or what the hub waits for, until the application is available on the target.
+// With Output it then prints the DRPlacementControl (the lines go to Log).
 func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if err := act(ctx, c, progressWriter(w, o.Output, o.Log), o); err != nil || o.Output == "" {
+		return err
+	}
+	return printActed(ctx, c, w, o.Output, client.ObjectKey{Namespace: o.Namespace, Name: o.App})
+}
+
+// act is Act without its output.
+func act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) error {
 	a, err := loadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -13,14 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
 
 // ClusterListOptions are what `drover cluster list` asks for.
 type ClusterListOptions struct {
-	// Output is "" (a table), wide, name, json or yaml.
+	// Output is "" (a table), wide, name, json, yaml or jsonpath=TEMPLATE.
 	Output string
 	// Now is the clock, for the ages; nil means time.Now.
 	Now func() time.Time
@@ -29,10 +27,8 @@ type ClusterListOptions struct {
 // ClusterList prints the hub's DRClusters: whether each is validated, reachable and declared
 // lost, and the DRPolicies that pair it. JSON and YAML print a Kubernetes List of the DRClusters.
 func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterListOptions) error {
-	switch o.Output {
-	case "", "wide", "name", "json", "yaml":
-	default:
-		return Usage(fmt.Errorf("unknown output format %q: use wide, name, json or yaml", o.Output))
+	if err := checkOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
 	}
 	clusters := &v1alpha1.DRClusterList{}
 	if err := c.List(ctx, clusters); err != nil {
@@ -46,16 +42,15 @@ func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterLis
 		clusters.Items[i].SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRCluster"))
 		clusters.Items[i].ManagedFields = nil
 	}
-	switch o.Output {
-	case "json", "yaml":
+	switch {
+	case structured(o.Output):
 		return printList(w, clusters.Items, o.Output)
-	case "name":
+	case o.Output == OutputName:
+		names := make([]string, 0, len(clusters.Items))
 		for _, cl := range clusters.Items {
-			if _, err := fmt.Fprintf(w, "drcluster.%s/%s\n", v1alpha1.GroupVersion.Group, cl.Name); err != nil {
-				return err
-			}
+			names = append(names, cl.Name)
 		}
-		return nil
+		return writeNames(w, "DRCluster", names)
 	}
 	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", now(o.Now))
 	return nil
@@ -107,22 +102,4 @@ func clusterMessage(cl v1alpha1.DRCluster) string {
 		}
 	}
 	return ""
-}
-
-// printList prints items as a Kubernetes List (kind List, apiVersion v1), as kubectl get -o does.
-func printList[T any](w io.Writer, items []T, format string) error {
-	list := map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{}, "items": items}
-	var out []byte
-	var err error
-	if format == "json" {
-		out, err = json.MarshalIndent(list, "", "  ")
-		out = append(out, '\n')
-	} else {
-		out, err = yaml.Marshal(list)
-	}
-	if err != nil {
-		return fmt.Errorf("failed to encode the list as %s: %w", format, err)
-	}
-	_, err = w.Write(out)
-	return err
 }

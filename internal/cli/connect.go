@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +25,9 @@ const (
 
 // Connection selects the hub cluster and the namespace the way kubectl does: the kubeconfig
 // from --kubeconfig, else $KUBECONFIG, else ~/.kube/config; its current context unless
-// --context names another; the namespace from --namespace, else the context's, else "default".
+// --context names another; the namespace from --namespace, else the context's, else "default";
+// and kubectl's overrides of the context's server and credentials (--server, --token, --as,
+// --request-timeout, ...), with kubectl's names and meanings.
 type Connection struct {
 	// Kubeconfig is an explicit kubeconfig file.
 	Kubeconfig string
@@ -32,26 +35,73 @@ type Connection struct {
 	Context string
 	// Namespace overrides the context's namespace.
 	Namespace string
+	// Overrides are kubectl's other connection flags: the cluster's server and CA, the user's
+	// token, client certificate and impersonation, the request timeout.
+	Overrides clientcmd.ConfigOverrides
 }
 
-// AddFlags registers --kubeconfig, --context and -n/--namespace.
+// AddFlags registers kubectl's connection flags and -n/--namespace, the namespace of the
+// DRPlacementControls.
 func (c *Connection) AddFlags(fs *pflag.FlagSet) {
 	c.AddHubFlags(fs)
 	fs.StringVarP(&c.Namespace, "namespace", "n", "", `namespace of the DRPlacementControls (default: the context's namespace, else "default")`)
 }
 
-// AddHubFlags registers --kubeconfig and --context alone, for verbs about cluster-scoped objects.
+// AddHubFlags registers kubectl's connection flags without -n, for verbs about cluster-scoped
+// objects. kubectl's --cluster (a kubeconfig cluster) is left out: on drover's verbs --cluster
+// names a DRCluster.
 func (c *Connection) AddHubFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, else ~/.kube/config)")
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context of the hub cluster (default: the current context)")
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	clientcmd.BindAuthInfoFlags(&c.Overrides.AuthInfo, fs, names.AuthOverrideFlags)
+	clientcmd.BindClusterFlags(&c.Overrides.ClusterInfo, fs, names.ClusterOverrideFlags)
+	names.ContextOverrideFlags.AuthInfoName.BindStringFlag(fs, &c.Overrides.Context.AuthInfo)
+	names.Timeout.BindStringFlag(fs, &c.Overrides.Timeout)
+}
+
+// AddHubFlagsWithout registers AddHubFlags' flags but those named, for a verb where a name
+// means something else.
+func (c *Connection) AddHubFlagsWithout(fs *pflag.FlagSet, names ...string) {
+	all := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.AddHubFlags(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		if !slices.Contains(names, f.Name) {
+			fs.AddFlag(f)
+		}
+	})
+}
+
+// Describe says where the connection comes from, for messages: the kubeconfig, its context and
+// user, and the server when --server overrides it.
+func (c *Connection) Describe() string {
+	cc := c.clientConfig()
+	path := c.Kubeconfig
+	if path == "" {
+		path = "$KUBECONFIG or ~/.kube/config"
+	}
+	out := "kubeconfig " + path
+	if raw, err := cc.RawConfig(); err == nil {
+		name := orDefault(c.Context, raw.CurrentContext)
+		user := orDefault(c.Overrides.Context.AuthInfo, "")
+		if ctx, ok := raw.Contexts[name]; ok && user == "" {
+			user = ctx.AuthInfo
+		}
+		out += fmt.Sprintf(" (context %q, user %q)", name, user)
+	}
+	if s := c.Overrides.ClusterInfo.Server; s != "" {
+		out += ", server " + s
+	}
+	return out
 }
 
 func (c *Connection) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
+	overrides := c.Overrides
+	overrides.CurrentContext = c.Context
 	overrides.Context.Namespace = c.Namespace
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
 }
 
 // Resolve returns the hub's REST configuration and the namespace to use.
@@ -75,7 +125,7 @@ func (c *Connection) Resolve() (*rest.Config, string, error) {
 }
 
 // Client returns a client of the hub cluster for drover's types, and the namespace to use.
-func (c *Connection) Client() (client.Client, string, error) {
+func (c *Connection) Client() (client.WithWatch, string, error) {
 	cfg, ns, err := c.Resolve()
 	if err != nil {
 		return nil, "", err
@@ -89,7 +139,7 @@ func (c *Connection) Client() (client.Client, string, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, "", fmt.Errorf("failed to register drover's types: %w", err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to create a client of the hub cluster at %s: %w", cfg.Host, err)
 	}

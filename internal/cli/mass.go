@@ -57,6 +57,12 @@ type MassOptions struct {
 	ProgressInterval time.Duration
 	// Workers bounds the concurrent patches; 0 means DefaultWorkers.
 	Workers int
+	// Output is "" (the plan and the summary as tables), name, json, yaml or jsonpath=TEMPLATE:
+	// the plan, or with an action its summary, as a List (of Plan, of ActionResult).
+	Output string
+	// Log receives the plan and the progress of an action when Output prints objects; nil
+	// discards them.
+	Log io.Writer
 	// Confirm, when set, is asked after the plan is printed and before anything is patched;
 	// nil asks nothing.
 	Confirm *Confirmation
@@ -66,6 +72,9 @@ type MassOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *MassOptions) Validate() error {
+	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
+	}
 	if err := validateAction(o.Action, "--all", o.To); err != nil {
 		return err
 	}
@@ -255,6 +264,9 @@ func PlanAll(ctx context.Context, c client.Reader, w io.Writer, o MassOptions) e
 	entries, err := massPreview(ctx, c, &o)
 	if err != nil {
 		return err
+	}
+	if o.Output != "" {
+		return printMassReports(w, &o, entries, nil)
 	}
 	printMassPlan(w, &o, entries)
 	n := countOf(entries)

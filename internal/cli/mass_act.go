@@ -53,6 +53,8 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 	if err != nil {
 		return MassResult{}, err
 	}
+	out := w
+	w = progressWriter(w, o.Output, o.Log)
 	printMassPlan(w, &o, entries)
 	n := countOf(entries)
 	if n.refused > 0 && !o.SkipRefused {
@@ -91,7 +93,11 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 			}
 		}
 	}
-	printSummary(w, &o, ts)
+	if o.Output == "" {
+		printSummary(w, &o, ts)
+	} else if err := printMassReports(out, &o, entries, ts); err != nil {
+		return MassResult{}, err
+	}
 	return MassResult{Available: availableAfter(ts)}, massError(&o, ts)
 }
 

@@ -23,6 +23,8 @@ type PlanOptions struct {
 	Action v1alpha1.DRAction
 	// To is the cluster to move the application to.
 	To string
+	// Output is "" (the plan as text), name, json, yaml or jsonpath=TEMPLATE.
+	Output string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -32,14 +34,14 @@ type PlanOptions struct {
 // Detail states what was observed, which agrees with Met.
 type Check struct {
 	// Name says what is checked.
-	Name string
+	Name string `json:"name"`
 	// Met says whether it holds now.
-	Met bool
+	Met bool `json:"met"`
 	// Detail says what was observed and, when not met, what to do.
-	Detail string
+	Detail string `json:"detail"`
 	// Blocking: the action is refused while the check is not met. A check that does not block
 	// warns.
-	Blocking bool
+	Blocking bool `json:"blocking"`
 }
 
 // Preview is what an action would do now.
@@ -83,6 +85,9 @@ func (p *Preview) Warnings() []Check {
 
 // Validate checks the options that do not need the cluster.
 func (o *PlanOptions) Validate() error {
+	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
+	}
 	return validateAction(o.Action, o.App, o.To)
 }
 
@@ -110,6 +115,12 @@ func Plan(ctx context.Context, c client.Reader, w io.Writer, o PlanOptions) erro
 		return err
 	}
 	p := preview(a, o.Action, o.To, now(o.Now))
+	switch {
+	case o.Output == OutputName:
+		return writeNames(w, "DRPlacementControl", []string{p.App})
+	case structured(o.Output):
+		return writeStructured(w, o.Output, reportOf(&p))
+	}
 	printPreview(w, &p, a)
 	return nil
 }

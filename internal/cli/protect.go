@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -50,10 +48,8 @@ func (o *ProtectOptions) Validate() error {
 	case o.Placement != "" && len(o.ProtectedNamespaces) > 0:
 		return Usage(errors.New("--placement and --protected-namespace exclude each other: a Placement decides where a GitOps tool deploys, protected namespaces are captured whole"))
 	}
-	switch o.Output {
-	case "", "name", "yaml", "json":
-	default:
-		return Usage(fmt.Errorf("unknown output format %q: use name, yaml or json", o.Output))
+	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.PVCSelector); err != nil {
 		return Usage(fmt.Errorf("--pvc-selector %q: %w", o.PVCSelector, err))
@@ -119,27 +115,16 @@ func protectErr(d *v1alpha1.DRPlacementControl, err error) error {
 // or the object as YAML or JSON.
 func printCreated(w io.Writer, obj client.Object, format string, dryRun bool, verb string) error {
 	kind := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind) + "." + v1alpha1.GroupVersion.Group
-	var out []byte
-	var err error
-	switch format {
-	case "name":
-		out = []byte(kind + "/" + obj.GetName() + "\n")
-	case "json":
-		out, err = json.MarshalIndent(obj, "", "  ")
-		out = append(out, '\n')
-	case "yaml":
-		out, err = yaml.Marshal(obj)
-	default:
-		suffix := ""
-		if dryRun {
-			suffix = " (server dry run: nothing was changed)"
-		}
-		out = []byte(fmt.Sprintf("%s/%s %s%s\n", kind, obj.GetName(), verb, suffix))
+	line := fmt.Sprintf("%s/%s %s", kind, obj.GetName(), verb)
+	switch {
+	case format == OutputName:
+		line = kind + "/" + obj.GetName()
+	case structured(format):
+		return writeStructured(w, format, obj)
+	case dryRun:
+		line += " (server dry run: nothing was changed)"
 	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(out)
+	_, err := fmt.Fprintln(w, line)
 	return err
 }
 

@@ -52,15 +52,15 @@ func TestRowOf(t *testing.T) {
 		want statusRow
 	}{
 		{"a deployed, protected application", deployed,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-"}},
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
 		{"during a failover the primary's group tells the last sync", failing,
-			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-"}},
+			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
 		{"an application the hub never reported", never,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-"}},
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
 		{"an application the hub does not act on says why", invalid,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound"}},
+			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
 		{"an action the hub refuses says why", refused,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady"}},
+			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,7 +255,8 @@ func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"an unknown output", (&StatusOptions{Output: "wide"}).Validate(), `unknown output format "wide": use -o json, -o yaml, or leave -o out for a table`},
+		{"an unknown output", (&StatusOptions{Output: "table"}).Validate(), `unknown output format "table": use wide, name, json, yaml or jsonpath=TEMPLATE, or leave -o out for a table`},
+		{"a JSONPath that does not parse", (&PlanOptions{Output: "jsonpath={.items[", Action: v1alpha1.ActionFailover, App: "db", To: "west"}).Validate(), `-o jsonpath: the template "{.items[" does not parse: unterminated array`},
 		{"APP with -A", (&StatusOptions{App: "db", AllNamespaces: true}).Validate(), "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
 		{"no --to", (&ActionOptions{Action: v1alpha1.ActionFailover, App: "db"}).Validate(), "name the cluster to move the application to with --to"},
 		{"an unknown action", (&PlanOptions{Action: "Evacuate", App: "db", To: "west"}).Validate(), `unknown action "Evacuate": use failover or relocate`},

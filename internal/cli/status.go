@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -27,7 +25,8 @@ type StatusOptions struct {
 	AllNamespaces bool
 	// App names one DRPlacementControl; empty lists them all.
 	App string
-	// Output is "" (a table), "json" or "yaml".
+	// Output is "" (a table), wide (with the policy and the action asked), name, json, yaml or
+	// jsonpath=TEMPLATE.
 	Output string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -35,10 +34,8 @@ type StatusOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *StatusOptions) Validate() error {
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return Usage(fmt.Errorf("unknown output format %q: use -o json, -o yaml, or leave -o out for a table", o.Output))
+	if err := checkOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+		return err
 	}
 	if o.App != "" && o.AllNamespaces {
 		return Usage(errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n"))
@@ -55,61 +52,82 @@ func now(f func() time.Time) time.Time {
 
 // Status prints the protected applications: a table of them, or for one APP the table, its
 // conditions and its groups; with Output json or yaml, the DRPlacementControls as Kubernetes
-// objects (a List, or the object for one APP).
+// objects (a List, or the object for one APP); with name, kind.group/name lines.
 func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	t := now(o.Now)
-	var apps []*app
-	if o.App != "" {
-		a, err := loadApp(ctx, c, o.Namespace, o.App)
-		if err != nil {
-			return err
-		}
-		apps = []*app{a}
-	} else {
-		list := &v1alpha1.DRPlacementControlList{}
-		opts := []client.ListOption{}
+	apps, _, err := loadStatusApps(ctx, c, &o)
+	if err != nil {
+		return err
+	}
+	if len(apps) == 0 && !structured(o.Output) {
 		where := "namespace " + o.Namespace
-		if !o.AllNamespaces {
-			opts = append(opts, client.InNamespace(o.Namespace))
-		} else {
+		if o.AllNamespaces {
 			where = "any namespace"
 		}
-		if err := c.List(ctx, list, opts...); err != nil {
-			return readError("DRPlacementControls", err)
-		}
-		if len(list.Items) == 0 {
-			fmt.Fprintf(w, "No DRPlacementControls in %s.\n", where)
-			return nil
-		}
-		sort.Slice(list.Items, func(i, j int) bool {
-			a, b := list.Items[i], list.Items[j]
-			return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
-		})
-		policies := map[string]*v1alpha1.DRPolicy{}
-		for i := range list.Items {
-			a := &app{drpc: &list.Items[i]}
-			if err := a.loadPolicy(ctx, c, policies); err != nil {
-				return err
-			}
-			apps = append(apps, a)
-		}
+		fmt.Fprintf(w, "No DRPlacementControls in %s.\n", where)
+		return nil
 	}
-	switch o.Output {
-	case "json", "yaml":
+	return printStatus(w, apps, o, now(o.Now))
+}
+
+// printStatus prints the applications loaded in the format of o.Output.
+func printStatus(w io.Writer, apps []*app, o StatusOptions, t time.Time) error {
+	switch {
+	case structured(o.Output):
 		return printStatusObjects(w, apps, o.App != "", o.Output)
+	case o.Output == OutputName:
+		names := make([]string, 0, len(apps))
+		for _, a := range apps {
+			names = append(names, a.drpc.Name)
+		}
+		return writeNames(w, "DRPlacementControl", names)
 	}
 	rows := make([]statusRow, 0, len(apps))
 	for _, a := range apps {
 		rows = append(rows, rowOf(a.drpc, a.interval, t))
 	}
-	printTable(w, rows, o.AllNamespaces)
+	printTable(w, rows, tableColumns{namespace: o.AllNamespaces, wide: o.Output == OutputWide, header: true})
 	if o.App != "" {
 		printDetails(w, apps[0], t)
 	}
 	return nil
+}
+
+// loadStatusApps reads the DRPlacementControl APP, or those of the namespace (every namespace
+// with AllNamespaces) sorted by namespace and name, each with its policy; and the resource
+// version of the read, from which a watch misses no change.
+func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*app, string, error) {
+	if o.App != "" {
+		a, err := loadApp(ctx, c, o.Namespace, o.App)
+		if err != nil {
+			return nil, "", err
+		}
+		return []*app{a}, a.drpc.ResourceVersion, nil
+	}
+	list := &v1alpha1.DRPlacementControlList{}
+	opts := []client.ListOption{}
+	if !o.AllNamespaces {
+		opts = append(opts, client.InNamespace(o.Namespace))
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, "", readError("DRPlacementControls", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	policies := map[string]*v1alpha1.DRPolicy{}
+	apps := make([]*app, 0, len(list.Items))
+	for i := range list.Items {
+		a := &app{drpc: &list.Items[i]}
+		if err := a.loadPolicy(ctx, c, policies); err != nil {
+			return nil, "", err
+		}
+		apps = append(apps, a)
+	}
+	return apps, list.ResourceVersion, nil
 }
 
 // printStatusObjects prints the DRPlacementControls as Kubernetes objects: one object for one
@@ -117,27 +135,21 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 func printStatusObjects(w io.Writer, apps []*app, one bool, format string) error {
 	items := make([]*v1alpha1.DRPlacementControl, 0, len(apps))
 	for _, a := range apps {
-		d := a.drpc.DeepCopy()
-		d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
-		d.ManagedFields = nil
-		items = append(items, d)
+		items = append(items, asObject(a.drpc))
 	}
 	if !one {
 		return printList(w, items, format)
 	}
-	var out []byte
-	var err error
-	if format == "json" {
-		out, err = json.MarshalIndent(items[0], "", "  ")
-		out = append(out, '\n')
-	} else {
-		out, err = yaml.Marshal(items[0])
-	}
-	if err != nil {
-		return fmt.Errorf("failed to encode the DRPlacementControl as %s: %w", format, err)
-	}
-	_, err = w.Write(out)
-	return err
+	return writeStructured(w, format, items[0])
+}
+
+// asObject is a copy of the DRPlacementControl as kubectl prints it: with its kind and
+// apiVersion, without its managed fields.
+func asObject(d *v1alpha1.DRPlacementControl) *v1alpha1.DRPlacementControl {
+	d = d.DeepCopy()
+	d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
+	d.ManagedFields = nil
+	return d
 }
 
 // statusRow is one line of the status table.
@@ -146,6 +158,8 @@ type statusRow struct {
 	// Problem is "Validated: <reason>" or "ActionAccepted: <reason>" while the hub does not act
 	// on the spec or refuses its action; "-" otherwise.
 	Problem string
+	// Policy and Asked are the wide columns: the DRPolicy and the action the spec asks for.
+	Policy, Asked string
 }
 
 // rowOf computes the table line of a DRPlacementControl at now; interval 0 means unknown.
@@ -155,6 +169,7 @@ func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time
 		PeerReady: condStatus(d.Status.Conditions, v1alpha1.ConditionPeerReady),
 		Protected: condStatus(d.Status.Conditions, v1alpha1.ConditionProtected),
 		LastSync:  "-", RPOLag: "-", Progression: dash(d.Status.Progression), Problem: "-",
+		Policy: dash(d.Spec.DRPolicyRef.Name), Asked: asked(d),
 	}
 	if c := problem(d); c != nil {
 		r.Problem = c.Type + ": " + c.Reason
@@ -189,21 +204,43 @@ func dash(s string) string {
 
 func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0) }
 
-func printTable(w io.Writer, rows []statusRow, withNamespace bool) {
+// tableColumns are the status table's optional parts: the namespace column (-A), the wide
+// columns (-o wide) and the header line (left out of the rows a watch prints after the first).
+type tableColumns struct{ namespace, wide, header bool }
+
+func printTable(w io.Writer, rows []statusRow, cols tableColumns) {
 	tw := newTabWriter(w)
-	header := "APP\tPHASE\tPRIMARY\tPEER READY\tPROTECTED\tLAST SYNC\tRPO LAG\tPROGRESSION\tPROBLEM"
-	if withNamespace {
-		header = "NAMESPACE\t" + header
+	if cols.header {
+		fmt.Fprintln(tw, strings.Join(headerCells(cols), "\t"))
 	}
-	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		line := strings.Join([]string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression, r.Problem}, "\t")
-		if withNamespace {
-			line = r.Namespace + "\t" + line
-		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(tw, strings.Join(r.cells(cols), "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// headerCells are the status table's column titles.
+func headerCells(cols tableColumns) []string {
+	h := []string{"APP", "PHASE", "PRIMARY", "PEER READY", "PROTECTED", "LAST SYNC", "RPO LAG", "PROGRESSION", "PROBLEM"}
+	if cols.namespace {
+		h = append([]string{"NAMESPACE"}, h...)
+	}
+	if cols.wide {
+		h = append(h, "POLICY", "ASKED")
+	}
+	return h
+}
+
+// cells are the row's cells under headerCells(cols).
+func (r statusRow) cells(cols tableColumns) []string {
+	c := []string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression, r.Problem}
+	if cols.namespace {
+		c = append([]string{r.Namespace}, c...)
+	}
+	if cols.wide {
+		c = append(c, r.Policy, r.Asked)
+	}
+	return c
 }
 
 // printDetails prints one application's policy, action, conditions and groups.

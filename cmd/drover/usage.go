@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// separateConnectionFlags gives every verb that takes kubectl's connection flags a usage that
+// lists them apart from the verb's own flags, so that a verb's help leads with what it does.
+func separateConnectionFlags(root *cobra.Command) {
+	conn := connectionFlags()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if token := c.LocalFlags().Lookup("token"); token != nil && isConnectionFlag(token, conn) && !c.HasSubCommands() {
+			c.SetUsageFunc(func(c *cobra.Command) error { return connectionUsage(c, conn) })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// connectionUsage prints the usage line, the examples, the verb's own flags, then the
+// connection flags and the flags inherited from the parents.
+func connectionUsage(c *cobra.Command, conn *pflag.FlagSet) error {
+	own := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if isConnectionFlag(f, conn) {
+			connection.AddFlag(f)
+		} else {
+			own.AddFlag(f)
+		}
+	})
+	w := c.OutOrStderr()
+	fmt.Fprintf(w, "Usage:\n  %s\n", c.UseLine())
+	if c.HasExample() {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", c.Example)
+	}
+	fmt.Fprintf(w, "\nFlags:\n%s", own.FlagUsages())
+	fmt.Fprintf(w, "\nConnection flags, as kubectl's (docs/cli.md#connection-flags):\n%s", connection.FlagUsages())
+	if c.HasAvailableInheritedFlags() {
+		fmt.Fprintf(w, "\nGlobal Flags:\n%s", c.InheritedFlags().FlagUsages())
+	}
+	return nil
+}

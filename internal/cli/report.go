@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"io"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// PlanReport is a plan as -o json|yaml|jsonpath prints it: kind Plan of CLIGroupVersion, named
+// after the DRPlacementControl.
+type PlanReport struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   CLIObjectMeta     `json:"metadata"`
+	Action     v1alpha1.DRAction `json:"action"`
+	From       string            `json:"from,omitempty"`
+	To         string            `json:"to"`
+	// Verdict is "can start", "refused" or "nothing to do"; Detail says why.
+	Verdict          string   `json:"verdict"`
+	Detail           string   `json:"detail,omitempty"`
+	Checks           []Check  `json:"checks,omitempty"`
+	Steps            []string `json:"steps,omitempty"`
+	ExpectedDataLoss string   `json:"expectedDataLoss,omitempty"`
+}
+
+// reportOf is the report of a preview.
+func reportOf(p *Preview) PlanReport {
+	verdict, detail := (&entry{p: *p}).verdict()
+	return PlanReport{APIVersion: CLIGroupVersion, Kind: "Plan", Metadata: CLIObjectMeta{Name: p.App, Namespace: p.Namespace},
+		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, ExpectedDataLoss: p.Loss}
+}
+
+// ActionResult is one application's line of a mass action's summary as -o json|yaml|jsonpath
+// prints it: kind ActionResult of CLIGroupVersion, named after the DRPlacementControl.
+type ActionResult struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   CLIObjectMeta     `json:"metadata"`
+	Action     v1alpha1.DRAction `json:"action"`
+	To         string            `json:"to"`
+	// Result is Available, failed, timed out, refused, nothing to do, or asked (without --wait).
+	Result          string  `json:"result"`
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
+	Detail          string  `json:"detail,omitempty"`
+}
+
+// printMassReports prints the plan (ts without results) or the summary of a mass action as a
+// List, or the names of its DRPlacementControls.
+func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*tracked) error {
+	if o.Output == OutputName {
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.a.drpc.Name)
+		}
+		return writeNames(w, "DRPlacementControl", names)
+	}
+	if ts == nil {
+		items := make([]PlanReport, 0, len(entries))
+		for _, e := range entries {
+			items = append(items, reportOf(&e.p))
+		}
+		return printList(w, items, o.Output)
+	}
+	items := make([]ActionResult, 0, len(ts))
+	for _, t := range ts {
+		d := t.a.drpc
+		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: CLIObjectMeta{Name: d.Name, Namespace: d.Namespace},
+			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
+	}
+	return printList(w, items, o.Output)
+}
+
+// printActed prints the DRPlacementControl after an action (asked, or followed to its end) in
+// the format of -o: the object or its name.
+func printActed(ctx context.Context, c client.Reader, w io.Writer, format string, key client.ObjectKey) error {
+	if format == OutputName {
+		return writeNames(w, "DRPlacementControl", []string{key.Name})
+	}
+	d := &v1alpha1.DRPlacementControl{}
+	if err := c.Get(ctx, key, d); err != nil {
+		return readError("DRPlacementControl "+key.String(), err)
+	}
+	return writeStructured(w, format, asObject(d))
+}
+
+// progressWriter is where a verb printing objects on w prints its progress: log, or nowhere.
+func progressWriter(w io.Writer, format string, log io.Writer) io.Writer {
+	if format == "" {
+		return w
+	}
+	if log == nil {
+		return io.Discard
+	}
+	return log
+}
