@@ -47,6 +47,9 @@ func Join(ctx context.Context, opts Options) error {
 		return o.dryRun(managedObjs, hubNS)
 	}
 	r := &run{out: o.Out}
+	if err := replaceLegacyToken(ctx, o, managed); err != nil {
+		return err
+	}
 	for _, obj := range managedObjs {
 		if err := r.apply(ctx, managed, obj); err != nil {
 			return r.undo(ctx, err)

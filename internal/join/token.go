@@ -150,3 +150,24 @@ func (o Options) managedCA(ctx context.Context, managed *target) ([]byte, error)
 	}
 	return ca, nil
 }
+
+// replaceLegacyToken deletes a kubernetes.io/service-account-token Secret drover-hub-token that
+// an earlier join made (a token that never expires): deleting it revokes that token, and the
+// Secret the new tokens are bound to takes its name (a Secret's type cannot change).
+func replaceLegacyToken(ctx context.Context, o Options, managed *target) error {
+	secret := &corev1.Secret{}
+	err := managed.cl.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: TokenSecretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get Secret %s/%s on %s: %w", o.Namespace, TokenSecretName, managed.role, managed.explain(err))
+	case secret.Type != corev1.SecretTypeServiceAccountToken || secret.Labels[LabelCluster] != o.Name:
+		return nil
+	}
+	if err := managed.cl.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete the never-expiring token Secret %s/%s on %s: %w", o.Namespace, TokenSecretName, managed.role, managed.explain(err))
+	}
+	fmt.Fprintf(o.Out, "%s: Secret %s/%s deleted (a token that never expired; replaced by an expiring one)\n", managed.role, o.Namespace, TokenSecretName)
+	return nil
+}

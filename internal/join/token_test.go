@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -79,5 +81,39 @@ func TestDeletingTheSecretTheTokensAreBoundToRevokesThemAndJoinIssuesAnother(t *
 	}
 	if err := tokenClient(t, lab.West, fresh).List(t.Context(), &v1alpha1.VolumeReplicationGroupList{}); err != nil {
 		t.Errorf("the new token may not list VolumeReplicationGroups on west: %v", err)
+	}
+}
+
+// A cluster joined when the hub's token was a kubernetes.io/service-account-token Secret (a
+// token that never expires) is joined again with an expiring token: the old Secret is deleted,
+// which revokes its token.
+func TestJoiningAgainReplacesANeverExpiringTokenSecret(t *testing.T) {
+	var out bytes.Buffer
+	o := joinOptions(t, lab.West, lab.West, &out)
+	mustJoin(t, o)
+	west := adminClient(t, lab.West)
+	if err := west.Delete(t.Context(), getSecret(t, lab.West, join.TokenSecretName)); err != nil {
+		t.Fatal(err)
+	}
+	legacy := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: join.DefaultNamespace, Name: join.TokenSecretName,
+			Labels:      map[string]string{join.LabelManagedBy: join.ManagedByValue, join.LabelCluster: lab.West},
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: join.ServiceAccountName}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	if err := west.Create(t.Context(), legacy); err != nil {
+		t.Fatal(err)
+	}
+
+	out.Reset()
+	if err := join.Join(t.Context(), o); err != nil {
+		t.Fatalf("joining again over a never-expiring token Secret failed: %v\n%s", err, out.String())
+	}
+	mustContain(t, out.String(), "Secret drover-system/drover-hub-token deleted (a token that never expired", "Secret drover-system/drover-hub-token created")
+	if got := getSecret(t, lab.West, join.TokenSecretName); got.Type != corev1.SecretTypeOpaque {
+		t.Errorf("Secret %s is of type %s, want Opaque", join.TokenSecretName, got.Type)
+	}
+	if _, claims := hubToken(t, lab.West); claims.Lifetime() != join.DefaultTokenLifetime {
+		t.Errorf("the hub's token lives %s, want %s", claims.Lifetime(), join.DefaultTokenLifetime)
 	}
 }
