@@ -187,11 +187,12 @@ func tokenClient(t *testing.T, cluster, token string) client.Client {
 	return cl
 }
 
-// testMapper maps the one kind tokenClient lists, so that building the client makes no request
+// testMapper maps the kinds tokenClient reaches, so that building the client makes no request
 // with a token that may be refused.
 func testMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(v1alpha1.GroupVersion.WithKind("VolumeReplicationGroupList"), meta.RESTScopeNamespace)
 	m.Add(v1alpha1.GroupVersion.WithKind("VolumeReplicationGroup"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("ServiceAccount"), meta.RESTScopeNamespace)
 	return m
 }

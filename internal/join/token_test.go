@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/join"
@@ -115,5 +117,39 @@ func TestJoiningAgainReplacesANeverExpiringTokenSecret(t *testing.T) {
 	}
 	if _, claims := hubToken(t, lab.West); claims.Lifetime() != join.DefaultTokenLifetime {
 		t.Errorf("the hub's token lives %s, want %s", claims.Lifetime(), join.DefaultTokenLifetime)
+	}
+}
+
+// The hub's token may request its own successor and no other ServiceAccount's token: a holder
+// of it cannot mint the agent's identity, or one in kube-system, on the managed cluster.
+func TestTheHubsTokenMayRequestOnlyItsOwnSuccessor(t *testing.T) {
+	var out bytes.Buffer
+	mustJoin(t, joinOptions(t, lab.East, lab.East, &out))
+	token, _ := hubToken(t, lab.East)
+	admin := adminClient(t, lab.East)
+	for _, sa := range []client.ObjectKey{{Namespace: join.DefaultNamespace, Name: "drover-agent"}, {Namespace: "kube-system", Name: "attack-target"}} {
+		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}}
+		if err := admin.Create(t.Context(), obj); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), obj) })
+	}
+	hub := tokenClient(t, lab.East, token)
+	request := func(namespace, name string) (*authenticationv1.TokenRequest, error) {
+		seconds := int64(join.MinTokenLifetime / time.Second)
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		return tr, hub.SubResource("token").Create(t.Context(), sa, tr)
+	}
+	if tr, err := request(join.DefaultNamespace, join.ServiceAccountName); err != nil || tr.Status.Token == "" {
+		t.Errorf("the hub's token may not request its successor: %v", err)
+	}
+	for _, target := range []client.ObjectKey{
+		{Namespace: join.DefaultNamespace, Name: "drover-agent"}, {Namespace: "kube-system", Name: "attack-target"},
+		{Namespace: "kube-system", Name: "default"},
+	} {
+		if _, err := request(target.Namespace, target.Name); !apierrors.IsForbidden(err) {
+			t.Errorf("the hub's token requesting a token of %s got %v, want Forbidden", target, err)
+		}
 	}
 }
