@@ -69,6 +69,12 @@ const (
 	ReasonUnreachable = "Unreachable"
 	// ReasonProbeFailing (Reachable): the probe fails but the grace period has not run out.
 	ReasonProbeFailing = "ProbeFailing"
+	// ReasonCredentialExpired (Reachable): the hub's token for the cluster expired without
+	// being renewed; `drover cluster join` issues a new one.
+	ReasonCredentialExpired = "CredentialExpired"
+	// ReasonCredentialRefused (Reachable): the cluster refuses the hub's credential (401): it
+	// was revoked, or is not the cluster's; `drover cluster join` issues a new one.
+	ReasonCredentialRefused = "CredentialRefused"
 	// ReasonUnfenced (Fenced): the cluster is not fenced.
 	ReasonUnfenced = "Unfenced"
 	// ReasonFenced (Fenced): the cluster is fenced after a failover away from it.

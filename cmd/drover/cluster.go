@@ -73,7 +73,7 @@ func newClusterJoinCommand() *cobra.Command {
 		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET",
 		Short: "Register a managed cluster with the hub as the DRCluster NAME, with a least-privilege identity",
 		Long: `Creates on the managed cluster the hub's identity (ServiceAccount drover-hub in drover-system,
-bound to the role of config/rbac/hub-on-managed-cluster), a long-lived token for it and the
+bound to the role of config/rbac/hub-on-managed-cluster), an expiring token for it that the hub renews, and the
 credentials Secret of the cluster's S3 profile; then on the hub a kubeconfig Secret with that
 token and the DRCluster NAME. Checks both clusters first and writes nothing when a check fails;
 a failed write deletes what the run created. Running it again changes nothing.
@@ -130,7 +130,8 @@ never taken from the command line, where the process list and the shell history 
 	fs.BoolVar(&o.AllowInsecureKubeconfig, "allow-insecure-kubeconfig", false,
 		"use a hub or managed kubeconfig that sets insecure-skip-tls-verify; the hub's kubeconfig then trusts the CA the managed cluster publishes")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "check both clusters and print the objects join would apply, as YAML, without changing anything")
-	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long to wait for the managed cluster's token controller to issue the token")
+	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long obtaining the hub's token (and the cluster's CA, when --cluster-kubeconfig names none) may take")
+	fs.DurationVar(&o.TokenLifetime, "token-lifetime", join.DefaultTokenLifetime, "how long the hub's token is valid; the hub renews it after 80 % of that (drover hub --token-renew-after)")
 	return cmd
 }
 

@@ -29,6 +29,7 @@ type hubFlags struct {
 	clusterQPS         float32
 	clusterBurst       int
 	drpcWorkers        int
+	tokenRenewAfter    float64
 	tenancy            tenancy.Rules
 }
 
@@ -58,6 +59,7 @@ the managed clusters through deploy, failover and relocation. It never touches P
 	cmd.Flags().Float32Var(&f.clusterQPS, "cluster-qps", gateway.DefaultQPS,
 		"requests per second the hub may send to each managed cluster (its writes and probes; it reads the groups from a watch)")
 	cmd.Flags().IntVar(&f.clusterBurst, "cluster-burst", gateway.DefaultBurst, "requests the hub may send to each managed cluster at once, above --cluster-qps")
+	cmd.Flags().Float64Var(&f.tokenRenewAfter, "token-renew-after", gateway.DefaultTokenRenewAfter, "fraction of the life of a managed cluster's token (drover cluster join's) after which the hub renews it")
 	cmd.Flags().IntVar(&f.drpcWorkers, "drpc-workers", drpc.DefaultWorkers, "DRPlacementControls reconciled at once")
 	cmd.Flags().StringSliceVar(&f.tenancy.AdminNamespaces, "admin-namespaces", nil,
 		"namespaces besides "+tenancy.DefaultAdminNamespace+" whose DRPlacementControls may protect other namespaces (label each drover.io/admin-namespace=true too, for the admission policy)")
@@ -82,7 +84,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 		MetricsBindAddress: f.metricsBindAddress, MetricsInsecure: !f.metricsSecure, ProbeInterval: f.probeInterval, UnreachableAfter: f.unreachableAfter,
 		HealthProbeBindAddress: f.probeBindAddress, LeaderElection: f.leaderElect, LeaderElectionNamespace: f.namespace,
 		ClusterLimits: gateway.Limits{QPS: f.clusterQPS, Burst: f.clusterBurst}, DRPCWorkers: f.drpcWorkers,
-		Tenancy: f.tenancy,
+		Tenancy: f.tenancy, TokenRenewAfter: f.tokenRenewAfter,
 	})
 	if err != nil {
 		return err

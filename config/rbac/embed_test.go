@@ -7,7 +7,7 @@ import (
 	"github.com/drover-io/drover/config/rbac"
 )
 
-func TestHubOnManagedClusterHoldsTheRoleTheAdmissionPolicyAndTheirBindings(t *testing.T) {
+func TestHubOnManagedClusterHoldsTheRolesTheAdmissionPolicyAndTheirBindings(t *testing.T) {
 	docs, err := rbac.Manifests(rbac.HubOnManagedCluster, rbac.HubOnManagedClusterDir)
 	if err != nil {
 		t.Fatalf("failed to read the embedded kustomization: %v", err)
@@ -23,8 +23,8 @@ func TestHubOnManagedClusterHoldsTheRoleTheAdmissionPolicyAndTheirBindings(t *te
 			t.Errorf("a resource of %s is not named drover-hub-on-managed-cluster:\n%s", rbac.HubOnManagedClusterDir, d)
 		}
 	}
-	if strings.Join(kinds, ",") != "ClusterRole,ClusterRoleBinding,ValidatingAdmissionPolicy,ValidatingAdmissionPolicyBinding" {
-		t.Fatalf("kinds = %v, want the ClusterRole, its ClusterRoleBinding and the admission policy with its binding", kinds)
+	if strings.Join(kinds, ",") != "ClusterRole,ClusterRoleBinding,Role,RoleBinding,ValidatingAdmissionPolicy,ValidatingAdmissionPolicyBinding" {
+		t.Fatalf("kinds = %v, want the ClusterRole, the Role of the token's renewal, their bindings and the admission policy with its binding", kinds)
 	}
 }
 

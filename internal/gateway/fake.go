@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -64,6 +65,9 @@ func (f *Fake) Probe(ctx context.Context, cluster string) (client.Client, error)
 
 // Forget implements Gateway; the Fake keeps its clients.
 func (f *Fake) Forget(string) {}
+
+// RenewToken implements Gateway: the Fake's clients hold no expiring token.
+func (f *Fake) RenewToken(context.Context, string, time.Time) (Token, error) { return Token{}, nil }
 
 // downClient fails every request, like a client of a stopped API server.
 type downClient struct{ client.Client }

@@ -38,6 +38,9 @@ type Gateway interface {
 	Probe(ctx context.Context, cluster string) (client.Client, error)
 	// Forget drops what the gateway holds for a cluster whose DRCluster is gone.
 	Forget(cluster string)
+	// RenewToken renews the cluster's expiring ServiceAccount token once enough of its life
+	// has passed, and says where it stands; a kubeconfig without one is left as it is.
+	RenewToken(ctx context.Context, cluster string, now time.Time) (Token, error)
 }
 
 // Notifier is a Gateway that tells the hub what changed on the clusters: an event whose object

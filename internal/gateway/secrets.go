@@ -40,6 +40,12 @@ type Secrets struct {
 	// WrapTransport, when set before the manager starts, wraps the transport of every managed
 	// cluster's client (tests: internal/lab/crash counts and kills the hub's writes there).
 	WrapTransport transport.WrapperFunc
+	// SecretWriter, when set before the manager starts, writes renewed tokens into the
+	// kubeconfig Secrets on the hub (RenewToken); nil renews none.
+	SecretWriter client.Writer
+	// TokenRenewAfter is the fraction of an expiring token's life after which RenewToken
+	// renews it; zero (or out of (0, 1]) takes DefaultTokenRenewAfter.
+	TokenRenewAfter float64
 
 	hub    client.Reader
 	scheme *runtime.Scheme

@@ -56,6 +56,10 @@ type Options struct {
 	// DRPCWorkers is how many DRPlacementControls are reconciled at once; zero takes
 	// drpc.DefaultWorkers.
 	DRPCWorkers int
+	// TokenRenewAfter is the fraction of the life of an expiring token (the one `drover
+	// cluster join` issues) after which the hub renews it; zero takes
+	// gateway.DefaultTokenRenewAfter (0.8).
+	TokenRenewAfter float64
 	// ClusterTransport, when set, wraps the transport of every managed cluster's client (tests).
 	ClusterTransport transport.WrapperFunc
 	// Tenancy are the admin namespaces (whose DRPlacementControls may protect other namespaces)
@@ -98,6 +102,8 @@ func (opts Options) withDefaults() (Options, error) {
 	switch {
 	case opts.ProbeInterval < 0 || opts.UnreachableAfter < 0:
 		return opts, errors.New("the hub's probe interval and grace period must be positive")
+	case opts.TokenRenewAfter < 0 || opts.TokenRenewAfter > 1:
+		return opts, errors.New("the hub's token renewal fraction must be in (0, 1]: 0.8 renews a token after 80 % of its life")
 	case opts.ClusterLimits.QPS < 0 || opts.ClusterLimits.Burst < 0 || opts.DRPCWorkers < 0:
 		return opts, errors.New("the hub's cluster rate limits and DRPlacementControl workers must be positive")
 	case opts.LeaderElection && opts.LeaderElectionNamespace == "":
@@ -144,6 +150,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	gw := gateway.NewSecrets(mgr.GetAPIReader(), scheme, opts.ClusterLimits, opts.LeaderElectionNamespace)
 	gw.WrapTransport = opts.ClusterTransport
+	// The hub renews the tokens of the kubeconfig Secrets it reads (drover-system, its own
+	// namespace): config/rbac/hub/kubeconfig_role.yaml lets it patch Secrets there.
+	gw.SecretWriter, gw.TokenRenewAfter = mgr.GetClient(), opts.TokenRenewAfter
 	if err := mgr.Add(gw); err != nil {
 		return nil, fmt.Errorf("failed to add the cluster gateway: %w", err)
 	}

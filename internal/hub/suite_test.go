@@ -213,9 +213,17 @@ func hubClient() (client.Client, error) {
 	return testLab.Client(lab.Hub, v1alpha1.AddToScheme, ocmv1beta1.AddToScheme, clientgoscheme.AddToScheme)
 }
 
+// hubOptions are the options the suite's hub runs with.
+func hubOptions() hub.Options {
+	return hub.Options{ProbeInterval: time.Second, UnreachableAfter: 3 * time.Second, InProcess: true}
+}
+
 // startHub runs the hub in-process, as `drover hub` would; stop("hub") stops it, as a killed
 // hub process stops: whatever it was doing is left where it was.
-func startHub() error {
+func startHub() error { return startHubWith(hubOptions()) }
+
+// startHubWith runs the hub with opts (its transport wrapped by the crash injector).
+func startHubWith(opts hub.Options) error {
 	c, err := testLab.Cluster(lab.Hub)
 	if err != nil {
 		return err
@@ -226,12 +234,12 @@ func startHub() error {
 	}
 	inj := crash.New("hub")
 	cfg.Wrap(inj.Wrap)
-	mgr, err := hub.NewManager(cfg, hub.Options{ProbeInterval: time.Second, UnreachableAfter: 3 * time.Second, InProcess: true,
-		ClusterTransport: inj.Wrap})
+	opts.ClusterTransport = inj.Wrap
+	mgr, err := hub.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
-	return launch("hub", inj, mgr.Start, startHub)
+	return launch("hub", inj, mgr.Start, func() error { return startHubWith(opts) })
 }
 
 // startAgent runs the agent of a managed cluster in-process.

@@ -2,9 +2,10 @@
 // behind `drover cluster join` and `drover cluster unjoin`, also called by the lab.
 //
 // Join creates, on the managed cluster, the hub's least-privilege identity (the ServiceAccount
-// drover-hub bound to config/rbac/hub-on-managed-cluster), a long-lived token for it and the
-// credentials Secret of the cluster's S3 profile; on the hub, a kubeconfig Secret carrying that
-// token and the DRCluster. Everything is applied server-side under one field owner and labelled
+// drover-hub bound to config/rbac/hub-on-managed-cluster), the Secret its tokens are bound to
+// and the credentials Secret of the cluster's S3 profile; on the hub, a kubeconfig Secret
+// carrying an expiring token of the TokenRequest API (token.go; the hub renews it) and the
+// DRCluster. Everything is applied server-side under one field owner and labelled
 // with the cluster's name, so a second join changes nothing and unjoin finds what join made.
 //
 // Every check (both clusters reachable, credentials accepted and allowed to create what join

@@ -3,19 +3,17 @@ package join
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Join registers the managed cluster o.Managed with the hub o.Hub as the DRCluster o.Name. It
-// checks everything first, then applies on the managed cluster the hub's identity, its token
-// and the S3 credentials, waits for the token, and applies on the hub the kubeconfig Secret,
-// the profile's Secret and the DRCluster. It is idempotent: joining again with the same inputs
-// changes nothing. When a write fails, it deletes what this run created and says so.
+// checks everything first, then applies on the managed cluster the hub's identity, the Secret
+// its token is bound to and the S3 credentials, requests an expiring token (or keeps the one
+// the hub holds while it is valid), and applies on the hub the kubeconfig Secret, the profile's
+// Secret and the DRCluster. It is idempotent: joining again with the same inputs changes
+// nothing. When a write fails, it deletes what this run created and says so.
 func Join(ctx context.Context, opts Options) error {
 	o, err := opts.complete()
 	if err != nil {
@@ -49,6 +47,9 @@ func Join(ctx context.Context, opts Options) error {
 		return o.dryRun(managedObjs, hubNS)
 	}
 	r := &run{out: o.Out}
+	if err := replaceLegacyToken(ctx, o, managed); err != nil {
+		return err
+	}
 	for _, obj := range managedObjs {
 		if err := r.apply(ctx, managed, obj); err != nil {
 			return r.undo(ctx, err)
@@ -62,13 +63,13 @@ func Join(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// applyHub waits for the token and applies the hub's objects.
+// applyHub obtains the hub's token and applies the hub's objects.
 func (o Options) applyHub(ctx context.Context, r *run, hub, managed *target, hubNS bool) error {
-	token, ca, err := waitToken(ctx, o, managed)
+	token, ca, err := o.hubToken(ctx, hub, managed)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := o.hubKubeconfig(token, ca)
+	kubeconfig, err := o.hubKubeconfig([]byte(token), ca)
 	if err != nil {
 		return err
 	}
@@ -92,34 +93,15 @@ func prepend(ns *corev1.Namespace, objs []*unstructured.Unstructured) []*unstruc
 	return append([]*unstructured.Unstructured{u}, objs...)
 }
 
-// waitToken waits for kube-controller-manager's token controller to fill the token Secret and
-// returns the token and the CA the controller published with it.
-func waitToken(ctx context.Context, o Options, managed *target) (token, ca []byte, err error) {
-	key := client.ObjectKey{Namespace: o.Namespace, Name: TokenSecretName}
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.TokenTimeout, true, func(ctx context.Context) (bool, error) {
-		secret := &corev1.Secret{}
-		if lastErr = managed.cl.Get(ctx, key, secret); lastErr != nil {
-			return false, nil //nolint:nilerr // retried until the timeout, then reported
-		}
-		token, ca = secret.Data[corev1.ServiceAccountTokenKey], secret.Data[corev1.ServiceAccountRootCAKey]
-		return len(token) > 0, nil
-	})
-	if err != nil {
-		msg := fmt.Sprintf("the token controller did not fill Secret %s on %s within %s: check that kube-controller-manager runs there with --service-account-private-key-file and its tokens controller enabled",
-			key, managed.role, o.TokenTimeout)
-		if lastErr != nil {
-			return nil, nil, fmt.Errorf("%s (last error: %w)", msg, managed.explain(lastErr))
-		}
-		return nil, nil, fmt.Errorf("%s", msg)
-	}
-	return token, ca, nil
-}
-
 // dryRun prints what join would apply, with the token and the secret access key left out.
 func (o Options) dryRun(managedObjs []*unstructured.Unstructured, hubNS bool) error {
-	placeholder := fmt.Sprintf("<the token of Secret %s/%s on %s>", o.Namespace, TokenSecretName, o.Name)
-	kubeconfig, err := o.hubKubeconfig([]byte(placeholder), nil)
+	placeholder := fmt.Sprintf("<a token of ServiceAccount %s/%s on %s, bound to Secret %s, expiring after %s>",
+		o.Namespace, ServiceAccountName, o.Name, TokenSecretName, o.TokenLifetime)
+	ca, err := configCA(o.Managed.Config)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := o.hubKubeconfig([]byte(placeholder), ca)
 	if err != nil {
 		return err
 	}

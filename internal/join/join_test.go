@@ -65,15 +65,33 @@ func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
 		t.Errorf("on the hub join labelled %v, want %v", got, wantHub)
 	}
 	wantEast := []string{"ClusterRole /drover-hub-on-managed-cluster", "ClusterRoleBinding /drover-hub-on-managed-cluster",
+		"Role drover-system/drover-hub-on-managed-cluster", "RoleBinding drover-system/drover-hub-on-managed-cluster",
 		"Secret drover-system/drover-hub-token", "Secret drover-system/store-east", "ServiceAccount drover-system/drover-hub",
 		"ValidatingAdmissionPolicy /drover-hub-on-managed-cluster", "ValidatingAdmissionPolicyBinding /drover-hub-on-managed-cluster"}
 	if got := slices.Sorted(maps.Keys(eastBefore)); !slices.Equal(got, wantEast) {
 		t.Errorf("on east join labelled %v, want %v", got, wantEast)
 	}
 
+	// The hub's credential is a token of the TokenRequest API that expires, bound to the
+	// Secret drover-hub-token. A second join keeps it (it is valid and has most of its life
+	// left): joining again changes nothing.
+	token, claims := hubToken(t, lab.East)
+	binding := getSecret(t, lab.East, join.TokenSecretName)
+	if claims.Lifetime() != join.DefaultTokenLifetime || claims.SecretName != join.TokenSecretName || claims.SecretUID != binding.UID ||
+		claims.Namespace != join.DefaultNamespace || claims.ServiceAccount != join.ServiceAccountName {
+		t.Errorf("the hub's token has claims %+v, want ServiceAccount %s/%s, bound to Secret %s (uid %s), valid for %s",
+			claims, join.DefaultNamespace, join.ServiceAccountName, join.TokenSecretName, binding.UID, join.DefaultTokenLifetime)
+	}
+	if binding.Type != corev1.SecretTypeOpaque || len(binding.Data) > 0 {
+		t.Errorf("Secret %s is of type %s with %d keys, want an empty Opaque Secret", join.TokenSecretName, binding.Type, len(binding.Data))
+	}
+
 	out.Reset()
 	if err := join.Join(t.Context(), o); err != nil {
 		t.Fatalf("the second join failed: %v", err)
+	}
+	if again, _ := hubToken(t, lab.East); again != token {
+		t.Errorf("the second join replaced the hub's token, still valid for most of its life")
 	}
 	if strings.Contains(out.String(), " created") || strings.Contains(out.String(), " configured") {
 		t.Errorf("the second join changed something:\n%s", out.String())

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -44,23 +45,22 @@ func namespace(name string) *corev1.Namespace {
 }
 
 // managedObjects are what join applies on the managed cluster, in order: the hub's
-// ServiceAccount and its token Secret, the agent's ConfigMap naming the cluster, the hub's role
+// ServiceAccount and the Secret its tokens are bound to, the agent's ConfigMap naming the cluster, the hub's role
 // bound to it, the S3 credentials.
 func (o Options) managedObjects() ([]*unstructured.Unstructured, error) {
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: ServiceAccountName, Labels: labels(o.Name)},
 	}
-	// A long-lived token: kube-controller-manager's token controller fills the Secret with a
-	// token that never expires and is revoked by deleting the Secret (unjoin). A TokenRequest
-	// token would expire and the hub has nothing that renews the kubeconfig Secret.
+	// The Secret the hub's tokens are bound to (token.go): it holds nothing; deleting it, or
+	// the ServiceAccount, revokes every token issued for the hub.
 	token := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: o.Namespace, Name: TokenSecretName, Labels: labels(o.Name),
-			Annotations: map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName},
+			Annotations: map[string]string{AnnotationBinds: "the tokens of ServiceAccount " + ServiceAccountName + ": deleting this Secret revokes them"},
 		},
-		Type: corev1.SecretTypeServiceAccountToken,
+		Type: corev1.SecretTypeOpaque,
 	}
 	// The agent of the release manifests reads its cluster's name (the DRCluster's) from here.
 	agentConfig := &corev1.ConfigMap{
@@ -111,6 +111,9 @@ func (o Options) hubRole() ([]*unstructured.Unstructured, error) {
 			if err := unstructured.SetNestedSlice(u.Object, []any{subj}, "subjects"); err != nil {
 				return nil, fmt.Errorf("failed to bind %s to the ServiceAccount: %w", u.GetName(), err)
 			}
+		}
+		if u.GetNamespace() != "" {
+			u.SetNamespace(o.Namespace) // the Role that lets the hub renew its token
 		}
 		u.SetLabels(mergeLabels(u.GetLabels(), labels(o.Name)))
 		out = append(out, u)
@@ -185,23 +188,12 @@ func (o Options) hubObjects(kubeconfig []byte) ([]*unstructured.Unstructured, er
 	return out, nil
 }
 
-// hubKubeconfig is the kubeconfig the hub uses for the managed cluster: o.Server, the CA that
-// the managed cluster's kubeconfig trusts (else the one the token controller published) and
-// the ServiceAccount's token. It never skips TLS verification, even when the managed cluster's
-// kubeconfig does (AllowInsecureKubeconfig): the hub refuses such a kubeconfig
+// hubKubeconfig is the kubeconfig the hub uses for the managed cluster: o.Server, the CA ca
+// and the ServiceAccount's token. It never skips TLS verification, even when the managed
+// cluster's kubeconfig does (AllowInsecureKubeconfig): the hub refuses such a kubeconfig
 // (gateway.CheckKubeconfig).
-func (o Options) hubKubeconfig(token, tokenCA []byte) ([]byte, error) {
+func (o Options) hubKubeconfig(token, ca []byte) ([]byte, error) {
 	cfg := o.Managed.Config
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		var err error
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return nil, fmt.Errorf("failed to read the CA file %s of the managed cluster's kubeconfig: %w", cfg.CAFile, err)
-		}
-	}
-	if len(ca) == 0 {
-		ca = tokenCA
-	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[o.Name] = &clientcmdapi.Cluster{Server: o.Server, CertificateAuthorityData: ca, TLSServerName: cfg.ServerName}
 	kc.AuthInfos[ServiceAccountName] = &clientcmdapi.AuthInfo{Token: string(token)}
@@ -212,6 +204,18 @@ func (o Options) hubKubeconfig(token, tokenCA []byte) ([]byte, error) {
 		return nil, fmt.Errorf("failed to write the hub's kubeconfig for %s: %w", o.Name, err)
 	}
 	return raw, nil
+}
+
+// configCA is the CA that cfg trusts, nil when it names none.
+func configCA(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 || cfg.CAFile == "" {
+		return cfg.CAData, nil
+	}
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the CA file %s of the managed cluster's kubeconfig: %w", cfg.CAFile, err)
+	}
+	return ca, nil
 }
 
 func metav1TypeMeta(apiVersion, kind string) metav1.TypeMeta {

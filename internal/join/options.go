@@ -21,8 +21,11 @@ const (
 	DefaultNamespace = "drover-system"
 	// ServiceAccountName is the hub's identity on a managed cluster.
 	ServiceAccountName = "drover-hub"
-	// TokenSecretName is the kubernetes.io/service-account-token Secret of ServiceAccountName.
+	// TokenSecretName is the Secret every token of ServiceAccountName is bound to: deleting it
+	// revokes them. It holds no data.
 	TokenSecretName = ServiceAccountName + "-token" //nolint:gosec // a name, not a credential
+	// AnnotationBinds on TokenSecretName says what it is for.
+	AnnotationBinds = "drover.io/binds"
 	// FieldOwner is the server-side apply field manager of everything join writes.
 	FieldOwner = "drover-cluster-join"
 	// LabelManagedBy and ManagedByValue mark what join created; LabelCluster names the cluster
@@ -30,8 +33,14 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedByValue = "drover"
 	LabelCluster   = "drover.io/cluster"
-	// DefaultTokenTimeout bounds the wait for the token controller to fill the token Secret.
+	// DefaultTokenTimeout bounds obtaining the hub's token and, when the managed cluster's
+	// kubeconfig names no CA, the wait for the CA the cluster publishes.
 	DefaultTokenTimeout = 30 * time.Second
+	// DefaultTokenLifetime is the life of the hub's token; the hub renews it after 80 % of it,
+	// so a hub stopped for less than a fifth of it (about 1.5 h) finds its token still valid.
+	DefaultTokenLifetime = 8 * time.Hour
+	// MinTokenLifetime is the shortest token the TokenRequest API issues.
+	MinTokenLifetime = 10 * time.Minute
 	// requestTimeout bounds every request, so an address that drops packets fails in seconds.
 	requestTimeout = 15 * time.Second
 )
@@ -72,13 +81,17 @@ type Options struct {
 	S3 objectstore.Profile
 	// AllowInsecureKubeconfig lets join use a hub or managed kubeconfig that skips TLS
 	// verification (insecure-skip-tls-verify). The hub's kubeconfig for the managed cluster then
-	// trusts the CA the cluster's token controller publishes, read over that unverified
+	// trusts the CA the cluster publishes (ConfigMap kube-root-ca.crt), read over that unverified
 	// connection: it never skips verification itself, which the hub refuses.
 	AllowInsecureKubeconfig bool
 	// DryRun prints what join would apply, as YAML, after the checks, and writes nothing.
 	DryRun bool
-	// TokenTimeout bounds the wait for the token; zero means DefaultTokenTimeout.
+	// TokenTimeout bounds obtaining the token; zero means DefaultTokenTimeout.
 	TokenTimeout time.Duration
+	// TokenLifetime is how long the hub's token is valid (the hub renews it); zero means
+	// DefaultTokenLifetime. The managed cluster may shorten it
+	// (--service-account-max-token-expiration).
+	TokenLifetime time.Duration
 	// Out receives the report (and, with DryRun, the objects); nil means os.Stdout.
 	Out io.Writer
 }
@@ -122,6 +135,12 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.TokenTimeout == 0 {
 		o.TokenTimeout = DefaultTokenTimeout
+	}
+	if o.TokenLifetime == 0 {
+		o.TokenLifetime = DefaultTokenLifetime
+	}
+	if o.TokenLifetime < MinTokenLifetime {
+		problems = append(problems, fmt.Sprintf("token lifetime %s is shorter than %s, the least the TokenRequest API issues: pass a longer --token-lifetime", o.TokenLifetime, MinTokenLifetime))
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout

@@ -166,6 +166,8 @@ func managedAccess(ns string, nsExists bool) []access {
 		{"", "configmaps", "create", ns}, {"", "configmaps", "patch", ns},
 		{rbacv1.GroupName, "clusterroles", "create", ""}, {rbacv1.GroupName, "clusterroles", "patch", ""},
 		{rbacv1.GroupName, "clusterrolebindings", "create", ""}, {rbacv1.GroupName, "clusterrolebindings", "patch", ""},
+		{rbacv1.GroupName, "roles", "create", ns}, {rbacv1.GroupName, "roles", "patch", ns},
+		{rbacv1.GroupName, "rolebindings", "create", ns}, {rbacv1.GroupName, "rolebindings", "patch", ns},
 	}
 	if !nsExists {
 		a = append(a, access{"", "namespaces", "create", ""})

@@ -86,17 +86,17 @@ func TestJoinRefusesBadInputAndCreatesNothing(t *testing.T) {
 	}
 }
 
-// A join whose token never comes deletes what it created before failing.
+// A join that cannot obtain its token deletes what it created before failing.
 func TestJoinThatFailsMidwayDeletesWhatItCreated(t *testing.T) {
 	var out bytes.Buffer
 	o := joinOptions(t, lab.West, lab.West, &out)
-	o.TokenTimeout = 1 // the first look at the token Secret already runs out of time
+	o.TokenTimeout = 1 // the token's request runs out of time at once
 	err := join.Join(t.Context(), o)
 	if err == nil {
 		unjoinAll(t, lab.West, o.Managed)
 		t.Fatal("join succeeded without waiting for the token")
 	}
-	mustContain(t, err.Error(), "the token controller did not fill Secret drover-system/drover-hub-token",
+	mustContain(t, err.Error(), "failed to obtain a token for ServiceAccount drover-system/drover-hub on managed cluster west within 1ns",
 		"deleted what this run created", "ServiceAccount drover-system/drover-hub on managed cluster west")
 	mustContain(t, out.String(), "ServiceAccount drover-system/drover-hub created")
 	for _, c := range []string{lab.Hub, lab.West} {

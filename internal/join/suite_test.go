@@ -11,12 +11,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/join"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/labtest"
@@ -24,7 +30,7 @@ import (
 )
 
 // testLab is the package's lab: a hub and the managed clusters east and west, each with
-// kube-controller-manager (whose token controller issues the hub's token) and drover's CRDs,
+// kube-controller-manager (which publishes the cluster's CA) and drover's CRDs,
 // without drover's processes and without the lab's own DRClusters.
 var testLab *labtest.Lab
 
@@ -97,6 +103,8 @@ var labelledKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ServiceAccount"},
 	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRole"},
 	{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: rbacv1.GroupName, Version: "v1", Kind: "Role"},
+	{Group: rbacv1.GroupName, Version: "v1", Kind: "RoleBinding"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
 	v1alpha1.GroupVersion.WithKind("DRCluster"),
@@ -147,4 +155,55 @@ func getSecret(t *testing.T, cluster, name string) *corev1.Secret {
 		t.Fatalf("failed to get Secret %s on %s: %v", name, cluster, err)
 	}
 	return s
+}
+
+// hubToken returns the token of the hub's kubeconfig Secret for cluster, and its claims.
+func hubToken(t *testing.T, cluster string) (string, gateway.TokenClaims) {
+	t.Helper()
+	kc, err := clientcmd.Load(getSecret(t, lab.Hub, join.KubeconfigSecretName(cluster)).Data[v1alpha1.KubeconfigSecretKey])
+	if err != nil {
+		t.Fatalf("the hub's kubeconfig Secret for %s holds no kubeconfig: %v", cluster, err)
+	}
+	auth := kc.AuthInfos[join.ServiceAccountName]
+	if auth == nil || auth.Token == "" {
+		t.Fatalf("the hub's kubeconfig for %s holds no token of user %s", cluster, join.ServiceAccountName)
+	}
+	claims, ok := gateway.ParseToken(auth.Token)
+	if !ok {
+		t.Fatalf("the hub's token for %s is not an expiring ServiceAccount token (no exp claim)", cluster)
+	}
+	return auth.Token, claims
+}
+
+// tokenClient returns a client of a lab cluster that authenticates with token alone.
+func tokenClient(t *testing.T, cluster, token string) client.Client {
+	t.Helper()
+	c, err := testLab.Cluster(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = rest.AnonymousClientConfig(cfg)
+	cfg.BearerToken = token
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	cl, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: testMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// testMapper maps the kinds tokenClient reaches, so that building the client makes no request
+// with a token that may be refused.
+func testMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(v1alpha1.GroupVersion.WithKind("VolumeReplicationGroupList"), meta.RESTScopeNamespace)
+	m.Add(v1alpha1.GroupVersion.WithKind("VolumeReplicationGroup"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("ServiceAccount"), meta.RESTScopeNamespace)
+	return m
 }

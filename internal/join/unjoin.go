@@ -56,13 +56,15 @@ var (
 	configMapGVK          = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
 	clusterRoleGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	roleBindingGVK        = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}
+	roleGVK               = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}
 	policyGVK             = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}
 	policyBindingGVK      = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}
 )
 
 // Unjoin removes what Join created for o.Name: on the hub the DRCluster and its Secrets, on the
-// managed cluster (when given) the hub's bindings, roles, ServiceAccount, token and the S3
-// Secrets. It refuses while a DRPolicy pairs the cluster, unless o.Force.
+// managed cluster (when given) the hub's bindings, roles, ServiceAccount, the Secret its tokens
+// are bound to and the S3 Secrets: deleting those two revokes every token the hub held. It refuses while a DRPolicy pairs the cluster, unless o.Force.
 func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
@@ -100,7 +102,7 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	}
 	if managed == nil {
 		fmt.Fprintf(o.Out, "The hub's side is removed. On cluster %s, what join created stays; remove it there with:\n"+
-			"  kubectl delete clusterrolebinding,clusterrole -l %s=%s\n  kubectl -n %s delete serviceaccount,secret -l %s=%s\n",
+			"  kubectl delete clusterrolebinding,clusterrole -l %s=%s\n  kubectl -n %s delete rolebinding,role,serviceaccount,secret -l %s=%s\n",
 			o.Name, LabelCluster, o.Name, o.Namespace, LabelCluster, o.Name)
 		return nil
 	}
@@ -169,7 +171,7 @@ func deleteManagedSide(ctx context.Context, o UnjoinOptions, managed *target) er
 	for _, k := range []struct {
 		gvk schema.GroupVersionKind
 		ns  string
-	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {policyBindingGVK, ""}, {policyGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}, {configMapGVK, o.Namespace}} {
+	}{{clusterRoleBindingGVK, ""}, {clusterRoleGVK, ""}, {roleBindingGVK, o.Namespace}, {roleGVK, o.Namespace}, {policyBindingGVK, ""}, {policyGVK, ""}, {secretGVK, o.Namespace}, {serviceAccountGVK, o.Namespace}, {configMapGVK, o.Namespace}} {
 		if err := deleteLabelled(ctx, o, managed, k.gvk, k.ns); err != nil {
 			return err
 		}

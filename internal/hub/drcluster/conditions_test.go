@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -16,24 +17,37 @@ import (
 func TestReachableTurnsFalseOnlyAfterTheGracePeriod(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	refused := errors.New("connection refused")
+	unauthorized := fmt.Errorf("failed to list VolumeReplicationGroups: %w", apierrors.NewUnauthorized("connection refused: invalid bearer token"))
+	hubToken := func(expires time.Time) credential {
+		return credential{token: gateway.Token{Claims: gateway.TokenClaims{
+			IssuedAt: expires.Add(-8 * time.Hour), Expires: expires, Namespace: "drover-system", ServiceAccount: "drover-hub",
+		}}}
+	}
 	for _, tc := range []struct {
 		name         string
 		err          error
 		failingSince time.Time
+		cred         credential
 		status       metav1.ConditionStatus
 		reason       string
 	}{
-		{"a probe that succeeds", nil, time.Time{}, metav1.ConditionTrue, v1alpha1.ReasonSucceeded},
-		{"a probe failing for less than the grace period", refused, now.Add(-5 * time.Second), metav1.ConditionTrue, v1alpha1.ReasonProbeFailing},
-		{"a probe failing for the grace period", refused, now.Add(-15 * time.Second), metav1.ConditionFalse, v1alpha1.ReasonUnreachable},
+		{"a probe that succeeds", nil, time.Time{}, credential{}, metav1.ConditionTrue, v1alpha1.ReasonSucceeded},
+		{"a probe failing for less than the grace period", refused, now.Add(-5 * time.Second), credential{}, metav1.ConditionTrue, v1alpha1.ReasonProbeFailing},
+		{"a probe failing for the grace period", refused, now.Add(-15 * time.Second), credential{}, metav1.ConditionFalse, v1alpha1.ReasonUnreachable},
+		{"a token that expired unrenewed, at once", unauthorized, now, hubToken(now.Add(-time.Minute)), metav1.ConditionFalse, v1alpha1.ReasonCredentialExpired},
+		{"a token refused before it expires, in the grace period", unauthorized, now.Add(-5 * time.Second), hubToken(now.Add(time.Hour)), metav1.ConditionTrue, v1alpha1.ReasonProbeFailing},
+		{"a token refused before it expires, after the grace period", unauthorized, now.Add(-15 * time.Second), hubToken(now.Add(time.Hour)), metav1.ConditionFalse, v1alpha1.ReasonCredentialRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := reachableCondition(tc.err, tc.failingSince, now, 15*time.Second)
+			c := reachableCondition("east", tc.err, tc.failingSince, now, 15*time.Second, tc.cred)
 			if c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tc.status, tc.reason)
 			}
 			if tc.err != nil && !strings.Contains(c.Message, "connection refused") {
 				t.Fatalf("the message %q does not carry the last error", c.Message)
+			}
+			if c.Status == metav1.ConditionFalse && tc.cred.token.Expiring() && !strings.Contains(c.Message, "run `drover cluster join east` again") {
+				t.Fatalf("the message %q does not say to join the cluster again", c.Message)
 			}
 		})
 	}

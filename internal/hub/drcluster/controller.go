@@ -91,10 +91,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := drc.DeepCopy()
 	now := time.Now()
 
+	cred := r.renewToken(ctx, drc.Name, now)
 	cl, err := r.Gateway.Probe(ctx, drc.Name)
 	failingSince := r.Health.Observe(drc.Name, err, now)
 	setCondition(drc, validatedCondition(drc, err))
-	setCondition(drc, reachableCondition(err, failingSince, now, r.UnreachableAfter))
+	setCondition(drc, reachableCondition(drc.Name, err, failingSince, now, r.UnreachableAfter, cred))
 	if err == nil && len(drc.Status.GroupsToRemove) > 0 {
 		r.removeLeftGroups(ctx, drc, cl)
 	}
@@ -154,16 +155,55 @@ func validatedCondition(drc *v1alpha1.DRCluster, probeErr error) metav1.Conditio
 	}
 }
 
+// credential is where the hub's token for a cluster stands after this reconcile's renewal.
+type credential struct {
+	token gateway.Token
+	// renewErr is why renewing the token failed; nil when it was not due or succeeded.
+	renewErr error
+}
+
+// renewToken renews the cluster's expiring token when it is due (gateway.Secrets.RenewToken).
+func (r *Reconciler) renewToken(ctx context.Context, cluster string, now time.Time) credential {
+	tok, err := r.Gateway.RenewToken(ctx, cluster, now)
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case err != nil:
+		log.Info("Renewing the hub's token failed", "cluster", cluster, "error", err.Error())
+	case tok.Renewed:
+		log.Info("Renewed the hub's token", "cluster", cluster, "expires", tok.Claims.Expires.UTC())
+	}
+	return credential{token: tok, renewErr: err}
+}
+
 // reachableCondition is Reachable: True while the probe succeeds and during the grace period
-// after it starts failing (reason ProbeFailing), False after.
-func reachableCondition(probeErr error, failingSince, now time.Time, grace time.Duration) metav1.Condition {
+// after it starts failing (reason ProbeFailing), False after. A cluster that refuses the hub's
+// token because it expired is False at once (CredentialExpired); one that refuses it otherwise
+// is CredentialRefused after the grace period. Both say to join the cluster again.
+func reachableCondition(cluster string, probeErr error, failingSince, now time.Time, grace time.Duration, cred credential) metav1.Condition {
+	tok, unauthorized := cred.token, apierrors.IsUnauthorized(probeErr)
+	rejoin := fmt.Sprintf("run `drover cluster join %s` again to issue the hub a new token", cluster)
 	switch {
 	case probeErr == nil:
-		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded,
-			Message: "the cluster answers the hub's probe"}
+		msg := "the cluster answers the hub's probe"
+		if cred.renewErr != nil {
+			msg += fmt.Sprintf("; the hub's token expires at %s and renewing it failed (retried at every probe): %v",
+				tok.Claims.Expires.UTC().Format(time.RFC3339), cred.renewErr)
+		}
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: msg}
+	case unauthorized && tok.Expiring() && !now.Before(tok.Claims.Expires):
+		msg := fmt.Sprintf("the hub's token for this cluster (ServiceAccount %s/%s) expired at %s and was not renewed: %s; the probe: %v",
+			tok.Claims.Namespace, tok.Claims.ServiceAccount, tok.Claims.Expires.UTC().Format(time.RFC3339), rejoin, probeErr)
+		if cred.renewErr != nil {
+			msg += fmt.Sprintf("; the last renewal: %v", cred.renewErr)
+		}
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCredentialExpired, Message: msg}
 	case now.Sub(failingSince) < grace:
 		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbeFailing,
 			Message: fmt.Sprintf("the probe has failed since %s (grace period %s): %v", failingSince.UTC().Format(time.TimeOnly), grace, probeErr)}
+	case unauthorized:
+		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCredentialRefused,
+			Message: fmt.Sprintf("the cluster has refused the hub's credential (401 Unauthorized) since %s: it was revoked (its ServiceAccount or the Secret its token is bound to deleted) or is not this cluster's: %s; the probe: %v",
+				failingSince.UTC().Format(time.TimeOnly), rejoin, probeErr)}
 	default:
 		return metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable,
 			Message: fmt.Sprintf("unreachable since %s: %v", failingSince.UTC().Format(time.TimeOnly), probeErr)}
