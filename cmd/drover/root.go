@@ -16,6 +16,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 	root.AddCommand(newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newClusterCommand())
+	root.AddCommand(newValidateCommand())
 	addCLICommands(root)
 	return root
 }
