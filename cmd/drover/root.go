@@ -17,6 +17,8 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newClusterCommand())
 	root.AddCommand(newValidateCommand())
+	root.AddCommand(newGatherCommand())
+	root.AddCommand(newEventsCommand())
 	addCLICommands(root)
 	return root
 }
