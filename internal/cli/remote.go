@@ -43,7 +43,12 @@ type managedCluster struct {
 	cl            client.Client
 	// err says why the cluster has no client.
 	err error
+	// down is set when the cluster's API server did not answer this run: nothing more is asked.
+	down bool
 }
+
+// usable says whether the cluster has a client and answered (or was not probed).
+func (m *managedCluster) usable() bool { return m.cl != nil && !m.down }
 
 // ClusterKubeconfigs maps a DRCluster's name to a kubeconfig file of the person running the
 // verb, used instead of the hub's credential in the DRCluster's Secret.

@@ -74,6 +74,7 @@ func (v *validator) clusters(ctx context.Context, hub client.Client, hubCfg *res
 		}
 		v.add(m.name+": credential", Pass, "reached with %s", m.via)
 		if !v.serverChecks(m.name, m.cfg) {
+			m.down = true
 			continue
 		}
 		v.crdChecks(m.name, m.cfg, neededKinds(paired))

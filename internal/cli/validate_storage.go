@@ -130,7 +130,7 @@ func (v *validator) storeCheck(ctx context.Context, prof v1alpha1.S3Profile, use
 	check := "S3 profile " + prof.Name
 	var failed, warned, present []string
 	for _, m := range clusters {
-		if !users[m.name] || m.cl == nil {
+		if !users[m.name] || !m.usable() {
 			continue
 		}
 		r, msg := secretKeys(ctx, m, prof.SecretRef)
@@ -218,7 +218,7 @@ type groupReport struct {
 func groupReports(ctx context.Context, clusters []*managedCluster) []groupReport {
 	var out []groupReport
 	for _, m := range clusters {
-		if m.cl == nil {
+		if !m.usable() {
 			continue
 		}
 		list := &v1alpha1.VolumeReplicationGroupList{}
