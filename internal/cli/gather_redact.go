@@ -73,11 +73,15 @@ func (r *redactor) addConfig(cfg *rest.Config) {
 }
 
 // secretKeyIsConfig says whether a Secret's key holds configuration rather than a credential:
-// an S3 profile Secret's endpoint, bucket, region and insecure flag. Their values are still
-// never written as Secret data; they are only not scrubbed from other files, where a
-// DRPolicy names the same endpoint and bucket.
+// an S3 profile Secret's endpoint, bucket, region and insecure flag, a ServiceAccount token
+// Secret's namespace and CA certificate. Their values are still never written as Secret data;
+// they are only not scrubbed from other files, where a DRPolicy names the same endpoint and
+// bucket and every object its namespace.
 func secretKeyIsConfig(key string) bool {
 	k := strings.ToLower(key)
+	if k == "namespace" || strings.HasSuffix(k, "ca.crt") {
+		return true
+	}
 	for _, w := range []string{"endpoint", "bucket", "region", "insecure"} {
 		if strings.Contains(k, w) {
 			return true

@@ -33,6 +33,7 @@ func TestTheRedactorKeepsASecretsKeysAndScrubsItsValuesEverywhere(t *testing.T) 
 			"AWS_S3_ENDPOINT":       base64.StdEncoding.EncodeToString([]byte("http://127.0.0.1:9000")),
 			"kubeconfig":            base64.StdEncoding.EncodeToString(raw),
 			"short":                 base64.StdEncoding.EncodeToString([]byte("abc")),
+			"namespace":             base64.StdEncoding.EncodeToString([]byte("drover-system")),
 		},
 		"stringData": map[string]any{"token": "string-data-token-42"},
 	}}
@@ -61,7 +62,7 @@ func TestTheRedactorKeepsASecretsKeysAndScrubsItsValuesEverywhere(t *testing.T) 
 		}
 	}
 	for _, kept := range []string{"AWS_SECRET_ACCESS_KEY: <redacted> (20 bytes)", "kubeconfig: <redacted> (", "short: <redacted> (3 bytes)",
-		"keep: me", "secretKeyRef", "dial with token <redacted> and key <redacted> to http://127.0.0.1:9000"} {
+		"keep: me", "secretKeyRef", "namespace: drover-system", "dial with token <redacted> and key <redacted> to http://127.0.0.1:9000"} {
 		if !strings.Contains(all, kept) {
 			t.Errorf("the redacted output lacks %q:\n%s", kept, all)
 		}
