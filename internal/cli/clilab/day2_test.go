@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -134,7 +135,8 @@ func TestValidateFailsOnABrokenLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := createAll(t.Context(), west, fileStorageClass()); err != nil {
+		// t.Context is done once cleanups run.
+		if err := createAll(context.Background(), west, fileStorageClass()); err != nil {
 			t.Errorf("failed to restore StorageClass %s on west: %v", lab.FileStorageClass, err)
 		}
 	})
@@ -142,7 +144,7 @@ func TestValidateFailsOnABrokenLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := testLab.Start(t.Context(), lab.East); err != nil {
+		if err := testLab.Start(context.Background(), lab.East); err != nil {
 			t.Errorf("failed to start east again: %v", err)
 		}
 	})

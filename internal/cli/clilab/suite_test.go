@@ -193,7 +193,7 @@ func setConditions(ctx context.Context, cl client.Client, obj client.Object, con
 
 func condition(t string, generation int64) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: t + " as the test sets it",
-		ObservedGeneration: generation}
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
 }
 
 func drPolicy() (*v1alpha1.DRPolicy, error) {
