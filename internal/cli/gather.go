@@ -71,6 +71,8 @@ var (
 
 // gathering is one run of gather: the files collected, what failed, and the redactor.
 type gathering struct {
+	// at is when the run began: the time of every file in the tarball.
+	at       time.Time
 	files    map[string][]byte
 	failures []string
 	red      *redactor
@@ -100,7 +102,7 @@ func Gather(ctx context.Context, hubCfg *rest.Config, w io.Writer, o GatherOptio
 	if err != nil {
 		return err
 	}
-	g := &gathering{files: map[string][]byte{}, red: newRedactor()}
+	g := &gathering{at: now(), files: map[string][]byte{}, red: newRedactor()}
 	g.red.addConfig(hubCfg)
 	namespaces, err := g.hub(ctx, hub, hubCfg, o)
 	if err != nil {
@@ -247,7 +249,7 @@ func (g *gathering) list(ctx context.Context, cl client.Client, cluster, ns stri
 
 // fileName is where a kind of a cluster (and namespace) is written.
 func fileName(cluster, ns string, gvk schema.GroupVersionKind) string {
-	kind := strings.ToLower(gvk.Kind) + "s"
+	kind := plural(strings.ToLower(gvk.Kind))
 	if gvk.Group != "" {
 		kind += "." + gvk.Group
 	}
@@ -255,6 +257,18 @@ func fileName(cluster, ns string, gvk schema.GroupVersionKind) string {
 		return cluster + "/" + kind + ".yaml"
 	}
 	return cluster + "/namespaces/" + ns + "/" + kind + ".yaml"
+}
+
+// plural is a lower-case kind's resource name, as the API server names drover's and the
+// storage kinds gather lists.
+func plural(kind string) string {
+	switch {
+	case strings.HasSuffix(kind, "s"):
+		return kind + "es"
+	case strings.HasSuffix(kind, "y"):
+		return strings.TrimSuffix(kind, "y") + "ies"
+	}
+	return kind + "s"
 }
 
 // put redacts the objects and records them as a Kubernetes List.
@@ -287,7 +301,7 @@ func (g *gathering) write(path string) error {
 	sort.Strings(names)
 	for _, n := range names {
 		body := g.red.scrub(g.files[n])
-		hdr := &tar.Header{Name: "drover-gather/" + n, Mode: 0o600, Size: int64(len(body)), ModTime: time.Now()}
+		hdr := &tar.Header{Name: "drover-gather/" + n, Mode: 0o600, Size: int64(len(body)), ModTime: g.at.Truncate(time.Second)}
 		if err = tw.WriteHeader(hdr); err == nil {
 			_, err = tw.Write(body)
 		}

@@ -43,8 +43,9 @@ func (r *redactor) addValue(v []byte) {
 	r.values[s] = true
 	r.values[base64.StdEncoding.EncodeToString([]byte(s))] = true
 	r.values[base64.StdEncoding.EncodeToString(v)] = true
-	// A multi-line value (a PEM key) is escaped in JSON and YAML: scrub each line too.
-	if strings.Contains(s, "\n") {
+	// A PEM key is escaped in JSON and YAML: scrub each of its lines too. (Not every multi-line
+	// value: a kubeconfig's lines are ordinary YAML, its credentials are added one by one.)
+	if strings.Contains(s, "-----BEGIN") {
 		for _, line := range strings.Split(s, "\n") {
 			if line = strings.TrimSpace(line); len(line) >= minScrubbed && !strings.HasPrefix(line, "-----") {
 				r.values[line] = true

@@ -62,7 +62,7 @@ func TestTheRedactorKeepsASecretsKeysAndScrubsItsValuesEverywhere(t *testing.T) 
 		}
 	}
 	for _, kept := range []string{"AWS_SECRET_ACCESS_KEY: <redacted> (20 bytes)", "kubeconfig: <redacted> (", "short: <redacted> (3 bytes)",
-		"keep: me", "secretKeyRef", "namespace: drover-system", "dial with token <redacted> and key <redacted> to http://127.0.0.1:9000"} {
+		"keep: me", "secretKeyRef", "namespace: drover-system", "apiVersion: v1", "dial with token <redacted> and key <redacted> to http://127.0.0.1:9000"} {
 		if !strings.Contains(all, kept) {
 			t.Errorf("the redacted output lacks %q:\n%s", kept, all)
 		}

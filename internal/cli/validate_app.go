@@ -225,6 +225,6 @@ func (v *validator) captureCheck(g *v1alpha1.VolumeReplicationGroup, now time.Ti
 	// A capture that finds the objects unchanged writes nothing and leaves the time as it is,
 	// so an old time alone is no fault: KubeObjectsReady says whether the stores hold the
 	// current objects.
-	v.add(check, Pass, "the last capture that changed the stores is %s old (%s); KubeObjectsReady %s",
+	v.add(check, Pass, "the last capture that changed the stores is %s old (%s); %s",
 		age(now.Sub(at)), clock(at), conditionLine(g.Status.Conditions, v1alpha1.ConditionKubeObjectsReady))
 }
