@@ -107,7 +107,7 @@ func TestValidateClustersPassesOnAHealthyLab(t *testing.T) {
 }
 
 func TestValidateApplicationPassesOnAHealthyLab(t *testing.T) {
-	got, out, err := rows(t, validateApp(t), cli.ValidateOptions{})
+	got, out, err := rows(t, validateApp(t), cli.ValidateOptions{Now: statusTimeNow})
 	noFailures(t, got, out, err)
 	expect(t, got, out, map[string]cli.Result{
 		"DRPlacementControl: PeerReady":                         cli.Pass,
@@ -165,7 +165,7 @@ func TestValidateFailsOnABrokenLab(t *testing.T) {
 	}
 	t.Logf("validate clusters on the broken lab:\n%s", out)
 
-	got, out, err = rows(t, validateApp(t), cli.ValidateOptions{})
+	got, out, err = rows(t, validateApp(t), cli.ValidateOptions{Now: statusTimeNow})
 	if !errors.Is(err, cli.ErrValidationFailed) {
 		t.Errorf("validate application returned %v, want a failure", err)
 	}

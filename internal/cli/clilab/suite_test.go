@@ -28,6 +28,12 @@ import (
 
 var testLab *labtest.Lab
 
+// statusTime is when the statuses say the application last synced and captured; the tests of
+// ages validate as of statusTimeNow, so a slow machine does not age them.
+var statusTime = metav1.NewTime(time.Now().Truncate(time.Second))
+
+func statusTimeNow() time.Time { return statusTime.Add(2 * time.Second) }
+
 func TestMain(m *testing.M) {
 	labtest.Main(m, func(l *labtest.Lab) {
 		testLab = l
@@ -116,7 +122,7 @@ func setUp(ctx context.Context) error {
 
 // setUpApp creates the application on the hub (primary east) and its groups on both clusters.
 func setUpApp(ctx context.Context, policy *v1alpha1.DRPolicy) error {
-	now := metav1.Now()
+	now := statusTime
 	planted := func() *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appNamespace, Name: "db-credentials",
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"` + plantedPassword + `"}}`}},
@@ -159,7 +165,7 @@ func setUpApp(ctx context.Context, policy *v1alpha1.DRPolicy) error {
 func createGroup(ctx context.Context, cluster string, policy *v1alpha1.DRPolicy, primary bool) error {
 	cl := clusterClient(cluster)
 	g := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: appNamespace, Name: appName,
-		Annotations: map[string]string{"drover.io/kube-objects-captured-at": time.Now().UTC().Format(time.RFC3339Nano)}},
+		Annotations: map[string]string{"drover.io/kube-objects-captured-at": statusTime.UTC().Format(time.RFC3339Nano)}},
 		Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: v1alpha1.ReplicationStateSecondary,
 			PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": appName}}, ProtectedNamespaces: []string{appNamespace},
 			S3Profiles: policy.Spec.S3Profiles, SchedulingInterval: policy.Spec.SchedulingInterval,
@@ -172,7 +178,7 @@ func createGroup(ctx context.Context, cluster string, policy *v1alpha1.DRPolicy,
 	if err := createAll(ctx, cl, g); err != nil {
 		return err
 	}
-	now := metav1.Now()
+	now := statusTime
 	g.Status.State, g.Status.ObservedGeneration = v1alpha1.StateSecondary, g.Generation
 	if primary {
 		g.Status.State, g.Status.LastGroupSyncTime = v1alpha1.StatePrimary, &now
