@@ -27,7 +27,8 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 		&cobra.Group{ID: groupComponents, Title: "drover's processes and its lab (not for day-to-day use):"},
 	)
 	root.AddCommand(inGroup(groupComponents, newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())...)
-	root.AddCommand(inGroup(groupClusters, newVersionCommand(), newClusterCommand())...)
+	root.AddCommand(inGroup(groupClusters, newVersionCommand(), newClusterCommand(), newValidateCommand(), newGatherCommand())...)
+	root.AddCommand(inGroup(groupApps, newEventsCommand())...)
 	root.SetHelpCommandGroupID(groupClusters)
 	root.SetCompletionCommandGroupID(groupClusters)
 	addCLICommands(root)

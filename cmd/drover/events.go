@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/internal/cli"
+)
+
+func newEventsCommand() *cobra.Command {
+	conn := &cli.Connection{}
+	o := cli.EventsOptions{}
+	cmd := &cobra.Command{
+		Use:   "events APP",
+		Short: "Show an application's events from the hub and both clusters, oldest first",
+		Long: `Merges the Events of the application's DRPlacementControl on the hub with those of its
+namespaces (its VolumeReplicationGroup's among them) on both clusters of its policy, sorted by
+time, with the cluster as a column. A cluster whose events cannot be read is named after the
+table with the reason. The managed clusters are reached with the hub's credential there,
+which may not list Events: pass --cluster-kubeconfig NAME=FILE with a kubeconfig of yours.`,
+		Example: `  drover events db -n app
+  drover events db -n app --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.App = args[0]
+			cfg, ns, err := conn.Resolve()
+			if err != nil {
+				return err
+			}
+			o.Namespace = ns
+			return cli.Events(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+		},
+	}
+	conn.AddFlags(cmd.Flags())
+	cmd.Flags().Var(&o.Kubeconfigs, "cluster-kubeconfig", "NAME=FILE: reach DRCluster NAME with your kubeconfig FILE instead of the hub's credential (repeatable)")
+	return cmd
+}

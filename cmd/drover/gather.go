@@ -1,0 +1,49 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/internal/cli"
+)
+
+func newGatherCommand() *cobra.Command {
+	conn := &cli.Connection{}
+	o := cli.GatherOptions{}
+	cmd := &cobra.Command{
+		Use:   "gather [APP]",
+		Short: "Write a tarball of what a bug report needs, secrets redacted",
+		Long: `Writes a .tar.gz with, from the hub, the DRPlacementControls (APP's alone when named),
+DRPolicies and DRClusters; from each managed cluster the VolumeReplicationGroups, PVCs, PVs,
+VolumeReplications, ReplicationSources and ReplicationDestinations, VolumeSnapshots of the
+applications' namespaces, and the storage, replication and snapshot classes; from every cluster
+the events of those namespaces and of drover-system, drover's Deployments and pods, and their
+logs where they can be read. README.md inside lists every file and what could not be collected,
+with why; a cluster that does not answer is noted there, not fatal.
+
+Secrets are listed by name, type and key names only. Every value of every Secret read, the
+tokens and keys inside kubeconfigs (the DRClusters' Secrets) and the credentials of the clients
+used are scrubbed from every file, in clear and in base64.
+
+The managed clusters are reached with the hub's credential there (the DRClusters' Secrets),
+which may read only drover's groups; --cluster-kubeconfig NAME=FILE uses one of yours.`,
+		Example: `  drover gather
+  drover gather db -n app --file db-report.tar.gz
+  drover gather --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.App = args[0]
+			}
+			cfg, ns, err := conn.Resolve()
+			if err != nil {
+				return err
+			}
+			o.Namespace = ns
+			return cli.Gather(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+		},
+	}
+	conn.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.File, "file", "f", "", "the tarball to write (default: drover-gather-<UTC time>.tar.gz here); it must not exist")
+	cmd.Flags().Var(&o.Kubeconfigs, "cluster-kubeconfig", "NAME=FILE: reach DRCluster NAME with your kubeconfig FILE instead of the hub's credential (repeatable)")
+	return cmd
+}

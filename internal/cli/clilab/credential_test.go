@@ -1,0 +1,116 @@
+package clilab
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/config/rbac"
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/lab"
+)
+
+// TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings gives DRCluster east the credential
+// drover's hub has there (the user drover-hub bound to config/rbac/hub-on-managed-cluster),
+// which may not list StorageClasses, Deployments or PVCs: validate must say so in warnings that
+// name --cluster-kubeconfig, not fail nor pass them, and pass them with an administrator's
+// kubeconfig given by that flag; gather must list what it could not collect in its README.
+func TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings(t *testing.T) {
+	useHubCredential(t, lab.East)
+
+	got, out, err := rows(t, validateClusters(t), cli.ValidateOptions{})
+	if err != nil {
+		t.Errorf("validate clusters returned %v:\n%s", err, out)
+	}
+	expect(t, got, out, map[string]cli.Result{
+		"east: credential": cli.Pass, "east: API server": cli.Pass, "east: CRDs drover.io/v1alpha1": cli.Pass,
+		"east: StorageClass lab-block (VolRep, day2)": cli.Warn,
+		"east: drover-agent":                          cli.Warn,
+		"S3 profile s3-east":                          cli.Pass,
+	})
+	if d := got["east: StorageClass lab-block (VolRep, day2)"].Detail; !strings.Contains(d, "may not list StorageClasses on east") ||
+		!strings.Contains(d, "--cluster-kubeconfig east=FILE") {
+		t.Errorf("the storage check says %q, want what the credential may not do and the flag", d)
+	}
+
+	east, err := testLab.Cluster(lab.East)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, out, _ = rows(t, validateClusters(t), cli.ValidateOptions{Kubeconfigs: cli.ClusterKubeconfigs{lab.East: east.KubeconfigPath()}})
+	expect(t, got, out, map[string]cli.Result{"east: StorageClass lab-block (VolRep, day2)": cli.Pass, "east: credential": cli.Pass})
+
+	file := filepath.Join(t.TempDir(), "gather.tar.gz")
+	var buf bytes.Buffer
+	if err := cli.Gather(t.Context(), restConfig(lab.Hub), &buf, cli.GatherOptions{File: file}); err != nil {
+		t.Fatalf("gather failed: %v", err)
+	}
+	files := untar(t, file)
+	readme := string(files["drover-gather/README.md"])
+	for _, want := range []string{"may not list PersistentVolumeClaims on east", "may not list Secrets on east"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q:\n%s", want, readme)
+		}
+	}
+	if _, ok := files["drover-gather/east/namespaces/shop/volumereplicationgroups.drover.io.yaml"]; !ok {
+		t.Errorf("gather did not collect east's groups, which the hub's credential may read")
+	}
+}
+
+// useHubCredential binds the user drover-hub to drover's role on the cluster and puts its
+// kubeconfig in the DRCluster's Secret, until the test ends.
+func useHubCredential(t *testing.T, cluster string) {
+	t.Helper()
+	cl := clusterClient(cluster)
+	docs, err := rbac.Manifests(rbac.HubOnManagedCluster, rbac.HubOnManagedClusterDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := createAll(t.Context(), cl, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := testLab.Cluster(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := c.Kubeconfig("drover-hub", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := clusterClient(lab.Hub)
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: lab.DroverNamespace, Name: lab.KubeconfigSecretName(cluster)}
+	if err := hub.Get(t.Context(), key, secret); err != nil {
+		t.Fatal(err)
+	}
+	admin := secret.Data[v1alpha1.KubeconfigSecretKey]
+	secret.Data[v1alpha1.KubeconfigSecretKey] = kc
+	if err := hub.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s := &corev1.Secret{}
+		ctx := context.Background()
+		if err := hub.Get(ctx, key, s); err == nil {
+			s.Data[v1alpha1.KubeconfigSecretKey] = admin
+			err = hub.Update(ctx, s)
+		}
+		if err != nil {
+			t.Errorf("failed to give DRCluster %s its administrator kubeconfig back: %v", cluster, err)
+		}
+	})
+}
