@@ -182,9 +182,10 @@ func FuzzOpenEnvelope(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(sealed, objectKey)
-	f.Add(sealed[:len(sealed)-1], objectKey)
-	f.Add(sealed[:7], objectKey)
+	// Seeds are copies: the fuzzing engine may mutate what it is given in place.
+	f.Add(bytes.Clone(sealed), objectKey)
+	f.Add(bytes.Clone(sealed[:len(sealed)-1]), objectKey)
+	f.Add(bytes.Clone(sealed[:7]), objectKey)
 	f.Add([]byte("DRV\x1e\x01\x00"), objectKey)
 	f.Add([]byte("DRV\x1e\x02\x02k1"), objectKey)
 	f.Add([]byte("DRV\x1e\x01\xffk1"), objectKey)
@@ -198,7 +199,9 @@ func FuzzOpenEnvelope(f *testing.F) {
 		if id != "k1" {
 			t.Fatalf("opened under key ID %q", id)
 		}
-		if !bytes.Equal(envelope, sealed) || key != objectKey {
+		// The only body ever sealed under this key, for this one object key (each fuzzing worker
+		// seals its own, with its own nonce).
+		if string(body) != `{"version":1}` || key != objectKey {
 			t.Fatalf("opened an envelope drover did not seal for %q: %q", key, body)
 		}
 	})
