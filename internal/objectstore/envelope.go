@@ -176,7 +176,7 @@ func (s *sealedStore) open(key string, raw []byte) ([]byte, error) {
 	if errors.Is(err, ErrNotSealed) {
 		return nil, Refused(s.Name(), key, fmt.Errorf("%w: it has no drover envelope, so it was written without the store key "+
 			"(by a drover that did not seal its objects, or by someone else); to migrate a group written so, delete its primary marker "+
-			"%s from this store, and the group's primary rewrites the marker, its metadata and its capture sealed at its next pass (docs/reliability.md)",
+			"%s from this store, and the group's primary rewrites its objects there sealed, from its live state (docs/security.md, \"The S3 stores\")",
 			ErrNotSealed, markerOf(key)))
 	}
 	if err != nil {

@@ -159,3 +159,72 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 		t.Logf("store %s: %d objects of the group, none holding %q or an object name in clear", store.Name(), len(keys), value)
 	}
 }
+
+// TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSealed follows the
+// migration that the refusal of an object in clear names: west's bucket holds the group's
+// objects in clear, as a drover without store keys wrote them; east's primary refuses the store
+// (ClusterDataProtected names it and the way out) and writes nothing to it; once the group's
+// primary marker is deleted there, the primary rewrites the marker, the metadata and the
+// capture sealed, from its live state.
+func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSealed(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	east := clusterClient(t, lab.East)
+	app, groupNS := "inclear-app", "inclear-dr"
+	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
+	for _, ns := range []string{app, groupNS} {
+		g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
+	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+	})).To(Succeed())
+	profiles, sealed := labS3Profiles(g)
+	_, raw := labRawStores(g)
+	group := selfContainedVRG(groupNS, app, profiles)
+	g.Expect(east.Create(ctx, group)).To(Succeed())
+	t.Cleanup(func() { _ = east.Delete(context.Background(), group) })
+	protected := func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		for _, ct := range []string{v1alpha1.ConditionClusterDataProtected, v1alpha1.ConditionKubeObjectsReady} {
+			c := conditionOf(got.Status.Conditions, ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
+		}
+	}
+	g.Eventually(protected).Should(Succeed(), "the group is protected in both stores")
+
+	prefix := vrg.StorePrefix(group)
+	keys, err := sealed[1].List(ctx, prefix)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys).To(ContainElement(prefix + vrg.MarkerKey))
+	for _, key := range keys {
+		body, err := sealed[1].Get(ctx, key)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(raw[1].Put(ctx, key, body)).To(Succeed(), "%s in clear", key)
+	}
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", c.Reason, c.Message)
+		g.Expect(c.Message).To(ContainSubstring("S3 profile " + lab.S3ProfileName(lab.West)))
+		g.Expect(c.Message).To(ContainSubstring("has no drover envelope"))
+		g.Expect(c.Message).To(ContainSubstring("delete its primary marker " + prefix + vrg.MarkerKey))
+		t.Logf("ClusterDataProtected: %s", c.Message)
+	}).Should(Succeed(), "the primary refuses the store in clear and says how to migrate it")
+
+	g.Expect(raw[1].Delete(ctx, prefix+vrg.MarkerKey)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		protected(g)
+		for _, key := range keys {
+			body, err := raw[1].Get(ctx, key)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bytes.HasPrefix(body, []byte("DRV\x1e"))).To(BeTrue(), "%s is sealed again", key)
+			_, err = sealed[1].Get(ctx, key)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}).Should(Succeed(), "the primary rewrites every object of the group in west's store sealed")
+}
