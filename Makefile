@@ -57,7 +57,8 @@ test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (dr
 # FUZZ_TARGETS are the fuzz tests, package:Target; make test runs their seed corpora.
 FUZZ_TARGETS := ./internal/kubeobjects:FuzzDecodeCapture ./internal/kubeobjects:FuzzCheckCapture ./internal/agent/vrg:FuzzReadMarker \
 	./internal/agent/vrg:FuzzEpochClaim ./internal/lab/records:FuzzVerifyWriter ./internal/lab/records:FuzzParse \
-	./internal/gateway:FuzzRESTConfig ./internal/objectstore:FuzzProfileFromSecret \
+	./internal/gateway:FuzzRESTConfig ./internal/objectstore:FuzzProfileFromSecret ./internal/objectstore:FuzzOpenEnvelope \
+	./internal/objectstore:FuzzParseKeyring \
 	./internal/replication/volsync:FuzzNamesAreValidSubdomains
 FUZZTIME ?= 30s
 

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/drover-io/drover/internal/objectstore"
 )
 
 // Join registers the managed cluster o.Managed with the hub o.Hub as the DRCluster o.Name. It
@@ -29,6 +31,9 @@ func Join(ctx context.Context, opts Options) error {
 	}
 	hubNS, managedNS, err := preflight(ctx, o, hub, managed)
 	if err != nil {
+		return err
+	}
+	if o.S3.Keys, err = storeKeys(ctx, o, hub); err != nil {
 		return err
 	}
 	managedObjs, err := o.managedObjects()
@@ -119,7 +124,7 @@ func (o Options) dryRun(managedObjs []*unstructured.Unstructured, hubNS bool) er
 	return printYAML(o.Out, "on the hub at "+o.Hub.Config.Host, redacted(hubObjs))
 }
 
-// redacted shows Secrets with readable stringData and no secret access key.
+// redacted shows Secrets with readable stringData and no secret access key or store key.
 func redacted(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
@@ -134,8 +139,10 @@ func redacted(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 			for k, v := range secret.Data {
 				data[k] = string(v)
 			}
-			if _, ok := data[secretAccessKeyKey]; ok {
-				data[secretAccessKeyKey] = "<redacted>"
+			for _, k := range []string{secretAccessKeyKey, objectstore.SecretStoreKeysKey} {
+				if _, ok := data[k]; ok {
+					data[k] = "<redacted>"
+				}
 			}
 			unstructured.RemoveNestedField(shown.Object, "data")
 			shown.Object["stringData"] = data

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/join"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/objectstore"
 )
 
 func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
@@ -50,6 +51,13 @@ func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
 	s3 := getSecret(t, lab.East, profileName(lab.East))
 	if string(s3.Data["AWS_ACCESS_KEY_ID"]) != "AKID-east" || string(s3.Data["AWS_SECRET_ACCESS_KEY"]) != "not-a-real-secret-east" {
 		t.Errorf("the S3 Secret on east holds %v", slices.Sorted(maps.Keys(s3.Data)))
+	}
+	if _, err := objectstore.ParseKeyring(string(s3.Data[objectstore.SecretStoreKeysKey]), string(s3.Data[objectstore.SecretStoreKeyIDKey]), "east"); err != nil {
+		t.Errorf("the S3 Secret on east holds no usable store keys: %v", err)
+	}
+	hubCopy := getSecret(t, lab.Hub, profileName(lab.East))
+	if !bytes.Equal(hubCopy.Data[objectstore.SecretStoreKeysKey], s3.Data[objectstore.SecretStoreKeysKey]) {
+		t.Errorf("the hub's copy of the S3 Secret holds other store keys than east's")
 	}
 	agentConfig := &corev1.ConfigMap{}
 	if err := adminClient(t, lab.East).Get(t.Context(), client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.AgentConfigMapName}, agentConfig); err != nil {
@@ -101,6 +109,9 @@ func TestJoinCreatesTheHubsIdentityAndASecondJoinChangesNothing(t *testing.T) {
 	}
 	if after := labelled(t, lab.East, lab.East); !maps.Equal(after, eastBefore) {
 		t.Errorf("the second join changed east's objects: %v, before %v", after, eastBefore)
+	}
+	if again := getSecret(t, lab.East, profileName(lab.East)); !bytes.Equal(again.Data[objectstore.SecretStoreKeysKey], s3.Data[objectstore.SecretStoreKeysKey]) {
+		t.Errorf("the second join changed the store keys: the objects sealed with them would no longer open")
 	}
 }
 
@@ -168,7 +179,7 @@ func TestJoinDryRunPrintsTheObjectsAndChangesNothing(t *testing.T) {
 	}
 	mustContain(t, out.String(), "kind: ServiceAccount", "kind: ClusterRoleBinding", "kind: DRCluster",
 		"name: drover-hub-on-managed-cluster", "kind: ServiceAccount\n  name: drover-hub", "AWS_SECRET_ACCESS_KEY: <redacted>",
-		"s3ProfileName: store-west", "# on the hub at", "# on managed cluster west at")
+		"store-keys: <redacted>", "s3ProfileName: store-west", "# on the hub at", "# on managed cluster west at")
 	if strings.Contains(out.String(), "not-a-real-secret") {
 		t.Errorf("the dry run printed the secret access key:\n%s", out.String())
 	}

@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"maps"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,6 +149,7 @@ func s3Secret(p objectstore.Profile, cluster string) *corev1.Secret {
 	if p.Insecure {
 		data[objectstore.SecretInsecureKey] = []byte("true")
 	}
+	maps.Copy(data, p.Keys.SecretData())
 	l := labels(cluster)
 	l[LabelS3Profile] = p.Name
 	return &corev1.Secret{

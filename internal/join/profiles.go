@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -121,4 +122,31 @@ func (o Options) printPolicyHint() {
 		return
 	}
 	fmt.Fprintf(o.Out, "\nCluster %s is joined. Every DRPolicy that pairs it must define its S3 profile in spec.s3Profiles:\n%s", o.Name, raw)
+}
+
+// storeKeys are the store keys of the joining cluster's profile (objectstore.Keyring), which
+// seal every object the agents write to its store: those given (the lab's), else those of the
+// hub's copy of the profile's Secret (a cluster joined again keeps its keys, and the objects
+// sealed with them stay readable), else a fresh key. The keys then travel with the profile's
+// Secret to every joined cluster, never to the store.
+func storeKeys(ctx context.Context, o Options, hub *target) (objectstore.Keyring, error) {
+	if !o.S3.Keys.Empty() {
+		return o.S3.Keys, nil
+	}
+	ref := o.S3.SecretNamespace + "/" + o.S3.SecretName
+	secret := &corev1.Secret{}
+	err := hub.cl.Get(ctx, client.ObjectKey{Namespace: o.S3.SecretNamespace, Name: o.S3.SecretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return objectstore.NewKeyring("Secret " + ref), nil
+	case err != nil:
+		return objectstore.Keyring{}, fmt.Errorf("failed to read the hub's copy of S3 profile %s's Secret %s for its store keys: %w", o.S3.Name, ref, hub.explain(err))
+	case len(secret.Data[objectstore.SecretStoreKeysKey]) == 0:
+		return objectstore.NewKeyring("Secret " + ref), nil
+	}
+	keys, err := objectstore.ParseKeyring(string(secret.Data[objectstore.SecretStoreKeysKey]), string(secret.Data[objectstore.SecretStoreKeyIDKey]), "Secret "+ref+" on the hub")
+	if err != nil {
+		return objectstore.Keyring{}, fmt.Errorf("the hub's copy of S3 profile %s's Secret %s holds store keys that cannot be read: %w; fix them there (every joined cluster's copy holds the same keys)", o.S3.Name, ref, err)
+	}
+	return keys, nil
 }

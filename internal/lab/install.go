@@ -252,7 +252,7 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 		Server: managed.ProxiedEndpoint(),
 		S3: objectstore.Profile{
 			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
-			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
+			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey, Keys: p.StoreKeys,
 		},
 		Out: io.Discard,
 	})

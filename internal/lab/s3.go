@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/objectstore"
 )
 
 // Each managed cluster's S3 profile is served by its own versitygw process on loopback, a real S3
@@ -59,12 +61,19 @@ type S3Profile struct {
 	Region          string
 	AccessKeyID     string
 	SecretAccessKey string
+	// StoreKeys seal every object drover writes to the store (objectstore.Keyring): every
+	// cluster's copy of the profile's Secret holds them, the store never does.
+	StoreKeys objectstore.Keyring
 }
 
 // s3Credentials is the content of <cluster>/s3/credentials.json.
 type s3Credentials struct {
 	AccessKeyID     string `json:"accessKeyID"`
 	SecretAccessKey string `json:"secretAccessKey"`
+	// StoreKeys and StoreKeyID are the profile's store keys, in the Secret's form
+	// (objectstore.SecretStoreKeysKey, objectstore.SecretStoreKeyIDKey).
+	StoreKeys  string `json:"storeKeys"`
+	StoreKeyID string `json:"storeKeyID"`
 }
 
 // S3Profiles returns the S3 profile of every managed cluster, in cluster order. The lab must have
@@ -116,9 +125,13 @@ func (c *Cluster) s3Profile() (S3Profile, error) {
 	if err := json.Unmarshal(raw, &creds); err != nil || creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
 		return S3Profile{}, fmt.Errorf("S3 credentials %s are damaged: run `drover lab down` and `drover lab up`", path)
 	}
+	keys, err := objectstore.ParseKeyring(creds.StoreKeys, creds.StoreKeyID, path)
+	if err != nil {
+		return S3Profile{}, fmt.Errorf("S3 credentials %s have no valid store keys (%w): run `drover lab down` and `drover lab up`", path, err)
+	}
 	return S3Profile{
 		Name: S3ProfileName(c.Name), Endpoint: c.S3Endpoint(), Insecure: true, Bucket: S3Bucket, Region: S3Region,
-		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey,
+		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, StoreKeys: keys,
 	}, nil
 }
 
@@ -133,10 +146,13 @@ func (c *Cluster) ensureS3Profile() (S3Profile, error) {
 	if err := os.MkdirAll(c.s3Dir(), 0o700); err != nil {
 		return S3Profile{}, fmt.Errorf("failed to create %s: %w", c.s3Dir(), err)
 	}
+	keys := objectstore.NewKeyring(filepath.Join(c.s3Dir(), s3CredentialsFile)).SecretData()
 	raw, err := json.MarshalIndent(s3Credentials{
 		// rand.Text is 26 characters of base32, 130 bits: AWS-shaped keys, uppercase ids.
 		AccessKeyID:     "LAB" + rand.Text()[:17],
 		SecretAccessKey: rand.Text() + rand.Text(),
+		StoreKeys:       string(keys[objectstore.SecretStoreKeysKey]),
+		StoreKeyID:      string(keys[objectstore.SecretStoreKeyIDKey]),
 	}, "", "  ")
 	if err != nil {
 		return S3Profile{}, err
@@ -250,12 +266,14 @@ func s3Secret(p S3Profile) *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{Namespace: S3SecretNamespace, Name: p.Name},
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			S3SecretAccessKeyIDKey:     []byte(p.AccessKeyID),
-			S3SecretSecretAccessKeyKey: []byte(p.SecretAccessKey),
-			S3SecretEndpointKey:        []byte(p.Endpoint),
-			S3SecretBucketKey:          []byte(p.Bucket),
-			S3SecretRegionKey:          []byte(p.Region),
-			S3SecretInsecureKey:        []byte(strconv.FormatBool(p.Insecure)),
+			S3SecretAccessKeyIDKey:          []byte(p.AccessKeyID),
+			S3SecretSecretAccessKeyKey:      []byte(p.SecretAccessKey),
+			S3SecretEndpointKey:             []byte(p.Endpoint),
+			S3SecretBucketKey:               []byte(p.Bucket),
+			S3SecretRegionKey:               []byte(p.Region),
+			S3SecretInsecureKey:             []byte(strconv.FormatBool(p.Insecure)),
+			objectstore.SecretStoreKeysKey:  p.StoreKeys.SecretData()[objectstore.SecretStoreKeysKey],
+			objectstore.SecretStoreKeyIDKey: p.StoreKeys.SecretData()[objectstore.SecretStoreKeyIDKey],
 		},
 	}
 }

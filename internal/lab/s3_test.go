@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/objectstore"
 )
 
 // s3Client returns a client for profile with the given credentials. It is built from explicit
@@ -178,12 +179,14 @@ func TestEveryClusterHoldsASecretPerS3Profile(t *testing.T) {
 			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: lab.S3SecretNamespace, Name: p.Name}, secret)).
 				To(Succeed(), "cluster %s has Secret %s", cluster, p.Name)
 			g.Expect(secret.Data).To(Equal(map[string][]byte{
-				lab.S3SecretAccessKeyIDKey:     []byte(p.AccessKeyID),
-				lab.S3SecretSecretAccessKeyKey: []byte(p.SecretAccessKey),
-				lab.S3SecretEndpointKey:        []byte(p.Endpoint),
-				lab.S3SecretBucketKey:          []byte(p.Bucket),
-				lab.S3SecretRegionKey:          []byte(p.Region),
-				lab.S3SecretInsecureKey:        []byte("true"),
+				lab.S3SecretAccessKeyIDKey:      []byte(p.AccessKeyID),
+				lab.S3SecretSecretAccessKeyKey:  []byte(p.SecretAccessKey),
+				lab.S3SecretEndpointKey:         []byte(p.Endpoint),
+				lab.S3SecretBucketKey:           []byte(p.Bucket),
+				lab.S3SecretRegionKey:           []byte(p.Region),
+				lab.S3SecretInsecureKey:         []byte("true"),
+				objectstore.SecretStoreKeysKey:  p.StoreKeys.SecretData()[objectstore.SecretStoreKeysKey],
+				objectstore.SecretStoreKeyIDKey: []byte(p.StoreKeys.Current),
 			}), "Secret %s on cluster %s", p.Name, cluster)
 		}
 	}

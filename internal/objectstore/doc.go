@@ -19,6 +19,11 @@
 //     missing, profile invalid, object absent, object refused; Refused for callers that refuse
 //     what they decode) into a condition reason and a message that says
 //     what to fix; ErrNotFound and its siblings for errors.Is.
+//   - Sealed, the Store every object of the agent goes through (envelope.go): each object is
+//     an AES-256-GCM envelope under the profile's current store key (Keyring, keyring.go, read
+//     from the profile's Secret), its key in the bucket authenticated with it; what does not
+//     open, or is not an envelope, is refused (KindRefused) naming the store, the object and
+//     the key ID.
 //   - Fake, an in-memory Store for unit tests of its callers, with failure injection.
 //
 // It does not decide what is stored or when to retry; the agent does.

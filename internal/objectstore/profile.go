@@ -52,6 +52,9 @@ type Profile struct {
 	// Optional.
 	SecretNamespace string
 	SecretName      string
+	// Keys seal and open every object of the store (envelope.go). ProfileFromSpec, the agent's
+	// path, requires them.
+	Keys Keyring
 }
 
 // String describes the profile without its secret access key, so logging a Profile leaks no
@@ -149,6 +152,13 @@ func ProfileFromSecret(name string, secret *corev1.Secret) (Profile, error) {
 		SecretNamespace: secret.Namespace,
 		SecretName:      secret.Name,
 	}
+	if len(secret.Data[SecretStoreKeysKey]) > 0 {
+		keys, err := keyringFromSecret(name, secret)
+		if err != nil {
+			return Profile{}, err
+		}
+		p.Keys = keys
+	}
 	if err := p.Validate(); err != nil {
 		return Profile{}, err
 	}
@@ -156,8 +166,8 @@ func ProfileFromSecret(name string, secret *corev1.Secret) (Profile, error) {
 }
 
 // ProfileFromSpec builds the profile a VolumeReplicationGroup or DRPolicy defines: endpoint,
-// bucket and region from the spec, the credentials from its Secret (spec.secretRef, read by the
-// caller), whose other keys are ignored.
+// bucket and region from the spec, the credentials and the store keys (required) from its
+// Secret (spec.secretRef, read by the caller), whose other keys are ignored.
 func ProfileFromSpec(spec v1alpha1.S3Profile, secret *corev1.Secret) (Profile, error) {
 	values, err := secretValues(spec.Name, secret, []string{SecretAccessKeyIDKey, SecretSecretAccessKeyKey})
 	if err != nil {
@@ -180,10 +190,33 @@ func ProfileFromSpec(spec v1alpha1.S3Profile, secret *corev1.Secret) (Profile, e
 	if p.SecretName == "" {
 		p.SecretNamespace, p.SecretName = spec.SecretRef.Namespace, spec.SecretRef.Name
 	}
+	keys, err := keyringFromSecret(spec.Name, secret)
+	if err != nil {
+		return Profile{}, err
+	}
+	p.Keys = keys
 	if err := p.Validate(); err != nil {
 		return Profile{}, err
 	}
 	return p, nil
+}
+
+// keyringFromSecret reads the store keys of a profile's Secret.
+func keyringFromSecret(profile string, secret *corev1.Secret) (Keyring, error) {
+	ref := secret.Name
+	if secret.Namespace != "" {
+		ref = secret.Namespace + "/" + ref
+	}
+	if len(secret.Data[SecretStoreKeysKey]) == 0 {
+		return Keyring{}, &Error{Kind: KindInvalidProfile, Profile: profile, Secret: ref, Err: fmt.Errorf(
+			"%w: the Secret %s has no key %s, the keys that seal every object drover writes to the store: run `drover cluster join` again for the cluster of this profile, which adds one and copies it to every joined cluster (docs/security.md, \"The S3 stores\")",
+			errNoKeyring, ref, SecretStoreKeysKey)}
+	}
+	keys, err := ParseKeyring(string(secret.Data[SecretStoreKeysKey]), string(secret.Data[SecretStoreKeyIDKey]), "Secret "+ref)
+	if err != nil {
+		return Keyring{}, &Error{Kind: KindInvalidProfile, Profile: profile, Secret: ref, Err: fmt.Errorf("the store keys of Secret %s: %w", ref, err)}
+	}
+	return keys, nil
 }
 
 // secretValues returns the trimmed values of keys, or one error naming every key that is

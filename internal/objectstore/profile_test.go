@@ -106,20 +106,34 @@ func TestProfileFromSpecTakesOnlyCredentialsFromTheSecret(t *testing.T) {
 		Name: "s3-east", Endpoint: "https://s3.example.com:9000", Bucket: "dr-metadata",
 		SecretRef: v1alpha1.SecretRef{Namespace: "drover-system", Name: "s3-east"},
 	}
-	got, err := objectstore.ProfileFromSpec(spec, profileSecret(fullSecretData()))
+	got, err := objectstore.ProfileFromSpec(spec, profileSecret(withKeys(fullSecretData())))
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Keys.Current).To(Equal("k1"))
+	g.Expect(got.Keys.Source).To(Equal("Secret drover-system/s3-east"))
+	got.Keys = objectstore.Keyring{}
 	g.Expect(got).To(Equal(objectstore.Profile{
 		Name: "s3-east", Endpoint: "https://s3.example.com:9000", Bucket: "dr-metadata",
 		AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "not-a-real-secret",
 		SecretNamespace: "drover-system", SecretName: "s3-east",
 	}))
 
-	_, err = objectstore.ProfileFromSpec(spec, profileSecret(without(fullSecretData(), "AWS_ACCESS_KEY_ID")))
+	_, err = objectstore.ProfileFromSpec(spec, profileSecret(without(withKeys(fullSecretData()), "AWS_ACCESS_KEY_ID")))
 	g.Expect(err).To(MatchError(ContainSubstring("has no key AWS_ACCESS_KEY_ID")))
-	_, err = objectstore.ProfileFromSpec(spec, profileSecret(map[string]string{
+	_, err = objectstore.ProfileFromSpec(spec, profileSecret(withKeys(map[string]string{
 		"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s",
-	}))
+	})))
 	g.Expect(err).NotTo(HaveOccurred(), "endpoint and bucket come from the spec, not the Secret")
+	_, err = objectstore.ProfileFromSpec(spec, profileSecret(fullSecretData()))
+	g.Expect(err).To(MatchError(ContainSubstring("the Secret drover-system/s3-east has no key store-keys")), "nothing is written in clear")
+	g.Expect(objectstore.KindOf(err)).To(Equal(objectstore.KindInvalidProfile))
+	_, err = objectstore.ProfileFromSpec(spec, profileSecret(with(withKeys(fullSecretData()), "store-key-id", "k2")))
+	g.Expect(err).To(MatchError(ContainSubstring("store-key-id names key k2, which store-keys does not hold (it holds k1)")))
+}
+
+// withKeys is data with one store key, k1.
+func withKeys(data map[string]string) map[string]string {
+	out := with(data, "store-keys", "k1:"+encodeKey(make([]byte, objectstore.StoreKeySize))+"\n")
+	return with(out, "store-key-id", "k1")
 }
 
 func TestNewS3RefusesAProfileThatCannotWork(t *testing.T) {

@@ -85,9 +85,6 @@ const (
 // StoreFactory builds the Store of one S3 profile; NewS3Store in production, fakes in tests.
 type StoreFactory func(objectstore.Profile) (objectstore.Store, error)
 
-// NewS3Store is the production StoreFactory.
-func NewS3Store(p objectstore.Profile) (objectstore.Store, error) { return objectstore.NewS3(p) }
-
 // Reconciler reconciles VolumeReplicationGroups. It holds its dependencies and the newest version
 // it has seen of each group.
 type Reconciler struct {

@@ -2,6 +2,7 @@ package vrg
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"testing"
@@ -46,6 +47,8 @@ func s3Secret(name string) *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: name},
 		Data: map[string][]byte{
 			objectstore.SecretAccessKeyIDKey: []byte("key"), objectstore.SecretSecretAccessKeyKey: []byte("secret"),
+			objectstore.SecretStoreKeysKey:  []byte("k1:" + base64.StdEncoding.EncodeToString(make([]byte, objectstore.StoreKeySize))),
+			objectstore.SecretStoreKeyIDKey: []byte("k1"),
 		},
 	}
 }

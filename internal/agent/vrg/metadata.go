@@ -253,7 +253,8 @@ func (r *Reconciler) storeOf(ctx context.Context, sc *scope, profile v1alpha1.S3
 }
 
 // SyncObjects makes the store hold objects under prefix: an object whose stored bytes are equal
-// is not written again (a Get instead of a Put, so a steady group rewrites nothing and object
+// is not written again (one that the store refuses to give, objectstore.ErrRefused, is written
+// over) (a Get instead of a Put, so a steady group rewrites nothing and object
 // timestamps tell when metadata last changed), and an object under prefix's pvs/ and pvcs/ that
 // is neither written nor in keep is deleted. It stops at the first failure: a store that is down
 // fails every call alike.
@@ -263,7 +264,8 @@ func SyncObjects(ctx context.Context, store objectstore.Store, prefix string, ob
 		switch {
 		case err == nil && bytes.Equal(stored, objects[key]):
 			continue
-		case err != nil && !errors.Is(err, objectstore.ErrNotFound):
+		case err != nil && !errors.Is(err, objectstore.ErrNotFound) && !errors.Is(err, objectstore.ErrRefused):
+			// An object refused (altered, unsealed, too large) is this group's to rewrite.
 			return err
 		}
 		if err := store.Put(ctx, key, objects[key]); err != nil {

@@ -73,8 +73,31 @@ func pvcSpec() corev1.PersistentVolumeClaimSpec {
 }
 
 // labS3Profiles returns the VRG's view of every lab S3 profile and a store for each, to read
-// what the agent wrote.
+// what the agent wrote: sealed under the profile's store keys, as the agent's.
 func labS3Profiles(g Gomega) ([]v1alpha1.S3Profile, []objectstore.Store) {
+	profiles, raw := labRawStores(g)
+	keys := labStoreKeys(g)
+	stores := make([]objectstore.Store, len(raw))
+	for i, s := range raw {
+		stores[i] = objectstore.Sealed(s, keys[i])
+	}
+	return profiles, stores
+}
+
+// labStoreKeys are the store keys of every lab S3 profile, in cluster order.
+func labStoreKeys(g Gomega) []objectstore.Keyring {
+	profiles, err := testLab.S3Profiles()
+	g.Expect(err).NotTo(HaveOccurred())
+	var keys []objectstore.Keyring
+	for _, p := range profiles {
+		keys = append(keys, p.StoreKeys)
+	}
+	return keys
+}
+
+// labRawStores returns the VRG's view of every lab S3 profile and a store for each that gives
+// the bytes its server holds, as a holder of the bucket's credentials sees them.
+func labRawStores(g Gomega) ([]v1alpha1.S3Profile, []objectstore.Store) {
 	profiles, err := testLab.S3Profiles()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(profiles).To(HaveLen(2))
@@ -422,6 +445,8 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 		Data: map[string][]byte{
 			objectstore.SecretAccessKeyIDKey:     good.Data[objectstore.SecretAccessKeyIDKey],
 			objectstore.SecretSecretAccessKeyKey: []byte("not-the-secret"),
+			objectstore.SecretStoreKeysKey:       good.Data[objectstore.SecretStoreKeysKey],
+			objectstore.SecretStoreKeyIDKey:      good.Data[objectstore.SecretStoreKeyIDKey],
 		},
 	})).To(Succeed())
 	group := primaryVRG(ns, "solo", "solo", "5s", append(profiles, wrong))

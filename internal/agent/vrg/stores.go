@@ -2,6 +2,7 @@ package vrg
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,22 @@ import (
 // Secret at the same resourceVersion: new credentials are read by the first pass after the
 // watch shows them. Without a cache, or before its informer has synced, the Secret is read every
 // pass as before.
+
+// NewS3Store is the production StoreFactory: the profile's S3 store with every object sealed
+// under the profile's store keys (objectstore.Sealed): what the agent writes is encrypted and
+// authenticated, and what it reads is refused unless it opens (docs/security.md, "The S3
+// stores"). A profile without keys is refused: nothing is written in clear.
+func NewS3Store(p objectstore.Profile) (objectstore.Store, error) {
+	if p.Keys.Empty() {
+		return nil, &objectstore.Error{Kind: objectstore.KindInvalidProfile, Profile: p.Name, Secret: p.SecretNamespace + "/" + p.SecretName,
+			Err: fmt.Errorf("it has no store keys (%s in its Secret): run `drover cluster join` again for the cluster of this profile, which adds them", objectstore.SecretStoreKeysKey)}
+	}
+	s, err := objectstore.NewS3(p)
+	if err != nil {
+		return nil, err
+	}
+	return objectstore.Sealed(s, p.Keys), nil
+}
 
 // storeCache holds the stores built, by profile.
 type storeCache struct {
