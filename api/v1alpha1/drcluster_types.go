@@ -119,6 +119,11 @@ type DRClusterStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1024
 	GroupsToRemove []GroupRef `json:"groupsToRemove,omitempty"`
+
+	// hubVersion is the version of the hub that last wrote this status, for `drover version`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	HubVersion string `json:"hubVersion,omitempty"`
 }
 
 // DRCluster is a managed cluster that drover can fail applications over to and relocate them

@@ -179,6 +179,12 @@ type VRGSummary struct {
 	// observedGeneration is the VolumeReplicationGroup's status.observedGeneration.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// agentVersion is the VolumeReplicationGroup's status.agentVersion: the version of the
+	// agent of its cluster.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // DRPlacementControlStatus is the hub's view of a protected application.

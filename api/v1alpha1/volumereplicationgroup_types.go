@@ -359,6 +359,11 @@ type VolumeReplicationGroupStatus struct {
 	// observedGeneration is the generation of the spec the last successful reconcile observed.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// agentVersion is the version of the agent that wrote this status, for `drover version`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // VolumeReplicationGroup protects the selected PVCs and objects of one application on one

@@ -11,11 +11,16 @@ func newVersionCommand() *cobra.Command {
 	o := cli.VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print drover's version, and the hub cluster's when it answers",
+		Short: "Print drover's version, and the hub's and the agents' when the hub answers",
 		Long: `Prints the version and commit this binary was built from and, unless --client, the Kubernetes
 version of the hub cluster (kubectl's connection flags select it; an unreachable hub is said,
-not an error). drover's hub and agents do not publish their versions: they are printed as
-unknown (not published).`,
+not an error), the version of drover's hub and that of the agent of each DRCluster.
+
+The hub records its version in the status of each DRCluster (status.hubVersion), each agent in
+the status of its VolumeReplicationGroups, which the DRPlacementControls summarise
+(status.vrgs[].agentVersion): reading them needs only read rights on drover.io objects on the
+hub. Several versions are listed while an upgrade is under way; a cluster whose agent no group
+reports yet (no application protected there) is said to be unknown.`,
 		Example: `  drover version
   drover version --client -o json`,
 		Args: cobra.NoArgs,

@@ -29,6 +29,7 @@ import (
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication/volrep"
+	"github.com/drover-io/drover/internal/version"
 )
 
 // The hub's suite runs one lab with the hub and both agents in-process, as `drover hub` and
@@ -133,6 +134,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	testLab = l
+	// The hub and the agents record the version they run as in their status: a value of the
+	// suite's own, set before they start, tells it from a default.
+	version.Version = suiteVersion
 	code := 1
 	if err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "failed to set the lab up for the hub:", err)

@@ -21,3 +21,15 @@ func TestPrintWritesVersionAndCommit(t *testing.T) {
 		}
 	}
 }
+
+func TestPublishedFitsTheAPIBound(t *testing.T) {
+	oldVersion := Version
+	t.Cleanup(func() { Version = oldVersion })
+	for _, v := range []string{"v1.2.3", strings.Repeat("x", MaxPublished), strings.Repeat("y", MaxPublished+10)} {
+		Version = v
+		got := Published()
+		if len(got) > MaxPublished || !strings.HasPrefix(v, got) || (len(v) <= MaxPublished && got != v) {
+			t.Errorf("Published() with Version %q = %q, want it whole or cut to %d bytes", v, got, MaxPublished)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
 	"github.com/drover-io/drover/internal/tenancy"
+	"github.com/drover-io/drover/internal/version"
 )
 
 const (
@@ -312,6 +313,8 @@ func shortest(a, b ctrl.Result) ctrl.Result {
 // patchStatus computes the status from the scope and patches it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool) error {
 	computeStatus(sc, succeeded)
+	// Recorded with the status the agent writes anyway: a new version costs one write per group.
+	sc.vrg.Status.AgentVersion = version.Published()
 	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
 		return nil
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/gateway"
+	"github.com/drover-io/drover/internal/version"
 )
 
 // fieldOwner names the hub in managedFields.
@@ -101,6 +102,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	setCondition(drc, fencedCondition(drc, err))
 	drc.Status.ObservedGeneration = drc.Generation
+	// Recorded with the status the hub writes anyway: a new version costs one write per cluster.
+	drc.Status.HubVersion = version.Published()
 	r.recordTransition(before, drc)
 	r.recordLostTransition(before, drc)
 

@@ -193,6 +193,7 @@ func summary(cluster string, vrg *v1alpha1.VolumeReplicationGroup) v1alpha1.VRGS
 	s := v1alpha1.VRGSummary{
 		Cluster: cluster, ReplicationState: vrg.Spec.ReplicationState, State: vrg.Status.State,
 		LastGroupSyncTime: vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: vrg.Status.ObservedGeneration,
+		AgentVersion:  vrg.Status.AgentVersion,
 		ProtectedPVCs: ptr.To(int32(len(vrg.Status.ProtectedPVCs))), //nolint:gosec // a group holds far fewer than 2^31 PVCs
 	}
 	for _, c := range vrg.Status.Conditions {

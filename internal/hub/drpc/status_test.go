@@ -18,7 +18,7 @@ func TestASummaryKeepsTheDataConditionsStatusesAndOnlyTheConditionsThatSaySometh
 	last := metav1.NewTime(time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC))
 	primary := &v1alpha1.VolumeReplicationGroup{
 		Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: v1alpha1.ReplicationStatePrimary},
-		Status: v1alpha1.VolumeReplicationGroupStatus{State: v1alpha1.StatePrimary, ObservedGeneration: 3, LastGroupSyncTime: &last,
+		Status: v1alpha1.VolumeReplicationGroupStatus{State: v1alpha1.StatePrimary, ObservedGeneration: 3, LastGroupSyncTime: &last, AgentVersion: "v1.2.3",
 			Conditions: []metav1.Condition{
 				cond(v1alpha1.ConditionDataReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "all 3 PVCs are primary"),
 				cond(v1alpha1.ConditionDataProtected, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet"),
@@ -31,6 +31,7 @@ func TestASummaryKeepsTheDataConditionsStatusesAndOnlyTheConditionsThatSaySometh
 	g.Expect(s.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
 	g.Expect(s.State).To(Equal(v1alpha1.StatePrimary))
 	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(s.AgentVersion).To(Equal("v1.2.3"), "the version of the agent that wrote the group's status")
 	g.Expect(s.LastGroupSyncTime).To(Equal(&last))
 	g.Expect(s.DataReady).To(Equal(metav1.ConditionTrue))
 	g.Expect(s.DataProtected).To(Equal(metav1.ConditionFalse))
