@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -53,14 +54,19 @@ func TestTheReleaseArchiveRunsAndItsChecksumsVerify(t *testing.T) {
 		t.Fatalf("sha256sum -c checksums.txt: %v\n%s", err, b)
 	}
 	bin := unpack(t, filepath.Join(out, archiveFile), t.TempDir())
-	got, err := exec.Command(bin, "version").CombinedOutput()
+	got, err := exec.Command(bin, "version", "--client", "-o", "json").Output()
 	if err != nil {
-		t.Fatalf("drover version: %v\n%s", err, got)
+		t.Fatalf("drover version --client -o json: %v\n%s", err, got)
 	}
-	for _, want := range []string{"version: v0.0.0-test", "commit: 0123456789abcdef", "platform: " + host.String()} {
-		if !strings.Contains(string(got), want) {
-			t.Errorf("drover version printed %q, want a line %q", got, want)
-		}
+	var report struct {
+		Client struct{ Version, Commit, Platform string } `json:"client"`
+	}
+	if err := json.Unmarshal(got, &report); err != nil {
+		t.Fatalf("drover version -o json printed no JSON: %v\n%s", err, got)
+	}
+	c := report.Client
+	if c.Version != opts.Version || c.Commit != opts.Commit || c.Platform != host.String() {
+		t.Errorf("drover version reports client %+v, want version %s, commit %s, platform %s", c, opts.Version, opts.Commit, host)
 	}
 	checkKrewManifest(t, filepath.Join(out, krewManifestName), archiveFile, filepath.Join(out, archiveFile))
 }
