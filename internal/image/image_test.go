@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/x509"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -89,14 +90,18 @@ func TestTheImageRunsDroverAsNonRootFromItsOwnFilesystem(t *testing.T) {
 	headers := extract(t, img, root)
 
 	t.Run("drover version prints the stamped version and commit", func(t *testing.T) {
-		out, err := exec.Command(filepath.Join(root, image.BinaryPath), "version").CombinedOutput()
+		out, err := exec.Command(filepath.Join(root, image.BinaryPath), "version", "--client", "-o", "json").Output()
 		if err != nil {
-			t.Fatalf("drover version: %v\n%s", err, out)
+			t.Fatalf("drover version --client -o json: %v\n%s", err, out)
 		}
-		for _, want := range []string{"version: " + testVersion + "\n", "commit: " + testCommit + "\n"} {
-			if !strings.Contains(string(out), want) {
-				t.Errorf("drover version printed %q, want it to contain %q", out, want)
-			}
+		var report struct {
+			Client struct{ Version, Commit string } `json:"client"`
+		}
+		if err := json.Unmarshal(out, &report); err != nil {
+			t.Fatalf("drover version -o json printed no JSON: %v\n%s", err, out)
+		}
+		if report.Client.Version != testVersion || report.Client.Commit != testCommit {
+			t.Errorf("drover version reports client %+v, want version %s and commit %s", report.Client, testVersion, testCommit)
 		}
 	})
 	t.Run("the binary is static, so it runs on an image without libc", func(t *testing.T) {
