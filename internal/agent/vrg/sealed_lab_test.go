@@ -138,14 +138,20 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: app, Name: names[2]}, pvc)).To(Succeed())
 		pvName = pvc.Spec.VolumeName
+		g.Expect(pvName).NotTo(BeEmpty(), "PVC %s is not bound yet", names[2])
 	}).Should(Succeed(), "the group's metadata and capture are in both stores")
 
 	forbidden := append([]string{value, base64.StdEncoding.EncodeToString([]byte(value)), app, pvName}, names...)
 	for _, store := range raw {
-		keys, err := store.List(ctx, vrg.StorePrefix(group))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(keys).To(ContainElements(vrg.StorePrefix(group)+kubeobjects.StoreKey, vrg.StorePrefix(group)+vrg.MarkerKey,
-			vrg.PVKey(vrg.StorePrefix(group), pvName)), "store %s", store.Name())
+		// The conditions can turn True a pass before the PV's metadata reaches every store.
+		var keys []string
+		g.Eventually(func(g Gomega) {
+			var err error
+			keys, err = store.List(ctx, vrg.StorePrefix(group))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(keys).To(ContainElements(vrg.StorePrefix(group)+kubeobjects.StoreKey, vrg.StorePrefix(group)+vrg.MarkerKey,
+				vrg.PVKey(vrg.StorePrefix(group), pvName)), "store %s", store.Name())
+		}).Should(Succeed(), "store %s holds the group's capture, marker and PV", store.Name())
 		for _, key := range keys {
 			body, err := store.Get(ctx, key)
 			g.Expect(err).NotTo(HaveOccurred())
