@@ -276,3 +276,24 @@ const (
 	// is a stale primary and writes nothing to the stores until the hub demotes it.
 	EventStalePrimary = "StalePrimary"
 )
+
+// Drills (DRDrill). ConditionDrillAccepted is False, with one of the reasons below, when the hub
+// refuses or aborts a drill.
+const (
+	// ConditionDrillAccepted (DRDrill) is True once the hub started the drill.
+	ConditionDrillAccepted = "Accepted"
+	// ReasonDRPCNotFound: the drill names no DRPlacementControl of its namespace.
+	ReasonDRPCNotFound = "DRPCNotFound"
+	// ReasonNotProtected: the application is not Protected (or not settled), so its replicated
+	// data is no recovery point to drill from.
+	ReasonNotProtected = "NotProtected"
+	// ReasonDrillRunning: another drill of the application runs.
+	ReasonDrillRunning = "DrillRunning"
+	// ReasonBadTarget: the target cluster is the primary or not one of the policy's clusters.
+	ReasonBadTarget = "BadTarget"
+	// ReasonActionOvertook: a failover or relocation was asked for during the drill, which was
+	// aborted and torn down first.
+	ReasonActionOvertook = "ActionOvertook"
+	// ReasonDrillTimedOut: the drill did not reach its result within spec.timeout.
+	ReasonDrillTimedOut = "TimedOut"
+)

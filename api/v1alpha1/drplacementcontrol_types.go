@@ -99,6 +99,13 @@ type DRPlacementControlSpec struct {
 	// every namespaced object of protectedNamespaces, and none in placementRef mode.
 	// +optional
 	KubeObjectProtection *KubeObjectProtectionSpec `json:"kubeObjectProtection,omitempty"`
+
+	// drillHistoryLimit is how many finished DRDrills of this application the hub keeps as
+	// history; older ones are deleted. Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	DrillHistoryLimit *int32 `json:"drillHistoryLimit,omitempty"`
 }
 
 // DRPCPhase is where a DRPlacementControl stands in its lifecycle.

@@ -35,6 +35,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&DRPolicy{}, &DRPolicyList{},
 		&DRPlacementControl{}, &DRPlacementControlList{},
 		&VolumeReplicationGroup{}, &VolumeReplicationGroupList{},
+		&DRDrill{}, &DRDrillList{},
+		&DrillSandbox{}, &DrillSandboxList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -16,6 +16,8 @@ func TestBasesHoldsEveryDroverCRD(t *testing.T) {
 	}
 	want := []string{
 		"bases/drover.io_drclusters.yaml",
+		"bases/drover.io_drdrills.yaml",
+		"bases/drover.io_drillsandboxes.yaml",
 		"bases/drover.io_drplacementcontrols.yaml",
 		"bases/drover.io_drpolicies.yaml",
 		"bases/drover.io_volumereplicationgroups.yaml",
