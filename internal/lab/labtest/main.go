@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// startTimeout bounds bringing a test lab up.
+// startTimeout bounds bringing a test lab up, after drover is built (buildTimeout).
 const startTimeout = 5 * time.Minute
 
 // Main is the TestMain of a package whose tests share one lab: it starts the lab, hands it to
@@ -24,7 +24,7 @@ func Main(m *testing.M, use func(*Lab)) {
 
 // MainWith is Main with options, such as a lab that runs drover.
 func MainWith(m *testing.M, opts Options, use func(*Lab)) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout+startTimeout)
 	l, err := StartWith(ctx, opts)
 	cancel()
 	if err != nil {
