@@ -17,7 +17,7 @@ type planData struct {
 	// What is the action in words; Target what the person types to confirm (the application's
 	// name, or for a mass action the cluster's).
 	What, Target, Action, To, Post, Back string
-	Plan                                  string
+	Plan                                 string
 	// Error is why the plan could not be made; CanStart is false when its verdict refuses.
 	Error    string
 	CanStart bool

@@ -15,10 +15,10 @@ import (
 
 // fleetData is the fleet page: the clusters, the policies and every application in scope.
 type fleetData struct {
-	Scope                                  string
-	Clusters                               []clusterRow
-	Policies                               []policyRow
-	Apps                                   []appRow
+	Scope                                   string
+	Clusters                                []clusterRow
+	Policies                                []policyRow
+	Apps                                    []appRow
 	ClustersError, PoliciesError, AppsError string
 }
 
