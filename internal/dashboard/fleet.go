@@ -114,7 +114,11 @@ func clusterRowOf(cl *v1alpha1.DRCluster, policies []v1alpha1.DRPolicy) clusterR
 }
 
 func appRowOf(v cli.AppView) appRow {
-	return appRow{Namespace: v.Row.Namespace, Name: v.Row.App, Phase: v.Row.Phase, Primary: v.Row.Primary, Progression: v.Row.Progression,
+	step := "-"
+	if cli.InAction(v.DRPC.Status.Phase) {
+		step = v.Row.Progression
+	}
+	return appRow{Namespace: v.Row.Namespace, Name: v.Row.App, Phase: v.Row.Phase, Primary: v.Row.Primary, Progression: step,
 		PeerReady: condState(v.Row.PeerReady), Protected: condState(v.Row.Protected), Lag: lagState(v),
 		LastAction: lastAction(v.DRPC, v.Row), Problem: strings.TrimPrefix(v.Row.Problem, "-")}
 }

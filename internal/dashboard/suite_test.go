@@ -160,14 +160,14 @@ func grantOneNamespace(ctx context.Context) error {
 // browser is a person's browser on a dashboard: it has exchanged the one-time token for the
 // cookie and keeps it.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	http *http.Client
 	srv  *Server
 }
 
 // open starts a dashboard with o (the admin's connection unless o.Config is set) and signs in.
-func open(t *testing.T, o Options) *browser {
+func open(t testing.TB, o Options) *browser {
 	t.Helper()
 	if o.Config == nil {
 		o.Config = adminConfig
@@ -216,7 +216,7 @@ func (b *browser) post(path string, form url.Values) (int, string) {
 	return readBody(b.t, resp)
 }
 
-func readBody(t *testing.T, resp *http.Response) (int, string) {
+func readBody(t testing.TB, resp *http.Response) (int, string) {
 	t.Helper()
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
