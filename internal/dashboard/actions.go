@@ -42,6 +42,14 @@ func actionParam(v string) (v1alpha1.DRAction, error) {
 	return "", fmt.Errorf("unknown action %q: use Failover or Relocate", v)
 }
 
+// verbOf is the action as a verb: fail over or relocate.
+func verbOf(action v1alpha1.DRAction) string {
+	if action == v1alpha1.ActionFailover {
+		return "fail over"
+	}
+	return "relocate"
+}
+
 func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	s.renderPlan(w, r, http.StatusOK, ns, name, r.URL.Query().Get("action"), r.URL.Query().Get("to"), "")
@@ -52,7 +60,7 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, code int, ns
 	d := planData{Target: name, To: to, Post: "/apps/" + ns + "/" + name + "/act", Back: "/apps/" + ns + "/" + name, Wrong: wrong}
 	action, err := actionParam(actionText)
 	if err == nil {
-		d.Action, d.What = string(action), fmt.Sprintf("%s %s/%s to %s", strings.ToLower(string(action)), ns, name, to)
+		d.Action, d.What = string(action), fmt.Sprintf("%s %s/%s to %s", verbOf(action), ns, name, to)
 		var buf bytes.Buffer
 		err = cli.Plan(r.Context(), s.c, &buf, cli.PlanOptions{Namespace: ns, App: name, Action: action, To: to, Now: s.opts.Now})
 		d.Plan = buf.String()
@@ -106,7 +114,7 @@ func (s *Server) renderMassPlan(w http.ResponseWriter, r *http.Request, code int
 	d := planData{Target: from, To: to, Post: "/clusters/" + from + "/act", Back: "/", Wrong: wrong}
 	action, err := actionParam(actionText)
 	if err == nil {
-		d.Action, d.What = string(action), fmt.Sprintf("%s every application of cluster %s to %s", strings.ToLower(string(action)), from, to)
+		d.Action, d.What = string(action), fmt.Sprintf("%s every application of cluster %s to %s", verbOf(action), from, to)
 		var buf bytes.Buffer
 		err = cli.PlanAll(r.Context(), s.c, &buf, s.massOptions(action, from, to))
 		d.Plan = buf.String()
