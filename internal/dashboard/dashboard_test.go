@@ -128,8 +128,22 @@ func TestAMassActionOfAClusterRunsOnlyWhenTheClustersNameIsTyped(t *testing.T) {
 	}
 	for _, name := range []string{"db", "cart"} {
 		if d := drpc(t, shop, name); d.Spec.Action != v1alpha1.ActionNone {
-			t.Errorf("an unconfirmed mass action changed %s: spec.action %q", name, d.Spec.Action)
+			t.Fatalf("an unconfirmed mass action changed %s: spec.action %q", name, d.Spec.Action)
 		}
+	}
+
+	form.Set("confirm", "east")
+	code, page = b.post("/clusters/east/act", form)
+	if code != http.StatusOK {
+		t.Fatalf("the confirmed mass failover answered %d:\n%s", code, page)
+	}
+	contains(t, page, "the mass action's result", "Asked the hub to failover 2 applications to west")
+	for _, name := range []string{"db", "cart"} {
+		d := drpc(t, shop, name)
+		if d.Spec.Action != v1alpha1.ActionFailover || d.Spec.FailoverCluster != "west" {
+			t.Errorf("the confirmed mass failover asked %s for spec.action %q to %q, want Failover to west", name, d.Spec.Action, d.Spec.FailoverCluster)
+		}
+		undo(t, d)
 	}
 }
 
