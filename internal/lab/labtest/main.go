@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -43,10 +44,17 @@ func MainWith(m *testing.M, opts Options, use func(*Lab)) {
 // addToScheme register, runs the tests and stops the server. Missing binaries fail the package:
 // such tests prove what the API server does and must never be skipped silently.
 func MainWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(client.Client)) {
+	os.Exit(runWithAPIServer(m, crdDirs, addToScheme, func(_ *rest.Config, cl client.Client) { use(cl) }))
+}
+
+// MainWithAPIServerConfig is MainWithAPIServer that also hands use the API server's admin
+// REST configuration, for tests that make clients of their own (impersonating a user whose
+// RBAC they set up: the API server authorizes with RBAC).
+func MainWithAPIServerConfig(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(*rest.Config, client.Client)) {
 	os.Exit(runWithAPIServer(m, crdDirs, addToScheme, use))
 }
 
-func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(client.Client)) int {
+func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(*rest.Config, client.Client)) int {
 	root, err := RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -90,6 +98,6 @@ func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtim
 		fmt.Fprintf(os.Stderr, "FAIL: failed to create a client: %v\n", err)
 		return 1
 	}
-	use(cl)
+	use(cfg, cl)
 	return m.Run()
 }
