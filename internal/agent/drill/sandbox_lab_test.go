@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -33,49 +34,61 @@ func init() {
 	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
 }
 
-// protected is the application the drills of this package copy: a StatefulSet of two writers
-// protected by the lab's VolSync policy, primary on east, its secondary group on west.
+// protected is an application the drills of this package copy: a StatefulSet of writers
+// protected by one of the lab's policies, primary on east, its secondary group on west.
 type protected struct {
 	env        story.Env
 	ns         string
 	east, west client.Client
 	group      *v1alpha1.VolumeReplicationGroup // the secondary, on west
+	replicas   int
+	volSync    bool
 }
 
 var (
-	protectOnce sync.Once
-	app         *protected
-	appErr      error
+	appsMu sync.Mutex
+	apps   = map[string]*protected{}
 )
 
-// protectedApp protects the package's application once, with the story's own steps, and waits
-// until west holds a latest image of each PVC.
+// protectedApp protects the package's VolSync application once, with the story's own steps, and
+// waits until west holds a latest image of each PVC.
 func protectedApp(t *testing.T) *protected {
-	t.Helper()
-	protectOnce.Do(func() { app, appErr = protect() })
-	if appErr != nil {
-		t.Fatal(appErr)
-	}
-	return app
+	return protectedCase(t, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass,
+		Mode: story.SelfContained, Namespace: "drilled", Replicas: 2})
 }
 
-func protect() (*protected, error) {
+// protectedCase protects a case once per package and returns it.
+func protectedCase(t *testing.T, c story.Case) *protected {
+	t.Helper()
+	appsMu.Lock()
+	defer appsMu.Unlock()
+	if p := apps[c.Namespace]; p != nil {
+		return p
+	}
+	p, err := protect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps[c.Namespace] = p
+	return p
+}
+
+func protect(c story.Case) (*protected, error) {
 	ctx := context.Background()
 	env, err := story.LabEnv(testLab.Lab, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
-	p := &protected{env: env, ns: "drilled"}
-	for _, c := range []struct {
+	p := &protected{env: env, ns: c.Namespace, replicas: int(c.Replicas), volSync: c.Policy == lab.PolicyVolSync}
+	for _, cl := range []struct {
 		name string
 		into *client.Client
 	}{{lab.East, &p.east}, {lab.West, &p.west}} {
-		if *c.into, err = testLab.Client(c.name, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme); err != nil {
+		if *cl.into, err = testLab.Client(cl.name, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme); err != nil {
 			return nil, err
 		}
 	}
-	run := story.New(env, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass,
-		Mode: story.SelfContained, Namespace: p.ns, Replicas: 2}, lab.East)
+	run := story.New(env, c, lab.East)
 	if err := run.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -89,7 +102,7 @@ func protect() (*protected, error) {
 		}
 		time.Sleep(time.Second)
 	}
-	return nil, fmt.Errorf("west never held a latest image of every PVC: %w", err)
+	return nil, fmt.Errorf("west's secondary group of %s is not ready: %w", c.Namespace, err)
 }
 
 // secondary returns west's group once its destinations each have a latest image.
@@ -100,10 +113,13 @@ func (p *protected) secondary(ctx context.Context) (*v1alpha1.VolumeReplicationG
 	}
 	for i := range groups.Items {
 		g := &groups.Items[i]
-		if g.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary || vrg.ProtectedNamespaces(g)[0] != p.ns || g.Spec.VolSync == nil {
+		if g.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary || vrg.ProtectedNamespaces(g)[0] != p.ns {
 			continue
 		}
-		if len(g.Spec.VolSync.ReceivePVCs) != 2 {
+		if !p.volSync {
+			return g, nil
+		}
+		if g.Spec.VolSync == nil || len(g.Spec.VolSync.ReceivePVCs) != p.replicas {
 			return nil, fmt.Errorf("group %s receives %d PVCs", g.Name, len(g.Spec.VolSync.ReceivePVCs))
 		}
 		for _, rp := range g.Spec.VolSync.ReceivePVCs {
@@ -159,13 +175,15 @@ func (p *protected) sourceSyncs(g Gomega) map[string]time.Time {
 	return out
 }
 
-// awaitResult waits for the sandbox's result and returns it as it then stands.
-func (p *protected) awaitResult(g Gomega, sb *v1alpha1.DrillSandbox) *v1alpha1.DrillSandbox {
+// awaitResult waits for the sandbox's result and returns it as it then stands, logging it.
+func (p *protected) awaitResult(t *testing.T, g Gomega, sb *v1alpha1.DrillSandbox) *v1alpha1.DrillSandbox {
 	got := &v1alpha1.DrillSandbox{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(p.west.Get(context.Background(), client.ObjectKeyFromObject(sb), got)).To(Succeed())
 		g.Expect(got.Status.Result).NotTo(BeEmpty(), "the sandbox has a result; it says: %s", got.Status.Message)
 	}).Should(Succeed())
+	status, _ := json.MarshalIndent(got.Status, "", "  ")
+	t.Logf("DrillSandbox %s: %s", sb.Name, status)
 	return got
 }
 
@@ -182,7 +200,7 @@ func TestADrillStartsTheApplicationFromTheReplicatedDataInAnIsolatedSandbox(t *t
 	g.Expect(before).To(HaveLen(2), "the primary's sources have synced")
 
 	sb := p.sandbox(g, "full", nil)
-	got := p.awaitResult(g, sb)
+	got := p.awaitResult(t, g, sb)
 	g.Expect(got.Status.Result).To(Equal(v1alpha1.DrillResultPassed), "the sandbox passed: %s", got.Status.Message)
 	sandboxNS := drill.SandboxNamespace(p.ns, "full")
 	checkStatus(g, got, p.ns, sandboxNS)

@@ -107,6 +107,9 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 	case err != nil:
 		return ctrl.Result{}, err
 	}
+	if msg := s.secondaryImageRefusal(pv.Spec.CSI.VolumeHandle); msg != "" {
+		return ctrl.Result{RequeueAfter: volsyncRetry}, s.failSnapshot(ctx, vs, msg)
+	}
 	policy, err := s.snapshotPolicy(ctx, vs, pv.Spec.CSI.Driver)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: volsyncRetry}, s.failSnapshot(ctx, vs, err.Error())

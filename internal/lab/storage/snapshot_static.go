@@ -122,3 +122,21 @@ func (s *store) sizeOfSnapshot(ctx context.Context, handle string) (int64, error
 	}
 	return 0, nil
 }
+
+// A mirrored secondary image cannot be copied. ceph-csi (internal/rbd/controllerserver.go,
+// CreateSnapshot then doSnapshotClone; internal/rbd/rbd_util.go, createSnapshot) takes a
+// snapshot or a clone through `rbd snap create` on the image itself, with no check of its
+// mirroring role, and librbd refuses it on a non-primary image (read-only); a PV of it is not
+// even staged (rbd_util.go, isInUse: "cannot map image ... it is not primary"). The lab refuses a
+// snapshot of a secondary image the same way, with the error in the snapshot's status: a drill
+// of a VolumeReplication application cannot copy its data on the secondary.
+
+// secondaryImageRefusal is the snapshot error for a volume whose image is a mirrored secondary,
+// "" for one that may be snapshotted.
+func (s *store) secondaryImageRefusal(handle string) string {
+	st, err := s.images.State(handle)
+	if err != nil || st.Role != RoleSecondary {
+		return ""
+	}
+	return fmt.Sprintf("failed to create snapshot: image %s is not primary (a mirrored secondary is read-only): promote it, or snapshot it on its primary", handle)
+}
