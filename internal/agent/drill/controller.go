@@ -96,6 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	before := sb.DeepCopy()
 	sc := &scope{sandbox: sb, now: time.Now()}
 	defer func() {
+		if reterr == nil {
+			sb.Status.ObservedGeneration = sb.Generation
+		}
 		if err := r.patchStatus(ctx, before, sb); err != nil {
 			reterr = errors.Join(reterr, err)
 		}
@@ -111,7 +114,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // patchStatus writes the sandbox's status when a pass changed it.
 func (r *Reconciler) patchStatus(ctx context.Context, before, sb *v1alpha1.DrillSandbox) error {
-	sb.Status.ObservedGeneration = sb.Generation
 	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
 		return nil
 	}

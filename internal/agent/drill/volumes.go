@@ -69,11 +69,8 @@ func (r *Reconciler) copyVolume(ctx context.Context, sc *scope, rp v1alpha1.VolS
 		}
 		vol = sc.volume(rp.PVCNamespace, rp.PVCName)
 	}
-	if err := r.holdImage(ctx, sc, rp.PVCNamespace, vol.Point); err != nil {
-		return "", err
-	}
 	image := &snapshotv1.VolumeSnapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rp.PVCNamespace, Name: vol.Point}, image); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rp.PVCNamespace, Name: vol.Point}, image); err != nil {
 		if apierrors.IsNotFound(err) {
 			sc.fail(StepCopyingVolumes, fmt.Sprintf("the VolSync image %s/%s the drill chose is gone: drill again", rp.PVCNamespace, vol.Point))
 			return "", nil
@@ -130,30 +127,45 @@ func (r *Reconciler) choosePoint(ctx context.Context, sc *scope, rp v1alpha1.Vol
 			start = vs.Status.CreationTime
 		}
 	}
+	// Held before it is recorded: a sync completing meanwhile deletes the image it replaces.
+	held, err := r.holdImage(ctx, sc, rp.PVCNamespace, image.Name)
+	if err != nil || !held {
+		return fmt.Sprintf("a latest image of %s that stays (%s was replaced)", key, image.Name), err
+	}
 	sc.sandbox.Status.Volumes = append(sc.sandbox.Status.Volumes, v1alpha1.DrillVolume{
 		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName, Point: image.Name, PointTime: start,
 		SandboxPVC: sc.namespaces[rp.PVCNamespace] + "/" + rp.PVCName,
 	})
-	return "", r.holdImage(ctx, sc, rp.PVCNamespace, image.Name)
+	return "", nil
 }
 
-// holdImage labels the image do-not-delete for the drill, unless someone holds it already.
-func (r *Reconciler) holdImage(ctx context.Context, sc *scope, namespace, name string) error {
+// holdImage labels the image do-not-delete for the drill, unless someone holds it already, and
+// reports whether it is held: false when it is gone or being deleted, or changed meanwhile (the
+// label is set with an optimistic lock, and VolSync deletes an image with a precondition on its
+// resourceVersion, so an image held is never deleted by VolSync's cleanup).
+func (r *Reconciler) holdImage(ctx context.Context, sc *scope, namespace, name string) (bool, error) {
 	vs := &snapshotv1.VolumeSnapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if vs.DeletionTimestamp != nil {
+		return false, nil
 	}
 	if _, held := vs.Labels[doNotDelete]; held {
-		return nil
+		return true, nil
 	}
 	before := vs.DeepCopy()
 	metav1.SetMetaDataLabel(&vs.ObjectMeta, doNotDelete, "true")
 	metav1.SetMetaDataAnnotation(&vs.ObjectMeta, vrg.AnnotationHeldBy, holder(sc.sandbox))
-	if err := r.Client.Patch(ctx, vs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
-		return fmt.Errorf("failed to hold VolumeSnapshot %s/%s for the drill: %w", namespace, name, err)
+	err := r.Client.Patch(ctx, vs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("failed to hold VolumeSnapshot %s/%s for the drill: %w", namespace, name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Held the VolSync image for the drill", "snapshot", namespace+"/"+name)
-	return nil
+	return true, nil
 }
 
 // holder is the drill's value of vrg.AnnotationHeldBy: never a group's key (no "drill:" there).
