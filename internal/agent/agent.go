@@ -1,5 +1,6 @@
-// Package agent wires drover's managed-cluster agent: the scheme, the replication backends and
-// the VolumeReplicationGroup reconciler, in one controller-runtime manager. `drover agent` runs
+// Package agent wires drover's managed-cluster agent: the scheme, the replication backends, the
+// VolumeReplicationGroup reconciler and the DrillSandbox reconciler of DR drills
+// (internal/agent/drill), in one controller-runtime manager. `drover agent` runs
 // it; tests run the same manager in-process against a lab cluster.
 package agent
 
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/drill"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
@@ -226,6 +228,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)
+	}
+	drills := &drill.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NewStore: opts.NewStore, StoreLimits: opts.StoreLimits}
+	if err := drills.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("failed to set up the DrillSandbox controller: %w", err)
 	}
 	if err := metrics.Register(mgr, vrgMetrics); err != nil {
 		return nil, fmt.Errorf("failed to add the agent's metrics: %w", err)

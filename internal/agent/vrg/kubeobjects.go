@@ -557,15 +557,23 @@ func selected(c *kubeobjects.Capture, sel kubeobjects.Selection) []*unstructured
 	return out
 }
 
-// readCapture reads the capture from the first S3 profile, in spec order, that holds one that
-// passes the checked restore (kubeobjects.Check, against the group's own protected namespaces):
-// its objects are the ones to restore. from names the profile read ("" when none could be
-// read); capture is nil when the readable ones hold none. refused are the stores whose object
-// was refused (too large, or failing the checks), each naming the store and the object.
+// readCapture is ReadCapture with the pass's stores.
 func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeobjects.Capture, from string, unavailable, refused []string) {
-	key := StorePrefix(sc.vrg) + kubeobjects.StoreKey
-	for _, profile := range sc.vrg.Spec.S3Profiles {
-		store, err := r.storeOf(ctx, sc, profile)
+	return ReadCapture(ctx, sc.vrg, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {
+		return r.storeOf(ctx, sc, p)
+	})
+}
+
+// ReadCapture reads a group's capture from the first S3 profile, in spec order, that holds one
+// that passes the checked restore (kubeobjects.Check, against the group's own protected
+// namespaces): its objects are the ones to restore. from names the profile read ("" when none
+// could be read); capture is nil when the readable ones hold none. refused are the stores whose
+// object was refused (too large, or failing the checks), each naming the store and the object.
+func ReadCapture(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, mapper apimeta.RESTMapper,
+	storeOf func(v1alpha1.S3Profile) (objectstore.Store, error)) (capture *kubeobjects.Capture, from string, unavailable, refused []string) {
+	key := StorePrefix(vrg) + kubeobjects.StoreKey
+	for _, profile := range vrg.Spec.S3Profiles {
+		store, err := storeOf(profile)
 		var body []byte
 		if err == nil {
 			body, err = store.Get(ctx, key)
@@ -588,7 +596,7 @@ func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeo
 			refused = append(refused, objectstore.Refused(profile.Name, key, err).Error())
 			continue
 		}
-		checked, err := kubeobjects.Check(c, protectedNamespaces(sc.vrg), r.Client.RESTMapper())
+		checked, err := kubeobjects.Check(c, ProtectedNamespaces(vrg), mapper)
 		if err != nil {
 			refused = append(refused, objectstore.Refused(profile.Name, key, err).Error())
 			continue

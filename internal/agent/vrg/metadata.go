@@ -213,29 +213,47 @@ func (r *Reconciler) store(ctx context.Context, profile v1alpha1.S3Profile) (obj
 	if s := r.stores.get(profile, r.secretVersion(ctx, ref)); s != nil {
 		return s, nil
 	}
+	store, version, err := openStore(ctx, r.APIReader, profile, r.NewStore, r.StoreLimits)
+	if err != nil {
+		return nil, err
+	}
+	counted := r.Metrics.countWrites(store)
+	r.stores.put(profile, version, counted)
+	return counted, nil
+}
+
+// OpenStore builds the store of an S3 profile from its credentials Secret, read with reader,
+// as the reconciler does but uncached: for readers of a group's stores besides it (the drill).
+func OpenStore(ctx context.Context, reader client.Reader, profile v1alpha1.S3Profile, newStore StoreFactory, limits StoreLimits) (objectstore.Store, error) {
+	store, _, err := openStore(ctx, reader, profile, newStore, limits)
+	return store, err
+}
+
+// openStore builds the store of an S3 profile and returns the resourceVersion of the Secret it
+// was built from.
+func openStore(ctx context.Context, reader client.Reader, profile v1alpha1.S3Profile, newStore StoreFactory, limits StoreLimits) (objectstore.Store, string, error) {
+	ref := profile.SecretRef
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &objectstore.Error{
+			return nil, "", &objectstore.Error{
 				Kind: objectstore.KindInvalidProfile, Profile: profile.Name, Secret: ref.Namespace + "/" + ref.Name,
 				Err: fmt.Errorf("its credentials Secret %s/%s does not exist on this cluster: create it with keys %s and %s",
 					ref.Namespace, ref.Name, objectstore.SecretAccessKeyIDKey, objectstore.SecretSecretAccessKeyKey),
 			}
 		}
-		return nil, fmt.Errorf("failed to get Secret %s/%s of S3 profile %s: %w", ref.Namespace, ref.Name, profile.Name, err)
+		return nil, "", fmt.Errorf("failed to get Secret %s/%s of S3 profile %s: %w", ref.Namespace, ref.Name, profile.Name, err)
 	}
 	p, err := objectstore.ProfileFromSpec(profile, secret)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	p.Limits = r.StoreLimits.objectstoreLimits()
-	store, err := r.NewStore(p)
+	p.Limits = limits.objectstoreLimits()
+	store, err := newStore(p)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	counted := r.Metrics.countWrites(store)
-	r.stores.put(profile, secret.ResourceVersion, counted)
-	return counted, nil
+	return store, secret.ResourceVersion, nil
 }
 
 // storeOf is store, built once per pass: the first call reads the profile's credentials Secret,

@@ -353,6 +353,11 @@ func pvcSelector(vrg *v1alpha1.VolumeReplicationGroup) (labels.Selector, error) 
 
 // protectedNamespaces returns spec.protectedNamespaces, or the group's own namespace.
 func protectedNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
+	return ProtectedNamespaces(vrg)
+}
+
+// ProtectedNamespaces are the namespaces a group protects: spec.protectedNamespaces, or its own.
+func ProtectedNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
 	if len(vrg.Spec.ProtectedNamespaces) == 0 {
 		return []string{vrg.Namespace}
 	}

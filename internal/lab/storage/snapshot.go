@@ -19,8 +19,8 @@ package storage
 //     is provisioned only once the snapshot is readyToUse, with the snapshot's data copied into
 //     the new volume before its PV exists (populate, called by provision).
 //
-// Not modelled: pre-provisioned snapshots (a VolumeSnapshot naming an existing content), group
-// snapshots, cross-namespace data sources.
+// Pre-provisioned snapshots (a VolumeSnapshot naming an existing content) are in
+// snapshot_static.go. Not modelled: group snapshots, cross-namespace data sources.
 
 import (
 	"context"
@@ -88,7 +88,13 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 	if vs.DeletionTimestamp != nil {
 		return ctrl.Result{}, s.deleteSnapshot(ctx, vs)
 	}
-	if snapshotReady(vs) || vs.Spec.Source.PersistentVolumeClaimName == nil {
+	if snapshotReady(vs) {
+		return ctrl.Result{}, nil
+	}
+	if vs.Spec.Source.VolumeSnapshotContentName != nil {
+		return s.bindStaticSnapshot(ctx, vs)
+	}
+	if vs.Spec.Source.PersistentVolumeClaimName == nil {
 		return ctrl.Result{}, nil
 	}
 	pv, err := s.boundVolume(ctx, vs.Namespace, *vs.Spec.Source.PersistentVolumeClaimName)
@@ -100,6 +106,9 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{RequeueAfter: snapshotRetry}, nil
 	case err != nil:
 		return ctrl.Result{}, err
+	}
+	if msg := s.secondaryImageRefusal(pv.Spec.CSI.VolumeHandle); msg != "" {
+		return ctrl.Result{RequeueAfter: volsyncRetry}, s.failSnapshot(ctx, vs, msg)
 	}
 	policy, err := s.snapshotPolicy(ctx, vs, pv.Spec.CSI.Driver)
 	if err != nil {

@@ -1,0 +1,110 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// CheckJob names the check Job in its sandbox namespace.
+const CheckJob = "drover-drill-check"
+
+// runCheck runs the spec's check Job in the sandbox of checkNamespace once the workloads are
+// Ready, and judges the sandbox by it: Passed with readyTime when it succeeds (or there is none),
+// Failed with the Job's reason and message when it fails.
+func (r *Reconciler) runCheck(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	sb := sc.sandbox
+	if sb.Spec.Check == nil {
+		sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultSkipped, Message: "no check asked for: the drill passes with its workloads Ready"}
+		sc.pass()
+		return ctrl.Result{}, nil
+	}
+	sc.step(StepChecking)
+	ns, ok := sc.checkNamespace()
+	if !ok {
+		sc.fail(StepChecking, fmt.Sprintf("checkNamespace %s is not a namespace the application protects: name one of them", sb.Spec.CheckNamespace))
+		return ctrl.Result{}, nil
+	}
+	job, err := r.ensureCheckJob(ctx, sc, ns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: clip(jobSummary(job, c)), LogTail: logTailNote}
+			sc.finish(StepChecking, v1alpha1.DrillResultPassed, "the check Job succeeded")
+			sc.pass()
+			return ctrl.Result{}, nil
+		case batchv1.JobFailed:
+			msg := jobSummary(job, c)
+			sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultFailed, Message: clip(msg), LogTail: logTailNote}
+			sc.fail(StepChecking, "the check Job failed: "+msg)
+			return ctrl.Result{}, nil
+		}
+	}
+	sc.waiting(StepChecking, fmt.Sprintf("waiting for the check Job %s/%s (%d active, %d failed)", ns, CheckJob, job.Status.Active, job.Status.Failed))
+	return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+}
+
+// logTailNote stands for the log tail the agent does not read: it has no access to pod logs, and
+// the lab's pods (kwok) have none. The Job's conditions and counts say what happened.
+const logTailNote = "(the check pod's log is not collected: read it with kubectl logs while the sandbox is kept; the message holds the Job's outcome)"
+
+// jobSummary is what a finished Job says: its condition's reason and message, and its counts.
+func jobSummary(job *batchv1.Job, c batchv1.JobCondition) string {
+	return fmt.Sprintf("Job %s/%s %s (%s: %s); %d succeeded, %d failed", job.Namespace, job.Name, c.Type, c.Reason, c.Message, job.Status.Succeeded, job.Status.Failed)
+}
+
+// checkNamespace is the sandbox the check runs in: that of spec.checkNamespace, or of the first
+// protected namespace.
+func (sc *scope) checkNamespace() (string, bool) {
+	if want := sc.sandbox.Spec.CheckNamespace; want != "" {
+		ns, ok := sc.namespaces[want]
+		return ns, ok
+	}
+	for _, n := range sc.sandbox.Status.Namespaces {
+		return n.Sandbox, true
+	}
+	return "", false
+}
+
+// ensureCheckJob creates the check Job from the spec, once, and returns it as it stands.
+func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (*batchv1.Job, error) {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CheckJob, Labels: map[string]string{LabelDrill: sc.sandbox.Spec.DrillID}},
+		Spec:       *sc.sandbox.Spec.Check.DeepCopy(),
+	}
+	// The API server makes the selector and the pod labels that name the Job.
+	job.Spec.Selector, job.Spec.ManualSelector = nil, nil
+	err := r.Client.Create(ctx, job, client.FieldOwner(fieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job)
+	}
+	if apierrors.IsInvalid(err) {
+		sc.fail(StepChecking, "the check Job is not valid: "+err.Error())
+		return &batchv1.Job{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the check Job %s/%s: %w", ns, CheckJob, err)
+	}
+	return job, nil
+}
+
+// pass ends the sandbox as Passed: the workloads Ready and the check passed.
+func (sc *scope) pass() {
+	sc.sandbox.Status.Result = v1alpha1.DrillResultPassed
+	sc.sandbox.Status.ReadyTime = ptrTime(sc.now)
+	sc.sandbox.Status.Message = "the sandbox's workloads are Ready and its check passed"
+}

@@ -1,0 +1,117 @@
+package drill_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/drill"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/story"
+)
+
+// checkJob is a check Job's spec; a node selector that no node matches keeps its pod Pending,
+// and its deadline then fails it.
+func checkJob(nodeSelector map[string]string) *batchv1.JobSpec {
+	return &batchv1.JobSpec{
+		BackoffLimit:          ptr.To(int32(0)),
+		ActiveDeadlineSeconds: ptr.To(int64(5)),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  nodeSelector,
+			Containers:    []corev1.Container{{Name: "check", Image: "lab/check", Command: []string{"check"}}},
+		}},
+	}
+}
+
+// TestADrillRunsItsCheckJobInTheSandbox drills with a check Job that succeeds, then with one that
+// fails: the first sandbox passes with the check Passed, the second fails with the Job's reason.
+func TestADrillRunsItsCheckJobInTheSandbox(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := protectedApp(t)
+
+	sb := p.sandbox(g, "checkok", func(sb *v1alpha1.DrillSandbox) { sb.Spec.Check = checkJob(nil) })
+	got := p.awaitResult(t, g, sb)
+	g.Expect(got.Status.Result).To(Equal(v1alpha1.DrillResultPassed), "the sandbox passed: %s", got.Status.Message)
+	g.Expect(got.Status.Check).NotTo(BeNil())
+	g.Expect(got.Status.Check.Result).To(Equal(v1alpha1.DrillResultPassed), got.Status.Check.Message)
+	g.Expect(got.Status.ReadyTime).NotTo(BeNil())
+	job := &batchv1.Job{}
+	g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: drill.SandboxNamespace(p.ns, "checkok"), Name: drill.CheckJob}, job)).To(Succeed(), "the check ran in the sandbox")
+	g.Expect(p.west.Delete(ctx, got)).To(Succeed())
+	checkGone(g, p, sb, "checkok")
+
+	sb = p.sandbox(g, "checkko", func(sb *v1alpha1.DrillSandbox) {
+		sb.Spec.Check = checkJob(map[string]string{"kubernetes.io/hostname": "no-such-node"})
+	})
+	got = p.awaitResult(t, g, sb)
+	g.Expect(got.Status.Result).To(Equal(v1alpha1.DrillResultFailed))
+	g.Expect(got.Status.Check).NotTo(BeNil())
+	g.Expect(got.Status.Check.Result).To(Equal(v1alpha1.DrillResultFailed))
+	g.Expect(got.Status.Check.Message).To(ContainSubstring("DeadlineExceeded"), "the Job's reason is reported")
+	g.Expect(got.Status.ReadyTime).To(BeNil(), "a sandbox whose check failed is never ready")
+	last := got.Status.Steps[len(got.Status.Steps)-1]
+	g.Expect(last.Name).To(Equal(drill.StepChecking))
+	g.Expect(last.Result).To(Equal(v1alpha1.DrillResultFailed))
+	g.Expect(p.west.Delete(ctx, got)).To(Succeed())
+	checkGone(g, p, sb, "checkko")
+}
+
+// TestADrillSandboxDeletedWhileItIsBuiltLeavesNothing deletes a DrillSandbox as soon as its
+// first volume is held, mid-build: its finalizer still removes everything it made.
+func TestADrillSandboxDeletedWhileItIsBuiltLeavesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := protectedApp(t)
+	sb := p.sandbox(g, "midway", nil)
+	got := &v1alpha1.DrillSandbox{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(p.west.Get(ctx, client.ObjectKeyFromObject(sb), got)).To(Succeed())
+		g.Expect(got.Status.Volumes).NotTo(BeEmpty(), "a volume is chosen and held")
+	}).WithPolling(50 * time.Millisecond).Should(Succeed())
+	g.Expect(got.Status.Result).To(BeEmpty(), "deleted before the sandbox was built")
+	g.Expect(p.west.Delete(ctx, got)).To(Succeed())
+	checkGone(g, p, sb, "midway")
+}
+
+// TestAVolumeReplicationDrillChecksReadiness drills an application replicated by the lab's
+// VolumeReplication storage: no copy of its mirrored secondary images can be made, so the sandbox
+// starts nothing and lists what it checked (metadata, StorageClasses, replication, the objects
+// dry-run) and what it could not (each volume's copy, the workloads).
+func TestAVolumeReplicationDrillChecksReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := protectedCase(t, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Mode: story.SelfContained, Namespace: "drilled-volrep", Replicas: 1})
+	sb := p.sandbox(g, "ready", nil)
+	got := p.awaitResult(t, g, sb)
+	g.Expect(got.Status.Mode).To(Equal(v1alpha1.DrillModeReadiness))
+	g.Expect(got.Status.Result).To(Equal(v1alpha1.DrillResultPassed), "readiness passed: %s %+v", got.Status.Message, got.Status.Readiness)
+	results := map[string]v1alpha1.DrillResult{}
+	for _, c := range got.Status.Readiness {
+		results[c.Name] = c.Result
+	}
+	g.Expect(results).To(Equal(map[string]v1alpha1.DrillResult{
+		"PV and PVC metadata decoded":                  v1alpha1.DrillResultPassed,
+		"StorageClass " + lab.BlockStorageClass:        v1alpha1.DrillResultPassed,
+		"replication healthy":                          v1alpha1.DrillResultPassed,
+		"objects accepted by the API server (dry run)": v1alpha1.DrillResultPassed,
+		"copy of PVC drilled-volrep/data-db-0":         v1alpha1.DrillResultSkipped,
+		"workloads started":                            v1alpha1.DrillResultSkipped,
+	}))
+	g.Expect(got.Status.Check.Result).To(Equal(v1alpha1.DrillResultSkipped))
+	err := p.west.Get(ctx, client.ObjectKey{Namespace: drill.SandboxNamespace(p.ns, "ready"), Name: "db"}, &appsv1.StatefulSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is started in readiness mode: %v", err)
+	g.Expect(p.west.Delete(ctx, got)).To(Succeed())
+	checkGone(g, p, sb, "ready")
+}

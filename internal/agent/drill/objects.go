@@ -1,0 +1,133 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/kubeobjects"
+	"github.com/drover-io/drover/internal/objectstore"
+)
+
+// droppedGroups are the API groups whose kinds never enter a sandbox: what routes traffic from
+// outside the cluster (Ingresses, OpenShift Routes, Gateway API routes). NetworkPolicies of the
+// application are dropped too (droppedKinds): they only allow, and would widen the isolation.
+var droppedGroups = []string{"route.openshift.io", "gateway.networking.k8s.io"}
+
+var droppedKinds = []schema.GroupKind{
+	{Group: "networking.k8s.io", Kind: "Ingress"},
+	{Group: "extensions", Kind: "Ingress"},
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"},
+}
+
+// restoreObjects restores the group's captured objects into the sandboxes, mapped (MapObject),
+// tier by tier as a promotion does (kubeobjects.Restore: existing objects are adopted, so a pass
+// after a crash goes on where the last stopped).
+func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	if sc.step(StepRestoringObjects).Finished != nil {
+		return ctrl.Result{}, nil
+	}
+	capture, from, unavailable, refused := vrg.ReadCapture(ctx, sc.group, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {
+		return vrg.OpenStore(ctx, r.APIReader, p, r.NewStore, r.StoreLimits)
+	})
+	if capture == nil {
+		if from == "" {
+			sc.waiting(StepRestoringObjects, "no S3 profile could be read: "+strings.Join(unavailable, "; "))
+			return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+		}
+		sc.fail(StepRestoringObjects, fmt.Sprintf("no S3 profile holds a capture of the application's objects that drover can restore (read %s; refused: %s): protect its namespaces (protectedNamespaces) for a drill to start it",
+			from, strings.Join(refused, "; ")))
+		return ctrl.Result{}, nil
+	}
+	var objects []*unstructured.Unstructured
+	dropped := 0
+	for _, o := range capture.Objects {
+		m, ok := MapObject(o, sc.namespaces)
+		if !ok {
+			dropped++
+			continue
+		}
+		objects = append(objects, m)
+	}
+	res, err := kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
+	if err != nil {
+		sc.waiting(StepRestoringObjects, fmt.Sprintf("restoring the capture of %s: %v", capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), err))
+		return ctrl.Result{}, err
+	}
+	sc.finish(StepRestoringObjects, v1alpha1.DrillResultPassed, fmt.Sprintf(
+		"the capture of %s from S3 profile %s restored into the sandbox (%d objects created, %d there already, %d left out: %s)",
+		capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from, res.Created, res.Adopted, dropped, kubeobjects.Summary(objects)))
+	return ctrl.Result{}, nil
+}
+
+// MapObject is a captured object as the sandbox gets it, or false when it stays out: the
+// namespace mapped; Namespaces (the drill makes its own), routes from outside, NetworkPolicies
+// and service-account tokens left out; Services reduced to ClusterIP, ExternalName ones left
+// out; CronJobs suspended; RoleBinding subjects of a protected namespace mapped.
+func MapObject(obj *unstructured.Unstructured, namespaces map[string]string) (*unstructured.Unstructured, bool) {
+	gk := obj.GroupVersionKind().GroupKind()
+	sandbox, ok := namespaces[obj.GetNamespace()]
+	if !ok || gk == kubeobjects.KindNamespace || slices.Contains(droppedGroups, gk.Group) || slices.Contains(droppedKinds, gk) {
+		return nil, false
+	}
+	if t, _, _ := unstructured.NestedString(obj.Object, "type"); gk == kubeobjects.KindSecret && t == "kubernetes.io/service-account-token" {
+		return nil, false
+	}
+	out := obj.DeepCopy()
+	out.SetNamespace(sandbox)
+	switch gk {
+	case kubeobjects.KindService:
+		if t, _, _ := unstructured.NestedString(out.Object, "spec", "type"); t == "ExternalName" {
+			return nil, false
+		}
+		clusterIPOnly(out)
+	case kubeobjects.KindCronJob:
+		_ = unstructured.SetNestedField(out.Object, true, "spec", "suspend")
+	case kubeobjects.KindRoleBind:
+		mapSubjects(out, namespaces)
+	}
+	return out, true
+}
+
+// clusterIPOnly makes a Service reachable only inside the cluster: type ClusterIP, no node
+// ports, load balancer or external addresses.
+func clusterIPOnly(svc *unstructured.Unstructured) {
+	_ = unstructured.SetNestedField(svc.Object, "ClusterIP", "spec", "type")
+	for _, f := range []string{"externalIPs", "loadBalancerIP", "loadBalancerSourceRanges", "loadBalancerClass",
+		"externalTrafficPolicy", "healthCheckNodePort", "allocateLoadBalancerNodePorts", "externalName"} {
+		unstructured.RemoveNestedField(svc.Object, "spec", f)
+	}
+	ports, found, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if !found {
+		return
+	}
+	for _, p := range ports {
+		if m, ok := p.(map[string]any); ok {
+			delete(m, "nodePort")
+		}
+	}
+	_ = unstructured.SetNestedSlice(svc.Object, ports, "spec", "ports")
+}
+
+// mapSubjects maps the namespaces of a RoleBinding's subjects that are protected ones.
+func mapSubjects(rb *unstructured.Unstructured, namespaces map[string]string) {
+	subjects, found, _ := unstructured.NestedSlice(rb.Object, "subjects")
+	if !found {
+		return
+	}
+	for _, s := range subjects {
+		if m, ok := s.(map[string]any); ok {
+			if ns, _ := m["namespace"].(string); namespaces[ns] != "" {
+				m["namespace"] = namespaces[ns]
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(rb.Object, subjects, "subjects")
+}
