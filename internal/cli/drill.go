@@ -187,8 +187,12 @@ func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptio
 	if o.Check != nil {
 		check = "the Job of " + dash(o.CheckSource)
 	}
-	fmt.Fprintf(w, "Asked the hub for a drill of %s: DRDrill %s/%s, on %s, check: %s, sandbox kept %s after the result, timeout %s.\n",
-		key, d.Namespace, d.Name, target, check, o.KeepFor, d.Spec.Timeout.Duration)
+	keep := "torn down at once after the result"
+	if o.KeepFor > 0 {
+		keep = "kept " + o.KeepFor.String() + " after the result"
+	}
+	fmt.Fprintf(w, "Asked the hub for a drill of %s: DRDrill %s/%s, on %s, check: %s, sandbox %s, timeout %s.\n",
+		key, d.Namespace, d.Name, target, check, keep, d.Spec.Timeout.Duration)
 	if !o.Wait {
 		fmt.Fprintf(w, "Follow it with `drover drill report %s %s -n %s`.\n", o.App, d.Name, o.Namespace)
 	}

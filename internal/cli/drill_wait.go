@@ -140,7 +140,7 @@ func drillOutcome(d *v1alpha1.DRDrill) error {
 	case v1alpha1.DrillAborted:
 		return fmt.Errorf("drill %s of %s was aborted%s; its sandbox was torn down", key, d.Spec.DRPCName, conditionReason(accepted))
 	}
-	return fmt.Errorf("drill %s of %s %s: %s", key, d.Spec.DRPCName, drillPhaseWord(d.Status.Phase), drillFailure(d))
+	return fmt.Errorf("drill %s of %s failed: %s", key, d.Spec.DRPCName, drillFailure(d))
 }
 
 // conditionReason is " (Reason): message" of a False condition, or "".
