@@ -171,7 +171,10 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 	hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){
 		upTo(v1alpha1.DrillRunning, 1, &copying),
 		upTo(v1alpha1.DrillRunning, 5, nil),
-		func(st *v1alpha1.DRDrillStatus) { upTo(v1alpha1.DrillTearingDown, 5, nil)(st); st.Result = v1alpha1.DrillResultPassed },
+		func(st *v1alpha1.DRDrillStatus) {
+			upTo(v1alpha1.DrillTearingDown, 5, nil)(st)
+			st.Result = v1alpha1.DrillResultPassed
+		},
 		e.passedDrill,
 	}, []string{"CopyingVolumes        running", "Checking              Passed       12s  job/check succeeded", "TearingDown: the result is Passed"})
 	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
