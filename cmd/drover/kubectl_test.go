@@ -155,7 +155,8 @@ func TestConnectionFlagsAsKubectl(t *testing.T) {
 func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	root := newRootCommand()
 	verbs := [][]string{{"status"}, {"plan"}, {"failover"}, {"relocate"}, {"protect"}, {"unprotect"}, {"version"},
-		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"}}
+		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"},
+		{"drill"}, {"drill", "history"}, {"drill", "report"}}
 	for _, v := range verbs {
 		cmd, _, err := root.Find(v)
 		if err != nil {
@@ -189,6 +190,13 @@ func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	own, connection, found := strings.Cut(help, "\nConnection flags, as kubectl's")
 	if code != cli.ExitOK || !found || strings.Contains(own, "--token") || !strings.Contains(own, "--watch") || !strings.Contains(connection, "--token") {
 		t.Errorf("status --help does not list the connection flags apart:\n%s", help)
+	}
+	// A verb that runs and has subcommands lists both, and its connection flags apart.
+	code, help, _ = droverIO(t, "drill", "--help")
+	own, connection, found = strings.Cut(help, "\nConnection flags, as kubectl's")
+	if code != cli.ExitOK || !found || strings.Contains(own, "--token") || !strings.Contains(own, "--check-job") ||
+		!strings.Contains(own, "Available Commands:\n  history ") || !strings.Contains(connection, "--token") {
+		t.Errorf("drill --help does not list its subcommands, and the connection flags apart:\n%s", help)
 	}
 }
 
