@@ -239,6 +239,11 @@ func TestEveryOutputFormatParsesBack(t *testing.T) {
 		{"version -o jsonpath", []string{"version", "--client", "-o", "jsonpath={.client.version}"}, equals("dev")},
 		{"protect --dry-run -o jsonpath", []string{"protect", "web", "--policy", "east-west", "--cluster", "east", "--dry-run", "-o", "jsonpath={.spec.preferredCluster}"},
 			equals("east")},
+		{"drill -o json is the DRDrill", []string{"drill", "db", "--to", "west", "-o", "json"}, objectOf("DRDrill", "drover.io/v1alpha1", "")},
+		{"drill history -o yaml is a List of DRDrills", []string{"drill", "history", "db", "-o", "yaml"}, listOfKind("DRDrill", 1)},
+		{"drill history -o jsonpath", []string{"drill", "history", "db", "-o", "jsonpath={.items[0].spec.targetCluster}"}, equals("west")},
+		{"drill report --format markdown", []string{"drill", "report", "db", "--format", "markdown"},
+			containsAll("# DR drill of app/db: Pending (in progress, not final)", "| Asked | target west;")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,6 +295,23 @@ func listOf(kind string, names ...string) func(*testing.T, string) {
 		}
 		if strings.Join(got, ",") != strings.Join(names, ",") {
 			t.Errorf("items %v, want %v", got, names)
+		}
+	}
+}
+
+// listOfKind checks a Kubernetes List of n objects of kind, whatever their names.
+func listOfKind(kind string, n int) func(*testing.T, string) {
+	return func(t *testing.T, out string) {
+		t.Helper()
+		m := decode(t, out)
+		items, _ := m["items"].([]any)
+		if m["kind"] != "List" || m["apiVersion"] != "v1" || len(items) != n {
+			t.Fatalf("not a List of %d items:\n%s", n, out)
+		}
+		for _, it := range items {
+			if obj, _ := it.(map[string]any); obj["kind"] != kind {
+				t.Errorf("item of kind %v, want %s", obj["kind"], kind)
+			}
 		}
 	}
 }
