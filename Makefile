@@ -54,6 +54,11 @@ test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo 
 test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
+.PHONY: test-dashboard
+test-dashboard: tools-demo ## Drive the dashboard in headless Chromium (installed with apt-get when missing) against a lab running drover: a failover from the page, followed live; screenshots in _artifacts/dashboard/ (-tags browser; not part of make test)
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	$(GO) test -count=1 -tags browser -run 'TestAFailoverStartedFromThePage' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/dashboard/dashlab/
+
 # FUZZ_TARGETS are the fuzz tests, package:Target; make test runs their seed corpora.
 FUZZ_TARGETS := ./internal/kubeobjects:FuzzDecodeCapture ./internal/kubeobjects:FuzzCheckCapture ./internal/agent/vrg:FuzzReadMarker \
 	./internal/agent/vrg:FuzzEpochClaim ./internal/lab/records:FuzzVerifyWriter ./internal/lab/records:FuzzParse \

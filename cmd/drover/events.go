@@ -18,6 +18,7 @@ time, with the cluster as a column. A cluster whose events cannot be read is nam
 table with the reason. The managed clusters are reached with the hub's credential there,
 which may not list Events: pass --cluster-kubeconfig NAME=FILE with a kubeconfig of yours.`,
 		Example: `  drover events db -n app
+  drover events db -n app -o json
   drover events db -n app --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -26,11 +27,12 @@ which may not list Events: pass --cluster-kubeconfig NAME=FILE with a kubeconfig
 			if err != nil {
 				return err
 			}
-			o.Namespace = ns
+			o.Namespace, o.Notes = ns, cmd.ErrOrStderr()
 			return cli.Events(cmd.Context(), cfg, cmd.OutOrStdout(), o)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "json, yaml or jsonpath=TEMPLATE: the events as a List, each annotated drover.io/cluster with where it was read (default: a table)")
 	cmd.Flags().Var(&o.Kubeconfigs, "cluster-kubeconfig", "NAME=FILE: reach DRCluster NAME with your kubeconfig FILE instead of the hub's credential (repeatable)")
 	return cmd
 }

@@ -28,7 +28,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 	)
 	root.AddCommand(inGroup(groupComponents, newLabCommand(), newAgentCommand(), newHubCommand(), newDemoCommand())...)
 	root.AddCommand(inGroup(groupClusters, newVersionCommand(), newClusterCommand(), newValidateCommand(), newGatherCommand())...)
-	root.AddCommand(inGroup(groupApps, newEventsCommand())...)
+	root.AddCommand(inGroup(groupApps, newEventsCommand(), newDashboardCommand())...)
 	root.SetHelpCommandGroupID(groupClusters)
 	root.SetCompletionCommandGroupID(groupClusters)
 	addCLICommands(root)

@@ -3,11 +3,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +14,11 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// syncBuffer is a buffer a command writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor waits until out matches re; the bound only ends a test that would hang.
-func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) {
+func waitFor(t *testing.T, out *labtest.SyncBuffer, re *regexp.Regexp) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if re.MatchString(out.String()) {
@@ -53,7 +34,7 @@ func TestStatusWatchPrintsEachChange(t *testing.T) {
 	h := startSafetyHub(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	done := make(chan int)
 	go func() {
 		root := newRootCommand()

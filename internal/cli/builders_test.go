@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,24 +170,6 @@ func get(t *testing.T, d *v1alpha1.DRPlacementControl) *v1alpha1.DRPlacementCont
 		t.Fatalf("failed to read %s: %v", d.Name, err)
 	}
 	return cur
-}
-
-// syncBuffer is an io.Writer that a command writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitFor polls cond every 10ms until it holds or 10s pass, which fails the test.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
@@ -133,7 +134,7 @@ func TestReadCheckJobSaysWhatIsWrong(t *testing.T) {
 
 // playDrillHub waits for the command's DRDrill, then writes each status in turn, each once the
 // command printed the line the previous one makes, so that every step is observed.
-func playDrillHub(t *testing.T, e env, out *syncBuffer, statuses []func(*v1alpha1.DRDrillStatus), lines []string) chan struct{} {
+func playDrillHub(t *testing.T, e env, out *labtest.SyncBuffer, statuses []func(*v1alpha1.DRDrillStatus), lines []string) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -167,7 +168,7 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 		}
 	}
 	copying := step("CopyingVolumes", 0, -1, "", "copying 2 volumes")
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){
 		upTo(v1alpha1.DrillRunning, 1, &copying),
 		upTo(v1alpha1.DrillRunning, 5, nil),
@@ -237,7 +238,7 @@ func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "drill-fail-"+string(rune('0'+i)))
 			setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
-			out := &syncBuffer{}
+			out := &labtest.SyncBuffer{}
 			hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){tc.status(e)}, nil)
 			err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 				WaitTimeout: 20 * time.Second, Now: clockAt})
@@ -256,7 +257,7 @@ func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
 	e := newEnv(t, "drill-stall")
 	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond})
 	if err == nil || ExitCodeOf(err) != ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||

@@ -22,9 +22,19 @@ type EventsOptions struct {
 	// Kubeconfigs are kubeconfig files of the person for some managed clusters, used instead
 	// of the hub's credential.
 	Kubeconfigs ClusterKubeconfigs
+	// Output is "" for the table, or json, yaml or jsonpath=TEMPLATE: the events as a
+	// Kubernetes List, each annotated with the cluster it was read from (AnnotationEventCluster).
+	Output string
+	// Notes receives, with a structured Output, the clusters whose events were not read (the
+	// table prints them after it); nil discards them.
+	Notes io.Writer
 	// Now is the clock, for the ages; nil means time.Now.
 	Now func() time.Time
 }
+
+// AnnotationEventCluster names, on each event of `drover events -o json|yaml`, the cluster it
+// was read from: hub, or a DRCluster's name.
+const AnnotationEventCluster = "drover.io/cluster"
 
 // clusterEvent is an Event with the cluster it was read from.
 type clusterEvent struct {
@@ -40,6 +50,9 @@ type clusterEvent struct {
 func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptions) error {
 	if o.App == "" {
 		return Usage(errors.New("name the application (its DRPlacementControl) whose events to print"))
+	}
+	if err := checkOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+		return err
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -81,7 +94,35 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 		notes = append(notes, fmt.Sprintf("DRPolicy %s does not exist: the managed clusters are not known", d.Spec.DRPolicyRef.Name))
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	if structured(o.Output) {
+		return printEventList(w, o.Notes, o.Output, all, notes)
+	}
 	return printEvents(w, all, notes, now())
+}
+
+// printEventList prints the events as a Kubernetes List, each annotated with its cluster, and
+// the clusters not read to notes.
+func printEventList(w, notes io.Writer, format string, all []clusterEvent, missing []string) error {
+	items := make([]corev1.Event, 0, len(all))
+	for _, e := range all {
+		ev := *e.ev.DeepCopy()
+		if ev.Annotations == nil {
+			ev.Annotations = map[string]string{}
+		}
+		ev.Annotations[AnnotationEventCluster] = e.cluster
+		ev.APIVersion, ev.Kind = "v1", "Event"
+		ev.ManagedFields = nil
+		items = append(items, ev)
+	}
+	if err := printList(w, items, format); err != nil {
+		return err
+	}
+	if notes != nil {
+		for _, n := range missing {
+			fmt.Fprintf(notes, "Not read: %s\n", n)
+		}
+	}
+	return nil
 }
 
 // clusterEvents reads the events of the namespaces on one managed cluster.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // label sets a label on the DRPlacementControl.
@@ -137,7 +138,7 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 		setStatus(t, d, e.deployed(e.east, e.west))
 	}
 	e.setReachable(t, e.east, false)
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	failedOver := func(d *v1alpha1.DRPlacementControl) {
 		d.Status.Phase, d.Status.CurrentPrimary, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailedOver, e.west, e.west, "DemotingOldPrimary"
 		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on mass-wait-west"))

@@ -121,6 +121,9 @@ func managedClusters(ctx context.Context, hub client.Reader, files ClusterKubeco
 		if !containsCluster(list.Items, name) {
 			return nil, Usage(fmt.Errorf("--cluster-kubeconfig names %s, which is no DRCluster of the hub", name))
 		}
+		if _, err := fileConfig(files[name]); err != nil {
+			return nil, Usage(fmt.Errorf("--cluster-kubeconfig %s=%s: %w", name, files[name], err))
+		}
 	}
 	scheme, err := remoteScheme()
 	if err != nil {

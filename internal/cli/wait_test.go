@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // The --wait tests play the hub in a goroutine: it waits for the command's patch, then advances
@@ -21,7 +22,7 @@ type hubStep struct {
 }
 
 // playHub writes each step once the spec asks for action and the previous step's line is printed.
-func playHub(t *testing.T, e env, d *v1alpha1.DRPlacementControl, out *syncBuffer, action v1alpha1.DRAction, steps []hubStep) chan struct{} {
+func playHub(t *testing.T, e env, d *v1alpha1.DRPlacementControl, out *labtest.SyncBuffer, action v1alpha1.DRAction, steps []hubStep) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -65,7 +66,7 @@ func TestFailoverWaitPrintsEachStepUntilAvailable(t *testing.T) {
 	e := newEnv(t, "wait-failover")
 	d := e.newApp(t, "db")
 	setStatus(t, d, e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	hub := playHub(t, e, d, out, v1alpha1.ActionFailover, []hubStep{
 		{inProgress(v1alpha1.PhaseFailingOver, e.west, "PromotingTarget", "wait-failover-west's VolumeReplicationGroup is not DataReady yet"),
 			"FailingOver PromotingTarget waiting: wait-failover-west's VolumeReplicationGroup is not DataReady yet"},
@@ -100,7 +101,7 @@ func TestRelocateWaitFailsWhenTheHubRefuses(t *testing.T) {
 	e := newEnv(t, "wait-refused")
 	d := e.newApp(t, "db")
 	setStatus(t, d, e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	refusal := "relocate refused: wait-refused-west is unreachable (timeout); a relocation needs both clusters; use failover"
 	hub := playHub(t, e, d, out, v1alpha1.ActionRelocate, []hubStep{{func(d *v1alpha1.DRPlacementControl) {
 		setCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
@@ -119,7 +120,7 @@ func TestWaitTimesOutWhenNoHubAnswers(t *testing.T) {
 	e := newEnv(t, "wait-timeout")
 	d := e.newApp(t, "db")
 	setStatus(t, d, e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west,
 		Wait: true, Timeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	want := "timed out after 300ms waiting for the failover of wait-timeout/db to wait-timeout-west: phase Deployed, step Completed, " +
@@ -137,7 +138,7 @@ func TestWaitNoticesAHubThatDoesNotObserveTheChange(t *testing.T) {
 	e := newEnv(t, "wait-stall")
 	d := e.newApp(t, "db")
 	setStatus(t, d, e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	start := time.Now()
 	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west,
 		Wait: true, Timeout: time.Minute, PollInterval: 20 * time.Millisecond, StallAfter: 300 * time.Millisecond})
@@ -154,7 +155,7 @@ func TestRelocateWaitFollowsTheFinalSyncUntilRelocated(t *testing.T) {
 	e := newEnv(t, "wait-relocate")
 	d := e.newApp(t, "db")
 	setStatus(t, d, e.deployed(e.east, e.west))
-	out := &syncBuffer{}
+	out := &labtest.SyncBuffer{}
 	hub := playHub(t, e, d, out, v1alpha1.ActionRelocate, []hubStep{
 		{inProgress(v1alpha1.PhaseRelocating, e.west, "StoppingApplication", "wait-relocate-east: pod db-0 uses PVC data-db-0"),
 			"Relocating StoppingApplication waiting: wait-relocate-east: pod db-0 uses PVC data-db-0"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -27,7 +28,7 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 		return err
 	}
 	p := &watchPrinter{w: w, o: o, cols: tableColumns{namespace: o.AllNamespaces, wide: o.Output == OutputWide, header: true},
-		policies: map[string]*v1alpha1.DRPolicy{}}
+		policies: map[string]*v1alpha1.DRPolicy{}, printed: map[string]string{}}
 	p.widths = widthsOf(headerCells(p.cols))
 	for _, a := range apps {
 		p.grow(a)
@@ -42,11 +43,40 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 	}
 	for {
 		rv, err = p.follow(ctx, c, rv)
+		if errors.Is(err, errWatchExpired) {
+			rv, err = p.relist(ctx, c)
+		}
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
 	}
 }
+
+// errWatchExpired is a watch that the API server ended because its resource version is too old
+// (410 Gone, after etcd's compaction): the watcher lists again, as client-go's reflector does.
+var errWatchExpired = errors.New("the watch's resource version expired")
+
+// relist lists the applications again after an expired watch and prints those that changed
+// while it was not watched; it returns the list's resource version to watch from.
+func (p *watchPrinter) relist(ctx context.Context, c client.WithWatch) (string, error) {
+	o := p.o
+	apps, rv, err := loadStatusApps(ctx, c, &o)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range apps {
+		if p.printed[keyOf(a.drpc)] == a.drpc.ResourceVersion {
+			continue
+		}
+		if err := p.print(a); err != nil {
+			return rv, err
+		}
+	}
+	return rv, nil
+}
+
+// keyOf is namespace/name of an object.
+func keyOf(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // watchPrinter prints what a watch delivers in the status's format.
 type watchPrinter struct {
@@ -55,6 +85,8 @@ type watchPrinter struct {
 	cols     tableColumns
 	widths   []int
 	policies map[string]*v1alpha1.DRPolicy
+	// printed is the resource version last printed of each application, by namespace/name.
+	printed map[string]string
 }
 
 // follow watches the DRPlacementControls from resource version rv and prints each change,
@@ -72,6 +104,9 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 		if ctx.Err() != nil {
 			return rv, nil
 		}
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return rv, errWatchExpired
+		}
 		return rv, readError("DRPlacementControls", err)
 	}
 	defer wi.Stop()
@@ -81,6 +116,9 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 		}
 		if ev.Type == watch.Error {
 			err := apierrors.FromObject(ev.Object)
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return rv, errWatchExpired
+			}
 			return rv, fmt.Errorf("the watch of the DRPlacementControls ended: %w; run the command again", err)
 		}
 		d, ok := ev.Object.(*v1alpha1.DRPlacementControl)
@@ -108,6 +146,7 @@ func (p *watchPrinter) grow(a *app) {
 
 // print prints one application: its row, its object or its name.
 func (p *watchPrinter) print(a *app) error {
+	p.printed[keyOf(a.drpc)] = a.drpc.ResourceVersion
 	switch {
 	case structured(p.o.Output):
 		return writeStructured(p.w, p.o.Output, asObject(a.drpc))

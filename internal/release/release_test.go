@@ -1,11 +1,8 @@
 package release
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/modroot"
 )
 
@@ -74,31 +72,10 @@ func TestTheReleaseArchiveRunsAndItsChecksumsVerify(t *testing.T) {
 // unpack extracts a tar.gz into dir and returns the path of the drover binary in it.
 func unpack(t *testing.T, path, dir string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
 	var seen []string
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen = append(seen, hdr.Name)
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(hdr.Name)), b, os.FileMode(hdr.Mode)); err != nil {
+	for _, f := range labtest.Untar(t, path) {
+		seen = append(seen, f.Name)
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.Name)), f.Body, f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}

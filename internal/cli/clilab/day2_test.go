@@ -1,15 +1,15 @@
 package clilab
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +24,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // rows runs a validate verb with -o yaml and returns its rows by check, and its error.
@@ -272,33 +273,14 @@ func keyLines(pem []byte) []string {
 	return out
 }
 
+// untar reads a gathered archive into its files by name.
 func untar(t *testing.T, file string) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
 	files := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = body
+	for _, f := range labtest.Untar(t, file) {
+		files[f.Name] = f.Body
 	}
+	return files
 }
 
 func keys(m map[string][]byte) []string {
@@ -339,5 +321,42 @@ func TestEventsMergesTheHubAndBothClusters(t *testing.T) {
 		if strings.Contains(line, "PrimaryReady") && !strings.Contains(line, " east ") {
 			t.Errorf("the east event's line does not name its cluster: %q", line)
 		}
+	}
+	checkEventList(t)
+}
+
+// checkEventList expects -o json to print the same events as a List, oldest first, each
+// annotated with its cluster.
+func checkEventList(t *testing.T) {
+	var out bytes.Buffer
+	o := cli.EventsOptions{Namespace: appNamespace, App: appName, Output: "json"}
+	if err := cli.Events(t.Context(), restConfig(lab.Hub), &out, o); err != nil {
+		t.Fatalf("events -o json failed: %v", err)
+	}
+	list := &corev1.EventList{}
+	if err := json.Unmarshal(out.Bytes(), list); err != nil || list.Kind != "List" {
+		t.Fatalf("events -o json is not a List (kind %q, %v):\n%s", list.Kind, err, out.String())
+	}
+	var order []string
+	for _, ev := range list.Items {
+		if strings.HasPrefix(ev.Name, "order-") {
+			order = append(order, ev.Reason+"@"+ev.Annotations[cli.AnnotationEventCluster])
+		}
+	}
+	want := []string{"ProtectionStarted@hub", "PrimaryReady@east", "SecondaryReady@west"}
+	if !slices.Equal(order, want) {
+		t.Errorf("events -o json = %v, want %v in that order", order, want)
+	}
+}
+
+// TestAnUnreadableClusterKubeconfigIsAUsageError expects --cluster-kubeconfig naming a file
+// that does not load to be refused as bad usage (exit 2), before anything is read.
+func TestAnUnreadableClusterKubeconfigIsAUsageError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothing.kubeconfig")
+	o := cli.EventsOptions{Namespace: appNamespace, App: appName,
+		Kubeconfigs: cli.ClusterKubeconfigs{lab.East: missing}}
+	err := cli.Events(t.Context(), restConfig(lab.Hub), io.Discard, o)
+	if code := cli.ExitCodeOf(err); code != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), missing) {
+		t.Fatalf("events with an unreadable --cluster-kubeconfig = exit %d (%v), want %d naming %s", code, err, cli.ExitUsage, missing)
 	}
 }

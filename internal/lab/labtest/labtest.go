@@ -40,6 +40,10 @@ func BuildDrover(ctx context.Context, root, dir string) (string, error) {
 	return out, nil
 }
 
+// buildTimeout bounds building drover for a test lab: on a loaded machine (go test compiling
+// several packages at once) it can take longer than bringing the lab up.
+const buildTimeout = 20 * time.Minute
+
 const (
 	tmpPrefix = "drover-lab-"
 	// ownerFile records the pid of the test process that owns a test lab.
@@ -126,7 +130,9 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
-	drover, err := BuildDrover(ctx, root, tmp)
+	buildCtx, cancel := context.WithTimeout(ctx, buildTimeout)
+	drover, err := BuildDrover(buildCtx, root, tmp)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

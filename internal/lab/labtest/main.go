@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// startTimeout bounds bringing a test lab up.
+// startTimeout bounds bringing a test lab up, after drover is built (buildTimeout).
 const startTimeout = 5 * time.Minute
 
 // Main is the TestMain of a package whose tests share one lab: it starts the lab, hands it to
@@ -24,7 +25,7 @@ func Main(m *testing.M, use func(*Lab)) {
 
 // MainWith is Main with options, such as a lab that runs drover.
 func MainWith(m *testing.M, opts Options, use func(*Lab)) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout+startTimeout)
 	l, err := StartWith(ctx, opts)
 	cancel()
 	if err != nil {
@@ -43,10 +44,17 @@ func MainWith(m *testing.M, opts Options, use func(*Lab)) {
 // addToScheme register, runs the tests and stops the server. Missing binaries fail the package:
 // such tests prove what the API server does and must never be skipped silently.
 func MainWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(client.Client)) {
+	os.Exit(runWithAPIServer(m, crdDirs, addToScheme, func(_ *rest.Config, cl client.Client) { use(cl) }))
+}
+
+// MainWithAPIServerConfig is MainWithAPIServer that also hands use the API server's admin
+// REST configuration, for tests that make clients of their own (impersonating a user whose
+// RBAC they set up: the API server authorizes with RBAC).
+func MainWithAPIServerConfig(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(*rest.Config, client.Client)) {
 	os.Exit(runWithAPIServer(m, crdDirs, addToScheme, use))
 }
 
-func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(client.Client)) int {
+func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtime.Scheme) error, use func(*rest.Config, client.Client)) int {
 	root, err := RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -90,6 +98,6 @@ func runWithAPIServer(m *testing.M, crdDirs []string, addToScheme []func(*runtim
 		fmt.Fprintf(os.Stderr, "FAIL: failed to create a client: %v\n", err)
 		return 1
 	}
-	use(cl)
+	use(cfg, cl)
 	return m.Run()
 }

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/labtest"
+)
+
+// expiringWatches reads through the test's API server; its first watch ends at once with 410
+// Gone, as the API server ends one whose resource version etcd compacted away, and its later
+// watches deliver nothing until their context ends.
+type expiringWatches struct {
+	client.Client
+	mu      sync.Mutex
+	watches int
+	expired chan struct{}
+}
+
+func (e *expiringWatches) Watch(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) (watch.Interface, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.watches++
+	w := watch.NewFake()
+	go func() { <-ctx.Done(); w.Stop() }() // as a real watch ends with its context
+	if e.watches == 1 {
+		go func() {
+			<-e.expired
+			w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+		}()
+	}
+	return w, nil
+}
+
+var _ client.WithWatch = &expiringWatches{}
+
+// TestStatusWatchListsAgainWhenItsWatchExpires expects status -w whose watch the API server
+// ends with 410 Gone to list again, print the application that changed while it was not
+// watched, and go on watching instead of exiting.
+func TestStatusWatchListsAgainWhenItsWatchExpires(t *testing.T) {
+	e := newEnv(t, "watch-expiry")
+	db := e.newApp(t, "db")
+	setStatus(t, db, e.deployed(e.east, e.west))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c := &expiringWatches{Client: k8sClient, expired: make(chan struct{})}
+	out := &labtest.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- StatusWatch(ctx, c, out, StatusOptions{Namespace: e.ns, Now: clockAt}) }()
+	waitFor(t, "the first table", func() bool { return strings.Contains(out.String(), "Completed") })
+
+	updateStatus(t, client.ObjectKeyFromObject(db), db, func() { db.Status.Progression = "ChangedUnwatched" })
+	close(c.expired)
+	waitFor(t, "the row of the change made while the watch had expired", func() bool {
+		return regexp.MustCompile(`(?m)^db +Deployed .*ChangedUnwatched`).MatchString(out.String())
+	})
+	waitFor(t, "a new watch", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.watches >= 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("status -w ended with %v, want nil once interrupted:\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "\ndb "); n != 2 {
+		t.Errorf("status -w printed %d rows of db, want 2 (the table's, then the change once):\n%s", n, out.String())
+	}
+}

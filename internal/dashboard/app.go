@@ -1,0 +1,162 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+)
+
+// appData is one application's page.
+type appData struct {
+	Row       appRow
+	Policy    string
+	Asked     string
+	Interval  string
+	Conds     []condRow
+	Groups    []groupRow
+	Timeline  []timelineRow
+	Actions   []actionLink
+	Chart     *chart
+	ChartNote string
+	Error     string
+}
+
+type condRow struct {
+	Type, Reason, Message, Age string
+	Status                     state
+}
+
+// groupRow is the hub's summary of the application's group on one cluster.
+type groupRow struct {
+	Cluster, Asked, State, PVCs, LastSync string
+	Reachable, DataReady, DataProtected   state
+	Problems                              []string
+}
+
+type timelineRow struct {
+	At, What, Detail string
+	at               time.Time
+}
+
+// actionLink leads to the plan of an action.
+type actionLink struct{ Label, Href string }
+
+func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	v, err := cli.LoadAppView(ctx, s.c, ns, name, s.now())
+	if err != nil {
+		code := http.StatusNotFound
+		if isForbidden(err) {
+			code = http.StatusForbidden
+		}
+		s.render(w, r, code, "app", ns+"/"+name, false, appData{Error: readProblem("DRPlacementControl "+ns+"/"+name, err)})
+		return
+	}
+	d := appData{Row: appRowOf(v), Policy: v.DRPC.Spec.DRPolicyRef.Name, Asked: v.Row.Asked, Interval: "unknown"}
+	if v.Interval > 0 {
+		d.Interval = v.Interval.String()
+	}
+	now := s.now()
+	for _, c := range v.DRPC.Status.Conditions {
+		d.Conds = append(d.Conds, condRow{Type: c.Type, Status: condState(string(c.Status)), Reason: c.Reason, Message: c.Message,
+			Age: cli.Age(now.Sub(c.LastTransitionTime.Time))})
+	}
+	d.Groups = groupsOf(v, now)
+	d.Timeline = s.timeline(ctx, v.DRPC)
+	d.Actions = actionsOf(v)
+	d.Chart, d.ChartNote = s.lagChart(ctx, v)
+	s.render(w, r, http.StatusOK, "app", ns+"/"+name, true, d)
+}
+
+func groupsOf(v cli.AppView, now time.Time) []groupRow {
+	var out []groupRow
+	for _, g := range v.DRPC.Status.VRGs {
+		row := groupRow{Cluster: g.Cluster, Asked: dash(string(g.ReplicationState)), State: dash(string(g.State)),
+			DataReady: condState(string(g.DataReady)), DataProtected: condState(string(g.DataProtected)), PVCs: "-", LastSync: "-"}
+		if ok, why := v.Reachability(g.Cluster); ok {
+			row.Reachable = stateOf("True", levelOK)
+		} else {
+			row.Reachable = stateOf("False", levelCritical)
+			row.Problems = append(row.Problems, why)
+		}
+		if g.ProtectedPVCs != nil {
+			row.PVCs = fmt.Sprint(*g.ProtectedPVCs)
+		}
+		if g.LastGroupSyncTime != nil {
+			row.LastSync = cli.Age(now.Sub(g.LastGroupSyncTime.Time)) + " ago (" + g.LastGroupSyncTime.UTC().Format(time.TimeOnly) + " UTC)"
+		}
+		for _, c := range g.Problems {
+			row.Problems = append(row.Problems, fmt.Sprintf("%s %s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// timeline is the application's story, newest first: the hub's Events about its
+// DRPlacementControl, its action's start and end, and its conditions' transitions.
+func (s *Server) timeline(ctx context.Context, d *v1alpha1.DRPlacementControl) []timelineRow {
+	var out []timelineRow
+	add := func(t time.Time, what, detail string) {
+		if !t.IsZero() {
+			out = append(out, timelineRow{at: t, At: t.UTC().Format(time.DateTime) + " UTC", What: what, Detail: detail})
+		}
+	}
+	events := &corev1.EventList{}
+	if err := s.c.List(ctx, events, client.InNamespace(d.Namespace),
+		client.MatchingFields{"involvedObject.kind": "DRPlacementControl", "involvedObject.name": d.Name}); err != nil {
+		add(s.now(), "Events not read", readProblem("the Events of the DRPlacementControl", err))
+	}
+	for _, e := range events.Items {
+		t := e.LastTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		add(t, "Event "+e.Reason, e.Message)
+	}
+	st := d.Status
+	if st.ActionStartTime != nil && st.Phase != v1alpha1.PhaseDeployed && st.Phase != v1alpha1.PhaseDeploying {
+		verb := cli.ActionOf(st.Phase)
+		add(st.ActionStartTime.Time, verb+" started", "to "+st.ActionTarget)
+		if st.ActionDuration != nil && !cli.InAction(st.Phase) {
+			add(st.ActionStartTime.Add(st.ActionDuration.Duration), verb+" done", fmt.Sprintf("phase %s on %s, took %s", st.Phase, st.CurrentPrimary, st.ActionDuration.Duration))
+		}
+	}
+	for _, c := range st.Conditions {
+		add(c.LastTransitionTime.Time, c.Type+" "+string(c.Status), c.Reason+": "+c.Message)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.After(out[j].at) })
+	return out
+}
+
+// actionsOf are the failover and relocation the application can be asked for: to each other
+// cluster of its policy.
+func actionsOf(v cli.AppView) []actionLink {
+	var out []actionLink
+	base := "/apps/" + v.DRPC.Namespace + "/" + v.DRPC.Name + "/plan"
+	for name := range v.Clusters {
+		if name == v.DRPC.Status.CurrentPrimary {
+			continue
+		}
+		out = append(out, actionLink{Label: "Fail over to " + name, Href: base + "?action=Failover&to=" + name},
+			actionLink{Label: "Relocate to " + name, Href: base + "?action=Relocate&to=" + name})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
+	return out
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

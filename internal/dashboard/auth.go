@@ -1,0 +1,87 @@
+package dashboard
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"sync"
+)
+
+// cookieName is the dashboard's session cookie.
+const cookieName = "drover_dashboard"
+
+// access holds the one-time token of the printed URL and the session it is exchanged for.
+type access struct {
+	mu sync.Mutex
+	// token is the one-time token; empty once exchanged.
+	token string
+	// session is the cookie's value; csrf the token every form carries.
+	session, csrf string
+}
+
+func newAccess() (*access, error) {
+	var vals [3]string
+	for i := range vals {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		vals[i] = hex.EncodeToString(b)
+	}
+	return &access{token: vals[0], session: vals[1], csrf: vals[2]}, nil
+}
+
+func same(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// exchange spends the one-time token: true when t is it (and it was not spent yet).
+func (a *access) exchange(t string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !same(t, a.token) {
+		return false
+	}
+	a.token = ""
+	return true
+}
+
+// guard lets a request through when it carries the session cookie; a request with the
+// one-time token gets the cookie and is redirected to the same page without the token. A
+// request whose Host is not the server's own is refused, so a page of another site that
+// resolves its name to 127.0.0.1 cannot reach the dashboard.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.host != "" && r.Host != s.host {
+			http.Error(w, "wrong Host: open the dashboard at the URL `drover dashboard` printed", http.StatusForbidden)
+			return
+		}
+		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
+			if !s.access.exchange(t) {
+				http.Error(w, "this token was already used or is wrong: restart `drover dashboard` for a new URL, or open it in the browser that used it", http.StatusForbidden)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.access.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			u := *r.URL
+			q := u.Query()
+			q.Del("token")
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String(), http.StatusSeeOther)
+			return
+		}
+		c, err := r.Cookie(cookieName)
+		if err != nil || !same(c.Value, s.access.session) {
+			http.Error(w, "not signed in: open the URL with the token that `drover dashboard` printed", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// csrfOK says whether a form carries the session's CSRF token.
+func (s *Server) csrfOK(r *http.Request) bool { return same(r.PostFormValue("csrf"), s.access.csrf) }
