@@ -44,7 +44,7 @@ func writeCLIReference(w io.Writer, root *cobra.Command) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "### Connection flags")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Every verb that talks to the hub (status, plan, failover, relocate, protect, unprotect, version,")
+	fmt.Fprintln(w, "Every verb that talks to the hub (status, plan, failover, relocate, protect, unprotect, drill, version,")
 	fmt.Fprintln(w, "the cluster verbs) takes kubectl's connection flags, with kubectl's meanings; `-n` names the")
 	fmt.Fprintln(w, "applications' namespace wherever it is offered. kubectl's `--cluster` is left out: drover's")
 	fmt.Fprintln(w, "`--cluster` names a DRCluster. On `cluster join` and `cluster unjoin`, `--server` is not the")

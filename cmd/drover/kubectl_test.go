@@ -155,7 +155,8 @@ func TestConnectionFlagsAsKubectl(t *testing.T) {
 func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	root := newRootCommand()
 	verbs := [][]string{{"status"}, {"plan"}, {"failover"}, {"relocate"}, {"protect"}, {"unprotect"}, {"version"},
-		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"}}
+		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"},
+		{"drill"}, {"drill", "history"}, {"drill", "report"}}
 	for _, v := range verbs {
 		cmd, _, err := root.Find(v)
 		if err != nil {
@@ -189,6 +190,13 @@ func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	own, connection, found := strings.Cut(help, "\nConnection flags, as kubectl's")
 	if code != cli.ExitOK || !found || strings.Contains(own, "--token") || !strings.Contains(own, "--watch") || !strings.Contains(connection, "--token") {
 		t.Errorf("status --help does not list the connection flags apart:\n%s", help)
+	}
+	// A verb that runs and has subcommands lists both, and its connection flags apart.
+	code, help, _ = droverIO(t, "drill", "--help")
+	own, connection, found = strings.Cut(help, "\nConnection flags, as kubectl's")
+	if code != cli.ExitOK || !found || strings.Contains(own, "--token") || !strings.Contains(own, "--check-job") ||
+		!strings.Contains(own, "Available Commands:\n  history ") || !strings.Contains(connection, "--token") {
+		t.Errorf("drill --help does not list its subcommands, and the connection flags apart:\n%s", help)
 	}
 }
 
@@ -231,6 +239,11 @@ func TestEveryOutputFormatParsesBack(t *testing.T) {
 		{"version -o jsonpath", []string{"version", "--client", "-o", "jsonpath={.client.version}"}, equals("dev")},
 		{"protect --dry-run -o jsonpath", []string{"protect", "web", "--policy", "east-west", "--cluster", "east", "--dry-run", "-o", "jsonpath={.spec.preferredCluster}"},
 			equals("east")},
+		{"drill -o json is the DRDrill", []string{"drill", "db", "--to", "west", "-o", "json"}, objectOf("DRDrill", "drover.io/v1alpha1", "")},
+		{"drill history -o yaml is a List of DRDrills", []string{"drill", "history", "db", "-o", "yaml"}, listOfKind("DRDrill", 1)},
+		{"drill history -o jsonpath", []string{"drill", "history", "db", "-o", "jsonpath={.items[0].spec.targetCluster}"}, equals("west")},
+		{"drill report --format markdown", []string{"drill", "report", "db", "--format", "markdown"},
+			containsAll("# DR drill of app/db: Pending (in progress, not final)", "| Asked | target west;")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,6 +295,23 @@ func listOf(kind string, names ...string) func(*testing.T, string) {
 		}
 		if strings.Join(got, ",") != strings.Join(names, ",") {
 			t.Errorf("items %v, want %v", got, names)
+		}
+	}
+}
+
+// listOfKind checks a Kubernetes List of n objects of kind, whatever their names.
+func listOfKind(kind string, n int) func(*testing.T, string) {
+	return func(t *testing.T, out string) {
+		t.Helper()
+		m := decode(t, out)
+		items, _ := m["items"].([]any)
+		if m["kind"] != "List" || m["apiVersion"] != "v1" || len(items) != n {
+			t.Fatalf("not a List of %d items:\n%s", n, out)
+		}
+		for _, it := range items {
+			if obj, _ := it.(map[string]any); obj["kind"] != kind {
+				t.Errorf("item of kind %v, want %s", obj["kind"], kind)
+			}
 		}
 	}
 }

@@ -17,7 +17,7 @@ const kubectlPluginName = "kubectl-drover"
 // when the binary runs as a kubectl plugin, makes help say `kubectl drover`.
 func addCLICommands(root *cobra.Command) {
 	root.AddCommand(inGroup(groupApps, newStatusCommand(), newFailoverCommand(), newRelocateCommand(), newPlanCommand(),
-		newProtectCommand(), newUnprotectCommand())...)
+		newProtectCommand(), newUnprotectCommand(), newDrillCommand())...)
 	adaptToPluginName(root, os.Args[0])
 }
 

@@ -71,6 +71,13 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"plan", "failover", "--all", "--from", "west", "--to", "west"}, "--from and --to both name west: name two clusters"},
 		{[]string{"relocate", "--all", "--to", "east", "-l", "a in b"}, `--selector "a in b" is not a label selector`},
 		{[]string{"relocate", "--all", "--to", "east"}, "failed to load the hub cluster's kubeconfig"},
+		{[]string{"drill", "db", "--keep", "25h"}, "--keep 25h0m0s is out of range"},
+		{[]string{"drill", "db", "--check-job", missing}, "failed to read the check Job: open " + missing},
+		{[]string{"drill", "db", "-o", "table"}, `unknown output format "table"`},
+		{[]string{"drill", "history", "db", "-o", "wide"}, `unknown output format "wide"`},
+		{[]string{"drill", "report", "db", "--format", "html"}, `unknown report format "html": use markdown or text`},
+		{[]string{"drill", "report", "db", "db-x", "extra"}, "accepts between 1 and 2 arg(s), received 3"},
+		{[]string{"drill", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

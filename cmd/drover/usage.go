@@ -13,7 +13,7 @@ func separateConnectionFlags(root *cobra.Command) {
 	conn := connectionFlags()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if token := c.LocalFlags().Lookup("token"); token != nil && isConnectionFlag(token, conn) && !c.HasSubCommands() {
+		if token := c.LocalFlags().Lookup("token"); token != nil && isConnectionFlag(token, conn) && c.Runnable() {
 			c.SetUsageFunc(func(c *cobra.Command) error { return connectionUsage(c, conn) })
 		}
 		for _, sub := range c.Commands() {
@@ -37,6 +37,14 @@ func connectionUsage(c *cobra.Command, conn *pflag.FlagSet) error {
 	})
 	w := c.OutOrStderr()
 	fmt.Fprintf(w, "Usage:\n  %s\n", c.UseLine())
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "  %s [command]\n\nAvailable Commands:\n", c.CommandPath())
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				fmt.Fprintf(w, "  %-*s %s\n", sub.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
 	if c.HasExample() {
 		fmt.Fprintf(w, "\nExamples:\n%s\n", c.Example)
 	}

@@ -73,11 +73,22 @@ func TestStatusWatchPrintsEachChange(t *testing.T) {
 func TestCompletionNamesTheHubsObjects(t *testing.T) {
 	h := startSafetyHub(t)
 	kc := []string{"--kubeconfig", h.kubeconfig}
+	for _, name := range []string{"db-aaaaa", "db-bbbbb"} {
+		if err := h.c.Create(t.Context(), &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "app"},
+			Spec: v1alpha1.DRDrillSpec{DRPCName: "db"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"drill completes the applications", append([]string{"drill"}, append(kc, "")...), "db"},
+		{"drill history completes the applications", append([]string{"drill", "history"}, append(kc, "")...), "db"},
+		{"drill report's second argument is a drill of the application", append([]string{"drill", "report", "db"}, append(kc, "db-b")...), "db-bbbbb"},
+		{"drill --to completes the clusters", append(append([]string{"drill", "db"}, kc...), "--to", "w"), "west"},
+		{"drill report --format", append(append([]string{"drill", "report", "db"}, kc...), "--format", ""), "markdown\ntext"},
 		{"status completes the applications of the namespace", append([]string{"status"}, append(kc, "")...), "db"},
 		{"an application's prefix", append([]string{"failover"}, append(kc, "d")...), "db"},
 		{"--to completes the clusters", append(append([]string{"failover", "db"}, kc...), "--to", ""), "east\nnorth\nwest"},

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// volumesSection lists, per protected PVC, the point the sandbox started from and its RPO.
+func volumesSection(d *v1alpha1.DRDrill) reportSection {
+	s := reportSection{title: "Volumes: the point used and the RPO per PVC"}
+	if len(d.Status.Volumes) == 0 {
+		s.paras = []string{"No point-in-time copy was reported (a readiness-mode drill copies none)."}
+		return s
+	}
+	s.header = []string{"PVC", "POINT", "POINT TIME", "RPO", "SANDBOX PVC"}
+	for _, v := range d.Status.Volumes {
+		s.rows = append(s.rows, []string{v.PVCNamespace + "/" + v.PVCName, dash(v.Point), timeText(v.PointTime), secondsText(v.RPOSeconds), dash(v.SandboxPVC)})
+	}
+	return s
+}
+
+// namespacesSection maps each protected namespace to its sandbox.
+func namespacesSection(d *v1alpha1.DRDrill) reportSection {
+	s := reportSection{title: "Sandbox namespaces"}
+	if len(d.Status.Namespaces) == 0 {
+		s.paras = []string{"None reported."}
+		return s
+	}
+	s.header = []string{"PROTECTED NAMESPACE", "SANDBOX"}
+	for _, n := range d.Status.Namespaces {
+		s.rows = append(s.rows, []string{n.Source, n.Sandbox})
+	}
+	return s
+}
+
+// stepsSection lists the steps with their start, duration, result and message.
+func stepsSection(d *v1alpha1.DRDrill) reportSection {
+	s := reportSection{title: "Steps"}
+	if len(d.Status.Steps) == 0 {
+		s.paras = []string{"None reported yet."}
+		return s
+	}
+	s.header = []string{"STEP", "STARTED", "DURATION", "RESULT", "MESSAGE"}
+	for _, st := range d.Status.Steps {
+		result := string(st.Result)
+		if st.Finished == nil {
+			result = "running"
+		}
+		s.rows = append(s.rows, []string{st.Name, timeText(st.Started), stepDuration(st), dash(result), dash(st.Message)})
+	}
+	return s
+}
+
+// readinessSection lists what a readiness-mode drill checked and what it could not.
+func readinessSection(d *v1alpha1.DRDrill) reportSection {
+	s := reportSection{title: "Readiness", paras: []string{"What the drill checked of a recovery without starting it; Skipped is what it could not check."}}
+	if len(d.Status.Readiness) == 0 {
+		s.paras = append(s.paras, "None reported yet.")
+		return s
+	}
+	s.header = []string{"CHECK", "RESULT", "MESSAGE"}
+	for _, c := range d.Status.Readiness {
+		s.rows = append(s.rows, []string{c.Name, string(c.Result), dash(c.Message)})
+	}
+	return s
+}
+
+// checkSection is the check Job's result, message and log tail.
+func checkSection(d *v1alpha1.DRDrill) reportSection {
+	s := reportSection{title: "Check"}
+	ch := d.Status.Check
+	if ch == nil {
+		s.paras = []string{"Not reported yet."}
+		return s
+	}
+	line := "Result: " + string(ch.Result)
+	if ch.Message != "" {
+		line += ". " + ch.Message
+	}
+	s.paras = []string{line}
+	if ch.LogTail == "" {
+		s.paras = append(s.paras, "No log tail was recorded.")
+		return s
+	}
+	s.paras = append(s.paras, "The check pod's log, its last lines:")
+	s.verbatim = ch.LogTail
+	return s
+}
+
+// resultSection is a DrillCheck's result and message, or what stands in for it.
+func resultSection(title string, c *v1alpha1.DrillCheck, missing string) reportSection {
+	s := reportSection{title: title}
+	if c == nil {
+		s.paras = []string{strings.ToUpper(missing[:1]) + missing[1:] + "."}
+		return s
+	}
+	line := "Result: " + string(c.Result)
+	if c.Message != "" {
+		line += ". " + c.Message
+	}
+	s.paras = []string{line}
+	return s
+}
+
+// markdown renders the report as Markdown: a title, a table of facts, a section per part.
+func (r report) markdown(w io.Writer) error {
+	p := &printer{w: w}
+	p.linef("# %s", r.title)
+	p.linef("")
+	p.linef("| | |")
+	p.linef("|---|---|")
+	for _, f := range r.facts {
+		p.linef("| %s | %s |", f[0], mdCell(f[1]))
+	}
+	for _, s := range r.sections {
+		p.linef("")
+		p.linef("## %s", s.title)
+		for _, para := range s.paras {
+			p.linef("")
+			p.linef("%s", para)
+		}
+		if len(s.header) > 0 {
+			p.linef("")
+			p.linef("| %s |", strings.Join(s.header, " | "))
+			p.linef("|%s", strings.Repeat("---|", len(s.header)))
+			for _, row := range s.rows {
+				cells := make([]string, len(row))
+				for i, c := range row {
+					cells[i] = mdCell(c)
+				}
+				p.linef("| %s |", strings.Join(cells, " | "))
+			}
+		}
+		if s.verbatim != "" {
+			fence := mdFence(s.verbatim)
+			p.linef("")
+			p.linef("%stext\n%s\n%s", fence, strings.TrimRight(s.verbatim, "\n"), fence)
+		}
+	}
+	p.linef("")
+	p.linef("%s", r.footer)
+	return p.err
+}
+
+// mdCell is text fit for a Markdown table cell: pipes escaped, lines joined.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// mdFence is a code fence longer than any run of backquotes in s.
+func mdFence(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// text renders the report as plain text: the facts aligned, each section's table indented.
+func (r report) text(w io.Writer) error {
+	p := &printer{w: w}
+	p.linef("%s", r.title)
+	p.linef("")
+	width := 0
+	for _, f := range r.facts {
+		width = max(width, len(f[0]))
+	}
+	for _, f := range r.facts {
+		p.linef("%-*s  %s", width+1, f[0]+":", f[1])
+	}
+	for _, s := range r.sections {
+		p.linef("")
+		p.linef("%s:", s.title)
+		for _, para := range s.paras {
+			p.linef("  %s", para)
+		}
+		if len(s.header) > 0 && p.err == nil {
+			tw := newTabWriter(w)
+			fmt.Fprintf(tw, "  %s\n", strings.Join(s.header, "\t"))
+			for _, row := range s.rows {
+				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
+			}
+			p.err = tw.Flush()
+		}
+		for _, l := range strings.Split(strings.TrimRight(s.verbatim, "\n"), "\n") {
+			if s.verbatim != "" {
+				p.linef("    %s", l)
+			}
+		}
+	}
+	p.linef("")
+	p.linef("%s", r.footer)
+	return p.err
+}
