@@ -45,6 +45,10 @@ type Options struct {
 	// SystemNamespaces are namespaces, besides kube-*, openshift-* and drover-system, that no
 	// VolumeReplicationGroup may protect.
 	SystemNamespaces []string
+	// AdminNamespaces are namespaces, besides drover-system and those labelled
+	// drover.io/admin-namespace=true on the cluster, whose VolumeReplicationGroups may protect
+	// other namespaces.
+	AdminNamespaces []string
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
 	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
@@ -221,7 +225,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
-		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces},
+		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces, AdminNamespaces: opts.AdminNamespaces},
 		StoreLimits: opts.StoreLimits,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
