@@ -49,6 +49,10 @@ type Options struct {
 	// drover.io/admin-namespace=true on the cluster, whose VolumeReplicationGroups may protect
 	// other namespaces.
 	AdminNamespaces []string
+	// JobControllers are the users kube-controller-manager's Job controller creates pods as,
+	// whose VolSync mover pods the fence admits (webhook.ClusterMovers); nil is
+	// webhook.DefaultJobControllers.
+	JobControllers []string
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
 	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
@@ -333,6 +337,7 @@ func addFenceServer(mgr manager.Manager, opts Options, getCertificate func(*tls.
 		Address:        opts.WebhookAddress,
 		GetCertificate: getCertificate,
 		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
+		Movers:         webhook.ClusterMovers{Reader: mgr.GetAPIReader(), JobControllers: opts.JobControllers},
 		Logger:         mgr.GetLogger().WithName("fence"),
 	})
 	if err != nil {
