@@ -101,6 +101,8 @@ const (
 	// ReasonNamespaceNotAllowed (Validated of a DRPlacementControl): spec.protectedNamespaces
 	// names a namespace other than the DRPlacementControl's own, or spec.placementRef a
 	// Placement of another namespace, and the DRPlacementControl is not in an admin namespace.
+	// Also DataReady of a VolumeReplicationGroup on a managed cluster that protects namespaces
+	// other than its own from a namespace that is not an admin namespace of that cluster.
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonSystemNamespace (Validated of a DRPlacementControl, and of a VolumeReplicationGroup
 	// on a managed cluster): the namespaces to protect include a system namespace (kube-*,

@@ -29,6 +29,8 @@ type agentFlags struct {
 	kubeconfig         string
 	clusterName        string
 	systemNamespaces   []string
+	adminNamespaces    []string
+	jobControllers     []string
 	metricsBindAddress string
 	metricsSecure      bool
 	probeBindAddress   string
@@ -89,6 +91,10 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"Service in --namespace through which the API server reaches the fence: the serving certificate's name")
 	fl.StringSliceVar(&f.systemNamespaces, "system-namespaces", nil,
 		"namespaces besides kube-*, openshift-* and drover-system that no VolumeReplicationGroup may protect")
+	fl.StringSliceVar(&f.adminNamespaces, "admin-namespaces", nil,
+		"namespaces besides drover-system (and those labelled drover.io/admin-namespace=true) whose VolumeReplicationGroups may protect other namespaces: the hub's --admin-namespaces")
+	fl.StringSliceVar(&f.jobControllers, "job-controller-users", webhook.DefaultJobControllers,
+		"users kube-controller-manager's Job controller creates pods as: the fence admits the VolSync mover pods of drover's own ReplicationDestinations and ReplicationSources only from them")
 	fl.IntVar(&f.workers, "vrg-workers", agent.DefaultWorkers,
 		"how many VolumeReplicationGroups are reconciled at once (0: the default)")
 	fl.Float32Var(&f.kubeAPIQPS, "kube-api-qps", agent.DefaultKubeAPIQPS,
@@ -113,8 +119,8 @@ func (f *agentFlags) options() (agent.Options, error) {
 		WebhookAddress: f.webhookAddress, WebhookCertDir: f.webhookCertDir,
 		WebhookConfiguration: f.webhookConfiguration,
 		Workers:              f.workers, KubeAPIQPS: f.kubeAPIQPS, KubeAPIBurst: f.kubeAPIBurst,
-		SystemNamespaces: f.systemNamespaces,
-		StoreLimits:      f.storeLimits,
+		SystemNamespaces: f.systemNamespaces, AdminNamespaces: f.adminNamespaces, JobControllers: f.jobControllers,
+		StoreLimits: f.storeLimits,
 	}
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)

@@ -47,6 +47,14 @@ type Options struct {
 	// SystemNamespaces are namespaces, besides kube-*, openshift-* and drover-system, that no
 	// VolumeReplicationGroup may protect.
 	SystemNamespaces []string
+	// AdminNamespaces are namespaces, besides drover-system and those labelled
+	// drover.io/admin-namespace=true on the cluster, whose VolumeReplicationGroups may protect
+	// other namespaces.
+	AdminNamespaces []string
+	// JobControllers are the users kube-controller-manager's Job controller creates pods as,
+	// whose VolSync mover pods the fence admits (webhook.ClusterMovers); nil is
+	// webhook.DefaultJobControllers.
+	JobControllers []string
 	// MetricsBindAddress is the metrics endpoint's address; "0" disables it.
 	MetricsBindAddress string
 	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
@@ -223,7 +231,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
-		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces},
+		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces, AdminNamespaces: opts.AdminNamespaces},
 		StoreLimits: opts.StoreLimits,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -335,6 +343,7 @@ func addFenceServer(mgr manager.Manager, opts Options, getCertificate func(*tls.
 		Address:        opts.WebhookAddress,
 		GetCertificate: getCertificate,
 		Fences:         webhook.ClusterFences{Reader: mgr.GetAPIReader()},
+		Movers:         webhook.ClusterMovers{Reader: mgr.GetAPIReader(), JobControllers: opts.JobControllers},
 		Logger:         mgr.GetLogger().WithName("fence"),
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // asHubUser is a client of the lab's hub as user (a client certificate of the hub's CA), with
@@ -280,6 +281,8 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, "the hub writes only the Secrets drover copies"},
 		{"an unlabelled Secret in an application's namespace", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "planted"}},
 			"the hub writes only the Secrets drover copies"},
+		{"a namespace labelled an admin namespace, whose groups the agent lets protect others", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: "tenancy-squat", Labels: map[string]string{tenancy.LabelAdminNamespace: "true"}}}, "the hub never labels a namespace drover.io/admin-namespace"},
 	} {
 		err := asHubCore.Create(ctx, attack.obj)
 		g.Expect(err).To(MatchError(ContainSubstring(attack.want)), "%s was not refused", attack.name)

@@ -136,7 +136,6 @@ func (c *Cluster) components() []component {
 // controlPlane is every cluster's etcd, kube-apiserver and kube-controller-manager.
 func (c *Cluster) controlPlane() []component {
 	p := c.pki()
-	kubeconfig := c.KubeconfigPath()
 	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
 	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.Etcd)
 	comps := []component{
@@ -179,7 +178,9 @@ func (c *Cluster) controlPlane() []component {
 			"--endpoint-reconciler-type=none",
 		}, c.auditArgs()...)},
 		{name: componentKCM, binary: c.bin("kube-controller-manager"), args: []string{
-			"--kubeconfig=" + kubeconfig,
+			// Its own identity, as a real cluster's: the API server's admission webhooks (drover's
+			// fence) see the pods the Job controller creates as system:kube-controller-manager's.
+			"--kubeconfig=" + c.controllerManagerKubeconfigPath(),
 			"--secure-port=0",
 			"--leader-elect=false",
 			"--service-account-private-key-file=" + p.path("sa.key"),
@@ -297,7 +298,10 @@ func (c *Cluster) prepareFiles() error {
 	if err := c.pki().ensure(); err != nil {
 		return err
 	}
-	return c.writeAdminKubeconfig()
+	if err := c.writeAdminKubeconfig(); err != nil {
+		return err
+	}
+	return c.writeKubeconfig(c.controllerManagerKubeconfigPath(), controllerManagerUser)
 }
 
 // start brings the cluster's processes up, in order, waiting for each to be ready. What is
@@ -491,14 +495,29 @@ func httpGet(ctx context.Context, client *http.Client, url string) (string, erro
 }
 
 func (c *Cluster) writeAdminKubeconfig() error {
-	if _, err := os.Stat(c.KubeconfigPath()); err == nil {
+	return c.writeKubeconfig(c.KubeconfigPath(), "lab-admin")
+}
+
+// controllerManagerUser is kube-controller-manager's user, as kubeadm names it. The lab runs it
+// without per-controller ServiceAccounts (--use-service-account-credentials=false), so every
+// controller, the Job controller included, sends its requests as this user.
+const controllerManagerUser = "system:kube-controller-manager"
+
+// controllerManagerKubeconfigPath is kube-controller-manager's kubeconfig.
+func (c *Cluster) controllerManagerKubeconfigPath() string {
+	return filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
+}
+
+// writeKubeconfig writes, unless it exists, a kubeconfig at path for user in system:masters.
+func (c *Cluster) writeKubeconfig(path, user string) error {
+	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	raw, err := c.Kubeconfig("lab-admin", []string{"system:masters"})
+	raw, err := c.Kubeconfig(user, []string{"system:masters"})
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.KubeconfigPath(), raw, 0o600); err != nil {
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		return fmt.Errorf("failed to write kubeconfig of %s: %w", c.Name, err)
 	}
 	return nil

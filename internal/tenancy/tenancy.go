@@ -45,7 +45,9 @@ type Rules struct {
 	SystemNamespaces []string
 }
 
-// IsAdmin says whether DRPlacementControls in ns may protect other namespaces.
+// IsAdmin says whether DRPlacementControls (on the hub) or VolumeReplicationGroups (on a managed
+// cluster, where a Namespace labelled LabelAdminNamespace=true is one too) in ns may protect
+// other namespaces.
 func (r Rules) IsAdmin(ns string) bool {
 	return ns == DefaultAdminNamespace || slices.Contains(r.AdminNamespaces, ns)
 }
@@ -74,4 +76,13 @@ func (r Rules) FirstSystem(namespaces []string) string {
 func SystemNamespaceMessage(ns string) string {
 	return fmt.Sprintf("namespace %s is a system namespace (kube-*, openshift-*, drover-system, or one named by --system-namespaces), "+
 		"which drover never protects: a failover would delete its workloads on the old primary; protect the application's own namespaces", ns)
+}
+
+// ForeignNamespaceMessage says why a VolumeReplicationGroup in namespace own may not protect the
+// namespaces foreign on a managed cluster, and what to do.
+func ForeignNamespaceMessage(own string, foreign []string) string {
+	return fmt.Sprintf("the group protects namespace %s, not its own namespace %s, which is not an admin namespace of this cluster: "+
+		"a group protects other namespaces only from %s, one of the agent's --admin-namespaces, or a namespace an administrator of "+
+		"this cluster labelled; protect the application from a group in its own namespace, or label namespace %s %s=true",
+		strings.Join(foreign, ", "), own, DefaultAdminNamespace, own, LabelAdminNamespace)
 }

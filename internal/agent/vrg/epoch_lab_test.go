@@ -75,7 +75,7 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	ns, groupNS := "epoch-app", "epoch-dr"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
-		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: groupNS}})).To(Succeed())
+		g.Expect(cl.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	}
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	for _, o := range appObjects(ns) {

@@ -221,7 +221,7 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	ns, groupNS := "ko-failover-app", "ko-failover-dr"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
-		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: groupNS}})).To(Succeed())
+		g.Expect(cl.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	}
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "db"}}})).To(Succeed())
 	for _, o := range appObjects(ns) {
@@ -370,7 +370,7 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 	ns, groupNS := "ko-relocate-app", "ko-relocate-dr"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
-		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: groupNS}})).To(Succeed())
+		g.Expect(cl.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	}
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	for _, o := range appObjects(ns) {

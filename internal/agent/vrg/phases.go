@@ -26,7 +26,7 @@ import (
 
 // parseSpec checks what the API server cannot: that the group asks for a role this agent
 // implements, and parses the interval.
-func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error) {
+func (r *Reconciler) parseSpec(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	spec := sc.vrg.Spec
 	if spec.ReplicationState != v1alpha1.ReplicationStatePrimary && spec.ReplicationState != v1alpha1.ReplicationStateSecondary {
 		sc.specProblem = fmt.Sprintf("replicationState %q is neither primary nor secondary", spec.ReplicationState)
@@ -50,8 +50,57 @@ func (r *Reconciler) parseSpec(_ context.Context, sc *scope) (ctrl.Result, error
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
 	}
+	if msg, err := r.foreignNamespaces(ctx, sc.vrg); err != nil || msg != "" {
+		if err != nil {
+			sc.stop = true
+			return ctrl.Result{}, err
+		}
+		// Nothing wakes the group when its namespace is labelled (namespaces are not watched):
+		// it looks again now and then.
+		sc.specProblem, sc.specReason = msg, v1alpha1.ReasonNamespaceNotAllowed
+		sc.stop = true
+		return ctrl.Result{RequeueAfter: requeueNamespaceNotAllowed}, nil
+	}
 	sc.interval = d
 	return ctrl.Result{}, nil
+}
+
+// requeueNamespaceNotAllowed: a group refused for the namespaces it protects looks again, in
+// case an administrator labelled its namespace an admin namespace.
+const requeueNamespaceNotAllowed = 10 * time.Second
+
+// foreignNamespaces says why the group may not protect the namespaces it names (empty when it
+// may): a group protects namespaces other than its own only from an admin namespace of this
+// cluster (tenancy.Rules.IsAdmin: drover-system or the agent's --admin-namespaces, or a
+// namespace labelled tenancy.LabelAdminNamespace=true here). The hub makes groups from
+// DRPlacementControls it validated by the same rule, but whoever may create groups in a
+// namespace of this cluster (the hub's credential, or anyone granted the kind) is not trusted
+// to have done so: the agent would capture the other namespace's Secrets and, on a failover,
+// delete its workloads.
+func (r *Reconciler) foreignNamespaces(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup) (string, error) {
+	var foreign []string
+	for _, ns := range protectedNamespaces(vrg) {
+		if ns != vrg.Namespace {
+			foreign = append(foreign, ns)
+		}
+	}
+	if len(foreign) == 0 || r.Tenancy.IsAdmin(vrg.Namespace) {
+		return "", nil
+	}
+	labels := map[string]string(nil)
+	if meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: vrg.Namespace}); ok {
+		labels = meta.Labels
+	} else {
+		ns := &corev1.Namespace{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: vrg.Namespace}, ns); err != nil {
+			return "", fmt.Errorf("failed to get namespace %s to check that its groups may protect others: %w", vrg.Namespace, err)
+		}
+		labels = ns.Labels
+	}
+	if labels[tenancy.LabelAdminNamespace] == "true" {
+		return "", nil
+	}
+	return tenancy.ForeignNamespaceMessage(vrg.Namespace, foreign), nil
 }
 
 // selectPVCs lists the PVCs that spec.pvcSelector selects in the protected namespaces, and

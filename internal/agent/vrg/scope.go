@@ -20,7 +20,9 @@ type scope struct {
 
 	// specProblem, when set, says why the spec cannot be acted on; stop ends the phases.
 	specProblem string
-	stop        bool
+	// specReason is the reason of the conditions that report specProblem; empty is InvalidSpec.
+	specReason string
+	stop       bool
 	// interval is spec.schedulingInterval, parsed.
 	interval time.Duration
 

@@ -46,7 +46,7 @@ func TestAnAlteredByteOfASealedCaptureIsRefusedAndCreatesNothing(t *testing.T) {
 	groups := map[string]*v1alpha1.VolumeReplicationGroup{}
 	for _, name := range []string{"altered", "plain", "intact"} {
 		ns, app := "sealed-"+name+"-dr", "sealed-"+name+"-app"
-		g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 		group, store := forgedGroup(g, ns, app)
 		group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 		key := vrg.StorePrefix(group) + kubeobjects.StoreKey
@@ -113,9 +113,8 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 	east := clusterClient(t, lab.East)
 	app, groupNS := "cleartext-app", "cleartext-dr"
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
-	for _, ns := range []string{app, groupNS} {
-		g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	}
+	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
+	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	value := "correct-horse-battery-staple"
 	names := []string{"cleartext-conf", "cleartext-creds", "cleartext-data"}
 	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: names[0]}, Data: map[string]string{"mode": "primary"}})).To(Succeed())
@@ -180,9 +179,8 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 	east := clusterClient(t, lab.East)
 	app, groupNS := "inclear-app", "inclear-dr"
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
-	for _, ns := range []string{app, groupNS} {
-		g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	}
+	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
+	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),

@@ -21,9 +21,12 @@ func computeStatus(sc *scope, succeeded bool) {
 	vrg := sc.vrg
 	st := &vrg.Status
 	if sc.specProblem != "" {
-		msg := sc.specProblem
+		msg, reason := sc.specProblem, sc.specReason
+		if reason == "" {
+			reason = v1alpha1.ReasonInvalidSpec
+		}
 		for _, t := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected} {
-			setCondition(vrg, &st.Conditions, t, false, v1alpha1.ReasonInvalidSpec, msg)
+			setCondition(vrg, &st.Conditions, t, false, reason, msg)
 		}
 		st.State = v1alpha1.StateUnknown
 		return

@@ -80,7 +80,7 @@ func TestAForgedCaptureIsRefusedAndCreatesNothingInKubeSystem(t *testing.T) {
 	ctx := context.Background()
 	west := clusterClient(t, lab.West)
 	ns, app := "forged-capture-dr", "forged-capture-app"
-	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
 	group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	forged := map[string]any{"version": 1, "capturedAt": "2026-01-02T03:04:05Z", "namespaces": []string{app, "kube-system"},
@@ -103,7 +103,7 @@ func TestAForgedCaptureIsRefusedAndCreatesNothingInKubeSystem(t *testing.T) {
 
 	// Another group, in another namespace, restores its own capture from the same store.
 	otherNS, otherApp := "forged-capture-other-dr", "forged-capture-other-app"
-	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}})).To(Succeed())
+	g.Expect(west.Create(ctx, adminNamespace(otherNS))).To(Succeed())
 	other, _ := forgedGroup(g, otherNS, otherApp)
 	other.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	putJSON(g, store, vrg.StorePrefix(other)+kubeobjects.StoreKey, map[string]any{"version": 1, "capturedAt": "2026-01-02T03:04:05Z",
@@ -173,7 +173,7 @@ func TestAForgedPVIsRefusedAndItsSecretsComeFromTheStorageClass(t *testing.T) {
 	}
 	for name, src := range cases {
 		ns := "forged-pv-" + name + "-dr"
-		g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 		group, store := forgedGroup(g, ns, app)
 		group.Spec.PVCSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}
 		pv, pvc := stored(name, src)
@@ -191,7 +191,7 @@ func TestAForgedPVIsRefusedAndItsSecretsComeFromTheStorageClass(t *testing.T) {
 	// A CSI volume of the group's own class is restored, without the stored nodeStageSecretRef
 	// to another namespace's Secret: the lab's class names none.
 	ns := "forged-pv-secret-dr"
-	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
 	group.Spec.PVCSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}
 	pv, pvc := stored("secret", corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
@@ -222,7 +222,7 @@ func TestAGigabyteCaptureIsRefusedBeforeItIsRead(t *testing.T) {
 	ctx := context.Background()
 	west := clusterClient(t, lab.West)
 	ns, app := "huge-capture-dr", "huge-capture-app"
-	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
 	group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	key := vrg.StorePrefix(group) + kubeobjects.StoreKey
@@ -245,7 +245,7 @@ func TestAMarkerOfEpochMaxInt64IsRefusedAndTheGroupClaimsFromTheOtherStore(t *te
 	ctx := context.Background()
 	west := clusterClient(t, lab.West)
 	ns := "maxint-epoch-dr"
-	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	profiles, stores := labS3Profiles(g)
 	group := primaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{profiles[1], profiles[0]})
 	group.Spec.Action = v1alpha1.ActionFailover

@@ -8,7 +8,10 @@
 //
 //   - the admission handler (PodFence) and how it decides that a PVC is fenced (Fences, with
 //     ClusterFences reading the group the PVC's drover.io/protected-by label names, and the
-//     groups' own status.protectedPVCs, which no editor of the PVC can change);
+//     groups' own status.protectedPVCs, which no editor of the PVC can change), and the one
+//     exception: the VolSync mover pod of drover's own ReplicationDestination (or Direct
+//     ReplicationSource) for the fenced PVC, created by the Job controller (Movers,
+//     ClusterMovers);
 //   - the HTTPS server that serves it (Server), with a self-signed certificate made in memory
 //     (the lab and tests) or one from files (CertFiles: a mounted Secret, reloaded when renewed);
 //   - in a real installation, that certificate: the agent's own CA and serving certificate for

@@ -15,13 +15,16 @@ import (
 type PodFence struct {
 	// Fences decides which PVCs are fenced.
 	Fences Fences
+	// Movers admits, on a fenced PVC, the VolSync mover pods of drover's own
+	// ReplicationDestinations and ReplicationSources for that PVC; nil admits none.
+	Movers Movers
 }
 
 var _ admission.Handler = (*PodFence)(nil)
 
-// NewPodFence returns the handler over fences.
-func NewPodFence(fences Fences) *PodFence {
-	return &PodFence{Fences: fences}
+// NewPodFence returns the handler over fences, admitting drover's own VolSync movers by movers.
+func NewPodFence(fences Fences, movers Movers) *PodFence {
+	return &PodFence{Fences: fences, Movers: movers}
 }
 
 // Handle implements admission.Handler. It admits everything but a pod CREATE, and refuses a pod
@@ -40,10 +43,10 @@ func (h *PodFence) Handle(ctx context.Context, req admission.Request) admission.
 	if pod.Name == "" {
 		pod.Name = req.Name
 	}
-	namespace := pod.Namespace
-	if namespace == "" {
-		namespace = req.Namespace
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
 	}
+	namespace := pod.Namespace
 	for _, pvc := range ClaimNames(pod) {
 		fence, err := h.Fences.FencedBy(ctx, namespace, pvc)
 		if err != nil {
@@ -54,11 +57,36 @@ func (h *PodFence) Handle(ctx context.Context, req admission.Request) admission.
 					"while a VolumeReplicationGroup in it is demoted or secondary); retry, and if it persists check "+
 					"the drover agent: %w", namespace, pvc, err))
 		}
-		if fence != nil {
-			return admission.Denied(DeniedMessage(namespace, pvc, *fence))
+		if fence == nil {
+			continue
+		}
+		if admitted, resp := h.ownMover(ctx, req, pod, pvc, *fence); !admitted {
+			return resp
 		}
 	}
 	return admission.Allowed("")
+}
+
+// ownMover reports whether a pod mounting a fenced PVC is drover's own VolSync mover for it;
+// when it is not, the response refuses the pod.
+func (h *PodFence) ownMover(ctx context.Context, req admission.Request, pod *corev1.Pod, pvc string, fence Fence) (bool, admission.Response) {
+	if h.Movers == nil {
+		return false, admission.Denied(DeniedMessage(pod.Namespace, pvc, fence))
+	}
+	ok, why, err := h.Movers.OwnMover(ctx, req, pod, pvc, fence)
+	switch {
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "Refusing a pod because its owners could not be read", "namespace", pod.Namespace, "pod", pod.Name, "pvc", pvc)
+		return false, admission.Errored(http.StatusInternalServerError, fmt.Errorf(
+			"drover could not tell whether the pod is VolSync's mover of the fenced PVC %s/%s, so it refuses it; retry: %w", pod.Namespace, pvc, err))
+	case !ok:
+		if pod.Labels["app.kubernetes.io/created-by"] == "volsync" {
+			ctrl.LoggerFrom(ctx).Info("Refusing a pod that looks like a VolSync mover", "namespace", pod.Namespace, "pod", pod.Name, "pvc", pvc, "why", why)
+		}
+		return false, admission.Denied(DeniedMessage(pod.Namespace, pvc, fence))
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Admitting drover's own VolSync mover on a fenced PVC", "namespace", pod.Namespace, "pod", pod.Name, "pvc", pvc, "fence", fence.VRG)
+	return true, admission.Response{}
 }
 
 // DeniedMessage is what a person reads when the fence refuses a pod: which PVC, which group,

@@ -160,7 +160,7 @@ func TestPodFence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			fences := &fakeFences{fenced: tt.fenced, errs: tt.errs}
-			resp := NewPodFence(fences).Handle(context.Background(), tt.req)
+			resp := NewPodFence(fences, nil).Handle(context.Background(), tt.req)
 			g.Expect(resp.Allowed).To(Equal(tt.allowed))
 			g.Expect(fences.asked).To(Equal(tt.asked))
 			if tt.allowed {

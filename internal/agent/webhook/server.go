@@ -34,6 +34,8 @@ type ServerOptions struct {
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Fences decides which PVCs are fenced.
 	Fences Fences
+	// Movers admits drover's own VolSync movers on fenced PVCs; nil admits none.
+	Movers Movers
 	// Logger logs refusals the fence could not decide; the zero value uses controller-runtime's.
 	Logger logr.Logger
 }
@@ -56,7 +58,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Fences == nil {
 		return nil, errors.New("the fence's server needs Fences")
 	}
-	hook, err := admission.StandaloneWebhook(&admission.Webhook{Handler: NewPodFence(opts.Fences)},
+	hook, err := admission.StandaloneWebhook(&admission.Webhook{Handler: NewPodFence(opts.Fences, opts.Movers)},
 		admission.StandaloneOptions{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the fence's webhook: %w", err)

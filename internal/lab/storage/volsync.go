@@ -125,6 +125,7 @@ import (
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -212,6 +213,7 @@ func setupVolSync(mgr ctrl.Manager, s *store) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-volsync-destination").
 		For(&volsyncv1alpha1.ReplicationDestination{}).
 		Owns(&snapshotv1.VolumeSnapshot{}).
+		Owns(&batchv1.Job{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
 		Complete(reconcilerFunc(s.reconcileDestination)); err != nil {
 		return err

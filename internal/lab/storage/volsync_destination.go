@@ -40,6 +40,8 @@ type rdScope struct {
 	psk     string
 	// volume is the handle of the destination PVC's volume; empty while it is not bound.
 	volume string
+	// moverClosed says why the mover's pod does not run (volsync_mover.go); empty once it runs.
+	moverClosed string
 	// received: the receive phase ran, so pending names the snapshot of a transfer being
 	// applied (empty: none) and the snapshots marked for cleanup may be deleted.
 	received bool
@@ -73,7 +75,7 @@ func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctr
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.relinquishSnapshots, s.ensureDestinationPVC, s.ensureDestinationKey, s.publishListener, s.receive)
+		s.relinquishSnapshots, s.ensureDestinationPVC, s.ensureDestinationKey, s.ensureDestinationMover, s.publishListener, s.receive)
 	res, err = settleVolSync(res, err, &rd.Status.Conditions, rd.Generation)
 	if perr := s.patchDestinationStatus(ctx, sc); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
@@ -193,7 +195,11 @@ func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, 
 // writeListener writes the destination's listener unless it is up to date.
 func (s *store) writeListener(sc *rdScope) error {
 	rd := sc.rd
-	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closedReason(rd),
+	closed := closedReason(rd)
+	if closed == "" {
+		closed = sc.moverClosed
+	}
+	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closed,
 		Cluster: s.opts.Cluster, Reach: sc.reach}
 	path := listenerPath(s.opts.DataDir, sc.address)
 	var have listener
@@ -292,6 +298,11 @@ func (s *store) setListening(sc *rdScope) {
 	if manual := manualTrigger(rd.Spec.Trigger); manual != "" && manual == rd.Status.LastManualSync {
 		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonManual,
 			"Synchronized: waiting for a new spec.trigger.manual")
+		return
+	}
+	if sc.moverClosed != "" {
+		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+			"Waiting for the mover: "+sc.moverClosed)
 		return
 	}
 	setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
