@@ -14,7 +14,9 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 )
 
-func containsFinalizer(d *v1alpha1.DRDrill) bool { return controllerutil.ContainsFinalizer(d, Finalizer) }
+func containsFinalizer(d *v1alpha1.DRDrill) bool {
+	return controllerutil.ContainsFinalizer(d, Finalizer)
+}
 
 // historyLimit is the DRPlacementControl's drillHistoryLimit, or the default.
 func historyLimit(d *v1alpha1.DRPlacementControl) int {

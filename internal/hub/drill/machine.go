@@ -296,4 +296,3 @@ func unreachable(sc *scope, err error) (ctrl.Result, error) {
 	ctrl.Log.WithName("drill").Info("Target cluster does not answer", "drill", sc.drill.Name, "cluster", sc.drill.Status.TargetCluster, "error", err.Error())
 	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
 }
-
