@@ -179,7 +179,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRDrill controller: %w", err)
 	}
-	if err := metrics.Register(mgr, drpcMetrics, drcluster.NewMetrics(mgr.GetClient())); err != nil {
+	if err := metrics.Register(mgr, drpcMetrics, drcluster.NewMetrics(mgr.GetClient()), drill.NewMetrics(mgr.GetClient())); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's metrics: %w", err)
 	}
 	return mgr, nil
