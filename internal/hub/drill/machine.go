@@ -209,19 +209,25 @@ func (r *Reconciler) running(ctx context.Context, sc *scope) (ctrl.Result, error
 	}
 	r.watchPrimary(sc)
 	box, res, err := r.sandbox(ctx, sc, st.Result == "")
-	if box == nil {
-		return res, err
+	if box != nil {
+		copySandbox(sc, box)
 	}
-	copySandbox(sc, box)
 	if st.Result == "" {
 		if sc.now.Before(st.StartTime.Add(sc.timeout())) {
+			if box == nil {
+				return res, err
+			}
 			return ctrl.Result{RequeueAfter: requeueRunning}, nil
 		}
+		// Also when the target does not answer: the teardown then waits for it.
 		st.Result = v1alpha1.DrillResultFailed
 		msg := fmt.Sprintf("the sandbox did not reach its result within %s (%s): it is torn down; "+
-			"look at the DrillSandbox's status and the agent's log on %s", sc.timeout(), orWaiting(box.Status.Message), st.TargetCluster)
+			"look at the DrillSandbox's status and the agent's log on %s", sc.timeout(), orWaiting(box), st.TargetCluster)
 		sc.setAccepted(metav1.ConditionFalse, v1alpha1.ReasonDrillTimedOut, msg)
 		return r.beginTeardown(ctx, sc, msg)
+	}
+	if box == nil {
+		return res, err
 	}
 	keep := sc.keepFor()
 	if keep == 0 {
@@ -234,11 +240,15 @@ func (r *Reconciler) running(ctx context.Context, sc *scope) (ctrl.Result, error
 	return r.beginTeardown(ctx, sc, "")
 }
 
-func orWaiting(s string) string {
-	if s == "" {
+// orWaiting tells what the agent last said of its sandbox.
+func orWaiting(box *v1alpha1.DrillSandbox) string {
+	switch {
+	case box == nil:
+		return "the target cluster does not answer"
+	case box.Status.Message == "":
 		return "the agent reported nothing"
 	}
-	return "the agent says: " + s
+	return "the agent says: " + box.Status.Message
 }
 
 // beginTeardown ends the keeping (or the run, cut short) and starts deleting the sandbox.

@@ -413,3 +413,26 @@ func TestWithRPOTakesTheAgeOfEachPointAtTheStart(t *testing.T) {
 	g.Expect(*vols[2].RPOSeconds).To(BeEquivalentTo(0), "a point after the start counts as no loss")
 	g.Expect(*worst).To(BeEquivalentTo(3))
 }
+
+func TestADrillWhoseTargetStopsAnsweringFailsAtItsTimeoutAndIsTornDownWhenItAnswers(t *testing.T) {
+	w := newWorld(t)
+	gw := gateway.NewFake(w.clusters)
+	w.r.Gateway = gw
+	key := w.create("d", nil)
+	w.reconcile(key)
+	w.reconcile(key)
+	w.agentReports(key, v1alpha1.DrillSandboxStatus{})
+	gw.SetDown("west", true)
+	w.tick(30 * time.Minute)
+	w.reconcile(key)
+	d := w.drill(key)
+	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillTearingDown))
+	w.g.Expect(accepted(d).Message).To(ContainSubstring("the target cluster does not answer"))
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.Phase).To(Equal(v1alpha1.DrillTearingDown), "the teardown waits for west")
+	gw.SetDown("west", false)
+	w.reconcile(key)
+	w.agentRemoves(key)
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.Phase).To(Equal(v1alpha1.DrillFailed))
+}
