@@ -2,7 +2,6 @@ package hub_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,12 +14,11 @@ import (
 
 // fakeDrillAgent plays the agent's side of a drill on both managed clusters, for the hub's tests
 // only: it holds each DrillSandbox of the application's namespace with a finalizer, reports it
-// Ready and Passed (unless held), and lets it go when the hub deletes it. It builds nothing: the
-// real agent's reconciler (internal/agent/drill) makes the sandbox namespaces and copies.
+// Ready and Passed, and lets it go when the hub deletes it. It builds nothing: the real agent's
+// reconciler (internal/agent/drill) makes the sandbox namespaces and copies, and replaces this
+// once the suite's agents run it.
 type fakeDrillAgent struct {
 	a *app
-	// hold keeps the sandboxes running, without a result, while set.
-	hold atomic.Bool
 }
 
 // fakeDrillAgentFinalizer stands for the agent's finalizer.
@@ -68,24 +66,20 @@ func (f *fakeDrillAgent) pass(ctx context.Context, cl client.Client) {
 	}
 }
 
-// report writes the sandbox's status: a first step while held, then Ready and Passed, with one
-// volume whose point is the application's last group sync as the hub saw it.
+// report writes the sandbox's status, Ready and Passed, with one volume whose point is the
+// application's last group sync as the hub saw it.
 func (f *fakeDrillAgent) report(ctx context.Context, cl client.Client, box *v1alpha1.DrillSandbox) {
 	now := metav1.Now()
 	st := &box.Status
 	st.Mode = v1alpha1.DrillModeFull
 	st.Namespaces = []v1alpha1.DrillSandboxNamespace{{Source: f.a.ns, Sandbox: f.a.ns + "-drill-" + box.Spec.DrillID}}
-	st.Steps = []v1alpha1.DrillStep{{Name: "RestoringObjects", Started: &box.CreationTimestamp}}
-	st.Message = "held by the test"
-	if !f.hold.Load() {
-		drpc := &v1alpha1.DRPlacementControl{}
-		if err := f.a.hub.Get(ctx, f.a.key, drpc); err != nil || drpc.Status.LastGroupSyncTime == nil {
-			return
-		}
-		st.Steps[0].Finished, st.Steps[0].Result = &now, v1alpha1.DrillResultPassed
-		st.Volumes = []v1alpha1.DrillVolume{{PVCNamespace: f.a.ns, PVCName: "data-db-0", PointTime: drpc.Status.LastGroupSyncTime}}
-		st.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultSkipped, Message: "no check asked for"}
-		st.Result, st.ReadyTime, st.Message = v1alpha1.DrillResultPassed, &now, ""
+	drpc := &v1alpha1.DRPlacementControl{}
+	if err := f.a.hub.Get(ctx, f.a.key, drpc); err != nil || drpc.Status.LastGroupSyncTime == nil {
+		return
 	}
+	st.Steps = []v1alpha1.DrillStep{{Name: "RestoringObjects", Started: &box.CreationTimestamp, Finished: &now, Result: v1alpha1.DrillResultPassed}}
+	st.Volumes = []v1alpha1.DrillVolume{{PVCNamespace: f.a.ns, PVCName: "data-db-0", PointTime: drpc.Status.LastGroupSyncTime}}
+	st.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultSkipped, Message: "no check asked for"}
+	st.Result, st.ReadyTime = v1alpha1.DrillResultPassed, &now
 	_ = cl.Status().Update(ctx, box)
 }
