@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/crash"
 )
 
 // A drill of a protected application runs on the peer through the hub's credential there, is
@@ -21,15 +23,7 @@ import (
 // while a drill runs aborts the drill and is not held back by it: the test logs the failover's
 // time with and without a drill running.
 func TestADrillRunsOnThePeerAndAFailoverOvertakesIt(t *testing.T) {
-	a := newApp(t, "hub-drill")
-	ctx := context.Background()
-	east := a.clusters[lab.East]
-	a.g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.ns}})).To(Succeed())
-	for _, obj := range appObjects(a.g, a.ns) {
-		a.g.Expect(east.Create(ctx, obj)).To(Succeed())
-	}
-	a.g.Expect(a.hub.Create(ctx, a.drpcFor(false))).To(Succeed())
-	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is protected on east")
+	a := protectedOnEast(t, "hub-drill")
 	startFakeDrillAgent(t, a)
 
 	refused := a.drill("to-the-primary", lab.East)
@@ -80,6 +74,35 @@ func TestADrillRunsOnThePeerAndAFailoverOvertakesIt(t *testing.T) {
 	a.expectDrillEvents(d.Name, v1alpha1.EventDrillAborted)
 	t.Logf("failover time (ask to FailedOver and Available): %s without a drill (east to west), %s with a drill running on the target (west to east)",
 		without.Round(time.Millisecond), with.Round(time.Millisecond))
+}
+
+// protectedOnEast deploys the application on east and protects it.
+func protectedOnEast(t *testing.T, ns string) *app {
+	a := newApp(t, ns)
+	ctx := context.Background()
+	east := a.clusters[lab.East]
+	a.g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.ns}})).To(Succeed())
+	for _, obj := range appObjects(a.g, a.ns) {
+		a.g.Expect(east.Create(ctx, obj)).To(Succeed())
+	}
+	a.g.Expect(a.hub.Create(ctx, a.drpcFor(false))).To(Succeed())
+	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is protected on east")
+	return a
+}
+
+// The hub killed right before or after one of its writes during a drill (some of them the
+// drill's, some the DRPlacementControl's) and started again, as the suite's crash injector does,
+// ends the drill Passed and torn down.
+func TestAHubKilledDuringADrillEndsIt(t *testing.T) {
+	a := protectedOnEast(t, "hub-drill-crash")
+	startFakeDrillAgent(t, a)
+	for i, p := range []crash.Point{{Write: 1, When: crash.Before}, {Write: 2, When: crash.After}, {Write: 4, When: crash.Before}} {
+		armCrash("hub", p)
+		d := a.finishedDrill(a.drill(fmt.Sprintf("crash-%d", i), ""), v1alpha1.DrillPassed)
+		killed := disarmCrash()
+		a.g.Expect(killed).NotTo(BeEmpty(), "the hub was killed at %s", p)
+		t.Logf("hub killed %s (%s): the drill ended %s in %s", p, killed, d.Status.Phase, d.Status.EndTime.Sub(d.Status.StartTime.Time))
+	}
 }
 
 // drill creates a drill of the application; an empty target takes the default. The drill
