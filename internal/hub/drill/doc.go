@@ -16,7 +16,9 @@
 //	                                                                                      │
 //	        Passed / Failed / Aborted ◄──────────(the DrillSandbox is gone)──────────────┘
 //
-// Refused, Passed, Failed and Aborted are final. Every step is idempotent and all state lives
+// A drill waits in Pending while the DRPlacementControl's Protected is Unknown (a hub just
+// started, a primary that does not answer), up to its timeout. Refused, Passed, Failed and
+// Aborted are final. Every step is idempotent and all state lives
 // in the API objects (the DRDrill's status, the DrillSandbox named from the DRDrill's UID): a
 // hub restarted at any point observes the same objects and continues. The hub does not watch
 // DrillSandboxes (the gateway's watch holds VolumeReplicationGroups only): while a drill runs

@@ -85,6 +85,15 @@ func (r *Reconciler) pending(ctx context.Context, sc *scope) (ctrl.Result, error
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if reason == reasonWait {
+		// The hub does not know yet (a hub just started, a primary that does not answer): the
+		// drill waits, up to its timeout, rather than being refused for a passing doubt.
+		if sc.now.Before(sc.drill.CreationTimestamp.Add(sc.timeout())) {
+			sc.setAccepted(metav1.ConditionUnknown, v1alpha1.ReasonNotProtected, msg)
+			return ctrl.Result{RequeueAfter: requeueRunning}, nil
+		}
+		reason = v1alpha1.ReasonNotProtected
+	}
 	if reason != "" {
 		st.Phase = v1alpha1.DrillRefused
 		end := metav1.NewTime(sc.now)
@@ -111,7 +120,12 @@ func (r *Reconciler) target(sc *scope) string {
 	return peer
 }
 
-// refusal says why the drill may not start; an empty reason when it may.
+// reasonWait is refusal's answer when the hub does not know yet whether the drill may start
+// (Protected Unknown or not observed).
+const reasonWait = "Wait"
+
+// refusal says why the drill may not start; an empty reason when it may, reasonWait when it
+// cannot tell yet.
 func (r *Reconciler) refusal(ctx context.Context, sc *scope) (reason, message string, err error) {
 	name := sc.drill.Spec.DRPCName
 	switch {
@@ -126,11 +140,14 @@ func (r *Reconciler) refusal(ctx context.Context, sc *scope) (reason, message st
 			"create another drill once its action has completed", name, orNone(string(sc.drpc.Status.Phase))), nil
 	}
 	if c := apimeta.FindStatusCondition(sc.drpc.Status.Conditions, v1alpha1.ConditionProtected); c == nil || c.Status != metav1.ConditionTrue {
-		why := "not observed yet"
+		why, reason := "not observed yet", reasonWait
 		if c != nil {
 			why = c.Message
+			if c.Status == metav1.ConditionFalse {
+				reason = v1alpha1.ReasonNotProtected
+			}
 		}
-		return v1alpha1.ReasonNotProtected, fmt.Sprintf("DRPlacementControl %s is not Protected (%s), so its replicated data is no recovery point to drill from: "+
+		return reason, fmt.Sprintf("DRPlacementControl %s is not Protected (%s), so its replicated data is no recovery point to drill from: "+
 			"create another drill once `drover status %s` shows it Protected", name, why, name), nil
 	}
 	primary, target := sc.drpc.Status.CurrentPrimary, r.target(sc)

@@ -436,3 +436,34 @@ func TestADrillWhoseTargetStopsAnsweringFailsAtItsTimeoutAndIsTornDownWhenItAnsw
 	w.reconcile(key)
 	w.g.Expect(w.drill(key).Status.Phase).To(Equal(v1alpha1.DrillFailed))
 }
+
+// A hub that has just started reports Protected Unknown until it has probed the clusters: a
+// drill waits for it rather than being refused, up to its timeout.
+func TestADrillWaitsWhileProtectedIsUnknown(t *testing.T) {
+	w := newWorld(t)
+	unknown := func(d *v1alpha1.DRPlacementControl) {
+		apimeta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionProtected, Status: metav1.ConditionUnknown,
+			Reason: v1alpha1.ReasonUnknown, Message: "east is unreachable: cluster east has not answered a probe yet"})
+	}
+	w.setDRPC(unknown)
+	key := w.create("waits", nil)
+	w.reconcile(key)
+	d := w.drill(key)
+	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillPending))
+	w.g.Expect(accepted(d).Status).To(Equal(metav1.ConditionUnknown))
+	w.g.Expect(accepted(d).Message).To(ContainSubstring("has not answered a probe yet"))
+	w.setDRPC(func(d *v1alpha1.DRPlacementControl) {
+		apimeta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionProtected, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded})
+	})
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.Phase).To(Equal(v1alpha1.DrillRunning))
+
+	w.setDRPC(unknown)
+	late := w.create("late", nil)
+	w.tick(31 * time.Minute)
+	w.setDRPC(unknown)
+	w.reconcile(late)
+	d = w.drill(late)
+	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillRefused), "past its timeout")
+	w.g.Expect(accepted(d).Reason).To(Equal(v1alpha1.ReasonNotProtected))
+}
