@@ -467,3 +467,20 @@ func TestADrillWaitsWhileProtectedIsUnknown(t *testing.T) {
 	w.g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillRefused), "past its timeout")
 	w.g.Expect(accepted(d).Reason).To(Equal(v1alpha1.ReasonNotProtected))
 }
+
+// A pass that sees no last group sync (the primary not answering for a moment, a hub just
+// started) does not judge the primary's replication; the next sync seen does.
+func TestAPrimaryReplicationIsJudgedOnTheSyncsTheHubSees(t *testing.T) {
+	w := newWorld(t)
+	key := w.create("d", nil)
+	w.reconcile(key)
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.PrimaryReplication.Result).To(Equal(v1alpha1.DrillResultPassed))
+	w.setDRPC(func(d *v1alpha1.DRPlacementControl) { d.Status.LastGroupSyncTime = nil })
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.PrimaryReplication.Result).To(Equal(v1alpha1.DrillResultPassed), "no sync seen: no judgement")
+	w.now = w.now.Add(time.Minute)
+	w.setDRPC(func(d *v1alpha1.DRPlacementControl) { d.Status.LastGroupSyncTime.Time = w.now.Add(-time.Minute) })
+	w.reconcile(key)
+	w.g.Expect(w.drill(key).Status.PrimaryReplication.Result).To(Equal(v1alpha1.DrillResultFailed), "the sync seen next is a minute old")
+}

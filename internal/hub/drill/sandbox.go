@@ -161,7 +161,12 @@ func (r *Reconciler) watchPrimary(sc *scope) {
 		}
 		check.Result, check.Message = v1alpha1.DrillResultSkipped, "the application's DRPlacementControl or its policy's interval could not be read"
 	case sc.drpc.Status.LastGroupSyncTime == nil:
-		check.Result, check.Message = v1alpha1.DrillResultFailed, fmt.Sprintf("the primary %s reported no group sync during the drill", st.PrimaryCluster)
+		// The hub does not know now (the primary does not answer, or the hub has just started):
+		// the next sync it sees tells how long replication paused.
+		if st.PrimaryReplication != nil {
+			return
+		}
+		check.Result, check.Message = v1alpha1.DrillResultSkipped, fmt.Sprintf("no group sync of the primary %s observed yet", st.PrimaryCluster)
 	default:
 		if age := sc.now.Sub(sc.drpc.Status.LastGroupSyncTime.Time); age > 2*sc.interval {
 			check.Result = v1alpha1.DrillResultFailed
