@@ -298,4 +298,24 @@ const (
 	ReasonActionOvertook = "ActionOvertook"
 	// ReasonDrillTimedOut: the drill did not reach its result within spec.timeout.
 	ReasonDrillTimedOut = "TimedOut"
+	// ReasonDrillStarted: the hub accepted the drill and asked the target cluster for its
+	// sandbox (Accepted True).
+	ReasonDrillStarted = "Started"
+)
+
+// Events of drills, recorded on the DRDrill and on its DRPlacementControl.
+const (
+	// EventDrillStarted: the hub accepted a drill; the note names the target and the primary.
+	EventDrillStarted = "DrillStarted"
+	// EventDrillRefused (Warning): the hub refused a drill; the note says why and what to do.
+	EventDrillRefused = "DrillRefused"
+	// EventDrillAborted (Warning): a failover or relocation overtook a drill, or its
+	// DRPlacementControl went away; the sandbox is torn down.
+	EventDrillAborted = "DrillAborted"
+	// EventDrillPassed: a drill's sandbox started and passed its check, and was torn down; the
+	// note carries the RTO and the RPO.
+	EventDrillPassed = "DrillPassed"
+	// EventDrillFailed (Warning): a drill's sandbox did not start, its check failed or it timed
+	// out; the sandbox was torn down.
+	EventDrillFailed = "DrillFailed"
 )

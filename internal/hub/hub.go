@@ -1,5 +1,5 @@
-// Package hub wires drover's hub: the scheme, the cluster gateway and the DRCluster, DRPolicy
-// and DRPlacementControl reconcilers, in one controller-runtime manager. `drover hub` runs it;
+// Package hub wires drover's hub: the scheme, the cluster gateway and the DRCluster, DRPolicy,
+// DRPlacementControl and DRDrill reconcilers, in one controller-runtime manager. `drover hub` runs it;
 // tests run the same manager in-process against the lab's hub.
 package hub
 
@@ -23,6 +23,7 @@ import (
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/hub/drcluster"
+	"github.com/drover-io/drover/internal/hub/drill"
 	"github.com/drover-io/drover/internal/hub/drpc"
 	"github.com/drover-io/drover/internal/hub/drpolicy"
 	"github.com/drover-io/drover/internal/metrics"
@@ -173,7 +174,12 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DRPlacementControl controller: %w", err)
 	}
-	if err := metrics.Register(mgr, drpcMetrics, drcluster.NewMetrics(mgr.GetClient())); err != nil {
+	if err := (&drill.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Gateway: gw, Recorder: recorder,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("failed to set up the DRDrill controller: %w", err)
+	}
+	if err := metrics.Register(mgr, drpcMetrics, drcluster.NewMetrics(mgr.GetClient()), drill.NewMetrics(mgr.GetClient())); err != nil {
 		return nil, fmt.Errorf("failed to add the hub's metrics: %w", err)
 	}
 	return mgr, nil

@@ -180,3 +180,43 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 		return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(vrg), &v1alpha1.VolumeReplicationGroup{}))
 	}).Should(BeTrue(), "the VRG is gone")
 }
+
+// The hub's credential on a managed cluster may create, read and delete the DrillSandboxes of
+// drills, never change one or write its status (the agent's), and never make one in a system
+// namespace (the admission policy).
+func TestHubCredentialOnAManagedClusterCreatesAndDeletesDrillSandboxesOnly(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	ctx := context.Background()
+	admin := clusterClient(g, lab.East)
+	hub := joinedHubClient(g, lab.East)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-drill"}}
+	g.Expect(admin.Create(ctx, ns)).To(Succeed())
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
+
+	box := &v1alpha1.DrillSandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "drill-0a1b2c3d"},
+		Spec:       v1alpha1.DrillSandboxSpec{VRGName: "db", DrillID: "0a1b2c3d"},
+	}
+	g.Expect(hub.Create(ctx, box)).To(Succeed(), "create")
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(box), &v1alpha1.DrillSandbox{})).To(Succeed(), "get")
+	g.Expect(hub.List(ctx, &v1alpha1.DrillSandboxList{}, client.InNamespace(ns.Name))).To(Succeed(), "list")
+
+	changed := box.DeepCopy()
+	changed.Spec.DrillID = "ffffffff"
+	inSystem := box.DeepCopy()
+	inSystem.Namespace, inSystem.ResourceVersion = "kube-system", ""
+	forbidden := map[string]error{
+		"patch a sandbox":           hub.Patch(ctx, changed, client.MergeFrom(box)),
+		"update a sandbox":          hub.Update(ctx, changed),
+		"patch a sandbox's status":  hub.Status().Patch(ctx, box.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"status":{"result":"Passed"}}`))),
+		"create one in kube-system": hub.Create(ctx, inSystem),
+	}
+	for what, err := range forbidden {
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s must be refused, got %v", what, err)
+	}
+	g.Expect(hub.Delete(ctx, box)).To(Succeed(), "delete")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(box), &v1alpha1.DrillSandbox{}))
+	}).Should(BeTrue(), "the sandbox is gone")
+}
