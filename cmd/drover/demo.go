@@ -37,10 +37,13 @@ func newDemoCommand() *cobra.Command {
 		Short: "Run the whole DR story in the lab: protect, fail over, fail back, relocate, with the data checked",
 		Long: `demo brings the lab up (hub, east, west, with drover's hub and agents), deploys a StatefulSet of
 three pods that write sequence-numbered records into their PVCs on east, protects it with a
-DRPlacementControl, fails it over to west with east stopped, starts east again (drover cleans
-and demotes it, nobody deletes anything by hand), fails back to east with a relocation and
-relocates it to west. It prints a line per step and what drover waits for, and at the end a
-table: each action, its duration, the records kept and lost, and the loss allowed. It exits
+DRPlacementControl, drills its recovery on west while it keeps writing on east (a sandbox
+started from the replicated data, or with mirrored volumes a readiness check, then torn down),
+fails it over to west with east stopped, starts east again (drover cleans and demotes it,
+nobody deletes anything by hand), fails back to east with a relocation and relocates it to
+west. It prints a line per step and what drover waits for, and at the end a table: each action,
+its duration, the records kept and lost, and the loss allowed (for the drill: its RTO, the
+records seen in the sandbox's copies and its RPO). It exits
 non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
@@ -85,6 +88,7 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	steps := []func() story.Step{
 		func() story.Step { return r.Protect(ctx) },
+		func() story.Step { return r.Drill(ctx, lab.East) },
 		func() story.Step { return r.Failover(ctx, lab.East) },
 		func() story.Step { return r.Recover(ctx, lab.East) },
 		func() story.Step { return r.Relocate(ctx, lab.West) },
@@ -96,8 +100,8 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	// The first relocation brings the application home: the fail-back.
-	if len(r.Steps) > 3 {
-		r.Steps[3].Action = "fail back (relocate)"
+	if len(r.Steps) > 4 {
+		r.Steps[4].Action = "fail back (relocate)"
 	}
 	watchErr := r.Close()
 	fmt.Fprintln(out)

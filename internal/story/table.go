@@ -47,6 +47,10 @@ func PrintTable(w io.Writer, steps []Step) {
 			bound = fmt.Sprintf("writes of the last %s", s.LossBound.Round(100*time.Millisecond))
 		case strings.Contains(s.Action, "relocate"):
 			kept, lost, bound = fmt.Sprint(s.Kept), fmt.Sprint(s.Lost), "0 (no loss allowed)"
+		case s.Action == "drill":
+			// A drill's duration is its RTO, its records those seen in the sandbox's copies, its
+			// bound the RPO it measured.
+			kept, bound = fmt.Sprintf("%d in the sandbox", s.Kept), fmt.Sprintf("RPO %s", s.LossBound)
 		}
 		check := "ok"
 		if s.Err != nil {

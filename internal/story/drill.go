@@ -1,0 +1,185 @@
+package story
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/records"
+)
+
+// drillKeep is how long a story's drill keeps its sandbox once it has its result: long enough
+// to read the copies' records, which the step does before it shortens the keep to end the drill.
+const drillKeep = 10 * time.Minute
+
+// Drill runs a DR drill of the application on the peer of cluster, where it runs, while its
+// writers go on writing there: it waits for the drill's result, reads the records of the
+// sandbox's copies (a Full drill: each a gap-free prefix of the primary's, no record the primary
+// had not written), ends the keep, and waits until the drill is Passed and its sandbox gone,
+// with the primary's writers still writing. Kept is the records seen in the sandbox, LossBound
+// the drill's RPO and Duration its RTO.
+func (r *Run) Drill(ctx context.Context, cluster string) Step {
+	target := r.other(cluster)
+	step := Step{Action: "drill", From: cluster, To: target}
+	ws, _, err := r.writing(ctx, cluster)
+	if err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, GenerateName: r.key.Name + "-"},
+		Spec: v1alpha1.DRDrillSpec{DRPCName: r.key.Name, KeepFor: &metav1.Duration{Duration: drillKeep}}}
+	r.say("drill: DRDrill of %s, its sandbox on %s; the writers go on writing on %s", r.key, target, cluster)
+	if err := r.env.Hub.Create(ctx, d); err != nil {
+		step.Err = fmt.Errorf("failed to create the DRDrill: %w", err)
+		return r.record(step)
+	}
+	key := client.ObjectKeyFromObject(d)
+	if d, err = r.drillWhen(ctx, key, "its result", func(d *v1alpha1.DRDrill) bool { return d.Status.Result != "" }); err != nil {
+		step.Err = err
+		return r.record(step)
+	}
+	step.Duration, step.LossBound = seconds(d.Status.RTOSeconds), seconds(d.Status.RPOSeconds)
+	r.say("drill: %s in %s mode, RTO %s, RPO %s", d.Status.Result, d.Status.Mode, step.Duration, step.LossBound)
+	handles, err := r.boundVolumes(ctx, cluster, ws)
+	var wrote map[string]records.Report
+	if err == nil {
+		wrote, err = r.reports(cluster, handles)
+	}
+	if err == nil && d.Status.Mode == v1alpha1.DrillModeFull {
+		step.Kept, err = r.sandboxRecords(ctx, target, d, ws, wrote)
+	}
+	step.Err = errors.Join(err, r.endDrill(ctx, key))
+	if step.Err == nil {
+		_, _, step.Err = r.writing(ctx, cluster)
+	}
+	return r.record(step)
+}
+
+// sandboxRecords reads the records of each of the writers' PVCs copied into the drill's sandbox
+// on target, checks each against what the primary had written (wrote, read after the copies
+// were made), and returns how many records the copies hold.
+func (r *Run) sandboxRecords(ctx context.Context, target string, d *v1alpha1.DRDrill, ws []writer, wrote map[string]records.Report) (uint64, error) {
+	sandbox := map[string]string{}
+	for _, n := range d.Status.Namespaces {
+		sandbox[n.Source] = n.Sandbox
+	}
+	var seen uint64
+	var errs []error
+	for _, w := range ws {
+		for _, pvc := range w.pvcs {
+			copied, err := r.sandboxVolume(ctx, target, sandbox[r.c.Namespace], pvc)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kept, _ := copied.Writer(w.id)
+			before, _ := wrote[pvc].Writer(w.id)
+			seen += kept.LastSeq
+			switch {
+			case len(kept.Gaps) > 0:
+				errs = append(errs, fmt.Errorf("%s: records of %s missing in the sandbox's copy: %s", pvc, w.id, records.FormatRanges(kept.Gaps)))
+			case kept.LastSeq > before.LastSeq:
+				errs = append(errs, fmt.Errorf("%s: the sandbox's copy holds record %d of %s, which the primary had not written (it wrote up to %d)", pvc, kept.LastSeq, w.id, before.LastSeq))
+			}
+		}
+	}
+	return seen, errors.Join(errs...)
+}
+
+// sandboxVolume reads the records of the sandbox's copy of a PVC.
+func (r *Run) sandboxVolume(ctx context.Context, cluster, ns, pvc string) (records.Report, error) {
+	cl := r.env.Clusters[cluster]
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, claim); err != nil {
+		return records.Report{}, fmt.Errorf("the sandbox's copy of %s on %s: %w", pvc, cluster, err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || pv.Spec.CSI == nil {
+		return records.Report{}, fmt.Errorf("the volume of the sandbox's copy %s/%s on %s: %v", ns, pvc, cluster, err)
+	}
+	return r.report(cluster, pv.Spec.CSI.VolumeHandle)
+}
+
+// endDrill shortens the drill's keep to nothing and waits until it is Passed and torn down.
+func (r *Run) endDrill(ctx context.Context, key client.ObjectKey) error {
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"keepFor":"0s"}}`))
+	if err := r.env.Hub.Patch(ctx, &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, patch); err != nil {
+		return fmt.Errorf("failed to end the drill's keep: %w", err)
+	}
+	d, err := r.drillWhen(ctx, key, "its end", func(d *v1alpha1.DRDrill) bool { return isFinal(d.Status.Phase) })
+	if err != nil {
+		return err
+	}
+	if d.Status.Phase != v1alpha1.DrillPassed {
+		return fmt.Errorf("the drill ended %s: %s", d.Status.Phase, drillMessage(d))
+	}
+	r.say("drill: %s and torn down (%s)", d.Status.Phase, d.Status.Teardown.Message)
+	return nil
+}
+
+// drillWhen waits until done holds of the drill; a drill that ends before fails the wait.
+func (r *Run) drillWhen(ctx context.Context, key client.ObjectKey, what string, done func(*v1alpha1.DRDrill) bool) (*v1alpha1.DRDrill, error) {
+	d := &v1alpha1.DRDrill{}
+	var ended error
+	err := r.poll(ctx, pollInterval, func(ctx context.Context) error {
+		if err := r.env.Hub.Get(ctx, key, d); err != nil {
+			return err
+		}
+		if !done(d) && isFinal(d.Status.Phase) {
+			ended = fmt.Errorf("the drill ended %s before %s: %s", d.Status.Phase, what, drillMessage(d))
+			return nil
+		}
+		if !done(d) {
+			return fmt.Errorf("drill %s: waiting for %s: %s, step %s", key.Name, what, d.Status.Phase, lastStep(d))
+		}
+		return nil
+	})
+	return d, errors.Join(err, ended)
+}
+
+func isFinal(p v1alpha1.DrillPhase) bool {
+	switch p {
+	case v1alpha1.DrillPassed, v1alpha1.DrillFailed, v1alpha1.DrillAborted, v1alpha1.DrillRefused:
+		return true
+	}
+	return false
+}
+
+func lastStep(d *v1alpha1.DRDrill) string {
+	if n := len(d.Status.Steps); n > 0 {
+		return d.Status.Steps[n-1].Name
+	}
+	return "-"
+}
+
+// drillMessage is what the drill says went wrong: its Accepted condition, its check, or its
+// last failed step.
+func drillMessage(d *v1alpha1.DRDrill) string {
+	for _, c := range d.Status.Conditions {
+		if c.Status == metav1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	if d.Status.Check != nil && d.Status.Check.Result == v1alpha1.DrillResultFailed {
+		return "check: " + d.Status.Check.Message
+	}
+	for _, s := range d.Status.Steps {
+		if s.Result == v1alpha1.DrillResultFailed {
+			return s.Name + ": " + s.Message
+		}
+	}
+	return "no reason given"
+}
+
+func seconds(s *int64) time.Duration {
+	if s == nil {
+		return 0
+	}
+	return time.Duration(*s) * time.Second
+}
