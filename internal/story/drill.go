@@ -45,7 +45,13 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 		return r.record(step)
 	}
 	step.Duration, step.LossBound = seconds(d.Status.RTOSeconds), seconds(d.Status.RPOSeconds)
-	r.say("drill: %s in %s mode, RTO %s, RPO %s", d.Status.Result, d.Status.Mode, step.Duration, step.LossBound)
+	if d.Status.Mode == v1alpha1.DrillModeReadiness {
+		step.Action, step.Duration = "drill (readiness)", time.Since(d.Status.StartTime.Time).Round(time.Second)
+		step.Note = readinessNote(d)
+		r.say("drill: %s in Readiness mode (no copy of these volumes can be made while they replicate): %s", d.Status.Result, step.Note)
+	} else {
+		r.say("drill: %s in %s mode, RTO %s, RPO %s", d.Status.Result, d.Status.Mode, step.Duration, step.LossBound)
+	}
 	handles, err := r.boundVolumes(ctx, cluster, ws)
 	var wrote map[string]records.Report
 	if err == nil {
@@ -175,6 +181,16 @@ func drillMessage(d *v1alpha1.DRDrill) string {
 		}
 	}
 	return "no reason given"
+}
+
+// readinessNote counts what a readiness drill checked: passed, and not checkable.
+func readinessNote(d *v1alpha1.DRDrill) string {
+	count := map[v1alpha1.DrillResult]int{}
+	for _, c := range d.Status.Readiness {
+		count[c.Result]++
+	}
+	return fmt.Sprintf("%d checks passed, %d failed, %d not possible", count[v1alpha1.DrillResultPassed],
+		count[v1alpha1.DrillResultFailed], count[v1alpha1.DrillResultSkipped])
 }
 
 func seconds(s *int64) time.Duration {

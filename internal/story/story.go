@@ -94,8 +94,10 @@ type Step struct {
 	// the PVCs: kept on the target, and lost (written, not on the target).
 	Kept, Lost uint64
 	// LossBound is what a failover may lose: the time from the last group sync to the loss of
-	// the cluster. Zero for a relocation, which may lose nothing.
+	// the cluster. Zero for a relocation, which may lose nothing. A drill's RPO.
 	LossBound time.Duration
+	// Note, when set, replaces the bound in the table: what a readiness drill checked.
+	Note string
 	// Err is why the step's check failed; nil when it passed.
 	Err error
 }

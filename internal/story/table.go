@@ -47,6 +47,8 @@ func PrintTable(w io.Writer, steps []Step) {
 			bound = fmt.Sprintf("writes of the last %s", s.LossBound.Round(100*time.Millisecond))
 		case strings.Contains(s.Action, "relocate"):
 			kept, lost, bound = fmt.Sprint(s.Kept), fmt.Sprint(s.Lost), "0 (no loss allowed)"
+		case s.Note != "":
+			bound = s.Note
 		case s.Action == "drill":
 			// A drill's duration is its RTO, its records those seen in the sandbox's copies, its
 			// bound the RPO it measured.
