@@ -157,10 +157,22 @@ func TestTheAgentsServiceAccountIsRefusedWhatItsRBACDoesNotGrant(t *testing.T) {
 	// Granted: the fence's certificate Secret in drover-system.
 	_, err = agent.CoreV1().Secrets(lab.DroverNamespace).Get(ctx, "drover-fence-cert", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred(), "the agent reads its own certificate Secret")
-	// Not granted (config/rbac/agent): deleting a namespace, binding a ClusterRole, reading nodes.
+	// Namespaces: the agent deletes a drill's sandbox namespace (labelled drover.io/drill) and
+	// no other (the identity policy); not granted (config/rbac/agent): binding a ClusterRole,
+	// reading nodes.
 	dryRun := []string{metav1.DryRunAll}
 	err = agent.CoreV1().Namespaces().Delete(ctx, lab.DroverNamespace, metav1.DeleteOptions{DryRun: dryRun})
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "delete a namespace: %v", err)
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "delete drover-system: %v", err)
+	app := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-identity-app"}}
+	sandbox := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-identity-app-drill-x1", Labels: map[string]string{"drover.io/drill": "x1"}}}
+	for _, ns := range []*corev1.Namespace{app, sandbox} {
+		_, err = cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	err = agent.CoreV1().Namespaces().Delete(ctx, app.Name, metav1.DeleteOptions{DryRun: dryRun})
+	g.Expect(apierrors.IsInvalid(err) && strings.Contains(err.Error(), "drover.io/drill")).To(BeTrue(), "delete an application's namespace: %v", err)
+	err = agent.CoreV1().Namespaces().Delete(ctx, sandbox.Name, metav1.DeleteOptions{DryRun: dryRun})
+	g.Expect(err).NotTo(HaveOccurred(), "delete a drill's sandbox namespace")
 	_, err = agent.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent-escalates"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
