@@ -89,6 +89,7 @@ func protectedOnEast(t *testing.T, ns string) *app {
 	}
 	a.g.Expect(a.hub.Create(ctx, a.drpcFor(false))).To(Succeed())
 	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is protected on east")
+	a.pvcsProtectedOn(lab.East)
 	return a
 }
 

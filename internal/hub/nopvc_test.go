@@ -53,21 +53,8 @@ func TestAnApplicationWithNoPVCIsProtectedByItsObjectsUntilItsPVCsJoin(t *testin
 	for _, obj := range appObjects(a.g, a.ns) {
 		a.g.Expect(east.Create(ctx, obj)).To(Succeed())
 	}
-	a.volumes(lab.East)
-	a.g.Eventually(func(g Gomega) {
-		d := a.drpc(g)
-		g.Expect(d.Status.VRGs).NotTo(BeEmpty())
-		for _, s := range d.Status.VRGs {
-			if s.Cluster == lab.East {
-				g.Expect(s.ProtectedPVCs).To(HaveValue(BeEquivalentTo(a.replicas)))
-			}
-		}
-		for _, ct := range []string{v1alpha1.ConditionProtected, v1alpha1.ConditionPeerReady} {
-			c := cond(d, ct)
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ct, c.Message)
-		}
-		g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("data and metadata replicate; last group sync "))
-	}).Should(Succeed(), "the StatefulSet's PVCs are protected and the group is Protected once they synced")
+	d = a.pvcsProtectedOn(lab.East)
+	a.g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("data and metadata replicate; last group sync "))
 	plan = a.plan(t, "with the StatefulSet's PVCs synced")
 	a.g.Expect(plan).To(ContainSubstring("Expected data loss: up to "))
 }

@@ -120,6 +120,30 @@ func (a *app) settledOn(phase v1alpha1.DRPCPhase, cluster string, peerReady bool
 	return out
 }
 
+// pvcsProtectedOn waits until the application's PVCs are Bound on cluster, its
+// VolumeReplicationGroup there reports every one of them protected, and the DRPlacementControl
+// is Protected and PeerReady: a group protected before the StatefulSet made its PVCs is
+// Protected by its objects alone, which is no recovery point for the data.
+func (a *app) pvcsProtectedOn(cluster string) *v1alpha1.DRPlacementControl {
+	a.volumes(cluster)
+	var out *v1alpha1.DRPlacementControl
+	a.g.Eventually(func(g Gomega) {
+		d := a.drpc(g)
+		g.Expect(d.Status.VRGs).NotTo(BeEmpty())
+		for _, s := range d.Status.VRGs {
+			if s.Cluster == cluster {
+				g.Expect(s.ProtectedPVCs).To(HaveValue(BeEquivalentTo(a.replicas)))
+			}
+		}
+		for _, ct := range []string{v1alpha1.ConditionProtected, v1alpha1.ConditionPeerReady} {
+			c := cond(d, ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ct, c.Message)
+		}
+		out = d
+	}).Should(Succeed(), "the StatefulSet's PVCs are protected on %s and the group is Protected once they synced", cluster)
+	return out
+}
+
 // waitPhase waits until the DRPlacementControl reports phase.
 func (a *app) waitPhase(phase v1alpha1.DRPCPhase) {
 	a.g.Eventually(func(g Gomega) {
