@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,8 +22,9 @@ const agentUser = "system:serviceaccount:drover-system:drover-agent"
 // as the agent's ServiceAccount (impersonated: its RBAC and the admission policy see that user):
 // whatever its ClusterRole allows, the shipped ValidatingAdmissionPolicy drover-agent-identity
 // refuses a pod that is not a dry run, another webhook configuration, deleting a Secret drover
-// did not make and any write in a system namespace or in drover-system beyond its own objects,
-// and lets through what the agent does.
+// did not make or a namespace that is not a drill's sandbox (or labelling one as such), and any
+// write in a system namespace or in drover-system beyond its own objects, and lets through what
+// the agent does.
 func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -61,6 +63,13 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "escalate"},
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
 		}, "drover's agent writes in drover-system only its Lease, its Events and its fence certificate"},
+		{"deleting the application's namespace", func() error {
+			return agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})
+		}, "drover's agent deletes only the namespaces of its drills' sandboxes"},
+		{"labelling the application's namespace as a drill's sandbox, to delete it next", func() error {
+			return agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}},
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"drover.io/drill":"x"}}}`)))
+		}, "drover's agent never adds or removes the drill label"},
 		{"a ConfigMap in kube-system", func() error {
 			return agent.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-override"}})
 		}, "drover's agent writes nothing in a system namespace"},
@@ -81,6 +90,13 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 		{"a restored Role in the application's namespace", func() error {
 			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "reader"},
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}})
+		}},
+		{"a drill's sandbox namespace, created labelled and deleted", func() error {
+			sandbox := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app + "-drill-0a1b2c3d", Labels: map[string]string{"drover.io/drill": "0a1b2c3d"}}}
+			if err := agent.Create(ctx, sandbox); err != nil {
+				return err
+			}
+			return agent.Delete(ctx, sandbox)
 		}},
 		{"the fence's own configuration", func() error {
 			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
