@@ -19,7 +19,7 @@ tools: ## Build the lab's control-plane binaries and promtool into bin/ (only th
 	@hack/build-tools.sh lab
 
 .PHONY: tools-demo
-tools-demo: ## Build what the lab and the demo run into bin/ (the lab's binaries without promtool)
+tools-demo: ## Build what the demo runs into bin/ (the lab's binaries without kubectl and promtool)
 	@hack/build-tools.sh demo
 
 .PHONY: tools-argocd
@@ -150,7 +150,8 @@ lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: lab-up lab-down lab-status
-lab-up: tools-demo build ## Start the lab
+lab-up: tools-demo build ## Start the lab (and build bin/kubectl to explore it)
+	@hack/build-tools.sh kubectl
 	$(BIN)/drover lab up
 lab-down: build ## Stop the lab and remove its state
 	$(BIN)/drover lab down

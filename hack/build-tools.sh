@@ -2,7 +2,7 @@
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
 #   hack/build-tools.sh [lab|demo|codegen|lint|kustomize|argocd|all|NAME...]
-# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize
+# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize kubectl
 # promtool (promtool unit-tests the alert rules of config/prometheus in make test).
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
 # opt-in, `make tools-argocd`, and not part of all: CI does not need it. monitoring (a Prometheus
@@ -74,9 +74,11 @@ build() {
   echo "build-tools: built $name in $((SECONDS - start)) s"
 }
 
-# demo = what `drover lab up` and `drover demo` run: the lab without promtool (about 8 min cold).
-demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw kustomize)
-lab=("${demo[@]}" promtool)
+# demo = what `drover demo` runs: the lab without kubectl (the lab and the demo never call it) and
+# promtool. 16 min cold on 2 idle cores with empty module and build caches (2026-12-05), most of it
+# kube-apiserver (8 min) and kube-controller-manager (2 min).
+demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize)
+lab=("${demo[@]}" kubectl promtool)
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do
