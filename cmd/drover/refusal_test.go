@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -15,12 +14,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -39,36 +36,12 @@ func TestVerbsSayWhyTheHubDoesNotActOnADRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg, scheme, c := startHubAPIServer(t)
 	kubeconfig := writeKubeconfig(t, cfg)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	startDRPCReconciler(t, cfg, scheme)
 	createInvalidApps(t, c)
 
-	run := func(args ...string) (string, error) {
-		cmd := newRootCommand()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
-		err := cmd.ExecuteContext(t.Context())
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return droverOn(t, kubeconfig, args...) }
 	out, err := run("status", "-A")
 	if err != nil {
 		t.Fatalf("status: %v", err)

@@ -56,10 +56,7 @@ func TestHelpSaysKubectlDroverWhenRunAsAPlugin(t *testing.T) {
 func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 	// A kubeconfig that does not exist: every case must fail before it is read.
 	missing := filepath.Join(t.TempDir(), "none")
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []verbError{
 		{[]string{"plan", "evacuate", "db", "--to", "west"}, `unknown action "evacuate": use drover plan failover or drover plan relocate`},
 		{[]string{"failover", "db"}, `required flag(s) "to" not set`},
 		{[]string{"status", "db", "-A"}, "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
@@ -79,58 +76,18 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"drill", "report", "db", "db-x", "extra"}, "accepts between 1 and 2 arg(s), received 3"},
 		{[]string{"drill", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},
 	}
-	for _, tc := range cases {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			root := newRootCommand()
-			root.SetOut(&bytes.Buffer{})
-			root.SetErr(&bytes.Buffer{})
-			root.SetArgs(append(tc.args, "--kubeconfig", missing))
-			err := root.Execute()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("drover %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
-			}
-		})
-	}
+	expectVerbErrors(t, missing, cases)
 }
 
 // TestVerbsThroughAKubeconfig runs the commands as a person does, against a real API server
 // standing for the hub, through a kubeconfig whose context names the namespace. No hub runs:
 // the test writes the status the hub would.
 func TestVerbsThroughAKubeconfig(t *testing.T) {
-	root, err := labtest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg, _, c := startHubAPIServer(t)
 	kubeconfig := writeKubeconfig(t, cfg)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	drpc := createDeployedApp(t, c)
 
-	run := func(args ...string) (string, error) {
-		cmd := newRootCommand()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
-		err := cmd.ExecuteContext(t.Context())
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return droverOn(t, kubeconfig, args...) }
 
 	out, err := run("status")
 	if err != nil || !regexp.MustCompile(`(?m)^db\s+Deployed\s+east\s+True\s+True\s+\d+s ago\s+\d+s/10s\s+Completed\s+-$`).MatchString(out) {
@@ -161,6 +118,47 @@ func TestVerbsThroughAKubeconfig(t *testing.T) {
 
 // writeKubeconfig writes a kubeconfig for cfg with two contexts: hub (namespace app, current)
 // and bare (no namespace).
+// startHubAPIServer starts a real API server standing for the hub, with drover's CRDs and no hub
+// running, until the test ends; it returns the server's configuration, the scheme of drover's
+// and Kubernetes' types, and a client with that scheme.
+func startHubAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, client.Client) {
+	t.Helper()
+	root, err := labtest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
+		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, scheme, c
+}
+
+// droverOn runs the command line in process against the hub of kubeconfig and returns what it
+// printed, stdout and stderr together.
+func droverOn(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
