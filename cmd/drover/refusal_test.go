@@ -109,38 +109,32 @@ func startDRPCReconciler(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme)
 func createInvalidApps(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, ns := range []string{"nopolicy", "outside"} {
-		must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	policy := &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{"east", "west"}, SchedulingInterval: "10s",
 		S3Profiles: []v1alpha1.S3Profile{{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
 			SecretRef: v1alpha1.SecretRef{Name: "s3-east", Namespace: "drover-system"}}},
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{StorageClassName: "lab-block", Backend: v1alpha1.BackendVolRep}}}}
-	must(c.Create(ctx, policy))
+	must(t, c.Create(ctx, policy))
 	// No DRPolicy reconciler runs: the test says the policy is Validated, as the hub would.
 	apimeta.SetStatusCondition(&policy.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonSucceeded, Message: "ok"})
-	must(c.Status().Update(ctx, policy))
+	must(t, c.Status().Update(ctx, policy))
 	for name, spec := range map[string]v1alpha1.DRPlacementControlSpec{
 		"nopolicy": {DRPolicyRef: v1alpha1.PolicyReference{Name: "missing"}, PreferredCluster: "east"},
 		"outside":  {DRPolicyRef: v1alpha1.PolicyReference{Name: "east-west"}, PreferredCluster: "north"},
 	} {
 		spec.PVCSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 		spec.ProtectedNamespaces = []string{name}
-		must(c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Spec: spec}))
+		must(t, c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Spec: spec}))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, name := range []string{"nopolicy", "outside"} {
 		for {
 			d := &v1alpha1.DRPlacementControl{}
-			must(c.Get(ctx, client.ObjectKey{Namespace: name, Name: name}, d))
+			must(t, c.Get(ctx, client.ObjectKey{Namespace: name, Name: name}, d))
 			if apimeta.IsStatusConditionFalse(d.Status.Conditions, v1alpha1.ConditionValidated) {
 				break
 			}

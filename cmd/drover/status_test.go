@@ -159,6 +159,14 @@ func droverOn(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// must fails the test at once on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
@@ -180,35 +188,29 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 func createDeployedApp(t *testing.T, c client.Client) *v1alpha1.DRPlacementControl {
 	t.Helper()
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := metav1.Now()
 	synced := metav1.NewTime(now.Add(-8 * time.Second))
 	condition := func(condType string) metav1.Condition {
 		return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: "ok", LastTransitionTime: now}
 	}
-	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
 	var profiles []v1alpha1.S3Profile
 	for _, name := range []string{"east", "west"} {
 		cl := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.DRClusterSpec{
 			KubeconfigSecretRef: v1alpha1.SecretRef{Name: name, Namespace: "drover-system"}, S3ProfileName: "s3-" + name, Region: name}}
-		must(c.Create(ctx, cl))
+		must(t, c.Create(ctx, cl))
 		cl.Status.Conditions = []metav1.Condition{condition(v1alpha1.ConditionReachable)}
-		must(c.Status().Update(ctx, cl))
+		must(t, c.Status().Update(ctx, cl))
 		profiles = append(profiles, v1alpha1.S3Profile{Name: "s3-" + name, Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
 			SecretRef: v1alpha1.SecretRef{Name: "s3-" + name, Namespace: "drover-system"}})
 	}
-	must(c.Create(ctx, &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
+	must(t, c.Create(ctx, &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{"east", "west"}, SchedulingInterval: "10s", S3Profiles: profiles,
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{StorageClassName: "lab-block", Backend: v1alpha1.BackendVolRep}}}}))
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Spec: v1alpha1.DRPlacementControlSpec{
 		DRPolicyRef: v1alpha1.PolicyReference{Name: "east-west"}, PreferredCluster: "east",
 		PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, ProtectedNamespaces: []string{"db"}}}
-	must(c.Create(ctx, d))
+	must(t, c.Create(ctx, d))
 	d.Status = v1alpha1.DRPlacementControlStatus{
 		Phase: v1alpha1.PhaseDeployed, Progression: "Completed", CurrentPrimary: "east", LastGroupSyncTime: &synced,
 		Conditions: []metav1.Condition{condition(v1alpha1.ConditionAvailable), condition(v1alpha1.ConditionPeerReady), condition(v1alpha1.ConditionProtected)},
@@ -218,6 +220,6 @@ func createDeployedApp(t *testing.T, c client.Client) *v1alpha1.DRPlacementContr
 			{Cluster: "west", ReplicationState: v1alpha1.ReplicationStateSecondary, State: v1alpha1.StateSecondary},
 		},
 	}
-	must(c.Status().Update(ctx, d))
+	must(t, c.Status().Update(ctx, d))
 	return d
 }
