@@ -27,14 +27,7 @@ without --yes. --undo removes the declaration, once the cluster is back and clea
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Cluster = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, _, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			return cli.DeclareLost(cmd.Context(), c, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, nil, cli.DeclareLost)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

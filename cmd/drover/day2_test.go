@@ -12,10 +12,7 @@ import (
 // when the command line is right.
 func TestDay2VerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none")
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []verbError{
 		{[]string{"validate", "clusters", "-o", "wide"}, `unknown output format "wide": use json or yaml`},
 		{[]string{"validate", "application"}, "accepts 1 arg(s), received 0"},
 		{[]string{"validate", "app", "db", "-o", "table"}, `unknown output format "table"`},
@@ -27,12 +24,25 @@ func TestDay2VerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"gather", "db", "--file", "x.tar.gz"}, "failed to load the hub cluster's kubeconfig"},
 		{[]string{"events", "db"}, "failed to load the hub cluster's kubeconfig"},
 	}
+	expectVerbErrors(t, missing, cases)
+}
+
+// verbError is a command line and what its error must say.
+type verbError struct {
+	args []string
+	want string
+}
+
+// expectVerbErrors runs each command line with --kubeconfig kubeconfig and checks that it fails
+// saying what the case wants.
+func expectVerbErrors(t *testing.T, kubeconfig string, cases []verbError) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			root := newRootCommand()
 			root.SetOut(&bytes.Buffer{})
 			root.SetErr(&bytes.Buffer{})
-			root.SetArgs(append(tc.args, "--kubeconfig", missing))
+			root.SetArgs(append(tc.args, "--kubeconfig", kubeconfig))
 			err := root.Execute()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("drover %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)

@@ -38,23 +38,8 @@ codes (docs/cli.md): 0 asked or passed, 1 failed or aborted, 2 bad usage, 3 refu
   drover drill report db -n app --format markdown > drill-report.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.App = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if checkJob != "" {
-				spec, err := cli.ReadCheckJob(checkJob)
-				if err != nil {
-					return err
-				}
-				o.Check, o.CheckSource = spec, checkJob
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace, o.Log = ns, cmd.ErrOrStderr()
-			return cli.Drill(cmd.Context(), c, cmd.OutOrStdout(), o)
+			o.App, o.Log = args[0], cmd.ErrOrStderr()
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Drill, func() error { return readCheckJob(&o, checkJob) })
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -70,6 +55,19 @@ codes (docs/cli.md): 0 asked or passed, 1 failed or aborted, 2 bad usage, 3 refu
 	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	cmd.AddCommand(newDrillHistoryCommand(), newDrillReportCommand())
 	return cmd
+}
+
+// readCheckJob puts the check Job of --check-job FILE in the options, when a file is named.
+func readCheckJob(o *cli.DrillOptions, file string) error {
+	if file == "" {
+		return nil
+	}
+	spec, err := cli.ReadCheckJob(file)
+	if err != nil {
+		return err
+	}
+	o.Check, o.CheckSource = spec, file
+	return nil
 }
 
 func newDrillHistoryCommand() *cobra.Command {
@@ -88,15 +86,7 @@ them as a Kubernetes List; -o name prints drdrill.drover.io/NAME lines.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.DrillHistory(cmd.Context(), c, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.DrillHistory)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -120,19 +110,8 @@ the drill. --format markdown prints it as a Markdown document to keep as evidenc
   drover drill report db db-x7k2p -n app --format markdown > drill-report.md`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.App = args[0]
-			if len(args) == 2 {
-				o.Drill = args[1]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.DrillReport(cmd.Context(), c, cmd.OutOrStdout(), o)
+			o.App, o.Drill = args[0], argAt(args, 1)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.DrillReport)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -22,13 +22,8 @@ which may not list Events: pass --cluster-kubeconfig NAME=FILE with a kubeconfig
   drover events db -n app --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.App = args[0]
-			cfg, ns, err := conn.Resolve()
-			if err != nil {
-				return err
-			}
-			o.Namespace, o.Notes = ns, cmd.ErrOrStderr()
-			return cli.Events(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+			o.App, o.Notes = args[0], cmd.ErrOrStderr()
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Events)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -4,15 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/cli"
 )
 
 func newFailoverCommand() *cobra.Command {
-	conn := &cli.Connection{}
-	m := &massFlags{}
-	s := &safetyFlags{}
-	o := cli.ActionOptions{Action: v1alpha1.ActionFailover}
-	cmd := &cobra.Command{
+	return newActionCommand(v1alpha1.ActionFailover, &cobra.Command{
 		Use:   "failover (APP | --all --from CLUSTER) --to CLUSTER",
 		Short: "Start an application on CLUSTER from the last replicated point, without its current cluster",
 		Long: `Asks the hub to fail the application over to CLUSTER: its volumes are promoted there from
@@ -42,15 +37,5 @@ complete. Before it patches anything it asks to type the --from cluster's name o
   drover failover --all -A --from east --to west --wait
   drover failover --all -A --from east --to west --wait --yes
   drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait`,
-		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runActionVerb(cmd, args, conn, m, s, o)
-		},
-	}
-	actionFlags(cmd, conn, &o)
-	m.add(cmd, true)
-	s.add(cmd, actionDryRunHelp, actionYesHelp)
-	completeFlags(cmd, conn, []string{"to", "from"})
-	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
-	return cmd
+	})
 }

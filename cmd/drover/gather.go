@@ -31,15 +31,8 @@ which may read only drover's groups; --cluster-kubeconfig NAME=FILE uses one of 
   drover gather --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.App = args[0]
-			}
-			cfg, ns, err := conn.Resolve()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.Gather(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+			o.App = argAt(args, 0)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Gather)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -40,27 +40,21 @@ func droverIO(t *testing.T, args ...string) (int, string, string) {
 func readerToken(t *testing.T, h *safetyHub) string {
 	t.Helper()
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(h.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "app"}}))
+	must(t, h.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "app"}}))
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: "app"}}
 	read := []string{"get", "list", "watch"}
-	must(h.c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "drover-app-reader"}, Rules: []rbacv1.PolicyRule{{
+	must(t, h.c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "drover-app-reader"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{"drover.io"}, Resources: []string{"drplacementcontrols"}, Verbs: read}}}))
-	must(h.c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "app"},
+	must(t, h.c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "app"},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "drover-app-reader"}, Subjects: subjects}))
-	must(h.c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "drover-cluster-reader"}, Rules: []rbacv1.PolicyRule{{
+	must(t, h.c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "drover-cluster-reader"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{"drover.io"}, Resources: []string{"drpolicies", "drclusters"}, Verbs: read}}}))
-	must(h.c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+	must(t, h.c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader"},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "drover-cluster-reader"}, Subjects: subjects}))
 	cs, err := kubernetes.NewForConfig(h.cfg)
-	must(err)
+	must(t, err)
 	tr, err := cs.CoreV1().ServiceAccounts("app").CreateToken(ctx, "reader", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	must(err)
+	must(t, err)
 	return tr.Status.Token
 }
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/cli"
 )
@@ -49,14 +52,12 @@ func (m *massFlags) args(cmd *cobra.Command, args []string, want int) error {
 func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a cli.ActionOptions) error {
 	o := m.o
 	o.Action, o.To, o.Wait, o.Timeout, o.Output, o.Log = a.Action, a.To, a.Wait, a.Timeout, a.Output, cmd.ErrOrStderr()
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	c, ns, err := conn.Client()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	_, err = cli.ActAll(cmd.Context(), c, cmd.OutOrStdout(), o)
+	return runVerb(cmd, conn, &o, &o.Namespace, actAll)
+}
+
+// actAll is cli.ActAll for runVerb: the verb needs only its error, as ActAll prints the plan,
+// the progress and the summary itself.
+func actAll(ctx context.Context, c client.Client, w io.Writer, o cli.MassOptions) error {
+	_, err := cli.ActAll(ctx, c, w, o)
 	return err
 }

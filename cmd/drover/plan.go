@@ -59,13 +59,5 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
 func runMassPlan(cmd *cobra.Command, conn *cli.Connection, m *massFlags, action v1alpha1.DRAction, to string) error {
 	o := m.o
 	o.Action, o.To = action, to
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	c, ns, err := conn.Client()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	return cli.PlanAll(cmd.Context(), c, cmd.OutOrStdout(), o)
+	return runVerb(cmd, conn, &o, &o.Namespace, cli.PlanAll)
 }

@@ -25,18 +25,8 @@ printed (-o yaml), and nothing is created.`,
   drover protect db -n shop --policy lab-volrep --cluster east --dry-run -o yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.App = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.Protect(cmd.Context(), c, cmd.OutOrStdout(), o)
+			o.App = argAt(args, 0)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Protect)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -67,12 +57,8 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
   drover unprotect db -n shop --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.App, o.Namespace, o.DryRun, o.Confirm = args[0], ns, s.dryRun, s.confirmation(cmd)
-			return cli.Unprotect(cmd.Context(), c, cmd.OutOrStdout(), o)
+			o.App, o.DryRun, o.Confirm = args[0], s.dryRun, s.confirmation(cmd)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Unprotect)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -94,11 +80,7 @@ func newClusterListCommand() *cobra.Command {
   drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			return cli.ClusterList(cmd.Context(), c, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, nil, cli.ClusterList)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -15,12 +14,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -39,36 +36,12 @@ func TestVerbsSayWhyTheHubDoesNotActOnADRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg, scheme, c := startHubAPIServer(t)
 	kubeconfig := writeKubeconfig(t, cfg)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	startDRPCReconciler(t, cfg, scheme)
 	createInvalidApps(t, c)
 
-	run := func(args ...string) (string, error) {
-		cmd := newRootCommand()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
-		err := cmd.ExecuteContext(t.Context())
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return droverOn(t, kubeconfig, args...) }
 	out, err := run("status", "-A")
 	if err != nil {
 		t.Fatalf("status: %v", err)
@@ -136,38 +109,32 @@ func startDRPCReconciler(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme)
 func createInvalidApps(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, ns := range []string{"nopolicy", "outside"} {
-		must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	policy := &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{"east", "west"}, SchedulingInterval: "10s",
 		S3Profiles: []v1alpha1.S3Profile{{Name: "s3-east", Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
 			SecretRef: v1alpha1.SecretRef{Name: "s3-east", Namespace: "drover-system"}}},
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{StorageClassName: "lab-block", Backend: v1alpha1.BackendVolRep}}}}
-	must(c.Create(ctx, policy))
+	must(t, c.Create(ctx, policy))
 	// No DRPolicy reconciler runs: the test says the policy is Validated, as the hub would.
 	apimeta.SetStatusCondition(&policy.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonSucceeded, Message: "ok"})
-	must(c.Status().Update(ctx, policy))
+	must(t, c.Status().Update(ctx, policy))
 	for name, spec := range map[string]v1alpha1.DRPlacementControlSpec{
 		"nopolicy": {DRPolicyRef: v1alpha1.PolicyReference{Name: "missing"}, PreferredCluster: "east"},
 		"outside":  {DRPolicyRef: v1alpha1.PolicyReference{Name: "east-west"}, PreferredCluster: "north"},
 	} {
 		spec.PVCSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 		spec.ProtectedNamespaces = []string{name}
-		must(c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Spec: spec}))
+		must(t, c.Create(ctx, &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}, Spec: spec}))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, name := range []string{"nopolicy", "outside"} {
 		for {
 			d := &v1alpha1.DRPlacementControl{}
-			must(c.Get(ctx, client.ObjectKey{Namespace: name, Name: name}, d))
+			must(t, c.Get(ctx, client.ObjectKey{Namespace: name, Name: name}, d))
 			if apimeta.IsStatusConditionFalse(d.Status.Conditions, v1alpha1.ConditionValidated) {
 				break
 			}

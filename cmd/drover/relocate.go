@@ -4,15 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/cli"
 )
 
 func newRelocateCommand() *cobra.Command {
-	conn := &cli.Connection{}
-	m := &massFlags{}
-	s := &safetyFlags{}
-	o := cli.ActionOptions{Action: v1alpha1.ActionRelocate}
-	cmd := &cobra.Command{
+	return newActionCommand(v1alpha1.ActionRelocate, &cobra.Command{
 		Use:   "relocate (APP | --all) --to CLUSTER",
 		Short: "Move an application to CLUSTER with a final sync and no data loss",
 		Long: `Asks the hub to relocate the application to CLUSTER: it is stopped where it runs, its
@@ -36,15 +31,5 @@ terminal, and requires -y/--yes without one.
   drover plan relocate --all -A --to east
   drover relocate db -n app --to east --dry-run
   drover relocate --all -A --to east --wait`,
-		Args: func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runActionVerb(cmd, args, conn, m, s, o)
-		},
-	}
-	actionFlags(cmd, conn, &o)
-	m.add(cmd, true)
-	s.add(cmd, actionDryRunHelp, actionYesHelp)
-	completeFlags(cmd, conn, []string{"to", "from"})
-	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
-	return cmd
+	})
 }

@@ -34,6 +34,23 @@ const (
 	actionYesHelp    = "with --all: do not ask for confirmation (required when stdin is not a terminal)"
 )
 
+// newActionCommand completes the command of failover or relocate, whose texts cmd holds: their
+// arguments, flags, completions and RunE.
+func newActionCommand(action v1alpha1.DRAction, cmd *cobra.Command) *cobra.Command {
+	conn := &cli.Connection{}
+	m := &massFlags{}
+	s := &safetyFlags{}
+	o := cli.ActionOptions{Action: action}
+	cmd.Args = func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runActionVerb(cmd, args, conn, m, s, o) }
+	actionFlags(cmd, conn, &o)
+	m.add(cmd, true)
+	s.add(cmd, actionDryRunHelp, actionYesHelp)
+	completeFlags(cmd, conn, []string{"to", "from"})
+	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
+	return cmd
+}
+
 // runActionVerb is the RunE of failover and relocate: the plan with --dry-run, else the action
 // on one application or, with --all and after confirmation, on every one selected.
 func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *massFlags, s *safetyFlags, o cli.ActionOptions) error {
@@ -52,15 +69,7 @@ func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *m
 
 // runPlan prints the plan of one application's action.
 func runPlan(cmd *cobra.Command, conn *cli.Connection, o cli.PlanOptions) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	c, ns, err := conn.Client()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	return cli.Plan(cmd.Context(), c, cmd.OutOrStdout(), o)
+	return runVerb(cmd, conn, &o, &o.Namespace, cli.Plan)
 }
 
 // actionOf names the action of a plan's first argument.

@@ -60,21 +60,11 @@ DRPlacementControl changes, until interrupted.`,
   drover status -o jsonpath='{.items[*].status.currentPrimary}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.App = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			c, ns, err := conn.Client()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
+			o.App = argAt(args, 0)
 			if watch {
-				return cli.StatusWatch(cmd.Context(), c, cmd.OutOrStdout(), o)
+				return runVerb(cmd, conn, &o, &o.Namespace, cli.StatusWatch)
 			}
-			return cli.Status(cmd.Context(), c, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.Status)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -98,16 +88,8 @@ func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *cli.ActionOptions)
 
 // runAction is the RunE of failover and relocate.
 func runAction(cmd *cobra.Command, args []string, conn *cli.Connection, o cli.ActionOptions) error {
-	o.App = args[0]
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	c, ns, err := conn.Client()
-	if err != nil {
-		return err
-	}
-	o.Namespace, o.Log = ns, cmd.ErrOrStderr()
-	return cli.Act(cmd.Context(), c, cmd.OutOrStdout(), o)
+	o.App, o.Log = args[0], cmd.ErrOrStderr()
+	return runVerb(cmd, conn, &o, &o.Namespace, cli.Act)
 }
 
 // outputFlag registers -o/--output; formats says which the verb prints.

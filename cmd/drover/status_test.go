@@ -56,10 +56,7 @@ func TestHelpSaysKubectlDroverWhenRunAsAPlugin(t *testing.T) {
 func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 	// A kubeconfig that does not exist: every case must fail before it is read.
 	missing := filepath.Join(t.TempDir(), "none")
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []verbError{
 		{[]string{"plan", "evacuate", "db", "--to", "west"}, `unknown action "evacuate": use drover plan failover or drover plan relocate`},
 		{[]string{"failover", "db"}, `required flag(s) "to" not set`},
 		{[]string{"status", "db", "-A"}, "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
@@ -79,58 +76,18 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 		{[]string{"drill", "report", "db", "db-x", "extra"}, "accepts between 1 and 2 arg(s), received 3"},
 		{[]string{"drill", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},
 	}
-	for _, tc := range cases {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			root := newRootCommand()
-			root.SetOut(&bytes.Buffer{})
-			root.SetErr(&bytes.Buffer{})
-			root.SetArgs(append(tc.args, "--kubeconfig", missing))
-			err := root.Execute()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("drover %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
-			}
-		})
-	}
+	expectVerbErrors(t, missing, cases)
 }
 
 // TestVerbsThroughAKubeconfig runs the commands as a person does, against a real API server
 // standing for the hub, through a kubeconfig whose context names the namespace. No hub runs:
 // the test writes the status the hub would.
 func TestVerbsThroughAKubeconfig(t *testing.T) {
-	root, err := labtest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg, _, c := startHubAPIServer(t)
 	kubeconfig := writeKubeconfig(t, cfg)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	drpc := createDeployedApp(t, c)
 
-	run := func(args ...string) (string, error) {
-		cmd := newRootCommand()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
-		err := cmd.ExecuteContext(t.Context())
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return droverOn(t, kubeconfig, args...) }
 
 	out, err := run("status")
 	if err != nil || !regexp.MustCompile(`(?m)^db\s+Deployed\s+east\s+True\s+True\s+\d+s ago\s+\d+s/10s\s+Completed\s+-$`).MatchString(out) {
@@ -161,6 +118,55 @@ func TestVerbsThroughAKubeconfig(t *testing.T) {
 
 // writeKubeconfig writes a kubeconfig for cfg with two contexts: hub (namespace app, current)
 // and bare (no namespace).
+// startHubAPIServer starts a real API server standing for the hub, with drover's CRDs and no hub
+// running, until the test ends; it returns the server's configuration, the scheme of drover's
+// and Kubernetes' types, and a client with that scheme.
+func startHubAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, client.Client) {
+	t.Helper()
+	root, err := labtest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
+		CRDDirectoryPaths: []string{filepath.Join(root, "config/crd/bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("failed to start the API server (run `make tools` for bin/etcd and bin/kube-apiserver): %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, scheme, c
+}
+
+// droverOn runs the command line in process against the hub of kubeconfig and returns what it
+// printed, stdout and stderr together.
+func droverOn(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+// must fails the test at once on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
@@ -182,35 +188,29 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 func createDeployedApp(t *testing.T, c client.Client) *v1alpha1.DRPlacementControl {
 	t.Helper()
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := metav1.Now()
 	synced := metav1.NewTime(now.Add(-8 * time.Second))
 	condition := func(condType string) metav1.Condition {
 		return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: "ok", LastTransitionTime: now}
 	}
-	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
 	var profiles []v1alpha1.S3Profile
 	for _, name := range []string{"east", "west"} {
 		cl := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.DRClusterSpec{
 			KubeconfigSecretRef: v1alpha1.SecretRef{Name: name, Namespace: "drover-system"}, S3ProfileName: "s3-" + name, Region: name}}
-		must(c.Create(ctx, cl))
+		must(t, c.Create(ctx, cl))
 		cl.Status.Conditions = []metav1.Condition{condition(v1alpha1.ConditionReachable)}
-		must(c.Status().Update(ctx, cl))
+		must(t, c.Status().Update(ctx, cl))
 		profiles = append(profiles, v1alpha1.S3Profile{Name: "s3-" + name, Endpoint: "http://127.0.0.1:9000", Bucket: "drover",
 			SecretRef: v1alpha1.SecretRef{Name: "s3-" + name, Namespace: "drover-system"}})
 	}
-	must(c.Create(ctx, &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
+	must(t, c.Create(ctx, &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "east-west"}, Spec: v1alpha1.DRPolicySpec{
 		DRClusters: []string{"east", "west"}, SchedulingInterval: "10s", S3Profiles: profiles,
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{StorageClassName: "lab-block", Backend: v1alpha1.BackendVolRep}}}}))
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Spec: v1alpha1.DRPlacementControlSpec{
 		DRPolicyRef: v1alpha1.PolicyReference{Name: "east-west"}, PreferredCluster: "east",
 		PVCSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, ProtectedNamespaces: []string{"db"}}}
-	must(c.Create(ctx, d))
+	must(t, c.Create(ctx, d))
 	d.Status = v1alpha1.DRPlacementControlStatus{
 		Phase: v1alpha1.PhaseDeployed, Progression: "Completed", CurrentPrimary: "east", LastGroupSyncTime: &synced,
 		Conditions: []metav1.Condition{condition(v1alpha1.ConditionAvailable), condition(v1alpha1.ConditionPeerReady), condition(v1alpha1.ConditionProtected)},
@@ -220,6 +220,6 @@ func createDeployedApp(t *testing.T, c client.Client) *v1alpha1.DRPlacementContr
 			{Cluster: "west", ReplicationState: v1alpha1.ReplicationStateSecondary, State: v1alpha1.StateSecondary},
 		},
 	}
-	must(c.Status().Update(ctx, d))
+	must(t, c.Status().Update(ctx, d))
 	return d
 }

@@ -41,14 +41,7 @@ store itself).`,
   drover validate clusters -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			cfg, _, err := conn.Resolve()
-			if err != nil {
-				return err
-			}
-			return cli.ValidateClusters(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, nil, cli.ValidateClusters)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())
@@ -73,15 +66,7 @@ its objects, and what a failover to the peer would need now (as drover plan fail
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			cfg, ns, err := conn.Resolve()
-			if err != nil {
-				return err
-			}
-			o.Namespace = ns
-			return cli.ValidateApplication(cmd.Context(), cfg, cmd.OutOrStdout(), o)
+			return runVerb(cmd, conn, &o, &o.Namespace, cli.ValidateApplication)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

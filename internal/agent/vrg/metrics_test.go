@@ -1,20 +1,17 @@
 package vrg
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/metrics/metricstest"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -41,34 +38,16 @@ func TestMetricsReportTheGroupsAndCountTheStoreWrites(t *testing.T) {
 	store.SetError(&objectstore.Error{Kind: objectstore.KindUnreachable, Profile: "s3-east", Op: objectstore.OpPut})
 	g.Expect(counted.Put(ctx, "app/db/pvs/pv-1.json", []byte("{}"))).NotTo(Succeed())
 
-	got := collect(g, m)
-	for _, want := range []string{
-		`drover_vrg_last_group_sync_timestamp_seconds{cluster="east",name="db",namespace="app"} 1.8e+09`,
-		`drover_vrg_protected_pvcs{cluster="east",name="db",namespace="app"} 1`,
-		`drover_vrg_primary{cluster="east",name="db",namespace="app"} 1`,
-		`drover_vrg_stale_primary{cluster="east",name="db",namespace="app"} 1`,
-		`drover_vrg_pvc_last_sync_duration_seconds{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 1.5`,
-		`drover_vrg_pvc_last_sync_bytes{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 4096`,
-		`drover_s3_writes_total{cluster="east",profile="s3-east"} 2`,
-		`drover_s3_write_errors_total{cluster="east",profile="s3-east",reason="StoreUnreachable"} 1`,
-	} {
-		g.Expect(got).To(ContainSubstring("\n"+want+"\n"), "metrics:\n%s", got)
-	}
-}
-
-// collect returns the metrics in the text format, with a newline first, through a pedantic
-// registry (which also checks that Describe announces what Collect sends).
-func collect(g Gomega, m *Metrics) string {
-	reg := prometheus.NewPedanticRegistry()
-	g.Expect(reg.Register(m)).To(Succeed())
-	families, err := reg.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var out bytes.Buffer
-	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, f := range families {
-		g.Expect(enc.Encode(f)).To(Succeed())
-	}
-	return "\n" + strings.TrimPrefix(out.String(), "\n")
+	metricstest.ExpectSamples(g, m, `
+drover_vrg_last_group_sync_timestamp_seconds{cluster="east",name="db",namespace="app"} 1.8e+09
+drover_vrg_protected_pvcs{cluster="east",name="db",namespace="app"} 1
+drover_vrg_primary{cluster="east",name="db",namespace="app"} 1
+drover_vrg_stale_primary{cluster="east",name="db",namespace="app"} 1
+drover_vrg_pvc_last_sync_duration_seconds{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 1.5
+drover_vrg_pvc_last_sync_bytes{cluster="east",name="db",namespace="app",pvc="data-db-0",pvc_namespace="app"} 4096
+drover_s3_writes_total{cluster="east",profile="s3-east"} 2
+drover_s3_write_errors_total{cluster="east",profile="s3-east",reason="StoreUnreachable"} 1
+`)
 }
 
 // A pass times each of its phases and its status patch under their names, so a benchmark can
@@ -80,7 +59,7 @@ func TestAPassTimesEachPhaseAndTheStatusPatch(t *testing.T) {
 	_, err := f.reconcile(g)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	got := collect(g, f.r.Metrics)
+	got := metricstest.Text(g, f.r.Metrics)
 	for _, name := range []string{"parseSpec", "fenceStores", "restorePVCs", "protectPVCs", "protectMetadata", "protectKubeObjects", "status"} {
 		g.Expect(got).To(ContainSubstring("\n"+`drover_vrg_phase_duration_seconds_count{cluster="east",phase="`+name+`"} 1`+"\n"), "metrics:\n%s", got)
 	}

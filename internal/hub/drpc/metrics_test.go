@@ -1,16 +1,13 @@
 package drpc
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/metrics/metricstest"
 )
 
 // The DRPlacementControl's gauges follow its status through a failover with the primary lost:
@@ -22,7 +19,7 @@ func TestMetricsFollowAFailoverWithThePrimaryLost(t *testing.T) {
 	m.now = func() time.Time { return w.now }
 	w.r.Metrics = m
 	w.deployed()
-	expectMetrics(w.g, m, `
+	metricstest.ExpectSamples(w.g, m, `
 drover_drpc_rpo_lag_seconds{name="app",namespace="app"} 1
 drover_drpc_rpo_lag_intervals{name="app",namespace="app"} 0.1
 drover_drpc_schedule_interval_seconds{name="app",namespace="app"} 10
@@ -40,7 +37,7 @@ drover_drpc_progression{name="app",namespace="app",progression="Completed"} 1
 	})
 	w.reconcile()
 	w.now = w.now.Add(3 * time.Second)
-	expectMetrics(w.g, m, `
+	metricstest.ExpectSamples(w.g, m, `
 drover_drpc_rpo_lag_seconds{name="app",namespace="app"} 64
 drover_drpc_rpo_lag_intervals{name="app",namespace="app"} 6.4
 drover_drpc_action_running_seconds{action="Failover",name="app",namespace="app"} 3
@@ -52,7 +49,7 @@ drover_drpc_phase{name="app",namespace="app",phase="FailingOver"} 1
 	w.now = w.now.Add(2 * time.Second)
 	w.agent("west", false)
 	w.reconcile()
-	expectMetrics(w.g, m, `
+	metricstest.ExpectSamples(w.g, m, `
 drover_drpc_rpo_lag_seconds{name="app",namespace="app"} 1
 drover_drpc_last_action_duration_seconds{action="Failover",name="app",namespace="app"} 5
 drover_drpc_last_action_result{action="Failover",name="app",namespace="app",result="Succeeded"} 1
@@ -61,7 +58,7 @@ drover_actions_total{action="Failover",result="Succeeded"} 1
 drover_action_duration_seconds_count{action="Failover",result="Succeeded"} 1
 drover_action_duration_seconds_sum{action="Failover",result="Succeeded"} 5
 `)
-	w.g.Expect(collect(w.g, m)).NotTo(ContainSubstring("drover_drpc_action_running_seconds"), "no action runs")
+	w.g.Expect(metricstest.Text(w.g, m)).NotTo(ContainSubstring("drover_drpc_action_running_seconds"), "no action runs")
 }
 
 // A refused relocation is the last action's result and counts once.
@@ -77,31 +74,8 @@ func TestMetricsReportARefusedRelocation(t *testing.T) {
 	})
 	w.reconcile()
 	w.reconcile()
-	expectMetrics(w.g, m, `
+	metricstest.ExpectSamples(w.g, m, `
 drover_drpc_last_action_result{action="Relocate",name="app",namespace="app",result="Refused"} 1
 drover_actions_total{action="Relocate",result="Refused"} 1
 `)
-}
-
-// expectMetrics checks that each line of want is a sample the metrics collect now.
-func expectMetrics(g Gomega, m *Metrics, want string) {
-	got := collect(g, m)
-	for _, line := range strings.Split(strings.TrimSpace(want), "\n") {
-		g.Expect(got).To(ContainSubstring("\n"+line+"\n"), "metrics:\n%s", got)
-	}
-}
-
-// collect returns the metrics in the text format, with a newline first, through a pedantic
-// registry (which also checks that Describe announces what Collect sends).
-func collect(g Gomega, m *Metrics) string {
-	reg := prometheus.NewPedanticRegistry()
-	g.Expect(reg.Register(m)).To(Succeed())
-	families, err := reg.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var out bytes.Buffer
-	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, f := range families {
-		g.Expect(enc.Encode(f)).To(Succeed())
-	}
-	return "\n" + out.String()
 }
