@@ -136,7 +136,8 @@ const (
 // purpose: the hub rewrites it at every group sync of every application, and an API server's
 // work for a status write grows with each condition the object carries (a copy of both groups'
 // nine conditions made a settled application's status write cost its API server ~1.3 × the
-// CPU, docs/design/hub.md).
+// CPU, docs/design/hub.md). For the same reason its list of PVCs is bounded and changes only
+// with the rest of the summary.
 type VRGSummary struct {
 	// cluster is the DRCluster that holds the VolumeReplicationGroup.
 	// +required
@@ -178,10 +179,31 @@ type VRGSummary struct {
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 
 	// protectedPVCs is how many PVCs the VolumeReplicationGroup reports (its
-	// status.protectedPVCs); zero for a group protected by its captured objects alone.
+	// status.protectedPVCs); zero for a group protected by its captured objects alone. It is
+	// the total: pvcs may list fewer.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ProtectedPVCs *int32 `json:"protectedPVCs,omitempty"`
+
+	// pvcs are the group's PVCs with their last sync, for a person who wants to see which PVC
+	// lags: every PVC of a group that reports syncs (a primary's) and, of a secondary, only
+	// the PVCs that something holds back (a secondary's PVCs receive the peer's syncs and
+	// report none). Past 16 PVCs it keeps the 16 that a person wants to see first: those held
+	// back (reason set), then the least recently synced, never synced first; protectedPVCs
+	// holds the total and the group's status on its cluster lists them all. The list is sorted
+	// by namespace and name.
+	//
+	// It is refreshed together with the rest of the summary: when the group's last group sync,
+	// state, conditions or PVC count change, not at each PVC's sync, so that it adds no status
+	// write. A PVC's lastSyncTime here may therefore be older than on its cluster, by less than
+	// an interval while the group syncs, but never older than the group's lastGroupSyncTime,
+	// which changes when the least recently synced PVC syncs.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	PVCs []PVCSyncSummary `json:"pvcs,omitempty"`
 
 	// observedGeneration is the VolumeReplicationGroup's status.observedGeneration.
 	// +optional
@@ -192,6 +214,49 @@ type VRGSummary struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	AgentVersion string `json:"agentVersion,omitempty"`
+}
+
+// MaxPVCSummaries is how many PVCs a VRGSummary lists at most (its pvcs' MaxItems).
+const MaxPVCSummaries = 16
+
+// PVCSyncSummary is the hub's view of one PVC of a VolumeReplicationGroup: its last sync and
+// whether it is protected, from the group's status.protectedPVCs.
+type PVCSyncSummary struct {
+	// namespace of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// name of the PVC.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// dataProtected is the status of the PVC's DataProtected condition: True once a sync of
+	// the PVC completed on the primary, False while none has or its replication fails, Unknown
+	// on a secondary (its PVC receives the peer's syncs); empty: not reported yet.
+	// +optional
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	DataProtected metav1.ConditionStatus `json:"dataProtected,omitempty"`
+
+	// reason says what holds the PVC back: the reason of its DataReady condition when that is
+	// not True, else of its DataProtected condition when that is not True; a secondary's
+	// deferral to the primary (reason Secondary) holds nothing back. Empty when nothing does.
+	// The group's status on its cluster has the condition's message.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+
+	// lastSyncTime is when the PVC's last completed sync started: its recovery point. Unset
+	// until its first sync, and on a secondary.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// lastSyncDuration is how long the PVC's last sync took.
+	// +optional
+	LastSyncDuration *metav1.Duration `json:"lastSyncDuration,omitempty"`
 }
 
 // DRPlacementControlStatus is the hub's view of a protected application.

@@ -46,7 +46,8 @@ func newStatusCommand() *cobra.Command {
 		Long: `Lists the DRPlacementControls on the hub (of the namespace, or of all with -A) as a table:
 phase, current primary, PeerReady, Protected, the age of the last group sync and the RPO lag
 (time since the last sync / the policy's interval, STALE past twice the interval), and the
-current step. For one APP it also prints its conditions and each cluster's group.
+current step. For one APP it also prints its conditions, each cluster's group, and the PVCs
+the hub lists with each one's last sync against the interval.
 With -o json or -o yaml it prints the DRPlacementControls as Kubernetes objects (a List, or the
 object for one APP), as kubectl get does; -o name prints drplacementcontrol.drover.io/NAME
 lines, -o wide adds the policy and the action asked, -o jsonpath=TEMPLATE applies the template

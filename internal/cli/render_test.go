@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,38 @@ func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *test
 	if strings.Contains(out.String(), "west:") {
 		t.Errorf("a healthy secondary has no problem to tell:\n%s", out.String())
 	}
+}
+
+func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval(t *testing.T) {
+	e := env{ns: "app", east: "east", west: "west", policy: "p"}
+	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
+	var out bytes.Buffer
+	printGroups(&out, &app{drpc: d, interval: 10 * time.Second}, clockAt())
+	if strings.Contains(out.String(), "PVCs:") {
+		t.Errorf("a status whose groups list no PVC prints a PVC table:\n%s", out.String())
+	}
+
+	unprotected(d, v1alpha1.ReasonProgressing, "waiting for the first sync of PVC app/data-db-2")
+	total := int32(17)
+	d.Status.VRGs[0].ProtectedPVCs = &total
+	d.Status.VRGs[0].PVCs = []v1alpha1.PVCSyncSummary{
+		{Namespace: "app", Name: "data-db-0", DataProtected: metav1.ConditionTrue, LastSyncTime: ago(8 * time.Second),
+			LastSyncDuration: &metav1.Duration{Duration: 1200 * time.Millisecond}},
+		{Namespace: "app", Name: "data-db-1", DataProtected: metav1.ConditionTrue, LastSyncTime: ago(25 * time.Second)},
+		{Namespace: "app", Name: "data-db-2", DataProtected: metav1.ConditionFalse, Reason: v1alpha1.ReasonProgressing},
+	}
+	for i := 3; i < v1alpha1.MaxPVCSummaries; i++ {
+		d.Status.VRGs[0].PVCs = append(d.Status.VRGs[0].PVCs, v1alpha1.PVCSyncSummary{Namespace: "app", Name: fmt.Sprintf("data-db-%d", i),
+			DataProtected: metav1.ConditionTrue, LastSyncTime: ago(8 * time.Second)})
+	}
+	out.Reset()
+	printGroups(&out, &app{drpc: d, interval: 10 * time.Second}, clockAt())
+	mustContain(t, out.String(),
+		"PVC             CLUSTER  LAST SYNC / INTERVAL          TOOK  DATA PROTECTED  REASON",
+		"app/data-db-0   east     8s/10s (12:04:22 UTC)         1.2s  True            -",
+		"app/data-db-1   east     25s/10s STALE (12:04:05 UTC)  -     True            -",
+		"app/data-db-2   east     not synced yet                -     False           Progressing",
+		"east: 16 of its 17 PVCs listed (not protected first, then the least recently synced)")
 }
 
 // objectsOnlyApp is offlineApp in self-contained mode with no PVC selected: its primary's

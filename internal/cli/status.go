@@ -323,6 +323,44 @@ func printGroups(w io.Writer, a *app, now time.Time) {
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
+	printPVCs(w, a, now)
+}
+
+// printPVCs prints the PVCs the hub lists for each group with their last sync against the
+// policy's interval (as RPO LAG is shown), and what holds a PVC back; nothing when no group
+// lists any.
+func printPVCs(w io.Writer, a *app, now time.Time) {
+	var lines, notes []string
+	for _, s := range a.drpc.Status.VRGs {
+		for _, p := range s.PVCs {
+			last, took := "not synced yet", "-"
+			if p.LastSyncTime != nil {
+				last = rpoLag(now.Sub(p.LastSyncTime.Time), a.interval) + " (" + clock(p.LastSyncTime.Time) + ")"
+			}
+			if p.LastSyncDuration != nil {
+				took = p.LastSyncDuration.Duration.String()
+			}
+			lines = append(lines, fmt.Sprintf("  %s/%s\t%s\t%s\t%s\t%s\t%s", p.Namespace, p.Name, s.Cluster, last, took,
+				dash(string(p.DataProtected)), dash(p.Reason)))
+		}
+		if s.ProtectedPVCs != nil && len(s.PVCs) >= v1alpha1.MaxPVCSummaries && int(*s.ProtectedPVCs) > len(s.PVCs) {
+			notes = append(notes, fmt.Sprintf("  %s: %d of its %d PVCs listed (not protected first, then the least recently synced); "+
+				"its VolumeReplicationGroup's status.protectedPVCs lists them all", s.Cluster, len(s.PVCs), *s.ProtectedPVCs))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPVCs:")
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "  PVC\tCLUSTER\tLAST SYNC / INTERVAL\tTOOK\tDATA PROTECTED\tREASON")
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
+	}
+	_ = tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 // asked describes the action the spec asks for.

@@ -22,6 +22,8 @@ type appData struct {
 	Interval  string
 	Conds     []condRow
 	Groups    []groupRow
+	PVCs      []pvcRow
+	PVCNotes  []string
 	Timeline  []timelineRow
 	Actions   []actionLink
 	Chart     *chart
@@ -39,6 +41,13 @@ type groupRow struct {
 	Cluster, Asked, State, PVCs, LastSync string
 	Reachable, DataReady, DataProtected   state
 	Problems                              []string
+}
+
+// pvcRow is one PVC of a group with its last sync, judged against the policy's interval as
+// the application's RPO lag is.
+type pvcRow struct {
+	Cluster, PVC, At, Took, Reason string
+	LastSync, DataProtected        state
 }
 
 type timelineRow struct {
@@ -71,6 +80,7 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 			Age: cli.Age(now.Sub(c.LastTransitionTime.Time))})
 	}
 	d.Groups = groupsOf(v, now)
+	d.PVCs, d.PVCNotes = pvcsOf(v, now)
 	d.Timeline = s.timeline(ctx, v.DRPC)
 	d.Actions = actionsOf(v)
 	d.Chart, d.ChartNote = s.lagChart(ctx, v)
@@ -100,6 +110,45 @@ func groupsOf(v cli.AppView, now time.Time) []groupRow {
 		out = append(out, row)
 	}
 	return out
+}
+
+// pvcsOf lists the PVCs of each group as the hub summarises them, and a note for a group that
+// has more PVCs than its summary lists.
+func pvcsOf(v cli.AppView, now time.Time) ([]pvcRow, []string) {
+	var rows []pvcRow
+	var notes []string
+	for _, g := range v.DRPC.Status.VRGs {
+		for _, p := range g.PVCs {
+			rows = append(rows, pvcRowOf(g.Cluster, p, v.Interval, now))
+		}
+		if total := g.ProtectedPVCs; total != nil && len(g.PVCs) >= v1alpha1.MaxPVCSummaries && int(*total) > len(g.PVCs) {
+			notes = append(notes, fmt.Sprintf("%s: %d of its %d PVCs are shown, those not protected first, then the least recently synced; "+
+				"the status.protectedPVCs of its VolumeReplicationGroup %s/%s on %s lists them all.",
+				g.Cluster, len(g.PVCs), *total, v.DRPC.Namespace, v.DRPC.Name, g.Cluster))
+		}
+	}
+	return rows, notes
+}
+
+// pvcRowOf shows a PVC's last sync as "age/interval level", the words and thresholds of the
+// application's RPO lag, with the time it started and how long it took.
+func pvcRowOf(cluster string, p v1alpha1.PVCSyncSummary, interval time.Duration, now time.Time) pvcRow {
+	row := pvcRow{Cluster: cluster, PVC: p.Namespace + "/" + p.Name, At: "-", Took: "-", Reason: dash(p.Reason),
+		LastSync: stateOf("not synced yet", levelNone), DataProtected: condState(string(p.DataProtected))}
+	if t := p.LastSyncTime; t != nil {
+		lag := now.Sub(t.Time)
+		word := cli.Age(lag) + " ago (interval unknown)"
+		level := lagLevel(lag, interval)
+		if level != levelNone {
+			word = cli.Age(lag) + "/" + cli.Age(interval) + " " + level
+		}
+		row.LastSync = stateOf(word, level)
+		row.At = t.UTC().Format(time.DateTime) + " UTC"
+	}
+	if d := p.LastSyncDuration; d != nil {
+		row.Took = d.Duration.String()
+	}
+	return row
 }
 
 // timeline is the application's story, newest first: the hub's Events about its

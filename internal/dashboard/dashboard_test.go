@@ -61,7 +61,8 @@ func TestAnApplicationsPageShowsItsGroupsTimelineAndTheNoteThatHistoryNeedsProme
 	contains(t, page, "the application's page",
 		`<dd id="primary">east</dd>`, "Deployed", "Policy pair, syncing every 10s",
 		`<th scope="row">east</th>`, `<th scope="row">west</th>`, // its groups
-		"Protected True", // the timeline's condition transitions
+		`<th scope="row">shop/data-db</th>`, // its PVC
+		"Protected True",                    // the timeline's condition transitions
 		"History needs a Prometheus", "--prometheus URL",
 		`href="/apps/shop/db/plan?action=Failover&amp;to=west"`, `href="/apps/shop/db/plan?action=Relocate&amp;to=west"`,
 	)

@@ -103,7 +103,7 @@ func setUp(ctx context.Context) error {
 }
 
 // createProtected creates an application Deployed on east, PeerReady and Protected, its last
-// sync lag ago, with its groups on east (primary, one PVC) and west.
+// sync lag ago, with its groups on east (primary, one PVC, data-NAME) and west.
 func createProtected(ctx context.Context, key client.ObjectKey, lag time.Duration) error {
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 		Spec: v1alpha1.DRPlacementControlSpec{DRPolicyRef: v1alpha1.PolicyReference{Name: policyName}, PreferredCluster: "east",
@@ -116,7 +116,9 @@ func createProtected(ctx context.Context, key client.ObjectKey, lag time.Duratio
 	d.Status = v1alpha1.DRPlacementControlStatus{Phase: v1alpha1.PhaseDeployed, Progression: "Completed", CurrentPrimary: "east",
 		ActionTarget: "east", LastGroupSyncTime: &synced, VRGs: []v1alpha1.VRGSummary{
 			{Cluster: "east", ReplicationState: v1alpha1.ReplicationStatePrimary, State: v1alpha1.StatePrimary, DataReady: metav1.ConditionTrue,
-				DataProtected: metav1.ConditionTrue, LastGroupSyncTime: &synced, ProtectedPVCs: &one},
+				DataProtected: metav1.ConditionTrue, LastGroupSyncTime: &synced, ProtectedPVCs: &one,
+				PVCs: []v1alpha1.PVCSyncSummary{{Namespace: key.Namespace, Name: "data-" + key.Name, DataProtected: metav1.ConditionTrue,
+					LastSyncTime: &synced, LastSyncDuration: &metav1.Duration{Duration: time.Second}}}},
 			{Cluster: "west", ReplicationState: v1alpha1.ReplicationStateSecondary, State: v1alpha1.StateSecondary, DataReady: metav1.ConditionTrue,
 				DataProtected: metav1.ConditionTrue, ProtectedPVCs: &one}}}
 	setTrue(&d.Status.Conditions, d.Generation, v1alpha1.ConditionValidated, v1alpha1.ConditionAvailable,

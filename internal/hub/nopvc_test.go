@@ -3,6 +3,7 @@ package hub_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,6 +44,9 @@ func TestAnApplicationWithNoPVCIsProtectedByItsObjectsUntilItsPVCsJoin(t *testin
 	a.plan(t, "with only a Secret and a ConfigMap, objects captured") // logged: the plan before Protected
 
 	d := a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the objects alone make the application Protected and PeerReady")
+	for _, s := range d.Status.VRGs {
+		a.g.Expect(s.PVCs).To(BeEmpty(), "%s's group has no PVC to list", s.Cluster)
+	}
 	a.g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("no PVCs selected: protected by its captured objects, last captured "))
 	a.g.Expect(cond(d, v1alpha1.ConditionPeerReady).Message).To(ContainSubstring("takes over from the captured objects"))
 	plan := a.plan(t, "with only a Secret and a ConfigMap, Protected")
@@ -55,8 +59,31 @@ func TestAnApplicationWithNoPVCIsProtectedByItsObjectsUntilItsPVCsJoin(t *testin
 	}
 	d = a.pvcsProtectedOn(lab.East)
 	a.g.Expect(cond(d, v1alpha1.ConditionProtected).Message).To(HavePrefix("data and metadata replicate; last group sync "))
+	a.pvcsListedWithTheirSyncs(d, lab.East)
 	plan = a.plan(t, "with the StatefulSet's PVCs synced")
 	a.g.Expect(plan).To(ContainSubstring("Expected data loss: up to "))
+}
+
+// pvcsListedWithTheirSyncs checks the hub's list of the application's PVCs: the primary's
+// group on cluster lists each PVC of the StatefulSet, protected, with its last sync (never older
+// than the group's) and how long it took; the secondary, which only receives, lists none.
+func (a *app) pvcsListedWithTheirSyncs(d *v1alpha1.DRPlacementControl, cluster string) {
+	for _, s := range d.Status.VRGs {
+		if s.Cluster != cluster {
+			a.g.Expect(s.PVCs).To(BeEmpty(), "%s's secondary group receives the syncs and lists no PVC", s.Cluster)
+			continue
+		}
+		a.g.Expect(s.PVCs).To(HaveLen(a.replicas), "%s's group lists each PVC", cluster)
+		for i, p := range s.PVCs {
+			a.g.Expect(p.Namespace + "/" + p.Name).To(Equal(fmt.Sprintf("%s/data-db-%d", a.ns, i)))
+			a.g.Expect(p.DataProtected).To(Equal(metav1.ConditionTrue), "PVC %s", p.Name)
+			a.g.Expect(p.Reason).To(BeEmpty(), "PVC %s", p.Name)
+			a.g.Expect(p.LastSyncTime).NotTo(BeNil(), "PVC %s", p.Name)
+			a.g.Expect(p.LastSyncTime.Before(s.LastGroupSyncTime)).To(BeFalse(), "PVC %s synced at %s, before its group's last sync %s",
+				p.Name, p.LastSyncTime, s.LastGroupSyncTime)
+			a.g.Expect(p.LastSyncDuration).NotTo(BeNil(), "PVC %s", p.Name)
+		}
+	}
 }
 
 // plan prints the failover plan to west as `drover plan failover` does, logs it and returns it.

@@ -181,20 +181,25 @@ func summaries(sc *scope) []v1alpha1.VRGSummary {
 				out = append(out, s)
 			}
 		case cv.vrg != nil:
-			out = append(out, summary(name, cv.vrg))
+			s := summary(name, cv.vrg)
+			if p, ok := prev[name]; ok {
+				s = withPVCsOf(p, s)
+			}
+			out = append(out, s)
 		}
 	}
 	return out
 }
 
 // summary is the short view of a group that status.vrgs keeps: the statuses of DataReady and
-// DataProtected, and only the conditions that say something is wrong.
+// DataProtected, only the conditions that say something is wrong, and its PVCs' last syncs.
 func summary(cluster string, vrg *v1alpha1.VolumeReplicationGroup) v1alpha1.VRGSummary {
 	s := v1alpha1.VRGSummary{
 		Cluster: cluster, ReplicationState: vrg.Spec.ReplicationState, State: vrg.Status.State,
 		LastGroupSyncTime: vrg.Status.LastGroupSyncTime.DeepCopy(), ObservedGeneration: vrg.Status.ObservedGeneration,
 		AgentVersion:  vrg.Status.AgentVersion,
 		ProtectedPVCs: ptr.To(int32(len(vrg.Status.ProtectedPVCs))), //nolint:gosec // a group holds far fewer than 2^31 PVCs
+		PVCs:          pvcSummaries(vrg),
 	}
 	for _, c := range vrg.Status.Conditions {
 		switch c.Type {
