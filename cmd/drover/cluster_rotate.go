@@ -37,17 +37,18 @@ when the store cannot be read from here. --force skips that check.`,
   drover cluster rotate-store-key --profile s3-east --retire k3f9a2b1c`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			retiring := cmd.Flags().Changed("retire")
+			if o.Force && !retiring {
+				return cli.Refused(errForceWithoutRetire)
+			}
 			cfg, _, err := conn.Resolve()
 			if err != nil {
 				return err
 			}
 			o.Hub = join.Cluster{Config: cfg, Source: conn.Describe()}
 			o.Out = cmd.OutOrStdout()
-			if cmd.Flags().Changed("retire") {
+			if retiring {
 				return join.RetireStoreKey(cmd.Context(), o, retire)
-			}
-			if o.Force {
-				return cli.Refused(errForceWithoutRetire)
 			}
 			return join.RotateStoreKey(cmd.Context(), o)
 		},
