@@ -192,6 +192,7 @@ func TestAHalfDoneRotationIsFinishedByTheNextRunWithTheSameKey(t *testing.T) {
 
 	out.Reset()
 	err := join.RotateStoreKey(t.Context(), rotateOptions(t, profile, &out))
+	t.Logf("the first run:\n%s%v", out.String(), err)
 	mustContain(t, errString(err), "cluster ghost: ", "cannot reach managed cluster ghost", "as a reader only, which is harmless",
 		"drover cluster rotate-store-key --profile store-east")
 	hubKeys, rotating := copyKeys(t, lab.Hub, profile)
@@ -243,7 +244,7 @@ func unreachableCluster(t *testing.T, name string) *v1alpha1.DRCluster {
 	drc := &v1alpha1.DRCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.DRClusterSpec{
-			KubeconfigSecretRef: v1alpha1.SecretRef{Namespace: join.DefaultNamespace, Name: secret.Name}, Region: name,
+			KubeconfigSecretRef: v1alpha1.SecretRef{Namespace: join.DefaultNamespace, Name: secret.Name}, Region: name, S3ProfileName: "s3-" + name,
 		},
 	}
 	if err := hub.Create(t.Context(), secret); err != nil {
