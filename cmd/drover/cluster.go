@@ -17,12 +17,13 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Join managed clusters to the hub, list them, remove them, declare them lost",
+		Short: "Join managed clusters to the hub, list them, remove them, declare them lost, rotate store keys",
 		// The clients log nothing a person needs; without a logger controller-runtime
 		// complains on stderr.
 		PersistentPreRun: func(*cobra.Command, []string) { ctrllog.SetLogger(logr.Discard()) },
 	}
-	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand(), newClusterListCommand())
+	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand(), newClusterListCommand(),
+		newClusterRotateStoreKeyCommand())
 	return cmd
 }
 

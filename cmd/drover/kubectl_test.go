@@ -149,7 +149,7 @@ func TestConnectionFlagsAsKubectl(t *testing.T) {
 func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 	root := newRootCommand()
 	verbs := [][]string{{"status"}, {"plan"}, {"failover"}, {"relocate"}, {"protect"}, {"unprotect"}, {"version"},
-		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"},
+		{"cluster", "list"}, {"cluster", "lost"}, {"cluster", "join"}, {"cluster", "unjoin"}, {"cluster", "rotate-store-key"},
 		{"drill"}, {"drill", "history"}, {"drill", "report"}}
 	for _, v := range verbs {
 		cmd, _, err := root.Find(v)

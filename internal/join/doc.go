@@ -1,5 +1,7 @@
 // Package join registers a managed cluster with the hub and removes it again: the library
-// behind `drover cluster join` and `drover cluster unjoin`, also called by the lab.
+// behind `drover cluster join` and `drover cluster unjoin`, also called by the lab. It also
+// rotates the store keys of the S3 profiles' Secrets it copies (`drover cluster
+// rotate-store-key`, rotate.go and retire.go).
 //
 // Join creates, on the managed cluster, the hub's least-privilege identity (the ServiceAccount
 // drover-hub bound to config/rbac/hub-on-managed-cluster), the Secret its tokens are bound to

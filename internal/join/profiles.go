@@ -89,16 +89,7 @@ func (o Options) shareProfile(ctx context.Context, hub *target) {
 }
 
 func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) error {
-	ref := drc.Spec.KubeconfigSecretRef
-	secret := &corev1.Secret{}
-	if err := hub.cl.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
-		return hub.explain(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
-	if err != nil {
-		return fmt.Errorf("failed to read the kubeconfig in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	peer, err := newTarget("managed cluster "+drc.Name, Cluster{Config: cfg, Source: "the hub's kubeconfig Secret " + ref.Namespace + "/" + ref.Name})
+	peer, err := peerTarget(ctx, hub, drc)
 	if err != nil {
 		return err
 	}
@@ -108,6 +99,22 @@ func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha
 	}
 	r := &run{out: o.Out}
 	return r.apply(ctx, peer, u)
+}
+
+// peerTarget is a joined cluster as the hub reaches it: through the hub's own credential for
+// it, the kubeconfig Secret of its DRCluster (which may get, create and patch the Secrets join
+// labelled in drover-system).
+func peerTarget(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) (*target, error) {
+	ref := drc.Spec.KubeconfigSecretRef
+	secret := &corev1.Secret{}
+	if err := hub.cl.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("failed to get the hub's kubeconfig Secret %s/%s for cluster %s: %w", ref.Namespace, ref.Name, drc.Name, hub.explain(err))
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the kubeconfig in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return newTarget("managed cluster "+drc.Name, Cluster{Config: cfg, Source: "the hub's kubeconfig Secret " + ref.Namespace + "/" + ref.Name})
 }
 
 // printPolicyHint says what a DRPolicy that pairs the cluster must define for its profile:

@@ -67,30 +67,16 @@ func Seal(k Keyring, key string, body []byte) ([]byte, error) {
 // (altered, moved from another key, sealed with another store's key) fails with an error that
 // names the key ID. The errors are for Refused: they never repeat the object's content.
 func Open(k Keyring, key string, envelope []byte) (body []byte, keyID string, err error) {
-	if !bytes.HasPrefix(envelope, envelopeMagic) {
-		return nil, "", ErrNotSealed
-	}
-	rest := envelope[len(envelopeMagic):]
-	if len(rest) < 2 {
-		return nil, "", errors.New("its envelope is truncated")
-	}
-	if rest[0] != envelopeVersion {
-		return nil, "", fmt.Errorf("its envelope has version %d, which this drover does not read (it reads version %d)", rest[0], envelopeVersion)
-	}
-	idLen := int(rest[1])
-	if idLen == 0 || idLen > maxKeyIDLen || len(rest) < 2+idLen+nonceSize+tagSize {
-		return nil, "", errors.New("its envelope is truncated or has an invalid key ID length")
-	}
-	keyID = string(rest[2 : 2+idLen])
-	if err := validKeyID(keyID); err != nil {
-		return nil, "", fmt.Errorf("its envelope names no valid key: %w", err)
+	keyID, headerLen, err := parseHeader(envelope)
+	if err != nil {
+		return nil, keyID, err
 	}
 	secret, ok := k.key(keyID)
 	if !ok {
-		return nil, keyID, fmt.Errorf("it is sealed with store key ID %s, which %s does not hold (it holds %v): add that key to the Secret on this cluster, as the peer's copy holds it",
+		return nil, keyID, fmt.Errorf("it is sealed with store key ID %s, which %s does not hold (it holds %v): the key was retired before "+
+			"every object sealed with it was rewritten, or this copy of the Secret lacks it; add it back from a copy that holds it (docs/security.md, \"Rotating a key\")",
 			keyID, k.Source, k.IDs())
 	}
-	headerLen := len(envelopeMagic) + 2 + idLen + nonceSize
 	header, nonce := envelope[:headerLen], envelope[headerLen-nonceSize:headerLen]
 	aead, err := newAEAD(secret)
 	if err != nil {
@@ -101,6 +87,37 @@ func Open(k Keyring, key string, envelope []byte) (body []byte, keyID string, er
 		return nil, keyID, fmt.Errorf("it does not authenticate under store key ID %s of %s: it was altered, or written under another object key or by someone without the key", keyID, k.Source)
 	}
 	return body, keyID, nil
+}
+
+// EnvelopeKeyID returns the ID of the key an envelope names in its header, without opening it:
+// what a reader without the keys (or with them, before deciding to open) learns of an object.
+// An object that is not an envelope fails with ErrNotSealed.
+func EnvelopeKeyID(envelope []byte) (string, error) {
+	keyID, _, err := parseHeader(envelope)
+	return keyID, err
+}
+
+// parseHeader reads an envelope's header: the key ID it names and the header's length.
+func parseHeader(envelope []byte) (keyID string, headerLen int, err error) {
+	if !bytes.HasPrefix(envelope, envelopeMagic) {
+		return "", 0, ErrNotSealed
+	}
+	rest := envelope[len(envelopeMagic):]
+	if len(rest) < 2 {
+		return "", 0, errors.New("its envelope is truncated")
+	}
+	if rest[0] != envelopeVersion {
+		return "", 0, fmt.Errorf("its envelope has version %d, which this drover does not read (it reads version %d)", rest[0], envelopeVersion)
+	}
+	idLen := int(rest[1])
+	if idLen == 0 || idLen > maxKeyIDLen || len(rest) < 2+idLen+nonceSize+tagSize {
+		return "", 0, errors.New("its envelope is truncated or has an invalid key ID length")
+	}
+	keyID = string(rest[2 : 2+idLen])
+	if err := validKeyID(keyID); err != nil {
+		return "", 0, fmt.Errorf("its envelope names no valid key: %w", err)
+	}
+	return keyID, len(envelopeMagic) + 2 + idLen + nonceSize, nil
 }
 
 func newAEAD(secret []byte) (cipher.AEAD, error) {
@@ -171,18 +188,81 @@ func (s *sealedStore) GetVersion(ctx context.Context, key string) ([]byte, strin
 	return body, version, nil
 }
 
+// GetCurrent is Get, and whether the object is sealed under the current key.
+func (s *sealedStore) GetCurrent(ctx context.Context, key string) ([]byte, bool, error) {
+	raw, err := s.Store.Get(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	body, keyID, err := s.openKey(key, raw)
+	return body, err == nil && keyID == s.keys.Current, err
+}
+
+// GetVersionCurrent is GetVersion, and whether the object is sealed under the current key.
+func (s *sealedStore) GetVersionCurrent(ctx context.Context, key string) ([]byte, string, bool, error) {
+	raw, version, err := s.Store.GetVersion(ctx, key)
+	if err != nil {
+		return nil, "", false, err
+	}
+	body, keyID, err := s.openKey(key, raw)
+	if err != nil {
+		return nil, "", false, err
+	}
+	return body, version, keyID == s.keys.Current, nil
+}
+
+// CurrentKeyReader is a store that tells whether an object is sealed under its current store
+// key: a Sealed store, and the wrappers of one, which pass the calls on.
+type CurrentKeyReader interface {
+	// GetCurrent is Get, and whether the object is sealed under the current key.
+	GetCurrent(ctx context.Context, key string) (body []byte, current bool, err error)
+	// GetVersionCurrent is GetVersion, and whether the object is sealed under the current key.
+	GetVersionCurrent(ctx context.Context, key string) (body []byte, version string, current bool, err error)
+}
+
+var _ CurrentKeyReader = (*sealedStore)(nil)
+
+// GetCurrent reads key as Get does, and reports whether the object is sealed under the store's
+// current key. It is false for an object sealed under an older key of the keyring, which still
+// opens: a writer that compares what a store holds before writing rewrites such an object as if
+// it differed, so that after a rotation every object it keeps is sealed anew under the current
+// key and the older key can be retired (docs/security.md, "Rotating a key"). A store that does
+// not seal (a test's fake) reports every object current.
+func GetCurrent(ctx context.Context, s Store, key string) ([]byte, bool, error) {
+	if r, ok := s.(CurrentKeyReader); ok {
+		return r.GetCurrent(ctx, key)
+	}
+	body, err := s.Get(ctx, key)
+	return body, err == nil, err
+}
+
+// GetVersionCurrent is GetCurrent with the object's version, as GetVersion reads it.
+func GetVersionCurrent(ctx context.Context, s Store, key string) ([]byte, string, bool, error) {
+	if r, ok := s.(CurrentKeyReader); ok {
+		return r.GetVersionCurrent(ctx, key)
+	}
+	body, version, err := s.GetVersion(ctx, key)
+	return body, version, err == nil, err
+}
+
 func (s *sealedStore) open(key string, raw []byte) ([]byte, error) {
-	body, _, err := Open(s.keys, key, raw)
+	body, _, err := s.openKey(key, raw)
+	return body, err
+}
+
+// openKey is open, with the ID of the key that sealed the object.
+func (s *sealedStore) openKey(key string, raw []byte) ([]byte, string, error) {
+	body, keyID, err := Open(s.keys, key, raw)
 	if errors.Is(err, ErrNotSealed) {
-		return nil, Refused(s.Name(), key, fmt.Errorf("%w: it has no drover envelope, so it was written without the store key "+
+		return nil, keyID, Refused(s.Name(), key, fmt.Errorf("%w: it has no drover envelope, so it was written without the store key "+
 			"(by a drover that did not seal its objects, or by someone else); to migrate a group written so, delete its primary marker "+
 			"%s from this store, and the group's primary rewrites its objects there sealed, from its live state (docs/security.md, \"The S3 stores\")",
 			ErrNotSealed, markerOf(key)))
 	}
 	if err != nil {
-		return nil, Refused(s.Name(), key, err)
+		return nil, keyID, Refused(s.Name(), key, err)
 	}
-	return body, nil
+	return body, keyID, nil
 }
 
 // markerOf is the primary marker beside key: <namespace>/<name>/primary.json.

@@ -145,3 +145,80 @@ func NewKeyring(source string) Keyring {
 
 // errNoKeyring is the error of a profile whose Secret holds no store key.
 var errNoKeyring = errors.New("no store key")
+
+// The edits of a keyring that rotating a key makes (`drover cluster rotate-store-key`): each
+// returns a new keyring and leaves k as it was, so a caller can compare before and after.
+
+// Has reports whether the keyring holds key id.
+func (k Keyring) Has(id string) bool {
+	_, ok := k.keys[id]
+	return ok
+}
+
+// clone returns a copy of k whose key map can be changed.
+func (k Keyring) clone() Keyring {
+	c := Keyring{Current: k.Current, keys: make(map[string][]byte, len(k.keys)+1), Source: k.Source}
+	for id, key := range k.keys {
+		c.keys[id] = slices.Clone(key)
+	}
+	return c
+}
+
+// WithNewKey returns the keyring with one more key, fresh from crypto/rand, under a new ID that
+// it does not hold yet, and that ID. The current key stays current: a new key is first added
+// everywhere, as a reader only, and made current after.
+func (k Keyring) WithNewKey() (Keyring, string) {
+	out := k.clone()
+	id := NewKeyID()
+	for out.Has(id) {
+		id = NewKeyID()
+	}
+	key := make([]byte, StoreKeySize)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails (it panics on a broken kernel source)
+	out.keys[id] = key
+	return out, id
+}
+
+// WithKeyOf returns the keyring holding also key id of from, not current. It is the keyring
+// itself when it already holds that key, and an error when it holds another key under that ID
+// (or from holds none): two copies that disagree on a key would each refuse what the other
+// seals.
+func (k Keyring) WithKeyOf(from Keyring, id string) (Keyring, error) {
+	key, ok := from.key(id)
+	if !ok {
+		return Keyring{}, fmt.Errorf("%s holds no key %s to copy", from.Source, id)
+	}
+	if mine, held := k.key(id); held {
+		if !slices.Equal(mine, key) {
+			return Keyring{}, fmt.Errorf("%s holds another key under ID %s than %s", k.Source, id, from.Source)
+		}
+		return k, nil
+	}
+	out := k.clone()
+	out.keys[id] = slices.Clone(key)
+	return out, nil
+}
+
+// WithCurrent returns the keyring with key id current; an error when it does not hold it.
+func (k Keyring) WithCurrent(id string) (Keyring, error) {
+	if !k.Has(id) {
+		return Keyring{}, fmt.Errorf("%s holds no key %s to make current (it holds %s)", k.Source, id, strings.Join(k.IDs(), ", "))
+	}
+	out := k.clone()
+	out.Current = id
+	return out, nil
+}
+
+// Without returns the keyring without key id (the keyring itself when it does not hold it); an
+// error when id is the current key, which seals every new object.
+func (k Keyring) Without(id string) (Keyring, error) {
+	if id == k.Current {
+		return Keyring{}, fmt.Errorf("key %s is the current key of %s, which seals every new object: rotate to a new key first", id, k.Source)
+	}
+	if !k.Has(id) {
+		return k, nil
+	}
+	out := k.clone()
+	delete(out.keys, id)
+	return out, nil
+}

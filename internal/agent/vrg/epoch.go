@@ -77,6 +77,9 @@ type storeMarker struct {
 	version string
 	// err is set when the store could not be read (or its marker decoded).
 	err error
+	// oldKey is true when the marker is sealed under a store key that is no longer the current
+	// one (a key was rotated since it was written).
+	oldKey bool
 }
 
 // epochState is what the fence decided in one pass; nil when it did not run (a secondary).
@@ -91,6 +94,9 @@ type epochState struct {
 	// caughtUp are the stores whose marker named an older epoch and was rewritten this pass:
 	// they hold an older primary's data, which this pass replaces. (A store without a marker
 	// gets one too, but is not listed: it is new to this group, or missed its first claim.)
+	// A store whose marker was this group's own, sealed under a store key no longer current,
+	// is listed too: its marker is resealed, and its metadata and capture are rewritten this
+	// pass under the current key, so that the older key can be retired.
 	caughtUp []string
 	// newest is true when every store was read and none holds a newer claim: this group is
 	// the newest primary, proven by the stores.
@@ -183,6 +189,10 @@ func judgeEpoch(own PrimaryMarker, markers []storeMarker) (state *epochState, la
 			if state.stale == nil || m.marker.Epoch > state.stale.Epoch {
 				state.stale, state.staleStore = m.marker, m.name
 			}
+		case m.oldKey && own.Epoch > 0:
+			// The group's own marker, sealed under a key rotated since: rewritten like a
+			// lagging one, which seals it under the current key.
+			lagging = append(lagging, m)
 		}
 	}
 	return state, lagging
@@ -268,7 +278,14 @@ func (r *Reconciler) catchUp(ctx context.Context, sc *scope, state *epochState, 
 			state.newest = false
 			continue
 		}
-		if m.marker != nil {
+		switch {
+		case m.marker != nil && m.marker.Epoch == state.own.Epoch && m.marker.Cluster == state.own.Cluster:
+			// The group's own marker, resealed under the current store key: the metadata phase
+			// compares and rewrites what is sealed under the older key, and caughtUp has the
+			// capture written at once.
+			state.caughtUp = append(state.caughtUp, m.name)
+			log.Info("Resealed the group's marker under the current store key", "store", m.name, "epoch", state.own.Epoch)
+		case m.marker != nil:
 			// The store holds an older primary's claim, and so its data: the metadata phase
 			// rewrites that, and caughtUp has the capture written at once.
 			state.caughtUp = append(state.caughtUp, m.name)
@@ -295,7 +312,9 @@ func (r *Reconciler) readMarkers(ctx context.Context, sc *scope) []storeMarker {
 		m := storeMarker{name: profile.Name}
 		m.store, m.err = r.storeOf(ctx, sc, profile)
 		if m.err == nil {
-			m.marker, m.version, m.err = ReadMarkerVersion(ctx, m.store, StorePrefix(sc.vrg))
+			var current bool
+			m.marker, m.version, current, m.err = readMarker(ctx, m.store, StorePrefix(sc.vrg))
+			m.oldKey = m.marker != nil && !current
 		}
 		out = append(out, m)
 	}
@@ -311,22 +330,29 @@ func ReadMarker(ctx context.Context, store objectstore.Store, prefix string) (*P
 // ReadMarkerVersion reads the primary marker under a group's prefix and its version, for a
 // conditional write over it; nil and "" when there is none.
 func ReadMarkerVersion(ctx context.Context, store objectstore.Store, prefix string) (*PrimaryMarker, string, error) {
-	body, version, err := store.GetVersion(ctx, prefix+MarkerKey)
+	m, version, _, err := readMarker(ctx, store, prefix)
+	return m, version, err
+}
+
+// readMarker is ReadMarkerVersion, and whether the marker is sealed under the store's current
+// key (objectstore.GetVersionCurrent).
+func readMarker(ctx context.Context, store objectstore.Store, prefix string) (*PrimaryMarker, string, bool, error) {
+	body, version, current, err := objectstore.GetVersionCurrent(ctx, store, prefix+MarkerKey)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	m := &PrimaryMarker{}
 	if err := json.Unmarshal(body, m); err != nil {
-		return nil, "", fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
+		return nil, "", false, fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
 	}
 	if m.Epoch < 0 || m.Epoch >= MaxEpoch {
-		return nil, "", objectstore.Refused(store.Name(), prefix+MarkerKey,
+		return nil, "", false, objectstore.Refused(store.Name(), prefix+MarkerKey,
 			fmt.Errorf("its epoch %d is outside [0, %d): no group is promoted that often, so the marker was not written by drover", m.Epoch, MaxEpoch))
 	}
-	return m, version, nil
+	return m, version, current, nil
 }
 
 // epochClaimOf reads the group's claim; nil when it never claimed.

@@ -109,6 +109,12 @@ func TestEachStoreMarkerMakesTheGroupStaleLaggingOrCurrent(t *testing.T) {
 		{name: "an older claim or none is lagging", newest: true, lagging: []string{"a", "b"}, markers: []storeMarker{
 			{name: "a", marker: &PrimaryMarker{Cluster: "east", Epoch: 1}}, {name: "b"},
 		}},
+		{name: "its own claim sealed under a key rotated since is lagging, to be resealed", newest: true, lagging: []string{"b"}, markers: []storeMarker{
+			{name: "a", marker: &own}, {name: "b", marker: &own, oldKey: true},
+		}},
+		{name: "a newer claim sealed under an older key still makes it stale", stale: "east", markers: []storeMarker{
+			{name: "a", marker: &PrimaryMarker{Cluster: "east", Epoch: 3}, oldKey: true},
+		}},
 		{name: "a newer claim in one store makes it stale", stale: "east", markers: []storeMarker{
 			{name: "a", marker: &own}, {name: "b", marker: &PrimaryMarker{Cluster: "east", Epoch: 3}},
 		}},

@@ -419,10 +419,12 @@ func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1
 }
 
 // storedCapture reads the capture a store holds and its digest; ok is false when there is none
-// or it cannot be read (the write that follows then reports the store's error).
+// or it cannot be read (the write that follows then reports the store's error), and when it is
+// sealed under a store key that is no longer the current one (the write that follows seals it
+// anew under the current key, after a rotation).
 func storedCapture(ctx context.Context, store objectstore.Store, key string) (captureDoc, bool) {
-	body, err := store.Get(ctx, key)
-	if err != nil {
+	body, current, err := objectstore.GetCurrent(ctx, store, key)
+	if err != nil || !current {
 		return captureDoc{}, false
 	}
 	c, err := kubeobjects.Decode(body)

@@ -272,15 +272,16 @@ func (r *Reconciler) storeOf(ctx context.Context, sc *scope, profile v1alpha1.S3
 
 // SyncObjects makes the store hold objects under prefix: an object whose stored bytes are equal
 // is not written again (one that the store refuses to give, objectstore.ErrRefused, is written
-// over) (a Get instead of a Put, so a steady group rewrites nothing and object
+// over, and so is one sealed under a store key that is no longer the current one, after a
+// rotation) (a Get instead of a Put, so a steady group rewrites nothing and object
 // timestamps tell when metadata last changed), and an object under prefix's pvs/ and pvcs/ that
 // is neither written nor in keep is deleted. It stops at the first failure: a store that is down
 // fails every call alike.
 func SyncObjects(ctx context.Context, store objectstore.Store, prefix string, objects map[string][]byte, keep map[string]bool) error {
 	for _, key := range slices.Sorted(maps.Keys(objects)) {
-		stored, err := store.Get(ctx, key)
+		stored, current, err := objectstore.GetCurrent(ctx, store, key)
 		switch {
-		case err == nil && bytes.Equal(stored, objects[key]):
+		case err == nil && current && bytes.Equal(stored, objects[key]):
 			continue
 		case err != nil && !errors.Is(err, objectstore.ErrNotFound) && !errors.Is(err, objectstore.ErrRefused):
 			// An object refused (altered, unsealed, too large) is this group's to rewrite.

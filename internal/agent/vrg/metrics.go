@@ -183,3 +183,14 @@ func (s *meteredStore) Delete(ctx context.Context, key string) error {
 func (s *meteredStore) DeletePrefix(ctx context.Context, prefix string) error {
 	return s.count(s.Store.DeletePrefix(ctx, prefix))
 }
+
+// GetCurrent implements objectstore.CurrentKeyReader: reads are not counted, and the store
+// below says which key sealed the object.
+func (s *meteredStore) GetCurrent(ctx context.Context, key string) ([]byte, bool, error) {
+	return objectstore.GetCurrent(ctx, s.Store, key)
+}
+
+// GetVersionCurrent implements objectstore.CurrentKeyReader.
+func (s *meteredStore) GetVersionCurrent(ctx context.Context, key string) ([]byte, string, bool, error) {
+	return objectstore.GetVersionCurrent(ctx, s.Store, key)
+}

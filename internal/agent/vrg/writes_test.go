@@ -130,3 +130,11 @@ func (s *countedStore) DeletePrefix(ctx context.Context, prefix string) error {
 	s.count(prefix)
 	return s.Store.DeletePrefix(ctx, prefix)
 }
+
+func (s *countedStore) GetCurrent(ctx context.Context, key string) ([]byte, bool, error) {
+	return objectstore.GetCurrent(ctx, s.Store, key)
+}
+
+func (s *countedStore) GetVersionCurrent(ctx context.Context, key string) ([]byte, string, bool, error) {
+	return objectstore.GetVersionCurrent(ctx, s.Store, key)
+}

@@ -51,3 +51,19 @@ func (s *store) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 	return s.Store.List(ctx, prefix)
 }
+
+// GetCurrent implements objectstore.CurrentKeyReader for the store below.
+func (s *store) GetCurrent(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := s.i.alive(); err != nil {
+		return nil, false, err
+	}
+	return objectstore.GetCurrent(ctx, s.Store, key)
+}
+
+// GetVersionCurrent implements objectstore.CurrentKeyReader for the store below.
+func (s *store) GetVersionCurrent(ctx context.Context, key string) ([]byte, string, bool, error) {
+	if err := s.i.alive(); err != nil {
+		return nil, "", false, err
+	}
+	return objectstore.GetVersionCurrent(ctx, s.Store, key)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/join"
+)
+
+// The rotation is a cluster verb: it edits the S3 profiles' Secrets that `drover cluster join`
+// copied onto every joined cluster and the hub, and reaches those clusters as join does.
+func newClusterRotateStoreKeyCommand() *cobra.Command {
+	conn := &cli.Connection{}
+	o := join.RotateOptions{}
+	var retire string
+	cmd := &cobra.Command{
+		Use:   "rotate-store-key --profile NAME [--retire KEYID]",
+		Short: "Rotate the key that seals an S3 profile's store objects, on every joined cluster and the hub",
+		Long: `Makes a new store key for the S3 profile NAME (32 random bytes, a new key ID) and adds it, not
+yet current, to every copy of the profile's Secret that drover cluster join made: on each joined
+cluster (reached with the hub's own credential for it) and on the hub. Only once every copy
+holds it does it make it current everywhere, so no agent meets an object sealed with a key it
+lacks. The older keys stay and open what they sealed; each group's primary rewrites its objects
+under the new key at its first pass after its agent reads it.
+
+A cluster that cannot be reached stops the rotation before the key is made current, and the
+command exits non-zero: the copies already written hold the new key as a reader only, which is
+harmless. Running it again finishes the same rotation.
+
+--retire KEYID removes an older key from every copy. It refuses while KEYID is current anywhere,
+and reads every object of the profile's store (with the credentials of the hub's copy) first:
+it refuses while one is still sealed with KEYID, since that object would no longer open, or
+when the store cannot be read from here. --force skips that check.`,
+		Example: `  drover cluster rotate-store-key --profile s3-east
+  drover cluster rotate-store-key --profile s3-east --retire k3f9a2b1c`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			retiring := cmd.Flags().Changed("retire")
+			if o.Force && !retiring {
+				return cli.Refused(errForceWithoutRetire)
+			}
+			cfg, _, err := conn.Resolve()
+			if err != nil {
+				return err
+			}
+			o.Hub = join.Cluster{Config: cfg, Source: conn.Describe()}
+			o.Out = cmd.OutOrStdout()
+			if retiring {
+				return join.RetireStoreKey(cmd.Context(), o, retire)
+			}
+			return join.RotateStoreKey(cmd.Context(), o)
+		},
+	}
+	conn.AddHubFlags(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVar(&o.Profile, "profile", "", "the S3 profile, the name of its credentials Secret (such as s3-east)")
+	fs.StringVar(&o.Namespace, "drover-namespace", join.DefaultNamespace, "namespace of the profile's Secrets, on every cluster")
+	fs.StringVar(&retire, "retire", "", "remove this older key from every copy, instead of rotating")
+	fs.BoolVar(&o.Force, "force", false, "with --retire: do not check that no object of the store is still sealed with the key (those objects no longer open)")
+	fs.BoolVar(&o.AllowInsecureKubeconfig, "allow-insecure-kubeconfig", false, "use a hub kubeconfig that sets insecure-skip-tls-verify (the store keys cross that connection)")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}
+
+// errForceWithoutRetire refuses --force alone: a rotation has nothing to force.
+var errForceWithoutRetire = errors.New("--force applies to --retire only: a rotation adds a key everywhere before making it current, and needs no forcing")

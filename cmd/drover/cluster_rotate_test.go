@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drover-io/drover/internal/cli"
+)
+
+// The rotation's flags are checked before any cluster is reached. (The rotation itself is
+// tested against the lab's API and S3 servers in internal/join.)
+func TestRotateStoreKeyRefusesWhatItCannotDo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"--force is for --retire only", []string{"cluster", "rotate-store-key", "--profile", "s3-east", "--force"}, cli.ExitRefused, "--force applies to --retire only"},
+		{"--profile is required", []string{"cluster", "rotate-store-key"}, cli.ExitUsage, `required flag(s) "profile" not set`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := droverIO(t, tc.args...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+				t.Errorf("drover %s: exit %d, want %d with %q:\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
