@@ -30,6 +30,36 @@ func (f *Fleet) DataProtected(d *v1alpha1.DRPlacementControl) bool {
 	return false
 }
 
+// AwaitAllAtOnce lists the fleet's DRPlacementControls (those labelled with selector) every poll
+// until done holds of every one in the same list: what drills created together need, where
+// AwaitAll's "each at least once" lets an application that was Protected leave it again (a
+// late sync on a loaded machine) before the last one joins.
+func (f *Fleet) AwaitAllAtOnce(ctx context.Context, what string, selector map[string]string,
+	done func(*v1alpha1.DRPlacementControl) bool) error {
+	err := f.poll(ctx, func(ctx context.Context) error {
+		list := &v1alpha1.DRPlacementControlList{}
+		if err := f.env.Hub.List(ctx, list, client.MatchingLabels(selector)); err != nil {
+			return fmt.Errorf("failed to list the DRPlacementControls: %w", err)
+		}
+		var waiting []string
+		for i := range list.Items {
+			if d := &list.Items[i]; f.byNamespace[d.Namespace] != nil && !done(d) {
+				waiting = append(waiting, fmt.Sprintf("%s (Protected %s: %s)", d.Namespace, condition(d, v1alpha1.ConditionProtected).Status,
+					condition(d, v1alpha1.ConditionProtected).Message))
+			}
+		}
+		if len(waiting) == 0 && len(list.Items) >= len(f.Runs) {
+			return nil
+		}
+		sort.Strings(waiting)
+		return fmt.Errorf("%d of %d not at the same time: %s", len(waiting), len(f.Runs), strings.Join(waiting[:min(3, len(waiting))], "; "))
+	})
+	if err != nil {
+		return fmt.Errorf("%s: not done after %s: %w", what, f.env.Timeout, err)
+	}
+	return nil
+}
+
 // CreateDrills creates one DRDrill of every application at once (fleetWorkers at a time),
 // labelled with labels, each keeping its sandbox for keep once it has its result: the drills run
 // side by side, as an organisation drilling its applications together would run them.

@@ -78,7 +78,7 @@ func runDrills(ctx context.Context, o *Options, n, pvcs int, leave bool) Drills 
 }
 
 // protectForDrills deploys the applications, waits until each writes on east, protects them and
-// waits until each is Protected with its PVCs: the state a drill starts from.
+// waits until every one is Protected with its PVCs at once: the state a drill starts from.
 func protectForDrills(ctx context.Context, o *Options, fleet *story.Fleet, selector map[string]string) error {
 	began := time.Now()
 	if err := fleet.Deploy(ctx); err != nil {
@@ -97,6 +97,13 @@ func protectForDrills(ctx context.Context, o *Options, fleet *story.Fleet, selec
 		return err
 	}
 	say(o, "drills: every application Protected with its PVCs after %s", d.Round(10*time.Millisecond))
+	// The drills are created together: every application must be Protected at that moment, not
+	// only once since its protection began.
+	began = time.Now()
+	if err := fleet.AwaitAllAtOnce(ctx, "protected together", selector, fleet.DataProtected); err != nil {
+		return err
+	}
+	say(o, "drills: every application Protected with its PVCs at the same time %s later", time.Since(began).Round(10*time.Millisecond))
 	return nil
 }
 
