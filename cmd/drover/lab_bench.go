@@ -21,6 +21,7 @@ import (
 type benchFlags struct {
 	sizes, pvcs string
 	drpcs       int
+	drills      int
 	settle      string
 	out         string
 	keep        bool
@@ -47,16 +48,25 @@ the hub's and the agents' RSS (/proc of the processes the lab kubelet runs); the
 time of the DRPlacementControl and VolumeReplicationGroup controllers (drover's metrics). With
 --drpcs it then fills the hub with that many DRPlacementControls over namespaces without
 workloads and reports the hub's settled requests per second to each managed cluster (its
-rest_client_requests_total) and its RSS. It prints a table and writes it as markdown to --out;
-it exits non-zero when an action failed.`,
+rest_client_requests_total) and its RSS. With --drills N (after the sizes, before the hub fill)
+it deploys N StatefulSets of lab-file volumes protected by lab-volsync (of the smallest --pvcs
+replicas), waits until each is Protected with its PVCs, creates one DRDrill of each at once and
+reports the median and worst RTO and RPO, the drills' modes (all Full is the goal), the time
+from their creation to the last result and from the end of their keep to all Passed and torn
+down, and in how many the primary's replication stayed healthy; run last, it leaves the
+applications and their drills in the lab (with --keep: drover drill history db -n
+bench-drills-nN-0). --sizes 0 skips the sizes. It prints a table and writes it as markdown to
+--out; it exits non-zero when an action failed or a drill did not pass.`,
 		Example: `  drover lab bench --sizes 1,10 --pvcs 1,3
-  drover lab bench --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md`,
+  drover lab bench --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md
+  drover lab bench --sizes 0 --pvcs 1 --drills 10 --out drills.md --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return b.run(cmd.Context(), f, cmd.OutOrStdout()) },
 	}
-	cmd.Flags().StringVar(&b.sizes, "sizes", "1,10", "numbers of applications, comma-separated")
+	cmd.Flags().StringVar(&b.sizes, "sizes", "1,10", "numbers of applications, comma-separated (0: skip, to run only --drills or --drpcs)")
 	cmd.Flags().StringVar(&b.pvcs, "pvcs", "1,3", "PVCs per application, comma-separated")
 	cmd.Flags().IntVar(&b.drpcs, "drpcs", 0, "also fill the hub with this many DRPlacementControls and measure its settled requests (0: skip)")
+	cmd.Flags().IntVar(&b.drills, "drills", 0, "also drill this many VolSync applications at once and measure their RTO and RPO (0: skip)")
 	cmd.Flags().StringVar(&b.settle, "settle", bench.DefaultSettleWindow.String(), "how long settled requests are counted")
 	cmd.Flags().StringVar(&b.out, "out", "bench.md", "markdown file to write the table to (empty: none)")
 	cmd.Flags().BoolVar(&b.keep, "keep", false, "leave the lab running at the end")
@@ -78,10 +88,17 @@ func parseInts(flag, s string) ([]int, error) {
 }
 
 func (b *benchFlags) options() (bench.Options, error) {
-	o := bench.Options{HubDRPCs: b.drpcs}
+	o := bench.Options{HubDRPCs: b.drpcs, Drills: b.drills}
+	if b.drills < 0 || b.drills > 1000 || b.drpcs < 0 {
+		return o, fmt.Errorf("--drills %d, --drpcs %d: give 0 to skip, or a number of applications (--drills at most 1000)", b.drills, b.drpcs)
+	}
 	var err error
-	if o.Sizes, err = parseInts("sizes", b.sizes); err != nil {
-		return o, err
+	if strings.TrimSpace(b.sizes) != "0" {
+		if o.Sizes, err = parseInts("sizes", b.sizes); err != nil {
+			return o, err
+		}
+	} else if b.drills == 0 && b.drpcs == 0 {
+		return o, errors.New("--sizes 0 skips the sizes, and neither --drills nor --drpcs asks for another mode: nothing to measure")
 	}
 	if o.PVCs, err = parseInts("pvcs", b.pvcs); err != nil {
 		return o, err

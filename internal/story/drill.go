@@ -114,18 +114,26 @@ func (r *Run) sandboxVolume(ctx context.Context, cluster, ns, pvc string) (recor
 
 // endDrill shortens the drill's keep to nothing and waits until it is Passed and torn down.
 func (r *Run) endDrill(ctx context.Context, key client.ObjectKey) error {
-	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"keepFor":"0s"}}`))
-	if err := r.env.Hub.Patch(ctx, &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, patch); err != nil {
-		return fmt.Errorf("failed to end the drill's keep: %w", err)
+	if err := endKeep(ctx, r.env.Hub, key); err != nil {
+		return err
 	}
-	d, err := r.drillWhen(ctx, key, "its end", func(d *v1alpha1.DRDrill) bool { return isFinal(d.Status.Phase) })
+	d, err := r.drillWhen(ctx, key, "its end", func(d *v1alpha1.DRDrill) bool { return DrillFinal(d.Status.Phase) })
 	if err != nil {
 		return err
 	}
 	if d.Status.Phase != v1alpha1.DrillPassed {
-		return fmt.Errorf("the drill ended %s: %s", d.Status.Phase, drillMessage(d))
+		return fmt.Errorf("the drill ended %s: %s", d.Status.Phase, DrillMessage(d))
 	}
 	r.say("drill: %s and torn down (%s)", d.Status.Phase, d.Status.Teardown.Message)
+	return nil
+}
+
+// endKeep shortens a drill's keep to nothing: the hub tears its sandbox down now.
+func endKeep(ctx context.Context, hub client.Client, key client.ObjectKey) error {
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"keepFor":"0s"}}`))
+	if err := hub.Patch(ctx, &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, patch); err != nil {
+		return fmt.Errorf("failed to end the keep of drill %s: %w", key, err)
+	}
 	return nil
 }
 
@@ -137,8 +145,8 @@ func (r *Run) drillWhen(ctx context.Context, key client.ObjectKey, what string, 
 		if err := r.env.Hub.Get(ctx, key, d); err != nil {
 			return err
 		}
-		if !done(d) && isFinal(d.Status.Phase) {
-			ended = fmt.Errorf("the drill ended %s before %s: %s", d.Status.Phase, what, drillMessage(d))
+		if !done(d) && DrillFinal(d.Status.Phase) {
+			ended = fmt.Errorf("the drill ended %s before %s: %s", d.Status.Phase, what, DrillMessage(d))
 			return nil
 		}
 		if !done(d) {
@@ -149,7 +157,8 @@ func (r *Run) drillWhen(ctx context.Context, key client.ObjectKey, what string, 
 	return d, errors.Join(err, ended)
 }
 
-func isFinal(p v1alpha1.DrillPhase) bool {
+// DrillFinal says whether a drill's phase is final: Passed, Failed, Aborted or Refused.
+func DrillFinal(p v1alpha1.DrillPhase) bool {
 	switch p {
 	case v1alpha1.DrillPassed, v1alpha1.DrillFailed, v1alpha1.DrillAborted, v1alpha1.DrillRefused:
 		return true
@@ -164,9 +173,9 @@ func lastStep(d *v1alpha1.DRDrill) string {
 	return "-"
 }
 
-// drillMessage is what the drill says went wrong: its Accepted condition, its check, or its
+// DrillMessage is what the drill says went wrong: its Accepted condition, its check, or its
 // last failed step.
-func drillMessage(d *v1alpha1.DRDrill) string {
+func DrillMessage(d *v1alpha1.DRDrill) string {
 	for _, c := range d.Status.Conditions {
 		if c.Status == metav1.ConditionFalse {
 			return c.Reason + ": " + c.Message

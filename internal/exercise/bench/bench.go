@@ -47,6 +47,9 @@ type Options struct {
 	Sizes, PVCs []int
 	// SettleWindow is how long the settled API writes are counted; 0 means DefaultSettleWindow.
 	SettleWindow time.Duration
+	// Drills, when not zero, runs the drill mode after the sizes with that many applications
+	// drilled at once (drills.go), of the smallest of PVCs PVCs each.
+	Drills int
 	// HubDRPCs, when not zero, runs the hub-fill mode last with that many DRPlacementControls.
 	HubDRPCs int
 	// Out receives progress lines; nil discards them.
@@ -103,11 +106,14 @@ type Result struct {
 type Report struct {
 	Machine Machine
 	Results []Result
+	// Drills is the drill mode's measurement; nil when it did not run.
+	Drills *Drills
 	// Hub is the hub-fill mode's measurement; nil when it did not run.
 	Hub *HubFill
 }
 
-// Run measures every combination of Sizes and PVCs in the lab, then the hub-fill mode.
+// Run measures every combination of Sizes and PVCs in the lab, then the drill mode, then the
+// hub-fill mode.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Lab == nil || o.Env.Hub == nil {
 		return nil, errors.New("the benchmark needs a running lab with drover and its clients")
@@ -128,6 +134,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if r.Err != nil {
 				errs = append(errs, fmt.Errorf("%d apps × %d PVCs: %w", n, pvcs, r.Err))
 			}
+		}
+	}
+	if o.Drills > 0 {
+		// The drill mode leaves its applications and their drills in the lab when it runs last,
+		// as the hub fill does: the lab goes down after it, or is kept to read them.
+		pvcs := 1
+		if len(o.PVCs) > 0 {
+			pvcs = slices.Min(o.PVCs)
+		}
+		d := runDrills(ctx, &o, o.Drills, pvcs, o.HubDRPCs == 0)
+		rep.Drills = &d
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("drills at once: %w", d.Err))
 		}
 	}
 	if o.HubDRPCs > 0 {

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
 
-// A tiny benchmark (two applications of one PVC, a hub fill of five) runs in make test so the
+// A tiny benchmark (two applications of one PVC, two drilled at once, a hub fill of five) runs
+// in make test so the
 // benchmark cannot rot: every action must succeed and every figure of the table be measured.
 // It asserts no timing: those are the benchmark's output, not a test's verdict.
 func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
@@ -20,7 +22,7 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Run(t.Context(), Options{Lab: testLab.Lab, Env: env, Sizes: []int{2}, PVCs: []int{1},
-		SettleWindow: 10 * time.Second, HubDRPCs: 5, Out: out})
+		SettleWindow: 10 * time.Second, Drills: 2, HubDRPCs: 5, Out: out})
 	var table, md bytes.Buffer
 	if rep != nil {
 		rep.PrintTable(&table)
@@ -60,6 +62,9 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 			break
 		}
 	}
+	if d := rep.Drills; d == nil || d.Modes[v1alpha1.DrillModeFull] != 2 || d.RTOs != 2 || d.ToResults <= 0 || d.ToTornDown <= 0 {
+		t.Errorf("the drill mode is incomplete (two Full drills with an RTO each, the times to their results and to their teardown): %+v", d)
+	}
 	h := rep.Hub
 	if h == nil || h.Deployed != 5 || h.Window <= 0 || h.HubRSS <= 0 {
 		t.Fatalf("the hub fill is incomplete: %+v", h)
@@ -69,7 +74,7 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 			t.Errorf("no request rate to %s: %+v", c, h.RequestsPerSecond)
 		}
 	}
-	for _, want := range []string{"| PVCS/APP | APPS | FLOOR |", "| 1 | 2 | ", "- Hub fill: 5 DRPlacementControls"} {
+	for _, want := range []string{"| PVCS/APP | APPS | FLOOR |", "| 1 | 2 | ", "| 2 | 1 | Full 2 | ", "- Hub fill: 5 DRPlacementControls"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, md.String())
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -114,15 +115,81 @@ func (h *HubFill) lines() []string {
 	return out
 }
 
-// PrintTable writes the report as a text table.
-func (rep *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "machine: %s\n", rep.Machine)
+// drillColumns are the columns of the drill mode's table.
+var drillColumns = []string{"DRILLS AT ONCE", "PVCS/APP", "MODE", "RTO P50/WORST", "RPO P50/WORST", "CREATED TO LAST RESULT",
+	"KEEP ENDED TO ALL PASSED AND TORN DOWN", "PRIMARY REPLICATION HEALTHY", "CHECK"}
+
+func (d *Drills) row() []string {
+	check := "ok"
+	if d.Err != nil {
+		check = "FAILED: " + d.Err.Error()
+	}
+	rto, rpo := "-", "-"
+	if d.RTOs > 0 {
+		rto = fmt.Sprintf("%s / %s", secs(d.RTOP50), secs(d.RTOMax))
+		if d.RTOs < d.N {
+			rto += fmt.Sprintf(" (%d of %d)", d.RTOs, d.N)
+		}
+	}
+	if len(d.Modes) > 0 {
+		rpo = fmt.Sprintf("%s / %s", secs(d.RPOP50), secs(d.RPOMax))
+	}
+	healthy := "-"
+	if d.ToTornDown > 0 {
+		healthy = fmt.Sprintf("%d of %d", d.ReplicationHealthy, d.N)
+		if d.ReplicationNote != "" {
+			healthy += " (" + d.ReplicationNote + ")"
+		}
+	}
+	return []string{fmt.Sprint(d.N), fmt.Sprint(d.PVCs), d.modes(), rto, rpo, dur(d.ToResults), dur(d.ToTornDown), healthy, check}
+}
+
+// secs is a duration in whole seconds, as the drills report them.
+func secs(d time.Duration) string { return fmt.Sprintf("%.0fs", d.Seconds()) }
+
+// printText writes a text table.
+func printText(w io.Writer, cols []string, rows [][]string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(columns, "\t"))
-	for i := range rep.Results {
-		fmt.Fprintln(tw, strings.Join(rep.Results[i].row(), "\t"))
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// writeMarkdownTable writes a markdown table, its cells' pipes escaped.
+func writeMarkdownTable(w io.Writer, cols []string, rows [][]string) {
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, r := range rows {
+		cells := slices.Clone(r)
+		for j := range cells {
+			cells[j] = strings.ReplaceAll(cells[j], "|", `\|`)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+func (rep *Report) rows() [][]string {
+	var rows [][]string
+	for i := range rep.Results {
+		rows = append(rows, rep.Results[i].row())
+	}
+	return rows
+}
+
+// PrintTable writes the report as text tables: the sizes', then the drill mode's, then the hub
+// fill's lines; a mode that did not run is left out.
+func (rep *Report) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "machine: %s\n", rep.Machine)
+	if len(rep.Results) > 0 {
+		printText(w, columns, rep.rows())
+	}
+	if rep.Drills != nil {
+		if len(rep.Results) > 0 {
+			fmt.Fprintln(w)
+		}
+		printText(w, drillColumns, [][]string{rep.Drills.row()})
+	}
 	if rep.Hub != nil {
 		for _, l := range rep.Hub.lines() {
 			fmt.Fprintln(w, "hub fill: "+l)
@@ -132,14 +199,14 @@ func (rep *Report) PrintTable(w io.Writer) {
 
 // WriteMarkdown writes the report as markdown.
 func (rep *Report) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "Machine: %s.\n\n", rep.Machine)
-	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
-	for i := range rep.Results {
-		cells := rep.Results[i].row()
-		for j := range cells {
-			cells[j] = strings.ReplaceAll(cells[j], "|", `\|`)
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	fmt.Fprintf(w, "Machine: %s.\n", rep.Machine)
+	if len(rep.Results) > 0 {
+		fmt.Fprintln(w)
+		writeMarkdownTable(w, columns, rep.rows())
+	}
+	if rep.Drills != nil {
+		fmt.Fprintln(w)
+		writeMarkdownTable(w, drillColumns, [][]string{rep.Drills.row()})
 	}
 	if rep.Hub != nil {
 		fmt.Fprintln(w)
