@@ -167,7 +167,11 @@ type DrillCheckJob struct {
 	// Skipped when there is none or the sandbox did not start.
 	// +required
 	Result DrillResult `json:"result"`
-	// logTail is the last lines of the check pod's log (at most 4 KiB).
+	// logTail is the check pod's termination message, after a line naming its container, pod
+	// and exit code: what the container wrote to its terminationMessagePath or, when it failed
+	// without writing one, the end of its log as its kubelet reported it (the agent creates the
+	// Job with terminationMessagePolicy FallbackToLogsOnError); or, in parentheses, why there is
+	// none. At most 4 KiB, the end kept.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`

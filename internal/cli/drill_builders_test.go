@@ -75,7 +75,7 @@ func (e env) passedDrill(st *v1alpha1.DRDrillStatus) {
 			step("TearingDown", 72*time.Second, 23*time.Second, v1alpha1.DrillResultPassed, "sandbox removed"),
 		},
 		Check: &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: "the Job succeeded",
-			LogTail: "rows in orders: 1042\nlast order at 2026-11-30T12:04:21Z\n"},
+			LogTail: "From container check of pod drover-drill-check-x7k2p (exit code 0):\nrows in orders: 1042\nlast order at 2026-11-30T12:04:21Z\n"},
 		Teardown:           &v1alpha1.DrillCheck{Name: "Teardown", Result: v1alpha1.DrillResultPassed, Message: "1 namespace, 2 snapshot contents and 2 holds removed"},
 		PrimaryReplication: &v1alpha1.DrillCheck{Name: "PrimaryReplication", Result: v1alpha1.DrillResultPassed, Message: "every group sync kept within 20s (twice 10s)"},
 		Conditions:         []metav1.Condition{cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the drill runs on "+e.west)},

@@ -85,7 +85,7 @@ func checkSection(d *v1alpha1.DRDrill) reportSection {
 		s.paras = append(s.paras, "No log tail was recorded.")
 		return s
 	}
-	s.paras = append(s.paras, "The check pod's log, its last lines:")
+	s.paras = append(s.paras, "The log tail: the check container's termination message, as its node reported it (what it wrote to its termination message file, or the end of its log when it failed):")
 	s.verbatim = ch.LogTail
 	return s
 }

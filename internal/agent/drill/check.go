@@ -19,7 +19,8 @@ const CheckJob = "drover-drill-check"
 
 // runCheck runs the spec's check Job in the sandbox of checkNamespace once the workloads are
 // Ready, and judges the sandbox by it: Passed with readyTime when it succeeds (or there is none),
-// Failed with the Job's reason and message when it fails.
+// Failed with the Job's reason and message when it fails; either way with the log tail its pod
+// reported (logtail.go).
 func (r *Reconciler) runCheck(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	sb := sc.sandbox
 	if sb.Spec.Check == nil {
@@ -34,33 +35,39 @@ func (r *Reconciler) runCheck(ctx context.Context, sc *scope) (ctrl.Result, erro
 		return ctrl.Result{}, nil
 	}
 	job, err := r.ensureCheckJob(ctx, sc, ns)
+	if err != nil || sb.Status.Result != "" {
+		return ctrl.Result{}, err // an error, or a Job the API server refused
+	}
+	c, done := jobFinished(job)
+	if !done {
+		sc.waiting(StepChecking, fmt.Sprintf("waiting for the check Job %s/%s (%d active, %d failed)", ns, CheckJob, job.Status.Active, job.Status.Failed))
+		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+	}
+	tail, err := r.checkLogTail(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: clip(jobSummary(job, c)), LogTail: logTailNote}
-			sc.finish(StepChecking, v1alpha1.DrillResultPassed, "the check Job succeeded")
-			sc.pass()
-			return ctrl.Result{}, nil
-		case batchv1.JobFailed:
-			msg := jobSummary(job, c)
-			sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultFailed, Message: clip(msg), LogTail: logTailNote}
-			sc.fail(StepChecking, "the check Job failed: "+msg)
-			return ctrl.Result{}, nil
-		}
+	msg := jobSummary(job, c)
+	if c.Type == batchv1.JobComplete {
+		sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: clip(msg), LogTail: tail}
+		sc.finish(StepChecking, v1alpha1.DrillResultPassed, "the check Job succeeded")
+		sc.pass()
+		return ctrl.Result{}, nil
 	}
-	sc.waiting(StepChecking, fmt.Sprintf("waiting for the check Job %s/%s (%d active, %d failed)", ns, CheckJob, job.Status.Active, job.Status.Failed))
-	return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+	sb.Status.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultFailed, Message: clip(msg), LogTail: tail}
+	sc.fail(StepChecking, "the check Job failed: "+msg)
+	return ctrl.Result{}, nil
 }
 
-// logTailNote stands for the log tail the agent does not read: it has no access to pod logs, and
-// the lab's pods (kwok) have none. The Job's conditions and counts say what happened.
-const logTailNote = "(the check pod's log is not collected: read it with kubectl logs while the sandbox is kept; the message holds the Job's outcome)"
+// jobFinished returns the Job's Complete or Failed condition, once it holds.
+func jobFinished(job *batchv1.Job) (batchv1.JobCondition, bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return c, true
+		}
+	}
+	return batchv1.JobCondition{}, false
+}
 
 // jobSummary is what a finished Job says: its condition's reason and message, and its counts.
 func jobSummary(job *batchv1.Job, c batchv1.JobCondition) string {
@@ -80,7 +87,8 @@ func (sc *scope) checkNamespace() (string, bool) {
 	return "", false
 }
 
-// ensureCheckJob creates the check Job from the spec, once, and returns it as it stands.
+// ensureCheckJob creates the check Job from the spec, once, and returns it as it stands. Its
+// containers report the end of their log when they fail without a termination message.
 func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (*batchv1.Job, error) {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CheckJob, Labels: map[string]string{LabelDrill: sc.sandbox.Spec.DrillID}},
@@ -88,6 +96,7 @@ func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (
 	}
 	// The API server makes the selector and the pod labels that name the Job.
 	job.Spec.Selector, job.Spec.ManualSelector = nil, nil
+	withLogFallback(&job.Spec.Template.Spec)
 	err := r.Client.Create(ctx, job, client.FieldOwner(fieldOwner))
 	if apierrors.IsAlreadyExists(err) {
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job)

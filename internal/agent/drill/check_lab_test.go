@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,12 +11,15 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/drill"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -45,6 +49,8 @@ func TestADrillRunsItsCheckJobInTheSandbox(t *testing.T) {
 	g.Expect(got.Status.Result).To(Equal(v1alpha1.DrillResultPassed), "the sandbox passed: %s", got.Status.Message)
 	g.Expect(got.Status.Check).NotTo(BeNil())
 	g.Expect(got.Status.Check.Result).To(Equal(v1alpha1.DrillResultPassed), got.Status.Check.Message)
+	g.Expect(got.Status.Check.LogTail).To(And(HavePrefix("(no termination message: "), ContainSubstring("pod %s-", drill.CheckJob)),
+		"a kwok pod reports no message, and the tail says so, naming it")
 	g.Expect(got.Status.ReadyTime).NotTo(BeNil())
 	job := &batchv1.Job{}
 	g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: drill.SandboxNamespace(p.ns, "checkok"), Name: drill.CheckJob}, job)).To(Succeed(), "the check ran in the sandbox")
@@ -59,6 +65,7 @@ func TestADrillRunsItsCheckJobInTheSandbox(t *testing.T) {
 	g.Expect(got.Status.Check).NotTo(BeNil())
 	g.Expect(got.Status.Check.Result).To(Equal(v1alpha1.DrillResultFailed))
 	g.Expect(got.Status.Check.Message).To(ContainSubstring("DeadlineExceeded"), "the Job's reason is reported")
+	g.Expect(got.Status.Check.LogTail).To(HavePrefix("(no termination message: "), "a pod that never ran reports none")
 	g.Expect(got.Status.ReadyTime).To(BeNil(), "a sandbox whose check failed is never ready")
 	last := got.Status.Steps[len(got.Status.Steps)-1]
 	g.Expect(last.Name).To(Equal(drill.StepChecking))
@@ -114,4 +121,53 @@ func TestAVolumeReplicationDrillChecksReadiness(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is started in readiness mode: %v", err)
 	g.Expect(p.west.Delete(ctx, got)).To(Succeed())
 	checkGone(g, p, sb, "ready")
+}
+
+// failingCheck is a check Job that really fails: its pod tolerates the lab kubelet's taint and
+// selects its node, which runs drover's image as a process, with a flag drover does not know.
+func failingCheck() *batchv1.JobSpec {
+	return &batchv1.JobSpec{
+		BackoffLimit:          ptr.To(int32(0)),
+		ActiveDeadlineSeconds: ptr.To(int64(120)),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			NodeSelector:                 map[string]string{corev1.LabelHostname: kubelet.DefaultNodeName},
+			Tolerations:                  []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "check", Image: lab.DroverImage, Args: []string{"--no-such-flag"}}},
+		}},
+	}
+}
+
+// TestADrillWhoseCheckFailsReportsItsLogTail asks the hub for a drill whose check Job's process
+// fails on the lab kubelet: the DRDrill ends Failed with the end of the check's log (the usage
+// error drover wrote to stderr, reported by the kubelet as the container's termination message)
+// in its status and in `drover drill report`, and its sandbox is torn down.
+func TestADrillWhoseCheckFailsReportsItsLogTail(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := protectedApp(t)
+	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, GenerateName: "db-"},
+		Spec: v1alpha1.DRDrillSpec{DRPCName: "db", Check: failingCheck(), KeepFor: &metav1.Duration{}}}
+	g.Expect(p.env.Hub.Create(ctx, d)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(p.env.Hub.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(d.Status.Phase).To(Or(Equal(v1alpha1.DrillFailed), Equal(v1alpha1.DrillPassed), Equal(v1alpha1.DrillAborted), Equal(v1alpha1.DrillRefused)),
+			"the drill ends; it is %s at step %d", d.Status.Phase, len(d.Status.Steps))
+	}).Should(Succeed())
+	g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillFailed))
+	g.Expect(d.Status.Check).NotTo(BeNil())
+	g.Expect(d.Status.Check.Result).To(Equal(v1alpha1.DrillResultFailed))
+	t.Logf("DRDrill %s: check %s: %s\nlog tail:\n%s", d.Name, d.Status.Check.Result, d.Status.Check.Message, d.Status.Check.LogTail)
+	g.Expect(d.Status.Check.LogTail).To(MatchRegexp(`^From container check of pod %s-\w+ \(exit code [1-9]\d*\):\n`, drill.CheckJob))
+	g.Expect(d.Status.Check.LogTail).To(ContainSubstring("unknown flag: --no-such-flag"), "the end of the check's log")
+
+	var report strings.Builder
+	g.Expect(cli.DrillReport(ctx, p.env.Hub, &report, cli.DrillReportOptions{Namespace: p.ns, App: "db", Drill: d.Name})).To(Succeed())
+	g.Expect(report.String()).To(ContainSubstring("unknown flag: --no-such-flag"), "the report prints the log tail:\n%s", report.String())
+
+	g.Expect(d.Status.Namespaces).To(HaveLen(1))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(p.west.Get(ctx, client.ObjectKey{Name: d.Status.Namespaces[0].Sandbox}, &corev1.Namespace{}))
+	}).Should(BeTrue(), "the failed drill's sandbox is torn down")
 }

@@ -14,6 +14,8 @@
 //     Ingresses, Routes, Gateway routes and the application's own NetworkPolicies dropped,
 //     CronJobs suspended, service-account tokens never copied.
 //   - workloads.go, check.go: the workloads Ready, then the check Job, then readyTime.
+//   - logtail.go: the check's log tail, its pods' termination messages (the Job's containers
+//     made FallbackToLogsOnError), read from their status: no access to pod logs.
 //   - teardown.go: on deletion (a finalizer), everything made is removed and the holds released,
 //     also after a crash at any step: every step is found again by its labels.
 //

@@ -175,7 +175,8 @@ func (w *world) passedStatus(start time.Time, dt time.Duration) v1alpha1.DrillSa
 			{Name: "CopyingVolumes", Started: t(time.Second), Finished: t(dt / 2), Result: v1alpha1.DrillResultPassed},
 			{Name: "StartingWorkloads", Started: t(dt / 2), Finished: t(dt), Result: v1alpha1.DrillResultPassed},
 		},
-		Check: &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: "the Job succeeded"},
+		Check: &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultPassed, Message: "the Job succeeded",
+			LogTail: "From container check of pod drover-drill-check-abcde (exit code 0):\nrows in orders: 1042\n"},
 	}
 }
 
@@ -264,6 +265,7 @@ func TestADrillThatPassesIsRecordedKeptAndTornDown(t *testing.T) {
 	w.g.Expect(*d.Status.Volumes[0].RPOSeconds).To(BeEquivalentTo(4))
 	w.g.Expect(d.Status.Mode).To(Equal(v1alpha1.DrillModeFull))
 	w.g.Expect(d.Status.Check.Result).To(Equal(v1alpha1.DrillResultPassed))
+	w.g.Expect(d.Status.Check.LogTail).To(Equal("From container check of pod drover-drill-check-abcde (exit code 0):\nrows in orders: 1042\n"), "the agent's log tail is kept")
 	w.g.Expect(d.Status.PrimaryReplication.Result).To(Equal(v1alpha1.DrillResultPassed))
 	w.g.Expect(stepNames(d)).To(Equal([]string{stepAccepted, "CopyingVolumes", "StartingWorkloads", stepKept}))
 

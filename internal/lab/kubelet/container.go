@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,7 @@ type mount struct {
 }
 
 // container supervises the process of one container: it starts it, restarts it with back-off
-// when it exits, and records what a ContainerStatus reports.
+// when it exits and the pod's restartPolicy says so, and records what a ContainerStatus reports.
 type container struct {
 	w    *podWorker
 	spec *corev1.Container
@@ -66,7 +67,9 @@ type container struct {
 	startedAt   time.Time
 	running     bool
 	restarts    int32
-	last        *corev1.ContainerStateTerminated
+	logStart    int64                            // where the running process's output begins in the log
+	last        *corev1.ContainerStateTerminated // the previous exit, of a process started again
+	terminated  *corev1.ContainerStateTerminated // the exit of a process not started again
 	waiting     *corev1.ContainerStateWaiting
 	ready       bool
 	readyProbe  probeState
@@ -85,19 +88,26 @@ func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerSt
 			c.restarts++
 		}
 		c.last = prev.LastTerminationState.Terminated
+		// A process that ended for good stays ended, as with a kubelet that restarts.
+		if t := prev.State.Terminated; t != nil && !restarts(w.pod.Spec.RestartPolicy, t.ExitCode) {
+			c.terminated, c.waiting = t, nil
+		}
 	}
 	return c
 }
 
 func (c *container) startSupervisor() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminated != nil {
+		return
+	}
 	c.supervising = true
-	c.mu.Unlock()
 	go c.supervise()
 }
 
-// supervise runs the process until stop: restartPolicy Always, whatever the pod says (the lab
-// runs Deployments' pods).
+// supervise runs the process until stop, or until it exits and the pod's restartPolicy does not
+// start it again. A process that cannot be started is retried whatever the policy says.
 func (c *container) supervise() {
 	defer close(c.done)
 	backOff := time.Duration(0)
@@ -113,7 +123,9 @@ func (c *container) supervise() {
 				c.terminate(cmd, exited, grace)
 				return
 			case <-exited:
-				c.exited(cmd, started)
+				if !c.exited(cmd, started) {
+					return
+				}
 			}
 			if time.Since(started) >= backOffReset {
 				backOff = 0
@@ -168,6 +180,11 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
+	termination, err := c.terminationMount()
+	if err != nil {
+		return nil, nil, err
+	}
+	mounts = append(mounts, termination...)
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		return nil, nil, fmt.Errorf("unshare (util-linux) is missing: install it to run pods: %w", err)
@@ -202,6 +219,10 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	}
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(command, " "))
+	logStart, err := logFile.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to find the end of log %s: %w", c.logPath(), err)
+	}
 	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -214,7 +235,7 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 		close(exited)
 	}()
 	c.mu.Lock()
-	c.pid, c.startedAt, c.running, c.waiting, c.ready = cmd.Process.Pid, time.Now(), true, nil, false
+	c.pid, c.startedAt, c.running, c.waiting, c.ready, c.logStart = cmd.Process.Pid, time.Now(), true, nil, false, logStart
 	c.readyProbe, c.liveProbe = probeState{}, probeState{}
 	c.mu.Unlock()
 	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
@@ -239,8 +260,9 @@ func (c *container) openLog() (*os.File, error) {
 	return f, nil
 }
 
-// exited records how the process ended.
-func (c *container) exited(cmd *exec.Cmd, started time.Time) {
+// exited records how the process ended, with its termination message, and says whether the
+// pod's restartPolicy starts it again.
+func (c *container) exited(cmd *exec.Cmd, started time.Time) bool {
 	st := cmd.ProcessState
 	term := &corev1.ContainerStateTerminated{
 		ExitCode: int32(st.ExitCode()), Reason: "Completed", //nolint:gosec // an exit code is 0-255, or -1
@@ -255,12 +277,23 @@ func (c *container) exited(cmd *exec.Cmd, started time.Time) {
 		term.Reason = "Error"
 	}
 	c.mu.Lock()
-	c.running, c.ready, c.last, c.pid = false, false, term, 0
-	c.waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
-		Message: fmt.Sprintf("back-off restarting failed container %s; see %s", c.spec.Name, c.logPath())}
+	logStart := c.logStart
 	c.mu.Unlock()
-	klog.Background().Info("Container exited", "pod", c.w.key, "container", c.spec.Name, "exitCode", term.ExitCode)
+	term.Message = c.terminationMessage(term.ExitCode, logStart)
+	restart := restarts(c.w.currentPod().Spec.RestartPolicy, term.ExitCode)
+	c.mu.Lock()
+	c.running, c.ready, c.pid = false, false, 0
+	if restart {
+		c.last = term
+		c.waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off restarting failed container %s; see %s", c.spec.Name, c.logPath())}
+	} else {
+		c.terminated, c.waiting = term, nil
+	}
+	c.mu.Unlock()
+	klog.Background().Info("Container exited", "pod", c.w.key, "container", c.spec.Name, "exitCode", term.ExitCode, "restart", restart)
 	c.w.k.writeState(context.Background())
+	return restart
 }
 
 func (c *container) setWaiting(reason, message string) {

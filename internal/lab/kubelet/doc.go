@@ -14,8 +14,16 @@
 //     written atomically (a "..data" symlink swap) and refreshed when the objects change;
 //   - each process in a mount namespace of its own (unshare, then bind mounts, then exec), with
 //     the whole filesystem read-only but for its volumes when readOnlyRootFilesystem is set;
-//   - restartPolicy Always with back-off (1 s doubling to 30 s, reset after 10 s running),
-//     readiness and liveness probes (HTTP GET, TCP), SIGTERM then SIGKILL after the grace period
+//   - the pod's restartPolicy: Always restarts an exited process, OnFailure one that failed, with
+//     back-off (1 s doubling to 30 s, reset after 10 s running); a process not started again
+//     leaves its container Terminated, and once every container is, the pod Succeeded (all
+//     exited 0) or Failed, as a Job's pods end; a kubelet started again does not rerun them;
+//   - termination messages (termination.go): a file per container bound at its
+//     terminationMessagePath (default /dev/termination-log), emptied at each start; at exit its
+//     last 4 KiB become state.terminated.message or, when it is empty, the policy is
+//     FallbackToLogsOnError and the exit code non-zero, the end of that run's log (80 lines,
+//     2 KiB); a pod's messages share 12 KiB;
+//   - readiness and liveness probes (HTTP GET, TCP), SIGTERM then SIGKILL after the grace period
 //     on deletion, then the pod's removal; processes die with the kubelet (Pdeathsig).
 //
 // An image is not pulled: Options.Images maps an image name (without tag) to a binary on this

@@ -281,6 +281,9 @@ func (k *Kubelet) syncPod(ctx context.Context, key types.NamespacedName) error {
 		k.terminate(ctx, key, pod, grace)
 		return nil
 	}
+	if w == nil && terminal(pod.Status.Phase) {
+		return nil // it ended: a kubelet does not run it again
+	}
 	if w == nil {
 		w, err = k.newPodWorker(ctx, pod)
 		if err != nil {

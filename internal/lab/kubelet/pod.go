@@ -88,6 +88,13 @@ func (w *podWorker) update(pod *corev1.Pod) {
 	w.mu.Unlock()
 }
 
+// ended says whether the status last written is a terminal phase.
+func (w *podWorker) ended() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastStatus != nil && terminal(w.lastStatus.Phase)
+}
+
 func (w *podWorker) currentPod() *corev1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -95,7 +102,8 @@ func (w *podWorker) currentPod() *corev1.Pod {
 }
 
 // run prepares the pod's files, then syncs every SyncPeriod: refreshes files, starts containers
-// whose files are ready, probes, and writes the pod's status when it changed.
+// whose files are ready, probes, and writes the pod's status when it changed. It ends once the
+// pod's status says it ended (Succeeded or Failed): nothing of it runs any more.
 func (w *podWorker) run(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	tick := time.NewTicker(w.k.opts.SyncPeriod)
@@ -118,6 +126,9 @@ func (w *podWorker) run(ctx context.Context) {
 		}
 		if err := w.writeStatus(ctx, pod, err); err != nil && ctx.Err() == nil {
 			log.Error(err, "Failed to write pod status")
+		} else if w.ended() {
+			log.Info("Pod ended: its containers are not started again")
+			return
 		}
 		select {
 		case <-ctx.Done():

@@ -38,7 +38,8 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod, filesErr e
 }
 
 // podStatus is what a kubelet reports: Running once a container started (and while it restarts),
-// Ready when every container is.
+// Ready when every container is; Succeeded or Failed once every container ended and none is
+// started again (restartPolicy Never or OnFailure), Failed when one of them failed.
 func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus {
 	ip := w.ip.String()
 	st := &corev1.PodStatus{
@@ -49,14 +50,26 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	if pod.Status.QOSClass != "" {
 		st.QOSClass = pod.Status.QOSClass
 	}
-	allReady, anyStarted := true, false
+	allReady, anyStarted, ended, failed := true, false, 0, 0
 	for _, c := range w.containers {
 		cs := c.status()
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		allReady = allReady && cs.Ready
 		anyStarted = anyStarted || cs.State.Running != nil || cs.RestartCount > 0
+		if t := cs.State.Terminated; t != nil {
+			anyStarted, ended = true, ended+1
+			if t.ExitCode != 0 {
+				failed++
+			}
+		}
 	}
-	if anyStarted {
+	limitMessages(pod, st)
+	switch {
+	case ended > 0 && ended == len(w.containers) && failed > 0:
+		st.Phase = corev1.PodFailed
+	case ended > 0 && ended == len(w.containers):
+		st.Phase = corev1.PodSucceeded
+	case anyStarted:
 		st.Phase = corev1.PodRunning
 	}
 	initialized := corev1.ConditionTrue
@@ -65,18 +78,26 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 		st.Message = filesErr.Error()
 		st.Reason = "VolumesNotReady"
 	}
-	ready := corev1.ConditionFalse
+	ready, notReady := corev1.ConditionFalse, ""
 	if allReady {
 		ready = corev1.ConditionTrue
+	}
+	if terminal(st.Phase) {
+		notReady = "PodCompleted"
 	}
 	st.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodReadyToStartContainers, Status: initialized},
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
-		{Type: corev1.ContainersReady, Status: ready},
-		{Type: corev1.PodReady, Status: ready},
+		{Type: corev1.ContainersReady, Status: ready, Reason: notReady},
+		{Type: corev1.PodReady, Status: ready, Reason: notReady},
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
 	return st
+}
+
+// terminal says whether a pod in this phase has ended for good.
+func terminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
 // keepTransitionTimes stamps each condition's transition time: now when its status changed,
@@ -109,6 +130,9 @@ func (c *container) status() corev1.ContainerStatus {
 	if c.running {
 		cs.ContainerID = containerID(c.w, c.spec.Name, c.pid)
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
+	} else if c.terminated != nil {
+		t := *c.terminated
+		cs.ContainerID, cs.State.Terminated = t.ContainerID, &t
 	} else if c.waiting != nil {
 		w := *c.waiting
 		cs.State.Waiting = &w

@@ -1,6 +1,8 @@
 // Command podprobe is the lab kubelet's test workload: it reports what a pod's process sees
 // (environment, working directory, in-cluster configuration, mounted files, what its
 // ServiceAccount may do) as one "REPORT {json}" line, then serves /readyz and /file on --bind.
+// With --exit it is a Job's process instead: it logs --lines lines, writes --message to its
+// termination message file and exits with that code.
 package main
 
 import (
@@ -39,7 +41,23 @@ func main() {
 	files := flag.String("file", "", "a file to report")
 	writes := flag.String("write", "", "comma-separated files to try to write")
 	unhealthyAfter := flag.Duration("unhealthy-after", 0, "when set, /healthz fails once the process ran this long")
+	exit := flag.Int("exit", -1, "when 0 or more, log --lines lines, write --message and exit with this code")
+	lines := flag.Int("lines", 0, "with --exit, how many numbered lines to log")
+	width := flag.Int("width", 8, "with --exit, the length of each logged line (at least 8)")
+	message := flag.String("message", "", "with --exit, what to write to --message-file")
+	messageFile := flag.String("message-file", "/dev/termination-log", "the container's terminationMessagePath")
 	flag.Parse()
+	if *exit >= 0 {
+		for i := 1; i <= *lines; i++ {
+			fmt.Printf("line %03d%s\n", i, strings.Repeat(".", max(*width-8, 0)))
+		}
+		if *message != "" {
+			if err := os.WriteFile(*messageFile, []byte(*message), 0o600); err != nil {
+				fmt.Println("write message:", err)
+			}
+		}
+		os.Exit(*exit)
+	}
 	r := Report{Env: map[string]string{}, Args: os.Args[1:], Files: map[string]string{}, Writes: map[string]string{}}
 	for _, path := range strings.Split(*writes, ",") {
 		if path == "" {
