@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/replication/volsync"
 	"github.com/drover-io/drover/internal/tenancy"
 )
 
@@ -117,6 +118,10 @@ func (r *Reconciler) selectPVCs(ctx context.Context, sc *scope) (ctrl.Result, er
 		}
 		for i := range list.Items {
 			pvc := &list.Items[i]
+			if why, skip := notTheApplications(pvc); skip {
+				ctrl.LoggerFrom(ctx).V(1).Info("Left a selected PVC out of the group", "pvc", klog.KObj(pvc), "reason", why)
+				continue
+			}
 			released, err := r.releaseDeleted(ctx, sc, pvc)
 			if err != nil {
 				errs = append(errs, err)
@@ -136,6 +141,29 @@ func (r *Reconciler) selectPVCs(ctx context.Context, sc *scope) (ctrl.Result, er
 		return ctrl.Result{}, err
 	}
 	return result, nil
+}
+
+// labelCreatedBy and createdByVolSync mark what VolSync creates itself (its movers' Jobs and
+// pods, their temporary PVCs and snapshots): VolSync labels them so (SetOwnedByVolSync in
+// VolSync's internal/controller/utils/utils.go).
+const (
+	labelCreatedBy   = "app.kubernetes.io/created-by"
+	createdByVolSync = "volsync"
+)
+
+// notTheApplications reports why a PVC that spec.pvcSelector matches is still not one of the
+// application's: drover's own DR-owned PVC of a relocation's final sync (volsync_finalsync.go
+// drives it), or a PVC VolSync made for its mover. A broad selector (an empty one selects every
+// PVC of the namespace) would otherwise protect them as the application's, and replicate,
+// restore and fence them.
+func notTheApplications(pvc *corev1.PersistentVolumeClaim) (string, bool) {
+	if of, ok := pvc.Annotations[volsync.AnnotationFinalSyncOf]; ok {
+		return "the DR-owned PVC of the final sync of PVC " + of, true
+	}
+	if pvc.Labels[labelCreatedBy] == createdByVolSync {
+		return "a PVC VolSync made for its mover", true
+	}
+	return "", false
 }
 
 // releaseDeleted unprotects a PVC that its owner deleted, so the deletion completes: the
