@@ -62,8 +62,8 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	sc.finish(StepRestoringObjects, v1alpha1.DrillResultPassed, fmt.Sprintf(
-		"the capture of %s from S3 profile %s restored into the sandbox (%d objects created, %d there already, %d left out: %s)",
-		capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from, res.Created, res.Adopted, dropped, kubeobjects.Summary(objects)))
+		"the capture of %s from S3 profile %s restored into the sandbox (%s: %d created, %d there already; %d left out)",
+		capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from, kubeobjects.Summary(objects), res.Created, res.Adopted, dropped))
 	return ctrl.Result{}, nil
 }
 

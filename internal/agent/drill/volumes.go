@@ -54,7 +54,7 @@ func (r *Reconciler) copyVolumes(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
 	}
 	sc.sandbox.Status.Mode = v1alpha1.DrillModeFull
-	sc.finish(StepCopyingVolumes, v1alpha1.DrillResultPassed, fmt.Sprintf("%d volumes copied from their latest VolSync images", len(sc.sandbox.Status.Volumes)))
+	sc.finish(StepCopyingVolumes, v1alpha1.DrillResultPassed, copiedMessage(len(sc.sandbox.Status.Volumes)))
 	return ctrl.Result{}, nil
 }
 
@@ -256,4 +256,12 @@ func (r *Reconciler) ensurePVC(ctx context.Context, sc *scope, rp v1alpha1.VolSy
 		return fmt.Sprintf("PVC %s/%s to be Bound", namespace, rp.PVCName), nil
 	}
 	return "", nil
+}
+
+// copiedMessage says how many volumes the sandbox got from the latest VolSync images.
+func copiedMessage(n int) string {
+	if n == 1 {
+		return "1 volume copied from its latest VolSync image"
+	}
+	return fmt.Sprintf("%d volumes copied from their latest VolSync images", n)
 }
