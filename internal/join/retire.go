@@ -19,15 +19,7 @@ import (
 // when the store cannot be read from here, or when a cluster's copy cannot be read. Removing a
 // key no copy holds is no error, so a run that failed half-way is finished by running it again.
 func RetireStoreKey(ctx context.Context, opts RotateOptions, id string) error {
-	o, err := opts.complete()
-	if err != nil {
-		return err
-	}
-	hub, err := newTarget("the hub", o.Hub)
-	if err != nil {
-		return err
-	}
-	copies, err := o.readCopies(ctx, hub)
+	o, copies, err := opts.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,21 @@ type profileCopies struct {
 	without []string
 }
 
+// open completes the options, reaches the hub and reads every copy of the profile's Secret:
+// what a rotation and a retirement both start from.
+func (opts RotateOptions) open(ctx context.Context) (RotateOptions, *profileCopies, error) {
+	o, err := opts.complete()
+	if err != nil {
+		return o, nil, err
+	}
+	hub, err := newTarget("the hub", o.Hub)
+	if err != nil {
+		return o, nil, err
+	}
+	copies, err := o.readCopies(ctx, hub)
+	return o, copies, err
+}
+
 // readCopies reads the hub's copy of the profile's Secret and the copy on every DRCluster.
 func (o RotateOptions) readCopies(ctx context.Context, hub *target) (*profileCopies, error) {
 	hubCopy, err := o.readCopy(ctx, hub)
@@ -214,15 +229,7 @@ func failedClusters(failed map[string]error) string {
 // changes nothing for the agents; running it again finishes the rotation with the same key.
 // The older keys stay: they open what they sealed until RetireStoreKey removes them.
 func RotateStoreKey(ctx context.Context, opts RotateOptions) error {
-	o, err := opts.complete()
-	if err != nil {
-		return err
-	}
-	hub, err := newTarget("the hub", o.Hub)
-	if err != nil {
-		return err
-	}
-	copies, err := o.readCopies(ctx, hub)
+	o, copies, err := opts.open(ctx)
 	if err != nil {
 		return err
 	}

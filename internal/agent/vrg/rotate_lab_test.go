@@ -31,13 +31,7 @@ func TestARotatedStoreKeyIsReadWithoutARestartAndThePrimaryResealsItsObjects(t *
 	ctx := context.Background()
 	east := clusterClient(t, lab.East)
 	app, groupNS := "rotate-app", "rotate-dr"
-	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
-	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
-	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
-	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
-	})).To(Succeed())
+	appWithAConfigMapAndAPVC(ctx, g, east, app, groupNS)
 
 	profiles, raw := labRawStores(g)
 	profile := profiles[1]

@@ -178,13 +178,7 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 	ctx := context.Background()
 	east := clusterClient(t, lab.East)
 	app, groupNS := "inclear-app", "inclear-dr"
-	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
-	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
-	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
-	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
-	})).To(Succeed())
+	appWithAConfigMapAndAPVC(ctx, g, east, app, groupNS)
 	profiles, sealed := labS3Profiles(g)
 	_, raw := labRawStores(g)
 	group := selfContainedVRG(groupNS, app, profiles)
@@ -231,4 +225,17 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 			g.Expect(err).NotTo(HaveOccurred())
 		}
 	}).Should(Succeed(), "the primary rewrites every object of the group in west's store sealed")
+}
+
+// appWithAConfigMapAndAPVC makes, on east, the application namespace app with a ConfigMap conf
+// and a PVC data (labelled app=db, the lab's block class replicated every 3 s), and the admin
+// namespace groupNS for a group protecting it from there.
+func appWithAConfigMapAndAPVC(ctx context.Context, g Gomega, east client.Client, app, groupNS string) {
+	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
+	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
+	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
+	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
+	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+	})).To(Succeed())
 }
