@@ -146,7 +146,7 @@ func pvcRowOf(cluster string, p v1alpha1.PVCSyncSummary, interval time.Duration,
 		row.At = t.UTC().Format(time.DateTime) + " UTC"
 	}
 	if d := p.LastSyncDuration; d != nil {
-		row.Took = d.Duration.String()
+		row.Took = d.Round(100 * time.Microsecond).String()
 	}
 	return row
 }
