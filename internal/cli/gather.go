@@ -165,16 +165,21 @@ func (g *gathering) hub(ctx context.Context, hub client.Client, cfg *rest.Config
 	}
 	g.put("hub/drplacementcontrols.yaml", items)
 	for _, gvk := range hubKinds {
-		g.list(ctx, hub, "hub", "", gvk, nil)
+		g.listOrExplain(ctx, hub, "hub", "", gvk, nil, hubForbidden)
 	}
 	hubNamespaces := append([]string{droverNamespace}, namespaces...)
 	for _, ns := range hubNamespaces {
 		for _, gvk := range namespaceKinds {
-			g.list(ctx, hub, "hub", ns, gvk, nil)
+			g.listOrExplain(ctx, hub, "hub", ns, gvk, nil, hubForbidden)
 		}
 	}
-	g.drover(ctx, "hub", hub, cfg, func(what string) string { return "you may not " + what + " on the hub" })
+	g.drover(ctx, "hub", hub, cfg, hubForbidden)
 	return namespaces, nil
+}
+
+// hubForbidden says what the person's own kubeconfig may not do on the hub.
+func hubForbidden(what string) string {
+	return "you may not " + what + " on the hub"
 }
 
 // managed gathers one managed cluster.
@@ -211,8 +216,16 @@ func (g *gathering) managed(ctx context.Context, m *managedCluster, namespaces [
 
 // listAs lists a kind on a managed cluster, explaining a refusal of its credential.
 func (g *gathering) listAs(ctx context.Context, m *managedCluster, ns string, gvk schema.GroupVersionKind, keep func(unstructured.Unstructured) bool) {
-	if err := g.list(ctx, m.cl, m.name, ns, gvk, keep); apierrors.IsForbidden(err) {
-		g.failures[len(g.failures)-1] = fmt.Sprintf("%s: %s", fileName(m.name, ns, gvk), m.forbidden("list "+gvk.Kind+"s"))
+	g.listOrExplain(ctx, m.cl, m.name, ns, gvk, keep, m.forbidden)
+}
+
+// listOrExplain lists like list; when the credential may not list the kind, the failure
+// recorded says so in forbidden's words (who may not do what, and what to try) instead of the
+// API server's.
+func (g *gathering) listOrExplain(ctx context.Context, cl client.Client, cluster, ns string, gvk schema.GroupVersionKind,
+	keep func(unstructured.Unstructured) bool, forbidden func(string) string) {
+	if err := g.list(ctx, cl, cluster, ns, gvk, keep); apierrors.IsForbidden(err) {
+		g.failures[len(g.failures)-1] = fmt.Sprintf("%s: %s", fileName(cluster, ns, gvk), forbidden("list "+plural(gvk.Kind)))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,9 +21,7 @@ const logTailLines = 5000
 // a file says so instead.
 func (g *gathering) drover(ctx context.Context, cluster string, cl client.Client, cfg *rest.Config, forbidden func(string) string) {
 	for _, gvk := range droverKinds {
-		if err := g.list(ctx, cl, cluster, droverNamespace, gvk, nil); apierrors.IsForbidden(err) {
-			g.failures[len(g.failures)-1] = fmt.Sprintf("%s: %s", fileName(cluster, droverNamespace, gvk), forbidden("list "+gvk.Kind+"s"))
-		}
+		g.listOrExplain(ctx, cl, cluster, droverNamespace, gvk, nil, forbidden)
 	}
 	logs := cluster + "/logs/README.txt"
 	pods := &corev1.PodList{}
