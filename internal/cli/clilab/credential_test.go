@@ -105,7 +105,8 @@ func useHubCredential(t *testing.T, cluster string) {
 	t.Cleanup(func() {
 		s := &corev1.Secret{}
 		ctx := context.Background()
-		if err := hub.Get(ctx, key, s); err == nil {
+		err := hub.Get(ctx, key, s)
+		if err == nil {
 			s.Data[v1alpha1.KubeconfigSecretKey] = admin
 			err = hub.Update(ctx, s)
 		}
