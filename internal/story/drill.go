@@ -106,8 +106,11 @@ func (r *Run) sandboxVolume(ctx context.Context, cluster, ns, pvc string) (recor
 		return records.Report{}, fmt.Errorf("the sandbox's copy of %s on %s: %w", pvc, cluster, err)
 	}
 	pv := &corev1.PersistentVolume{}
-	if err := cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || pv.Spec.CSI == nil {
-		return records.Report{}, fmt.Errorf("the volume of the sandbox's copy %s/%s on %s: %v", ns, pvc, cluster, err)
+	if err := cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		return records.Report{}, fmt.Errorf("the volume of the sandbox's copy %s/%s on %s: %w", ns, pvc, cluster, err)
+	}
+	if pv.Spec.CSI == nil {
+		return records.Report{}, fmt.Errorf("the volume %s of the sandbox's copy %s/%s on %s is not a CSI volume", pv.Name, ns, pvc, cluster)
 	}
 	return r.report(cluster, pv.Spec.CSI.VolumeHandle)
 }
