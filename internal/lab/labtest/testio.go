@@ -64,6 +64,6 @@ func Untar(t testing.TB, file string) []TarFile {
 		if err != nil {
 			t.Fatalf("failed to read %s in %s: %v", h.Name, file, err)
 		}
-		out = append(out, TarFile{Name: h.Name, Mode: os.FileMode(h.Mode), Body: body})
+		out = append(out, TarFile{Name: h.Name, Mode: h.FileInfo().Mode(), Body: body})
 	}
 }
