@@ -71,10 +71,10 @@ const (
 	ReasonProbeFailing = "ProbeFailing"
 	// ReasonCredentialExpired (Reachable): the hub's token for the cluster expired without
 	// being renewed; `drover cluster join` issues a new one.
-	ReasonCredentialExpired = "CredentialExpired"
+	ReasonCredentialExpired = "CredentialExpired" //nolint:gosec // G101: a condition reason, not a credential
 	// ReasonCredentialRefused (Reachable): the cluster refuses the hub's credential (401): it
 	// was revoked, or is not the cluster's; `drover cluster join` issues a new one.
-	ReasonCredentialRefused = "CredentialRefused"
+	ReasonCredentialRefused = "CredentialRefused" //nolint:gosec // G101: a condition reason, not a credential
 	// ReasonUnfenced (Fenced): the cluster is not fenced.
 	ReasonUnfenced = "Unfenced"
 	// ReasonFenced (Fenced): the cluster is fenced after a failover away from it.

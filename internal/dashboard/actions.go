@@ -97,7 +97,9 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 			Output: strings.TrimSpace(buf.String() + "\n" + err.Error()), Back: "/apps/" + ns + "/" + name})
 		return
 	}
-	http.Redirect(w, r, "/apps/"+ns+"/"+name, http.StatusSeeOther)
+	// The target is always the application's page on this server: a path under /apps/, and only
+	// after Act found the DRPlacementControl ns/name.
+	http.Redirect(w, r, "/apps/"+ns+"/"+name, http.StatusSeeOther) //nolint:gosec // G710: same-server path, not an open redirect
 }
 
 // massOptions are the mass action of a request on the applications of cluster from.

@@ -63,7 +63,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Error(w, "this token was already used or is wrong: restart `drover dashboard` for a new URL, or open it in the browser that used it", http.StatusForbidden)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.access.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// Not Secure: the dashboard serves plain http on 127.0.0.1 (Listen), where a Secure
+			// cookie would never be sent back; it is HttpOnly and SameSite=Strict.
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.access.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}) //nolint:gosec // G124: http on loopback only
+
 			u := *r.URL
 			q := u.Query()
 			q.Del("token")
