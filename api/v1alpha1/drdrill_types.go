@@ -10,19 +10,19 @@ import (
 type DrillPhase string
 
 const (
-	// DrillPending: the drill was asked for and has not started.
+	// DrillPending means the drill was asked for and has not started.
 	DrillPending DrillPhase = "Pending"
-	// DrillRunning: the sandbox is being built, started or checked, or kept for keepFor.
+	// DrillRunning means the sandbox is being built, started or checked, or kept for keepFor.
 	DrillRunning DrillPhase = "Running"
-	// DrillTearingDown: the sandbox is being removed; the result is known (status.result).
+	// DrillTearingDown means the sandbox is being removed; the result is known (status.result).
 	DrillTearingDown DrillPhase = "TearingDown"
-	// DrillPassed: the sandbox started and passed its check, and was torn down. Final.
+	// DrillPassed means the sandbox started and passed its check, and was torn down. Final.
 	DrillPassed DrillPhase = "Passed"
-	// DrillFailed: the sandbox did not start, or its check failed, and it was torn down. Final.
+	// DrillFailed means the sandbox did not start, or its check failed, and it was torn down. Final.
 	DrillFailed DrillPhase = "Failed"
-	// DrillAborted: a failover or relocation overtook the drill, which was torn down. Final.
+	// DrillAborted means a failover or relocation overtook the drill, which was torn down. Final.
 	DrillAborted DrillPhase = "Aborted"
-	// DrillRefused: the drill could not start (the DRPC is not Protected, another drill runs,
+	// DrillRefused means the drill could not start (the DRPC is not Protected, another drill runs,
 	// ...); the condition Accepted says why. Final.
 	DrillRefused DrillPhase = "Refused"
 )
@@ -32,10 +32,10 @@ const (
 type DrillMode string
 
 const (
-	// DrillModeFull: the workloads started in the sandbox from a point-in-time copy of the
+	// DrillModeFull means the workloads started in the sandbox from a point-in-time copy of the
 	// replicated volumes.
 	DrillModeFull DrillMode = "Full"
-	// DrillModeReadiness: no copy of some volume could be made without stopping replication; the
+	// DrillModeReadiness means no copy of some volume could be made without stopping replication; the
 	// drill checked every part of a recovery it could (objects dry-run applied, metadata decoded,
 	// StorageClasses present, replication healthy) and started nothing. status.readiness says
 	// what was checked and what could not be.
@@ -47,11 +47,11 @@ const (
 type DrillResult string
 
 const (
-	// DrillResultPassed: the part did what it should.
+	// DrillResultPassed means the part did what it should.
 	DrillResultPassed DrillResult = "Passed"
-	// DrillResultFailed: the part did not; its message says why.
+	// DrillResultFailed means the part did not; its message says why.
 	DrillResultFailed DrillResult = "Failed"
-	// DrillResultSkipped: the part did not run (no check asked for, readiness mode, an abort).
+	// DrillResultSkipped means the part did not run (no check asked for, readiness mode, an abort).
 	DrillResultSkipped DrillResult = "Skipped"
 )
 
