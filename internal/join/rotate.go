@@ -27,7 +27,7 @@ import (
 // from the first step until the last, so a run that stopped half-way (a cluster unreachable)
 // is finished by the next run, with the same key, rather than begun again with a third one.
 
-// AnnotationRotating, on the hub's copy of a profile's Secret, names the key a rotation added
+// AnnotationRotating names, on the hub's copy of a profile's Secret, the key a rotation added
 // and has not yet made current everywhere.
 const AnnotationRotating = "drover.io/store-key-rotating"
 

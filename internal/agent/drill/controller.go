@@ -20,8 +20,8 @@ import (
 const (
 	// Finalizer holds a DrillSandbox until everything it made is removed.
 	Finalizer = "drover.io/drill-sandbox"
-	// LabelDrill, with the drill's ID, marks what a drill made: its namespaces and snapshot
-	// contents.
+	// LabelDrill marks what a drill made, its namespaces and snapshot contents, with the drill's
+	// ID as its value.
 	LabelDrill = "drover.io/drill"
 	// AnnotationSandbox on what a drill made names its DrillSandbox (<namespace>/<name>).
 	AnnotationSandbox = "drover.io/drill-sandbox"
