@@ -43,7 +43,7 @@ func (r *Reconciler) decideMode(ctx context.Context, sc *scope) (ctrl.Result, er
 	pvs, pvcs, from, err := r.readMetadata(ctx, sc.group)
 	if err != nil {
 		sc.waiting(StepCopyingVolumes, "reading the stored PVs and PVCs: "+err.Error())
-		return ctrl.Result{RequeueAfter: requeueWaiting}, nil
+		return ctrl.Result{RequeueAfter: requeueWaiting}, nil //nolint:nilerr // the error is the step's waiting message; the metadata is read again after requeueWaiting
 	}
 	var mirrored []*corev1.PersistentVolumeClaim
 	for _, pvc := range pvcs {
