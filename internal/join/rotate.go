@@ -94,8 +94,8 @@ type profileCopies struct {
 
 // open completes the options, reaches the hub and reads every copy of the profile's Secret:
 // what a rotation and a retirement both start from.
-func (opts RotateOptions) open(ctx context.Context) (RotateOptions, *profileCopies, error) {
-	o, err := opts.complete()
+func (o RotateOptions) open(ctx context.Context) (RotateOptions, *profileCopies, error) {
+	o, err := o.complete()
 	if err != nil {
 		return o, nil, err
 	}
