@@ -132,8 +132,8 @@ func writeNames(w io.Writer, kind string, names []string) error {
 	return nil
 }
 
-// CLIObjectMeta names what a CLI report is about.
-type CLIObjectMeta struct {
+// ObjectMeta names what a CLI report is about.
+type ObjectMeta struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
 }

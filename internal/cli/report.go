@@ -14,7 +14,7 @@ import (
 type PlanReport struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   CLIObjectMeta     `json:"metadata"`
+	Metadata   ObjectMeta        `json:"metadata"`
 	Action     v1alpha1.DRAction `json:"action"`
 	From       string            `json:"from,omitempty"`
 	To         string            `json:"to"`
@@ -29,7 +29,7 @@ type PlanReport struct {
 // reportOf is the report of a preview.
 func reportOf(p *Preview) PlanReport {
 	verdict, detail := (&entry{p: *p}).verdict()
-	return PlanReport{APIVersion: CLIGroupVersion, Kind: "Plan", Metadata: CLIObjectMeta{Name: p.App, Namespace: p.Namespace},
+	return PlanReport{APIVersion: CLIGroupVersion, Kind: "Plan", Metadata: ObjectMeta{Name: p.App, Namespace: p.Namespace},
 		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, ExpectedDataLoss: p.Loss}
 }
 
@@ -38,7 +38,7 @@ func reportOf(p *Preview) PlanReport {
 type ActionResult struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   CLIObjectMeta     `json:"metadata"`
+	Metadata   ObjectMeta        `json:"metadata"`
 	Action     v1alpha1.DRAction `json:"action"`
 	To         string            `json:"to"`
 	// Result is Available, failed, timed out, refused, nothing to do, or asked (without --wait).
@@ -67,7 +67,7 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 	items := make([]ActionResult, 0, len(ts))
 	for _, t := range ts {
 		d := t.a.drpc
-		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: CLIObjectMeta{Name: d.Name, Namespace: d.Namespace},
+		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: ObjectMeta{Name: d.Name, Namespace: d.Namespace},
 			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
 	}
 	return printList(w, items, o.Output)
