@@ -71,14 +71,14 @@ func writeStructured(w io.Writer, format string, obj any) error {
 		return fmt.Errorf("failed to encode the output: %w", err)
 	}
 	var out []byte
-	switch {
-	case format == OutputJSON:
+	switch format {
+	case OutputJSON:
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, raw, "", "  "); err != nil {
 			return err
 		}
 		out = append(buf.Bytes(), '\n')
-	case format == OutputYAML:
+	case OutputYAML:
 		if out, err = yaml.JSONToYAML(raw); err != nil {
 			return fmt.Errorf("failed to encode the output as YAML: %w", err)
 		}
