@@ -69,7 +69,7 @@ func firstToSee(a, b v1alpha1.PVCSyncSummary) int {
 	case b.LastSyncTime == nil:
 		return 1
 	}
-	return a.LastSyncTime.Time.Compare(b.LastSyncTime.Time)
+	return a.LastSyncTime.Compare(b.LastSyncTime.Time)
 }
 
 // withPVCsOf keeps the PVC list of the group's previous summary when nothing else in the
