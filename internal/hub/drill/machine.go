@@ -318,8 +318,9 @@ func (r *Reconciler) tearingDown(ctx context.Context, sc *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// unreachable records that the target cluster could not be reached and waits.
-func unreachable(sc *scope, err error) (ctrl.Result, error) {
+// unreachable records that the target cluster could not be reached and returns the wait: not an
+// error, as the cluster answering again is what the drill waits for.
+func unreachable(sc *scope, err error) ctrl.Result {
 	ctrl.Log.WithName("drill").Info("Target cluster does not answer", "drill", sc.drill.Name, "cluster", sc.drill.Status.TargetCluster, "error", err.Error())
-	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+	return ctrl.Result{RequeueAfter: requeueUnreachable}
 }

@@ -26,8 +26,7 @@ func sandboxKey(d *v1alpha1.DRDrill) client.ObjectKey {
 func (r *Reconciler) sandbox(ctx context.Context, sc *scope, create bool) (*v1alpha1.DrillSandbox, ctrl.Result, error) {
 	cl, err := r.Gateway.Client(ctx, sc.drill.Status.TargetCluster)
 	if err != nil {
-		res, err := unreachable(sc, err)
-		return nil, res, err
+		return nil, unreachable(sc, err), nil
 	}
 	box := &v1alpha1.DrillSandbox{}
 	err = cl.Get(ctx, sandboxKey(sc.drill), box)
@@ -35,8 +34,7 @@ func (r *Reconciler) sandbox(ctx context.Context, sc *scope, create bool) (*v1al
 	case err == nil:
 		return box, ctrl.Result{}, nil
 	case !apierrors.IsNotFound(err):
-		res, err := unreachable(sc, err)
-		return nil, res, err
+		return nil, unreachable(sc, err), nil
 	case !create:
 		// The result is known and the sandbox went (deleted by hand): nothing is left to keep.
 		return &v1alpha1.DrillSandbox{}, ctrl.Result{}, nil
@@ -73,16 +71,14 @@ func (r *Reconciler) deleteSandbox(ctx context.Context, sc *scope) (bool, ctrl.R
 	}
 	cl, err := r.Gateway.Client(ctx, target)
 	if err != nil {
-		res, err := unreachable(sc, err)
-		return false, res, err
+		return false, unreachable(sc, err), nil
 	}
 	box := &v1alpha1.DrillSandbox{ObjectMeta: metav1.ObjectMeta{Namespace: sc.drill.Namespace, Name: sandboxName(sc.drill)}}
 	if err := cl.Delete(ctx, box); err != nil {
 		if apierrors.IsNotFound(err) {
 			return true, ctrl.Result{}, nil
 		}
-		res, err := unreachable(sc, err)
-		return false, res, err
+		return false, unreachable(sc, err), nil
 	}
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(box), box); apierrors.IsNotFound(err) {
 		return true, ctrl.Result{}, nil
