@@ -293,9 +293,8 @@ func (r *Reconciler) tearingDown(ctx context.Context, sc *scope) (ctrl.Result, e
 		// An action that overtook the drill moves the primary: its syncs are no longer the drill's.
 		r.watchPrimary(sc)
 	}
-	gone, res, err := r.deleteSandbox(ctx, sc)
-	if !gone {
-		return res, err
+	if gone, res := r.deleteSandbox(ctx, sc); !gone {
+		return res, nil
 	}
 	st := &sc.drill.Status
 	msg := fmt.Sprintf("the sandbox %s/%s and everything the agent made for it are removed from %s", sc.drill.Namespace, sandboxName(sc.drill), st.TargetCluster)

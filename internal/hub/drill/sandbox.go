@@ -64,26 +64,26 @@ func (r *Reconciler) newSandbox(sc *scope) *v1alpha1.DrillSandbox {
 // deleteSandbox deletes the drill's DrillSandbox and reports whether it is gone (the agent's
 // finalizer holds it until everything it made is removed). A drill that never got a target
 // has no sandbox.
-func (r *Reconciler) deleteSandbox(ctx context.Context, sc *scope) (bool, ctrl.Result, error) {
+func (r *Reconciler) deleteSandbox(ctx context.Context, sc *scope) (bool, ctrl.Result) {
 	target := sc.drill.Status.TargetCluster
 	if target == "" {
-		return true, ctrl.Result{}, nil
+		return true, ctrl.Result{}
 	}
 	cl, err := r.Gateway.Client(ctx, target)
 	if err != nil {
-		return false, unreachable(sc, err), nil
+		return false, unreachable(sc, err)
 	}
 	box := &v1alpha1.DrillSandbox{ObjectMeta: metav1.ObjectMeta{Namespace: sc.drill.Namespace, Name: sandboxName(sc.drill)}}
 	if err := cl.Delete(ctx, box); err != nil {
 		if apierrors.IsNotFound(err) {
-			return true, ctrl.Result{}, nil
+			return true, ctrl.Result{}
 		}
-		return false, unreachable(sc, err), nil
+		return false, unreachable(sc, err)
 	}
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(box), box); apierrors.IsNotFound(err) {
-		return true, ctrl.Result{}, nil
+		return true, ctrl.Result{}
 	}
-	return false, ctrl.Result{RequeueAfter: requeueRunning}, nil
+	return false, ctrl.Result{RequeueAfter: requeueRunning}
 }
 
 // copySandbox copies what the agent built and saw into the drill's record: its steps (between

@@ -70,9 +70,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	if !final(sc.drill.Status.Phase) {
-		gone, res, err := r.deleteSandbox(ctx, sc)
-		if !gone {
-			return res, err
+		if gone, res := r.deleteSandbox(ctx, sc); !gone {
+			return res, nil
 		}
 	}
 	return ctrl.Result{}, r.patchFinalizer(ctx, sc.drill, false)
