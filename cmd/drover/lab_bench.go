@@ -45,7 +45,9 @@ writers and measures:
 each also as a multiple of the floor; settled drover.io write requests per
 VolumeReplicationGroup per minute on east and west (the API servers' apiserver_request_total);
 the hub's and the agents' RSS (/proc of the processes the lab kubelet runs); the p99 reconcile
-time of the DRPlacementControl and VolumeReplicationGroup controllers (drover's metrics). With
+time of the DRPlacementControl and VolumeReplicationGroup controllers (drover's metrics); the
+agents' CPU over drover's steps and the part of it spent sealing and opening the objects they
+write to and read from the stores (their drover_store_* metrics). With
 --drpcs it then fills the hub with that many DRPlacementControls over namespaces without
 workloads and reports the hub's settled requests per second to each managed cluster (its
 rest_client_requests_total) and its RSS. With --drills N (after the sizes, before the hub fill)

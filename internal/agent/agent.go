@@ -14,6 +14,7 @@ import (
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +35,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/metrics"
+	"github.com/drover-io/drover/internal/objectstore"
 	"github.com/drover-io/drover/internal/replication"
 	"github.com/drover-io/drover/internal/replication/volrep"
 	"github.com/drover-io/drover/internal/replication/volsync"
@@ -60,7 +62,8 @@ type Options struct {
 	// MetricsInsecure serves the metrics over plain HTTP to anyone; by default HTTPS to clients
 	// allowed to get /metrics (internal/metrics).
 	MetricsInsecure bool
-	// NewStore builds S3 stores; nil means vrg.NewS3Store.
+	// NewStore builds S3 stores; nil means vrg.NewS3Store, with the sealing's cost reported
+	// among the agent's metrics.
 	NewStore vrg.StoreFactory
 	// InProcess is set when several agents (of different clusters) or successive agents run in
 	// one process, as in tests: controller-runtime otherwise refuses a second controller of
@@ -165,9 +168,6 @@ func (opts *Options) complete() error {
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
 	}
-	if opts.NewStore == nil {
-		opts.NewStore = vrg.NewS3Store
-	}
 	return nil
 }
 
@@ -228,6 +228,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	vrgMetrics := vrg.NewMetrics(mgr.GetClient(), opts.ClusterName)
+	sealMetrics := objectstore.NewSealMetrics(prometheus.Labels{"cluster": opts.ClusterName})
+	if opts.NewStore == nil {
+		opts.NewStore = vrg.S3StoreFactory(sealMetrics)
+	}
 	r := &vrg.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
@@ -241,7 +245,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := drills.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DrillSandbox controller: %w", err)
 	}
-	if err := metrics.Register(mgr, vrgMetrics); err != nil {
+	if err := metrics.Register(mgr, vrgMetrics, sealMetrics); err != nil {
 		return nil, fmt.Errorf("failed to add the agent's metrics: %w", err)
 	}
 	return mgr, nil

@@ -140,20 +140,45 @@ func additionalData(header []byte, key string) []byte {
 // Sealed returns store with every object sealed on the way in and opened on the way out under
 // keys: Put and PutIf write envelopes, Get and GetVersion return what the envelope holds, or a
 // KindRefused error naming the store, the object and the key ID when it does not open. Versions
-// are those of the envelopes, so conditional writes keep their meaning.
+// are those of the envelopes, so conditional writes keep their meaning. SealMetrics.Sealed is
+// the same store with its cost counted.
 func Sealed(store Store, keys Keyring) Store {
-	return &sealedStore{Store: store, keys: keys}
+	return (*SealMetrics)(nil).Sealed(store, keys)
 }
 
 type sealedStore struct {
 	Store
 	keys Keyring
+	// counters count the sealing and opening; nil counts nothing (SealMetrics.Sealed).
+	counters *sealCounters
 }
 
 var _ Store = (*sealedStore)(nil)
 
-func (s *sealedStore) Put(ctx context.Context, key string, body []byte) error {
+// seal seals body for key, counted.
+func (s *sealedStore) seal(key string, body []byte) ([]byte, error) {
+	if s.counters == nil {
+		return Seal(s.keys, key, body)
+	}
+	began := s.counters.now()
 	sealed, err := Seal(s.keys, key, body)
+	s.counters.seal.add(s.counters.now().Sub(began), len(body))
+	return sealed, err
+}
+
+// openEnvelope opens the envelope read for key, counted.
+func (s *sealedStore) openEnvelope(key string, envelope []byte) ([]byte, string, error) {
+	if s.counters == nil {
+		return Open(s.keys, key, envelope)
+	}
+	began := s.counters.now()
+	body, keyID, err := Open(s.keys, key, envelope)
+	s.counters.open.add(s.counters.now().Sub(began), len(envelope))
+	return body, keyID, err
+}
+
+func (s *sealedStore) Put(ctx context.Context, key string, body []byte) error {
+	sealed, err := s.seal(key, body)
 	if err != nil {
 		return &Error{Kind: KindOther, Profile: s.Name(), Op: OpPut, Key: key, Err: err}
 	}
@@ -161,7 +186,7 @@ func (s *sealedStore) Put(ctx context.Context, key string, body []byte) error {
 }
 
 func (s *sealedStore) PutIf(ctx context.Context, key string, body []byte, version string) error {
-	sealed, err := Seal(s.keys, key, body)
+	sealed, err := s.seal(key, body)
 	if err != nil {
 		return &Error{Kind: KindOther, Profile: s.Name(), Op: OpPutIf, Key: key, Err: err}
 	}
@@ -252,7 +277,7 @@ func (s *sealedStore) open(key string, raw []byte) ([]byte, error) {
 
 // openKey is open, with the ID of the key that sealed the object.
 func (s *sealedStore) openKey(key string, raw []byte) ([]byte, string, error) {
-	body, keyID, err := Open(s.keys, key, raw)
+	body, keyID, err := s.openEnvelope(key, raw)
 	if errors.Is(err, ErrNotSealed) {
 		return nil, keyID, Refused(s.Name(), key, fmt.Errorf("%w: it has no drover envelope, so it was written without the store key "+
 			"(by a drover that did not seal its objects, or by someone else); to migrate a group written so, delete its primary marker "+

@@ -29,6 +29,15 @@ import (
 // authenticated, and what it reads is refused unless it opens (docs/security.md, "The S3
 // stores"). A profile without keys is refused: nothing is written in clear.
 func NewS3Store(p objectstore.Profile) (objectstore.Store, error) {
+	return newS3Store(p, nil)
+}
+
+// S3StoreFactory is NewS3Store with the cost of sealing and opening counted in m.
+func S3StoreFactory(m *objectstore.SealMetrics) StoreFactory {
+	return func(p objectstore.Profile) (objectstore.Store, error) { return newS3Store(p, m) }
+}
+
+func newS3Store(p objectstore.Profile, m *objectstore.SealMetrics) (objectstore.Store, error) {
 	if p.Keys.Empty() {
 		return nil, &objectstore.Error{Kind: objectstore.KindInvalidProfile, Profile: p.Name, Secret: p.SecretNamespace + "/" + p.SecretName,
 			Err: fmt.Errorf("it has no store keys (%s in its Secret): run `drover cluster join` again for the cluster of this profile, which adds them", objectstore.SecretStoreKeysKey)}
@@ -37,7 +46,7 @@ func NewS3Store(p objectstore.Profile) (objectstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return objectstore.Sealed(s, p.Keys), nil
+	return m.Sealed(s, p.Keys), nil
 }
 
 // storeCache holds the stores built, by profile.

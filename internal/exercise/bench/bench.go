@@ -95,6 +95,11 @@ type Result struct {
 	StorageGapP99, StorageGapMax time.Duration
 	// HubRSS and AgentRSS are the largest resident memory seen (the agent: of east and west).
 	HubRSS, AgentRSS int64
+	// AgentCPU is the CPU east's and west's agents used over drover's steps (protect, settle,
+	// failover, recover, relocate); Sealing what they spent sealing and opening their objects
+	// then (sealing.go).
+	AgentCPU time.Duration
+	Sealing  Sealing
 	// HubP99 and AgentP99 are the reconcile-time p99 of the DRPlacementControl and
 	// VolumeReplicationGroup controllers over the run.
 	HubP99, AgentP99 time.Duration
@@ -206,8 +211,11 @@ func runOne(ctx context.Context, o *Options, p *probe, pvcs, n int) Result {
 		end, cpuEnd := time.Now(), r.readCPU()
 		r.auditStep(s.name, began, end)
 		if s.profile {
-			say(o, "%s: %s", s.name, cpuProfileOf(cpu, cpuEnd, end.Sub(began), runtime.NumCPU()))
-			r.profileStep(ctx, s.name, scraped)
+			profile := cpuProfileOf(cpu, cpuEnd, end.Sub(began), runtime.NumCPU())
+			say(o, "%s: %s", s.name, profile)
+			after := r.scrapeDrover(ctx)
+			r.profileStep(s.name, scraped, after)
+			r.countSealing(s.name, scraped, after, profile)
 		}
 		if err != nil {
 			res.Err = err

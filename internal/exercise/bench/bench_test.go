@@ -52,6 +52,9 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 	if r.FloorBusy <= 0 || r.SettledBusy <= 0 {
 		t.Errorf("the cores busy during the floor (%.2f) and while settled (%.2f) are not measured", r.FloorBusy, r.SettledBusy)
 	}
+	if s := r.Sealing; s.Seal <= 0 || s.Open <= 0 || s.SealedBytes <= 0 || s.OpenedBytes <= 0 || r.AgentCPU <= 0 {
+		t.Errorf("the agents' sealing (%+v) or their CPU (%s) is not measured", s, r.AgentCPU)
+	}
 	if r.SyncLags == 0 {
 		t.Errorf("no storage sync was seen while settled, so no DRPC's lag was measured: %+v", r)
 	}
@@ -74,7 +77,7 @@ func TestATinyBenchmarkMeasuresEveryFigure(t *testing.T) {
 			t.Errorf("no request rate to %s: %+v", c, h.RequestsPerSecond)
 		}
 	}
-	for _, want := range []string{"| PVCS/APP | APPS | FLOOR |", "| 1 | 2 | ", "| 2 | 1 | Full 2 | ", "- Hub fill: 5 DRPlacementControls"} {
+	for _, want := range []string{"| PVCS/APP | APPS | FLOOR |", "| AGENT CPU | SEAL/OPEN TIME (OF AGENT CPU) |", "| 1 | 2 | ", "| 2 | 1 | Full 2 | ", "- Hub fill: 5 DRPlacementControls"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, md.String())
 		}

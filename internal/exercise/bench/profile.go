@@ -108,9 +108,8 @@ func (r *run) scrapeDrover(ctx context.Context) map[string]snapshot {
 }
 
 // profileStep prints the work profile of each drover process over a step, from the scrapes
-// before it and now. A process not scraped at both ends is left out, with the reason.
-func (r *run) profileStep(ctx context.Context, step string, before map[string]snapshot) {
-	after := r.scrapeDrover(ctx)
+// before and after it. A process not scraped at both ends is left out, with the reason.
+func (r *run) profileStep(step string, before, after map[string]snapshot) {
 	for _, p := range profiled {
 		b, a := before[p.cluster], after[p.cluster]
 		switch {

@@ -11,12 +11,12 @@ import (
 
 // columns of the main table.
 var columns = []string{"PVCS/APP", "APPS", "FLOOR", "RESTORE FLOOR", "CORES BUSY FLOOR/SETTLED", "PROTECT", "FAILOVER", "RECOVER", "RELOCATE", "P50 PER APP FAILOVER/RELOCATE", "RECORDS LOST",
-	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "STORAGE SYNC GAP P99/MAX", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "CHECK"}
+	"LEFT PROTECTED", "DRPC SYNC LAG P50/P99", "STORAGE SYNC GAP P99/MAX", "VRG WRITES/VRG/MIN", "ALL WRITES/MIN", "HUB RSS", "AGENT RSS", "HUB P99", "AGENT P99", "AGENT CPU", "SEAL/OPEN TIME (OF AGENT CPU)", "SEALED/OPENED OBJECTS, BYTES", "CHECK"}
 
 // Complete says whether every figure of the result was measured and every action succeeded.
 func (r *Result) Complete() bool {
 	return r.Err == nil && r.Floor > 0 && r.RestoreFloor > 0 && r.Protect > 0 && r.Failover > 0 && r.Recover > 0 && r.Relocate > 0 &&
-		r.RecordsKept > 0 && r.HubRSS > 0 && r.AgentRSS > 0
+		r.RecordsKept > 0 && r.HubRSS > 0 && r.AgentRSS > 0 && r.AgentCPU > 0 && r.Sealing.Seals > 0 && r.Sealing.Opens > 0
 }
 
 func dur(d time.Duration) string {
@@ -50,7 +50,7 @@ func (r *Result) row() []string {
 		fmt.Sprint(r.PVCs), fmt.Sprint(r.N), dur(r.Floor), ratio(r.RestoreFloor, r.Floor), r.busy(), ratio(r.Protect, r.Floor), ratio(r.Failover, r.Floor),
 		ratio(r.Recover, r.Floor), ratio(r.Relocate, r.Floor), r.perApp(), lost, r.leftProtected(), r.syncLag(), r.storageGap(),
 		fmt.Sprintf("%.1f", r.VRGWritesPerMin), fmt.Sprintf("%.0f", r.AllWritesPerMin), mib(r.HubRSS), mib(r.AgentRSS),
-		msOf(r.HubP99), msOf(r.AgentP99), check,
+		msOf(r.HubP99), msOf(r.AgentP99), dur(r.AgentCPU), r.sealingTime(), r.sealingVolume(), check,
 	}
 }
 
