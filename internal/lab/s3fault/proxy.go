@@ -1,11 +1,13 @@
 // Package s3fault is lab code: an HTTP proxy in front of a lab S3 server that injects the faults
 // an object store shows in production, one at a time and switchable while it runs: refused
-// connections, 503 SlowDown, latency, a PUT that is applied but whose response is lost, and a
-// GET whose body is cut short. Tests point an S3 profile's endpoint at the proxy and prove that
+// connections, 503 SlowDown, latency, a PUT that is applied but whose response is lost, a
+// GET whose body is cut short, and writes acknowledged at once but applied late. Tests point an S3 profile's endpoint at the proxy and prove that
 // drover's conditions name the store, nothing is lost, and protection resumes when it heals.
 package s3fault
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,10 +38,15 @@ const (
 	// TruncateBody forwards a GET and sends only the first half of the object's body, with the
 	// full Content-Length, before closing the connection; other requests are forwarded.
 	TruncateBody
+	// DelayWrites answers a PUT or a DELETE at once as done, and applies it only when the fault
+	// is switched to another, in the order received: the writes of a client that read the
+	// store before land late, as a request held in a network or in a store's queue does.
+	// Reads are forwarded.
+	DelayWrites
 )
 
 func (f Fault) String() string {
-	return [...]string{"None", "Refuse", "SlowDown", "Latency", "LoseResponse", "TruncateBody"}[f]
+	return [...]string{"None", "Refuse", "SlowDown", "Latency", "LoseResponse", "TruncateBody", "DelayWrites"}[f]
 }
 
 // slowDownBody is S3's answer to a client that sends too many requests.
@@ -58,6 +65,8 @@ type Proxy struct {
 	server   *http.Server
 	// applied counts the PUTs forwarded whose response was then dropped.
 	applied int
+	// delayed are the writes DelayWrites acknowledged and has not applied yet.
+	delayed []*http.Request
 }
 
 // Start starts a proxy on a free loopback port in front of the S3 server at target.
@@ -83,6 +92,9 @@ func (p *Proxy) URL() string { return "http://" + p.addr }
 func (p *Proxy) Set(f Fault, delay time.Duration) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fault == DelayWrites && f != DelayWrites {
+		p.applyDelayed()
+	}
 	p.fault, p.delay = f, delay
 	switch {
 	case f == Refuse && p.listener != nil:
@@ -107,6 +119,41 @@ func (p *Proxy) LostResponses() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.applied
+}
+
+// Delayed is how many writes DelayWrites holds, acknowledged and not applied yet.
+func (p *Proxy) Delayed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.delayed)
+}
+
+// delayWrite acknowledges a write and keeps it to apply later; false when its body cannot be
+// read.
+func (p *Proxy) delayWrite(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	late := r.Clone(context.Background())
+	late.Body = io.NopCloser(bytes.NewReader(body))
+	p.mu.Lock()
+	p.delayed = append(p.delayed, late)
+	p.mu.Unlock()
+	if r.Method == http.MethodDelete {
+		w.WriteHeader(http.StatusNoContent)
+	} else {
+		w.WriteHeader(http.StatusOK)
+	}
+	return true
+}
+
+// applyDelayed forwards the delayed writes, in order. The caller holds p.mu.
+func (p *Proxy) applyDelayed() {
+	for _, r := range p.delayed {
+		p.backend.ServeHTTP(&recorder{header: http.Header{}}, r)
+	}
+	p.delayed = nil
 }
 
 // Close stops the proxy.
@@ -150,6 +197,10 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 		p.applied++
 		p.mu.Unlock()
 		hangUp(w)
+	case fault == DelayWrites && (r.Method == http.MethodPut || r.Method == http.MethodDelete):
+		if !p.delayWrite(w, r) {
+			hangUp(w)
+		}
 	case fault == TruncateBody && r.Method == http.MethodGet:
 		rec := &recorder{header: http.Header{}}
 		p.backend.ServeHTTP(rec, r)
