@@ -52,7 +52,11 @@ func Seal(k Keyring, key string, body []byte) ([]byte, error) {
 	}
 	header := make([]byte, 0, 6+len(k.Current)+nonceSize)
 	header = append(header, envelopeMagic...)
-	header = append(header, envelopeVersion, byte(len(k.Current)))
+	idLen := len(k.Current)
+	if idLen > maxKeyIDLen {
+		return nil, fmt.Errorf("%s: the current key ID %q is longer than %d characters", k.Source, k.Current, maxKeyIDLen)
+	}
+	header = append(header, envelopeVersion, byte(idLen))
 	header = append(header, k.Current...)
 	nonce := make([]byte, nonceSize)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (it panics on a broken kernel source)

@@ -70,7 +70,7 @@ func validKeyID(id string) error {
 		return fmt.Errorf("key ID %q must be 1 to %d characters", id, maxKeyIDLen)
 	}
 	for _, r := range id {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
+		if r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' && r != '.' {
 			return fmt.Errorf("key ID %q may hold only letters, digits, '-', '_' and '.'", id)
 		}
 	}
