@@ -105,8 +105,12 @@ func (r *Reconciler) readMetadata(ctx context.Context, group *v1alpha1.VolumeRep
 	var errs []string
 	for _, p := range group.Spec.S3Profiles {
 		store, err := vrg.OpenStore(ctx, r.APIReader, p, r.NewStore, r.StoreLimits)
+		var prefix string
 		if err == nil {
-			pvs, pvcs, err := vrg.ReadMetadata(ctx, store, vrg.StorePrefix(group))
+			prefix, err = vrg.DataPrefix(ctx, store, group)
+		}
+		if err == nil {
+			pvs, pvcs, err := vrg.ReadMetadata(ctx, store, prefix)
 			if err == nil {
 				return pvs, pvcs, p.Name, nil
 			}
@@ -130,11 +134,7 @@ func (r *Reconciler) checkReadiness(ctx context.Context, sc *scope, in readiness
 	}
 	checks = append(checks, classes...)
 	checks = append(checks, replicationCheck(sc.group))
-	objects, err := r.dryRunObjects(ctx, sc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	checks = append(checks, objects)
+	checks = append(checks, r.dryRunObjects(ctx, sc))
 	for _, pvc := range in.mirrored {
 		checks = append(checks, v1alpha1.DrillCheck{Name: clipName("copy of PVC " + pvc.Namespace + "/" + pvc.Name), Result: v1alpha1.DrillResultSkipped,
 			Message: "not checked: its image here is a mirrored secondary, which the storage cannot snapshot or clone without promoting it (ceph-csi snapshots and clones with rbd snap create on the image, refused on a non-primary); its data is proven only by a failover"})
@@ -193,8 +193,9 @@ func replicationCheck(group *v1alpha1.VolumeReplicationGroup) v1alpha1.DrillChec
 }
 
 // dryRunObjects applies every mapped captured object into the sandbox with a server-side dry run:
-// the API server and its admission say whether a recovery could create it here.
-func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) (v1alpha1.DrillCheck, error) {
+// the API server and its admission say whether a recovery could create it here. A refusal is the
+// check's result, never an error of the drill.
+func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) v1alpha1.DrillCheck {
 	c := v1alpha1.DrillCheck{Name: "objects accepted by the API server (dry run)"}
 	capture, from, unavailable, refused := vrg.ReadCapture(ctx, sc.group, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {
 		return vrg.OpenStore(ctx, r.APIReader, p, r.NewStore, r.StoreLimits)
@@ -202,7 +203,7 @@ func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) (v1alpha1.Dri
 	if capture == nil {
 		c.Result, c.Message = v1alpha1.DrillResultFailed, clip(fmt.Sprintf("no capture of the objects could be read (read %q; unavailable: %s; refused: %s)",
 			from, strings.Join(unavailable, "; "), strings.Join(refused, "; ")))
-		return c, nil
+		return c
 	}
 	var failed []string
 	n := 0
@@ -219,10 +220,10 @@ func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) (v1alpha1.Dri
 	}
 	if len(failed) > 0 {
 		c.Result, c.Message = v1alpha1.DrillResultFailed, clip(fmt.Sprintf("%d of %d objects refused: %s", len(failed), n, strings.Join(failed, "; ")))
-		return c, nil
+		return c
 	}
 	c.Result, c.Message = v1alpha1.DrillResultPassed, fmt.Sprintf("%d objects of the capture of %s from S3 profile %s", n, capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from)
-	return c, nil
+	return c
 }
 
 func objectName(o *unstructured.Unstructured) string {

@@ -260,7 +260,8 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 	return []namedPhase{
 		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
-		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"primaryVolSync", r.primaryVolSync},
+		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"pointStores", r.pointStores},
+		{"primaryVolSync", r.primaryVolSync},
 		{"volSyncMovers", r.volSyncMovers}, {"lookAgain", r.lookAgain},
 	}
 }

@@ -21,6 +21,9 @@ func FuzzReadMarker(f *testing.F) {
 	f.Add([]byte(`{"cluster":"east","epoch":1e99}`))
 	f.Add([]byte(`{"cluster":"east","epoch":3,"since":"yesterday"}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"cluster":"west","epoch":4,"data":"claims/3-east/"}`))
+	f.Add([]byte(`{"cluster":"west","epoch":4,"data":"claims/3-east/../../../kube-system/"}`))
+	f.Add([]byte(`{"cluster":"../west","epoch":4,"data":"claims/9-west/"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := context.Background()
 		const prefix = "app/db/"
@@ -35,12 +38,15 @@ func FuzzReadMarker(f *testing.F) {
 			}
 			return
 		}
+		if data := ClaimPrefix(prefix, m); data != prefix && (!strings.HasPrefix(data, prefix+claimsDir) || strings.Contains(data, "..")) {
+			t.Fatalf("an accepted marker %+v names data %q outside the group's claims", m, data)
+		}
 		again := objectstore.NewFake("s3-west")
 		if err := PutMarker(ctx, again, prefix, *m, ""); err != nil {
 			t.Fatalf("an accepted marker %+v cannot be written: %v", m, err)
 		}
 		m2, err := ReadMarker(ctx, again, prefix)
-		if err != nil || m2.Cluster != m.Cluster || m2.Epoch != m.Epoch || !m2.Since.Equal(&m.Since) {
+		if err != nil || m2.Cluster != m.Cluster || m2.Epoch != m.Epoch || !m2.Since.Equal(&m.Since) || m2.Data != m.Data {
 			t.Fatalf("marker %+v read back as %+v, %v", m, m2, err)
 		}
 	})

@@ -36,7 +36,8 @@ import (
 // one wins; the other reads the store again and, finding the newer claim, stops. The data
 // writes that follow a pass's check are separate objects and not conditional: a stale primary
 // that read a store just before the new primary claimed it may still write its metadata once
-// more, and the new primary's next pass rewrites it (docs/design/agent.md).
+// more, under its own claim's keys, which no reader reads once the new primary has moved the
+// marker to its own (claimkeys.go, docs/design/agent.md).
 const (
 	// MarkerKey is the key of the primary marker under a group's prefix.
 	MarkerKey = "primary.json"
@@ -57,6 +58,11 @@ type PrimaryMarker struct {
 	Cluster string      `json:"cluster"`
 	Epoch   int64       `json:"epoch"`
 	Since   metav1.Time `json:"since"`
+	// Data is where the group's newest whole data set is, under the group's prefix
+	// (claimkeys.go): claims/<epoch>-<cluster>/ of the claim that wrote it, or "" for the
+	// group's prefix itself (data written before keys per claim, or none yet). A claim keeps
+	// it; the claim's holder moves it to its own once it has written its data there.
+	Data string `json:"data,omitempty"`
 }
 
 // epochClaim is the value of AnnotationPrimaryEpoch.
@@ -105,6 +111,29 @@ type epochState struct {
 	// pass wrote (or that holds none) has "". The ledger trusts what it knows of a store only
 	// under the same version (ledger.go).
 	versions map[string]string
+	// prefixes are where the group's data is in each store read, as its marker names it
+	// (claimkeys.go): after a catch-up, the own claim's prefix.
+	prefixes map[string]string
+}
+
+// prefix is where the store's marker names the group's data, as read this pass: what a restore
+// reads there, and where a relocation's final capture goes, for its successor to read.
+func (e *epochState) prefix(vrg *v1alpha1.VolumeReplicationGroup, store string) string {
+	if e != nil {
+		if p, ok := e.prefixes[store]; ok {
+			return p
+		}
+	}
+	return StorePrefix(vrg)
+}
+
+// ownPrefix is where the group writes its data: under its own claim's prefix (the group's
+// prefix when the fence did not run).
+func (e *epochState) ownPrefix(vrg *v1alpha1.VolumeReplicationGroup) string {
+	if e == nil {
+		return StorePrefix(vrg)
+	}
+	return StorePrefix(vrg) + claimDir(e.own)
 }
 
 // view is what this pass knows of a store for the ledger: a nil state (the fence did not run)
@@ -173,11 +202,12 @@ func needsClaim(vrg *v1alpha1.VolumeReplicationGroup, claim *epochClaim, markers
 // newer, or of the same epoch but another cluster (two promotions that could not see each
 // other's stores: both stop, as for a split brain), makes the group stale; a store whose marker
 // is older or missing is lagging and is to be caught up.
-func judgeEpoch(own PrimaryMarker, markers []storeMarker) (state *epochState, lagging []storeMarker) {
-	state = &epochState{own: own, failed: map[string]error{}, newest: true, versions: map[string]string{}}
+func judgeEpoch(group string, own PrimaryMarker, markers []storeMarker) (state *epochState, lagging []storeMarker) {
+	state = &epochState{own: own, failed: map[string]error{}, newest: true, versions: map[string]string{}, prefixes: map[string]string{}}
 	for _, m := range markers {
 		if m.err == nil {
 			state.versions[m.name] = m.version
+			state.prefixes[m.name] = ClaimPrefix(group, m.marker)
 		}
 		switch {
 		case m.err != nil:
@@ -212,7 +242,7 @@ func (r *Reconciler) fenceStores(ctx context.Context, sc *scope) (ctrl.Result, e
 		epoch, ok := nextEpoch(markers)
 		if !ok {
 			// Nothing can be written anyway: every store failed, and each is reported.
-			sc.epoch, _ = judgeEpoch(PrimaryMarker{Cluster: r.ClusterName}, markers)
+			sc.epoch, _ = judgeEpoch(StorePrefix(sc.vrg), PrimaryMarker{Cluster: r.ClusterName}, markers)
 			return ctrl.Result{}, fmt.Errorf("failed to claim VolumeReplicationGroup %s as primary: no S3 profile could be read", klog.KObj(sc.vrg))
 		}
 		claim = &epochClaim{Epoch: epoch, Generation: sc.vrg.Generation, Since: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
@@ -227,13 +257,11 @@ func (r *Reconciler) fenceStores(ctx context.Context, sc *scope) (ctrl.Result, e
 		}
 		log.Info("Claimed the group as primary", "epoch", epoch)
 	}
-	var own PrimaryMarker
+	own := PrimaryMarker{Cluster: r.ClusterName}
 	if claim != nil {
-		own = PrimaryMarker{Cluster: r.ClusterName, Epoch: claim.Epoch, Since: claim.Since}
-	} else {
-		own = PrimaryMarker{Cluster: r.ClusterName}
+		own.Epoch, own.Since = claim.Epoch, claim.Since
 	}
-	state, lagging := judgeEpoch(own, markers)
+	state, lagging := judgeEpoch(StorePrefix(sc.vrg), own, markers)
 	sc.epoch = state
 	if !state.isStale() && own.Epoch > 0 {
 		// A group that never claimed has nothing to catch up with.
@@ -258,7 +286,12 @@ func (r *Reconciler) catchUp(ctx context.Context, sc *scope, state *epochState, 
 		// Whatever happens, the marker is not the version read: nothing known of the store
 		// before this pass is trusted (ledger.go).
 		state.versions[m.name] = ""
-		err := PutMarker(ctx, m.store, prefix, state.own, m.version)
+		// The marker keeps naming the data it named (claimkeys.go).
+		written := state.own
+		if m.marker != nil {
+			written.Data = m.marker.Data
+		}
+		err := PutMarker(ctx, m.store, prefix, written, m.version)
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
 			log.Info("Another primary wrote the group's marker at the same time; reading it again", "store", m.name)
 			again := storeMarker{name: m.name, store: m.store}
@@ -266,7 +299,7 @@ func (r *Reconciler) catchUp(ctx context.Context, sc *scope, state *epochState, 
 			if again.err == nil && again.marker != nil && again.marker.Cluster == state.own.Cluster && again.marker.Epoch == state.own.Epoch {
 				// Our own write, applied though its answer was lost (the retry found it done).
 				err = nil
-			} else if rejudged, _ := judgeEpoch(state.own, []storeMarker{again}); rejudged.isStale() {
+			} else if rejudged, _ := judgeEpoch(prefix, state.own, []storeMarker{again}); rejudged.isStale() {
 				if state.stale == nil || rejudged.stale.Epoch > state.stale.Epoch {
 					state.stale, state.staleStore = rejudged.stale, m.name
 				}
@@ -348,9 +381,8 @@ func readMarker(ctx context.Context, store objectstore.Store, prefix string) (*P
 	if err := json.Unmarshal(body, m); err != nil {
 		return nil, "", false, fmt.Errorf("S3 profile %s: the primary marker %s%s cannot be decoded: %w", store.Name(), prefix, MarkerKey, err)
 	}
-	if m.Epoch < 0 || m.Epoch >= MaxEpoch {
-		return nil, "", false, objectstore.Refused(store.Name(), prefix+MarkerKey,
-			fmt.Errorf("its epoch %d is outside [0, %d): no group is promoted that often, so the marker was not written by drover", m.Epoch, MaxEpoch))
+	if err := checkMarker(m); err != nil {
+		return nil, "", false, objectstore.Refused(store.Name(), prefix+MarkerKey, err)
 	}
 	return m, version, current, nil
 }
@@ -420,7 +452,7 @@ func (r *Reconciler) staleDemotion(ctx context.Context, sc *scope) bool {
 		own.Epoch, own.Since = claim.Epoch, claim.Since
 	}
 	// A group that never claimed (epoch 0) is stale as soon as any store holds a marker.
-	sc.epoch, _ = judgeEpoch(own, r.readMarkers(ctx, sc))
+	sc.epoch, _ = judgeEpoch(StorePrefix(sc.vrg), own, r.readMarkers(ctx, sc))
 	if sc.epoch.isStale() {
 		ctrl.LoggerFrom(ctx).Info("Not writing the final capture: a newer primary holds the group",
 			"holder", sc.epoch.stale.Cluster, "epoch", sc.epoch.stale.Epoch)

@@ -3,6 +3,7 @@ package vrg_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func storedGroup(ctx context.Context, g Gomega, store objectstore.Store, group *
 	for _, key := range keys {
 		body, err := store.Get(ctx, key)
 		g.Expect(err).NotTo(HaveOccurred())
-		if key == prefix+kubeobjects.StoreKey {
+		if strings.HasSuffix(key, "/"+kubeobjects.StoreKey) {
 			c, err := kubeobjects.Decode(body)
 			g.Expect(err).NotTo(HaveOccurred())
 			body, err = json.Marshal(c.Objects)
@@ -38,6 +39,13 @@ func storedGroup(ctx context.Context, g Gomega, store objectstore.Store, group *
 		out[key] = string(body)
 	}
 	return out
+}
+
+// dataPrefix is where a store's marker names the group's data: what a restore reads.
+func dataPrefix(ctx context.Context, g Gomega, store objectstore.Store, group *v1alpha1.VolumeReplicationGroup) string {
+	prefix, err := vrg.DataPrefix(ctx, store, group)
+	g.Expect(err).NotTo(HaveOccurred())
+	return prefix
 }
 
 // storedMarker reads a group's primary marker from a store.
@@ -141,7 +149,8 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	var written map[string]string
 	g.Eventually(func(g Gomega) {
 		written = storedGroup(ctx, g, westStore, westGroup)
-		prefix := vrg.StorePrefix(westGroup)
+		prefix := dataPrefix(ctx, g, westStore, westGroup)
+		g.Expect(prefix).To(HaveSuffix("/claims/2-west/"), "west's own data, once written, is what the marker names")
 		g.Expect(written[vrg.PVCKey(prefix, ns, "data-db-0")]).To(ContainSubstring(`"written-by":"west"`))
 		g.Expect(written[prefix+kubeobjects.StoreKey]).To(ContainSubstring(`"written-by":"west"`))
 		g.Expect(written).To(HaveLen(1+4+1), "the marker, 2 PVs and 2 PVCs, and the capture")

@@ -127,7 +127,7 @@ func TestEachStoreMarkerMakesTheGroupStaleLaggingOrCurrent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			state, lagging := judgeEpoch(own, tc.markers)
+			state, lagging := judgeEpoch("ns/g/", own, tc.markers)
 			if tc.stale == "" {
 				g.Expect(state.isStale()).To(BeFalse())
 			} else {
@@ -285,7 +285,7 @@ func TestANewPrimaryCatchesUpAStoreThatMissedItsClaim(t *testing.T) {
 	_, err = f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
 	want := snapshot(g, f.stores["s3-west"])
-	g.Expect(want).To(HaveKey("app/db/" + kubeobjects.StoreKey))
+	g.Expect(want).To(HaveKey("app/db/claims/2-west/" + kubeobjects.StoreKey))
 	m := markerOf(g, east)
 	g.Expect(m.Cluster).To(Equal("west"))
 	g.Expect(m.Epoch).To(Equal(int64(2)))

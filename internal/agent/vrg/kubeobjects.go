@@ -399,7 +399,12 @@ func (r *Reconciler) putCapture(ctx context.Context, sc *scope, profile v1alpha1
 		r.written.drop(sc.vrg, profile.Name)
 		return time.Time{}, false, err
 	}
-	key := StorePrefix(sc.vrg) + kubeobjects.StoreKey
+	// A relocation's final capture goes where the marker names the data, which the successor
+	// reads; any other under the own claim (claimkeys.go).
+	key := sc.epoch.ownPrefix(sc.vrg) + kubeobjects.StoreKey
+	if always {
+		key = sc.epoch.prefix(sc.vrg, profile.Name) + kubeobjects.StoreKey
+	}
 	at, put := doc.at, true
 	if known {
 		if stored, ok := storedCapture(ctx, store, key); ok && stored.sum == doc.sum {
@@ -573,10 +578,14 @@ func (r *Reconciler) readCapture(ctx context.Context, sc *scope) (capture *kubeo
 // object was refused (too large, or failing the checks), each naming the store and the object.
 func ReadCapture(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, mapper apimeta.RESTMapper,
 	storeOf func(v1alpha1.S3Profile) (objectstore.Store, error)) (capture *kubeobjects.Capture, from string, unavailable, refused []string) {
-	key := StorePrefix(vrg) + kubeobjects.StoreKey
 	for _, profile := range vrg.Spec.S3Profiles {
 		store, err := storeOf(profile)
 		var body []byte
+		key := StorePrefix(vrg) + kubeobjects.StoreKey
+		if err == nil {
+			key, err = DataPrefix(ctx, store, vrg)
+			key += kubeobjects.StoreKey
+		}
 		if err == nil {
 			body, err = store.Get(ctx, key)
 		}

@@ -54,7 +54,7 @@ func selfContainedVRG(groupNS, app string, profiles []v1alpha1.S3Profile) *v1alp
 
 // storedCapture reads a group's capture from a store.
 func storedCapture(ctx context.Context, g Gomega, store objectstore.Store, group *v1alpha1.VolumeReplicationGroup) *kubeobjects.Capture {
-	body, err := store.Get(ctx, vrg.StorePrefix(group)+kubeobjects.StoreKey)
+	body, err := store.Get(ctx, dataPrefix(ctx, g, store, group)+kubeobjects.StoreKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := kubeobjects.Decode(body)
 	g.Expect(err).NotTo(HaveOccurred())

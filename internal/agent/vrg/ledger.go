@@ -136,6 +136,22 @@ func (l *ledger) update(vrg *v1alpha1.VolumeReplicationGroup, profile string, v 
 	g.stores[profile] = rec
 }
 
+// remark keeps trusting what a group's record of a store says after the group itself rewrote the
+// store's marker from version from to version to (claimkeys.go: a marker moved to the group's own
+// data changes nothing the record describes).
+func (l *ledger) remark(vrg *v1alpha1.VolumeReplicationGroup, profile, from, to string) {
+	if l == nil || from == "" || to == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.group(vrg)
+	if rec, ok := g.stores[profile]; ok && rec.marker == from {
+		rec.marker = to
+		g.stores[profile] = rec
+	}
+}
+
 // drop forgets what a store holds of a group: it failed, and the next pass compares again.
 func (l *ledger) drop(vrg *v1alpha1.VolumeReplicationGroup, profile string) {
 	if l == nil {
@@ -224,11 +240,12 @@ func verifiedUntil(now time.Time) time.Time {
 // A new generation (another action or state) reads anew.
 type storedMetadata struct {
 	generation int64
-	// store is the profile read; unavailable are the profiles skipped before it.
-	store       string
-	unavailable []string
-	pvs         map[string]*corev1.PersistentVolume
-	pvcs        []*corev1.PersistentVolumeClaim
+	// store is the profile read and prefix where its marker named the data; unavailable are
+	// the profiles skipped before it.
+	store, prefix string
+	unavailable   []string
+	pvs           map[string]*corev1.PersistentVolume
+	pvcs          []*corev1.PersistentVolumeClaim
 }
 
 // restoreRead returns the metadata the group's promotion read in its current generation; nil

@@ -96,7 +96,8 @@ func TestASettledGroupWritesToAStoreOnlyWhenWhatItHoldsChangesOrIsNoLongerKnown(
 	east, west := stores["s3-east"], stores["s3-west"]
 	_, err := f.reconcile(g)
 	g.Expect(err).NotTo(HaveOccurred())
-	const pv, pvc, capture = "app/db/pvs/pv-0.json", "app/db/pvcs/app/data-db-0.json", "app/db/" + kubeobjects.StoreKey
+	// Under the claim's own keys: the first pass claims epoch 1 (claimkeys.go).
+	const pv, pvc, capture = "app/db/claims/1-east/pvs/pv-0.json", "app/db/claims/1-east/pvcs/app/data-db-0.json", "app/db/claims/1-east/" + kubeobjects.StoreKey
 	for _, s := range []*opCounter{east, west} {
 		w, _ := s.reset()
 		g.Expect(w).To(HaveKey(pv))
@@ -153,13 +154,14 @@ func TestASettledGroupWritesToAStoreOnlyWhenWhatItHoldsChangesOrIsNoLongerKnown(
 	}
 
 	// East's store loses the group (its marker too): the next pass writes it all again there,
-	// the marker first; west is untouched.
+	// the marker first, then moves the marker to name that data (claimkeys.go); west is
+	// untouched.
 	g.Expect(east.Fake.DeletePrefix(ctx, "app/db/")).To(Succeed())
 	f.dueCapture(g)
 	_, err = f.pass()
 	g.Expect(err).NotTo(HaveOccurred())
 	w, _ := east.reset()
-	g.Expect(w).To(Equal(map[string]int{"app/db/" + MarkerKey: 1, pv: 1, pvc: 1, capture: 1}))
+	g.Expect(w).To(Equal(map[string]int{"app/db/" + MarkerKey: 2, pv: 1, pvc: 1, capture: 1}))
 	w, _ = west.reset()
 	g.Expect(w).To(BeEmpty())
 

@@ -105,7 +105,7 @@ func CleanPVC(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 // relocation still needs it; its metadata stays for the peer's restore.) It fills
 // sc.metadataPending.
 func metadataObjects(sc *scope) (objects map[string][]byte, keep map[string]bool, err error) {
-	prefix := StorePrefix(sc.vrg)
+	prefix := sc.epoch.ownPrefix(sc.vrg)
 	objects, keep = map[string][]byte{}, map[string]bool{}
 	for _, ps := range sc.pvcs {
 		pvcKey := PVCKey(prefix, ps.pvc.Namespace, ps.pvc.Name)
@@ -129,6 +129,12 @@ func metadataObjects(sc *scope) (objects map[string][]byte, keep map[string]bool
 		}
 		objects[PVKey(prefix, ps.pv.Name)] = pvBody
 		objects[pvcKey] = pvcBody
+	}
+	sc.keptOnly = nil
+	for key := range keep {
+		if _, written := objects[key]; !written {
+			sc.keptOnly = append(sc.keptOnly, key)
+		}
 	}
 	return objects, keep, nil
 }
@@ -178,7 +184,16 @@ func (r *Reconciler) writeMetadata(ctx context.Context, sc *scope, profile v1alp
 	}
 	store, err := r.storeOf(ctx, sc, profile)
 	if err == nil {
-		err = SyncObjects(ctx, store, StorePrefix(sc.vrg), objects, keep)
+		err = SyncObjects(ctx, store, sc.epoch.ownPrefix(sc.vrg), objects, keep)
+	}
+	if err == nil && sc.epoch != nil && sc.epoch.own.Epoch > 0 && sc.epoch.prefix(sc.vrg, profile.Name) == sc.epoch.ownPrefix(sc.vrg) {
+		// What older claims left, and any late write of a stale primary, go at each check
+		// (claimkeys.go).
+		var removed int
+		removed, err = removeOlderClaims(ctx, store, StorePrefix(sc.vrg), sc.epoch.own)
+		if removed > 0 {
+			ctrl.LoggerFrom(ctx).Info("Removed the data of older claims from the S3 profile", "store", profile.Name, "objects", removed)
+		}
 	}
 	if err != nil {
 		r.written.drop(sc.vrg, profile.Name)

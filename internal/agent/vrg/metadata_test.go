@@ -147,11 +147,11 @@ func (c *countingStore) List(ctx context.Context, prefix string) ([]string, erro
 	return c.Store.List(ctx, prefix)
 }
 
-// reads counts the reads (gets and lists) of keys under prefix.
-func (c *countingStore) reads(prefix string) int {
+// metadataReads counts the reads of the fixture group's PV and PVC metadata, under any claim.
+func (c *countingStore) metadataReads() int {
 	n := 0
 	for _, k := range c.read {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, "app/db/") && (strings.Contains(k, "/"+pvsDir) || strings.Contains(k, "/"+pvcsDir)) {
 			n++
 		}
 	}

@@ -33,8 +33,9 @@ type restoreState struct {
 	// done is true when the restore completed in an earlier pass of this generation; nothing
 	// was read then.
 	done bool
-	// store is the S3 profile read; empty when none could be.
-	store string
+	// store is the S3 profile read; empty when none could be. prefix is where its marker named
+	// the group's data.
+	store, prefix string
 	// unavailable are the profiles skipped, each with its error.
 	unavailable []string
 	// refused is set when a profile was skipped for an object it refused (too large, too many
@@ -119,7 +120,7 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	var errs []error
 	for _, pvc := range pvcs {
 		key := pvc.Namespace + "/" + pvc.Name
-		if c := checkStoredPVC(sc.vrg, sc.restore.store, pvc); c != nil {
+		if c := checkStoredPVC(sc.vrg, sc.restore.store, sc.restore.prefix, pvc); c != nil {
 			sc.restore.conflicts[key] = *c
 			continue
 		}
@@ -131,7 +132,7 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 		}
 		pv := pvs[pvc.Spec.VolumeName]
 		if pv != nil {
-			checked, c, err := r.checkedPV(ctx, sc.vrg, sc.restore.store, pvc, pv)
+			checked, c, err := r.checkedPV(ctx, sc.vrg, sc.restore.store, sc.restore.prefix, pvc, pv)
 			if err != nil || c != nil {
 				if c != nil {
 					sc.restore.conflicts[key] = *c
@@ -163,17 +164,21 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 // pass of this generation read already is not read again (storedMetadata).
 func (r *Reconciler) readMetadata(ctx context.Context, sc *scope) (map[string]*corev1.PersistentVolume, []*corev1.PersistentVolumeClaim) {
 	if m := r.written.restoreRead(sc.vrg); m != nil {
-		sc.restore.store, sc.restore.unavailable = m.store, slices.Clone(m.unavailable)
+		sc.restore.store, sc.restore.prefix, sc.restore.unavailable = m.store, m.prefix, slices.Clone(m.unavailable)
 		return m.pvs, m.pvcs
 	}
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		store, err := r.store(ctx, profile)
+		var prefix string
+		if err == nil {
+			prefix, err = DataPrefix(ctx, store, sc.vrg)
+		}
 		if err == nil {
 			var pvs map[string]*corev1.PersistentVolume
 			var pvcs []*corev1.PersistentVolumeClaim
-			if pvs, pvcs, err = ReadMetadata(ctx, store, StorePrefix(sc.vrg)); err == nil {
-				sc.restore.store = profile.Name
-				r.written.setRestoreRead(sc.vrg, &storedMetadata{generation: sc.vrg.Generation, store: profile.Name,
+			if pvs, pvcs, err = ReadMetadata(ctx, store, prefix); err == nil {
+				sc.restore.store, sc.restore.prefix = profile.Name, prefix
+				r.written.setRestoreRead(sc.vrg, &storedMetadata{generation: sc.vrg.Generation, store: profile.Name, prefix: prefix,
 					unavailable: slices.Clone(sc.restore.unavailable), pvs: pvs, pvcs: pvcs})
 				return pvs, pvcs
 			}

@@ -16,20 +16,22 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// storeGroup writes the metadata of PVs and PVCs, as the primary would, into a store.
+// storeGroup writes the metadata of PVs and PVCs, as the primary would, into a store: where its
+// marker names the data (under the group's prefix when it holds none).
 func storeGroup(g Gomega, store objectstore.Store, pvs []*corev1.PersistentVolume, pvcs []*corev1.PersistentVolumeClaim) {
+	prefix := fixtureData(g, store)
 	objects := map[string][]byte{}
 	for _, pv := range pvs {
 		body, err := json.Marshal(CleanPV(pv))
 		g.Expect(err).NotTo(HaveOccurred())
-		objects[PVKey("app/db/", pv.Name)] = body
+		objects[PVKey(prefix, pv.Name)] = body
 	}
 	for _, pvc := range pvcs {
 		body, err := json.Marshal(CleanPVC(pvc))
 		g.Expect(err).NotTo(HaveOccurred())
-		objects[PVCKey("app/db/", pvc.Namespace, pvc.Name)] = body
+		objects[PVCKey(prefix, pvc.Namespace, pvc.Name)] = body
 	}
-	g.Expect(SyncObjects(context.Background(), store, "app/db/", objects, nil)).To(Succeed())
+	g.Expect(SyncObjects(context.Background(), store, prefix, objects, nil)).To(Succeed())
 }
 
 // peerGroup is the metadata east's primary stored for PVCs data-db-0..n-1 on PVs pv-0..n-1.
@@ -142,7 +144,7 @@ func TestAPromotionReadsTheStoredMetadataOncePerGeneration(t *testing.T) {
 		}
 		return f.stores[p.Name], nil
 	}
-	metadata := func() int { return west.reads("app/db/"+pvsDir) + west.reads("app/db/"+pvcsDir) }
+	metadata := func() int { return west.metadataReads() }
 	f.promote(g, v1alpha1.ActionFailover)
 
 	_, err := f.reconcile(g)
@@ -230,7 +232,7 @@ func TestLeftoversThatMatchAreAdoptedAndCollisionsAreReportedAndLeftUntouched(t 
 	keys, err := f.stores["s3-east"].List(ctx, "app/db/pv")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(keys).To(HaveLen(6), "the stored metadata is kept for the restore to finish")
-	body, err := f.stores["s3-east"].Get(ctx, PVCKey("app/db/", "app", "data-db-1"))
+	body, err := f.stores["s3-east"].Get(ctx, PVCKey(fixtureData(g, f.stores["s3-east"]), "app", "data-db-1"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(body)).To(ContainSubstring(`"volumeName":"pv-1"`), "the colliding PVC's metadata is not stored over it")
 	g.Expect(got.Status.ObservedGeneration).To(BeZero())

@@ -234,8 +234,9 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 	}).Should(Succeed(), "the group is DataReady, DataProtected after the first sync, and ClusterDataProtected")
 	t.Logf("VRG created (with the StatefulSet) → DataReady in %s, → DataProtected (first sync of 3 PVCs, interval 5s) in %s", dataReady.Round(time.Millisecond), dataProtected.Round(time.Millisecond))
 
-	prefix := ns + "/db/"
 	for _, store := range stores {
+		prefix := dataPrefix(ctx, g, store, group)
+		g.Expect(prefix).To(Equal(ns+"/db/claims/1-east/"), "the marker names the data under east's claim")
 		keys, err := store.List(ctx, prefix)
 		g.Expect(err).NotTo(HaveOccurred())
 		var pvKeys, pvcKeys []string
@@ -300,6 +301,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
 		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 		for _, store := range stores {
+			prefix := dataPrefix(ctx, g, store, group)
 			keys, err := store.List(ctx, prefix+"pvcs/")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(keys).To(HaveLen(2), "store %s", store.Name())
@@ -330,7 +332,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "VolumeReplication %s is deleted: %v", pvc.Name, err)
 	}
 	for _, store := range stores {
-		keys, err := store.List(ctx, prefix)
+		keys, err := store.List(ctx, vrg.StorePrefix(group))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(BeEmpty(), "store %s holds nothing of the group", store.Name())
 	}
@@ -404,7 +406,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the class's creation wakes the group, well before the 30 s retry")
 	t.Logf("VolumeReplicationClass created → group protected in %s", time.Since(fixed).Round(time.Millisecond))
 	for _, store := range stores {
-		keys, err := store.List(ctx, ns+"/solo/pv")
+		keys, err := store.List(ctx, dataPrefix(ctx, g, store, group)+"pv")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(HaveLen(2), "store %s holds the PV and the PVC", store.Name())
 	}
@@ -464,7 +466,7 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 		g.Expect(got.Status.ObservedGeneration).To(BeZero())
 	}).Should(Succeed())
 	for _, store := range stores {
-		keys, err := store.List(ctx, ns+"/solo/pv")
+		keys, err := store.List(ctx, dataPrefix(ctx, g, store, group)+"pv")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(keys).To(HaveLen(2), "store %s holds the PV and the PVC", store.Name())
 	}

@@ -49,21 +49,21 @@ func refusal(store, key string, err error) restoreConflict {
 }
 
 // checkStoredPVC refuses a stored PVC outside the group's protected namespaces.
-func checkStoredPVC(vrg *v1alpha1.VolumeReplicationGroup, store string, pvc *corev1.PersistentVolumeClaim) *restoreConflict {
+func checkStoredPVC(vrg *v1alpha1.VolumeReplicationGroup, store, prefix string, pvc *corev1.PersistentVolumeClaim) *restoreConflict {
 	namespaces := protectedNamespaces(vrg)
 	if slices.Contains(namespaces, pvc.Namespace) {
 		return nil
 	}
-	c := refusal(store, PVCKey(StorePrefix(vrg), pvc.Namespace, pvc.Name), fmt.Errorf(
+	c := refusal(store, PVCKey(prefix, pvc.Namespace, pvc.Name), fmt.Errorf(
 		"PVC %s/%s is outside the group's protected namespaces [%s]", pvc.Namespace, pvc.Name, strings.Join(namespaces, ", ")))
 	return &c
 }
 
 // checkedPV returns the PV to create from a stored one for the stored PVC, or the refusal.
 // Errors are API failures.
-func (r *Reconciler) checkedPV(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, store string,
+func (r *Reconciler) checkedPV(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, store, prefix string,
 	pvc *corev1.PersistentVolumeClaim, stored *corev1.PersistentVolume) (*corev1.PersistentVolume, *restoreConflict, error) {
-	key := PVKey(StorePrefix(vrg), stored.Name)
+	key := PVKey(prefix, stored.Name)
 	refuse := func(format string, args ...any) (*corev1.PersistentVolume, *restoreConflict, error) {
 		c := refusal(store, key, fmt.Errorf("PV %s "+format, append([]any{stored.Name}, args...)...))
 		return nil, &c, nil

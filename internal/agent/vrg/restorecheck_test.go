@@ -89,11 +89,11 @@ func TestAStoredPVCOutsideTheProtectedNamespacesIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	vrg := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app-dr", Name: "db"},
 		Spec: v1alpha1.VolumeReplicationGroupSpec{ProtectedNamespaces: []string{"app"}}}
-	g.Expect(checkStoredPVC(vrg, "s3-west", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}})).To(BeNil())
-	c := checkStoredPVC(vrg, "s3-west", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "data"}})
+	g.Expect(checkStoredPVC(vrg, "s3-west", "app-dr/db/claims/3-west/", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}})).To(BeNil())
+	c := checkStoredPVC(vrg, "s3-west", "app-dr/db/claims/3-west/", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "data"}})
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.reason).To(Equal(v1alpha1.ReasonStoreObjectRefused))
-	g.Expect(c.message).To(ContainSubstring(`S3 profile s3-west: object "app-dr/db/pvcs/kube-system/data.json" is refused, and nothing is created from it: PVC kube-system/data is outside the group's protected namespaces [app]`))
+	g.Expect(c.message).To(ContainSubstring(`S3 profile s3-west: object "app-dr/db/claims/3-west/pvcs/kube-system/data.json" is refused, and nothing is created from it: PVC kube-system/data is outside the group's protected namespaces [app]`))
 }
 
 func TestRestoredPVCHasNoDataSource(t *testing.T) {

@@ -54,8 +54,9 @@ func TestARotatedStoreKeyIsReadWithoutARestartAndThePrimaryResealsItsObjects(t *
 	sealedWith := func(g Gomega, id string) {
 		keys, err := raw[1].List(ctx, prefix)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(keys).To(ContainElements(prefix+vrg.MarkerKey, prefix+kubeobjects.StoreKey))
-		g.Expect(keys).To(ContainElement(HavePrefix(prefix + "pvs/")))
+		g.Expect(keys).To(ContainElement(prefix + vrg.MarkerKey))
+		g.Expect(keys).To(ContainElement(HaveSuffix("/" + kubeobjects.StoreKey)))
+		g.Expect(keys).To(ContainElement(ContainSubstring("/pvs/")))
 		for _, key := range keys {
 			body, err := raw[1].Get(ctx, key)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -90,7 +91,7 @@ func TestARotatedStoreKeyIsReadWithoutARestartAndThePrimaryResealsItsObjects(t *
 		expectProtected(g, east, group)
 	}).Should(Succeed())
 	sealed := objectstore.Sealed(raw[1], retired)
-	_, err = sealed.Get(ctx, prefix+kubeobjects.StoreKey)
+	_, err = sealed.Get(ctx, dataPrefix(ctx, g, sealed, group)+kubeobjects.StoreKey)
 	g.Expect(err).NotTo(HaveOccurred(), "the capture opens without the retired key")
 }
 

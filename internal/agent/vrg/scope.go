@@ -35,6 +35,9 @@ type scope struct {
 	stores []storeOutcome
 	// metadataPending names PVCs whose metadata cannot be written yet (not bound).
 	metadataPending []string
+	// keptOnly are the metadata keys under the own claim kept but not written this pass
+	// (claimkeys.go: copied along when the marker moves to the own claim).
+	keptOnly []string
 	// metadataObjects counts the objects written to every store.
 	metadataObjects int
 	// restore is what the restore of a promotion observed; nil when the group is not promoting

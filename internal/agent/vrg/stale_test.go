@@ -143,7 +143,7 @@ func TestAFinalCaptureIsNeverWrittenAgainOnACachedGroupFromBeforeIt(t *testing.T
 		_, _ = f.pass()
 	}
 	g.Expect(puts.puts).To(Equal(2), "no capture after the final one")
-	body, err := puts.Get(ctx, "app/db/"+kubeobjects.StoreKey)
+	body, err := puts.Get(ctx, fixtureData(g, puts)+kubeobjects.StoreKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := kubeobjects.Decode(body)
 	g.Expect(err).NotTo(HaveOccurred())

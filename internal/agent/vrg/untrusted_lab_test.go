@@ -272,6 +272,7 @@ func TestAMarkerOfEpochMaxInt64IsRefusedAndTheGroupClaimsFromTheOtherStore(t *te
 		g.Expect(refused).To(BeTrue(), "a condition names the refused marker: %v", got.Status.Conditions)
 		m, err := vrg.ReadMarker(ctx, stores[0], vrg.StorePrefix(group))
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(m).To(Equal(ptr.To(vrg.PrimaryMarker{Cluster: lab.West, Epoch: 1, Since: m.Since})))
+		g.Expect(m).To(Equal(ptr.To(vrg.PrimaryMarker{Cluster: lab.West, Epoch: 1, Since: m.Since, Data: m.Data})))
+		g.Expect(m.Data).To(BeElementOf("", "claims/1-west/"), "the data it restored from, then its own")
 	}).Should(Succeed())
 }
