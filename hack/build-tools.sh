@@ -82,7 +82,8 @@ build() {
 
 # demo = what `drover demo` runs: the lab without kubectl (the lab and the demo never call it) and
 # promtool. 16 min cold on 2 idle cores with empty module and build caches (2026-12-05), most of it
-# kube-apiserver (8 min) and kube-controller-manager (2 min).
+# kube-apiserver (8 min) and kube-controller-manager (2 min), measured when the binaries were built
+# one after another, before the two lanes below.
 demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize)
 lab=("${demo[@]}" kubectl promtool)
 targets=()
