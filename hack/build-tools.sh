@@ -130,8 +130,9 @@ stale() {
 # "$@". The Go module proxy answers each request after about a second here and go build discovers
 # modules as it loads packages, fetching GOMAXPROCS (2) at a time: measured on a loaded 2-core
 # machine (2026-12-05), what the kube module's binaries need (147 modules, 87 MB) took 2 min 36 s
-# that way; `go mod download`, which knows the whole list up front, 1 min 28 s, or 1 min 5 s with
-# GOMAXPROCS=16; all five tools modules of the demo and drover's own at once, 1 min 56 s. The
+# that way; `go mod download` (170 modules: it knows the whole list up front) 1 min 28 s, and with
+# GOMAXPROCS=16 1 min 5 s (1 min 34 s with 48); all five tools modules of the demo and drover's own
+# at once, 16 at a time each, 1 min 56 s. The
 # builds do not wait for it: they fetch what they still miss themselves (the module cache is safe
 # for concurrent go commands, and a module is fetched once).
 download() {
