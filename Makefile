@@ -19,8 +19,10 @@ tools: ## Build the lab's control-plane binaries and promtool into bin/ (only th
 	@hack/build-tools.sh lab
 
 .PHONY: tools-demo
+# tools-demo also downloads drover's own modules meanwhile (many at a time, see download in
+# hack/build-tools.sh), so `make build` right after it does not wait on the module proxy.
 tools-demo: ## Build what the demo runs into bin/ (the lab's binaries without kubectl and promtool)
-	@hack/build-tools.sh demo
+	@GOMAXPROCS=16 $(GO) mod download >/dev/null 2>&1 & hack/build-tools.sh demo; wait
 
 .PHONY: tools-argocd
 tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (7-15 min cold)
