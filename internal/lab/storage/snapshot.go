@@ -298,13 +298,20 @@ func snapshotSource(pvc *corev1.PersistentVolumeClaim) (client.ObjectKey, bool) 
 
 // populate fills the new volume handle of a PVC restored from a VolumeSnapshot with the
 // snapshot's data, before its PV exists: the PVC is provisioned only once the snapshot is
-// ready, as external-provisioner does. A PV that exists already means the volume was filled.
+// ready, as external-provisioner does.
+//
+// A volume that exists already was filled, and is never copied again: CreateVolume is
+// idempotent by name (container-storage-interface/spec spec.md, CreateVolume: a compatible
+// volume of that name is returned as it is), and provision runs again whenever the PVC changes
+// before its PV is in the cache. A second copy would replace a restored volume with whatever
+// the snapshot holds by then, nothing once the snapshot is deleted (its PVC Bound, a restore's
+// hold released): an empty volume where the data was.
 func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass, handle string) (ctrl.Result, error) {
 	key, ok := snapshotSource(pvc)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: handle}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+	if filled, err := exists(VolumePath(s.opts.DataDir, handle)); err != nil || filled {
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pvc", klog.KObj(pvc), "snapshot", key)
