@@ -116,12 +116,13 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 	restoredDir := storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0"))
 	restored, err := records.Verify(restoredDir)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("restored: %s, %d bulk files", lastSeq(restored, writer), bulkFiles(restoredDir))
+	t.Logf("restored: PVC uid %s, volume %s, data source %+v, annotations %v: %s, %d bulk files, entries %v",
+		pvc.UID, pvc.Spec.VolumeName, pvc.Spec.DataSourceRef, pvc.Annotations, lastSeq(restored, writer), bulkFiles(restoredDir), dirEntries(restoredDir))
+	g.Expect(pvc.Spec.DataSourceRef).NotTo(BeNil(), "the PVC is drover's restore")
+	g.Expect(pvc.Spec.DataSourceRef.Name).To(Equal(image), "restored from the latest image")
 	g.Expect(bulkFiles(restoredDir)).To(BeZero(), "the restored PVC holds none of the cut sync's files")
 	diff := records.Compare(imageRecords, restored)
 	g.Expect(diff.Identical).To(BeTrue(), "the restored PVC holds exactly the latest image's records: %+v", diff.Writers)
-	g.Expect(pvc.Spec.DataSourceRef).NotTo(BeNil())
-	g.Expect(pvc.Spec.DataSourceRef.Name).To(Equal(image), "restored from the latest image")
 
 	g.Expect(snapshots.labelled(image)).To(BeTrue(), "the image was labelled %s during the restore", "volsync.backube/do-not-delete")
 	g.Eventually(func(g Gomega) {
@@ -141,6 +142,19 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 func bulkFiles(volume string) int {
 	entries, _ := os.ReadDir(filepath.Join(volume, "zz-bulk"))
 	return len(entries)
+}
+
+// dirEntries names what a volume's top directory holds, for a failure's log.
+func dirEntries(volume string) []string {
+	entries, err := os.ReadDir(volume)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // lastSeq says a writer's last record in a report.
