@@ -127,6 +127,9 @@ type Run struct {
 	// healed).
 	down map[string]bool
 	back map[string]time.Time
+	// droverBack is when a drover process killed during a return's grace ran again
+	// (DroverRestarted): the grace counts from it as from a return.
+	droverBack time.Time
 	// cut are the partitioned clusters, with what the partition step learned (partition.go).
 	cut map[string]*partition
 	// violations are the moments the watcher saw two writable primaries.

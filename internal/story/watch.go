@@ -22,7 +22,8 @@ const pollInterval = 500 * time.Millisecond
 
 // watch checks, until ctx ends, that the two clusters never both run a writable primary of the
 // application: writer pods Running on both, or (volrep) one image primary on both, while both
-// clusters are up and the last to return has been up longer than returnGrace. During a
+// clusters are up and the last to return (or a drover process killed during its grace,
+// DroverRestarted) has been up longer than returnGrace. During a
 // partition drover cannot know, and the cut-off cluster keeps its primary: the watcher reports
 // each such overlap once (Splits) instead of counting it a violation.
 func (r *Run) watch(ctx context.Context) {
@@ -60,15 +61,34 @@ func (r *Run) watch(ctx context.Context) {
 	}
 }
 
-// lastBackLocked is when the last cluster came back (started or healed); r.mu is held.
+// lastBackLocked is when the last cluster came back (started or healed), or drover's process
+// killed during that return's grace ran again, whichever is later; r.mu is held.
 func (r *Run) lastBackLocked() time.Time {
-	last := time.Time{}
+	last := r.droverBack
 	for _, t := range r.back {
 		if t.After(last) {
 			last = t
 		}
 	}
 	return last
+}
+
+// DroverRestarted tells the watcher that a drover process (the hub, or an agent) killed at
+// killed runs again since running. Killed while a returned cluster's grace runs, it is drover
+// coming back too, and the grace counts from its restart: a successor does nothing until it
+// holds its Lease, which a SIGKILLed holder never released (a whole lease duration, 15 s, from
+// the successor's first look), so the returned cluster's writers wait for it. A kill outside
+// such a window changes nothing: two primaries then are a violation at once.
+func (r *Run) DroverRestarted(killed, running time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.lastBackLocked()
+	if last.IsZero() || killed.After(last.Add(returnGrace)) {
+		return
+	}
+	if running.After(r.droverBack) {
+		r.droverBack = running
+	}
 }
 
 // Splits are the overlaps of two writable primaries the watcher saw during a partition, one

@@ -51,6 +51,9 @@ type killer struct {
 	errs  []error
 	// taken counts the kills and errors handed to cycles already.
 	takenKills, takenErrs int
+	// onRestart, when set, hears of each killed process that runs again (the story's watcher,
+	// whose grace after a return a restart extends); it is called without mu held.
+	onRestart func(killed, running time.Time)
 }
 
 func newKiller(o Options) *killer {
@@ -200,6 +203,9 @@ func (k *killer) awaitRestart(ctx context.Context, kill Kill) {
 		for _, p := range st.Processes {
 			if p.Cluster == cluster && p.Running && p.PID != kill.PID {
 				k.restarted(kill, time.Since(kill.At))
+				if k.onRestart != nil {
+					k.onRestart(kill.At, time.Now())
+				}
 				return
 			}
 		}

@@ -81,6 +81,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	env := o.Env
 	env.StopCluster, env.StartCluster = s.k.guardStop(env.StopCluster), s.k.guardStart(env.StartCluster)
 	s.run = story.New(env, o.Case, o.Home)
+	s.k.onRestart = s.run.DroverRestarted
 	began := time.Now()
 	err := s.protectAndCycle(ctx)
 	s.rep.Overlap = s.run.Overlap()
