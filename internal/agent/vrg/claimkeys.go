@@ -200,15 +200,19 @@ func (r *Reconciler) pointStore(ctx context.Context, sc *scope, profile v1alpha1
 
 // copyKept copies into the own claim's prefix the metadata of PVCs kept but not written this
 // pass (keys under to) that the own claim lacks, from where the marker named the data. An object
-// the store refuses is not copied: no restore would use it.
+// the store refuses is not copied: no restore would use it. A store that cannot say whether the
+// own claim holds a key stops the move, which the next pass tries again.
 func copyKept(ctx context.Context, store objectstore.Store, from, to string, kept []string) error {
 	for _, key := range kept {
 		rel, ok := strings.CutPrefix(key, to)
 		if !ok {
 			continue
 		}
-		if _, err := store.Get(ctx, key); !errors.Is(err, objectstore.ErrNotFound) {
-			continue
+		switch _, err := store.Get(ctx, key); {
+		case err == nil || errors.Is(err, objectstore.ErrRefused):
+			continue // the own claim holds it
+		case !errors.Is(err, objectstore.ErrNotFound):
+			return err // unknown: the marker must not move without it
 		}
 		body, err := store.Get(ctx, from+rel)
 		switch {
