@@ -1,5 +1,6 @@
 // Module kustomize pins kustomize, which builds the release manifests (make release-manifests).
 // v5.8.2: v5.8.3 needs Go 1.27.
+// Its dependencies that kwok and kubectl compile too are at their versions there (hack/tools/modules_test.go).
 module github.com/drover-io/drover/hack/tools/kustomize
 
 go 1.26.0
@@ -33,7 +34,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
