@@ -158,24 +158,39 @@ lane() {
   done
 }
 
-# Two lanes build at once: the kube module's binaries in one (most of the work: kube-apiserver
-# alone is several CPU-minutes), everything else in the other, so that one lane's module downloads
-# and single-threaded links overlap the other lane's compiles on a 2-core machine.
+# Two lanes build at once, so that one lane's module downloads and single-threaded links overlap
+# the other lane's compiles on a 2-core machine, in two phases, so that no package is compiled by
+# both lanes at the same time. A package shared by two tools modules at one version (see
+# hack/tools/modules_test.go) is one build action: the build that comes second finds it in the
+# build cache, but two go commands compiling it at once both do the whole work. So phase 1 builds
+# kube-apiserver (most of the work: it compiles k8s.io/api, client-go, grpc, otel, ...) beside the
+# tools that share little with it; phase 2 the other kube binaries beside the tools that compile
+# mostly what kube-apiserver compiled (after_kube).
+after_kube=" etcd kwok kustomize "
 for t in "${targets[@]}"; do
   [[ $t == redis-server ]] || spec "$t" >/dev/null
 done
 todo=()
 while read -r t; do todo+=("$t"); done < <(stale "${targets[@]}")
-kube_lane=() other_lane=()
+first=() kube_rest=() beside=() after=()
 for t in "${todo[@]}"; do
-  if [[ $t != redis-server && $(spec "$t" | cut -d'|' -f1) == kube ]]; then kube_lane+=("$t"); else other_lane+=("$t"); fi
+  if [[ $t == kube-apiserver ]]; then first+=("$t")
+  elif [[ $t != redis-server && $(spec "$t" | cut -d'|' -f1) == kube ]]; then kube_rest+=("$t")
+  elif [[ $after_kube == *" $t "* ]]; then after+=("$t")
+  else beside+=("$t"); fi
 done
 download "${todo[@]}"
 status=0
-lane "${kube_lane[@]}" &
-kube_pid=$!
-lane "${other_lane[@]}" || status=1
-wait "$kube_pid" || status=1
+lane "${first[@]}" &
+first_pid=$!
+lane "${beside[@]}" || status=1
+wait "$first_pid" || status=1
+if [[ $status -eq 0 ]]; then
+  lane "${kube_rest[@]}" &
+  kube_pid=$!
+  lane "${after[@]}" || status=1
+  wait "$kube_pid" || status=1
+fi
 wait
 [[ $status -eq 0 ]] || exit 1
 
