@@ -2,10 +2,8 @@
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
 #   hack/build-tools.sh [lab|demo|codegen|lint|kustomize|argocd|all|NAME...]
-# lab = etcd kube-controlplane kwok versitygw kustomize kubectl promtool (promtool unit-tests the
-# alert rules of config/prometheus in make test). kube-controlplane is kube-apiserver,
-# kube-controller-manager and kube-scheduler in one binary (hack/tools/kube/controlplane): bin/
-# holds the three names as symbolic links to it, and any of them as a NAME builds it.
+# lab = etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize kubectl
+# promtool (promtool unit-tests the alert rules of config/prometheus in make test).
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
 # opt-in, `make tools-argocd`, and not part of all: CI does not need it. monitoring (a Prometheus
 # server, from the module promtool comes from) is opt-in too: `make tools-monitoring`.
@@ -31,8 +29,10 @@ done
 spec() {
   case "$1" in
     etcd) echo "etcd|go.etcd.io/etcd/server/v3|-s -w|about 30 s cold" ;;
-    kube-controlplane) echo "kube|./controlplane|$kube_ldflags|about 11 min cold" ;;
-    kubectl) echo "kube|k8s.io/kubernetes/cmd/kubectl|$kube_ldflags|under 1 min cold after kube-controlplane" ;;
+    kube-apiserver) echo "kube|k8s.io/kubernetes/cmd/kube-apiserver|$kube_ldflags|about 6 min cold" ;;
+    kube-controller-manager) echo "kube|k8s.io/kubernetes/cmd/kube-controller-manager|$kube_ldflags|about 1 min cold after kube-apiserver" ;;
+    kube-scheduler) echo "kube|k8s.io/kubernetes/cmd/kube-scheduler|$kube_ldflags|under 1 min cold after kube-apiserver" ;;
+    kubectl) echo "kube|k8s.io/kubernetes/cmd/kubectl|$kube_ldflags|under 1 min cold after kube-apiserver" ;;
     kwok) echo "kwok|sigs.k8s.io/kwok/cmd/kwok|-s -w|about 75 s cold" ;;
     versitygw) echo "s3|github.com/versity/versitygw/cmd/versitygw|-s -w|about 80 s cold" ;;
     controller-gen) echo "codegen|sigs.k8s.io/controller-tools/cmd/controller-gen|-s -w|about 30 s cold" ;;
@@ -53,13 +53,9 @@ toolchain() {
 }
 
 # stamp prints the stamp of a binary built from tools module $1 with ldflags $2: it changes with
-# the module's files (go.mod, go.sum and its own Go files), the Go version it builds with and the
-# build flags.
+# the module's files, the Go version it builds with and the build flags.
 stamp() {
-  local own
-  own=$(find "$tools/$1" -name '*.go' | sort)
-  # shellcheck disable=SC2086 # one path per line, none with spaces
-  cat "$tools/$1/go.mod" "$tools/$1/go.sum" $own <(GOTOOLCHAIN=$(toolchain "$1") go version) <(echo "$2") | sha256sum | cut -c1-16
+  cat "$tools/$1/go.mod" "$tools/$1/go.sum" <(GOTOOLCHAIN=$(toolchain "$1") go version) <(echo "$2") | sha256sum | cut -c1-16
 }
 
 build() {
@@ -85,10 +81,11 @@ build() {
 }
 
 # demo = what `drover demo` runs: the lab without kubectl (the lab and the demo never call it) and
-# promtool. Most of a cold build is kube-controlplane.
-demo=(etcd kube-controlplane kwok versitygw kustomize)
+# promtool. 16 min cold on 2 idle cores with empty module and build caches (2026-12-05), most of it
+# kube-apiserver (8 min) and kube-controller-manager (2 min), measured when the binaries were built
+# one after another, before the two lanes below.
+demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize)
 lab=("${demo[@]}" kubectl promtool)
-controlplane_names=(kube-apiserver kube-controller-manager kube-scheduler)
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do
@@ -100,7 +97,6 @@ for arg in "$@"; do
     all) targets+=("${lab[@]}" controller-gen golangci-lint) ;;
     argocd) targets+=(argocd redis-server) ;;
     monitoring) targets+=(prometheus) ;;
-    kube-apiserver | kube-controller-manager | kube-scheduler) targets+=(kube-controlplane) ;;
     *) targets+=("$arg") ;;
   esac
 done
@@ -167,9 +163,9 @@ lane() {
 # both lanes at the same time. A package shared by two tools modules at one version (see
 # hack/tools/modules_test.go) is one build action: the build that comes second finds it in the
 # build cache, but two go commands compiling it at once both do the whole work. So phase 1 builds
-# kube-controlplane (most of the work: it compiles k8s.io/api, client-go, grpc, otel, ...) beside
-# the tools that share little with it; phase 2 kubectl beside the tools that compile mostly what
-# kube-controlplane compiled (after_kube).
+# kube-apiserver (most of the work: it compiles k8s.io/api, client-go, grpc, otel, ...) beside the
+# tools that share little with it; phase 2 the other kube binaries beside the tools that compile
+# mostly what kube-apiserver compiled (after_kube).
 after_kube=" etcd kwok kustomize "
 for t in "${targets[@]}"; do
   [[ $t == redis-server ]] || spec "$t" >/dev/null
@@ -178,7 +174,7 @@ todo=()
 while read -r t; do todo+=("$t"); done < <(stale "${targets[@]}")
 first=() kube_rest=() beside=() after=()
 for t in "${todo[@]}"; do
-  if [[ $t == kube-controlplane ]]; then first+=("$t")
+  if [[ $t == kube-apiserver ]]; then first+=("$t")
   elif [[ $t != redis-server && $(spec "$t" | cut -d'|' -f1) == kube ]]; then kube_rest+=("$t")
   elif [[ $after_kube == *" $t "* ]]; then after+=("$t")
   else beside+=("$t"); fi
@@ -197,11 +193,6 @@ if [[ $status -eq 0 ]]; then
 fi
 wait
 [[ $status -eq 0 ]] || exit 1
-if [[ " ${targets[*]} " == *" kube-controlplane "* ]]; then
-  for n in "${controlplane_names[@]}"; do
-    [[ "$(readlink "$bin/$n" 2>/dev/null)" == kube-controlplane ]] || ln -sfn kube-controlplane "$bin/$n"
-  done
-fi
 
 # From the argo-cd module, next to the binary: its CRDs (2 MB, so not committed; the lab installs
 # them on the hub) and the two scripts its repo-server runs git through, found on PATH (the lab

@@ -23,7 +23,9 @@ type demoBuild struct {
 
 var demoBuilds = []demoBuild{
 	{"drover", ".", []string{"./cmd/drover"}},
-	{"kube", "hack/tools/kube", []string{"./controlplane", "k8s.io/kubernetes/cmd/kubectl"}},
+	{"kube", "hack/tools/kube", []string{"k8s.io/kubernetes/cmd/kube-apiserver",
+		"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler",
+		"k8s.io/kubernetes/cmd/kubectl"}},
 	{"etcd", "hack/tools/etcd", []string{"go.etcd.io/etcd/server/v3"}},
 	{"kwok", "hack/tools/kwok", []string{"sigs.k8s.io/kwok/cmd/kwok"}},
 	{"s3", "hack/tools/s3", []string{"github.com/versity/versitygw/cmd/versitygw"}},
