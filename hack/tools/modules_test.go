@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -74,8 +75,9 @@ func compiledModules(t *testing.T, dir string, pkgs []string) map[string]string 
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			stderr = string(exitErr.Stderr)
 		}
 		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr)
 	}
