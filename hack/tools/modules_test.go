@@ -3,10 +3,10 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -99,11 +99,7 @@ func unaligned(versions map[string]map[string][]string) []string {
 		if len(byVersion) < 2 {
 			continue
 		}
-		vers := make([]string, 0, len(byVersion))
-		for v := range byVersion {
-			vers = append(vers, v)
-		}
-		slices.SortFunc(vers, semver.Compare)
+		vers := slices.SortedFunc(maps.Keys(byVersion), semver.Compare)
 		highest := vers[len(vers)-1]
 		var parts, raise []string
 		for _, v := range vers {
@@ -116,7 +112,7 @@ func unaligned(versions map[string]map[string][]string) []string {
 		problems = append(problems, fmt.Sprintf("  %s: %s; go get %s@%s in %s",
 			mod, strings.Join(parts, ", "), mod, highest, strings.Join(raise, ", ")))
 	}
-	sort.Strings(problems)
+	slices.Sort(problems)
 	return problems
 }
 
