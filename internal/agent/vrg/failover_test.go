@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -37,6 +38,16 @@ func setRole(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.Vo
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		got.Spec.ReplicationState, got.Spec.Action = state, action
+		g.Expect(cl.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// scaleTo sets a StatefulSet's replicas, again on a conflict with its controller's writes.
+func scaleTo(ctx context.Context, g Gomega, cl client.Client, key client.ObjectKey, replicas int32) {
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.StatefulSet{}
+		g.Expect(cl.Get(ctx, key, got)).To(Succeed())
+		got.Spec.Replicas = ptr.To(replicas)
 		g.Expect(cl.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
 }

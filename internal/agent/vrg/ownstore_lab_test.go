@@ -6,11 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -58,10 +56,7 @@ func TestAFailoverWhileTheTargetsOwnStoreIsDownRestoresFromThePeersStore(t *test
 
 	// West's store goes down; east stops its workload and is demoted; west is promoted.
 	g.Expect(proxy.Set(s3fault.Refuse, 0)).To(Succeed())
-	sts := &appsv1.StatefulSet{}
-	g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, sts)).To(Succeed())
-	sts.Spec.Replicas = ptr.To[int32](0)
-	g.Expect(east.Update(ctx, sts)).To(Succeed())
+	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
 	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}

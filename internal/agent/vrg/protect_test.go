@@ -285,10 +285,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 
 	// The owner scales down and deletes a PVC: drover releases it (replication removed, policy
 	// restored, finalizer removed), so the deletion completes, and its metadata leaves the stores.
-	sts := &appsv1.StatefulSet{}
-	g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, sts)).To(Succeed())
-	sts.Spec.Replicas = ptr.To(int32(2))
-	g.Expect(east.Update(ctx, sts)).To(Succeed())
+	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 2)
 	released := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-2"}}
 	g.Expect(east.Delete(ctx, released)).To(Succeed())
 	g.Eventually(func(g Gomega) {

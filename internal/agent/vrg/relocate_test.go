@@ -9,10 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -134,12 +132,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary), "nothing is demoted while a pod uses the PVC")
 
 	stop := time.Now()
-	g.Eventually(func(g Gomega) {
-		got := &appsv1.StatefulSet{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(sts), got)).To(Succeed())
-		got.Spec.Replicas = ptr.To[int32](0)
-		g.Expect(east.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
+	scaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(east.List(ctx, pods, client.InNamespace(ns))).To(Succeed())

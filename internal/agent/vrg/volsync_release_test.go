@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -66,12 +65,7 @@ func TestVolSyncSecondaryKeepsReceivingWhenTheWorkloadDeletesItsPVC(t *testing.T
 		got.Spec.VolSync = &v1alpha1.VolSyncSpec{ReceivePVCs: []v1alpha1.VolSyncReceivePVC{receive}}
 		g.Expect(east.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		got := &appsv1.StatefulSet{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(sts), got)).To(Succeed())
-		got.Spec.Replicas = ptr.To[int32](0)
-		g.Expect(east.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
+	scaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
 	rdKey := client.ObjectKey{Namespace: ns, Name: receive.PVCName}
 	var uid types.UID
 	g.Eventually(func(g Gomega) {
