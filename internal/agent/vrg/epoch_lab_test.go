@@ -142,10 +142,13 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-conf"}, cm)).To(Succeed())
 	cm.Data["written-by"] = lab.West
 	g.Expect(west.Update(ctx, cm)).To(Succeed())
-	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, pvc)).To(Succeed())
-	pvc.Labels["written-by"] = lab.West
-	g.Expect(west.Update(ctx, pvc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		// The PV controller and the agent may still write the freshly restored PVC.
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, pvc)).To(Succeed())
+		pvc.Labels["written-by"] = lab.West
+		g.Expect(west.Update(ctx, pvc)).To(Succeed())
+	}).Should(Succeed())
 	var written map[string]string
 	g.Eventually(func(g Gomega) {
 		written = storedGroup(ctx, g, westStore, westGroup)
