@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # build-tools.sh builds the lab's binaries from the Go module proxy into bin/, each only when it is
 # missing or its stamp (module files, Go version, build flags) changed. Usage:
-#   hack/build-tools.sh [lab|demo|codegen|lint|kustomize|argocd|all|NAME...]
+#   hack/build-tools.sh [--list] [lab|demo|codegen|lint|kustomize|argocd|all|NAME...]
+# --list builds nothing: it prints "name|tools-module-dir|package" for each target
+# (hack/tools/modules_test.go reads the demo's builds from it).
 # lab = etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize kubectl
 # promtool (promtool unit-tests the alert rules of config/prometheus in make test).
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
@@ -86,6 +88,8 @@ build() {
 # kube-controller-manager and kube-scheduler 4 min beside etcd, kwok and kustomize (2 min).
 demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize)
 lab=("${demo[@]}" kubectl promtool)
+list=false
+[[ ${1:-} == --list ]] && { list=true; shift; }
 targets=()
 [[ $# -eq 0 ]] && set -- lab
 for arg in "$@"; do
@@ -100,6 +104,14 @@ for arg in "$@"; do
     *) targets+=("$arg") ;;
   esac
 done
+if $list; then
+  for t in "${targets[@]}"; do
+    [[ $t == redis-server ]] && continue
+    IFS='|' read -r dir pkg _ < <(spec "$t")
+    echo "$t|$dir|$pkg"
+  done
+  exit 0
+fi
 # redis-server comes from Debian (Argo CD's application controller caches in it). Installed once
 # with apt-get as root; otherwise the error says what to run.
 install_redis() {

@@ -15,22 +15,42 @@ import (
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// demoBuild is one `go build` that `make demo` runs on a fresh machine: a module directory and the
-// packages built from it (hack/build-tools.sh's demo set, and drover itself).
+// demoBuild is one tools module's `go build`s on a fresh machine: the module's directory and the
+// packages built from it.
 type demoBuild struct {
 	name, dir string
 	pkgs      []string
 }
 
-var demoBuilds = []demoBuild{
-	{"drover", ".", []string{"./cmd/drover"}},
-	{"kube", "hack/tools/kube", []string{"k8s.io/kubernetes/cmd/kube-apiserver",
-		"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler",
-		"k8s.io/kubernetes/cmd/kubectl"}},
-	{"etcd", "hack/tools/etcd", []string{"go.etcd.io/etcd/server/v3"}},
-	{"kwok", "hack/tools/kwok", []string{"sigs.k8s.io/kwok/cmd/kwok"}},
-	{"s3", "hack/tools/s3", []string{"github.com/versity/versitygw/cmd/versitygw"}},
-	{"kustomize", "hack/tools/kustomize", []string{"sigs.k8s.io/kustomize/kustomize/v5"}},
+// demoBuilds returns the builds of `make demo` (hack/build-tools.sh's demo set, as its --list
+// prints it, with kubectl, which make test and make lab-up build from the same module) and
+// drover's own.
+func demoBuilds(t *testing.T, root string) []demoBuild {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "build-tools.sh"), "--list", "demo", "kubectl")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/build-tools.sh --list: %v\n%s", err, stderrOf(err))
+	}
+	builds := []demoBuild{{"drover", root, []string{"./cmd/drover"}}}
+	index := map[string]int{}
+	for _, line := range strings.Fields(string(out)) {
+		parts := strings.Split(line, "|")
+		if len(parts) != 3 {
+			t.Fatalf("hack/build-tools.sh --list printed %q, want name|dir|package", line)
+		}
+		dir, pkg := parts[1], parts[2]
+		if i, ok := index[dir]; ok {
+			builds[i].pkgs = append(builds[i].pkgs, pkg)
+			continue
+		}
+		index[dir] = len(builds)
+		builds = append(builds, demoBuild{dir, filepath.Join(root, "hack", "tools", dir), []string{pkg}})
+	}
+	if len(builds) < 6 {
+		t.Fatalf("hack/build-tools.sh --list demo printed %d tools modules, want at least 5:\n%s", len(builds)-1, out)
+	}
+	return builds
 }
 
 // TestTheDemosBuildsCompileEachSharedModuleOnce checks that every module whose packages two of
@@ -47,8 +67,8 @@ func TestTheDemosBuildsCompileEachSharedModuleOnce(t *testing.T) {
 	}
 	// versions[module][version] = the builds compiling that version of the module.
 	versions := map[string]map[string][]string{}
-	for _, b := range demoBuilds {
-		for mod, ver := range compiledModules(t, filepath.Join(root, b.dir), b.pkgs) {
+	for _, b := range demoBuilds(t, root) {
+		for mod, ver := range compiledModules(t, b.dir, b.pkgs) {
 			if versions[mod] == nil {
 				versions[mod] = map[string][]string{}
 			}
@@ -74,12 +94,7 @@ func compiledModules(t *testing.T, dir string, pkgs []string) map[string]string 
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		var stderr string
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			stderr = string(exitErr.Stderr)
-		}
-		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr)
+		t.Fatalf("go list in %s: %v\n%s", dir, err, stderrOf(err))
 	}
 	mods := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -89,6 +104,15 @@ func compiledModules(t *testing.T, dir string, pkgs []string) map[string]string 
 		}
 	}
 	return mods
+}
+
+// stderrOf returns what a failed command wrote to its standard error.
+func stderrOf(err error) string {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return string(exitErr.Stderr)
+	}
+	return ""
 }
 
 // unaligned describes each module compiled at more than one version: the versions, the builds
