@@ -3,6 +3,7 @@ package vrg_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -142,13 +144,10 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-conf"}, cm)).To(Succeed())
 	cm.Data["written-by"] = lab.West
 	g.Expect(west.Update(ctx, cm)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		// The PV controller and the agent may still write the freshly restored PVC.
-		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, pvc)).To(Succeed())
-		pvc.Labels["written-by"] = lab.West
-		g.Expect(west.Update(ctx, pvc)).To(Succeed())
-	}).Should(Succeed())
+	// A merge patch: the PV controller and the agent may still write the freshly restored PVC.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-0"}}
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{"written-by":%q}}}`, lab.West)
+	g.Expect(west.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, label))).To(Succeed())
 	var written map[string]string
 	g.Eventually(func(g Gomega) {
 		written = storedGroup(ctx, g, westStore, westGroup)

@@ -13,7 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -42,14 +42,12 @@ func setRole(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.Vo
 	}).Should(Succeed())
 }
 
-// scaleTo sets a StatefulSet's replicas, again on a conflict with its controller's writes.
+// scaleTo sets a StatefulSet's replicas with a merge patch, which carries no resourceVersion and
+// so cannot conflict with the StatefulSet controller's own writes.
 func scaleTo(ctx context.Context, g Gomega, cl client.Client, key client.ObjectKey, replicas int32) {
-	g.Eventually(func(g Gomega) {
-		got := &appsv1.StatefulSet{}
-		g.Expect(cl.Get(ctx, key, got)).To(Succeed())
-		got.Spec.Replicas = ptr.To(replicas)
-		g.Expect(cl.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+	g.Expect(cl.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
 // imageReport verifies the records of a PVC's image on a cluster's lab storage.
