@@ -29,15 +29,26 @@ package storage
 //     (transfer.json present: the source's "complete" control file), oldest first. A transfer
 //     whose key differs from the destination's is refused with an ack carrying the error, and
 //     the Synchronizing condition reports the refusal until a transfer is accepted (the
-//     source's handshake normally refuses a wrong key before any data moves). For an accepted
-//     transfer, with copyMethod Snapshot (or Clone), the destination creates a VolumeSnapshot of
-//     its PVC, named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the RD, and waits
-//     until the lab snapshotter (snapshot.go) reports it readyToUse; with Direct/None the latest
-//     image is the PVC itself. Only then does it set status.latestImage, lastSyncTime,
-//     lastSyncStartTime (when the source took its copy), lastSyncDuration and lastManualSync,
-//     and only after that status is stored does it write <syncID>/ack.json (the source sends
-//     nothing more until then, so the snapshot sees the complete sync). A cut transfer never
-//     completes: no snapshot, latestImage stays the last complete sync;
+//     source's handshake normally refuses a wrong key before any data moves). An accepted
+//     transfer ends the destination's mover, as the "complete" control file ends upstream's
+//     (mover-rsync-tls/server.sh): the destination records that the image of this sync is
+//     pending (<dataDir>/volsync/pending/<rd uid>.json, where upstream annotates its PVC
+//     volsync.backube/snapname), closes its listener (no mover runs until the next sync's), and
+//     acknowledges the transfer, so the SOURCE COMPLETES ITS SYNC BEFORE THE DESTINATION HAS AN
+//     IMAGE OF IT, as upstream's does (the source's Job ends about 5 s after the control file,
+//     while the destination's image waits for its Job to end and its snapshot to bind). After
+//     the destination's image delay (ImageDelayAnnotation, DefaultImageDelay; held while
+//     HoldImageAnnotation is "true"), with copyMethod Snapshot (or Clone) it creates a
+//     VolumeSnapshot of its PVC, named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the
+//     RD, and once the lab snapshotter (snapshot.go) has bound it (bound is enough, as upstream's
+//     volumehandler.go ensureImageSnapshot) sets status.latestImage, lastSyncTime,
+//     lastSyncDuration and lastManualSync (the trigger current then) and clears
+//     lastSyncStartTime; with Direct/None the latest image is the PVC itself. A pending image is
+//     finished even while the destination is paused: pause stops mover Jobs, and this one has
+//     succeeded. Then the pending record goes, the listener opens again and, without a trigger
+//     or with a manual trigger not served yet, the next sync starts at once (lastSyncStartTime
+//     set again: a continuous destination almost always shows a running sync). A cut transfer
+//     never completes: no snapshot, latestImage stays the last complete sync;
 //   - snapshots are cleaned up as upstream's (internal/controller/utils/cleanup.go): at a
 //     completed sync the previous latest image is labelled volsync.backube/cleanup=<rd uid>
 //     unless labelled volsync.backube/do-not-delete (any value), and once the status is stored
@@ -45,7 +56,7 @@ package storage
 //     the RD's ownership and cleanup label, so neither the cleanup nor the RD's deletion
 //     removes it. Each step is observed again on the next pass (the snapshot's name is derived
 //     from the syncID), so a crash anywhere repeats at most one step.
-//   - spec.paused stops receiving and closes the listener (no mover runs); a manual trigger
+//   - spec.paused stops receiving new transfers and closes the listener (no mover runs); a manual trigger
 //     accepts one transfer per new value (the mover of an upstream RD runs once per trigger),
 //     the listener closed once it is served; a schedule is not needed on this side and is
 //     ignored.
@@ -163,6 +174,9 @@ const (
 	// pskIdentity is the TLS-PSK identity VolSync writes before the key.
 	pskIdentity = "volsync"
 
+	// maxImageDelay keeps a mistyped image delay from stalling a destination for hours.
+	maxImageDelay = 10 * time.Minute
+
 	transferFile = "transfer.json"
 	ackFile      = "ack.json"
 	dataDirName  = "data"
@@ -197,14 +211,35 @@ type transfer struct {
 	Manual string `json:"manual,omitempty"`
 }
 
-// ack is the destination's answer to a transfer.
+// ack is the destination's answer to a transfer: its mover completed (the source's sync then
+// completes), or refused it.
 type ack struct {
-	// Error says why the transfer was refused; empty when it was applied.
-	Error string `json:"error,omitempty"`
-	// Image names the latest image that holds the transfer's data.
-	Image string    `json:"image,omitempty"`
+	// Error says why the transfer was refused; empty when it was received.
+	Error string    `json:"error,omitempty"`
 	Time  time.Time `json:"time"`
 }
+
+// ImageDelayAnnotation on a ReplicationDestination sets how long after a sync's mover completed
+// the destination takes its image, as a Go duration ("5s"), DefaultImageDelay when absent or
+// not valid: the time a real destination spends ending its mover Job and binding the snapshot,
+// during which the source has recorded the sync and latestImage is still the sync before.
+const ImageDelayAnnotation = "lab.drover.io/image-delay"
+
+// HoldImageAnnotation set to "true" on a ReplicationDestination keeps the image of a sync whose
+// mover completed from being taken until the annotation is removed (a snapshot that does not
+// bind).
+const HoldImageAnnotation = "lab.drover.io/hold-image"
+
+// CleanupDelayAnnotation on a ReplicationDestination sets how long after a sync's image is
+// recorded its clean-up runs, as a Go duration; none when absent. Upstream's clean-up (deleting
+// the mover Job, removing the PVC's snapshot annotation) takes a moment before the next sync
+// starts, often within the second of the completion; a delay of a second or more makes the next
+// sync's lastSyncStartTime later than lastSyncTime at the API's second precision.
+const CleanupDelayAnnotation = "lab.drover.io/cleanup-delay"
+
+// DefaultImageDelay keeps a gap between a source's completion and the destination's image in
+// every lab sync, short enough for tests.
+const DefaultImageDelay = 500 * time.Millisecond
 
 func setupVolSync(mgr ctrl.Manager, s *store) error {
 	if err := os.MkdirAll(filepath.Join(s.opts.DataDir, "volsync", "listeners"), 0o750); err != nil {
@@ -227,6 +262,7 @@ func setupVolSync(mgr ctrl.Manager, s *store) error {
 	reader := mgr.GetAPIReader()
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		s.sweepListeners(ctx, reader)
+		s.sweepSourceCopies(ctx, reader)
 		return nil
 	}))
 }
@@ -277,6 +313,12 @@ func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 	for _, rd := range list.Items {
 		live[rd.UID] = true
 	}
+	pending, _ := filepath.Glob(pendingImagePath(s.opts.DataDir, "*"))
+	for _, f := range pending {
+		if !live[types.UID(strings.TrimSuffix(filepath.Base(f), ".json"))] {
+			_ = os.Remove(f)
+		}
+	}
 	for _, f := range files {
 		var l listener
 		if err := readJSON(f, &l); err == nil && live[l.UID] {
@@ -288,6 +330,32 @@ func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 			continue
 		}
 		log.Info("Removed the listener of a deleted ReplicationDestination", "address", address)
+	}
+}
+
+// sweepSourceCopies removes, once at start, the copies of ReplicationSources deleted while a
+// sync of theirs ran.
+func (s *store) sweepSourceCopies(ctx context.Context, reader client.Reader) {
+	files, err := filepath.Glob(filepath.Join(s.opts.DataDir, "volsync", "copies", "*.json"))
+	if err != nil || len(files) == 0 {
+		return
+	}
+	list := &volsyncv1alpha1.ReplicationSourceList{}
+	if err := retryList(ctx, func() error { return reader.List(ctx, list) }); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list ReplicationSources; stale source copies stay")
+		return
+	}
+	live := map[string]bool{}
+	for _, rs := range list.Items {
+		live[string(rs.UID)] = true
+	}
+	for _, f := range files {
+		// <rs uid>-<sync start>.json
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		if i := strings.LastIndex(name, "-"); i > 0 && !live[name[:i]] {
+			_ = os.RemoveAll(strings.TrimSuffix(f, ".json"))
+			_ = os.Remove(f)
+		}
 	}
 }
 

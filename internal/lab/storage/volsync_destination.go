@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,10 +43,16 @@ type rdScope struct {
 	volume string
 	// moverClosed says why the mover's pod does not run (volsync_mover.go); empty once it runs.
 	moverClosed string
-	// received: the receive phase ran, so pending names the snapshot of a transfer being
-	// applied (empty: none) and the snapshots marked for cleanup may be deleted.
+	// received: the receive phase ran, so the snapshots marked for cleanup may be deleted.
 	received bool
-	pending  string
+	// snapname is the snapshot of the sync whose mover completed (the destination PVC's
+	// volsync.backube/snapname), empty while no image is being taken; moverDone is when that
+	// mover completed.
+	snapname  string
+	moverDone time.Time
+	// imageDone: this pass recorded snapname as the latest image; the clean-up follows once
+	// the status is stored.
+	imageDone bool
 	// acks are written once the status that records them is stored.
 	acks []pendingAck
 }
@@ -71,6 +78,9 @@ func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctr
 	}
 	sc := &rdScope{rd: rd, base: rd.DeepCopy()}
 	sc.address, sc.reach = destinationAddress(rd)
+	if err := s.readPendingImage(sc); err != nil {
+		return ctrl.Result{}, err
+	}
 	if rd.Status == nil {
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{}
 	}
@@ -130,6 +140,29 @@ func (s *store) ensureDestinationPVC(ctx context.Context, sc *rdScope) (ctrl.Res
 	}
 	ctrl.LoggerFrom(ctx).Info("Created destination PVC", "pvc", klog.KObj(pvc))
 	return ctrl.Result{}, nil
+}
+
+// pendingImage is the lab's record of a sync whose mover completed and whose image is not
+// recorded yet (upstream keeps the snapshot's name in the annotation volsync.backube/snapname of
+// the destination PVC; the lab keeps it in a file, which every pass reads without a cache lag).
+type pendingImage struct {
+	Snapshot  string    `json:"snapshot"`
+	MoverDone time.Time `json:"moverDone"`
+}
+
+func pendingImagePath(dataDir string, uid types.UID) string {
+	return filepath.Join(dataDir, "volsync", "pending", string(uid)+".json")
+}
+
+// readPendingImage reads the image being taken, if any.
+func (s *store) readPendingImage(sc *rdScope) error {
+	var p pendingImage
+	err := readJSON(pendingImagePath(s.opts.DataDir, sc.rd.UID), &p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	sc.snapname, sc.moverDone = p.Snapshot, p.MoverDone
+	return err
 }
 
 // ensureDestinationKey finds the key Secret named by the spec or creates
@@ -196,6 +229,9 @@ func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, 
 func (s *store) writeListener(sc *rdScope) error {
 	rd := sc.rd
 	closed := closedReason(rd)
+	if closed == "" && sc.snapname != "" {
+		closed = "its mover finished; the image of the sync is being taken"
+	}
 	if closed == "" {
 		closed = sc.moverClosed
 	}
@@ -220,19 +256,31 @@ func closedReason(rd *volsyncv1alpha1.ReplicationDestination) string {
 	return ""
 }
 
-// receive takes the oldest completed transfer, one step per pass: a snapshot of the volume the
-// source wrote into, then the status (acks follow once the status is stored).
+// receive runs the destination's mover and its image, as VolSync's rsync-tls destination does
+// (backube/volsync internal/controller/mover/rsynctls/mover.go, Synchronize;
+// volumehandler/volumehandler.go, ensureImageSnapshot; statemachine/machine.go): the mover Job
+// ends when the source's "complete" control file arrives, and the source's own Job ends a few
+// seconds later, so the source records its sync before the destination has an image of it.
+// Only then does the destination name a snapshot (pendingImage), create it, wait until it is
+// bound, and record it as status.latestImage with the
+// sync's completion (the source's next sync finds no mover until then). A destination with a
+// snapshot named finishes it even while paused: pause
+// only stops mover Jobs, and this one has already succeeded.
 func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
-	poll := ctrl.Result{RequeueAfter: volsyncPoll}
+	if sc.snapname != "" {
+		return s.finishImage(ctx, sc)
+	}
 	if rd.Spec.Paused {
 		return ctrl.Result{RequeueAfter: volsyncIdle}, nil
 	}
 	sc.received = true
+	startDestinationSync(rd)
 	t, dir, err := nextTransfer(incomingPath(s.opts.DataDir, sc.address))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	poll := ctrl.Result{RequeueAfter: volsyncPoll}
 	if t == nil {
 		if !lastTransferRefused(rd.Status.Conditions) {
 			s.setListening(sc)
@@ -251,17 +299,59 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, msg)
 		return poll, nil
 	}
-	// The source wrote the data into the volume before it marked the transfer complete: the
-	// volume is consistent now, and stays so until this transfer is acknowledged.
-	sc.pending = snapshotNameFor(rd.Name, filepath.Base(dir), t.StartTime)
-	image, err := s.ensureLatestImage(ctx, sc)
-	if err != nil {
+	return s.moverCompleted(ctx, sc, t, dir)
+}
+
+// moverCompleted ends the mover of an accepted transfer: the source wrote its data into the
+// volume before its control file, so the volume holds the complete sync now, and keeps it, as
+// no mover runs until the image is taken. The snapshot's name goes on the PVC first (a restart
+// finds it there), then the source hears of the completion (ack.json, once the status is
+// stored), and the listener closes until the next sync's mover runs.
+func (s *store) moverCompleted(ctx context.Context, sc *rdScope, t *transfer, dir string) (ctrl.Result, error) {
+	rd := sc.rd
+	name := snapshotNameFor(rd.Name, filepath.Base(dir), t.StartTime)
+	path := pendingImagePath(s.opts.DataDir, rd.UID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to record the pending image: %w", err)
+	}
+	if err := writeJSON(path, pendingImage{Snapshot: name, MoverDone: time.Now()}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if image == nil {
+	sc.snapname, sc.moverDone = name, time.Now()
+	sc.moverClosed = "its mover finished; the image of the sync is being taken"
+	sc.acks = append(sc.acks, pendingAck{dir: dir, ack: ack{Time: time.Now()}})
+	setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
+		fmt.Sprintf("Received %d bytes from %s; taking snapshot %s", t.Bytes, t.Source, name))
+	ctrl.LoggerFrom(ctx).Info("Mover completed", "source", t.Source, "bytes", t.Bytes, "snapshot", name)
+	return ctrl.Result{RequeueAfter: volsyncPoll}, nil
+}
+
+// finishImage takes the image of the sync whose mover completed, after the destination's image
+// delay (ImageDelayAnnotation) and never while HoldImageAnnotation holds it, and records it
+// once its snapshot is bound (upstream records a bound snapshot, ready to use or not).
+func (s *store) finishImage(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
+	rd := sc.rd
+	if rd.Status.LatestImage != nil && rd.Status.LatestImage.Name == sc.snapname {
+		// Recorded: the clean-up runs once the destination's clean-up delay has passed.
+		if wait := cleanupDelay(rd) - time.Since(rd.Status.LastSyncTime.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: min(wait, volsyncPoll)}, nil
+		}
+		sc.imageDone = true
+		return ctrl.Result{}, nil
+	}
+	msg := fmt.Sprintf("The mover finished; taking snapshot %s", sc.snapname)
+	if rd.Annotations[HoldImageAnnotation] == "true" {
 		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
-			fmt.Sprintf("Received %d bytes from %s; taking snapshot %s", t.Bytes, t.Source, sc.pending))
-		return poll, nil
+			msg+": held by annotation "+HoldImageAnnotation)
+		return ctrl.Result{RequeueAfter: volsyncPoll}, nil
+	}
+	if wait := imageDelay(rd) - time.Since(sc.moverDone); wait > 0 {
+		return ctrl.Result{RequeueAfter: min(wait, volsyncPoll)}, nil
+	}
+	image, err := s.ensureLatestImage(ctx, sc)
+	if err != nil || image == nil {
+		setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync, msg)
+		return ctrl.Result{RequeueAfter: volsyncPoll}, err
 	}
 	if err := s.markOldImage(ctx, rd, image); err != nil {
 		return ctrl.Result{}, err
@@ -269,18 +359,50 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	now := time.Now()
 	st := rd.Status
 	st.LatestImage = image
-	st.LastSyncStartTime = statusTime(t.StartTime)
 	st.LastSyncTime = statusTime(now)
-	st.LastSyncDuration = &metav1.Duration{Duration: now.Sub(t.StartTime).Round(time.Millisecond)}
-	if manual != "" {
-		st.LastManualSync = manual
+	if st.LastSyncStartTime != nil {
+		st.LastSyncDuration = &metav1.Duration{Duration: now.Sub(st.LastSyncStartTime.Time).Round(time.Millisecond)}
 	}
-	sc.acks = append(sc.acks, pendingAck{dir: dir, ack: ack{Image: image.Name, Time: now}})
-	sc.pending = ""
-	s.setListening(sc)
-	ctrl.LoggerFrom(ctx).Info("Received volume", "source", t.Source, "bytes", t.Bytes,
-		"image", image.Name, "duration", st.LastSyncDuration.Duration)
-	return poll, nil
+	st.LastSyncStartTime = nil
+	st.LastManualSync = manualTrigger(rd.Spec.Trigger)
+	sc.imageDone = cleanupDelay(rd) == 0
+	ctrl.LoggerFrom(ctx).Info("Recorded the image of a sync", "image", image.Name)
+	return ctrl.Result{RequeueAfter: volsyncPoll}, nil
+}
+
+// startDestinationSync starts the destination's next sync as VolSync's state machine does after
+// a clean-up (machine.go, shouldSync): at once without a trigger (continuous mode, so a sync
+// almost always runs and lastSyncStartTime is later than lastSyncTime), or when
+// spec.trigger.manual differs from status.lastManualSync. The destination side ignores a
+// schedule in the lab (its mover only waits for the source).
+func startDestinationSync(rd *volsyncv1alpha1.ReplicationDestination) {
+	st := rd.Status
+	if st.LastSyncStartTime != nil {
+		return
+	}
+	if manual := manualTrigger(rd.Spec.Trigger); manual != "" && manual == st.LastManualSync && st.LastSyncTime != nil {
+		return
+	}
+	st.LastSyncStartTime = statusTime(time.Now())
+}
+
+// cleanupDelay is how long after a sync's image is recorded the destination's clean-up runs,
+// and so the next sync starts.
+func cleanupDelay(rd *volsyncv1alpha1.ReplicationDestination) time.Duration {
+	d, err := time.ParseDuration(rd.Annotations[CleanupDelayAnnotation])
+	if err != nil || d < 0 {
+		return 0
+	}
+	return min(d, maxImageDelay)
+}
+
+// imageDelay is how long after its mover completed the destination takes a sync's image.
+func imageDelay(rd *volsyncv1alpha1.ReplicationDestination) time.Duration {
+	d, err := time.ParseDuration(rd.Annotations[ImageDelayAnnotation])
+	if err != nil || d < 0 {
+		return DefaultImageDelay
+	}
+	return min(d, maxImageDelay)
 }
 
 // refusedPrefix starts the Synchronizing message of a refused transfer, which stays until a
@@ -359,8 +481,8 @@ func snapshotNameFor(rdName, syncID string, start time.Time) string {
 	return fmt.Sprintf("volsync-%s-dst-%s-%s", rdName, start.UTC().Format("20060102150405"), hex.EncodeToString(sum[:3]))
 }
 
-// ensureLatestImage returns the image that holds the applied transfer, nil while its snapshot
-// is being taken.
+// ensureLatestImage returns the image of the sync whose mover completed (sc.snapname), nil while
+// its snapshot is not bound yet.
 func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.TypedLocalObjectReference, error) {
 	rd := sc.rd
 	switch rd.Spec.RsyncTLS.CopyMethod {
@@ -370,10 +492,10 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 		return &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: sc.pvcName}, nil
 	}
 	vs := &snapshotv1.VolumeSnapshot{}
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.pending}, vs)
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.snapname}, vs)
 	if apierrors.IsNotFound(err) {
 		vs = &snapshotv1.VolumeSnapshot{
-			ObjectMeta: metav1.ObjectMeta{Namespace: rd.Namespace, Name: sc.pending},
+			ObjectMeta: metav1.ObjectMeta{Namespace: rd.Namespace, Name: sc.snapname},
 			Spec: snapshotv1.VolumeSnapshotSpec{
 				Source:                  snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(sc.pvcName)},
 				VolumeSnapshotClassName: rd.Spec.RsyncTLS.VolumeSnapshotClassName,
@@ -390,7 +512,8 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 	if err != nil {
 		return nil, err
 	}
-	if snapshotReady(vs) {
+	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil && vs.DeletionTimestamp == nil {
+		// Bound is enough for VolSync (volumehandler.go, ensureImageSnapshot), ready to use or not.
 		return &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: vs.Name}, nil
 	}
 	if vs.Status != nil && vs.Status.Error != nil {
@@ -423,7 +546,18 @@ func (s *store) afterDestinationStatus(ctx context.Context, sc *rdScope) error {
 			return err
 		}
 	}
-	if !sc.received {
+	if sc.imageDone {
+		// VolSync's clean-up (rsynctls/mover.go, Cleanup): the PVC's snapshot annotation goes,
+		// then the objects marked for cleanup; the next sync's mover may run after that.
+		if err := os.Remove(pendingImagePath(s.opts.DataDir, sc.rd.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("failed to end the pending image: %w", err)
+		}
+		sc.snapname = ""
+		if err := s.writeListener(sc); err != nil {
+			return err
+		}
+	}
+	if !sc.received && !sc.imageDone {
 		return nil
 	}
 	return s.cleanupSnapshots(ctx, sc.rd)

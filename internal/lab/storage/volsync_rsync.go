@@ -31,6 +31,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
@@ -61,15 +62,81 @@ func rsyncPace(rs *volsyncv1alpha1.ReplicationSource) time.Duration {
 	return min(d, maxRsyncPace)
 }
 
-// send copies the source volume at one point in time into the destination's volume, file by
-// file, then marks the transfer complete (transfer.json) for the destination to snapshot.
-func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+// sourceCopy is the point-in-time copy of the source volume that one sync sends, taken when the
+// sync starts, as upstream's copyMethod Snapshot takes a snapshot of the source PVC before its
+// mover Job runs (backube/volsync internal/controller/mover/rsynctls/mover.go, ensureSourcePVC;
+// volumehandler.go, EnsurePVCFromSrc): a sync that waits for its destination's mover sends
+// what the volume held when the sync started, not when the destination was ready, and a mover
+// retried after a cut transfer sends the same copy again.
+type sourceCopy struct {
+	dir   string
+	Bytes int64 `json:"bytes"`
+}
+
+// copyPath is where the copy of the sync of a source that started at start is kept; it
+// survives a restart of the storage, as the snapshot and its PVC do upstream.
+func copyPath(dataDir string, uid types.UID, start time.Time) string {
+	return filepath.Join(dataDir, "volsync", "copies", fmt.Sprintf("%s-%d", uid, start.Unix()))
+}
+
+// takeSourceCopy ensures the copy of the running sync: taken once, at the sync's start (the
+// pass that started it, or the first pass after a restart that finds none).
+func (s *store) takeSourceCopy(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+	_, err := s.sourceCopyOf(ctx, sc, true)
+	return ctrl.Result{}, err
+}
+
+// sourceCopyOf returns the running sync's copy, taking it when take is set and there is none.
+func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sourceCopy, error) {
 	rs := sc.rs
+	if rs.Status.LastSyncStartTime == nil {
+		return nil, nil
+	}
+	dir := copyPath(s.opts.DataDir, rs.UID, rs.Status.LastSyncStartTime.Time)
+	var have sourceCopy
+	if err := readJSON(dir+".json", &have); err == nil {
+		have.dir = dir
+		return &have, nil
+	}
+	if !take {
+		return nil, nil
+	}
 	pv, err := s.boundVolume(ctx, rs.Namespace, rs.Spec.SourcePVC)
 	if err != nil {
+		return nil, err
+	}
+	// Copies of earlier syncs of this source are done with (a crash between a completion and
+	// their removal leaves them).
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), string(rs.UID)+"-*"))
+	for _, o := range old {
+		_ = os.RemoveAll(o)
+	}
+	staging := stagingPath(s.opts.DataDir, filepath.Base(dir))
+	defer func() { _ = os.RemoveAll(staging) }()
+	n, err := s.copyPointInTime(pv.Spec.CSI.VolumeHandle, staging)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(dir), 0o750)
+	}
+	if err == nil {
+		err = os.Rename(staging, dir)
+	}
+	if err == nil {
+		err = writeJSON(dir+".json", sourceCopy{Bytes: n})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to copy source volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
+	}
+	return &sourceCopy{dir: dir, Bytes: n}, nil
+}
+
+// send writes the running sync's copy of the source volume into the destination's volume,
+// file by file, then marks the transfer complete (transfer.json) for the destination.
+func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
+	rs := sc.rs
+	cp, err := s.sourceCopyOf(ctx, sc, true)
+	if err != nil || cp == nil {
 		return ctrl.Result{}, err
 	}
-	handle := pv.Spec.CSI.VolumeHandle
 	l, err := s.openListener(sc.address)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -79,38 +146,31 @@ func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create transfer %s: %w", filepath.Base(dir), err)
 	}
-	staging := stagingPath(s.opts.DataDir, filepath.Base(dir))
-	defer func() { _ = os.RemoveAll(staging) }()
-	n, err := s.copyPointInTime(handle, staging)
-	var st rsyncStats
-	if err == nil {
-		r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
-		st, err = r.sync(staging, VolumePath(s.opts.PeerDataDir, l.Volume))
-	}
+	r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
+	st, err := r.sync(cp.dir, VolumePath(s.opts.PeerDataDir, l.Volume))
 	if err == nil {
 		err = writeJSON(filepath.Join(dir, transferFile), transfer{
 			Source: fmt.Sprintf("%s/%s/%s", s.opts.Cluster, rs.Namespace, rs.Name),
-			PSK:    sc.psk, Bytes: n, StartTime: start, Manual: sc.manual,
+			PSK:    sc.psk, Bytes: cp.Bytes, StartTime: start, Manual: sc.manual,
 		})
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		if errors.Is(err, errTransferCut) {
 			return ctrl.Result{}, waitFor(volsyncRetry,
-				"The sync to %s was cut after %d files written and %d deleted (the peer stopped or stopped listening): its volume is left part old, part new; the next sync starts over",
+				"The sync to %s was cut after %d files written and %d deleted (the peer stopped or stopped listening): its volume is left part old, part new; the mover is retried",
 				sc.address, st.written, st.deleted)
 		}
-		return ctrl.Result{}, fmt.Errorf("failed to send volume %s: %w", handle, err)
+		return ctrl.Result{}, fmt.Errorf("failed to send the copy of volume %s: %w", rs.Spec.SourcePVC, err)
 	}
 	status := rs.Status
-	status.LastSyncStartTime = statusTime(start)
 	if sc.schedule != nil {
-		status.NextSyncTime = statusTime(sc.schedule.Next(start))
+		status.NextSyncTime = statusTime(sc.schedule.Next(status.LastSyncStartTime.Time))
 	}
 	setSynchronizing(&status.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
-		fmt.Sprintf("Sent %d bytes to %s: waiting for the destination to apply them", n, sc.address))
-	ctrl.LoggerFrom(ctx).Info("Sent volume", "volume", handle, "address", sc.address, "bytes", n,
-		"written", st.written, "deleted", st.deleted, "copy", time.Since(start).Round(time.Millisecond))
+		fmt.Sprintf("Sent %d bytes to %s: waiting for the destination to apply them", cp.Bytes, sc.address))
+	ctrl.LoggerFrom(ctx).Info("Sent volume", "pvc", rs.Spec.SourcePVC, "address", sc.address, "bytes", cp.Bytes,
+		"written", st.written, "deleted", st.deleted, "send", time.Since(start).Round(time.Millisecond))
 	return ctrl.Result{RequeueAfter: volsyncPoll}, nil
 }
 

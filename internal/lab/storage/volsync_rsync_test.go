@@ -162,13 +162,17 @@ func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 		g.Expect(snap1.OwnerReferences).To(BeEmpty())
 	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination gives up the labelled snapshot")
 
+	latest := snap1.Name
 	for i, manual := range []string{"second", "third"} {
 		writeTree(g, source, tree{"a.txt": fmt.Appendf(nil, "%d\n", i+2)})
 		triggerManual(g, east, ns, "db", manual)
 		awaitManualSync(g, east, ns, "db", manual)
+		// The destination takes the image after the source completed: wait for it.
+		latest = latestSnapshot(g, west, ns, "db", latest).Name
 	}
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, rd)).To(Succeed())
+	g.Expect(rd.Status.LatestImage.Name).To(Equal(latest))
 	list := &snapshotv1.VolumeSnapshotList{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(west.List(ctx, list, client.InNamespace(ns))).To(Succeed())

@@ -66,7 +66,7 @@ func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Res
 		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.handshake, s.runMover)
+		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.takeSourceCopy, s.handshake, s.runMover)
 	res, err = settleVolSync(res, err, &rs.Status.Conditions, rs.Generation)
 	if !equality.Semantic.DeepEqual(sc.base.Status, rs.Status) {
 		if perr := s.client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {
@@ -166,8 +166,12 @@ func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, 
 			return ctrl.Result{RequeueAfter: volsyncPoll}, nil
 		default:
 			sc.collected = append(sc.collected, dir)
+			if started := rs.Status.LastSyncStartTime; started != nil {
+				cp := copyPath(s.opts.DataDir, rs.UID, started.Time)
+				sc.collected = append(sc.collected, cp, cp+".json")
+			}
 			completeSync(rs, sc.schedule, t.StartTime, time.Now())
-			ctrl.LoggerFrom(ctx).Info("Synchronized volume", "bytes", t.Bytes, "image", a.Image,
+			ctrl.LoggerFrom(ctx).Info("Synchronized volume", "bytes", t.Bytes, "acknowledged", a.Time,
 				"duration", rs.Status.LastSyncDuration.Duration, "lastManualSync", rs.Status.LastManualSync)
 		}
 	}
