@@ -154,3 +154,106 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 			pvc, w.LastSeq, copied[pvc], kept.LastSeq)
 	}
 }
+
+// delayImages sets the lab's image delay on a group's ReplicationDestinations: each sync's
+// image arrives that long after the source recorded the sync (storage.ImageDelayAnnotation).
+func delayImages(ctx context.Context, g Gomega, cl client.Client, ns string, pvcs []string, delay time.Duration) {
+	for _, pvc := range pvcs {
+		g.Eventually(func(g Gomega) {
+			rd := &volsyncv1alpha1.ReplicationDestination{}
+			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
+			patch := client.MergeFrom(rd.DeepCopy())
+			metav1.SetMetaDataAnnotation(&rd.ObjectMeta, storage.ImageDelayAnnotation, delay.String())
+			g.Expect(cl.Patch(ctx, rd, patch)).To(Succeed())
+		}).Should(Succeed())
+	}
+}
+
+// A relocation whose destination takes its images late, as upstream's does (the source records
+// a sync when its mover Job ends, the destination sets latestImage only after its own Job ended
+// and the snapshot bound): the target, promoted as soon as the source reports its final sync,
+// must restore an image that holds the final sync, not the image of the sync before it. East's
+// writers write up to the stop; west's destinations take every image 5 s late; west is promoted
+// the moment east's group records the final sync, and its restored PVCs must hold every record.
+func TestVolSyncRelocationRestoresTheFinalSyncWhenTheDestinationsImagesAreLate(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	ns := "volsync-lateimage"
+	p := startVolSyncPair(t, g, ns, 2, nil)
+	east, west, eastGroup, westGroup := p.east, p.west, p.eastGroup, p.westGroup
+	hubCopy(ctx, g, east, eastGroup, west, westGroup, 2)
+	writers := runningWriters(ctx, g, east, ns, 2)
+	handles := map[string]string{}
+	var pvcs []string
+	for pvc := range writers {
+		handles[pvc] = pvcImage(ctx, g, east, ns, pvc)
+		pvcs = append(pvcs, pvc)
+	}
+	g.Eventually(func(g Gomega) {
+		for _, pvc := range pvcs {
+			rd := &volsyncv1alpha1.ReplicationDestination{}
+			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
+			g.Expect(rd.Status).NotTo(BeNil())
+			g.Expect(rd.Status.LatestImage).NotTo(BeNil())
+		}
+	}).Should(Succeed(), "west's destinations have an image")
+	const lateBy = 5 * time.Second
+	delayImages(ctx, g, west, ns, pvcs, lateBy)
+
+	const request = "relocate-late"
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
+		got.Spec.FinalSyncRequest = request
+		g.Expect(east.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
+	}).Should(Succeed(), "east's group is fenced for the relocation")
+	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	var wrote map[string]records.Report
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
+		wrote = map[string]records.Report{}
+		for pvc, handle := range handles {
+			wrote[pvc] = imageReport(g, lab.East, handle)
+		}
+	}).Should(Succeed(), "east's workload is stopped: the writers' logs are final")
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		g.Expect(got.Status.FinalSync).NotTo(BeNil())
+		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+	}).Should(Succeed(), "east's group records the final sync and is Secondary")
+
+	// Promoted at once, as the hub does.
+	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
+		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
+	}).Should(Succeed(), "west restores the PVCs")
+	for pvc, writer := range writers {
+		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		w, _ := wrote[pvc].Writer(writer)
+		kept, ok := onWest.Writer(writer)
+		g.Expect(ok).To(BeTrue(), "west's restored %s holds records of %s", pvc, writer)
+		lost := 0
+		for _, d := range records.Compare(wrote[pvc], onWest).Writers {
+			for _, r := range d.OnlyInA {
+				lost += int(r.Last - r.First + 1)
+			}
+		}
+		t.Logf("%s: east wrote %d records up to the stop, west restored %d, lost %d", pvc, w.LastSeq, kept.LastSeq, lost)
+		g.Expect(lost).To(BeZero(), "%s: a relocation loses no record (east wrote %d, west restored %d)", pvc, w.LastSeq, kept.LastSeq)
+	}
+}

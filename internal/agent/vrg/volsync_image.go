@@ -2,6 +2,7 @@ package vrg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,10 +40,19 @@ const (
 )
 
 // holdImage labels the snapshot do-not-delete for the group, unless it carries the label already.
+// It refuses a snapshot that is being deleted (VolSync deletes the previous image once a newer
+// sync's is recorded): a PVC restored from it would never bind. The label is set with an
+// optimistic lock and VolSync deletes an image with a resourceVersion precondition
+// (backube/volsync internal/controller/utils/cleanup.go, CleanupSnapshotsWithLabelCheck), so
+// once held, the snapshot stays.
 func (r *Reconciler) holdImage(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) error {
 	vs := &snapshotv1.VolumeSnapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
 		return fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", namespace, name, err)
+	}
+	if !vs.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("%w: VolumeSnapshot %s/%s is being deleted (VolSync replaced it by a newer sync's image); the restore reads its ReplicationDestination again",
+			errImageDeleted, namespace, name)
 	}
 	if _, held := vs.Labels[volSyncDoNotDelete]; held {
 		return nil
@@ -83,6 +93,9 @@ func (r *Reconciler) releaseImage(ctx context.Context, vrg *v1alpha1.VolumeRepli
 	ctrl.LoggerFrom(ctx).Info("Released the VolSync image of a completed restore", "snapshot", klog.KObj(vs))
 	return nil
 }
+
+// errImageDeleted: the latest image a restore would use is being deleted.
+var errImageDeleted = errors.New("the latest image is being deleted")
 
 // restoredImage is the snapshot a restored PVC names as its data source, or "".
 func restoredImage(pvc *corev1.PersistentVolumeClaim) string {

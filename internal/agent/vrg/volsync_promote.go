@@ -103,7 +103,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		rs.restored++
 		if pvc.Status.Phase != corev1.ClaimBound {
 			rs.unbound = append(rs.unbound, key)
-			return true, nil
+			return true, r.restoreAgainIfImageGone(ctx, pvc)
 		}
 		return true, r.releaseImage(ctx, sc.vrg, pvc.Namespace, restoredImage(pvc))
 	}
@@ -126,6 +126,31 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		"PVC %s exists on this cluster and matches, but did not receive the replication (it is not the volume of its ReplicationDestination), so its data is older than the peer's: drover does not overwrite it; delete it (and its data) if it is not needed, and the restore creates it from the latest snapshot",
 		key)}
 	return true, nil
+}
+
+// restoreAgainIfImageGone deletes a PVC restored by this promotion that is not bound yet when
+// the snapshot it is restored from is gone or being deleted: the provisioner would never fill
+// it, and it would stay Pending with the application waiting on it. Nothing has its data (it
+// has none yet), so the next pass restores it again from the destination's latest image.
+func (r *Reconciler) restoreAgainIfImageGone(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	name := restoredImage(pvc)
+	if name == "" || pvc.Spec.VolumeName != "" || !pvc.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	vs := &snapshotv1.VolumeSnapshot{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pvc.Namespace, Name: name}, vs)
+	switch {
+	case err == nil && vs.DeletionTimestamp.IsZero():
+		return nil
+	case client.IgnoreNotFound(err) != nil:
+		return fmt.Errorf("failed to get VolumeSnapshot %s/%s of restored PVC %s: %w", pvc.Namespace, name, pvc.Name, err)
+	}
+	if err := r.Client.Delete(ctx, pvc, client.Preconditions{UID: ptr.To(pvc.UID), ResourceVersion: ptr.To(pvc.ResourceVersion)}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete PVC %s/%s, restored from the deleted VolumeSnapshot %s: %w", pvc.Namespace, pvc.Name, name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted a restored PVC whose snapshot is gone, to restore it from the latest image",
+		"pvc", klog.KObj(pvc), "snapshot", name)
+	return nil
 }
 
 // selectsVolSync reports whether a stored PVC's StorageClass selects VolSync here; a class that

@@ -53,10 +53,12 @@
 // workload deletes from then on keeps its data for the final sync, which runs from a DR-owned
 // PVC. A source removed anyway is recreated for the final sync while the destination is known.
 //
-// The final sync itself (finalsync.go) sets two manual triggers in turn, <request>-drain and
-// <request>-final: VolSync records a manual trigger when whatever sync was running completes,
-// so only a sync asked once the first trigger was recorded is known to have started after the
-// workload stopped.
+// The final sync itself (finalsync.go) sets three manual triggers in turn, <request>-drain,
+// <request>-final and <request>-confirm: VolSync records a manual trigger when whatever sync was
+// running completes, so only a sync asked once the first trigger was recorded is known to have
+// started after the workload stopped; and a source records a sync before the destination has
+// its image, so only the completion of one more sync proves that the destination recorded the
+// final sync's image.
 //
 // # Recovery point
 //

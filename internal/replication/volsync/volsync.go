@@ -591,9 +591,14 @@ func (b *Backend) ensureKeySecret(ctx context.Context, vrg *v1alpha1.VolumeRepli
 }
 
 // Destination returns the group's ReplicationDestination of a PVC, or nil when there is none.
+//
+// It reads from the API server, not the cache: the hub promotes a relocation's target only once
+// the source's final sync was confirmed (finalsync.go), and only a read made after that is sure
+// to show the image of the final sync as status.latestImage; a cache may still hold the image
+// of the sync before.
 func (b *Backend) Destination(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) (*volsyncv1alpha1.ReplicationDestination, error) {
 	rd := &volsyncv1alpha1.ReplicationDestination{}
-	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rd); err != nil {
+	if err := b.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
