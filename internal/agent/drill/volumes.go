@@ -98,9 +98,12 @@ func (sc *scope) volume(namespace, name string) *v1alpha1.DrillVolume {
 	return nil
 }
 
-// choosePoint picks the destination's latest image as the PVC's point, unless a sync is running:
-// its lastSyncStartTime is then the running sync's, not the image's. pointTime is the start of
-// the sync that made the image: the primary's data it holds is at least that recent.
+// choosePoint picks the destination's latest image as the PVC's point, whether or not a sync
+// runs: a destination without a trigger syncs continuously, so upstream's VolSync sets its
+// lastSyncStartTime again right after every completion (statemachine/machine.go) and a sync is
+// almost always running; the latest image is the last complete one all the same. pointTime is
+// the start of the destination's sync that made the image (lastSyncTime − lastSyncDuration, as
+// VolSync computes the duration), else the snapshot's creation time.
 func (r *Reconciler) choosePoint(ctx context.Context, sc *scope, rp v1alpha1.VolSyncReceivePVC) (string, error) {
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	key := client.ObjectKey{Namespace: rp.PVCNamespace, Name: rp.PVCName}
@@ -114,11 +117,10 @@ func (r *Reconciler) choosePoint(ctx context.Context, sc *scope, rp v1alpha1.Vol
 	if image == nil || rd.Status.LastSyncTime == nil {
 		return fmt.Sprintf("the first sync of %s", key), nil
 	}
-	start := rd.Status.LastSyncStartTime
-	if start != nil && start.After(rd.Status.LastSyncTime.Time) {
-		return fmt.Sprintf("the running sync of %s to complete", key), nil
-	}
-	if start == nil {
+	var start *metav1.Time
+	if d := rd.Status.LastSyncDuration; d != nil {
+		start = &metav1.Time{Time: rd.Status.LastSyncTime.Add(-d.Duration)}
+	} else {
 		vs := &snapshotv1.VolumeSnapshot{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: image.Name}, vs); err != nil {
 			return "", fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", key.Namespace, image.Name, err)
