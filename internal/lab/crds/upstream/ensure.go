@@ -39,8 +39,11 @@ func Ensure(ctx context.Context, opts EnsureOptions, sources []Source) error {
 		fmt.Fprintf(opts.Log, "The upstream CRDs are in %s (%d files, sha256 checked)\n", cache, len(sources))
 		return nil
 	}
-	if _, mismatch := errors.AsType[*MismatchError](err); mismatch || !opts.UnavailableOK {
+	if _, mismatch := errors.AsType[*MismatchError](err); mismatch {
 		return err
+	}
+	if !opts.UnavailableOK {
+		return fmt.Errorf("%w\nthe upstream CRDs could not be downloaded: check the network (or HTTPS_PROXY), or set %s to a directory that holds them", err, DirEnv)
 	}
 	fmt.Fprintf(opts.Log, "warning: %v\nwarning: the tests that compare with the upstream CRDs will skip; run `%s` when the repositories are reachable\n",
 		err, FetchCommand)
