@@ -90,6 +90,8 @@ func Find(locations []string, sources []Source) (string, error) {
 		switch {
 		case len(missing) == 0:
 			return dir, nil
+		case !isDir(dir):
+			why = append(why, dir+" (no such directory)")
 		case len(missing) == len(sources):
 			why = append(why, dir+" (none of its files)")
 		default:
@@ -143,6 +145,12 @@ func Require(t T, err error) {
 	default:
 		t.Fatal(err)
 	}
+}
+
+// isDir says whether dir is a directory.
+func isDir(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
 }
 
 // fileSHA256 returns the hex sha256 of the file at name.

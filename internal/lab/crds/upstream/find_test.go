@@ -38,7 +38,7 @@ func TestFindTakesTheFirstLocationThatHoldsEveryFile(t *testing.T) {
 	if !errors.Is(err, upstream.ErrNotFound) {
 		t.Fatalf("Find with no complete location = %v, want ErrNotFound", err)
 	}
-	for _, want := range []string{absent + " (none of its files)", partial + " (1 of 2 files missing, such as b.yaml)", "`make upstream-apis`"} {
+	for _, want := range []string{absent + " (no such directory)", partial + " (1 of 2 files missing, such as b.yaml)", "`make upstream-apis`"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error %q does not say %q", err, want)
 		}
