@@ -18,8 +18,8 @@ import (
 const (
 	// DirEnv names a directory of the upstream CRDs, looked in first.
 	DirEnv = "DROVER_UPSTREAM_APIS"
-	// RequireEnv, set to 1, makes the absence of the upstream CRDs a failure of the tests that
-	// need them instead of a skip (MaySkip). CI sets it.
+	// RequireEnv names the variable that, set to 1, makes the absence of the upstream CRDs a
+	// failure of the tests that need them instead of a skip (MaySkip). CI sets it.
 	RequireEnv = "DROVER_REQUIRE_UPSTREAM_APIS"
 	// FetchCommand downloads the upstream CRDs into the checkout's cache.
 	FetchCommand = "make upstream-apis"
@@ -155,7 +155,7 @@ func isDir(dir string) bool {
 
 // fileSHA256 returns the hex sha256 of the file at name.
 func fileSHA256(name string) (string, error) {
-	f, err := os.Open(name) //nolint:gosec // a file of a directory of upstream CRDs
+	f, err := os.Open(name)
 	if err != nil {
 		return "", err
 	}
