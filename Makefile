@@ -40,8 +40,17 @@ build: ## Build bin/drover, stamped with the version (git describe) and commit
 demo: tools-demo build ## The whole DR story in the lab, drover installed from its release manifests: protect, fail over, fail back, relocate, data checked (DEMO_FLAGS=--keep)
 	$(BIN)/drover demo $(DEMO_FLAGS)
 
+# The upstream projects' CRDs the tests compare with are found in $DROVER_UPSTREAM_APIS, the cache
+# .cache/upstream-apis, or ../shared/upstream-apis beside the checkout (internal/lab/crds/upstream).
+.PHONY: upstream-apis
+upstream-apis: ## Download the upstream projects' CRDs the tests compare with, at their pinned commits, into .cache/upstream-apis (sha256 checked)
+	@$(GO) run ./hack/upstream-apis
+
 .PHONY: test
+# make test downloads the upstream CRDs first when no location holds them; without network the
+# two tests that need them skip, saying so (DROVER_REQUIRE_UPSTREAM_APIS=1 makes that a failure).
 test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)
+	@$(GO) run ./hack/upstream-apis -if-missing -unavailable-ok
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e

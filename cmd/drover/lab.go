@@ -22,6 +22,7 @@ import (
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/argocd"
 	"github.com/drover-io/drover/internal/lab/crds"
+	"github.com/drover-io/drover/internal/lab/crds/upstream"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/story"
@@ -37,7 +38,7 @@ type labFlags struct {
 	audit bool
 	// hubArgs and agentArgs are set by `lab up` and `lab bench` (--hub-arg, --agent-arg).
 	hubArgs, agentArgs []string
-	// upstreamCRDs is set by `lab up --upstream-crds`; empty takes $DROVER_LAB_UPSTREAM_CRDS.
+	// upstreamCRDs is set by `lab up --upstream-crds[=DIR]` (upstreamCRDsDir).
 	upstreamCRDs string
 	// multiClusterNetwork is set by `lab up --multicluster-network`.
 	multiClusterNetwork bool
@@ -89,13 +90,34 @@ func (f *labFlags) open() (*lab.Lab, error) {
 	if binDir == "" {
 		binDir = filepath.Dir(self)
 	}
-	upstream := f.upstreamCRDs
-	if upstream == "" {
-		upstream = os.Getenv(crds.UpstreamEnv)
+	upstreamDir, err := upstreamCRDsDir(f.upstreamCRDs)
+	if err != nil {
+		return nil, err
 	}
 	return lab.New(lab.Options{Dir: f.dir, BinDir: binDir, DroverBinary: self, Progress: os.Stdout, RunDrover: true, GitOps: f.gitops,
-		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs, UpstreamCRDs: upstream,
+		Monitoring: f.monitoring, Audit: f.audit, HubArgs: f.hubArgs, AgentArgs: f.agentArgs, UpstreamCRDs: upstreamDir,
 		MultiClusterNetwork: f.multiClusterNetwork})
+}
+
+// upstreamCRDsFound is the value of --upstream-crds given without a directory.
+const upstreamCRDsFound = "auto"
+
+// upstreamCRDsDir is the directory of upstream CRDs the lab serves for the value of
+// --upstream-crds: none given, $DROVER_LAB_UPSTREAM_CRDS (empty: the lab's own CRDs); the flag
+// alone, where the tests find them (upstream.Dir); else the directory given.
+func upstreamCRDsDir(flag string) (string, error) {
+	switch flag {
+	case "":
+		return os.Getenv(crds.UpstreamEnv), nil
+	case upstreamCRDsFound:
+		dir, err := upstream.Dir()
+		if err != nil {
+			return "", fmt.Errorf("failed to find the upstream CRDs for --upstream-crds: %w", err)
+		}
+		return dir, nil
+	default:
+		return flag, nil
+	}
 }
 
 // labSession is a lab brought up for a command that drives it (bench, soak, demo) and the
@@ -183,11 +205,19 @@ PlacementDecisions, and a local git repository with the demo application. With -
 it also runs a real Prometheus (built by "make tools-monitoring") that scrapes the hub and the
 agents with a token bound to drover-metrics-reader and evaluates drover's alert rules. With
 --audit every API server keeps an audit log, which "drover lab audit" reads: who makes the
-requests. With --upstream-crds DIR (or $` + crds.UpstreamEnv + `=DIR, which every lab command
-honours) the clusters serve the upstream projects' own CRDs in DIR verbatim, such as
-../shared/upstream-apis, instead of the lab's CRDs of the same kinds, and the other kinds in
-DIR besides; the lab keeps serving them at every start until "drover lab down".`,
-		Args: cobra.NoArgs,
+requests. With --upstream-crds the clusters serve the upstream projects' own CRDs verbatim
+instead of the lab's CRDs of the same kinds, and the other kinds they define besides; the lab
+keeps serving them at every start until "drover lab down". The flag alone takes them where the
+tests find them, in order: $` + upstream.DirEnv + `, .cache/upstream-apis of the checkout around
+the working directory (filled by "make upstream-apis", which downloads them at their pinned
+commits), ../shared/upstream-apis beside it. --upstream-crds=DIR takes the CRDs in DIR, as
+$` + crds.UpstreamEnv + `=DIR does for every lab command.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && f.upstreamCRDs == upstreamCRDsFound {
+				return fmt.Errorf("--upstream-crds takes a directory after an equals sign: --upstream-crds=%s", args[0])
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := f.open()
 			if err != nil {
@@ -206,7 +236,9 @@ DIR besides; the lab keeps serving them at every start until "drover lab down".`
 	cmd.Flags().StringVar(&f.gitops, "gitops", "", "also run a GitOps tool in placement mode: "+lab.GitOpsArgoCD)
 	cmd.Flags().BoolVar(&f.monitoring, "monitoring", false, "also run a Prometheus (built by \"make tools-monitoring\") that scrapes drover's hub and agents and evaluates drover's alert rules")
 	cmd.Flags().BoolVar(&f.audit, "audit", false, auditFlagUsage)
-	cmd.Flags().StringVar(&f.upstreamCRDs, "upstream-crds", "", "serve the upstream CRDs in this directory verbatim instead of the lab's (default from $"+crds.UpstreamEnv+")")
+	cmd.Flags().StringVar(&f.upstreamCRDs, "upstream-crds", "", "serve the upstream projects' CRDs verbatim instead of the lab's: alone, those the tests find ($"+upstream.DirEnv+
+		", .cache/upstream-apis, ../shared/upstream-apis); =DIR, those in DIR (default from $"+crds.UpstreamEnv+")")
+	cmd.Flags().Lookup("upstream-crds").NoOptDefVal = upstreamCRDsFound
 	cmd.Flags().BoolVar(&f.multiClusterNetwork, "multicluster-network", false, "join the managed clusters in a multi-cluster network, as a Multi-Cluster Services implementation would: ServiceExports are exported and clusterset addresses resolve (recorded: later starts keep it)")
 	f.droverArgFlags(cmd)
 	return cmd

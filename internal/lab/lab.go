@@ -81,8 +81,8 @@ type Options struct {
 	// Audit gives every API server an audit log (audit.go) from the clusters' next start on; a
 	// cluster keeps it until `drover lab down`.
 	Audit bool
-	// UpstreamCRDs names a directory of upstream CRDs (crds.UpstreamEnv; for tests
-	// ../shared/upstream-apis, crds.UpstreamDir) that the clusters serve verbatim, read at each
+	// UpstreamCRDs names a directory of upstream CRDs (crds.UpstreamEnv; for tests the one
+	// upstream.Dir finds) that the clusters serve verbatim, read at each
 	// start, in place of the lab's own CRDs of the same kinds (bootstrap.go, externalCRDs). The
 	// lab records it, so a later start of the same lab serves them too.
 	UpstreamCRDs string

@@ -4,8 +4,10 @@
 // lab's writer, protect, failover with the primary stopped, primary back, failover back the
 // other way, relocate, relocate back, unprotect, checking the records after every action and
 // that the clusters never both run a writable primary. The lab serves the upstream projects' own
-// CRDs from ../shared/upstream-apis (lab.Options.UpstreamCRDs); the suite fails when they are
-// missing.
+// CRDs (lab.Options.UpstreamCRDs), found by package upstream in $DROVER_UPSTREAM_APIS, the
+// checkout's .cache/upstream-apis (`make upstream-apis`) or ../shared/upstream-apis. Without them
+// the cases run on the lab's CRDs and TestTheLabServesTheUpstreamCRDs skips, naming the command
+// that downloads them; DROVER_REQUIRE_UPSTREAM_APIS=1 (CI) makes that a failure.
 //
 // `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
 // `make test-e2e` (DROVER_E2E=full) runs the whole matrix.

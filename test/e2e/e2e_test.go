@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/crds"
+	"github.com/drover-io/drover/internal/lab/crds/upstream"
 	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
@@ -21,22 +22,35 @@ const FullEnv = "DROVER_E2E"
 
 var testLab *labtest.Lab
 
+// upstreamDir is the directory of the upstream CRDs the lab serves, upstreamErr why there is
+// none (upstream.Dir).
+var (
+	upstreamDir string
+	upstreamErr error
+)
+
 func TestMain(m *testing.M) {
 	// The suite talks to the lab through clients only; drover's own logs are in the lab's dir.
 	// drover is installed as a user installs it: the release manifests applied server-side,
 	// east and west joined with drover cluster join, its pods run by the lab kubelet with their
 	// ServiceAccounts' credentials, so every case also proves the install.
-	// The clusters serve the upstream projects' own CRDs (../shared/upstream-apis), not the
-	// lab's: drover's objects meet the real schemas, validation rules, defaults and subresources.
+	// The clusters serve the upstream projects' own CRDs (upstream.Dir), not the lab's: drover's
+	// objects meet the real schemas, validation rules, defaults and subresources. Without them
+	// the cases run on the lab's CRDs and TestTheLabServesTheUpstreamCRDs skips or, required,
+	// fails (upstream.Require).
 	ctrl.SetLogger(logr.Discard())
 	opts := labtest.Released()
 	opts.GitOps = gitOps
-	upstream, err := crds.UpstreamDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: the e2e suite serves the upstream CRDs:", err)
+	upstreamDir, upstreamErr = upstream.Dir()
+	switch {
+	case upstreamErr == nil:
+		opts.UpstreamCRDs = upstreamDir
+	case errors.Is(upstreamErr, upstream.ErrNotFound):
+		fmt.Fprintln(os.Stderr, "e2e: the lab serves its own CRDs:", upstreamErr)
+	default:
+		fmt.Fprintln(os.Stderr, "FAIL: the e2e suite serves the upstream CRDs:", upstreamErr)
 		os.Exit(1)
 	}
-	opts.UpstreamCRDs = upstream
 	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 

@@ -5,39 +5,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
-
-	"github.com/drover-io/drover/internal/modroot"
 )
 
 // UpstreamEnv names the environment variable that makes the lab serve the upstream CRDs in the
-// directory it names, read at run time, in place of its own (lab.Options.UpstreamCRDs).
+// directory it names, read at run time, in place of its own (lab.Options.UpstreamCRDs). Where
+// the upstream CRDs are found for tests is package upstream's (upstream.Dir).
 const UpstreamEnv = "DROVER_LAB_UPSTREAM_CRDS"
-
-// upstreamBesideRoot is where the upstream CRDs are, relative to the directory that holds the
-// repository: CI and every developer check out shared/ beside drover's checkout.
-var upstreamBesideRoot = filepath.Join("shared", "upstream-apis")
-
-// UpstreamDir returns the directory of the upstream CRDs beside the module root (found from the
-// working directory, as in tests): <root>/../shared/upstream-apis. It fails, saying where it
-// looked, when that directory is missing or holds no CRD.
-func UpstreamDir() (string, error) {
-	root, err := modroot.Find()
-	if err != nil {
-		return "", fmt.Errorf("failed to find the module root: %w", err)
-	}
-	dir := filepath.Join(filepath.Dir(root), upstreamBesideRoot)
-	names, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(names) == 0 {
-		return "", fmt.Errorf("no upstream CRDs in %s (beside the checkout %s): check out the shared test data there", dir, root)
-	}
-	return dir, nil
-}
 
 // File is a CRD manifest: its name in the file system it was read from, and the CRD.
 type File struct {

@@ -8,17 +8,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/drover-io/drover/internal/lab/crds"
+	"github.com/drover-io/drover/internal/lab/crds/upstream"
 )
 
 // TestLabCRDsMatchUpstream compares every lab CRD of an external kind with the upstream CRD of
-// its group and kind in ../shared/upstream-apis (test data beside the checkout). A lab CRD with no
-// upstream counterpart fails: drover would be tested against an API nobody serves.
+// its group and kind (upstream.Dir: $DROVER_UPSTREAM_APIS, .cache/upstream-apis or
+// ../shared/upstream-apis). A lab CRD with no upstream counterpart fails: drover would be tested
+// against an API nobody serves. Without the upstream CRDs it skips, naming the command that
+// downloads them, unless DROVER_REQUIRE_UPSTREAM_APIS=1 (CI) makes that a failure.
 func TestLabCRDsMatchUpstream(t *testing.T) {
-	dir, err := crds.UpstreamDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	upstream, err := crds.LoadUpstream(dir)
+	dir, err := upstream.Dir()
+	upstream.Require(t, err)
+	upstreamCRDs, err := crds.LoadUpstream(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestLabCRDsMatchUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	byKind := map[schema.GroupKind]crds.File{}
-	for _, u := range upstream {
+	for _, u := range upstreamCRDs {
 		byKind[u.GroupKind()] = u
 	}
 	for _, l := range lab {
@@ -47,8 +48,8 @@ func TestLabCRDsMatchUpstream(t *testing.T) {
 	}
 }
 
-// withoutUpstreamFile are the lab kinds that ../shared/upstream-apis has no CRD of, and why
-// their schema is right without one.
+// withoutUpstreamFile are the lab kinds that the upstream CRDs (upstream/SOURCES.tsv) have no
+// CRD of, and why their schema is right without one.
 var withoutUpstreamFile = map[schema.GroupKind]string{
 	{Group: "multicluster.x-k8s.io", Kind: "ServiceExport"}: "the Multi-Cluster Services API (KEP-1645) defines an empty spec and status.conditions, the only fields the lab has",
 }

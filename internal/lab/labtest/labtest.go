@@ -94,7 +94,7 @@ type Options struct {
 	// Audit gives the API servers audit logs (lab.Options.Audit).
 	Audit bool
 	// UpstreamCRDs serves the upstream CRDs of that directory verbatim in place of the lab's
-	// (lab.Options.UpstreamCRDs), such as crds.UpstreamDir(); empty takes crds.UpstreamEnv, so
+	// (lab.Options.UpstreamCRDs), such as upstream.Dir()'s; empty takes crds.UpstreamEnv, so
 	// any lab suite can run on them.
 	UpstreamCRDs string
 }
