@@ -88,10 +88,17 @@ func env(t *testing.T) story.Env {
 	return e
 }
 
+// runs counts the runs of each case in this process: a case run again (go test -count=N) gets a
+// namespace of its own, as unprotect leaves the application where it is.
+var runs = map[string]int{}
+
 func TestTheWholeStory(t *testing.T) {
 	for _, c := range cases() {
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
 			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy]
+		if runs[c.Namespace]++; runs[c.Namespace] > 1 {
+			c.Namespace += fmt.Sprintf("-%d", runs[c.Namespace])
+		}
 		t.Run(c.Name(), func(t *testing.T) {
 			began := time.Now()
 			r := story.New(env(t), c, lab.East)
