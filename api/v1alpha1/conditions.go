@@ -45,6 +45,10 @@ const (
 	// ConditionKubeObjectsReady (VolumeReplicationGroup) is True when the selected Kubernetes
 	// objects are captured (primary) or restored (after a failover or relocation).
 	ConditionKubeObjectsReady = "KubeObjectsReady"
+	// ConditionWorkloadsReady (VolumeReplicationGroup) is True when, after a failover or
+	// relocation promoted the group, the Deployments and StatefulSets that mount its PVCs run
+	// there; False with why they do not (a refused pod, a PVC not Bound, a pod not running).
+	ConditionWorkloadsReady = "WorkloadsReady"
 )
 
 // Condition reasons shared by several condition types.
@@ -157,7 +161,9 @@ const (
 	// StorageClass.
 	ReasonNoBackend = "NoBackend"
 	// ReasonPVCNotBound (DataReady of a protected PVC, DataReady, ClusterDataProtected): a
-	// selected PVC is not Bound yet; drover protects it once it is.
+	// selected PVC is not Bound yet; drover protects it once it is. (WorkloadsReady, and the
+	// DRPC's Available): a PVC of a promoted group is not Bound; the message quotes its latest
+	// warning event.
 	ReasonPVCNotBound = "PVCNotBound"
 	// ReasonPVCSelectedByOtherGroup (DataReady): a selected PVC is already protected by another
 	// VolumeReplicationGroup; the message names it. Narrow one of the pvcSelectors.
@@ -213,6 +219,14 @@ const (
 	// name a namespace the group does not protect or a key Secret drover does not derive; the
 	// hub does not hand them to the primary, and the message names the cluster and the entries.
 	ReasonUntrustedPeerStatus = "UntrustedPeerStatus"
+	// ReasonPodsRefused (WorkloadsReady, and the DRPC's Available): a workload that mounts the
+	// group's PVCs could not create its pods (an admission webhook, a quota); the message
+	// quotes the workload's failure condition or FailedCreate event.
+	ReasonPodsRefused = "PodsRefused"
+	// ReasonPodsNotRunning (WorkloadsReady, and the DRPC's Available): a workload that mounts
+	// the group's PVCs has fewer pods running than it asks for; the message names the first pod
+	// that does not run and why.
+	ReasonPodsNotRunning = "PodsNotRunning"
 )
 
 // Event reasons. drover records events on transitions only.

@@ -262,7 +262,7 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"pointStores", r.pointStores},
 		{"primaryVolSync", r.primaryVolSync},
-		{"volSyncMovers", r.volSyncMovers}, {"lookAgain", r.lookAgain},
+		{"volSyncMovers", r.volSyncMovers}, {"checkWorkloads", r.checkWorkloads}, {"lookAgain", r.lookAgain},
 	}
 }
 

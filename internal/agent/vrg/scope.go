@@ -59,6 +59,9 @@ type scope struct {
 	// kubeObjectsReady is KubeObjectsReady as this pass decided it (kubeobjects.go); nil
 	// leaves the condition as it was (no capture was due).
 	kubeObjectsReady *metav1.Condition
+	// workloadsReady is WorkloadsReady as this pass judged it (workloads.go); nil leaves the
+	// condition as it was.
+	workloadsReady *metav1.Condition
 	// capturedEverywhere is when this pass found every store holding the current capture of
 	// the objects; zero when no capture was due or a store lacks it. With no PVC selected it is
 	// the group's recovery point (status.lastGroupSyncTime).

@@ -36,8 +36,10 @@ func computeStatus(sc *scope, succeeded bool) {
 		c := clusterDataReadyCondition(sc.restore)
 		setConditionStatus(vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
 	}
-	if c := sc.kubeObjectsReady; c != nil {
-		setConditionStatus(vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
+	for _, c := range []*metav1.Condition{sc.kubeObjectsReady, sc.workloadsReady} {
+		if c != nil {
+			setConditionStatus(vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
+		}
 	}
 	if !sc.pvcsListed {
 		// Nothing was observed (the API server failed); the last status stands and the error

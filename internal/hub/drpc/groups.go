@@ -211,6 +211,18 @@ func notYet(cluster string, vrg *v1alpha1.VolumeReplicationGroup, condType strin
 	return fmt.Sprintf("%s's VolumeReplicationGroup: %s is %s (%s): %s", cluster, condType, c.Status, c.Reason, c.Message)
 }
 
+// applicationDown returns the primary group's WorkloadsReady when it is False at its current
+// generation: after a failover or relocation, the workloads that mount its PVCs do not run
+// (refused pods, a PVC not Bound, pods not running). An agent that does not judge it reports
+// none, and nothing is held back.
+func applicationDown(vrg *v1alpha1.VolumeReplicationGroup) *metav1.Condition {
+	c := condition(vrg, v1alpha1.ConditionWorkloadsReady)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return c
+}
+
 // promoted reports whether a group promoted on cluster is ready to run the application: its
 // PVs and PVCs restored (ClusterDataReady), its PVCs primary (DataReady) and, when it captures
 // objects, those restored (KubeObjectsReady). Otherwise it says what is awaited.

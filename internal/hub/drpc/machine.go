@@ -43,6 +43,7 @@ const (
 	ProgressionPlacingApp       Progression = "PlacingApplication"
 	ProgressionCleaningUp       Progression = "DemotingOldPrimary"
 	ProgressionWaitingForPeer   Progression = "WaitingForPeer"
+	ProgressionWaitingForApp    Progression = "WaitingForApplication"
 	ProgressionCompleted        Progression = "Completed"
 	ProgressionDeletingGroups   Progression = "DeletingGroups"
 )
@@ -263,7 +264,12 @@ func (r *Reconciler) settled(ctx context.Context, sc *scope) (ctrl.Result, error
 		result.RequeueAfter = min(result.RequeueAfter, d)
 	}
 	st.Progression = string(ProgressionCompleted)
-	if !peer.reachable() || !secondary(peer.vrg) {
+	if applicationDown(primary.vrg) != nil {
+		// The action's steps are done, but the application does not run where it moved:
+		// Available says why, and the action is not called complete.
+		st.Progression = string(ProgressionWaitingForApp)
+		result.RequeueAfter = min(result.RequeueAfter, requeueAction)
+	} else if !peer.reachable() || !secondary(peer.vrg) {
 		st.Progression = string(ProgressionWaitingForPeer)
 		if action == v1alpha1.ActionFailover {
 			st.Progression = string(ProgressionCleaningUp)

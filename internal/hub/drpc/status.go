@@ -47,7 +47,11 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionUnknown, v1alpha1.ReasonUnknown,
 			fmt.Sprintf("%s, where the application runs, is unreachable: %v; set action Failover to start it on the peer", st.CurrentPrimary, primary.err))
 	default:
-		if ok, waiting := promoted(primary.name, primary.vrg); ok || (settledAction(st.Phase) == v1alpha1.ActionNone && isTrue(primary.vrg, v1alpha1.ConditionDataReady)) {
+		ok, waiting := promoted(primary.name, primary.vrg)
+		if down := applicationDown(primary.vrg); down != nil && ok {
+			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, down.Reason,
+				fmt.Sprintf("the application does not run on %s yet: %s", st.CurrentPrimary, down.Message))
+		} else if ok || (settledAction(st.Phase) == v1alpha1.ActionNone && isTrue(primary.vrg, v1alpha1.ConditionDataReady)) {
 			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("the application runs on %s", st.CurrentPrimary))
 		} else {
 			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
