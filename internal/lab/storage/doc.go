@@ -2,7 +2,8 @@
 // machine, with the replication semantics drover drives in production.
 //
 //   - storage.go: provisions a PV for each PVC of its storage classes (from a VolumeSnapshot data
-//     source when one is named), deletes released volumes, marks VolumeAttachments attached.
+//     source when one is named), deletes released volumes, marks VolumeAttachments attached;
+//     binding.go: a PVC of a WaitForFirstConsumer class only once a pod using it is scheduled.
 //   - images.go: image state beside each volume (role, epoch, resync, last mirror), the peer's
 //     reachability (its storage process runs and no lab partition flag cuts it off),
 //     point-in-time copies and atomic replacement.
