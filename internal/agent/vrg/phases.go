@@ -291,9 +291,9 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 		return retryOnConflict(ps, err)
 	}
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonPVCNotBound, fmt.Sprintf(
-			"PVC %s is not Bound yet (phase %s); drover protects it once it is", ps.key(), pvc.Status.Phase))
-		return nil
+		var err error
+		ps.result, err = r.unboundResult(ctx, ps)
+		return err
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {

@@ -93,7 +93,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		// primary's own.
 		rs.adopted++
 		if pvc.Status.Phase != corev1.ClaimBound {
-			rs.unbound = append(rs.unbound, key)
+			return true, r.awaitRestoredPVC(ctx, sc, pvc)
 		}
 		return true, nil
 	}
@@ -102,8 +102,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		// its image released once its data is copied.
 		rs.restored++
 		if pvc.Status.Phase != corev1.ClaimBound {
-			rs.unbound = append(rs.unbound, key)
-			return true, nil
+			return true, r.awaitRestoredPVC(ctx, sc, pvc)
 		}
 		return true, r.releaseImage(ctx, sc.vrg, pvc.Namespace, restoredImage(pvc))
 	}
