@@ -40,8 +40,10 @@ func TestMain(m *testing.M) {
 	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 
-// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, else the seed's
-// case (a StatefulSet that keeps its PVCs) for each backend, one in each mode.
+// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, and the seed's case
+// in each mode on the WaitForFirstConsumer variant of the VolSync class (a restored PVC binds only
+// when the application's pod is scheduled); else the seed's case (a StatefulSet that keeps its
+// PVCs) for each backend, one in each mode.
 func cases() []story.Case {
 	backends := []struct{ policy, class string }{
 		{lab.PolicyVolRep, lab.BlockStorageClass},
@@ -61,6 +63,9 @@ func cases() []story.Case {
 			}
 		}
 	}
+	for _, m := range []story.Mode{story.SelfContained, story.Placement} {
+		out = append(out, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileWFFCStorageClass, Mode: m})
+	}
 	return out
 }
 
@@ -77,7 +82,8 @@ func env(t *testing.T) story.Env {
 func TestTheWholeStory(t *testing.T) {
 	for _, c := range cases() {
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
-			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy]
+			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy] +
+			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass]
 		t.Run(c.Name(), func(t *testing.T) {
 			began := time.Now()
 			r := story.New(env(t), c, lab.East)
