@@ -11,7 +11,8 @@
 //     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
 //     pvc-protection finalizer and annotation.
 //   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
-//     VolumeSnapshots; destination addresses by Service type (volsync_address.go).
+//     VolumeSnapshots; destination addresses by Service type (volsync_address.go); who movers run
+//     as and whether Pod Security admits them (volsync_identity.go).
 //   - serviceexport.go: the multi-cluster network, a stand-in for a Multi-Cluster Services
 //     implementation: ServiceExports marked Valid and Ready, their clusterset addresses
 //     resolved from the peer, only while the lab's flag says the network is on.
