@@ -317,6 +317,12 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 	pc := &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
 	}
+	if ps.backend == v1alpha1.BackendVolSync {
+		if pc.MoverSecurityContext, pc.MoverUserUnknown, err = r.moverUser(ctx, sc.vrg, pvc); err != nil {
+			return err
+		}
+		ps.moverUser = pc.MoverSecurityContext
+	}
 	ps.result, ps.protected = backend.Protect(ctx, pc), pc
 	// The metadata of a PVC whose replication cannot work is not stored: restoring it on the
 	// peer would give the workload a volume without its data.

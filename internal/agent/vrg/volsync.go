@@ -110,7 +110,7 @@ func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result
 			problems = append(problems, res.String())
 			result = shortest(result, ctrl.Result{RequeueAfter: resultRequeue(res)})
 		}
-		if res.Reason == v1alpha1.ReasonVolSyncAddressUnreachable && sc.volSyncUnreachable == nil {
+		if (res.Reason == v1alpha1.ReasonVolSyncAddressUnreachable || res.Reason == v1alpha1.ReasonVolSyncMoverUserUnknown) && sc.volSyncUnreachable == nil {
 			sc.volSyncUnreachable = &metav1.Condition{Type: v1alpha1.ConditionDataProtected, Status: metav1.ConditionFalse,
 				Reason: res.Reason, Message: fmt.Sprintf("PVC %s cannot be received: %s", key, res.Message)}
 		}

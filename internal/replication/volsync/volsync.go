@@ -129,6 +129,10 @@ func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) repli
 
 func (b *Backend) protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
 	ns, name := pc.PVC.Namespace, pc.PVC.Name
+	if _, ok := moverPodSecurityContext(pc.VRG, pc.MoverSecurityContext); !ok {
+		// First: without a user no destination can run either, so nothing else would come.
+		return moverUserUnknown(ns+"/"+name, pc.MoverUserUnknown)
+	}
 	dest := DestinationOf(pc.VRG, ns, name)
 	if dest == nil {
 		return replication.Retry(waitForHub, v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
@@ -173,6 +177,10 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 	if class == "" {
 		return nil, res
 	}
+	mover, ok := moverPodSecurityContext(pc.VRG, pc.MoverSecurityContext)
+	if !ok {
+		return nil, moverUserUnknown(pc.PVC.Namespace+"/"+pc.PVC.Name, pc.MoverUserUnknown)
+	}
 	want := volsyncv1alpha1.ReplicationSourceSpec{
 		SourcePVC: pc.PVC.Name,
 		Trigger:   trigger,
@@ -181,6 +189,7 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 			VolumeSnapshotClassName: ptr.To(class),
 			KeySecret:               ptr.To(dest.KeySecretName),
 			Address:                 ptr.To(dest.Address),
+			MoverSecurityContext:    mover,
 		},
 	}
 	if pc.StorageClassName != "" {
@@ -465,6 +474,10 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 	if snapClass == "" {
 		return nil, res
 	}
+	mover, ok := moverPodSecurityContext(vrg, destinationMoverUser(vrg, rp))
+	if !ok {
+		return nil, moverUserUnknown(pvcKey, "the primary reports no user for its movers (its group's status.protectedPVCs), so the destination's mover has none either")
+	}
 	mode := AddressMode(vrg)
 	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
 		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
@@ -477,6 +490,7 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		VolumeMode:              rp.VolumeMode,
 		VolumeSnapshotClassName: ptr.To(snapClass),
 		KeySecret:               ptr.To(keyName),
+		MoverSecurityContext:    mover,
 	}}
 	if destinationPVC != "" {
 		if res := b.markReceiving(ctx, vrg, rp.PVCNamespace, destinationPVC); !res.IsDone() {
