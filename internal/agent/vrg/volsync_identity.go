@@ -10,15 +10,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
 // Who a PVC's VolSync movers run as (internal/replication/volsync/movers.go says why it must be
 // known). In order:
 //   - the group's spec.volSync.moverSecurityContext, the DRPlacementControl's choice;
 //   - what the pods that mount the PVC run as, when that is safe (moverUserFromPods);
-//   - what the group recorded for the PVC in status.protectedPVCs, while no pod mounts it: a
-//     relocation's final sync runs with the workload stopped, and a PVC kept from an earlier role
-//     keeps its user.
+//   - while no pod mounts it: what the group recorded for the PVC in status.protectedPVCs (a
+//     relocation's final sync runs with the workload stopped), else the user of the group's
+//     ReplicationDestination of the PVC, the one a promotion restored it from (its movers ran
+//     as the old primary's user, and the restored PVC holds that user's files until the
+//     application's pods run).
 //
 // A secondary's destination takes the user the primary reported for the PVC, which the hub
 // hands over in spec.volSync.receivePVCs.
@@ -154,10 +157,34 @@ func (r *Reconciler) moverUser(ctx context.Context, vrg *v1alpha1.VolumeReplicat
 	if user != nil {
 		return user, "", nil
 	}
-	if recorded := recordedMoverUser(vrg, pvc.Namespace, pvc.Name); recorded != nil && !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
+	if slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
 		return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 	}) {
+		return nil, why, nil
+	}
+	if recorded := recordedMoverUser(vrg, pvc.Namespace, pvc.Name); recorded != nil {
 		return recorded, "", nil
 	}
+	if vs := r.volSync(); vs != nil {
+		rd, err := vs.Destination(ctx, vrg, pvc.Namespace, pvc.Name)
+		if err != nil {
+			return nil, "", err
+		}
+		if user := destinationUser(rd); user != nil {
+			return user, "", nil
+		}
+	}
 	return nil, why, nil
+}
+
+// destinationUser is the non-root user a ReplicationDestination's movers run as; nil when none.
+func destinationUser(rd *volsyncv1alpha1.ReplicationDestination) *v1alpha1.VolSyncMoverSecurityContext {
+	if rd == nil || rd.Spec.RsyncTLS == nil || rd.Spec.RsyncTLS.MoverSecurityContext == nil {
+		return nil
+	}
+	msc := rd.Spec.RsyncTLS.MoverSecurityContext
+	if msc.RunAsUser == nil || *msc.RunAsUser <= 0 {
+		return nil
+	}
+	return &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: *msc.RunAsUser, RunAsGroup: msc.RunAsGroup, FSGroup: msc.FSGroup}
 }
