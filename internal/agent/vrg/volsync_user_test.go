@@ -79,11 +79,11 @@ func TestVolSyncMoversRunAsTheApplicationsUserAndPassRestrictedPodSecurity(t *te
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(p.east.Get(ctx, client.ObjectKeyFromObject(p.eastGroup), got)).To(Succeed())
+		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		g.Expect(dp.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dp.Reason, dp.Message)
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(1))
 		g.Expect(got.Status.ProtectedPVCs[0].MoverSecurityContext).To(Equal(&v1alpha1.VolSyncMoverSecurityContext{
 			RunAsUser: appUID, RunAsGroup: ptr.To(appUID), FSGroup: ptr.To(appFSGroup)}), "the movers' user is the pods'")
-		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
-		g.Expect(dp.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dp.Reason, dp.Message)
 	}).Should(Succeed(), "east's PVC replicates to west in a restricted namespace")
 	expectMoversOf(ctx, g, p, ns, "data-db-0", &corev1.PodSecurityContext{
 		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(appUID), RunAsGroup: ptr.To(appUID), FSGroup: ptr.To(appFSGroup),
