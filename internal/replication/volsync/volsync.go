@@ -474,24 +474,11 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 	if snapClass == "" {
 		return nil, res
 	}
-	mover, ok := moverPodSecurityContext(vrg, destinationMoverUser(vrg, rp))
+	mode := AddressMode(vrg)
+	want, ok := destinationSpec(vrg, rp, snapClass, keyName)
 	if !ok {
 		return nil, moverUserUnknown(pvcKey, "the primary reports no user for its movers (its group's status.protectedPVCs), so the destination's mover has none either")
 	}
-	mode := AddressMode(vrg)
-	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
-		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
-		// reachable from there only once exported (address.go).
-		ServiceType:             ptr.To(serviceType(mode)),
-		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
-		Capacity:                ptr.To(rp.Capacity),
-		StorageClassName:        ptr.To(rp.StorageClassName),
-		AccessModes:             rp.AccessModes,
-		VolumeMode:              rp.VolumeMode,
-		VolumeSnapshotClassName: ptr.To(snapClass),
-		KeySecret:               ptr.To(keyName),
-		MoverSecurityContext:    mover,
-	}}
 	if destinationPVC != "" {
 		if res := b.markReceiving(ctx, vrg, rp.PVCNamespace, destinationPVC); !res.IsDone() {
 			return nil, res
@@ -538,6 +525,25 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 	return &v1alpha1.VolSyncDestination{
 		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName, Address: address, KeySecretName: keyName,
 	}, replication.Done()
+}
+
+// destinationSpec is the ReplicationDestination of a received PVC, without its destinationPVC;
+// false when its movers have no user.
+func destinationSpec(vrg *v1alpha1.VolumeReplicationGroup, rp v1alpha1.VolSyncReceivePVC, snapClass, keyName string) (volsyncv1alpha1.ReplicationDestinationSpec, bool) {
+	mover, ok := moverPodSecurityContext(vrg, destinationMoverUser(vrg, rp))
+	return volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
+		// reachable from there only once exported (address.go).
+		ServiceType:             ptr.To(serviceType(AddressMode(vrg))),
+		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
+		Capacity:                ptr.To(rp.Capacity),
+		StorageClassName:        ptr.To(rp.StorageClassName),
+		AccessModes:             rp.AccessModes,
+		VolumeMode:              rp.VolumeMode,
+		VolumeSnapshotClassName: ptr.To(snapClass),
+		KeySecret:               ptr.To(keyName),
+		MoverSecurityContext:    mover,
+	}}, ok
 }
 
 // GroupKey is the value of AnnotationReceivedBy for the group.
