@@ -187,6 +187,34 @@ type KubeObjectProtectionSpec struct {
 	ObjectSelector *metav1.LabelSelector `json:"objectSelector,omitempty"`
 }
 
+// VolSyncMoverSecurityContext is who VolSync's unprivileged movers run as for a PVC: the user,
+// group and fsGroup of the application that writes the volume. An unprivileged mover drops every
+// capability, so it reads and writes the volume's files only as that user could; drover adds
+// runAsNonRoot and the RuntimeDefault seccomp profile, so that the mover pods are admitted in a
+// namespace that enforces the restricted Pod Security Standard.
+type VolSyncMoverSecurityContext struct {
+	// runAsUser is the UID the movers run as, the one the application writes its files as.
+	// Never 0: an unprivileged mover running as root has no capability, and rsync cannot work so
+	// (VolSync's docs/usage/permissionmodel.rst).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsUser int64 `json:"runAsUser,omitempty"`
+
+	// runAsGroup is the movers' primary GID; the mover image's when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+
+	// fsGroup is the group that owns the volume's files (the application pods' fsGroup): the
+	// movers get it as a supplementary group.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	FSGroup *int64 `json:"fsGroup,omitempty"`
+}
+
 // DRAction is a disaster-recovery action asked of a protected application.
 // +kubebuilder:validation:Enum="";Failover;Relocate
 type DRAction string

@@ -215,6 +215,12 @@ const (
 	// implementation, or its LoadBalancer Service gets no address); the message says which
 	// DRPolicy spec.volSyncAddress to choose.
 	ReasonVolSyncAddressUnreachable = "VolSyncAddressUnreachable"
+	// ReasonVolSyncMoverUserUnknown (DataProtected of a primary's VolSync PVC, and of a
+	// secondary): no user is known for the PVC's unprivileged movers, which would run as UID 0
+	// without capabilities, and rsync cannot; drover starts none. The message says why the
+	// application's pods give no user and what to set (the DRPlacementControl's
+	// volSyncMoverSecurityContext, or the DRPolicy's volSyncMovers Privileged).
+	ReasonVolSyncMoverUserUnknown = "VolSyncMoverUserUnknown"
 	// ReasonUntrustedPeerStatus (PeerReady): the peer's group reports VolSync destinations that
 	// name a namespace the group does not protect or a key Secret drover does not derive; the
 	// hub does not hand them to the primary, and the message names the cluster and the entries.

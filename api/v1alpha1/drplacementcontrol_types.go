@@ -100,6 +100,17 @@ type DRPlacementControlSpec struct {
 	// +optional
 	KubeObjectProtection *KubeObjectProtectionSpec `json:"kubeObjectProtection,omitempty"`
 
+	// volSyncMoverSecurityContext is who VolSync's movers run as for the application's PVCs that
+	// VolSync replicates, with the DRPolicy's volSyncMovers Unprivileged: the user (and group
+	// and fsGroup) the application writes its files as. Unset, drover takes it, for each PVC,
+	// from the application's pods that mount the PVC when every one of their containers that
+	// mounts it runs as one non-root runAsUser (and they agree on runAsGroup and fsGroup). When
+	// they do not (a container runs as root or states no runAsUser, or the pods differ), the
+	// movers cannot run and the DRPlacementControl says so: set this field, or set the
+	// DRPolicy's volSyncMovers to Privileged.
+	// +optional
+	VolSyncMoverSecurityContext *VolSyncMoverSecurityContext `json:"volSyncMoverSecurityContext,omitempty"`
+
 	// drillHistoryLimit is how many finished DRDrills of this application the hub keeps as
 	// history; older ones are deleted. Default 10.
 	// +optional

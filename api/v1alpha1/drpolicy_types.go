@@ -44,14 +44,22 @@ type DRPolicySpec struct {
 	VolumeSnapshotClassSelector *metav1.LabelSelector `json:"volumeSnapshotClassSelector,omitempty"`
 
 	// volSyncMovers says how VolSync's movers run in the protected namespaces.
-	// Unprivileged (the default, VolSync's own) runs a mover as an ordinary user of the
-	// namespace: it cannot keep the files' owners and permissions, nor copy a file that user
-	// cannot read, so an application whose files belong to several users, or are readable only
-	// by their owner, is restored with owners and unreadable files lost. Privileged makes
-	// drover annotate each protected namespace volsync.backube/privileged-movers: "true" while
-	// the application is protected (VolSync's docs/usage/permissionmodel.rst; the annotation is
-	// removed on unprotect), so movers run as root and copy every file with its owner: choose it
-	// for such applications, in namespaces whose users may be given a privileged mover.
+	// Unprivileged (the default, VolSync's own) runs a mover with every capability dropped, as
+	// the user of the application's mover security context: the DRPlacementControl's
+	// volSyncMoverSecurityContext, or the runAsUser, runAsGroup and fsGroup of the pods that
+	// mount the PVC. Without one the mover would run as UID 0 without capabilities on any
+	// platform that assigns no UID (all but OpenShift), which rsync cannot do, so drover does not
+	// start it and the DRPlacementControl says what to set. drover runs unprivileged movers with
+	// runAsNonRoot and the RuntimeDefault seccomp profile, so they are admitted in namespaces
+	// that enforce the restricted Pod Security Standard. An unprivileged mover cannot keep the
+	// files' owners, nor copy a file its user cannot read: an application whose files belong to
+	// several users, or are readable only by their owner, is restored with owners and unreadable
+	// files lost. Privileged makes drover annotate each protected namespace
+	// volsync.backube/privileged-movers: "true" while the application is protected (VolSync's
+	// docs/usage/permissionmodel.rst; the annotation is removed on unprotect), so movers run as
+	// root with the capabilities to copy every file with its owner: choose it for such
+	// applications, in namespaces whose users may be given a privileged mover and whose Pod
+	// Security level is baseline or privileged (restricted refuses a root mover).
 	// +optional
 	VolSyncMovers VolSyncMovers `json:"volSyncMovers,omitempty"`
 

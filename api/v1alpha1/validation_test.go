@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -185,6 +186,26 @@ func TestDRPlacementControlValidation(t *testing.T) {
 				s.PlacementRef.Kind = "ApplicationSet"
 			}),
 			wantErr: `spec.placementRef.kind: Unsupported value: "ApplicationSet"`,
+		},
+		{
+			name: "a mover security context with a non-root user, a group and an fsGroup is accepted",
+			obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) {
+				s.VolSyncMoverSecurityContext = &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 1000, RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
+			}),
+		},
+		{
+			name: "a mover security context without a user is rejected (root cannot run an unprivileged rsync mover)",
+			obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) {
+				s.VolSyncMoverSecurityContext = &v1alpha1.VolSyncMoverSecurityContext{FSGroup: ptr.To[int64](2000)}
+			}),
+			wantErr: "spec.volSyncMoverSecurityContext.runAsUser: Required value",
+		},
+		{
+			name: "a mover security context with a negative fsGroup is rejected",
+			obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) {
+				s.VolSyncMoverSecurityContext = &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 1000, FSGroup: ptr.To[int64](-1)}
+			}),
+			wantErr: "spec.volSyncMoverSecurityContext.fsGroup: Invalid value: -1",
 		},
 	})
 }

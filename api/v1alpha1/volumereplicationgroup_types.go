@@ -103,6 +103,11 @@ type VolSyncReceivePVC struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Block;Filesystem
 	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
+
+	// moverSecurityContext is who the primary's movers of the PVC run as (its status'
+	// protectedPVCs entry): the destination's mover runs as the same user.
+	// +optional
+	MoverSecurityContext *VolSyncMoverSecurityContext `json:"moverSecurityContext,omitempty"`
 }
 
 // VolSyncMovers is how VolSync's movers run: Unprivileged or Privileged.
@@ -110,8 +115,8 @@ type VolSyncReceivePVC struct {
 type VolSyncMovers string
 
 const (
-	// VolSyncMoversUnprivileged runs movers as an ordinary user of the namespace (VolSync's
-	// default).
+	// VolSyncMoversUnprivileged runs movers without capabilities, as the user of the group's
+	// mover security context (VolSync's default privileges).
 	VolSyncMoversUnprivileged VolSyncMovers = "Unprivileged"
 	// VolSyncMoversPrivileged lets movers run as root, keeping owners and reading every file.
 	VolSyncMoversPrivileged VolSyncMovers = "Privileged"
@@ -149,6 +154,12 @@ type VolSyncSpec struct {
 	// DRPolicy's volSyncAddress); LoadBalancer when empty.
 	// +optional
 	Address VolSyncAddress `json:"address,omitempty"`
+
+	// moverSecurityContext is who unprivileged movers run as for every VolSync PVC of the group
+	// (the DRPlacementControl's volSyncMoverSecurityContext). Unset, each PVC's is taken from the
+	// pods that mount it on the primary, and handed to the secondary in receivePVCs.
+	// +optional
+	MoverSecurityContext *VolSyncMoverSecurityContext `json:"moverSecurityContext,omitempty"`
 
 	// receivePVCs, on a secondary, are the PVCs to receive: one ReplicationDestination each.
 	// +optional
@@ -300,6 +311,13 @@ type ProtectedPVC struct {
 	// lastSyncBytes is how many bytes the last sync transferred.
 	// +optional
 	LastSyncBytes *int64 `json:"lastSyncBytes,omitempty"`
+
+	// moverSecurityContext is who the VolSync movers of the PVC run as: the group's
+	// spec.volSync.moverSecurityContext, or what the pods that mount the PVC run as, kept while
+	// no pod mounts it (a relocation's final sync, a restore before the application starts).
+	// Unset for a PVC of another backend, or when no user is known.
+	// +optional
+	MoverSecurityContext *VolSyncMoverSecurityContext `json:"moverSecurityContext,omitempty"`
 }
 
 // FinalSyncStatus records the last completed final sync.

@@ -36,6 +36,10 @@ const (
 	BlockStorageClass = "lab-block"
 	// FileStorageClass is provisioned by FileDriver.
 	FileStorageClass = "lab-file"
+	// FileWFFCStorageClass is FileStorageClass with volumeBindingMode WaitForFirstConsumer, the
+	// binding of the default classes of EBS, GCE PD and Azure Disk: a PVC of it is provisioned
+	// only once the scheduler picked a node for a pod that uses it (storage/binding.go).
+	FileWFFCStorageClass = "lab-file-wffc"
 	// BlockSnapshotClass and FileSnapshotClass are the VolumeSnapshotClasses of the two drivers.
 	BlockSnapshotClass = "lab-block-snapshot"
 	FileSnapshotClass  = "lab-file-snapshot"
@@ -82,6 +86,7 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	objs := []client.Object{
 		storageClass(BlockStorageClass, BlockDriver, true),
 		storageClass(FileStorageClass, FileDriver, false),
+		waitForFirstConsumer(storageClass(FileWFFCStorageClass, FileDriver, false)),
 		csiDriver(BlockDriver),
 		csiDriver(FileDriver),
 		snapshotClass(BlockSnapshotClass, BlockDriver),
@@ -226,6 +231,12 @@ func storageClass(name, driver string, isDefault bool) *storagev1.StorageClass {
 	if isDefault {
 		sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
 	}
+	return sc
+}
+
+// waitForFirstConsumer makes sc bind its PVCs once a pod that uses them is scheduled.
+func waitForFirstConsumer(sc *storagev1.StorageClass) *storagev1.StorageClass {
+	sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)
 	return sc
 }
 

@@ -91,6 +91,11 @@ type PVCContext struct {
 	Provisioner      string
 	// Interval is the VRG's schedulingInterval, parsed.
 	Interval time.Duration
+	// MoverSecurityContext is who the PVC's VolSync movers run as, as the agent resolved it (the
+	// group's spec, the pods that mount the PVC, or what the group recorded); nil when no user
+	// is known, and MoverUserUnknown then says why.
+	MoverSecurityContext *v1alpha1.VolSyncMoverSecurityContext
+	MoverUserUnknown     string
 }
 
 // SyncStatus is what a backend observes of a PVC's replication.

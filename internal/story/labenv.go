@@ -61,6 +61,18 @@ func labClient(l *lab.Lab, name string, add ...func(*runtime.Scheme) error) (cli
 	return cl, nil
 }
 
+// labClass is the storage class the lab's DRPolicy policy replicates by default; "" for a
+// policy the lab does not define.
+func labClass(policy string) string {
+	switch policy {
+	case lab.PolicyVolRep:
+		return lab.BlockStorageClass
+	case lab.PolicyVolSync:
+		return lab.FileStorageClass
+	}
+	return ""
+}
+
 // LabCase is the case of workload w protected by the lab's DRPolicy policy in mode m, with the
 // storage class that policy replicates, as Case.Name spells them: sts-retain, lab-volrep,
 // self-contained. It says which names are valid when one is not.
@@ -71,12 +83,7 @@ func LabCase(w, policy, m string) (Case, error) {
 	default:
 		return c, fmt.Errorf("workload %q: use %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC)
 	}
-	switch policy {
-	case lab.PolicyVolRep:
-		c.StorageClass = lab.BlockStorageClass
-	case lab.PolicyVolSync:
-		c.StorageClass = lab.FileStorageClass
-	default:
+	if c.StorageClass = labClass(policy); c.StorageClass == "" {
 		return c, fmt.Errorf("policy %q: use %s or %s", policy, lab.PolicyVolRep, lab.PolicyVolSync)
 	}
 	switch c.Mode {

@@ -59,8 +59,16 @@ func (c Case) placement() string {
 	return c.Placement
 }
 
-// Name is a short name of the case, for test names and tables.
-func (c Case) Name() string { return fmt.Sprintf("%s/%s/%s", c.Workload, c.Policy, c.Mode) }
+// Name is a short name of the case, for test names and tables: workload/policy/mode, and
+// @class after them when the storage class is not the one the lab's policy replicates by default
+// (not /class: a subtest level that a -run pattern for the default class's case would enter).
+func (c Case) Name() string {
+	name := fmt.Sprintf("%s/%s/%s", c.Workload, c.Policy, c.Mode)
+	if c.StorageClass != "" && c.StorageClass != labClass(c.Policy) {
+		name += "@" + c.StorageClass
+	}
+	return name
+}
 
 // Env is the lab as a story sees it.
 type Env struct {

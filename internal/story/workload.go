@@ -33,6 +33,11 @@ var AppLabel = map[string]string{"app": "db"}
 // WriterInterval is the time between two records of each writer.
 const WriterInterval = "200ms"
 
+// AppUser is the user, group and fsGroup the application's pods run as: non-root, as a real
+// database's, so that drover takes its VolSync movers' user from them, and the pods meet the
+// restricted Pod Security Standard.
+const AppUser int64 = 1000
+
 // manifests returns the application's objects, without a namespace: a workload named db whose
 // pods write records (the lab's writer) into PVCs of storageClass labelled app=db, and a headless
 // Service.
@@ -43,10 +48,19 @@ func manifests(w Workload, replicas int32, storageClass string) ([]client.Object
 			Labels:      map[string]string{"app": "db", storage.WriterLabel: "true"},
 			Annotations: map[string]string{storage.WriterIntervalAnnotation: WriterInterval},
 		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "db", Image: "lab/writer",
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-		}}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(AppUser), RunAsGroup: ptr.To(AppUser), FSGroup: ptr.To(AppUser),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "db", Image: "lab/writer",
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
 	}
 	pvcSpec := corev1.PersistentVolumeClaimSpec{
 		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

@@ -54,8 +54,10 @@ func TestMain(m *testing.M) {
 	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 
-// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, else the seed's
-// case (a StatefulSet that keeps its PVCs) for each backend, one in each mode.
+// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, and the seed's case
+// in each mode on the WaitForFirstConsumer variant of the VolSync class (a restored PVC binds only
+// when the application's pod is scheduled); else the seed's case (a StatefulSet that keeps its
+// PVCs) for each backend, one in each mode.
 func cases() []story.Case {
 	backends := []struct{ policy, class string }{
 		{lab.PolicyVolRep, lab.BlockStorageClass},
@@ -74,6 +76,9 @@ func cases() []story.Case {
 				out = append(out, story.Case{Workload: w, Policy: b.policy, StorageClass: b.class, Mode: m})
 			}
 		}
+	}
+	for _, m := range []story.Mode{story.SelfContained, story.Placement} {
+		out = append(out, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileWFFCStorageClass, Mode: m})
 	}
 	return out
 }
@@ -95,7 +100,8 @@ var runs = map[string]int{}
 func TestTheWholeStory(t *testing.T) {
 	for _, c := range cases() {
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
-			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy]
+			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy] +
+			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass]
 		if runs[c.Namespace]++; runs[c.Namespace] > 1 {
 			c.Namespace += fmt.Sprintf("-%d", runs[c.Namespace])
 		}

@@ -14,7 +14,11 @@
 //     PVCs from the first readable S3 profile, adopting matching leftovers and reporting, never
 //     overwriting, colliding ones (promote.go), after checking what the store holds: PVCs only
 //     in the protected namespaces, PVs only CSI of the group's classes with their secrets from
-//     the StorageClass (restorecheck.go), every read bounded (limits.go);
+//     the StorageClass (restorecheck.go), every read bounded (limits.go); a PVC of a class that
+//     binds on its first consumer counts as restored while Pending, its image held until it is
+//     Bound (firstconsumer.go);
+//   - who each VolSync PVC's movers run as: the group's user, else the pods' that mount it, else
+//     what it recorded (volsync_identity.go);
 //   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field
 //     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,

@@ -179,6 +179,7 @@ func TestAPassActsOnTheSpecItBeganWithWhenTheHubChangesItMeanwhile(t *testing.T)
 	f.vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{ReceivePVCs: []v1alpha1.VolSyncReceivePVC{{
 		PVCNamespace: "app", PVCName: "data-web-0", StorageClassName: "lab-file",
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"),
+		MoverSecurityContext: &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 1000},
 	}}}
 	f.demote(g, v1alpha1.ActionRelocate)
 

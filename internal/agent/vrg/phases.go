@@ -291,9 +291,9 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 		return retryOnConflict(ps, err)
 	}
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		ps.result = replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonPVCNotBound, fmt.Sprintf(
-			"PVC %s is not Bound yet (phase %s); drover protects it once it is", ps.key(), pvc.Status.Phase))
-		return nil
+		var err error
+		ps.result, err = r.unboundResult(ctx, ps)
+		return err
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
@@ -316,6 +316,12 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 	ps.backend = backend.Name()
 	pc := &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
+	}
+	if ps.backend == v1alpha1.BackendVolSync {
+		if pc.MoverSecurityContext, pc.MoverUserUnknown, err = r.moverUser(ctx, sc.vrg, pvc); err != nil {
+			return err
+		}
+		ps.moverUser = pc.MoverSecurityContext
 	}
 	ps.result, ps.protected = backend.Protect(ctx, pc), pc
 	// The metadata of a PVC whose replication cannot work is not stored: restoring it on the

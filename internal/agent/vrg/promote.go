@@ -45,6 +45,10 @@ type restoreState struct {
 	conflicts map[string]restoreConflict
 	// unbound are the restored or adopted PVCs not Bound yet.
 	unbound []string
+	// awaitingConsumer are restored PVCs of classes that bind on their first consumer, Pending
+	// with their image held until they are Bound (firstconsumer.go): restored as far as the
+	// cluster can tell before the application's pods come, so not in unbound.
+	awaitingConsumer []string
 	// restored and adopted count the PVs and PVCs created and the ones found matching.
 	restored, adopted int
 	// since is when this promotion claimed the group (its epoch); zero when unknown.
@@ -458,6 +462,10 @@ func clusterDataReadyCondition(rs *restoreState) metav1.Condition {
 	if len(rs.unbound) > 0 {
 		return condition(t, false, v1alpha1.ReasonProgressing, fmt.Sprintf(
 			"restored from S3 profile %s; waiting for PVCs %s to bind%s", rs.store, strings.Join(rs.unbound, ", "), skipped))
+	}
+	if len(rs.awaitingConsumer) > 0 {
+		skipped = fmt.Sprintf("; PVCs %s bind on their first consumer, restored from VolSync images held until they are Bound",
+			strings.Join(rs.awaitingConsumer, ", ")) + skipped
 	}
 	return condition(t, true, v1alpha1.ReasonSucceeded, fmt.Sprintf(
 		"the PVs and PVCs are restored from S3 profile %s (%d objects created, %d adopted)%s", rs.store, rs.restored, rs.adopted, skipped))

@@ -67,7 +67,7 @@ type scope struct {
 	// the group's recovery point (status.lastGroupSyncTime).
 	capturedEverywhere time.Time
 	// volSyncUnreachable, on a secondary, is DataProtected when a VolSync destination has no
-	// address the peer can use (receiveVolSync); nil otherwise.
+	// address the peer can use or no user for its mover (receiveVolSync); nil otherwise.
 	volSyncUnreachable *metav1.Condition
 	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
 	// is read once per pass.
@@ -107,6 +107,9 @@ type pvcState struct {
 	// demotion is how this pass demotes the PVC (prepareDemotions); nil when it is not bound or
 	// cannot be demoted, and result says why.
 	demotion *demotion
+	// moverUser is who the PVC's VolSync movers run as, resolved by this pass
+	// (volsync_identity.go); nil when it was not, or no one is known.
+	moverUser *v1alpha1.VolSyncMoverSecurityContext
 }
 
 func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }

@@ -103,7 +103,8 @@ func setConditionStatus(vrg *v1alpha1.VolumeReplicationGroup, conditions *[]meta
 //     use, waiting for the fence, demotion under way) otherwise. "Ready" means ready for the
 //     role asked, as for a primary.
 //   - DataProtected: False with reason VolSyncAddressUnreachable while a VolSync destination
-//     has no address the peer can use (the message says which spec.volSyncAddress to choose);
+//     has no address the peer can use (the message says which spec.volSyncAddress to choose),
+//     or VolSyncMoverUserUnknown while its mover has no user (the message says what to set);
 //     otherwise, like the next two, Unknown with reason Secondary.
 //   - DataProtected, ClusterDataReady and ClusterDataProtected: Unknown with reason Secondary.
 //     They describe a primary's replication, restore and metadata, and the hub reads them from
@@ -167,6 +168,7 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 			Backend: ps.backend, ReplicationID: ps.sync.ReplicationID,
 			AccessModes: ps.pvc.Spec.AccessModes, VolumeMode: ps.pvc.Spec.VolumeMode,
 			LastSyncTime: ps.sync.LastSyncTime, LastSyncDuration: ps.sync.LastSyncDuration, LastSyncBytes: ps.sync.LastSyncBytes,
+			MoverSecurityContext: ps.moverUser,
 		}
 		if q, ok := ps.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
 			p.Capacity = &q
@@ -176,6 +178,10 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 		for _, prev := range previous {
 			if prev.Namespace == p.Namespace && prev.Name == p.Name {
 				p.Conditions = prev.Conditions
+				if p.MoverSecurityContext == nil {
+					// Kept while no pass resolves it (no pod mounts the PVC, or it is demoted).
+					p.MoverSecurityContext = prev.MoverSecurityContext
+				}
 			}
 		}
 		for _, c := range pvcConditions(ps) {

@@ -110,7 +110,7 @@ func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result
 			problems = append(problems, res.String())
 			result = shortest(result, ctrl.Result{RequeueAfter: resultRequeue(res)})
 		}
-		if res.Reason == v1alpha1.ReasonVolSyncAddressUnreachable && sc.volSyncUnreachable == nil {
+		if (res.Reason == v1alpha1.ReasonVolSyncAddressUnreachable || res.Reason == v1alpha1.ReasonVolSyncMoverUserUnknown) && sc.volSyncUnreachable == nil {
 			sc.volSyncUnreachable = &metav1.Condition{Type: v1alpha1.ConditionDataProtected, Status: metav1.ConditionFalse,
 				Reason: res.Reason, Message: fmt.Sprintf("PVC %s cannot be received: %s", key, res.Message)}
 		}
@@ -215,7 +215,9 @@ func volSyncNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
 // group's ReplicationDestinations are removed, once the restore of a promotion no longer needs
 // them: every PVC restored from its latest image and Bound, and ClusterDataReady recording it
 // in the status (the pass after the one that completed it), so that a later pass, even of a new
-// generation, knows the PVCs as this promotion's without their destinations.
+// generation, knows the PVCs as this promotion's without their destinations. A PVC of a class
+// that binds on its first consumer completes the restore while still Pending; its image is
+// released, and the destinations go, once it is Bound (firstconsumer.go).
 func (r *Reconciler) primaryVolSync(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	sc.vrg.Status.VolSyncDestinations = nil
 	vs := r.volSync()
@@ -227,6 +229,15 @@ func (r *Reconciler) primaryVolSync(ctx context.Context, sc *scope) (ctrl.Result
 			return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
 		}
 		return ctrl.Result{}, nil
+	}
+	waiting, err := r.releaseConsumedImages(ctx, sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting {
+		// A restored PVC waits for its first consumer with its image held: the destinations
+		// stay until it is Bound (firstconsumer.go).
+		return ctrl.Result{RequeueAfter: requeueWaitingForStorage}, nil
 	}
 	var errs []error
 	result := ctrl.Result{}

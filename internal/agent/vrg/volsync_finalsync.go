@@ -175,7 +175,8 @@ func (r *Reconciler) continueFinalSync(ctx context.Context, sc *scope, vs *volsy
 		if err != nil || dr == nil {
 			return err
 		}
-		pc := &replication.PVCContext{VRG: sc.vrg, PVC: dr, PV: pv, StorageClassName: ptrString(dr.Spec.StorageClassName), Interval: sc.interval}
+		pc := &replication.PVCContext{VRG: sc.vrg, PVC: dr, PV: pv, StorageClassName: ptrString(dr.Spec.StorageClassName), Interval: sc.interval,
+			MoverSecurityContext: groupMoverUser(sc.vrg, ns, original.Name)}
 		if pc.Provisioner, err = r.provisioner(ctx, pc.StorageClassName, pv); err != nil {
 			return err
 		}

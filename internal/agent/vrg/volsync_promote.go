@@ -93,7 +93,7 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		// primary's own.
 		rs.adopted++
 		if pvc.Status.Phase != corev1.ClaimBound {
-			rs.unbound = append(rs.unbound, key)
+			return true, r.awaitRestoredPVC(ctx, sc, pvc)
 		}
 		return true, nil
 	}
@@ -102,8 +102,11 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 		// its image released once its data is copied.
 		rs.restored++
 		if pvc.Status.Phase != corev1.ClaimBound {
-			rs.unbound = append(rs.unbound, key)
-			return true, r.restoreAgainIfImageGone(ctx, pvc)
+			if gone, err := r.restoreAgainIfImageGone(ctx, pvc); gone || err != nil {
+				rs.unbound = append(rs.unbound, key)
+				return true, err
+			}
+			return true, r.awaitRestoredPVC(ctx, sc, pvc)
 		}
 		return true, r.releaseImage(ctx, sc.vrg, pvc.Namespace, restoredImage(pvc))
 	}
@@ -132,25 +135,25 @@ func (r *Reconciler) restoreVolSyncPVC(ctx context.Context, sc *scope, stored *c
 // the snapshot it is restored from is gone or being deleted: the provisioner would never fill
 // it, and it would stay Pending with the application waiting on it. Nothing has its data (it
 // has none yet), so the next pass restores it again from the destination's latest image.
-func (r *Reconciler) restoreAgainIfImageGone(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) restoreAgainIfImageGone(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (bool, error) {
 	name := restoredImage(pvc)
 	if name == "" || pvc.Spec.VolumeName != "" || !pvc.DeletionTimestamp.IsZero() {
-		return nil
+		return false, nil
 	}
 	vs := &snapshotv1.VolumeSnapshot{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pvc.Namespace, Name: name}, vs)
 	switch {
 	case err == nil && vs.DeletionTimestamp.IsZero():
-		return nil
+		return false, nil
 	case client.IgnoreNotFound(err) != nil:
-		return fmt.Errorf("failed to get VolumeSnapshot %s/%s of restored PVC %s: %w", pvc.Namespace, name, pvc.Name, err)
+		return false, fmt.Errorf("failed to get VolumeSnapshot %s/%s of restored PVC %s: %w", pvc.Namespace, name, pvc.Name, err)
 	}
 	if err := r.Client.Delete(ctx, pvc, client.Preconditions{UID: ptr.To(pvc.UID), ResourceVersion: ptr.To(pvc.ResourceVersion)}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to delete PVC %s/%s, restored from the deleted VolumeSnapshot %s: %w", pvc.Namespace, pvc.Name, name, err)
+		return false, fmt.Errorf("failed to delete PVC %s/%s, restored from the deleted VolumeSnapshot %s: %w", pvc.Namespace, pvc.Name, name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted a restored PVC whose snapshot is gone, to restore it from the latest image",
 		"pvc", klog.KObj(pvc), "snapshot", name)
-	return nil
+	return true, nil
 }
 
 // selectsVolSync reports whether a stored PVC's StorageClass selects VolSync here; a class that

@@ -52,8 +52,9 @@ func TestVolSyncSecondaryKeepsReceivingWhenTheWorkloadDeletesItsPVC(t *testing.T
 		p := got.Status.ProtectedPVCs[0]
 		g.Expect(p.Backend).To(Equal(v1alpha1.BackendVolSync))
 		g.Expect(p.Capacity).NotTo(BeNil())
+		g.Expect(p.MoverSecurityContext).NotTo(BeNil(), "the movers' user is taken from the StatefulSet's pods")
 		receive = v1alpha1.VolSyncReceivePVC{PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
-			AccessModes: p.AccessModes, Capacity: *p.Capacity}
+			AccessModes: p.AccessModes, Capacity: *p.Capacity, MoverSecurityContext: p.MoverSecurityContext}
 	}).Should(Succeed(), "east protects the PVC")
 
 	// Failed over away from, east is demoted and asked to receive the new primary's PVC; its

@@ -40,12 +40,22 @@ func volSyncClient(t testing.TB, cluster string) client.Client {
 	return cl
 }
 
-// fileStatefulSet is a writer StatefulSet whose claims use the lab's file class (VolSync).
+// fileStatefulSet is a writer StatefulSet whose claims use the lab's file class (VolSync). Its
+// pods run as a non-root user, which the group's VolSync movers take (volsync_identity.go).
 func fileStatefulSet(namespace, name string, replicas int32) *appsv1.StatefulSet {
 	sts := writerStatefulSet(namespace, name, replicas, 100*time.Millisecond)
 	sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To(lab.FileStorageClass)
+	sts.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsUser: ptr.To(appUID), RunAsGroup: ptr.To(appUID), FSGroup: ptr.To(appFSGroup),
+	}
 	return sts
 }
+
+// The user and fsGroup of the tests' VolSync applications.
+const (
+	appUID     int64 = 1000
+	appFSGroup int64 = 2000
+)
 
 // volSyncVRG is primaryVRG with the lab's file class replicated by VolSync, every minute (the
 // finest VolSync schedule).
@@ -118,7 +128,7 @@ func hubReceive(ctx context.Context, g Gomega, primary client.Client, pGroup *v1
 			g.Expect(p.Capacity).NotTo(BeNil())
 			receive = append(receive, v1alpha1.VolSyncReceivePVC{
 				PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
-				AccessModes: p.AccessModes, Capacity: *p.Capacity,
+				AccessModes: p.AccessModes, Capacity: *p.Capacity, MoverSecurityContext: p.MoverSecurityContext,
 			})
 		}
 		g.Expect(receive).To(HaveLen(want))

@@ -56,6 +56,12 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 		}
 		spec.VolSync.Address = policy.Spec.VolSyncAddress
 	}
+	if msc := drpc.Spec.VolSyncMoverSecurityContext; msc != nil {
+		if spec.VolSync == nil {
+			spec.VolSync = &v1alpha1.VolSyncSpec{}
+		}
+		spec.VolSync.MoverSecurityContext = msc.DeepCopy()
+	}
 	switch {
 	case drpc.Spec.KubeObjectProtection != nil:
 		spec.KubeObjectProtection = drpc.Spec.KubeObjectProtection.DeepCopy()
@@ -67,7 +73,8 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 }
 
 // handOff adds the VolSync hand-off between the two groups to a desired spec: a secondary
-// receives the primary's VolSync PVCs (receivePVCs, from the primary's protectedPVCs), a primary
+// receives the primary's VolSync PVCs (receivePVCs, from the primary's protectedPVCs, with the
+// user its movers run as, so the destination's mover runs as the same one), a primary
 // sends to the secondary's destinations (from the secondary's volSyncDestinations). What the
 // other side does not report (it is unreachable, or has not reported yet) is kept as the group
 // already has it. Only destinations trustedDestinations accepts are handed to the primary.
@@ -87,6 +94,7 @@ func handOff(spec *v1alpha1.VolumeReplicationGroupSpec, group types.NamespacedNa
 			receive = append(receive, v1alpha1.VolSyncReceivePVC{
 				PVCNamespace: p.Namespace, PVCName: p.Name, StorageClassName: p.StorageClassName,
 				AccessModes: slices.Clone(p.AccessModes), Capacity: p.Capacity.DeepCopy(), VolumeMode: p.VolumeMode,
+				MoverSecurityContext: p.MoverSecurityContext.DeepCopy(),
 			})
 		}
 	case spec.ReplicationState == v1alpha1.ReplicationStateSecondary && kept != nil:

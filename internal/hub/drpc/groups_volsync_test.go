@@ -40,6 +40,34 @@ func TestTheGroupsTakeThePolicysMoversAndAddressAndTheSecondaryReceivesABlockPVC
 	g.Expect(spec.VolSync.Address).To(Equal(v1alpha1.VolSyncAddressServiceExport), "the hand-off keeps the address")
 }
 
+// The DRPlacementControl's mover user reaches both groups; without one, the secondary's
+// destination of a PVC runs as the user the primary reports for that PVC.
+func TestTheMoversUserGoesFromTheDRPCToTheGroupsAndFromThePrimarysPVCsToTheSecondary(t *testing.T) {
+	g := NewWithT(t)
+	user := &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 1000, FSGroup: ptr.To[int64](2000)}
+	drpc := &v1alpha1.DRPlacementControl{Spec: v1alpha1.DRPlacementControlSpec{VolSyncMoverSecurityContext: user}}
+	for _, state := range []v1alpha1.ReplicationState{v1alpha1.ReplicationStatePrimary, v1alpha1.ReplicationStateSecondary} {
+		spec := groupSpec(drpc, &v1alpha1.DRPolicy{}, state, "", "")
+		g.Expect(spec.VolSync).NotTo(BeNil())
+		g.Expect(spec.VolSync.MoverSecurityContext).To(Equal(user), "the %s group takes the DRPlacementControl's mover user", state)
+	}
+
+	reported := &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 26, RunAsGroup: ptr.To[int64](26)}
+	primary := &v1alpha1.VolumeReplicationGroup{
+		Spec: v1alpha1.VolumeReplicationGroupSpec{ReplicationState: v1alpha1.ReplicationStatePrimary},
+		Status: v1alpha1.VolumeReplicationGroupStatus{ProtectedPVCs: []v1alpha1.ProtectedPVC{{
+			Namespace: "app", Name: "data", Backend: v1alpha1.BackendVolSync, StorageClassName: "lab-file",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: ptr.To(resource.MustParse("1Gi")),
+			MoverSecurityContext: reported,
+		}}},
+	}
+	spec := groupSpec(&v1alpha1.DRPlacementControl{}, &v1alpha1.DRPolicy{}, v1alpha1.ReplicationStateSecondary, "", "")
+	handOff(&spec, types.NamespacedName{Namespace: "app", Name: "db"}, nil, primary)
+	g.Expect(spec.VolSync.MoverSecurityContext).To(BeNil())
+	g.Expect(spec.VolSync.ReceivePVCs).To(HaveLen(1))
+	g.Expect(spec.VolSync.ReceivePVCs[0].MoverSecurityContext).To(Equal(reported), "the destination runs as the primary's movers do")
+}
+
 // A secondary whose VolSync destination the peer cannot reach says so in DataProtected; the hub
 // takes that condition for PeerReady, and nothing else a group reports.
 func TestAnUnreachableVolSyncDestinationIsTheSecondarysProblem(t *testing.T) {
@@ -56,6 +84,8 @@ func TestAnUnreachableVolSyncDestinationIsTheSecondarysProblem(t *testing.T) {
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Message).To(Equal("choose spec.volSyncAddress"))
 	g.Expect(unreachableDestination(group(v1alpha1.ReplicationStatePrimary, v1alpha1.ReasonVolSyncAddressUnreachable))).To(BeNil())
+	g.Expect(unreachableDestination(group(v1alpha1.ReplicationStateSecondary, v1alpha1.ReasonVolSyncMoverUserUnknown))).NotTo(BeNil(),
+		"a destination whose mover has no user is the secondary's problem too")
 	g.Expect(unreachableDestination(group(v1alpha1.ReplicationStateSecondary, v1alpha1.ReasonMoverFailed))).To(BeNil())
 	g.Expect(unreachableDestination(nil)).To(BeNil())
 }

@@ -242,12 +242,14 @@ func recoveryPointWaiting(primary, peer *clusterView) string {
 
 // unreachableDestination is a secondary's DataProtected when it has a VolSync destination the
 // primary cannot reach (reason VolSyncAddressUnreachable, naming the DRPolicy setting to
-// choose), or nil.
+// choose) or whose mover has no user to run as (VolSyncMoverUserUnknown, naming what to set),
+// or nil.
 func unreachableDestination(vrg *v1alpha1.VolumeReplicationGroup) *metav1.Condition {
 	if vrg == nil || vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary {
 		return nil
 	}
-	if c := condition(vrg, v1alpha1.ConditionDataProtected); c != nil && c.Reason == v1alpha1.ReasonVolSyncAddressUnreachable {
+	if c := condition(vrg, v1alpha1.ConditionDataProtected); c != nil &&
+		(c.Reason == v1alpha1.ReasonVolSyncAddressUnreachable || c.Reason == v1alpha1.ReasonVolSyncMoverUserUnknown) {
 		return c
 	}
 	return nil

@@ -151,6 +151,11 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if !s.ours(sc.Provisioner) {
 		return ctrl.Result{}, nil
 	}
+	if waitsForConsumer(sc, pvc) {
+		// The PVC's next change (the scheduler's annotation) brings it back.
+		log.V(1).Info("Waiting for the first consumer", "pvc", klog.KObj(pvc))
+		return ctrl.Result{}, nil
+	}
 	name := "pvc-" + string(pvc.UID)
 	if res, err := s.populate(ctx, pvc, sc, name); err != nil || !res.IsZero() {
 		return res, err

@@ -118,11 +118,16 @@ package storage
 // At start the storage removes listeners (and their incoming directories) of
 // ReplicationDestinations deleted while it was down, and its staging directory.
 //
+// Movers' identity (volsync_identity.go): a mover runs as its moverSecurityContext's user, as
+// root with capabilities when its namespace allows privileged movers, else as root without any,
+// and rsync then fails; its pod passes the API server's Pod Security admission or no mover runs.
+//
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
 // snapshots), a source in the destination's own cluster, Service objects (addresses by Service
-// type and ServiceExports: volsync_address.go, serviceexport.go), the mover settings
-// (moverSecurityContext, resources), rsync's delta transfer within a file (a changed file is
+// type and ServiceExports: volsync_address.go, serviceexport.go), the mover settings other than
+// moverSecurityContext (resources, affinity, service account), file owners (a mover copies every
+// file it can read, whoever owns it), rsync's delta transfer within a file (a changed file is
 // copied whole), restic and rclone.
 
 import (
@@ -198,6 +203,10 @@ type listener struct {
 	// reachCluster or reachPeer; empty, from an older lab, is reachPeer).
 	Cluster string `json:"cluster,omitempty"`
 	Reach   string `json:"reach,omitempty"`
+	// Refuses is what a source's rsync prints when the destination's rsync daemon fails every
+	// connection (its mover runs as root without capabilities, volsync_identity.go); empty while
+	// it accepts them.
+	Refuses string `json:"refuses,omitempty"`
 }
 
 // transfer describes a completed copy in an incoming directory; it is written last.

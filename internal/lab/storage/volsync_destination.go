@@ -43,6 +43,9 @@ type rdScope struct {
 	volume string
 	// moverClosed says why the mover's pod does not run (volsync_mover.go); empty once it runs.
 	moverClosed string
+	// moverRefuses is what a source's rsync prints when the running mover's daemon fails every
+	// connection (volsync_identity.go); empty when it accepts them.
+	moverRefuses string
 	// received: the receive phase ran, so the snapshots marked for cleanup may be deleted.
 	received bool
 	// snapname is the snapshot of the sync whose mover completed (the destination PVC's
@@ -236,7 +239,7 @@ func (s *store) writeListener(sc *rdScope) error {
 		closed = sc.moverClosed
 	}
 	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closed,
-		Cluster: s.opts.Cluster, Reach: sc.reach}
+		Cluster: s.opts.Cluster, Reach: sc.reach, Refuses: sc.moverRefuses}
 	path := listenerPath(s.opts.DataDir, sc.address)
 	var have listener
 	if err := readJSON(path, &have); err == nil && have == want {

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -72,12 +73,16 @@ func (s *store) ensureDestinationMover(ctx context.Context, sc *rdScope) (ctrl.R
 	if err := s.createOwned(ctx, rd, obj, "mover ServiceAccount"); err != nil {
 		return ctrl.Result{}, err
 	}
+	privileged, err := s.privilegedMovers(ctx, rd.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	job := &batchv1.Job{}
 	name := boundedName(moverJobPrefix, rd.Name)
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: name}, job)
+	want := destinationMoverJob(rd, name, sa, sc.pvcName, sc.keyName, privileged)
+	err = s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: name}, job)
 	if apierrors.IsNotFound(err) {
-		job = destinationMoverJob(rd, name, sa, sc.pvcName, sc.keyName)
-		if err := s.createOwned(ctx, rd, job, "mover Job"); err != nil {
+		if err := s.createOwned(ctx, rd, want, "mover Job"); err != nil {
 			return ctrl.Result{}, err
 		}
 		sc.moverClosed = fmt.Sprintf("its mover Job %s was just created", name)
@@ -86,16 +91,43 @@ func (s *store) ensureDestinationMover(ctx context.Context, sc *rdScope) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if claim := moverClaim(job); claim != sc.pvcName {
-		// A pod's volumes cannot change: the Job goes, and the next pass makes it anew.
+	if changed := moverJobChanged(job, want); changed != "" {
+		// A Job's pod template cannot change: it goes, and the next pass makes it anew, as
+		// upstream's CreateOrUpdateDeleteOnImmutableErr does.
 		if err := s.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("failed to delete mover Job %s of PVC %s: %w", klog.KObj(job), claim, err)
+			return ctrl.Result{}, fmt.Errorf("failed to delete mover Job %s (%s): %w", klog.KObj(job), changed, err)
 		}
-		sc.moverClosed = fmt.Sprintf("its mover Job %s mounted PVC %s and is replaced", name, claim)
+		sc.moverClosed = fmt.Sprintf("its mover Job %s %s and is replaced", name, changed)
 		return ctrl.Result{}, nil
 	}
-	sc.moverClosed, err = s.moverPodState(ctx, job)
-	return ctrl.Result{}, err
+	if sc.moverClosed, err = s.moverPodState(ctx, job); err != nil || sc.moverClosed != "" {
+		return ctrl.Result{}, err
+	}
+	sc.moverClosed = moverCannotStart(&job.Spec.Template.Spec)
+	sc.moverRefuses = destinationRefusal(&job.Spec.Template.Spec)
+	return ctrl.Result{}, nil
+}
+
+// moverJobChanged says how a mover Job's pod differs from the one wanted: another PVC, or
+// another identity (the spec's moverSecurityContext or the namespace's privileged-movers
+// annotation changed). "" when it is the same.
+func moverJobChanged(job, want *batchv1.Job) string {
+	if claim := moverClaim(job); claim != moverClaim(want) {
+		return "mounted PVC " + claim
+	}
+	have, wanted := &job.Spec.Template.Spec, &want.Spec.Template.Spec
+	// The API server defaults a pod's missing securityContext to an empty one.
+	orEmpty := func(sc *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+		if sc == nil {
+			return &corev1.PodSecurityContext{}
+		}
+		return sc
+	}
+	if !equality.Semantic.DeepEqual(orEmpty(have.SecurityContext), orEmpty(wanted.SecurityContext)) ||
+		len(have.Containers) != 1 || !equality.Semantic.DeepEqual(have.Containers[0].SecurityContext, wanted.Containers[0].SecurityContext) {
+		return "ran with another security context"
+	}
+	return ""
 }
 
 // moverClaim is the PVC a mover Job's pods mount as their data volume.
@@ -139,6 +171,9 @@ func (s *store) moverPodState(ctx context.Context, job *batchv1.Job) (string, er
 	case len(pods.Items) > 0:
 		return fmt.Sprintf("the pod of its mover Job %s does not run yet", job.Name), nil
 	}
+	if refused := s.jobRefusal(ctx, job); refused != "" {
+		return fmt.Sprintf("its mover Job %s has no pod: %s", job.Name, refused), nil
+	}
 	return fmt.Sprintf("its mover Job %s has no pod: the Job's events say why the API server refused it, if it did", job.Name), nil
 }
 
@@ -157,8 +192,9 @@ func (s *store) createOwned(ctx context.Context, rd *volsyncv1alpha1.Replication
 	return nil
 }
 
-// destinationMoverJob is the Job VolSync makes for a destination (ensureJob).
-func destinationMoverJob(rd *volsyncv1alpha1.ReplicationDestination, name, sa, pvc, keySecret string) *batchv1.Job {
+// destinationMoverJob is the Job VolSync makes for a destination (ensureJob), its pod as
+// moverPodSpec builds it.
+func destinationMoverJob(rd *volsyncv1alpha1.ReplicationDestination, name, sa, pvc, keySecret string, privileged bool) *batchv1.Job {
 	podLabels := map[string]string{
 		"app.kubernetes.io/name":      boundedName("dst-", rd.Name),
 		"app.kubernetes.io/component": "rsync-tls-mover",
@@ -176,18 +212,7 @@ func destinationMoverJob(rd *volsyncv1alpha1.ReplicationDestination, name, sa, p
 			Parallelism:  ptr.To(parallelism),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: podLabels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: sa,
-					Containers: []corev1.Container{{
-						Name: "rsync-tls", Image: moverImage, Command: []string{"/bin/bash", "-c", "/mover-rsync-tls/server.sh"},
-						VolumeMounts: []corev1.VolumeMount{{Name: moverDataVolume, MountPath: "/data"}, {Name: "keys", MountPath: "/keys"}},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: moverDataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc}}},
-						{Name: "keys", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: keySecret, DefaultMode: ptr.To(int32(0o600))}}},
-					},
-				},
+				Spec:       moverPodSpec("/mover-rsync-tls/server.sh", sa, pvc, keySecret, rd.Spec.RsyncTLS.MoverSecurityContext, privileged),
 			},
 		},
 	}

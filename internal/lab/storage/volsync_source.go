@@ -66,7 +66,7 @@ func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Res
 		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{}
 	}
 	res, err := runVolSyncPhases(ctx, sc,
-		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.takeSourceCopy, s.handshake, s.runMover)
+		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.takeSourceCopy, s.handshake, s.startSourceMover, s.runMover)
 	res, err = settleVolSync(res, err, &rs.Status.Conditions, rs.Generation)
 	if !equality.Semantic.DeepEqual(sc.base.Status, rs.Status) {
 		if perr := s.client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {

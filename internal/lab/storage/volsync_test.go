@@ -81,14 +81,21 @@ func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestin
 		Spec: volsyncv1alpha1.ReplicationDestinationSpec{
 			RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
 				// Reachable from the peer (volsync_address.go); ClusterIP, the default, is not.
-				ServiceType:      ptr.To(corev1.ServiceTypeLoadBalancer),
-				CopyMethod:       volsyncv1alpha1.CopyMethodSnapshot,
-				Capacity:         ptr.To(resource.MustParse("1Gi")),
-				StorageClassName: ptr.To(lab.FileStorageClass),
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				ServiceType:          ptr.To(corev1.ServiceTypeLoadBalancer),
+				CopyMethod:           volsyncv1alpha1.CopyMethodSnapshot,
+				Capacity:             ptr.To(resource.MustParse("1Gi")),
+				StorageClassName:     ptr.To(lab.FileStorageClass),
+				AccessModes:          []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				MoverSecurityContext: moverUser(),
 			},
 		},
 	}
+}
+
+// moverUser is the security context the tests' movers run as: an application's non-root user.
+// Without one a mover runs as root without capabilities, which rsync cannot (volsync_identity.go).
+func moverUser() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](1000)}
 }
 
 func rsyncSource(namespace, name, pvc, address, keySecret, manual string) *volsyncv1alpha1.ReplicationSource {
@@ -98,9 +105,10 @@ func rsyncSource(namespace, name, pvc, address, keySecret, manual string) *volsy
 			SourcePVC: pvc,
 			Trigger:   &volsyncv1alpha1.TriggerSpec{Manual: manual},
 			RsyncTLS: &volsyncv1alpha1.ReplicationSourceRsyncTLSSpec{
-				CopyMethod: volsyncv1alpha1.CopyMethodSnapshot,
-				Address:    ptr.To(address),
-				KeySecret:  ptr.To(keySecret),
+				CopyMethod:           volsyncv1alpha1.CopyMethodSnapshot,
+				Address:              ptr.To(address),
+				KeySecret:            ptr.To(keySecret),
+				MoverSecurityContext: moverUser(),
 			},
 		},
 	}

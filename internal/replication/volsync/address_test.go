@@ -94,7 +94,8 @@ func TestEnsureDestinationExportsAClusterIPServiceAndReportsItsClustersetAddress
 	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)))
 	b := New(cl, cl)
 	rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: "data", StorageClassName: "lab-file",
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi")}
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"),
+		MoverSecurityContext: appUser()}
 
 	_, res := b.EnsureDestination(ctx, vrg, rp, "")
 	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))

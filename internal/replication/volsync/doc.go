@@ -32,7 +32,16 @@
 //   - every status.protectedPVCs[] entry of the primary's group whose backend is VolSync →
 //     spec.volSync.receivePVCs[] of the secondary's group (pvcNamespace ← namespace, pvcName ←
 //     name, storageClassName, accessModes, capacity, volumeMode: a Block PVC is received as
-//     Block).
+//     Block; moverSecurityContext: the destination's mover runs as the primary's).
+//
+// # Who the movers run as
+//
+// Every source and destination gets a moverSecurityContext (movers.go): the PVC's user as the
+// agent resolved it (PVCContext.MoverSecurityContext; a destination takes the group's, else the
+// primary's from receivePVCs) with runAsNonRoot and the RuntimeDefault seccomp profile, or for
+// privileged movers the profile only. Without a user an unprivileged mover would run as root with
+// no capability, which rsync cannot, so Protect and EnsureDestination make none and return Retry
+// with reason VolSyncMoverUserUnknown, saying what to set.
 //
 // The address is how the peer reaches the destination (address.go, spec.volSync.address): the
 // LoadBalancer Service's address VolSync publishes, or with ServiceExport the clusterset address

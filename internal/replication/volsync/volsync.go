@@ -129,6 +129,10 @@ func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) repli
 
 func (b *Backend) protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
 	ns, name := pc.PVC.Namespace, pc.PVC.Name
+	if _, ok := moverPodSecurityContext(pc.VRG, pc.MoverSecurityContext); !ok {
+		// First: without a user no destination can run either, so nothing else would come.
+		return moverUserUnknown(ns+"/"+name, pc.MoverUserUnknown)
+	}
 	dest := DestinationOf(pc.VRG, ns, name)
 	if dest == nil {
 		return replication.Retry(waitForHub, v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
@@ -173,6 +177,10 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 	if class == "" {
 		return nil, res
 	}
+	mover, ok := moverPodSecurityContext(pc.VRG, pc.MoverSecurityContext)
+	if !ok {
+		return nil, moverUserUnknown(pc.PVC.Namespace+"/"+pc.PVC.Name, pc.MoverUserUnknown)
+	}
 	want := volsyncv1alpha1.ReplicationSourceSpec{
 		SourcePVC: pc.PVC.Name,
 		Trigger:   trigger,
@@ -181,6 +189,7 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 			VolumeSnapshotClassName: ptr.To(class),
 			KeySecret:               ptr.To(dest.KeySecretName),
 			Address:                 ptr.To(dest.Address),
+			MoverSecurityContext:    mover,
 		},
 	}
 	if pc.StorageClassName != "" {
@@ -466,18 +475,10 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		return nil, res
 	}
 	mode := AddressMode(vrg)
-	want := volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
-		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
-		// reachable from there only once exported (address.go).
-		ServiceType:             ptr.To(serviceType(mode)),
-		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
-		Capacity:                ptr.To(rp.Capacity),
-		StorageClassName:        ptr.To(rp.StorageClassName),
-		AccessModes:             rp.AccessModes,
-		VolumeMode:              rp.VolumeMode,
-		VolumeSnapshotClassName: ptr.To(snapClass),
-		KeySecret:               ptr.To(keyName),
-	}}
+	want, ok := destinationSpec(vrg, rp, snapClass, keyName)
+	if !ok {
+		return nil, moverUserUnknown(pvcKey, "the primary reports no user for its movers (its group's status.protectedPVCs), so the destination's mover has none either")
+	}
 	if destinationPVC != "" {
 		if res := b.markReceiving(ctx, vrg, rp.PVCNamespace, destinationPVC); !res.IsDone() {
 			return nil, res
@@ -524,6 +525,25 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 	return &v1alpha1.VolSyncDestination{
 		PVCNamespace: rp.PVCNamespace, PVCName: rp.PVCName, Address: address, KeySecretName: keyName,
 	}, replication.Done()
+}
+
+// destinationSpec is the ReplicationDestination of a received PVC, without its destinationPVC;
+// false when its movers have no user.
+func destinationSpec(vrg *v1alpha1.VolumeReplicationGroup, rp v1alpha1.VolSyncReceivePVC, snapClass, keyName string) (volsyncv1alpha1.ReplicationDestinationSpec, bool) {
+	mover, ok := moverPodSecurityContext(vrg, destinationMoverUser(vrg, rp))
+	return volsyncv1alpha1.ReplicationDestinationSpec{RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
+		// The source is on the other cluster: a ClusterIP Service, VolSync's default, is
+		// reachable from there only once exported (address.go).
+		ServiceType:             ptr.To(serviceType(AddressMode(vrg))),
+		CopyMethod:              volsyncv1alpha1.CopyMethodSnapshot,
+		Capacity:                ptr.To(rp.Capacity),
+		StorageClassName:        ptr.To(rp.StorageClassName),
+		AccessModes:             rp.AccessModes,
+		VolumeMode:              rp.VolumeMode,
+		VolumeSnapshotClassName: ptr.To(snapClass),
+		KeySecret:               ptr.To(keyName),
+		MoverSecurityContext:    mover,
+	}}, ok
 }
 
 // GroupKey is the value of AnnotationReceivedBy for the group.

@@ -138,7 +138,13 @@ func pvcContext(vrg *v1alpha1.VolumeReplicationGroup) *replication.PVCContext {
 		PVC:              &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}},
 		PV:               &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}},
 		StorageClassName: "lab-file", Provisioner: driver, Interval: time.Minute,
+		MoverSecurityContext: appUser(),
 	}
+}
+
+// appUser is the user of the tests' application, whom its movers run as.
+func appUser() *v1alpha1.VolSyncMoverSecurityContext {
+	return &v1alpha1.VolSyncMoverSecurityContext{RunAsUser: 1000, RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
 }
 
 func keySecret(name string) *corev1.Secret {
@@ -361,7 +367,8 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	cl := newClient(g, class, ptr.To(snapshotClass("lab-file-snapshot", driver, false)), kept)
 	b := New(cl, cl)
 	rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: "data", StorageClassName: "lab-file",
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi")}
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"),
+		MoverSecurityContext: appUser()}
 
 	d, res := b.EnsureDestination(ctx, vrg, rp, "")
 	g.Expect(d).To(BeNil())
@@ -439,7 +446,8 @@ func TestEnsureDestinationReceivesABlockPVCAsBlock(t *testing.T) {
 		mode *corev1.PersistentVolumeMode
 	}{{"data", ptr.To(corev1.PersistentVolumeBlock)}, {"files", nil}} {
 		rp := v1alpha1.VolSyncReceivePVC{PVCNamespace: "app", PVCName: c.name, StorageClassName: "lab-file",
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"), VolumeMode: c.mode}
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Capacity: resource.MustParse("1Gi"), VolumeMode: c.mode,
+			MoverSecurityContext: appUser()}
 		b.EnsureDestination(ctx, group(), rp, "")
 		rd := &volsyncv1alpha1.ReplicationDestination{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: c.name}, rd)).To(Succeed())

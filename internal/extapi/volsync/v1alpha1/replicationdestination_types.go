@@ -37,6 +37,10 @@ type ReplicationDestinationRsyncTLSSpec struct {
 	// serviceType is the type of the Service created for incoming connections.
 	// +optional
 	ServiceType *corev1.ServiceType `json:"serviceType,omitempty"`
+	// moverSecurityContext is the PodSecurityContext of the mover's pod (upstream's inline
+	// MoverConfig).
+	// +optional
+	MoverSecurityContext *corev1.PodSecurityContext `json:"moverSecurityContext,omitempty"`
 }
 
 // ReplicationDestinationSpec is the desired state of a ReplicationDestination.

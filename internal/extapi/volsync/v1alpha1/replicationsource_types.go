@@ -31,6 +31,10 @@ type ReplicationSourceRsyncTLSSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	Port *int32 `json:"port,omitempty"`
+	// moverSecurityContext is the PodSecurityContext of the mover's pod (upstream's inline
+	// MoverConfig).
+	// +optional
+	MoverSecurityContext *corev1.PodSecurityContext `json:"moverSecurityContext,omitempty"`
 }
 
 // ReplicationSourceSpec is the desired state of a ReplicationSource.
