@@ -96,30 +96,7 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 
 	// Relocate: the workload stops (one PVC deleted) while those syncs are in flight.
 	const request = "relocate-inflight"
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
-		got.Spec.FinalSyncRequest = request
-		g.Expect(east.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
-	}).Should(Succeed(), "east's group is fenced for the relocation")
-	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
-	g.Expect(east.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-1"}})).To(Succeed())
-	var wrote map[string]records.Report
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
-		wrote = map[string]records.Report{}
-		for pvc, handle := range handles {
-			wrote[pvc] = imageReport(g, lab.East, handle)
-		}
-	}).Should(Succeed(), "east's workload is stopped: the writers' logs are final")
+	wrote := stopForRelocation(ctx, g, east, eastGroup, request, handles, "data-db-1")
 
 	// The held syncs complete only once the agent asked for the final sync.
 	g.Eventually(func(g Gomega) {
@@ -133,13 +110,7 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 	for pvc := range writers {
 		holdSync(ctx, g, east, ns, pvc, false)
 	}
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Status.FinalSync).NotTo(BeNil())
-		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
-		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
-	}).Should(Succeed(), "east's group records the final sync and is Secondary")
+	awaitFinalSync(ctx, g, east, eastGroup, request)
 
 	for pvc, writer := range writers {
 		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst"))
@@ -203,36 +174,8 @@ func TestVolSyncRelocationRestoresTheFinalSyncWhenTheDestinationsImagesAreLate(t
 	delayImages(ctx, g, west, ns, pvcs, lateBy)
 
 	const request = "relocate-late"
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
-		got.Spec.FinalSyncRequest = request
-		g.Expect(east.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
-	}).Should(Succeed(), "east's group is fenced for the relocation")
-	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
-	var wrote map[string]records.Report
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
-		wrote = map[string]records.Report{}
-		for pvc, handle := range handles {
-			wrote[pvc] = imageReport(g, lab.East, handle)
-		}
-	}).Should(Succeed(), "east's workload is stopped: the writers' logs are final")
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		g.Expect(got.Status.FinalSync).NotTo(BeNil())
-		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
-		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
-	}).Should(Succeed(), "east's group records the final sync and is Secondary")
+	wrote := stopForRelocation(ctx, g, east, eastGroup, request, handles)
+	awaitFinalSync(ctx, g, east, eastGroup, request)
 
 	// Promoted at once, as the hub does.
 	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
@@ -256,4 +199,51 @@ func TestVolSyncRelocationRestoresTheFinalSyncWhenTheDestinationsImagesAreLate(t
 		t.Logf("%s: east wrote %d records up to the stop, west restored %d, lost %d", pvc, w.LastSeq, kept.LastSeq, lost)
 		g.Expect(lost).To(BeZero(), "%s: a relocation loses no record (east wrote %d, west restored %d)", pvc, w.LastSeq, kept.LastSeq)
 	}
+}
+
+// stopForRelocation does what the hub and the workload do when a relocation begins on east (cl):
+// the group asked to demote for the final sync of request, the StatefulSet db deleted once the
+// group is fenced (and the PVCs named by deleted), and it returns, once the consumer check
+// passed, what the writers wrote into each PVC's volume (handles: lab volume by PVC).
+func stopForRelocation(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup,
+	request string, handles map[string]string, deleted ...string) map[string]records.Report {
+	key, ns := client.ObjectKeyFromObject(group), group.Namespace
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(cl.Get(ctx, key, got)).To(Succeed())
+		got.Spec.ReplicationState, got.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate
+		got.Spec.FinalSyncRequest = request
+		g.Expect(cl.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(cl.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
+	}).Should(Succeed(), "the group is fenced for the relocation")
+	g.Expect(cl.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+	for _, pvc := range deleted {
+		g.Expect(cl.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvc}})).To(Succeed())
+	}
+	var wrote map[string]records.Report
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(cl.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
+		wrote = map[string]records.Report{}
+		for pvc, handle := range handles {
+			wrote[pvc] = imageReport(g, lab.East, handle)
+		}
+	}).Should(Succeed(), "the workload is stopped: the writers' logs are final")
+	return wrote
+}
+
+// awaitFinalSync waits until a group records the final sync of request and is Secondary.
+func awaitFinalSync(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup, request string) {
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		g.Expect(got.Status.FinalSync).NotTo(BeNil())
+		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
+		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+	}).Should(Succeed(), "the group records the final sync and is Secondary")
 }
