@@ -161,10 +161,11 @@ release-manifests: ## Write dist/drover-hub.yaml and dist/drover-agent.yaml (kus
 	done
 
 .PHONY: release
-release: release-manifests ## Build dist/release: drover for linux, darwin, windows x amd64, arm64 (version, commit stamped), archives, checksums.txt, the release manifests, a krew manifest (IMG=... names the image)
-	@[ "$(origin IMG)" != file ] || echo "note: the manifests name the local image $(IMG); set IMG=registry.example.com/drover:$(VERSION) to name the one you push (make image-push)"
+release: release-manifests ## Build dist/release: drover for linux, darwin, windows x amd64, arm64 (version, commit stamped), archives, the release manifests, the Helm charts (.tgz, index.yaml), checksums.txt, a krew manifest (IMG=... names the image)
+	@[ "$(origin IMG)" != file ] || echo "note: the manifests and charts name the local image $(IMG); set IMG=registry.example.com/drover:$(VERSION) to name the one you push (make image-push)"
 	$(GO) run ./hack/release -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' \
-	  -out $(DIST)/release -manifests $(DIST)/drover-hub.yaml,$(DIST)/drover-agent.yaml $(RELEASE_FLAGS)
+	  -out $(DIST)/release -manifests $(DIST)/drover-hub.yaml,$(DIST)/drover-agent.yaml \
+	  -charts charts/drover-hub,charts/drover-agent -image '$(IMG)' $(RELEASE_FLAGS)
 
 .PHONY: lint
 lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)

@@ -215,8 +215,8 @@ template:
 	}
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	c := containers[0].(map[string]any)
-	if got, want := c["image"], "registry.example.com/drover@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; got != want {
-		t.Errorf("image %v, want %s (the digest wins over the tag)", got, want)
+	if got, want := c["image"], "registry.example.com/drover:v9.9.9@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; got != want {
+		t.Errorf("image %v, want %s (the tag and the digest, as kustomize writes them)", got, want)
 	}
 	if c["imagePullPolicy"] != "Always" {
 		t.Errorf("imagePullPolicy %v, want Always", c["imagePullPolicy"])
