@@ -65,7 +65,7 @@ test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo 
 	$(GO) test -count=1 -tags argocd -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./internal/lab/argocd/
 
 .PHONY: test-monitoring
-test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
+test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return; every query of the Grafana dashboard returns data (not part of make test)
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
 .PHONY: test-dashboard
