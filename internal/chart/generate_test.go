@@ -38,7 +38,7 @@ func TestTheCommittedChartsAreWhatConfigGenerates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(stale) > 0 {
-		t.Errorf("charts/ differs from what config/ generates in %d files; run make charts and commit them:\n%s",
+		t.Fatalf("charts/ differs from what config/ generates in %d files; run make charts and commit them:\n%s",
 			len(stale), strings.Join(stale, "\n"))
 	}
 	t.Logf("%d generated files of charts/ are current", len(files))
