@@ -49,9 +49,12 @@ upstream-apis: ## Download the upstream projects' CRDs the tests compare with, a
 .PHONY: test
 # make test downloads the upstream CRDs first when no location holds them; without network the
 # two tests that need them skip, saying so (DROVER_REQUIRE_UPSTREAM_APIS=1 makes that a failure).
+# hack/helm, the charts' tests through Helm's SDK, is a module of its own (Helm's dependencies stay
+# out of drover's go.mod), which ./... does not enter: a line of its own runs it.
 test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)
 	@$(GO) run ./hack/upstream-apis -if-missing -unavailable-ok
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+	cd hack/helm && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
 test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode) and the Argo CD case (~25 min)
@@ -62,7 +65,7 @@ test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo 
 	$(GO) test -count=1 -tags argocd -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./internal/lab/argocd/
 
 .PHONY: test-monitoring
-test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return (not part of make test)
+test-monitoring: tools tools-monitoring ## A real Prometheus scrapes the lab (drover installed from its manifests) with drover's rules: the sync-delay alert fires on a lost primary and clears after failover and return; every query of the Grafana dashboard returns data (not part of make test)
 	$(GO) test -count=1 -tags monitoring -run 'TestTheSyncDelayAlert' -timeout $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS) ./internal/lab/
 
 .PHONY: test-dashboard
@@ -118,9 +121,18 @@ bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy wi
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRD YAML with the pinned controller-gen
+generate: ## Regenerate deepcopy code, CRD YAML and RBAC with the pinned controller-gen, then the charts from them
 	@hack/build-tools.sh codegen
 	hack/generate.sh
+	@$(MAKE) --no-print-directory charts
+
+# The charts' templates and CRDs are generated from config/'s kustomize trees (internal/chart), so
+# that a chart rendered with its defaults is the release manifest; values.yaml, the schema and
+# the helpers are written by hand.
+.PHONY: charts
+charts: ## Regenerate the templates and CRDs of charts/drover-hub and charts/drover-agent from config/ (kustomize)
+	@hack/build-tools.sh kustomize
+	$(GO) run ./hack/charts -kustomize $(BIN)/kustomize
 
 .PHONY: cli-docs
 cli-docs: ## Regenerate docs/cli.md's command reference from the commands
@@ -129,9 +141,9 @@ cli-docs: ## Regenerate docs/cli.md's command reference from the commands
 .PHONY: verify
 verify: generate ## Regenerate and fail when generated files or formatting differ from what is committed
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@for d in . hack/tools/*/; do (cd $$d && GOTOOLCHAIN=$$(awk '$$1 == "toolchain" { print $$2 }' go.mod | grep . || echo local) $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$d"; exit 1; }; done
-	@git diff --exit-code -- api config internal || { echo "generated files are out of date: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config internal)" || { git status --porcelain -- api config internal; echo "untracked generated files: commit them"; exit 1; }
+	@for d in . hack/helm hack/tools/*/; do (cd $$d && GOTOOLCHAIN=$$(awk '$$1 == "toolchain" { print $$2 }' go.mod | grep . || echo local) $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$d"; exit 1; }; done
+	@git diff --exit-code -- api config internal charts || { echo "generated files are out of date: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config internal charts)" || { git status --porcelain -- api config internal charts; echo "untracked generated files: commit them"; exit 1; }
 
 # The image the release manifests name. No registry publishes drover's image: the default is the
 # local reference `make image` tags; set IMG to the registry you push to (make image-push).
@@ -149,10 +161,11 @@ release-manifests: ## Write dist/drover-hub.yaml and dist/drover-agent.yaml (kus
 	done
 
 .PHONY: release
-release: release-manifests ## Build dist/release: drover for linux, darwin, windows x amd64, arm64 (version, commit stamped), archives, checksums.txt, the release manifests, a krew manifest (IMG=... names the image)
-	@[ "$(origin IMG)" != file ] || echo "note: the manifests name the local image $(IMG); set IMG=registry.example.com/drover:$(VERSION) to name the one you push (make image-push)"
+release: release-manifests ## Build dist/release: drover for linux, darwin, windows x amd64, arm64 (version, commit stamped), archives, the release manifests, the Helm charts (.tgz, index.yaml), checksums.txt, a krew manifest (IMG=... names the image)
+	@[ "$(origin IMG)" != file ] || echo "note: the manifests and charts name the local image $(IMG); set IMG=registry.example.com/drover:$(VERSION) to name the one you push (make image-push)"
 	$(GO) run ./hack/release -version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' \
-	  -out $(DIST)/release -manifests $(DIST)/drover-hub.yaml,$(DIST)/drover-agent.yaml $(RELEASE_FLAGS)
+	  -out $(DIST)/release -manifests $(DIST)/drover-hub.yaml,$(DIST)/drover-agent.yaml \
+	  -charts charts/drover-hub,charts/drover-agent -image '$(IMG)' $(RELEASE_FLAGS)
 
 .PHONY: lint
 lint: ## Run go vet and golangci-lint (built from the pinned module into bin/)

@@ -1,11 +1,12 @@
 // Command release builds drover's release for `make release`; the work is in internal/release.
 //
 //	go run ./hack/release -version v0.1.0 -commit $(git rev-parse HEAD) -out dist/release \
-//	  -manifests dist/drover-hub.yaml,dist/drover-agent.yaml
+//	  -manifests dist/drover-hub.yaml,dist/drover-agent.yaml -charts charts/drover-hub,charts/drover-agent -image drover:v0.1.0
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,6 +34,8 @@ func run(args []string) error {
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64,windows/arm64",
 		"comma-separated platforms to build")
 	manifests := fs.String("manifests", "", "comma-separated files copied into the release (the release manifests)")
+	charts := fs.String("charts", "", "comma-separated directories of Helm charts packaged into the release, with index.yaml")
+	fs.StringVar(&opts.Image, "image", "", "the image the release manifests name (IMG): the charts' default image")
 	fs.StringVar(&opts.URLBase, "url-base", "", "where the archives will be downloadable from (the krew manifest's uri prefix)")
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "time of every archive entry in Unix seconds (default $SOURCE_DATE_EPOCH, else 0)")
 	if err := fs.Parse(args); err != nil {
@@ -51,6 +54,12 @@ func run(args []string) error {
 	opts.Created = time.Unix(secs, 0).UTC()
 	if *manifests != "" {
 		opts.Manifests = strings.Split(*manifests, ",")
+	}
+	if *charts != "" {
+		opts.Charts = strings.Split(*charts, ",")
+		if opts.Image == "" {
+			return errors.New("-charts needs -image, the image the release manifests name")
+		}
 	}
 	if opts.URLBase == "" {
 		opts.URLBase = "https://github.com/drover-io/drover/releases/download/" + opts.Version + "/"

@@ -163,7 +163,7 @@ func (l *Lab) installDrover(ctx context.Context) error {
 		return err
 	}
 	for _, c := range l.clusters {
-		if err := c.installManifests(ctx); err != nil {
+		if err := c.installRelease(ctx); err != nil {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 	}
@@ -195,7 +195,7 @@ func (l *Lab) installDrover(ctx context.Context) error {
 			return err
 		}
 	}
-	l.progress("drover: installed from the release manifests and ready (%.1f s)", time.Since(began).Seconds())
+	l.progress("drover: installed from %s and ready (%.1f s)", l.installedFrom(), time.Since(began).Seconds())
 	return nil
 }
 
@@ -263,9 +263,49 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 	return nil
 }
 
-// installManifests applies the cluster's release manifest (hub or agent), built from
-// the embedded config tree with the lab's kustomize, by server-side apply; on a managed cluster it also
-// creates the agent's ConfigMap and points the fence's Service at the agent's pod IP.
+// Installer installs drover's release on one cluster of a lab that runs drover, in place of the
+// release manifests the lab applies by default: the hub's on the hub, the agent's on a managed
+// cluster, such as drover's Helm charts installed through Helm (hack/helm). Whatever installs it,
+// the Deployments' pods must name the image DroverImage (any tag), which the lab kubelet runs, and
+// carry the Cluster's DroverTuning.
+type Installer interface {
+	// InstallDrover installs drover's release for c.Role on c, with c's DroverTuning, and
+	// returns once the API server holds its objects. The lab then points the fence's Service at
+	// the agent's pod IP, joins the managed clusters and waits for drover's pods to be Ready.
+	InstallDrover(ctx context.Context, c *Cluster) error
+}
+
+// installedFrom says what installed drover, for the lab's progress lines.
+func (l *Lab) installedFrom() string {
+	if l.opts.Installer != nil {
+		return fmt.Sprintf("%T", l.opts.Installer)
+	}
+	return "the release manifests"
+}
+
+// installRelease installs drover's release on the cluster: Options.Installer's, or by default
+// the release manifests; on a managed cluster it then points the fence's Service at the agent's
+// pod IP.
+func (c *Cluster) installRelease(ctx context.Context) error {
+	var err error
+	if c.lab.opts.Installer != nil {
+		err = c.lab.opts.Installer.InstallDrover(ctx, c)
+	} else {
+		err = c.installManifests(ctx)
+	}
+	if err != nil || c.Role != RoleManaged {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	// The agent's ConfigMap naming its cluster comes from drover cluster join, as for a user.
+	return c.patchFence(ctx, cl)
+}
+
+// installManifests applies the cluster's release manifest (hub or agent), built from the
+// embedded config tree with the lab's kustomize, by server-side apply.
 func (c *Cluster) installManifests(ctx context.Context) error {
 	tree := "hub"
 	if c.Role == RoleManaged {
@@ -287,45 +327,70 @@ func (c *Cluster) installManifests(ctx context.Context) error {
 			return fmt.Errorf("failed to apply %s %s of the release manifest config/%s: %w", u.GetKind(), u.GetName(), tree, err)
 		}
 	}
-	if c.Role != RoleManaged {
-		return nil
-	}
-	// The agent's ConfigMap naming its cluster comes from drover cluster join, as for a user.
-	return c.patchFence(ctx, cl)
+	return nil
 }
 
-// tuneDeployment adds to the args of the hub's Deployment Options.HubProbeInterval,
-// HubUnreachableAfter and HubArgs, and to the agent's Options.AgentArgs, as an overlay would, so
-// tests can shorten the hub's probes and a benchmark can try other flags; it runs one agent replica.
+// DroverTuning is how the lab runs drover's Deployment on a cluster, beyond the release's
+// defaults, as an overlay or a chart's values would say it.
+type DroverTuning struct {
+	// Args are added to the container's args.
+	Args []string
+	// Replicas, when not nil, replaces the Deployment's replicas.
+	Replicas *int32
+}
+
+// DroverTuning returns the cluster's tuning: the hub gets Options.HubProbeInterval,
+// HubUnreachableAfter and HubArgs as flags, so tests can shorten the hub's probes and a benchmark
+// can try other flags; the agent gets Options.AgentArgs and runs one replica.
+func (c *Cluster) DroverTuning() DroverTuning { return c.lab.droverTuning(c.Role) }
+
+// droverTuning is the DroverTuning of a cluster of the role.
+func (l *Lab) droverTuning(role Role) DroverTuning {
+	var t DroverTuning
+	if role != RoleManaged {
+		if d := l.opts.HubProbeInterval; d > 0 {
+			t.Args = append(t.Args, "--probe-interval="+d.String())
+		}
+		if d := l.opts.HubUnreachableAfter; d > 0 {
+			t.Args = append(t.Args, "--unreachable-after="+d.String())
+		}
+		t.Args = append(t.Args, l.opts.HubArgs...)
+		return t
+	}
+	// One agent pod per lab cluster: the lab kubelet pins one pod IP for the agent, and the
+	// fence's ExternalName Service points at it, so a second replica would have no address.
+	// The release manifests' two replicas are checked in config's tests.
+	t.Replicas = ptr.To(int32(1))
+	t.Args = append(t.Args, l.opts.AgentArgs...)
+	return t
+}
+
+// tuneDeployment applies the DroverTuning of the hub or the agent to the release manifest's
+// Deployment of that name.
 func (c *Cluster) tuneDeployment(u *unstructured.Unstructured) error {
 	if u.GetKind() != "Deployment" {
 		return nil
 	}
-	var extra []any
+	var t DroverTuning
 	switch u.GetName() {
 	case HubDeployment:
-		if d := c.lab.opts.HubProbeInterval; d > 0 {
-			extra = append(extra, "--probe-interval="+d.String())
-		}
-		if d := c.lab.opts.HubUnreachableAfter; d > 0 {
-			extra = append(extra, "--unreachable-after="+d.String())
-		}
-		for _, a := range c.lab.opts.HubArgs {
-			extra = append(extra, a)
-		}
+		t = c.lab.droverTuning(RoleHub)
 	case AgentDeployment:
-		// One agent pod per lab cluster: the lab kubelet pins one pod IP for the agent, and the
-		// fence's ExternalName Service points at it, so a second replica would have no address.
-		// The release manifests' two replicas are checked in config's tests.
-		if err := unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas"); err != nil {
+		t = c.lab.droverTuning(RoleManaged)
+	default:
+		return nil
+	}
+	if t.Replicas != nil {
+		if err := unstructured.SetNestedField(u.Object, int64(*t.Replicas), "spec", "replicas"); err != nil {
 			return fmt.Errorf("failed to set the replicas of the release manifest's Deployment %s: %w", u.GetName(), err)
 		}
-		for _, a := range c.lab.opts.AgentArgs {
-			extra = append(extra, a)
-		}
 	}
-	if len(extra) == 0 {
+	if len(t.Args) == 0 {
 		return nil
+	}
+	extra := make([]any, 0, len(t.Args))
+	for _, a := range t.Args {
+		extra = append(extra, a)
 	}
 	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	if err != nil {

@@ -61,6 +61,11 @@ type Options struct {
 	// drover's only identities. The CLI sets it; test labs leave it off by default because most
 	// suites run the hub and agents in-process.
 	RunDrover bool
+	// Installer installs drover's release on each cluster in place of the release manifests
+	// (install.go), when RunDrover is set; nil applies the release manifests. Only the install at
+	// the clusters' first start uses it: the lab records that it runs drover, not how it was
+	// installed.
+	Installer Installer
 	// HubProbeInterval and HubUnreachableAfter are added to the hub's Deployment (--probe-interval,
 	// --unreachable-after) when set; zero keeps the hub's defaults. Tests shorten them.
 	HubProbeInterval    time.Duration

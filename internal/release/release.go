@@ -1,8 +1,9 @@
 // Package release builds drover's release for `make release`: the CLI for every platform
 // stamped with the version and commit, one archive per platform (tar.gz, zip for Windows)
-// holding the binary, LICENSE and README.md, the release manifests, a checksums.txt of all of
-// them (SHA-256, in sha256sum's format, so `sha256sum -c checksums.txt` verifies them) and a
-// krew plugin manifest (drover.yaml) for `kubectl krew install --manifest=drover.yaml`.
+// holding the binary, LICENSE and README.md, the release manifests, the Helm charts packaged
+// with a chart repository's index.yaml (charts.go), a checksums.txt of all of them (SHA-256, in
+// sha256sum's format, so `sha256sum -c checksums.txt` verifies them) and a krew plugin manifest
+// (drover.yaml) for `kubectl krew install --manifest=drover.yaml`.
 //
 // Every archive entry carries the commit's time, so the same commit gives the same archives.
 package release
@@ -51,6 +52,11 @@ type Options struct {
 	Created time.Time
 	// Manifests are files copied into the release as they are (dist/drover-hub.yaml, ...).
 	Manifests []string
+	// Charts are the directories of the Helm charts packaged into the release (charts/...),
+	// with a chart repository's index.yaml (PackageCharts); Image is the image they default to,
+	// the one the release manifests name.
+	Charts []string
+	Image  string
 	// URLBase is where the archives will be downloadable from, for the krew manifest's uri.
 	URLBase string
 	// Log receives one line per step.
@@ -85,6 +91,17 @@ func Build(ctx context.Context, opts Options) ([]string, error) {
 			return nil, err
 		}
 		names = append(names, filepath.Base(m))
+	}
+	if len(opts.Charts) > 0 {
+		charts, err := PackageCharts(ChartOptions{Dirs: opts.Charts, Version: opts.Version, Image: opts.Image,
+			URLBase: opts.URLBase, Created: opts.Created, Out: opts.Out})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range charts {
+			fmt.Fprintf(opts.Log, "wrote %s\n", c)
+		}
+		names = append(names, charts...)
 	}
 	if err := writeKrewManifest(opts, archives); err != nil {
 		return nil, err

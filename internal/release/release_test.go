@@ -21,7 +21,8 @@ import (
 
 // The release for this machine's platform (linux/amd64 on CI): the archive unpacks to a drover
 // that reports the stamped version and commit, checksums.txt verifies every file with
-// sha256sum, and the krew manifest names the archive with its digest.
+// sha256sum (the packaged chart and its index among them), and the krew manifest names the
+// archive with its digest.
 func TestTheReleaseArchiveRunsAndItsChecksumsVerify(t *testing.T) {
 	root, err := modroot.Find()
 	if err != nil {
@@ -35,13 +36,14 @@ func TestTheReleaseArchiveRunsAndItsChecksumsVerify(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "release")
 	opts := Options{Version: "v0.0.0-test", Commit: "0123456789abcdef", Platforms: []Platform{host},
 		Root: root, Out: out, Created: time.Unix(1700000000, 0), Manifests: []string{manifest},
+		Charts: []string{filepath.Join(root, "charts", "drover-hub")}, Image: "drover:v0.0.0-test",
 		URLBase: "https://example.invalid/dl/", Log: io.Discard}
 	names, err := Build(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	archiveFile := archiveName(opts.Version, host)
-	for _, want := range []string{archiveFile, "drover-hub.yaml", krewManifestName, checksumsName} {
+	for _, want := range []string{archiveFile, "drover-hub.yaml", "drover-hub-0.0.0-test.tgz", ChartIndexName, krewManifestName, checksumsName} {
 		if !slices.Contains(names, want) {
 			t.Errorf("release files %q lack %s", names, want)
 		}

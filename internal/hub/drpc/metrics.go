@@ -47,7 +47,7 @@ func NewMetrics(reader client.Reader) *Metrics {
 	d := func(name, help string, extra ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, append(append([]string{}, drpc...), extra...), nil)
 	}
-	return &Metrics{
+	m := &Metrics{
 		reader: reader, now: time.Now,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_actions_total",
@@ -70,6 +70,27 @@ func NewMetrics(reader client.Reader) *Metrics {
 		running:      d("drover_drpc_action_running_seconds", "Seconds since the failover or relocation in progress started.", "action"),
 		lastDuration: d("drover_drpc_last_action_duration_seconds", "Duration of the last completed failover or relocation.", "action"),
 		lastResult:   d("drover_drpc_last_action_result", "1 for the result of the action asked last: Running, Succeeded, or Refused while the hub refuses it (ActionAccepted False).", "action", "result"),
+	}
+	m.startAtZero()
+	return m
+}
+
+// startAtZero creates the series of every action and result that can end, at 0: a counter or a
+// histogram born at its first observation holds 1 at its first scrape, and rate() and
+// increase() (the dashboard's panels) then never see that first failover. Only a relocation is
+// overtaken (by a failover); a refused action has no duration.
+func (m *Metrics) startAtZero() {
+	ended := map[v1alpha1.DRAction][]string{
+		v1alpha1.ActionFailover: {ResultSucceeded, ResultRefused},
+		v1alpha1.ActionRelocate: {ResultSucceeded, ResultRefused, ResultOvertaken},
+	}
+	for action, results := range ended {
+		for _, result := range results {
+			m.actions.WithLabelValues(string(action), result)
+			if result != ResultRefused {
+				m.actionDuration.WithLabelValues(string(action), result)
+			}
+		}
 	}
 }
 

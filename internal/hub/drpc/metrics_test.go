@@ -79,3 +79,21 @@ drover_drpc_last_action_result{action="Relocate",name="app",namespace="app",resu
 drover_actions_total{action="Relocate",result="Refused"} 1
 `)
 }
+
+// Before any action ended, every action's counter and duration histogram is there at 0, so that
+// rate() and increase() (the dashboard's, an alert's) see the first failover: a series born at 1
+// shows no increase.
+func TestTheActionsSeriesStartAtZero(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	m := NewMetrics(w.hub)
+	metricstest.ExpectSamples(w.g, m, `
+drover_actions_total{action="Failover",result="Succeeded"} 0
+drover_actions_total{action="Failover",result="Refused"} 0
+drover_actions_total{action="Relocate",result="Succeeded"} 0
+drover_actions_total{action="Relocate",result="Refused"} 0
+drover_actions_total{action="Relocate",result="Overtaken"} 0
+drover_action_duration_seconds_count{action="Failover",result="Succeeded"} 0
+drover_action_duration_seconds_count{action="Relocate",result="Succeeded"} 0
+drover_action_duration_seconds_count{action="Relocate",result="Overtaken"} 0
+`)
+}

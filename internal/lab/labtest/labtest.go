@@ -85,6 +85,9 @@ type Options struct {
 	// west and creates the lab's DRPolicies; drover's pods run through the lab kubelet
 	// (lab.Options.RunDrover). Off by default: most suites run the hub and agents in-process.
 	RunDrover bool
+	// Installer installs drover in place of the release manifests when RunDrover is set
+	// (lab.Options.Installer), such as through drover's Helm charts.
+	Installer lab.Installer
 	// HubProbeInterval and HubUnreachableAfter shorten the hub's probe and grace period when
 	// set (lab.Options).
 	HubProbeInterval    time.Duration
@@ -142,7 +145,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	l, err := lab.New(lab.Options{
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
-		RunDrover: opts.RunDrover, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
+		RunDrover: opts.RunDrover, Installer: opts.Installer, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
 		GitOps: opts.GitOps, Audit: opts.Audit, UpstreamCRDs: opts.UpstreamCRDs,
 	})
 	if err != nil {
