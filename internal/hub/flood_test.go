@@ -23,12 +23,15 @@ import (
 // A tenant floods the hub with DRPlacementControls that all protect its one namespace: the first
 // is Validated, every other one is refused (NamespaceConflict) and looked at again now and then.
 // Another tenant's failover must not pay for it, and neither must the hub's API server: no
-// refused DRPlacementControl may cost a list of its namespace's DRPlacementControls. The test
-// floods with floodTestDRPCs; the benchmark (BenchmarkAFailoverBesideAFloodOfInvalidDRPCs) with
-// 10,000 and compares the other tenant's failover with and without the flood.
+// refused DRPlacementControl may cost a list of its namespace's DRPlacementControls. make test
+// floods with floodTestDRPCs; make bench-flood with 10,000 (floodEnv), and docs/benchmarks.md
+// keeps the figures it prints.
 
 // floodTestDRPCs is the flood of the test that runs in make test.
 const floodTestDRPCs = 200
+
+// floodEnv sets the size of the flood (make bench-flood: 10000).
+const floodEnv = "DROVER_FLOOD_DRPCS"
 
 // flood creates n DRPlacementControls in namespace ns, all protecting ns, the oldest first, and waits until the hub has judged each: the oldest Validated, the others not
 // (NamespaceConflict). It returns their keys, the oldest first.
@@ -54,6 +57,8 @@ func flood(g *WithT, h client.Client, ns string, n int) []client.ObjectKey {
 		rest[i] = i + 1
 	}
 	inParallel(rest, create)
+	// Listing a large flood is the test's own load on the API server: not too often.
+	poll := 2 * time.Second * time.Duration(max(1, n/1000))
 	g.Eventually(func(g Gomega) {
 		list := &v1alpha1.DRPlacementControlList{}
 		g.Expect(h.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -69,7 +74,7 @@ func flood(g *WithT, h client.Client, ns string, n int) []client.ObjectKey {
 			}
 		}
 		g.Expect(judged).To(Equal(n), "DRPlacementControls judged")
-	}).WithTimeout(10*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the hub judges every DRPlacementControl of the flood")
+	}).WithTimeout(30*time.Minute).WithPolling(poll).Should(Succeed(), "the hub judges every DRPlacementControl of the flood")
 	return keys
 }
 
@@ -102,7 +107,7 @@ func unflood(g *WithT, h client.Client, ns string, keys []client.ObjectKey) {
 		list := &v1alpha1.DRPlacementControlList{}
 		g.Expect(h.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
-	}).WithTimeout(10*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the flood is deleted")
+	}).WithTimeout(30*time.Minute).WithPolling(5*time.Second).Should(Succeed(), "the flood is deleted")
 }
 
 // drpcLists reads the hub API server's count of LIST requests of DRPlacementControls.
@@ -140,12 +145,13 @@ func failoverTime(a *app, cluster string) time.Duration {
 }
 
 // TestAFloodOfInvalidDRPCsCostsTheHubsAPIServerNoListEach floods the hub with floodTestDRPCs
-// DRPlacementControls of one namespace: over a window longer than the period at which a refused
-// one is looked at again, the hub lists DRPlacementControls from its API server less than once per
-// 4 of them (it judges each from its cache), and another tenant's application still fails over
-// (the times with and without the flood are logged; BenchmarkAFailoverBesideAFloodOfInvalidDRPCs
-// measures them at 10,000).
+// DRPlacementControls of one namespace ($DROVER_FLOOD_DRPCS with make bench-flood): over a window
+// longer than the period at which a refused one is looked at again, the hub lists
+// DRPlacementControls from its API server less than once per 4 of them (it judges each from its
+// own index), and another tenant's application still fails over. The failover's times, on the
+// idle hub and beside the flood, are the benchmark's figures: printed, never asserted.
 func TestAFloodOfInvalidDRPCsCostsTheHubsAPIServerNoListEach(t *testing.T) {
+	n := benchEnvInt(floodEnv, floodTestDRPCs)
 	victim := protectedOnEast(t, "hub-flood-victim")
 	g := victim.g
 	idle := failoverTime(victim, lab.West)
@@ -153,15 +159,17 @@ func TestAFloodOfInvalidDRPCsCostsTheHubsAPIServerNoListEach(t *testing.T) {
 	h, err := hubClient()
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = newApp(t, ns)
-	keys := flood(g, h, ns, floodTestDRPCs)
+	started := time.Now()
+	keys := flood(g, h, ns, n)
 	t.Cleanup(func() { unflood(g, h, ns, keys) })
+	t.Logf("%d DRPlacementControls of one namespace created and judged by the hub in %s", n, time.Since(started).Round(time.Second))
 
 	before := drpcLists(g)
 	time.Sleep(35 * time.Second)
 	lists := drpcLists(g) - before
-	t.Logf("%d DRPlacementControls of one namespace, %d refused: %.0f LISTs of DRPlacementControls by the hub in 35 s",
-		floodTestDRPCs, floodTestDRPCs-1, lists)
+	t.Logf("%d DRPlacementControls of one namespace, %d refused: %.0f LISTs of DRPlacementControls by the hub in 35 s", n, n-1, lists)
 	flooded := failoverTime(victim, lab.East)
-	t.Logf("another tenant's failover: %s on an idle hub, %s beside the flood", idle.Round(time.Millisecond), flooded.Round(time.Millisecond))
-	g.Expect(lists).To(BeNumerically("<", floodTestDRPCs/4), "the hub lists DRPlacementControls for each refused one")
+	t.Logf("another tenant's failover: %s on an idle hub, %s beside the flood (%.2f times)",
+		idle.Round(time.Millisecond), flooded.Round(time.Millisecond), flooded.Seconds()/idle.Seconds())
+	g.Expect(lists).To(BeNumerically("<", n/4), "the hub lists DRPlacementControls for each refused one")
 }
