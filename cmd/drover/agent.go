@@ -115,7 +115,7 @@ installs the fence's configuration itself with a self-signed certificate for --w
 	fl.IntVar(&f.storeLimits.Keys, "s3-max-keys", vrg.DefaultMaxKeys,
 		"the most keys a listing of one group's objects in an S3 store may return; more is refused")
 	fl.StringToStringVar(&f.drillQuota, "drill-sandbox-quota", quotaFlag(drill.DefaultQuota),
-		"the hard limits of the ResourceQuota of each DR drill's sandbox namespace, resource=quantity (a resource left out is not limited)")
+		"the hard limits of the ResourceQuota of each DR drill's sandbox namespace, resource=quantity (a resource left out is not limited; empty: the default)")
 	fl.StringVar(&f.drillDNSNamespace, "drill-dns-namespace", drill.DefaultDNS.Namespace,
 		"namespace of the cluster's DNS pods, the one destination outside a DR drill's sandbox its pods may reach (port 53)")
 	fl.StringToStringVar(&f.drillDNSPods, "drill-dns-pod-labels", drill.DefaultDNS.PodLabels,
@@ -132,7 +132,7 @@ func quotaFlag(l corev1.ResourceList) map[string]string {
 	return out
 }
 
-// parseDrillQuota parses --drill-sandbox-quota.
+// parseDrillQuota parses --drill-sandbox-quota; empty, the agent's default.
 func (f *agentFlags) parseDrillQuota() (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for name, v := range f.drillQuota {
@@ -164,10 +164,13 @@ func (f *agentFlags) options() (agent.Options, error) {
 	if err != nil {
 		return opts, err
 	}
-	if f.drillDNSNamespace == "" || len(f.drillDNSPods) == 0 {
-		return opts, errors.New("--drill-dns-namespace and --drill-dns-pod-labels must name the cluster's DNS pods")
+	if (f.drillDNSNamespace == "") != (len(f.drillDNSPods) == 0) {
+		return opts, errors.New("--drill-dns-namespace and --drill-dns-pod-labels name the cluster's DNS pods together: set both")
 	}
-	opts.DrillQuota, opts.DrillDNS = quota, drill.DNSPeer{Namespace: f.drillDNSNamespace, PodLabels: f.drillDNSPods}
+	opts.DrillDNS = drill.DNSPeer{Namespace: f.drillDNSNamespace, PodLabels: f.drillDNSPods}
+	if len(quota) > 0 {
+		opts.DrillQuota = quota
+	}
 	if f.storeLimits.CaptureBytes < 0 || f.storeLimits.MetadataBytes < 0 || f.storeLimits.Keys < 0 {
 		return opts, errors.New("--s3-max-capture-bytes, --s3-max-object-bytes and --s3-max-keys must not be negative (0 is the default)")
 	}
