@@ -116,6 +116,13 @@ SOAK_FLAGS ?= --out soak.md
 soak: tools build ## Fail over and relocate one application back and forth CYCLES times (default 100) in its own lab (.lab-soak), killing drover's hub and agents at random; prints a table per cycle and a summary, writes soak.md (SOAK_FLAGS=...; not part of make test)
 	$(BIN)/drover lab soak --dir $(CURDIR)/.lab-soak --cycles $(CYCLES) $(SOAK_FLAGS)
 
+# The flood's size; 10,000 DRPlacementControls take the hub about ten minutes to judge on 2 cores.
+FLOOD ?= 10000
+
+.PHONY: bench-flood
+bench-flood: tools ## One tenant's FLOOD (default 10000) invalid DRPlacementControls of one namespace, and another tenant's failover on the idle hub and beside them; prints both times and the hub's lists of DRPlacementControls (not part of make test, which floods with 200)
+	DROVER_FLOOD_DRPCS=$(FLOOD) $(GO) test -count=1 -timeout 90m -run '^TestAFloodOfInvalidDRPCsCostsTheHubsAPIServerNoListEach$$' -v ./internal/hub/
+
 .PHONY: bench-argocd
 bench-argocd: tools tools-argocd ## Measure decision change to Synced/Healthy with real Argo CD, with and without the refresh (~5 min)
 	$(GO) test -count=1 -tags argocd -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./internal/lab/argocd/

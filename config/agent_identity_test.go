@@ -92,7 +92,8 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}})
 		}},
 		{"a drill's sandbox namespace, created labelled and deleted", func() error {
-			sandbox := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app + "-drill-0a1b2c3d", Labels: map[string]string{"drover.io/drill": "0a1b2c3d"}}}
+			sandbox := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app + "-drill-0a1b2c3d", Labels: map[string]string{
+				"drover.io/drill": "0a1b2c3d", "pod-security.kubernetes.io/enforce": "restricted"}}}
 			if err := agent.Create(ctx, sandbox); err != nil {
 				return err
 			}

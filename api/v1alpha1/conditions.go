@@ -190,6 +190,10 @@ const (
 	// policy's CSI drivers). The message names the store and the object; nothing is created
 	// from it.
 	ReasonStoreObjectRefused = "StoreObjectRefused"
+	// ReasonPodSecurityRefused (KubeObjectsReady): the restore left out captured workloads whose
+	// pods the Pod Security level of their namespace (the captured one, never below baseline)
+	// would refuse; the message names each with the reasons. The rest is restored.
+	ReasonPodSecurityRefused = "PodSecurityRefused"
 	// ReasonVolSyncDestinationUnknown (DataReady of a VolSync PVC on a primary): spec.volSync
 	// names no destination for the PVC, or its key Secret is not on this cluster yet; the hub
 	// copies both from the secondary.
@@ -313,6 +317,9 @@ const (
 	ReasonDrillRunning = "DrillRunning"
 	// ReasonBadTarget: the target cluster is the primary or not one of the policy's clusters.
 	ReasonBadTarget = "BadTarget"
+	// ReasonCheckNotAllowed: the check Job would run a pod the sandbox's Pod Security level
+	// refuses, or passes a bound of a check (parallelism, completions, retries, deadline).
+	ReasonCheckNotAllowed = "CheckNotAllowed"
 	// ReasonActionOvertook: a failover or relocation was asked for during the drill, which was
 	// aborted and torn down first.
 	ReasonActionOvertook = "ActionOvertook"

@@ -149,7 +149,24 @@ type DrillSandboxSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	CheckNamespace string `json:"checkNamespace,omitempty"`
+	// podSecurity is the least Pod Security level the sandbox namespaces enforce: restricted
+	// (the default), or baseline when an administrator labelled the drill's namespace on the hub
+	// drover.io/drill-pod-security=baseline. A protected namespace that enforces a stricter level
+	// gives its sandbox that level; privileged is never allowed.
+	// +optional
+	PodSecurity DrillPodSecurity `json:"podSecurity,omitempty"`
 }
+
+// DrillPodSecurity is a Pod Security level a drill's sandbox may enforce.
+// +kubebuilder:validation:Enum=restricted;baseline
+type DrillPodSecurity string
+
+const (
+	// DrillPodSecurityRestricted is the default level of a sandbox.
+	DrillPodSecurityRestricted DrillPodSecurity = "restricted"
+	// DrillPodSecurityBaseline is the level an administrator may allow for a drill.
+	DrillPodSecurityBaseline DrillPodSecurity = "baseline"
+)
 
 // DrillSandboxStatus is what the agent built and saw.
 type DrillSandboxStatus struct {

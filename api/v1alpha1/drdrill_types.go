@@ -74,6 +74,12 @@ type DRDrillSpec struct {
 	// check is a Job run in the sandbox once its workloads are Ready, to verify the data (for
 	// example pg_isready or a row count). It runs in the sandbox of checkNamespace. Its pod may
 	// reach only the sandbox. Without it the drill passes when the workloads are Ready.
+	// Its pod must meet the sandbox's Pod Security level (restricted, unless an administrator
+	// labelled the drill's namespace drover.io/drill-pod-security=baseline), and it may run at
+	// most 4 pods at once and 4 in all, retry 6 times and set activeDeadlineSeconds of at most a
+	// day (the drill's timeout when unset). The hub's admission policy drover-drill-check and the
+	// hub refuse a drill whose check does not (the schema of a Job is left out of this CRD, whose
+	// rules therefore cannot see it).
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -89,11 +95,13 @@ type DRDrillSpec struct {
 	// keepFor is how long the sandbox is kept once the drill has its result, for a person to look
 	// at it, before it is torn down. Default 0: torn down at once. At most 24h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="keepFor must be from 0s to 24h: the sandbox holds a copy of the application's data"
 	KeepFor *metav1.Duration `json:"keepFor,omitempty"`
 
 	// timeout bounds the drill from its start to its result; past it the drill fails and is torn
-	// down. Default 30m.
+	// down. Default 30m; from 1m to 24h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="timeout must be from 1m to 24h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 

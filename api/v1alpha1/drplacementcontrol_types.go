@@ -68,8 +68,10 @@ type DRPlacementControlSpec struct {
 	// +optional
 	Action DRAction `json:"action,omitempty"`
 
-	// pvcSelector selects the application's PVCs in its namespaces. It cannot change.
+	// pvcSelector selects the application's PVCs in its namespaces. It cannot change. At most
+	// 32 matchLabels and 16 matchExpressions of at most 64 values each.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 32) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="pvcSelector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pvcSelector is immutable: delete and recreate the DRPlacementControl to protect other PVCs"
 	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
 

@@ -1,7 +1,9 @@
 package v1alpha1_test
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -281,5 +283,70 @@ func TestVolumeReplicationGroupValidation(t *testing.T) {
 			}),
 			wantErr: msgInterval,
 		},
+	})
+}
+
+// bigSelector is a label selector of n matchLabels.
+func bigSelector(n int) metav1.LabelSelector {
+	s := metav1.LabelSelector{MatchLabels: map[string]string{}}
+	for i := range n {
+		s.MatchLabels["k"+strconv.Itoa(i)] = "v"
+	}
+	return s
+}
+
+func TestPVCSelectorsAreBounded(t *testing.T) {
+	const msg = "pvcSelector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
+	values := make([]string, 65)
+	for i := range values {
+		values[i] = "v" + strconv.Itoa(i)
+	}
+	runCreateCases(t, []createCase{
+		{name: "a DRPlacementControl selecting by 32 labels is accepted", obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) { s.PVCSelector = bigSelector(32) })},
+		{name: "a DRPlacementControl selecting by 33 labels is rejected", obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) { s.PVCSelector = bigSelector(33) }), wantErr: msg},
+		{name: "a DRPlacementControl selecting by an expression of 65 values is rejected", obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) {
+			s.PVCSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: values}}}
+		}), wantErr: msg},
+		{name: "a group selecting by 1000 labels is rejected", obj: vrg(func(s *v1alpha1.VolumeReplicationGroupSpec) { s.PVCSelector = bigSelector(1000) }), wantErr: msg},
+	})
+}
+
+// drDrill returns a valid DRDrill, changed by mutate.
+func drDrill(mutate ...func(*v1alpha1.DRDrillSpec)) *v1alpha1.DRDrill {
+	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-", Namespace: testNamespace},
+		Spec: v1alpha1.DRDrillSpec{DRPCName: "app"}}
+	for _, m := range mutate {
+		m(&d.Spec)
+	}
+	return d
+}
+
+func TestDRDrillValidation(t *testing.T) {
+	keep := func(d time.Duration) func(*v1alpha1.DRDrillSpec) {
+		return func(s *v1alpha1.DRDrillSpec) { s.KeepFor = &metav1.Duration{Duration: d} }
+	}
+	timeout := func(d time.Duration) func(*v1alpha1.DRDrillSpec) {
+		return func(s *v1alpha1.DRDrillSpec) { s.Timeout = &metav1.Duration{Duration: d} }
+	}
+	runCreateCases(t, []createCase{
+		{name: "a drill with the defaults is accepted", obj: drDrill()},
+		{name: "a sandbox kept 24h is accepted", obj: drDrill(keep(24 * time.Hour))},
+		{name: "a sandbox kept 24h and a second is rejected", obj: drDrill(keep(24*time.Hour + time.Second)), wantErr: "keepFor must be from 0s to 24h"},
+		{name: "a negative keep is rejected", obj: drDrill(keep(-time.Second)), wantErr: "keepFor must be from 0s to 24h"},
+		{name: "a timeout of 24h is accepted", obj: drDrill(timeout(24 * time.Hour))},
+		{name: "a timeout of 25h is rejected", obj: drDrill(timeout(25 * time.Hour)), wantErr: "timeout must be from 1m to 24h"},
+		{name: "a timeout of 30s is rejected", obj: drDrill(timeout(30 * time.Second)), wantErr: "timeout must be from 1m to 24h"},
+	})
+}
+
+func TestDrillSandboxPodSecurityIsRestrictedOrBaseline(t *testing.T) {
+	box := func(level v1alpha1.DrillPodSecurity) *v1alpha1.DrillSandbox {
+		return &v1alpha1.DrillSandbox{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-", Namespace: testNamespace},
+			Spec: v1alpha1.DrillSandboxSpec{VRGName: "app", DrillID: "abc", PodSecurity: level}}
+	}
+	runCreateCases(t, []createCase{
+		{name: "restricted is accepted", obj: box(v1alpha1.DrillPodSecurityRestricted)},
+		{name: "baseline is accepted", obj: box(v1alpha1.DrillPodSecurityBaseline)},
+		{name: "privileged is rejected", obj: box("privileged"), wantErr: `spec.podSecurity: Unsupported value: "privileged"`},
 	})
 }

@@ -189,8 +189,10 @@ type VolumeReplicationGroupSpec struct {
 	// +optional
 	Action DRAction `json:"action,omitempty"`
 
-	// pvcSelector selects the PVCs to protect.
+	// pvcSelector selects the PVCs to protect: at most 32 matchLabels and 16 matchExpressions
+	// of at most 64 values each.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 32) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="pvcSelector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
 	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
 
 	// protectedNamespaces are the namespaces whose PVCs and objects the group protects; empty

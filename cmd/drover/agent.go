@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/agent"
+	"github.com/drover-io/drover/internal/agent/drill"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 )
@@ -48,6 +51,10 @@ type agentFlags struct {
 	kubeAPIBurst int
 
 	storeLimits vrg.StoreLimits
+
+	drillQuota        map[string]string
+	drillDNSNamespace string
+	drillDNSPods      map[string]string
 }
 
 // newAgentCommand runs the agent of one managed cluster.
@@ -107,7 +114,35 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"the largest other object (a PV's or PVC's metadata, a primary marker) read from an S3 store")
 	fl.IntVar(&f.storeLimits.Keys, "s3-max-keys", vrg.DefaultMaxKeys,
 		"the most keys a listing of one group's objects in an S3 store may return; more is refused")
+	fl.StringToStringVar(&f.drillQuota, "drill-sandbox-quota", quotaFlag(drill.DefaultQuota),
+		"the hard limits of the ResourceQuota of each DR drill's sandbox namespace, resource=quantity (a resource left out is not limited; empty: the default)")
+	fl.StringVar(&f.drillDNSNamespace, "drill-dns-namespace", drill.DefaultDNS.Namespace,
+		"namespace of the cluster's DNS pods, the one destination outside a DR drill's sandbox its pods may reach (port 53)")
+	fl.StringToStringVar(&f.drillDNSPods, "drill-dns-pod-labels", drill.DefaultDNS.PodLabels,
+		"labels of the cluster's DNS pods in --drill-dns-namespace")
 	return cmd
+}
+
+// quotaFlag writes a ResourceList as --drill-sandbox-quota's value.
+func quotaFlag(l corev1.ResourceList) map[string]string {
+	out := make(map[string]string, len(l))
+	for name, q := range l {
+		out[string(name)] = q.String()
+	}
+	return out
+}
+
+// parseDrillQuota parses --drill-sandbox-quota; empty, the agent's default.
+func (f *agentFlags) parseDrillQuota() (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, v := range f.drillQuota {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("--drill-sandbox-quota %s=%s: not a quantity: %w", name, v, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }
 
 // options checks the flags and turns them into the agent's options.
@@ -124,6 +159,17 @@ func (f *agentFlags) options() (agent.Options, error) {
 	}
 	if f.clusterName == "" {
 		return opts, errors.New("the agent needs its cluster's name: set --cluster-name or " + envClusterName)
+	}
+	quota, err := f.parseDrillQuota()
+	if err != nil {
+		return opts, err
+	}
+	if (f.drillDNSNamespace == "") != (len(f.drillDNSPods) == 0) {
+		return opts, errors.New("--drill-dns-namespace and --drill-dns-pod-labels name the cluster's DNS pods together: set both")
+	}
+	opts.DrillDNS = drill.DNSPeer{Namespace: f.drillDNSNamespace, PodLabels: f.drillDNSPods}
+	if len(quota) > 0 {
+		opts.DrillQuota = quota
 	}
 	if f.storeLimits.CaptureBytes < 0 || f.storeLimits.MetadataBytes < 0 || f.storeLimits.Keys < 0 {
 		return opts, errors.New("--s3-max-capture-bytes, --s3-max-object-bytes and --s3-max-keys must not be negative (0 is the default)")

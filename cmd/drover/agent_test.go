@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-io/drover/internal/agent"
+	"github.com/drover-io/drover/internal/agent/drill"
 )
 
 func TestAgentFlagsChooseHowTheFenceGetsItsCertificate(t *testing.T) {
@@ -74,5 +75,41 @@ func TestAgentFlagsSetTheWorkersAndTheClientRates(t *testing.T) {
 	}
 	if _, err := (&agentFlags{clusterName: "east", workers: -1}).options(); err == nil {
 		t.Fatal("negative workers accepted")
+	}
+}
+
+func TestAgentFlagsBoundTheDrillSandboxes(t *testing.T) {
+	parse := func(args ...string) (agent.Options, error) {
+		cmd := newAgentCommand()
+		if err := cmd.ParseFlags(append([]string{"--cluster-name=east"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		f := &agentFlags{clusterName: "east"}
+		f.drillQuota, _ = cmd.Flags().GetStringToString("drill-sandbox-quota")
+		f.drillDNSNamespace, _ = cmd.Flags().GetString("drill-dns-namespace")
+		f.drillDNSPods, _ = cmd.Flags().GetStringToString("drill-dns-pod-labels")
+		return f.options()
+	}
+	opts, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.DrillQuota) != len(drill.DefaultQuota) || opts.DrillQuota.Pods().Cmp(*drill.DefaultQuota.Pods()) != 0 ||
+		opts.DrillDNS.Namespace != "kube-system" || opts.DrillDNS.PodLabels["k8s-app"] != "kube-dns" {
+		t.Fatalf("the defaults: %+v", opts)
+	}
+	opts, err = parse("--drill-sandbox-quota=pods=10,requests.cpu=2", "--drill-dns-namespace=openshift-dns",
+		"--drill-dns-pod-labels=dns.operator.openshift.io/daemonset-dns=default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.DrillQuota) != 2 || opts.DrillQuota.Pods().Value() != 10 || opts.DrillDNS.Namespace != "openshift-dns" {
+		t.Fatalf("set: %+v", opts)
+	}
+	if _, err := parse("--drill-sandbox-quota=pods=ten"); err == nil {
+		t.Fatal("a quota that is not a quantity accepted")
+	}
+	if _, err := parse("--drill-dns-namespace="); err == nil {
+		t.Fatal("DNS pods without their namespace accepted")
 	}
 }

@@ -22,7 +22,9 @@ of a volume can be made without stopping replication, the drill runs in readines
 every part of a recovery it can and starts nothing. See docs/drill.md.
 
 --check-job FILE is a Job, or a Job's spec, in YAML or JSON: the check run in the sandbox (its pod
-reaches only the sandbox); without it the drill passes when the workloads are Ready. --keep keeps
+reaches only the sandbox, and must meet Pod Security restricted unless an administrator allows
+baseline; at most 4 pods, 6 retries and a day); without it the drill passes when the workloads are
+Ready. --keep keeps
 the sandbox that long after the result (at most 24h) for a person to look at. --to names the
 cluster of the sandbox (the peer of the primary by default). Checks first that the application
 exists, that --to is its peer, and that no other drill of it runs.

@@ -102,6 +102,13 @@ type Options struct {
 	// value is vrg's defaults (64 MiB for a capture, 1 MiB for any other object, 10,000 keys).
 	StoreLimits vrg.StoreLimits
 
+	// DrillQuota is the hard limits of each drill sandbox namespace's ResourceQuota; nil is
+	// drill.DefaultQuota.
+	DrillQuota corev1.ResourceList
+	// DrillDNS names the cluster's DNS pods, the one thing outside a drill its sandbox's pods may
+	// reach; zero is drill.DefaultDNS.
+	DrillDNS drill.DNSPeer
+
 	// Workers is how many groups are reconciled at once; 0 means DefaultWorkers.
 	Workers int
 	// KubeAPIQPS and KubeAPIBurst bound the agent's requests to its API server (client-go's
@@ -241,7 +248,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)
 	}
-	drills := &drill.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NewStore: opts.NewStore, StoreLimits: opts.StoreLimits}
+	drills := &drill.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NewStore: opts.NewStore, StoreLimits: opts.StoreLimits,
+		Tenancy: r.Tenancy, Quota: opts.DrillQuota, DNS: opts.DrillDNS}
 	if err := drills.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the DrillSandbox controller: %w", err)
 	}

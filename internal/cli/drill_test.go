@@ -117,6 +117,9 @@ func TestReadCheckJobSaysWhatIsWrong(t *testing.T) {
 		{"a misspelt field", "template:\n  spec:\n    containerz: []\n", `unknown field "containerz"`},
 		{"no container", "template:\n  spec:\n    restartPolicy: Never\n", "has no container in its pod template"},
 		{"not YAML", "kind: [Job\n", "is not YAML or JSON"},
+		{"a privileged check", "template:\n  spec:\n    hostPID: true\n    containers:\n    - name: c\n      image: x\n      securityContext:\n        privileged: true\n",
+			`the check Job cannot run in the sandbox (Pod Security level baseline): its pod template violates PodSecurity "baseline:latest": host namespaces (hostPID=true), privileged`},
+		{"a check of 100 pods", "parallelism: 100\ntemplate:\n  spec:\n    containers:\n    - name: c\n      image: x\n", "parallelism 100 is out of range: at most 4"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

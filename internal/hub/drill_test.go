@@ -7,10 +7,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -163,4 +165,45 @@ func (a *app) expectDrillEvents(name string, reasons ...string) {
 			g.Expect(got).To(HaveKey(r), "events of DRDrill %s", name)
 		}
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// The hub judges a drill's check itself, for where its admission policy (drover-drill-check) is
+// not installed, as in this suite: a check whose pod no sandbox may run is refused
+// (CheckNotAllowed) before anything else is looked at, by the sandbox's level: restricted, or
+// baseline in a namespace an administrator labelled drover.io/drill-pod-security=baseline.
+func TestTheHubRefusesADrillWhoseCheckNoSandboxRuns(t *testing.T) {
+	a := newApp(t, "hub-drill-check")
+	ctx := context.Background()
+	root := &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{HostPID: true, RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}}}
+	plain := &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}
+	many := plain.DeepCopy()
+	many.Parallelism = ptr.To[int32](100)
+	reasonOf := func(check *batchv1.JobSpec) metav1.Condition {
+		d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, GenerateName: "check-"},
+			Spec: v1alpha1.DRDrillSpec{DRPCName: "no-such-application", Check: check}}
+		a.g.Expect(a.hub.Create(ctx, d)).To(Succeed())
+		a.g.Eventually(func(g Gomega) {
+			g.Expect(a.getDrill(g, client.ObjectKeyFromObject(d)).Status.Phase).To(Equal(v1alpha1.DrillRefused))
+		}).Should(Succeed())
+		c := drillAccepted(a.getDrill(a.g, client.ObjectKeyFromObject(d)))
+		t.Logf("%s: %s", c.Reason, c.Message)
+		return c
+	}
+	c := reasonOf(root)
+	a.g.Expect(c.Reason).To(Equal(v1alpha1.ReasonCheckNotAllowed))
+	a.g.Expect(c.Message).To(And(ContainSubstring(`violates PodSecurity "restricted:latest"`), ContainSubstring("privileged"), ContainSubstring("host namespaces")))
+	a.g.Expect(reasonOf(many).Message).To(ContainSubstring("parallelism 100 is out of range: at most 4"))
+	a.g.Expect(reasonOf(plain).Message).To(ContainSubstring("runAsNonRoot"), "a pod the restricted level refuses")
+
+	ns := &corev1.Namespace{}
+	a.g.Expect(a.hub.Get(ctx, client.ObjectKey{Name: a.ns}, ns)).To(Succeed())
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Labels = map[string]string{"drover.io/drill-pod-security": "baseline"}
+	a.g.Expect(a.hub.Patch(ctx, ns, patch)).To(Succeed())
+	a.g.Expect(reasonOf(plain).Reason).To(Equal(v1alpha1.ReasonDRPCNotFound), "baseline admits the plain check: the drill is judged on")
+	c = reasonOf(root)
+	a.g.Expect(c.Reason).To(Equal(v1alpha1.ReasonCheckNotAllowed), "baseline never admits a privileged pod")
+	a.g.Expect(c.Message).To(ContainSubstring(`violates PodSecurity "baseline:latest"`))
 }

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/pod-security-admission/api"
+
+	"github.com/drover-io/drover/internal/podsecurity"
 )
 
 // A checked restore (docs/security.md, "The S3 stores"): whoever can write to a store writes
@@ -20,7 +23,10 @@ import (
 // (RESTMapper), and not be a kind drover never captures. RoleBindings granting every
 // authenticated or anonymous user are refused. Service-account token Secrets, which a capture
 // never holds, are dropped, and a Namespace keeps only the labels and annotations of
-// NamespaceKeyRestored: pod security and the other controllers' keys are the target cluster's.
+// NamespaceKeyRestored: the other controllers' keys are the target cluster's. Its Pod Security
+// level is the one exception: the restored namespace enforces the captured level, never less
+// than podsecurity.Floor (a forged capture saying privileged gets baseline), and the restore
+// creates no workload whose pods that level refuses (Restore).
 
 // Refusal is why a restore refuses a capture: the first object it cannot create safely.
 type Refusal struct {
@@ -48,6 +54,7 @@ type Checked struct {
 // drover agent could not have written.
 func Check(c *Capture, namespaces []string, mapper meta.RESTMapper) (Checked, error) {
 	var out Checked
+	seen := map[string]bool{}
 	for i, o := range c.Objects {
 		refuse := func(format string, args ...any) (Checked, error) {
 			return Checked{}, &Refusal{Object: Key(o), Index: i, Why: fmt.Sprintf(format, args...)}
@@ -57,6 +64,10 @@ func Check(c *Capture, namespaces []string, mapper meta.RESTMapper) (Checked, er
 			if o.GetNamespace() != "" || !slices.Contains(namespaces, o.GetName()) {
 				return refuse("is not one of the group's protected namespaces [%s]", strings.Join(namespaces, ", "))
 			}
+			if seen[o.GetName()] {
+				return refuse("is the second Namespace %s of the capture", o.GetName())
+			}
+			seen[o.GetName()] = true
 			out.Objects = append(out.Objects, restorableNamespace(o))
 			continue
 		}
@@ -79,6 +90,13 @@ func Check(c *Capture, namespaces []string, mapper meta.RESTMapper) (Checked, er
 			}
 		}
 		out.Objects = append(out.Objects, o)
+	}
+	// A protected namespace the capture does not hold is still restored at the floor.
+	for _, ns := range namespaces {
+		if !seen[ns] {
+			out.Objects = append(out.Objects, restorableNamespace(&unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}))
+		}
 	}
 	Order(out.Objects)
 	return out, nil
@@ -123,17 +141,18 @@ func publicSubject(o *unstructured.Unstructured) string {
 }
 
 // NamespaceKeyRestored reports whether a namespace's label or annotation of this key is
-// restored from a capture: keys without a prefix (team=db) and the app.kubernetes.io/ ones.
-// Every other prefixed key belongs to the target cluster: pod-security.kubernetes.io/ decides
-// what the namespace's pods may do, and other controllers (OpenShift's SCC ranges, node
-// selectors, drover's own fence label) keep theirs there.
+// restored from a capture as it is: keys without a prefix (team=db) and the app.kubernetes.io/
+// ones. Every other prefixed key belongs to the target cluster: other controllers (OpenShift's
+// SCC ranges, node selectors, drover's own fence label) keep theirs there, and
+// pod-security.kubernetes.io/, which decides what the namespace's pods may do, is restored only
+// as a floor (restorableNamespace).
 func NamespaceKeyRestored(key string) bool {
 	prefix, _, found := strings.Cut(key, "/")
 	return !found || prefix == "app.kubernetes.io"
 }
 
 // restorableNamespace is a copy of a captured Namespace with only the restored labels and
-// annotations.
+// annotations, and the Pod Security level to enforce (LevelOf) at the latest version.
 func restorableNamespace(o *unstructured.Unstructured) *unstructured.Unstructured {
 	ns := o.DeepCopy()
 	keep := func(m map[string]string) map[string]string {
@@ -141,7 +160,19 @@ func restorableNamespace(o *unstructured.Unstructured) *unstructured.Unstructure
 		maps.DeleteFunc(out, func(k, _ string) bool { return !NamespaceKeyRestored(k) })
 		return out
 	}
-	ns.SetLabels(keep(o.GetLabels()))
+	labels := keep(o.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[podsecurity.LabelEnforce] = string(LevelOf(o))
+	labels[podsecurity.LabelEnforceVersion] = api.VersionLatest
+	ns.SetLabels(labels)
 	ns.SetAnnotations(keep(o.GetAnnotations()))
 	return ns
+}
+
+// LevelOf is the Pod Security level a captured Namespace is restored with: the level it
+// enforced, never below podsecurity.Floor.
+func LevelOf(ns *unstructured.Unstructured) api.Level {
+	return podsecurity.Stricter(podsecurity.Enforced(ns.GetLabels()).Level, podsecurity.Floor)
 }

@@ -104,9 +104,37 @@ func TestCheckDropsTokensAndKeepsOnlyTheApplicationsNamespaceLabels(t *testing.T
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(keys(got.Objects)).To(Equal([]string{"Namespace app", "ConfigMap app/conf"}))
 	g.Expect(got.Dropped).To(ConsistOf(ContainSubstring("Secret app/stolen-token (a service account token")))
-	g.Expect(got.Objects[0].GetLabels()).To(Equal(map[string]string{"team": "db", "app.kubernetes.io/part-of": "shop"}))
+	g.Expect(got.Objects[0].GetLabels()).To(Equal(map[string]string{"team": "db", "app.kubernetes.io/part-of": "shop",
+		"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest"}),
+		"the captured level privileged is restored as baseline, the floor; the warn label is the target cluster's")
 	g.Expect(got.Objects[0].GetAnnotations()).To(Equal(map[string]string{"note": "kept"}))
 	g.Expect(ns.GetLabels()).To(HaveKey("pod-security.kubernetes.io/enforce"), "the capture itself is left as it is")
+}
+
+func TestCheckRestoresTheCapturedPodSecurityLevelNeverBelowBaseline(t *testing.T) {
+	for captured, want := range map[string]string{"": "baseline", "privileged": "baseline", "nonsense": "baseline",
+		"baseline": "baseline", "restricted": "restricted"} {
+		t.Run("captured "+captured, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := rawObject("v1", "Namespace", "", "app", nil)
+			if captured != "" {
+				ns.SetLabels(map[string]string{"pod-security.kubernetes.io/enforce": captured, "pod-security.kubernetes.io/enforce-version": "v1.20"})
+			}
+			got, err := kubeobjects.Check(&kubeobjects.Capture{Version: kubeobjects.FormatVersion, Objects: []*unstructured.Unstructured{ns}}, []string{"app"}, checkMapper())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Objects[0].GetLabels()).To(Equal(map[string]string{"pod-security.kubernetes.io/enforce": want, "pod-security.kubernetes.io/enforce-version": "latest"}))
+			g.Expect(string(kubeobjects.LevelOf(got.Objects[0]))).To(Equal(want))
+		})
+	}
+	g := NewWithT(t)
+	got, err := kubeobjects.Check(&kubeobjects.Capture{Version: kubeobjects.FormatVersion}, []string{"app", "db"}, checkMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys(got.Objects)).To(Equal([]string{"Namespace app", "Namespace db"}), "a protected namespace the capture lacks is restored at the floor")
+	g.Expect(got.Objects[1].GetLabels()).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"))
+	two := &kubeobjects.Capture{Version: kubeobjects.FormatVersion, Objects: []*unstructured.Unstructured{
+		rawObject("v1", "Namespace", "", "app", nil), rawObject("v1", "Namespace", "", "app", nil)}}
+	_, err = kubeobjects.Check(two, []string{"app"}, checkMapper())
+	g.Expect(err).To(MatchError(ContainSubstring("the second Namespace app")))
 }
 
 func TestNamespaceKeyRestored(t *testing.T) {

@@ -21,14 +21,19 @@
 // Check refuses the whole capture for any object outside the group's protected namespaces (the
 // caller's, never the document's), of a cluster-scoped kind as this cluster's RESTMapper serves
 // it, of a kind never captured, or a RoleBinding to every user; it drops service-account token
-// Secrets and keeps only a Namespace's labels and annotations that NamespaceKeyRestored allows
-// (never pod-security.kubernetes.io/*).
+// Secrets and keeps only a Namespace's labels and annotations that NamespaceKeyRestored allows,
+// and its Pod Security level: the captured enforce level, never below baseline (LevelOf).
 //
 // Restore creates what is missing in tiers (Order): Namespaces, then ServiceAccounts, RBAC,
 // ConfigMaps and Secrets, then Services, then other kinds, then custom resources, and workloads
 // last, so a workload never starts without its configuration. An object that exists is left as
 // it is (adopted), never overwritten; a Namespace only gains the stored labels and annotations it
-// lacks. Every step is idempotent, so a restore interrupted anywhere continues.
+// lacks, and its Pod Security level is raised to the stored one, never lowered. An object whose
+// pods the level of its namespace refuses (internal/podsecurity, Kubernetes' own checks) is not
+// created and is named in RestoreResult.Refused: the API server judges the pods of a Deployment,
+// not the Deployment, so a privileged one an editor got past the primary's namespace would
+// otherwise start on the peer. Every step is idempotent, so a restore interrupted anywhere
+// continues.
 //
 // The package is pure logic over a controller-runtime client (unstructured objects, read
 // uncached) and its RESTMapper (discovery); it knows nothing of VolumeReplicationGroups beyond

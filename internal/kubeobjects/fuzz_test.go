@@ -103,8 +103,14 @@ func FuzzCheckCapture(f *testing.F) {
 				if o.GetName() != "app" {
 					t.Fatalf("namespace %s accepted", o.GetName())
 				}
-				for k := range o.GetLabels() {
-					if !kubeobjects.NamespaceKeyRestored(k) {
+				for k, v := range o.GetLabels() {
+					switch {
+					case k == "pod-security.kubernetes.io/enforce":
+						if v != "baseline" && v != "restricted" {
+							t.Fatalf("namespace %s restored enforcing Pod Security %q", o.GetName(), v)
+						}
+					case k == "pod-security.kubernetes.io/enforce-version":
+					case !kubeobjects.NamespaceKeyRestored(k):
 						t.Fatalf("namespace label %s accepted", k)
 					}
 				}

@@ -494,3 +494,51 @@ func interceptSecretCreate(c client.WithWatch) client.Client {
 		},
 	})
 }
+
+// A restore raises its namespace to the stored Pod Security level (never lowering one already
+// stricter) and creates no workload whose pods that level refuses, saying which and why; one a
+// person created meanwhile is adopted.
+func TestRestoreRaisesTheNamespacesLevelAndRefusesWorkloadsItWouldRefuse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newFakeClient(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "privileged", "team": "mine"}}})
+	root := &appsv1.Deployment{ObjectMeta: meta1("app", "root"), Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		HostPID: true, Containers: []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}}}}
+	captured := &kubeobjects.Capture{Version: kubeobjects.FormatVersion, Objects: []*unstructured.Unstructured{
+		object(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, gvkNamespace),
+		object(t, &corev1.ConfigMap{ObjectMeta: meta1("app", "conf")}, gvkConfigMap),
+		object(t, root, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}),
+	}}
+	checked, err := kubeobjects.Check(captured, []string{"app"}, c.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+
+	res, err := kubeobjects.Restore(ctx, c, checked.Objects, "test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Refused).To(ConsistOf(And(HavePrefix("Deployment.apps app/root: "), ContainSubstring(`violates PodSecurity "baseline:latest"`),
+		ContainSubstring("privileged"), ContainSubstring("host namespaces"))))
+	g.Expect(res.Created).To(Equal(1), "the ConfigMap")
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "app", Name: "root"}, &appsv1.Deployment{}))).To(BeTrue())
+	ns := &corev1.Namespace{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: "app"}, ns)).To(Succeed())
+	g.Expect(ns.Labels).To(Equal(map[string]string{"pod-security.kubernetes.io/enforce": "baseline",
+		"pod-security.kubernetes.io/enforce-version": "latest", "team": "mine"}), "raised to the floor, the other labels kept")
+
+	// A person creates the Deployment as the level admits it: the next restore adopts it.
+	fixed := root.DeepCopy()
+	fixed.Spec.Template.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}
+	g.Expect(c.Create(ctx, fixed)).To(Succeed())
+	res, err = kubeobjects.Restore(ctx, c, checked.Objects, "test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(kubeobjects.RestoreResult{Adopted: 3}))
+
+	// A namespace enforcing restricted already keeps it, and judges the templates by it.
+	strict := newFakeClient(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}})
+	plain := object(t, fixed, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	plain.Object = kubeobjects.Clean(plain).Object
+	res, err = kubeobjects.Restore(ctx, strict, []*unstructured.Unstructured{checked.Objects[0], plain}, "test")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Refused).To(ConsistOf(ContainSubstring(`violates PodSecurity "restricted:latest"`)))
+	g.Expect(strict.Get(ctx, client.ObjectKey{Name: "app"}, ns)).To(Succeed())
+	g.Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"), "never lowered")
+}

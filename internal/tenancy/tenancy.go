@@ -23,6 +23,12 @@ const LabelAdminNamespace = "drover.io/admin-namespace"
 // Namespaces sets it; the admission policy and the hub both read it.
 const LabelPlacementNamespace = "drover.io/placement-namespace"
 
+// LabelDrillPodSecurity on a Namespace of the hub, set to "baseline", lets the DRDrills of that
+// namespace run their sandboxes at Pod Security baseline rather than restricted (a protected
+// namespace that enforces more still gives its sandbox its own level). Only whoever may edit
+// Namespaces sets it; a tenant with DRDrill rights cannot.
+const LabelDrillPodSecurity = "drover.io/drill-pod-security"
+
 // DefaultAdminNamespace is the namespace whose DRPlacementControls may protect any
 // non-system namespace: drover's own.
 const DefaultAdminNamespace = "drover-system"

@@ -8,10 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/drillcheck"
+	"github.com/drover-io/drover/internal/podsecurity"
 )
 
 // CheckJob names the check Job in its sandbox namespace.
@@ -88,7 +92,10 @@ func (sc *scope) checkNamespace() (string, bool) {
 }
 
 // ensureCheckJob creates the check Job from the spec, once, and returns it as it stands. Its
-// containers report the end of their log when they fail without a termination message.
+// containers report the end of their log when they fail without a termination message. A check
+// out of drillcheck's bounds, or whose pod the sandbox's Pod Security level refuses, is never
+// created: the sandbox fails, saying why (whoever wrote the DrillSandbox, the hub's credential
+// included, is not trusted to have checked it).
 func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (*batchv1.Job, error) {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CheckJob, Labels: map[string]string{LabelDrill: sc.sandbox.Spec.DrillID}},
@@ -96,8 +103,19 @@ func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (
 	}
 	// The API server makes the selector and the pod labels that name the Job.
 	job.Spec.Selector, job.Spec.ManualSelector = nil, nil
+	if job.Spec.ActiveDeadlineSeconds == nil {
+		job.Spec.ActiveDeadlineSeconds = ptr.To[int64](drillcheck.DefaultDeadlineSeconds)
+	}
 	withLogFallback(&job.Spec.Template.Spec)
-	err := r.Client.Create(ctx, job, client.FieldOwner(fieldOwner))
+	level, err := r.namespaceLevel(ctx, sc, ns)
+	if err != nil {
+		return nil, err
+	}
+	if problems := drillcheck.Problems(&job.Spec, level); len(problems) > 0 {
+		sc.fail(StepChecking, drillcheck.Message(problems, level))
+		return &batchv1.Job{}, nil
+	}
+	err = r.Client.Create(ctx, job, client.FieldOwner(fieldOwner))
 	if apierrors.IsAlreadyExists(err) {
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job)
 	}
@@ -109,6 +127,16 @@ func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (
 		return nil, fmt.Errorf("failed to create the check Job %s/%s: %w", ns, CheckJob, err)
 	}
 	return job, nil
+}
+
+// namespaceLevel is the Pod Security level a sandbox namespace enforces, never below the
+// sandbox's own.
+func (r *Reconciler) namespaceLevel(ctx context.Context, sc *scope, name string) (api.Level, error) {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return "", fmt.Errorf("failed to get the sandbox namespace %s: %w", name, err)
+	}
+	return podsecurity.Stricter(podsecurity.Enforced(ns.Labels).Level, sc.level), nil
 }
 
 // pass ends the sandbox as Passed: the workloads Ready and the check passed.

@@ -26,7 +26,7 @@ import (
 // checkJob is a check Job's spec; a node selector that no node matches keeps its pod Pending,
 // and its deadline then fails it.
 func checkJob(nodeSelector map[string]string) *batchv1.JobSpec {
-	return &batchv1.JobSpec{
+	return restricted(&batchv1.JobSpec{
 		BackoffLimit:          ptr.To(int32(0)),
 		ActiveDeadlineSeconds: ptr.To(int64(5)),
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -34,7 +34,21 @@ func checkJob(nodeSelector map[string]string) *batchv1.JobSpec {
 			NodeSelector:  nodeSelector,
 			Containers:    []corev1.Container{{Name: "check", Image: "lab/check", Command: []string{"check"}}},
 		}},
+	})
+}
+
+// restricted gives a check Job's pod what the restricted Pod Security Standard asks, which a
+// sandbox enforces: a non-root user, the runtime's seccomp profile, no privilege escalation, no
+// capability.
+func restricted(spec *batchv1.JobSpec) *batchv1.JobSpec {
+	pod := &spec.Template.Spec
+	pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	for i := range pod.Containers {
+		pod.Containers[i].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	}
+	return spec
 }
 
 // TestADrillRunsItsCheckJobInTheSandbox drills with a check Job that succeeds, then with one that
@@ -126,7 +140,7 @@ func TestAVolumeReplicationDrillChecksReadiness(t *testing.T) {
 // failingCheck is a check Job that really fails: its pod tolerates the lab kubelet's taint and
 // selects its node, which runs drover's image as a process, with a flag drover does not know.
 func failingCheck() *batchv1.JobSpec {
-	return &batchv1.JobSpec{
+	return restricted(&batchv1.JobSpec{
 		BackoffLimit:          ptr.To(int32(0)),
 		ActiveDeadlineSeconds: ptr.To(int64(120)),
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -136,7 +150,7 @@ func failingCheck() *batchv1.JobSpec {
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{{Name: "check", Image: lab.DroverImage, Args: []string{"--no-such-flag"}}},
 		}},
-	}
+	})
 }
 
 // TestADrillWhoseCheckFailsReportsItsLogTail asks the hub for a drill whose check Job's process
@@ -155,7 +169,7 @@ func TestADrillWhoseCheckFailsReportsItsLogTail(t *testing.T) {
 		g.Expect(d.Status.Phase).To(Or(Equal(v1alpha1.DrillFailed), Equal(v1alpha1.DrillPassed), Equal(v1alpha1.DrillAborted), Equal(v1alpha1.DrillRefused)),
 			"the drill ends; it is %s at step %d", d.Status.Phase, len(d.Status.Steps))
 	}).Should(Succeed())
-	g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillFailed))
+	g.Expect(d.Status.Phase).To(Equal(v1alpha1.DrillFailed), "Accepted: %+v", d.Status.Conditions)
 	g.Expect(d.Status.Check).NotTo(BeNil())
 	g.Expect(d.Status.Check.Result).To(Equal(v1alpha1.DrillResultFailed))
 	t.Logf("DRDrill %s: check %s: %s\nlog tail:\n%s", d.Name, d.Status.Check.Result, d.Status.Check.Message, d.Status.Check.LogTail)

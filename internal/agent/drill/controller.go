@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
+	"k8s.io/pod-security-admission/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 const (
@@ -41,6 +44,13 @@ type Reconciler struct {
 	// NewStore builds the S3 stores the captures are read from; StoreLimits bound the reads.
 	NewStore    vrg.StoreFactory
 	StoreLimits vrg.StoreLimits
+	// Tenancy are the admin and system namespaces besides the defaults: a sandbox copies only
+	// a group that may protect what it names (vrg.NamespaceProblem).
+	Tenancy tenancy.Rules
+	// Quota is the hard limits of each sandbox namespace's ResourceQuota; nil means DefaultQuota.
+	Quota corev1.ResourceList
+	// DNS is whom the sandbox's pods may ask names of: the cluster's DNS; zero means DefaultDNS.
+	DNS DNSPeer
 }
 
 // +kubebuilder:rbac:groups=drover.io,resources=drillsandboxes,verbs=get;list;watch;patch
@@ -49,6 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents,verbs=get;list;watch;create;delete
@@ -73,7 +84,10 @@ type scope struct {
 	group   *v1alpha1.VolumeReplicationGroup
 	// namespaces map each protected namespace to its sandbox.
 	namespaces map[string]string
-	now        time.Time
+	// level is the least Pod Security level of the sandbox namespaces: the spec's, raised to a
+	// protected namespace's once its capture is read.
+	level api.Level
+	now   time.Time
 }
 
 // phase is one step of building a sandbox: a non-zero result or an error stops the pass there.
@@ -97,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil // built and judged: kept as it is until the hub deletes it
 	}
 	before := sb.DeepCopy()
-	sc := &scope{sandbox: sb, now: time.Now()}
+	sc := &scope{sandbox: sb, now: time.Now(), level: sandboxLevel(sb)}
 	defer func() {
 		if reterr == nil {
 			sb.Status.ObservedGeneration = sb.Generation
@@ -140,6 +154,14 @@ func (r *Reconciler) loadGroup(ctx context.Context, sc *scope) (ctrl.Result, err
 	if group.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary {
 		sc.fail(StepCopyingVolumes, fmt.Sprintf("VolumeReplicationGroup %s is %s here: a drill runs on the secondary, never beside the running application", key, group.Spec.ReplicationState))
 		return ctrl.Result{}, nil
+	}
+	// Whoever may create a DrillSandbox in a namespace (the hub's credential) must not copy the
+	// data of an application of another: the group is judged by the rule of its own reconciler.
+	if msg, err := vrg.NamespaceProblem(ctx, r.APIReader, r.Tenancy, group); err != nil || msg != "" {
+		if err == nil {
+			sc.fail(StepCopyingVolumes, fmt.Sprintf("VolumeReplicationGroup %s may not be drilled: %s", key, msg))
+		}
+		return ctrl.Result{}, err
 	}
 	sc.group = group
 	sc.namespaces = map[string]string{}

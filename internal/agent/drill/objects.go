@@ -6,14 +6,18 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/podsecurity"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // droppedGroups are the API groups whose kinds never enter a sandbox: what routes traffic from
@@ -46,6 +50,9 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result
 			from, strings.Join(refused, "; ")))
 		return ctrl.Result{}, nil
 	}
+	if err := r.raiseLevels(ctx, sc, capture); err != nil {
+		return ctrl.Result{}, err
+	}
 	var objects []*unstructured.Unstructured
 	dropped := 0
 	for _, o := range capture.Objects {
@@ -61,10 +68,43 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result
 		sc.waiting(StepRestoringObjects, fmt.Sprintf("restoring the capture of %s: %v", capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), err))
 		return ctrl.Result{}, err
 	}
+	if len(res.Refused) > 0 {
+		sc.fail(StepRestoringObjects, fmt.Sprintf("the sandbox's Pod Security level refuses the pods of %s: the application would not start there. "+
+			"Meet the level in its workloads, or ask an administrator to label the drill's namespace on the hub %s=baseline "+
+			"(a protected namespace's own stricter level still applies)", strings.Join(res.Refused, "; "), tenancy.LabelDrillPodSecurity))
+		return ctrl.Result{}, nil
+	}
 	sc.finish(StepRestoringObjects, v1alpha1.DrillResultPassed, fmt.Sprintf(
 		"the capture of %s from S3 profile %s restored into the sandbox (%s: %d created, %d there already; %d left out)",
 		capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from, kubeobjects.Summary(objects), res.Created, res.Adopted, dropped))
 	return ctrl.Result{}, nil
+}
+
+// raiseLevels raises the sandbox of each protected namespace to the level that namespace
+// enforced, as the capture says (never below baseline), when it is stricter than the sandbox's
+// own: a drill runs nothing the application's own namespace would refuse.
+func (r *Reconciler) raiseLevels(ctx context.Context, sc *scope, capture *kubeobjects.Capture) error {
+	for _, o := range capture.Objects {
+		sandbox, ok := sc.namespaces[o.GetName()]
+		if o.GroupVersionKind().GroupKind() != kubeobjects.KindNamespace || !ok {
+			continue
+		}
+		ns := &corev1.Namespace{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: sandbox}, ns); err != nil {
+			return fmt.Errorf("failed to get the sandbox namespace %s: %w", sandbox, err)
+		}
+		labels, raised := podsecurity.Raise(ns.Labels, kubeobjects.LevelOf(o))
+		if !raised {
+			continue
+		}
+		before := ns.DeepCopy()
+		ns.Labels = labels
+		if err := r.Client.Patch(ctx, ns, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+			return fmt.Errorf("failed to raise the Pod Security level of the sandbox namespace %s: %w", sandbox, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Raised the sandbox's Pod Security level to its application's", "namespace", sandbox, "level", labels[podsecurity.LabelEnforce])
+	}
+	return nil
 }
 
 // MapObject is a captured object as the sandbox gets it, or false when it stays out: the

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -11,12 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/pod-security-admission/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/objectstore"
+	"github.com/drover-io/drover/internal/podsecurity"
 	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
@@ -205,14 +208,23 @@ func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) v1alpha1.Dril
 			from, strings.Join(unavailable, "; "), strings.Join(refused, "; ")))
 		return c
 	}
+	if err := r.raiseLevels(ctx, sc, capture); err != nil {
+		c.Result, c.Message = v1alpha1.DrillResultFailed, clip(err.Error())
+		return c
+	}
 	var failed []string
 	n := 0
+	levels := map[string]api.LevelVersion{}
 	for _, o := range capture.Objects {
 		m, ok := MapObject(o, sc.namespaces)
 		if !ok {
 			continue
 		}
 		n++
+		if why, err := r.podSecurityProblem(ctx, sc, levels, m); err != nil || why != "" {
+			failed = append(failed, objectName(m)+": "+cmp.Or(why, fmt.Sprint(err)))
+			continue
+		}
 		err := r.Client.Create(ctx, m.DeepCopy(), client.DryRunAll, client.FieldOwner(fieldOwner))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			failed = append(failed, objectName(m)+": "+err.Error())
@@ -224,6 +236,21 @@ func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) v1alpha1.Dril
 	}
 	c.Result, c.Message = v1alpha1.DrillResultPassed, fmt.Sprintf("%d objects of the capture of %s from S3 profile %s", n, capture.CapturedAt.UTC().Format("2006-01-02T15:04:05Z"), from)
 	return c
+}
+
+// podSecurityProblem says why the pods of a mapped object would be refused by the level of its
+// sandbox namespace (read once per namespace into levels), as a restore would refuse it.
+func (r *Reconciler) podSecurityProblem(ctx context.Context, sc *scope, levels map[string]api.LevelVersion, m *unstructured.Unstructured) (string, error) {
+	lv, ok := levels[m.GetNamespace()]
+	if !ok {
+		level, err := r.namespaceLevel(ctx, sc, m.GetNamespace())
+		if err != nil {
+			return "", err
+		}
+		lv = api.LevelVersion{Level: level, Version: api.LatestVersion()}
+		levels[m.GetNamespace()] = lv
+	}
+	return podsecurity.TemplateViolations(m, lv), nil
 }
 
 func objectName(o *unstructured.Unstructured) string {

@@ -270,7 +270,7 @@ func checkPrefix(g Gomega, primary, copied records.Report, ns, pvc string) {
 }
 
 // checkIsolated checks the sandbox's NetworkPolicy: every pod of the sandbox selected, ingress
-// and egress denied but for the drill's own sandboxes and DNS.
+// and egress denied but for the drill's own sandboxes and the cluster's DNS pods.
 func checkIsolated(g Gomega, cl client.Client, ns, id string) {
 	ctx := context.Background()
 	np := &networkingv1.NetworkPolicy{}
@@ -288,14 +288,20 @@ func checkIsolated(g Gomega, cl client.Client, ns, id string) {
 	g.Expect(np.Spec.Ingress[0].From).To(HaveLen(1))
 	g.Expect(np.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels).To(Equal(map[string]string{drill.LabelDrill: id}))
 	g.Expect(np.Spec.Ingress[0].From[0].IPBlock).To(BeNil())
+	g.Expect(np.Spec.Egress).To(HaveLen(2))
 	for _, rule := range np.Spec.Egress {
-		for _, to := range rule.To {
-			g.Expect(to.NamespaceSelector.MatchLabels).To(Equal(map[string]string{drill.LabelDrill: id}), "egress only to the drill's sandboxes")
+		g.Expect(rule.To).To(HaveLen(1), "no egress rule allows any address")
+		to := rule.To[0]
+		g.Expect(to.IPBlock).To(BeNil())
+		if to.PodSelector == nil {
+			g.Expect(to.NamespaceSelector.MatchLabels).To(Equal(map[string]string{drill.LabelDrill: id}), "egress to the drill's sandboxes")
+			g.Expect(rule.Ports).To(BeEmpty())
+			continue
 		}
-		if len(rule.To) == 0 {
-			for _, port := range rule.Ports {
-				g.Expect(port.Port.IntValue()).To(Equal(53), "egress anywhere only to DNS")
-			}
+		g.Expect(to.NamespaceSelector.MatchLabels).To(Equal(map[string]string{corev1.LabelMetadataName: drill.DefaultDNS.Namespace}), "and to the cluster's DNS")
+		g.Expect(to.PodSelector.MatchLabels).To(Equal(drill.DefaultDNS.PodLabels))
+		for _, port := range rule.Ports {
+			g.Expect(port.Port.IntValue()).To(Equal(53), "only its port")
 		}
 	}
 }

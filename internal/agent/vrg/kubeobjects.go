@@ -532,6 +532,12 @@ func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kube
 				capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, res.Waiting, err)))
 			return ctrl.Result{}, err
 		}
+		if len(res.Refused) > 0 {
+			// Not marked restored: a refused workload a person creates here is adopted at the
+			// next pass, and the condition turns True then.
+			sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonPodSecurityRefused, podSecurityRefusedMessage(capture, from, res)))
+			return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
+		}
 		msg = fmt.Sprintf("the capture of %s is restored from S3 profile %s (%d objects created, %d adopted: %s)%s",
 			capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, kubeobjects.Summary(objects), skipped)
 		ctrl.LoggerFrom(ctx).Info("Restored the Kubernetes objects", "store", from, "created", res.Created, "adopted", res.Adopted)
@@ -549,6 +555,20 @@ func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kube
 	// waited for their restore: 39 % of the requests of a failover of 100.
 	r.written.setCollected(sc.vrg, time.Now())
 	return ctrl.Result{RequeueAfter: sc.interval}, nil
+}
+
+// podSecurityRefusedMessage says which workloads a restore left out for their pods' Pod
+// Security, and what to do.
+func podSecurityRefusedMessage(capture *kubeobjects.Capture, from string, res kubeobjects.RestoreResult) string {
+	what := fmt.Sprintf("%d workloads", len(res.Refused))
+	if len(res.Refused) == 1 {
+		what = "1 workload"
+	}
+	return fmt.Sprintf("the capture of %s from S3 profile %s is restored (%d objects created, %d adopted) but for %s whose pods "+
+		"their namespace's Pod Security level refuses, which are not created: %s. The namespace enforces the level it enforced "+
+		"where the application ran (never below baseline), where these pods were refused too: fix them there, or create them here "+
+		"with pods the level admits; drover adopts them then",
+		capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, what, strings.Join(res.Refused, "; "))
 }
 
 // selected keeps the captured objects that the current selection still selects: the

@@ -79,29 +79,61 @@ const requeueNamespaceNotAllowed = 10 * time.Second
 // to have done so: the agent would capture the other namespace's Secrets and, on a failover,
 // delete its workloads.
 func (r *Reconciler) foreignNamespaces(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup) (string, error) {
+	foreign := foreignNamespaces(vrg)
+	if len(foreign) == 0 || r.Tenancy.IsAdmin(vrg.Namespace) {
+		return "", nil
+	}
+	if meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: vrg.Namespace}); ok {
+		return foreignMessage(vrg, foreign, meta.Labels), nil
+	}
+	return namespaceLabelsProblem(ctx, r.APIReader, vrg, foreign)
+}
+
+// foreignNamespaces are the namespaces a group protects besides its own.
+func foreignNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
 	var foreign []string
 	for _, ns := range protectedNamespaces(vrg) {
 		if ns != vrg.Namespace {
 			foreign = append(foreign, ns)
 		}
 	}
-	if len(foreign) == 0 || r.Tenancy.IsAdmin(vrg.Namespace) {
-		return "", nil
+	return foreign
+}
+
+// namespaceLabelsProblem is foreignMessage with the labels of the group's namespace read by
+// reader.
+func namespaceLabelsProblem(ctx context.Context, reader client.Reader, vrg *v1alpha1.VolumeReplicationGroup, foreign []string) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: vrg.Namespace}, ns); err != nil {
+		return "", fmt.Errorf("failed to get namespace %s to check that its groups may protect others: %w", vrg.Namespace, err)
 	}
-	labels := map[string]string(nil)
-	if meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: vrg.Namespace}); ok {
-		labels = meta.Labels
-	} else {
-		ns := &corev1.Namespace{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: vrg.Namespace}, ns); err != nil {
-			return "", fmt.Errorf("failed to get namespace %s to check that its groups may protect others: %w", vrg.Namespace, err)
-		}
-		labels = ns.Labels
-	}
+	return foreignMessage(vrg, foreign, ns.Labels), nil
+}
+
+// foreignMessage says why a group may not protect the foreign namespaces, its own namespace
+// carrying labels; empty when that namespace is labelled an admin namespace.
+func foreignMessage(vrg *v1alpha1.VolumeReplicationGroup, foreign []string, labels map[string]string) string {
 	if labels[tenancy.LabelAdminNamespace] == "true" {
+		return ""
+	}
+	return tenancy.ForeignNamespaceMessage(vrg.Namespace, foreign)
+}
+
+// NamespaceProblem says why a group may not protect the namespaces it names on this cluster,
+// empty when it may: a system namespace, or a namespace other than its own when its own is not
+// an admin namespace of this cluster (rules, or the label tenancy.LabelAdminNamespace read by
+// reader). Its reconciler refuses such a group (parseSpec), and a drill refuses to copy one:
+// whoever may create groups and DrillSandboxes in a namespace (the hub's credential) would
+// otherwise copy another application's data into a sandbox of theirs.
+func NamespaceProblem(ctx context.Context, reader client.Reader, rules tenancy.Rules, vrg *v1alpha1.VolumeReplicationGroup) (string, error) {
+	if ns := rules.FirstSystem(protectedNamespaces(vrg)); ns != "" {
+		return tenancy.SystemNamespaceMessage(ns), nil
+	}
+	foreign := foreignNamespaces(vrg)
+	if len(foreign) == 0 || rules.IsAdmin(vrg.Namespace) {
 		return "", nil
 	}
-	return tenancy.ForeignNamespaceMessage(vrg.Namespace, foreign), nil
+	return namespaceLabelsProblem(ctx, reader, vrg, foreign)
 }
 
 // selectPVCs lists the PVCs that spec.pvcSelector selects in the protected namespaces, and

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -275,4 +277,56 @@ func TestAMarkerOfEpochMaxInt64IsRefusedAndTheGroupClaimsFromTheOtherStore(t *te
 		g.Expect(m).To(Equal(ptr.To(vrg.PrimaryMarker{Cluster: lab.West, Epoch: 1, Since: m.Since, Data: m.Data})))
 		g.Expect(m.Data).To(BeElementOf("", "claims/1-west/"), "the data it restored from, then its own")
 	}).Should(Succeed())
+}
+
+// TestAForgedCaptureCannotLowerTheRestoredNamespacesPodSecurity writes, as a holder of west's
+// store key could, a capture whose namespace says Pod Security privileged and which holds a
+// privileged Deployment in it: west's restore labels the namespace baseline all the same (never
+// less, whatever the capture says), refuses the Deployment naming it, restores the rest, and no
+// privileged pod runs.
+func TestAForgedCaptureCannotLowerTheRestoredNamespacesPodSecurity(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	west := clusterClient(t, lab.West)
+	ns, app := "forged-psa-dr", "forged-psa-app"
+	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
+	group, store := forgedGroup(g, ns, app)
+	group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
+	root, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rootDeployment(app))
+	g.Expect(err).NotTo(HaveOccurred())
+	root["apiVersion"], root["kind"] = "apps/v1", "Deployment"
+	key := vrg.StorePrefix(group) + kubeobjects.StoreKey
+	putJSON(g, store, key, map[string]any{"version": 1, "capturedAt": "2026-01-02T03:04:05Z", "namespaces": []string{app},
+		"objects": []any{
+			rawObject("v1", "Namespace", "", app, map[string]any{"metadata": map[string]any{"name": app,
+				"labels": map[string]string{"pod-security.kubernetes.io/enforce": "privileged", "team": "forged"}}}),
+			rawObject("v1", "ConfigMap", app, "conf", map[string]any{"data": map[string]string{"k": "v"}}),
+			root,
+		}})
+	g.Expect(west.Create(ctx, group)).To(Succeed())
+	var ko metav1.Condition
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		ko = conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		g.Expect(ko.Reason).NotTo(Or(Equal(v1alpha1.ReasonProgressing), Equal("Unknown"), BeEmpty()), ko.Message)
+		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: app, Name: "conf"}, &corev1.ConfigMap{})).To(Succeed(), "the ConfigMap is restored")
+	}).Should(Succeed(), "west restores the capture")
+	t.Logf("KubeObjectsReady: %s %s: %s", ko.Status, ko.Reason, ko.Message)
+	appNS := &corev1.Namespace{}
+	g.Expect(west.Get(ctx, client.ObjectKey{Name: app}, appNS)).To(Succeed())
+	t.Logf("the restored namespace's labels: %v", appNS.Labels)
+	time.Sleep(5 * time.Second) // a restored Deployment's pods come within seconds
+	err = west.Get(ctx, client.ObjectKey{Namespace: app, Name: "root"}, &appsv1.Deployment{})
+	pods := privilegedPods(g, west, app)
+	t.Logf("the forged Deployment on west: %v; privileged pods: %v", err, pods)
+
+	g.Expect(appNS.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "baseline"), "never below baseline")
+	g.Expect(appNS.Labels).To(HaveKeyWithValue("team", "forged"), "the other stored labels are restored")
+	g.Expect(pods).To(BeEmpty())
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Deployment is not restored: %v", err)
+	g.Expect(ko.Reason).To(Equal("PodSecurityRefused"))
+	g.Expect(ko.Message).To(ContainSubstring("Deployment.apps " + app + "/root"))
 }

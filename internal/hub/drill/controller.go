@@ -50,6 +50,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch
 // +kubebuilder:rbac:groups=drover.io,resources=drpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // SetupWithManager validates the dependencies and registers the controller. A change of a
 // DRPlacementControl reconciles its drills that are not final at once, so a failover asked for

@@ -10,11 +10,17 @@
 //
 // The states (status.phase), one function each in machine.go:
 //
-//	Pending ──(refused: DRPCNotFound, NotProtected, DrillRunning, BadTarget)──► Refused
+//	Pending ──(refused: CheckNotAllowed, DRPCNotFound, NotProtected, DrillRunning, BadTarget)──► Refused
 //	   │
 //	   └──► Running ──(sandbox result, then keepFor; or timeout; or action overtook)──► TearingDown
 //	                                                                                      │
 //	        Passed / Failed / Aborted ◄──────────(the DrillSandbox is gone)──────────────┘
+//
+// The check is a Job's spec a tenant writes and the target cluster runs: the hub refuses it
+// (CheckNotAllowed) unless its pod meets the sandbox's Pod Security level (restricted, or
+// baseline for a namespace an administrator labelled tenancy.LabelDrillPodSecurity) and it keeps
+// to internal/drillcheck's bounds; the DrillSandbox carries that level, and the check the drill's
+// timeout as its deadline when it has none (sandbox.go).
 //
 // A drill waits in Pending while the DRPlacementControl's Protected is Unknown (a hub just
 // started, a primary that does not answer), up to its timeout. Refused, Passed, Failed and

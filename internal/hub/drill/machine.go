@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/drillcheck"
 )
 
 // Requeue delays. The hub does not watch DrillSandboxes: a running drill reads its sandbox at
@@ -128,6 +129,15 @@ const reasonWait = "Wait"
 // cannot tell yet.
 func (r *Reconciler) refusal(ctx context.Context, sc *scope) (reason, message string, err error) {
 	name := sc.drill.Spec.DRPCName
+	if check := sc.drill.Spec.Check; check != nil {
+		level, err := r.sandboxLevel(ctx, sc.drill.Namespace)
+		if err != nil {
+			return "", "", err
+		}
+		if problems := drillcheck.Problems(check, level); len(problems) > 0 {
+			return v1alpha1.ReasonCheckNotAllowed, drillcheck.Message(problems, level), nil
+		}
+	}
 	switch {
 	case sc.drpc == nil:
 		return v1alpha1.ReasonDRPCNotFound, fmt.Sprintf("no DRPlacementControl %s in namespace %s: "+

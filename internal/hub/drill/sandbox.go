@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/podsecurity"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // sandboxKey is where the drill's DrillSandbox lives on the target cluster: beside the
@@ -39,7 +44,11 @@ func (r *Reconciler) sandbox(ctx context.Context, sc *scope, create bool) (*v1al
 		// The result is known and the sandbox went (deleted by hand): nothing is left to keep.
 		return &v1alpha1.DrillSandbox{}, ctrl.Result{}, nil
 	}
-	box = r.newSandbox(sc)
+	level, err := r.sandboxLevel(ctx, sc.drill.Namespace)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	box = r.newSandbox(sc, level)
 	if err := cl.Create(ctx, box, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, ctrl.Result{}, fmt.Errorf("failed to create DrillSandbox %s on %s: %w", klog.KObj(box), sc.drill.Status.TargetCluster, err)
 	}
@@ -47,18 +56,39 @@ func (r *Reconciler) sandbox(ctx context.Context, sc *scope, create bool) (*v1al
 	return nil, ctrl.Result{RequeueAfter: requeueRunning}, nil
 }
 
-// newSandbox is the DrillSandbox the drill asks the target cluster's agent for.
-func (r *Reconciler) newSandbox(sc *scope) *v1alpha1.DrillSandbox {
+// newSandbox is the DrillSandbox the drill asks the target cluster's agent for, at the Pod
+// Security level level. A check without a deadline gets the drill's timeout: the Job stops when
+// the drill would, even should the hub not be there to tear the sandbox down.
+func (r *Reconciler) newSandbox(sc *scope, level api.Level) *v1alpha1.DrillSandbox {
 	key := sandboxKey(sc.drill)
+	check := sc.drill.Spec.Check.DeepCopy()
+	if check != nil && check.ActiveDeadlineSeconds == nil {
+		check.ActiveDeadlineSeconds = ptr.To(int64(sc.timeout() / time.Second))
+	}
 	return &v1alpha1.DrillSandbox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
 			"drover.io/drill": drillID(sc.drill), "app.kubernetes.io/managed-by": "drover",
 		}},
 		Spec: v1alpha1.DrillSandboxSpec{
 			VRGName: sc.drill.Spec.DRPCName, DrillID: drillID(sc.drill),
-			Check: sc.drill.Spec.Check, CheckNamespace: sc.drill.Spec.CheckNamespace,
+			Check: check, CheckNamespace: sc.drill.Spec.CheckNamespace,
+			PodSecurity: v1alpha1.DrillPodSecurity(level),
 		},
 	}
+}
+
+// sandboxLevel is the Pod Security level the drills of namespace ns run their sandboxes at:
+// restricted, or baseline when an administrator labelled the namespace
+// tenancy.LabelDrillPodSecurity=baseline. Namespaces are not watched: read once per decision.
+func (r *Reconciler) sandboxLevel(ctx context.Context, ns string) (api.Level, error) {
+	n := &corev1.Namespace{}
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: ns}, n); client.IgnoreNotFound(err) != nil {
+		return "", fmt.Errorf("failed to get namespace %s to read its drills' Pod Security level: %w", ns, err)
+	}
+	if n.Labels[tenancy.LabelDrillPodSecurity] == string(podsecurity.Baseline) {
+		return podsecurity.Baseline, nil
+	}
+	return podsecurity.Restricted, nil
 }
 
 // deleteSandbox deletes the drill's DrillSandbox and reports whether it is gone (the agent's

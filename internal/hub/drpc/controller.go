@@ -66,6 +66,9 @@ type Reconciler struct {
 	// reconciles, so that none acts on a cached copy from before its own last write (a decision
 	// read stale could name again a cluster the hub had just removed).
 	versions, decisions, placements newest.Versions
+	// owners indexes the oldest DRPlacementControl that may protect each namespace, from the
+	// informer's events (owners.go); nil until SetupWithManager.
+	owners *namespaceOwners
 }
 
 // DefaultWorkers is how many DRPlacementControls the hub reconciles at once by default.
@@ -111,9 +114,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers == 0 {
 		workers = DefaultWorkers
 	}
+	r.owners = newNamespaceOwners()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("drplacementcontrol").
-		For(&v1alpha1.DRPlacementControl{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Not For: the handler indexes each DRPlacementControl's claims before it queues it.
+		Watches(&v1alpha1.DRPlacementControl{}, r.drpcEvents(),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpolicyToDRPCs)).
 		Watches(&v1alpha1.DRCluster{}, handler.EnqueueRequestsFromMapFunc(r.drclusterToDRPCs)).
 		// First in, first out: the priority queue puts the DRPlacementControls of the initial

@@ -6,5 +6,7 @@
 // names, until unprotect (placement.go). It never touches PVCs, pods or storage: the agents do.
 // Before anything it checks who may protect what (observe.go, internal/tenancy): a
 // DRPlacementControl protects its own namespace unless it is in an admin namespace, never a
-// system one, and a namespace belongs to the oldest valid DRPlacementControl that names it.
+// system one, and a namespace belongs to the oldest valid DRPlacementControl that names it,
+// which the hub finds in an index kept from the informer's events (owners.go), never by listing
+// a namespace's DRPlacementControls: a refused one costs nothing but that lookup.
 package drpc

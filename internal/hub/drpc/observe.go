@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -30,6 +31,12 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 			return err
 		}
 		return sc.invalidate(reason, msg)
+	}
+	if msg, err := r.namespaceConflict(ctx, drpc); err != nil || msg != "" {
+		if err != nil {
+			return err
+		}
+		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
 	}
 	policy := &v1alpha1.DRPolicy{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: drpc.Spec.DRPolicyRef.Name}, policy)
@@ -58,11 +65,6 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 	}
 	if drpc.Status.CurrentPrimary == "" && drpc.Spec.PreferredCluster == "" && drpc.Spec.Action != v1alpha1.ActionFailover {
 		return sc.invalidate(v1alpha1.ReasonInvalidSpec, "spec.preferredCluster is empty and the application is not protected yet: name the cluster where it runs")
-	}
-	if msg, err := r.namespaceConflict(ctx, drpc); err != nil {
-		return err
-	} else if msg != "" {
-		return sc.invalidate(v1alpha1.ReasonNamespaceConflict, msg)
 	}
 	if err := r.steerPlacement(ctx, sc); err != nil || sc.invalid {
 		return err
@@ -152,16 +154,39 @@ func (r *Reconciler) placementProblem(ctx context.Context, drpc *v1alpha1.DRPlac
 // not squats nothing; one that may can neither be edited into another's namespaces
 // (protectedNamespaces is immutable) nor lose its own to a younger one.
 //
-// Only the namespaces that can hold such a DRPlacementControl are listed: the ones this one
-// protects (a valid DRPlacementControl outside an admin namespace protects only its own) and
-// the admin namespaces. A DRPlacementControl not yet Validated lists them uncached: the cache
-// may not hold an older one created just before it, and both would act. Once Validated, an
-// older one cannot appear.
+// The owner of each namespace is read from the hub's index of claims (owners.go), in O(1), and
+// never from the API server: a refused DRPlacementControl, looked at again every
+// requeueInvalid, costs nothing but that. The index has seen every DRPlacementControl that the
+// informer delivered before this one, so one created just before it is never missed; an index
+// that has not seen this one yet makes the reconcile try again.
 func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (string, error) {
-	var reader client.Reader = r.Client
-	if !apimeta.IsStatusConditionTrue(drpc.Status.Conditions, v1alpha1.ConditionValidated) && r.APIReader != nil {
-		reader = r.APIReader
+	if r.owners == nil {
+		return r.listedConflict(ctx, drpc)
 	}
+	me := claimOf(drpc)
+	for _, ns := range protectedNamespaces(drpc) {
+		owner, known := r.owners.ownerOf(ns, me.key)
+		if !known {
+			return "", fmt.Errorf("failed to find the owner of namespace %s: the hub has not indexed DRPlacementControl %s yet", ns, me.key)
+		}
+		if owner.key != me.key {
+			return conflictMessage(ns, owner.key), nil
+		}
+	}
+	return "", nil
+}
+
+// conflictMessage says that namespace ns is protected by the older DRPlacementControl other.
+func conflictMessage(ns string, other types.NamespacedName) string {
+	return fmt.Sprintf("namespace %s is already protected by DRPlacementControl %s/%s, created before this one: protect each namespace with one DRPlacementControl",
+		ns, other.Namespace, other.Name)
+}
+
+// listedConflict is namespaceConflict for a Reconciler set up without a manager (unit tests):
+// it lists, from Client, the DRPlacementControls of the namespaces that can hold one protecting
+// this one's (its own, and the admin namespaces).
+func (r *Reconciler) listedConflict(ctx context.Context, drpc *v1alpha1.DRPlacementControl) (string, error) {
+	var reader client.Reader = r.Client
 	list := &v1alpha1.DRPlacementControlList{}
 	namespaces := append(append([]string{tenancy.DefaultAdminNamespace}, r.Tenancy.AdminNamespaces...), protectedNamespaces(drpc)...)
 	slices.Sort(namespaces)
@@ -183,8 +208,7 @@ func (r *Reconciler) namespaceConflict(ctx context.Context, drpc *v1alpha1.DRPla
 		}
 		for _, ns := range protectedNamespaces(other) {
 			if slices.Contains(mine, ns) {
-				return fmt.Sprintf("namespace %s is already protected by DRPlacementControl %s/%s, created before this one: protect each namespace with one DRPlacementControl",
-					ns, other.Namespace, other.Name), nil
+				return conflictMessage(ns, client.ObjectKeyFromObject(other)), nil
 			}
 		}
 	}
