@@ -401,6 +401,11 @@ type waitError struct {
 	msg   string
 	after time.Duration
 	cause error
+	// connecting is a wait upstream's source mover spends inside its running Job, retrying its
+	// connection (mover-rsync-tls/client.sh): VolSync reports it as Synchronizing True,
+	// SyncInProgress, since the Job has neither succeeded nor failed
+	// (controllers/mover/rsynctls/mover.go, Synchronize returns InProgress while the Job runs).
+	connecting bool
 }
 
 func (e *waitError) Error() string { return e.msg }
@@ -409,6 +414,11 @@ func (e *waitError) Unwrap() error { return e.cause }
 
 func waitFor(after time.Duration, format string, args ...any) error {
 	return &waitError{msg: fmt.Sprintf(format, args...), after: after}
+}
+
+// connectingFor is a wait of a source's mover that keeps trying to reach its destination.
+func connectingFor(after time.Duration, format string, args ...any) error {
+	return &waitError{msg: fmt.Sprintf(format, args...), after: after, connecting: true}
 }
 
 // volsyncPhase is one step of a VolSync reconcile. A phase that returns an error or a requeue
@@ -429,6 +439,9 @@ func runVolSyncPhases[S any](ctx context.Context, sc S, phases ...volsyncPhase[S
 func settleVolSync(res ctrl.Result, err error, conds *[]metav1.Condition, generation int64) (ctrl.Result, error) {
 	var wait *waitError
 	switch {
+	case errors.As(err, &wait) && wait.connecting:
+		setSynchronizing(conds, generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync, wait.msg)
+		return ctrl.Result{RequeueAfter: wait.after}, nil
 	case errors.As(err, &wait):
 		setSynchronizing(conds, generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, wait.msg)
 		return ctrl.Result{RequeueAfter: wait.after}, nil

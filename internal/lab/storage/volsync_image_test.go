@@ -132,6 +132,8 @@ func TestVolSyncASyncSendsTheVolumeAsItWasWhenTheSyncStarted(t *testing.T) {
 		cond := findSynchronizing(rs)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Message).To(ContainSubstring("accepts no connection"))
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "the source's mover runs and retries its connection, as upstream's does")
+		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync))
 	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the sync started and waits for the paused destination")
 	writeTree(g, source, tree{"a.txt": []byte("written while the sync waited\n")})
 

@@ -188,9 +188,9 @@ func (s *store) openListener(address string) (listener, error) {
 	case l.Closed != "":
 		// Upstream's client retries its connection every few seconds until the destination's
 		// next mover listens; the lab looks again sooner, for quicker tests.
-		return l, waitFor(volsyncPoll, "The destination at %s accepts no connection: %s", address, l.Closed)
+		return l, connectingFor(volsyncPoll, "The destination at %s accepts no connection: %s", address, l.Closed)
 	case l.Volume == "":
-		return l, waitFor(volsyncRetry, "The destination at %s has no volume ready yet", address)
+		return l, connectingFor(volsyncRetry, "The destination at %s has no volume ready yet", address)
 	}
 	return l, nil
 }

@@ -120,6 +120,7 @@ func TestFetchStopsAtTheFirstFileTheServerDoesNotAnswerFor(t *testing.T) {
 func checkout(t *testing.T) string {
 	t.Helper()
 	t.Setenv(upstream.DirEnv, "")
+	t.Setenv(upstream.RequireEnv, "")
 	root := filepath.Join(t.TempDir(), "drover")
 	if err := os.Mkdir(root, 0o750); err != nil {
 		t.Fatal(err)
