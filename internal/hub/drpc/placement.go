@@ -3,9 +3,11 @@ package drpc
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +100,7 @@ func (r *Reconciler) steerPlacement(ctx context.Context, sc *scope) error {
 	case err != nil:
 		return fmt.Errorf("failed to get Placement %s: %w", key, err)
 	}
+	sc.placement = p
 	me := client.ObjectKeyFromObject(sc.drpc).String()
 	if by := p.Annotations[AnnotationSteeredBy]; by != "" && by != me {
 		exists, err := r.drpcExists(ctx, by)
@@ -170,6 +173,15 @@ func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlac
 	return nil
 }
 
+// decidedClusters returns the clusters a decision names.
+func decidedClusters(pd *ocmv1beta1.PlacementDecision) []string {
+	out := make([]string, 0, len(pd.Status.Decisions))
+	for _, d := range pd.Status.Decisions {
+		out = append(out, d.ClusterName)
+	}
+	return out
+}
+
 // observeDecision reads the application's PlacementDecision; nil when it does not exist.
 func (r *Reconciler) observeDecision(ctx context.Context, sc *scope) error {
 	if !sc.placementMode() {
@@ -192,11 +204,7 @@ func (sc *scope) decided() []string {
 	if sc.decision == nil {
 		return nil
 	}
-	out := make([]string, 0, len(sc.decision.Status.Decisions))
-	for _, d := range sc.decision.Status.Decisions {
-		out = append(out, d.ClusterName)
-	}
-	return out
+	return decidedClusters(sc.decision)
 }
 
 // keepUnacknowledged returns the cluster in a list when the decision names it now and its group
@@ -232,15 +240,16 @@ func (r *Reconciler) place(ctx context.Context, sc *scope, clusters ...string) e
 	}
 	key := decisionKey(sc.drpc)
 	if sc.decision == nil {
-		pd := &ocmv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
-			ocmv1beta1.PlacementLabel: sc.drpc.Spec.PlacementRef.Name,
-			LabelDecisionOwner:        sc.drpc.Name,
-		}}}
+		pd := &ocmv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Labels: decisionLabels(sc.drpc), OwnerReferences: sc.decisionOwners()}}
 		if err := r.Client.Create(ctx, pd, client.FieldOwner(fieldOwner)); err != nil {
 			return fmt.Errorf("failed to create PlacementDecision %s: %w", key, err)
 		}
 		r.decisions.Seen(pd)
 		sc.decision = pd
+	}
+	if err := r.ensureDecisionMeta(ctx, sc); err != nil {
+		return err
 	}
 	if sameClusters(sc.decision.Status.Decisions, want) {
 		return nil
@@ -254,6 +263,58 @@ func (r *Reconciler) place(ctx context.Context, sc *scope, clusters ...string) e
 	r.decisions.Seen(sc.decision)
 	ctrl.LoggerFrom(ctx).Info("Updated PlacementDecision", "decision", klog.KObj(sc.decision), "clusters", clusters)
 	return r.refreshFollowers(ctx, sc)
+}
+
+// decisionLabels are the labels of the application's PlacementDecision: those OCM's placement
+// controller gives the decision of a Placement without decision groups (the placement's name,
+// the default group's empty name and its index 0: OCM's decision tracker refuses a decision
+// without a group index), and drover's own.
+func decisionLabels(drpc *v1alpha1.DRPlacementControl) map[string]string {
+	return map[string]string{
+		ocmv1beta1.PlacementLabel:          drpc.Spec.PlacementRef.Name,
+		ocmv1beta1.DecisionGroupNameLabel:  "",
+		ocmv1beta1.DecisionGroupIndexLabel: "0",
+		LabelDecisionOwner:                 drpc.Name,
+	}
+}
+
+// decisionOwners are the owner references of the application's PlacementDecision: its
+// Placement as controller, as OCM's placement controller writes them (so the garbage collector
+// deletes the decision with its Placement, and OCM adopts it when it schedules the Placement
+// again); none when the hub has no Placement of that name.
+func (sc *scope) decisionOwners() []metav1.OwnerReference {
+	if sc.placement == nil || sc.placement.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{*metav1.NewControllerRef(sc.placement, ocmv1beta1.GroupVersion.WithKind("Placement"))}
+}
+
+// ensureDecisionMeta gives the application's PlacementDecision the labels and owner reference
+// OCM's own decisions carry when it lacks them (a decision written before, or before its
+// Placement existed). Other labels and owners are left as they are; another controller of the
+// decision is replaced by the Placement.
+func (r *Reconciler) ensureDecisionMeta(ctx context.Context, sc *scope) error {
+	pd := sc.decision
+	before := pd.DeepCopy()
+	if pd.Labels == nil {
+		pd.Labels = map[string]string{}
+	}
+	maps.Copy(pd.Labels, decisionLabels(sc.drpc))
+	for _, want := range sc.decisionOwners() {
+		pd.OwnerReferences = slices.DeleteFunc(pd.OwnerReferences, func(o metav1.OwnerReference) bool {
+			return o.UID == want.UID || (o.Controller != nil && *o.Controller)
+		})
+		pd.OwnerReferences = append(pd.OwnerReferences, want)
+	}
+	if equality.Semantic.DeepEqual(before.ObjectMeta, pd.ObjectMeta) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, pd, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+		sc.decision = before
+		return fmt.Errorf("failed to label PlacementDecision %s as OCM's: %w", klog.KObj(pd), err)
+	}
+	r.decisions.Seen(pd)
+	return nil
 }
 
 // sameClusters compares two decision lists by cluster name, in order.
