@@ -236,6 +236,11 @@ const (
 	EventProtected = "Protected"
 	// EventUnprotected: protection was removed after the DRPlacementControl was deleted.
 	EventUnprotected = "Unprotected"
+	// EventPlacementKept (Warning, on the OCM Placement): unprotect left the Placement's
+	// scheduling disabled and its decision naming the cluster where the application's data is,
+	// because OCM's default prioritizers could move the application away from it; the note says
+	// how to hand the Placement back.
+	EventPlacementKept = "PlacementKept"
 	// EventClusterUnreachable: a DRCluster became unreachable.
 	EventClusterUnreachable = "ClusterUnreachable"
 	// EventClusterReachable: a DRCluster became reachable again.

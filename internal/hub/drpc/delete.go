@@ -21,7 +21,8 @@ import (
 // metadata; the PVCs stay with the application) and removes the finalizer once both are gone.
 // A cluster that cannot be reached holds the deletion, saying so: its group would otherwise
 // keep protecting with nobody to remove it. The PlacementDecision is left as it is, and the OCM
-// Placement this DRPlacementControl steers goes back to OCM's scheduler (releasePlacement).
+// Placement this DRPlacementControl steers keeps its scheduling disabled, so the application
+// stays where its data is (releasePlacement).
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	drpc := sc.drpc
 	if !controllerutil.ContainsFinalizer(drpc, Finalizer) {

@@ -40,9 +40,10 @@ import (
 // pkg/placement/controllers/scheduling/scheduling_controller.go). Left alone, it rewrites
 // drover's decision by its own rules and the application lands where OCM puts it: back on a lost
 // cluster after a failover, or started during a relocation's final sync. So drover disables the
-// Placement's scheduling before it writes a decision (steerPlacement) and enables it again on
-// unprotect (releasePlacement); from then on OCM places the application by the Placement's own
-// rules, which by default keep the clusters decided (its Steady prioritizer).
+// Placement's scheduling before it writes a decision (steerPlacement). On unprotect it does not
+// hand the Placement back once it has placed the application: OCM's default prioritizers would
+// move the application away from its data (releasePlacement says why and what a person does
+// instead).
 
 // LabelDecisionOwner marks a PlacementDecision written by drover with its DRPlacementControl.
 const LabelDecisionOwner = "drover.io/drpc"
@@ -59,6 +60,12 @@ const LabelDecisionOwner = "drover.io/drpc"
 // namespace/name, and nothing selects Placements by it. The value carries the namespace because
 // DRPlacementControls of one name in two namespaces are two applications.
 const AnnotationSteeredBy = "drover.io/steered-by"
+
+// AnnotationSchedulingLeftDisabled on an OCM Placement says that drover, unprotecting the
+// application, left the Placement's scheduling disabled so that the application stays where its
+// data is, and how to hand the Placement back to OCM (releasePlacement). A DRPlacementControl
+// that steers the Placement again removes it.
+const AnnotationSchedulingLeftDisabled = "drover.io/scheduling-left-disabled"
 
 // placementKey is the namespace and name of the application's Placement.
 func placementKey(drpc *v1alpha1.DRPlacementControl) client.ObjectKey {
@@ -112,7 +119,8 @@ func (r *Reconciler) steerPlacement(ctx context.Context, sc *scope) error {
 				"Placement %s is already steered by DRPlacementControl %s, which writes its decisions: name another Placement in spec.placementRef, or delete one of the two DRPlacementControls", key, by))
 		}
 	}
-	if p.Annotations[AnnotationSteeredBy] == me && p.Annotations[ocmv1beta1.PlacementDisableAnnotation] == "true" {
+	_, leftDisabled := p.Annotations[AnnotationSchedulingLeftDisabled]
+	if p.Annotations[AnnotationSteeredBy] == me && p.Annotations[ocmv1beta1.PlacementDisableAnnotation] == "true" && !leftDisabled {
 		return nil
 	}
 	before := p.DeepCopy()
@@ -121,6 +129,7 @@ func (r *Reconciler) steerPlacement(ctx context.Context, sc *scope) error {
 	}
 	p.Annotations[ocmv1beta1.PlacementDisableAnnotation] = "true"
 	p.Annotations[AnnotationSteeredBy] = me
+	delete(p.Annotations, AnnotationSchedulingLeftDisabled)
 	// Optimistic: of two DRPlacementControls claiming the Placement at once, one wins.
 	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to disable OCM's scheduling of Placement %s: %w", key, err)
@@ -143,9 +152,27 @@ func (r *Reconciler) drpcExists(ctx context.Context, namespacedName string) (boo
 	return true, nil
 }
 
-// releasePlacement enables OCM's scheduling of the application's Placement again when this
-// DRPlacementControl steers it: OCM places the application by the Placement's rules from then
-// on. A Placement steered by another DRPlacementControl, or by none, is left alone.
+// releasePlacement ends this DRPlacementControl's claim on the application's Placement when it
+// is unprotected, and leaves the application where its data is.
+//
+// Handing the Placement back to OCM's scheduler (removing the disable annotation) is not safe:
+// OCM's default prioritizers are Balance and Steady at weight 1 each
+// (open-cluster-management-io/ocm pkg/placement/controllers/scheduling/schedule.go). Steady
+// gives the cluster the decision names +100, but Balance gives the cluster that other
+// placements use most −100 (plugins/balance), so an application on the busiest cluster scores
+// 0 there and 100 on a cluster no other placement uses: the scheduler moves it at once, and
+// the GitOps tool starts it there over new, empty PVCs while its data stays behind (the
+// unprotected peer holds no replica any more). Any later scheduling pass can do the same as
+// other placements come and go. A Placement pinned by its own rules (a cluster selector naming
+// one cluster, or prioritizer weights where Steady outweighs twice Balance) would stay, but the
+// hub does not read those rules, and a person may change them later.
+//
+// So when drover wrote a decision, unprotect keeps it as it is (labelled and owned as OCM's own,
+// so OCM adopts it once scheduling resumes) and leaves the Placement's scheduling disabled,
+// replacing drover's claim with AnnotationSchedulingLeftDisabled, which says why and how to hand
+// the Placement back; a Warning event on the Placement says the same. A Placement drover never
+// wrote a decision for goes back to OCM as it was. A Placement steered by another
+// DRPlacementControl, or by none, is left alone.
 func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlacementControl) error {
 	if drpc.Spec.PlacementRef == nil {
 		return nil
@@ -162,15 +189,54 @@ func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlac
 	if p.Annotations[AnnotationSteeredBy] != client.ObjectKeyFromObject(drpc).String() {
 		return nil
 	}
+	pd := &ocmv1beta1.PlacementDecision{}
+	switch err := r.decisions.Get(ctx, r.Client, r.APIReader, decisionKey(drpc), pd); {
+	case apierrors.IsNotFound(err):
+		pd = nil
+	case err != nil:
+		return fmt.Errorf("failed to get PlacementDecision %s: %w", decisionKey(drpc), err)
+	default:
+		if err := r.ensureDecisionMeta(ctx, &scope{drpc: drpc, placement: p, decision: pd}); err != nil {
+			return err
+		}
+	}
 	before := p.DeepCopy()
 	delete(p.Annotations, AnnotationSteeredBy)
-	delete(p.Annotations, ocmv1beta1.PlacementDisableAnnotation)
+	note := ""
+	if pd == nil {
+		delete(p.Annotations, ocmv1beta1.PlacementDisableAnnotation)
+	} else {
+		note = leftDisabledNote(drpc, p, pd)
+		p.Annotations[AnnotationSchedulingLeftDisabled] = note
+	}
 	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
-		return fmt.Errorf("failed to enable OCM's scheduling of Placement %s again: %w", key, err)
+		return fmt.Errorf("failed to end the claim of DRPlacementControl %s on Placement %s: %w", klog.KObj(drpc), key, err)
 	}
 	r.placements.Forget(key)
-	ctrl.LoggerFrom(ctx).Info("Enabled OCM's scheduling of the Placement again: OCM places the application from now on", "placement", klog.KObj(p))
+	if pd == nil {
+		ctrl.LoggerFrom(ctx).Info("Enabled OCM's scheduling of the Placement again: drover never placed the application", "placement", klog.KObj(p))
+		return nil
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(p, drpc, "Warning", v1alpha1.EventPlacementKept, v1alpha1.EventPlacementKept, "%s", note)
+	}
+	ctrl.LoggerFrom(ctx).Info("Left the Placement's scheduling disabled: OCM's default prioritizers could move the application away from its data",
+		"placement", klog.KObj(p), "decision", klog.KObj(pd))
 	return nil
+}
+
+// leftDisabledNote says, on a Placement drover stopped steering, why its scheduling stays
+// disabled and how to hand it back to OCM.
+func leftDisabledNote(drpc *v1alpha1.DRPlacementControl, p *ocmv1beta1.Placement, pd *ocmv1beta1.PlacementDecision) string {
+	where := "names no cluster (the DRPlacementControl was deleted during a relocation's final sync)"
+	if clusters := decidedClusters(pd); len(clusters) > 0 {
+		where = "names " + strings.Join(clusters, ", ") + ", where the application and its data are"
+	}
+	return fmt.Sprintf("DRPlacementControl %s was deleted and left this Placement's scheduling disabled: PlacementDecision %s %s. "+
+		"OCM's default prioritizers (Balance and Steady, weight 1 each) move an application off the cluster other placements use most, away from its data. "+
+		"To hand the Placement back to OCM, first pin it where the data is (spec.predicates naming that cluster, or a spec.prioritizerPolicy whose Steady weight is more than twice Balance's), "+
+		"then remove the annotations %s and %s",
+		klog.KObj(drpc), pd.Name, where, ocmv1beta1.PlacementDisableAnnotation, AnnotationSchedulingLeftDisabled)
 }
 
 // decidedClusters returns the clusters a decision names.

@@ -79,8 +79,28 @@ func TestADRPlacementControlSteersItsOCMPlacement(t *testing.T) {
 	})
 }
 
-func TestUnprotectHandsThePlacementBackToOCMOnlyWhenItSteersIt(t *testing.T) {
-	t.Run("its own Placement loses both annotations and keeps the others", func(t *testing.T) {
+func TestUnprotectLeavesTheApplicationWhereItsDataIs(t *testing.T) {
+	t.Run("a Placement it placed keeps scheduling disabled and its decision, and says why", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.placementAnnotated(map[string]string{"team": "shop"})
+		w.deployed()
+		w.g.Expect(w.decision()).To(Equal([]string{"east"}))
+		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
+		got := w.placementAnnotations()
+		w.g.Expect(got).To(HaveKeyWithValue("team", "shop"))
+		w.g.Expect(got).To(HaveKeyWithValue(ocmv1beta1.PlacementDisableAnnotation, "true"), "OCM's scheduler would move the application")
+		w.g.Expect(got).NotTo(HaveKey(AnnotationSteeredBy), "drover no longer steers it")
+		w.g.Expect(got[AnnotationSchedulingLeftDisabled]).To(And(ContainSubstring("DRPlacementControl app/app was deleted"),
+			ContainSubstring("names east, where the application and its data are"), ContainSubstring("Balance and Steady"),
+			ContainSubstring("then remove the annotations "+ocmv1beta1.PlacementDisableAnnotation)))
+		w.g.Expect(w.decision()).To(Equal([]string{"east"}), "the decision keeps the application where its data is")
+
+		// A DRPlacementControl steering it again removes the note.
+		w.reconcile()
+		w.g.Expect(w.placementAnnotations()).To(Equal(map[string]string{"team": "shop",
+			ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app"}))
+	})
+	t.Run("a Placement it never placed goes back to OCM", func(t *testing.T) {
 		w := newWorld(t, placementDRPC())
 		w.placementAnnotated(map[string]string{"team": "shop", ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app"})
 		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
