@@ -24,7 +24,7 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
 	ns, class, handle := newVolume(g, ctx, east, west, "unmirrored", time.Second)
 	writeFile(g, volumeDir(lab.East, handle), "synced", "from east")
-	mirrored(g, ctx, east, ns, class)
+	mirrored(g, ctx, east, ns, class, handle)
 
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 	pv, pvc := restoredVolume(ns, "data", handle)
@@ -63,19 +63,20 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 }
 
 // A primary demoted while its peer is down cannot send its final mirror: it reports itself
-// Degraded (VolumeDegraded) and Resyncing rather than in sync, as csi-addons reports a demoted
-// volume until its storage says the resync is done, and sends the mirror when the peer returns;
-// only then is it Degraded False and Resyncing False. A secondary reports no last sync
+// Degraded (VolumeDegraded), at csi-addons' next check 15 s later Resyncing, rather than in sync,
+// as csi-addons reports a demoted volume until ceph-csi says the resync is ready, and sends the
+// mirror when the peer returns; only then, at a check of csi-addons every 30 s, is it Degraded
+// False and Resyncing False (both sites demoted and in sync). A secondary reports no last sync
 // (csi-addons does not either).
 func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent(t *testing.T) {
 	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
 	// An hour: after the first mirror nothing is sent again unless a demotion sends it.
 	ns, class, handle := newVolume(g, ctx, east, west, "finalmirror", time.Hour)
-	mirrored(g, ctx, east, ns, class)
+	mirrored(g, ctx, east, ns, class, handle)
 	writeFile(g, volumeDir(lab.East, handle), "last", "written after the last mirror")
 
 	g.Expect(testLab.Stop(lab.West)).To(Succeed())
