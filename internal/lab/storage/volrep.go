@@ -44,6 +44,10 @@ package storage
 //     same moment, so it can be up to about that plus the interval old; a secondary is re-checked
 //     15 s after its demotion and every 30 s after, and a secondary of a live primary never
 //     reports in sync (volrep_status.go).
+//   - deleting a VolumeReplication disables mirroring as ceph-csi does (volrep_delete.go): a
+//     primary becomes an ordinary volume and rbd-mirror deletes the peer's non-primary copy; a
+//     secondary is released only while its image replays a live primary, and otherwise the
+//     deletion is refused and retried, keeping both finalizers.
 //
 // The storage of a stopped cluster runs no controller, so it neither sends nor receives; its
 // peer sees it unreachable through the liveness lock.
@@ -190,6 +194,15 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 			return ctrl.Result{}, err
 		}
 	}
+	if problem == "" {
+		st, err := s.images.State(sc.handle)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.Deleted {
+			problem = fmt.Sprintf("image %s not found: rbd-mirror deleted it when its primary's mirroring was disabled", sc.handle)
+		}
+	}
 	if problem != "" {
 		// csi-addons returns the error and retries with a backoff, reporting it every time.
 		sc.report, sc.requeueReport = true, volRepWaitRetry
@@ -316,7 +329,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		}
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
-			st.Role, st.NeedsResync = RolePrimary, false
+			st.Role, st.NeedsResync, st.MirrorDisabled = RolePrimary, false, false
 			st.Operation, st.OperationTime = operation, &sc.now
 			// The mirror schedule starts anew: the first mirror from this primary is due now.
 			st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = nil, 0, 0
@@ -410,7 +423,8 @@ func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 	}
 	took := time.Since(began)
 	if _, err := s.images.UpdatePeerState(handle, func(st *ImageState) {
-		st.Role, st.Epoch = RoleSecondary, epoch
+		// A copy rbd-mirror deleted earlier is bootstrapped again.
+		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = RoleSecondary, epoch, false, false
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	}); err != nil {
 		return ImageState{}, err
@@ -428,6 +442,9 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); deleted || err != nil {
+		return ctrl.Result{RequeueAfter: volRepWaitRetry}, err
+	}
 	if sc.report && local.Role != RoleSecondary {
 		// A primary whose peer was promoted after it (a higher epoch) holds writes the new
 		// primary never saw: it diverged and must be resynced, never mirrored back.
@@ -436,7 +453,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		// Read-only first, under the image lock: no write lands after this point.
 		unlock := s.images.Lock(sc.handle)
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
-			st.Role, st.NeedsResync = RoleSecondary, diverged
+			st.Role, st.NeedsResync, st.MirrorDisabled = RoleSecondary, diverged, false
 			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
 		})
