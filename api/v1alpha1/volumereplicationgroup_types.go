@@ -344,6 +344,14 @@ type VolumeReplicationGroupStatus struct {
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 
+	// syncRefreshInterval is how often the storage refreshes the last sync times the group
+	// reads, the longest of its PVCs': csi-addons refreshes a primary VolumeReplication's
+	// lastSyncTime every schedulingInterval of its class below 2 minutes, every half interval
+	// from 2 minutes, and hourly for an interval in days. A healthy lastGroupSyncTime can be up
+	// to the interval plus this old. Unset when every sync is reported as it completes.
+	// +optional
+	SyncRefreshInterval *metav1.Duration `json:"syncRefreshInterval,omitempty"`
+
 	// finalSync records the last completed final sync.
 	// +optional
 	FinalSync *FinalSyncStatus `json:"finalSync,omitempty"`

@@ -88,17 +88,22 @@ func computeConditions(sc *scope) {
 			"waiting for the peer to be Secondary: "+notYet(peer.name, peer.vrg, v1alpha1.ConditionDataReady))
 	}
 
-	st.LastGroupSyncTime = nil
+	st.LastGroupSyncTime, st.SyncRefreshInterval = nil, nil
 	if !inAction && primary.reachable() && primary.vrg != nil {
 		st.LastGroupSyncTime = primary.vrg.Status.LastGroupSyncTime.DeepCopy()
+		st.SyncRefreshInterval = primary.vrg.Status.SyncRefreshInterval.DeepCopy()
 	}
 	status, reason, message := protected(sc, inAction, primary)
 	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
 }
 
 // protected judges Protected: the primary's data and metadata replicate and its last group sync
-// is no older than twice the policy's interval. A group with no PVC selected is protected by
-// its captured objects alone (capturedProtected).
+// is not stale: no older than twice the policy's interval plus the storage's refresh of the
+// sync times it reports (v1alpha1.SyncStaleAfter). With csi-addons and an interval under two
+// minutes the refresh is the interval itself, so a healthy last sync is up to twice the
+// interval (and the sync's duration) old just before a refresh: judged against twice the
+// interval alone, Protected would flap at every other refresh. A group with no PVC selected is
+// protected by its captured objects alone (capturedProtected).
 func protected(sc *scope, inAction bool, primary *clusterView) (metav1.ConditionStatus, string, string) {
 	st := &sc.drpc.Status
 	switch {
@@ -123,9 +128,9 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 	if last == nil {
 		return metav1.ConditionFalse, v1alpha1.ReasonProgressing, "no group sync has completed yet"
 	}
-	if age := sc.now.Sub(last.Time); age > 2*sc.interval {
-		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf("the last group sync was %s ago, more than twice the interval %s",
-			age.Round(time.Second), sc.interval)
+	if age := sc.now.Sub(last.Time); age > v1alpha1.SyncStaleAfter(sc.interval, st.SyncRefreshInterval) {
+		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf("the last group sync was %s ago, more than %s",
+			age.Round(time.Second), v1alpha1.SyncStaleAllowance(sc.interval, st.SyncRefreshInterval))
 	}
 	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("data and metadata replicate; last group sync %s", last.UTC().Format(time.RFC3339))
 }

@@ -86,7 +86,38 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 	}
 	st.Primary = vr.Status.State == replicationv1alpha1.PrimaryState
 	st.DemotedInSync = demotedInSync(vr)
+	class := &replicationv1alpha1.VolumeReplicationClass{}
+	switch err := b.client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); {
+	case err == nil:
+		st.RefreshInterval = StatusRefreshInterval(class.Spec.Parameters[SchedulingIntervalParameter])
+	case !apierrors.IsNotFound(err):
+		return replication.SyncStatus{}, fmt.Errorf("failed to get VolumeReplicationClass %s: %w", vr.Spec.VolumeReplicationClass, err)
+	}
 	return st, nil
+}
+
+// defaultStatusRefresh is csi-addons' refresh of a primary's status for a class without a
+// schedulingInterval it can read (defaultScheduleTime).
+const defaultStatusRefresh = time.Hour
+
+// StatusRefreshInterval is how often csi-addons refreshes a primary VolumeReplication's status,
+// lastSyncTime included, for its class's schedulingInterval parameter raw
+// (csi-addons/kubernetes-csi-addons internal/controller/replication.storage/
+// volumereplication_controller.go, getInfoReconcileInterval): the interval itself below 2
+// minutes, half of it from 2 minutes on, and an hour when the parameter is missing or not a Go
+// duration. ceph-csi's day form ("1d") is not one (time.ParseDuration knows no days), so a daily
+// class is refreshed hourly. Between two refreshes the storage may have synced without the
+// VolumeReplication saying so: a healthy lastSyncTime is up to the interval, the sync's
+// duration and this old.
+func StatusRefreshInterval(raw string) time.Duration {
+	d, err := time.ParseDuration(raw)
+	switch {
+	case raw == "" || err != nil:
+		return defaultStatusRefresh
+	case d < 2*time.Minute:
+		return d
+	}
+	return d / 2
 }
 
 // demotedInSync reports whether a VolumeReplication asked to be secondary is, by its storage's

@@ -404,3 +404,30 @@ func TestClassIntervalsInCephCSIsFormMatchTheSameDuration(t *testing.T) {
 	g.Expect(cephInterval(90 * time.Minute)).To(Equal("90m"))
 	g.Expect(cephInterval(30 * time.Second)).To(Equal("30s"))
 }
+
+// csi-addons refreshes a primary's status every getInfoReconcileInterval of its class's
+// schedulingInterval: the interval below 2 minutes, half of it from 2 minutes, an hour for a
+// parameter time.ParseDuration cannot read (ceph-csi's days among them).
+func TestStatusReportsHowOftenCSIAddonsRefreshesTheLastSync(t *testing.T) {
+	for raw, want := range map[string]time.Duration{
+		"5s": 5 * time.Second, "1m": time.Minute, "90s": 90 * time.Second, "2m": time.Minute, "5m": 150 * time.Second,
+		"1h": 30 * time.Minute, "24h": 12 * time.Hour, "1d": time.Hour, "": time.Hour,
+	} {
+		t.Run(raw, func(t *testing.T) {
+			g := NewWithT(t)
+			vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"},
+				Spec: replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "the-class"}}
+			st, err := New(newClient(t, vr, class("the-class", driver, raw, nil))).Status(context.Background(), pvcContext(time.Minute, nil))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.RefreshInterval).To(Equal(want))
+		})
+	}
+	t.Run("a class that is gone tells nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"},
+			Spec: replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "gone"}}
+		st, err := New(newClient(t, vr)).Status(context.Background(), pvcContext(time.Minute, nil))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.RefreshInterval).To(BeZero())
+	})
+}
