@@ -478,8 +478,9 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 // reportSecondary is csi-addons' reconcile of a secondary. The first after a demotion marks it
 // secondary and degraded and comes back in 15 s; every later one asks ceph-csi to resync (with
 // force when autoResync or replicationState resync says so) and reports what it answers
-// (volrep_status.go): ready only when both sites are demoted and the last snapshot exchanged,
-// otherwise re-checked every 30 s.
+// (volrep_status.go): ready only when both sites are demoted and the last snapshot exchanged;
+// resyncing, re-checked every 30 s, while it replays a live primary; failed to resync, re-checked
+// in 15 s, otherwise.
 func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
 	vr := sc.vr
 	first := vr.Status.State != replicationv1alpha1.SecondaryState
@@ -511,7 +512,7 @@ func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, 
 	switch r := resyncReadiness(local, peerUp, peer); r {
 	case resyncReady:
 		setInSyncConditions(vr)
-	case resyncSplitBrain, resyncNoSync:
+	case resyncSplitBrain, resyncNoSync, resyncPeerUnavailable:
 		setFailedResyncConditions(vr, r.message(sc.handle))
 		sc.requeueReport = secondaryRequeue(csiAddonsDemotedRequeue, sc.interval)
 	default:
@@ -523,16 +524,20 @@ func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, 
 
 // resyncReadiness is what ceph-csi's ResyncVolume answers for a secondary image
 // (internal/csi-addons/rbd/replication.go): ready when both sites are up+unknown (the peer is
-// demoted too and the last snapshot was exchanged); an error when the image is split-brained
-// (up+error) or holds no synced snapshot yet (its description has no last sync); otherwise not
-// ready, which for a secondary of a live primary, replaying, is always.
+// demoted too and the last snapshot was exchanged); not ready while the image is up+replaying a
+// live primary, which for a secondary of a live primary is always; an error otherwise: a
+// split-brained image (up+error), one that has no synced snapshot of the current primary yet
+// (up+syncing or starting, after a resync or a promotion on the peer), one whose peer is
+// unreachable or demoted with writes still to send (up+error or up+stopped): its local status
+// then carries no snapshot description, and checkVolumeResyncStatus fails.
 type resyncState int
 
 const (
-	resyncNotReady resyncState = iota
+	resyncReplaying resyncState = iota
 	resyncReady
 	resyncSplitBrain
 	resyncNoSync
+	resyncPeerUnavailable
 )
 
 func resyncReadiness(local ImageState, peerUp bool, peer ImageState) resyncState {
@@ -541,10 +546,12 @@ func resyncReadiness(local ImageState, peerUp bool, peer ImageState) resyncState
 		return resyncSplitBrain
 	case peerUp && peer.Role == RoleSecondary && !peer.NeedsResync && !local.FinalMirrorPending && !peer.FinalMirrorPending && local.LastSyncTime != nil:
 		return resyncReady
-	case local.LastSyncTime == nil:
+	case replaying(local, peerUp, peer):
+		return resyncReplaying
+	case local.LastSyncTime == nil || (peerUp && peer.Role == RolePrimary):
 		return resyncNoSync
 	}
-	return resyncNotReady
+	return resyncPeerUnavailable
 }
 
 func (r resyncState) message(handle string) string {
@@ -552,9 +559,11 @@ func (r resyncState) message(handle string) string {
 	case resyncSplitBrain:
 		return fmt.Sprintf("image %s is split-brained (up+error): it diverged from the peer's primary; set autoResync or replicationState resync to discard its local changes", handle)
 	case resyncNoSync:
-		return fmt.Sprintf("failed to get last sync info of image %s: it has not received a snapshot from the primary yet", handle)
+		return fmt.Sprintf("failed to get last sync info of image %s: it has not received a snapshot of the peer's current primary yet", handle)
+	case resyncPeerUnavailable:
+		return fmt.Sprintf("failed to get last sync info of image %s: it replays no primary (its peer is unreachable, or demoted with writes it could not send yet)", handle)
 	}
-	return fmt.Sprintf("image %s is not ready: it replays the peer's primary, or waits for its peer (ceph-csi reports a secondary ready only when both sites are demoted and in sync)", handle)
+	return fmt.Sprintf("image %s is not ready: it replays the peer's primary (ceph-csi reports a secondary ready only when both sites are demoted and in sync)", handle)
 }
 
 // finalMirror sends a demoted image's final mirror once the peer can take it (reachable, not

@@ -63,9 +63,9 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 }
 
 // A primary demoted while its peer is down cannot send its final mirror: it reports itself
-// Degraded (VolumeDegraded), at csi-addons' next check 15 s later Resyncing, rather than in sync,
-// as csi-addons reports a demoted volume until ceph-csi says the resync is ready, and sends the
-// mirror when the peer returns; only then, at a check of csi-addons every 30 s, is it Degraded
+// Degraded (VolumeDegraded) and, at csi-addons' next check 15 s later, FailedToResync (ceph-csi
+// finds no replaying status to read its last sync from), rather than in sync, and sends the
+// mirror when the peer returns; only then, at a later check of csi-addons, is it Degraded
 // False and Resyncing False (both sites demoted and in sync). A secondary reports no last sync
 // (csi-addons does not either).
 func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent(t *testing.T) {
@@ -84,9 +84,10 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonVolumeDegraded))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + storage.ReasonResyncTriggered))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonError))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionDegraded)).To(ContainSubstring("its peer is unreachable"))
 		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(BeEmpty(), "a secondary has no Replicating condition")
 		g.Expect(vr.Status.LastSyncTime).To(BeNil(), "a secondary reports no last sync")
 	}).Should(Succeed(), "demoted, the final mirror waits for the peer")
