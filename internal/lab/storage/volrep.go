@@ -164,10 +164,12 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 	log.V(1).Info("Reconciling VolumeReplication", "replicationState", vr.Spec.ReplicationState, "report", sc.report)
 	result, err := s.volRepPhase(ctx, sc)
 	log.V(1).Info("Reconciled VolumeReplication", "state", vr.Status.State, "took", time.Since(sc.now).String())
-	if sc.report {
+	if sc.report && err == nil {
 		vr.Status.ObservedGeneration = vr.Generation
 		s.reports.reported(vr.UID, vr.Generation, byTimer, sc.now, sc.requeueReport)
 	} else {
+		// csi-addons did not reconcile now, or its reconcile failed and is retried with a
+		// backoff, reporting then.
 		vr.Status = before.Status
 	}
 	if perr := patchStatusIfChanged(ctx, s.client, vr, before); perr != nil && err == nil {
