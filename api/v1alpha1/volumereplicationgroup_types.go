@@ -374,6 +374,14 @@ type VolumeReplicationGroupStatus struct {
 	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
+// AnnotationUnprotectAsPrimary, "true" on a VolumeReplicationGroup the hub deletes, asks its
+// agent to promote each of the group's VolumeReplications before deleting it. ceph-csi disables
+// mirroring only of a primary image; it releases a secondary only while the secondary replays a
+// live primary, which a group whose peer is lost, or one of two secondaries (a relocation
+// interrupted by the deletion), never does. Promoted, the volume keeps its data as an ordinary
+// volume, and disabling its mirroring removes the peer's copy.
+const AnnotationUnprotectAsPrimary = "drover.io/unprotect-as-primary"
+
 // VolumeReplicationGroup protects the selected PVCs and objects of one application on one
 // managed cluster, as primary or secondary. The hub creates it through the cluster gateway.
 //

@@ -165,9 +165,11 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 		if ps.result.IsDone() && !pvc.DeletionTimestamp.IsZero() {
 			// The application deleted the PVC here: now that it is secondary, let the deletion
 			// complete and keep the replica for a later promotion.
-			if _, err := r.keepReplica(ctx, sc, pvc); err != nil {
+			res, err := r.keepReplica(ctx, sc, pvc)
+			if err != nil {
 				return err
 			}
+			ps.result = res
 		}
 	}
 	var err error

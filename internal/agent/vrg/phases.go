@@ -186,8 +186,8 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 			return false, err
 		}
 	}
-	done, err := r.unprotectPVC(ctx, sc, pvc)
-	if err == nil && done {
+	res, err := r.unprotectPVC(ctx, sc, pvc)
+	if err == nil && res.IsDone() {
 		ctrl.LoggerFrom(ctx).Info("Released deleted PVC", "pvc", klog.KObj(pvc))
 		controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	}
