@@ -374,7 +374,7 @@ type VolumeReplicationGroupStatus struct {
 	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
-// AnnotationUnprotectAsPrimary, "true" on a VolumeReplicationGroup the hub deletes, asks its
+// AnnotationUnprotectAsPrimary set to "true" on a VolumeReplicationGroup the hub deletes asks its
 // agent to promote each of the group's VolumeReplications before deleting it. ceph-csi disables
 // mirroring only of a primary image; it releases a secondary only while the secondary replays a
 // live primary, which a group whose peer is lost, or one of two secondaries (a relocation

@@ -206,7 +206,7 @@ func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlac
 	if pd == nil {
 		delete(p.Annotations, ocmv1beta1.PlacementDisableAnnotation)
 	} else {
-		note = leftDisabledNote(drpc, p, pd)
+		note = leftDisabledNote(drpc, pd)
 		p.Annotations[AnnotationSchedulingLeftDisabled] = note
 	}
 	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
@@ -227,7 +227,7 @@ func (r *Reconciler) releasePlacement(ctx context.Context, drpc *v1alpha1.DRPlac
 
 // leftDisabledNote says, on a Placement drover stopped steering, why its scheduling stays
 // disabled and how to hand it back to OCM.
-func leftDisabledNote(drpc *v1alpha1.DRPlacementControl, p *ocmv1beta1.Placement, pd *ocmv1beta1.PlacementDecision) string {
+func leftDisabledNote(drpc *v1alpha1.DRPlacementControl, pd *ocmv1beta1.PlacementDecision) string {
 	where := "names no cluster (the DRPlacementControl was deleted during a relocation's final sync)"
 	if clusters := decidedClusters(pd); len(clusters) > 0 {
 		where = "names " + strings.Join(clusters, ", ") + ", where the application and its data are"
