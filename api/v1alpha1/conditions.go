@@ -134,6 +134,12 @@ const (
 	// the VolumeReplication and the PVC's pvc-protection finalizer and retries); the message
 	// names the VolumeReplication and what releases it.
 	ReasonReplicationNotReleased = "ReplicationNotReleased"
+	// ReasonReleasePending (DataReady True, a secondary's PVC): the application deleted the PVC
+	// on this secondary; it is demoted, and its VolumeReplication is released (and the PVC with
+	// it) once the storage replays the peer's primary into it. The hub holds PeerReady
+	// meanwhile: a promotion here would find the Terminating PVC in the way of the one it
+	// restores.
+	ReasonReleasePending = "ReleasePending"
 
 	// ReasonPVCInUse (DataReady): a pod or VolumeAttachment still uses a PVC that must be
 	// demoted; the message names it.

@@ -38,18 +38,24 @@ import (
 // keepReplica releases a VolRep PVC the application deleted on a secondary, once demotePVC
 // has made it secondary (so the storage resyncs it from the primary), keeping its replica: its
 // VolumeReplication is deleted (so the storage lets the PVC go), then drover's finalizer and
-// label are removed. It returns Done once the PVC is released, else what it waits for.
+// label are removed. It returns Done once the PVC is released, a Done with a message while the
+// volume does not replay yet, else what it waits for.
 //
 // ceph-csi releases a secondary volume only while it is up+replaying its peer's primary, and
 // answers InvalidArgument otherwise; csi-addons then keeps the VolumeReplication and the PVC's
 // pvc-protection finalizer and retries with a backoff that grows to many minutes
 // (volrep.Backend.Cleanup). After a failover the old primary's volume is first resynced, and
 // replays the new primary only once it holds its first snapshot. So the VolumeReplication is
-// deleted only once csi-addons reports the volume resyncing from the primary (volrep.Replays),
-// the one state in which the storage lets it go; until then, and while the storage has not yet
-// released it, the PVC keeps drover's marks and its result says what it waits for, so that the
-// group reports it rather than a PVC silently Terminating.
-func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (replication.Result, error) {
+// deleted only once csi-addons reports the volume resyncing from the primary, or in sync with a
+// demoted peer, which the peer's promotion ends a moment later (volrep.Releasable); until then,
+// and while the storage has not yet released it, the PVC keeps drover's marks and its message
+// says what it waits for (pending), so that the group reports it rather than a PVC silently
+// Terminating.
+//
+// A group promoted before that (a failover or a relocation back to this cluster) releases such a
+// PVC as primary instead (asPrimary): its VolumeReplication is promoted, then deleted, which the
+// storage always lets go, and the PV, kept, is the replica the restore binds the PVC to again.
+func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim, asPrimary bool) (replication.Result, error) {
 	vr := &replicationv1alpha1.VolumeReplication{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(pvc), vr)
 	switch {
@@ -57,18 +63,23 @@ func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.Per
 	case err != nil:
 		return replication.Result{}, fmt.Errorf("failed to get VolumeReplication %s: %w", klog.KObj(pvc), err)
 	case !ownVolumeReplication(sc, vr):
+	case asPrimary:
+		return volrep.Release(ctx, r.Client, vr, true), nil
 	case !vr.DeletionTimestamp.IsZero():
-		return volrep.NotReleased(vr, time.Now()), nil
-	case !volrep.Replays(vr):
-		return replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonProgressing, fmt.Sprintf(
-			"PVC %s was deleted here; its VolumeReplication is deleted, and the PVC released, once the storage replays the peer's primary into it "+
-				"(ceph-csi releases a secondary volume only then): csi-addons reports %s", klog.KObj(pvc), replicationConditions(vr))), nil
+		return pending(volrep.NotReleased(vr, time.Now()).Message), nil
+	case finalSyncOpen(sc.vrg):
+		// Its demotion is part of the relocation's final sync, which csi-addons proves by its
+		// status at the VolumeReplication's generation; deleting it would change the generation
+		// and csi-addons writes no status while deleting.
+		return pending("its VolumeReplication is deleted once the relocation's final sync is recorded, and the PVC released once the storage lets it go"), nil
+	case !volrep.Releasable(vr):
+		return pending(fmt.Sprintf("its VolumeReplication is deleted, and the PVC released, once the storage replays the peer's primary into it "+
+			"(ceph-csi releases a secondary volume only then): csi-addons reports %s", replicationConditions(vr))), nil
 	default:
 		if err := r.Client.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
 			return replication.Result{}, fmt.Errorf("failed to delete VolumeReplication %s of deleted PVC %s: %w", klog.KObj(vr), klog.KObj(pvc), err)
 		}
-		return replication.Retry(requeueWaitingForStorage, v1alpha1.ReasonProgressing, fmt.Sprintf(
-			"PVC %s was deleted here: waiting for the storage to release its VolumeReplication", klog.KObj(pvc))), nil
+		return pending("waiting for the storage to release its VolumeReplication"), nil
 	}
 	before := pvc.DeepCopy()
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
@@ -79,6 +90,17 @@ func (r *Reconciler) keepReplica(ctx context.Context, sc *scope, pvc *corev1.Per
 	}
 	ctrl.LoggerFrom(ctx).Info("Kept the replica of a PVC deleted on a secondary", "pvc", klog.KObj(pvc), "pv", pvc.Spec.VolumeName)
 	return replication.Done(), nil
+}
+
+// pending is keepReplica's result while a deleted PVC waits for its storage: Done, since the PVC
+// is demoted and the wait must not hold the group (a relocation's final sync leaves both sides
+// secondary until the target is promoted, and only then does the volume replay it), with what
+// it waits for as its message (DataReady reason ReleasePending); the hub holds PeerReady
+// meanwhile.
+func pending(msg string) replication.Result {
+	res := replication.Done()
+	res.Message = "it was deleted here; " + msg
+	return res
 }
 
 // replicationConditions tells a VolumeReplication's state and its Completed and Resyncing
@@ -174,6 +196,22 @@ func (r *Reconciler) releaseKeptReplicas(ctx context.Context, sc *scope) ([]repl
 		}
 	}
 	return waits, nil
+}
+
+// keptReplica reports whether a PVC the application deleted holds a replica kept from this
+// group's time as secondary: its VolumeReplication, the group's, is not primary (the PVC was
+// deleted while the group was secondary and the storage has not released it yet). A group
+// promoted since must keep that replica, not delete it with the PVC.
+func (r *Reconciler) keptReplica(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	vr := &replicationv1alpha1.VolumeReplication{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(pvc), vr)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to get VolumeReplication %s: %w", klog.KObj(pvc), err)
+	}
+	return ownVolumeReplication(sc, vr) && vr.Spec.ReplicationState != replicationv1alpha1.Primary, nil
 }
 
 // unprotectedWithItsPVC reports whether reconcileDelete unprotects a VolumeReplication of the

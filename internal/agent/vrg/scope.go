@@ -104,6 +104,9 @@ type pvcState struct {
 	// demotion is how this pass demotes the PVC (prepareDemotions); nil when it is not bound or
 	// cannot be demoted, and result says why.
 	demotion *demotion
+	// release, for a demoted PVC the application deleted on this secondary, says what the
+	// release of its VolumeReplication waits for (keepReplica); the PVC is secondary meanwhile.
+	release string
 }
 
 func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }

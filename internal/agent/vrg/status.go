@@ -195,6 +195,10 @@ func pvcConditions(ps *pvcState) []metav1.Condition {
 		if !r.IsDone() {
 			return []metav1.Condition{condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message), notApplicable}
 		}
+		if ps.release != "" {
+			return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonReleasePending,
+				fmt.Sprintf("PVC %s is secondary; %s", ps.key(), ps.release)), notApplicable}
+		}
 		return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary,
 			fmt.Sprintf("PVC %s is secondary and receives the peer's replication", ps.key())), notApplicable}
 	}

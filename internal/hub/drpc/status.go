@@ -69,6 +69,10 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, c.Reason,
 			fmt.Sprintf("%s cannot receive the application's data: %s", peer.name, c.Message))
 	case secondary(peer.vrg):
+		if waiting := releasePending(peer); waiting != "" {
+			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
+			break
+		}
 		if waiting := recoveryPointWaiting(primary, peer); waiting != "" {
 			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
 			break
@@ -133,6 +137,19 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 			age.Round(time.Second), v1alpha1.SyncStaleAllowance(sc.interval, st.SyncRefreshInterval))
 	}
 	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("data and metadata replicate; last group sync %s", last.UTC().Format(time.RFC3339))
+}
+
+// releasePending says which PVC the application deleted on the peer still waits for its
+// storage to release it (DataReady reason ReleasePending): the peer is not ready to take over
+// until it has gone, since a promotion there would find the Terminating PVC in the way of the
+// one it restores. Empty when none does.
+func releasePending(peer *clusterView) string {
+	for _, p := range peer.vrg.Status.ProtectedPVCs {
+		if c := apimeta.FindStatusCondition(p.Conditions, v1alpha1.ConditionDataReady); c != nil && c.Reason == v1alpha1.ReasonReleasePending {
+			return fmt.Sprintf("waiting for %s's storage to release PVC %s/%s, deleted there: %s", peer.name, p.Namespace, p.Name, c.Message)
+		}
+	}
+	return ""
 }
 
 // objectsOnly reports whether the primary's group selects no PVC and captures the objects: a

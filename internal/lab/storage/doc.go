@@ -8,7 +8,9 @@
 //     point-in-time copies and atomic replacement.
 //   - volrep*.go: csi-addons VolumeReplication as the csi-addons controller drives ceph-csi
 //     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
-//     pvc-protection finalizer and annotation.
+//     pvc-protection finalizer and annotation; the status written only at csi-addons' cadence
+//     (volrep_report.go); a deletion that releases a secondary only while it replays and
+//     deletes the peer's copy of a primary (volrep_delete.go).
 //   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
 //     VolumeSnapshots; destination addresses by Service type (volsync_address.go).
 //   - serviceexport.go: the multi-cluster network, a stand-in for a Multi-Cluster Services

@@ -472,6 +472,15 @@ func NotReleased(vr *replicationv1alpha1.VolumeReplication, now time.Time) repli
 // VolumeReplication is gone (finalizers.go).
 const pvcProtectionFinalizer = "replication.storage.openshift.io/pvc-protection"
 
+// Releasable reports whether the storage lets a secondary VolumeReplication go now or in a
+// moment: csi-addons reports it replaying a live primary (Replays), or in sync with a demoted
+// peer (a relocation's final sync: the peer's promotion, which follows, makes it replay).
+// Deleted in any other state, csi-addons retries for as long as the state lasts, with a backoff
+// that grows to many minutes.
+func Releasable(vr *replicationv1alpha1.VolumeReplication) bool {
+	return Replays(vr) || demotedInSync(vr)
+}
+
 // Replays reports whether csi-addons reports a secondary VolumeReplication, at its current
 // generation, as resyncing and not ready: the state ceph-csi answers only while the secondary
 // replays a live primary (up+replaying), the one state in which it releases a secondary. It
