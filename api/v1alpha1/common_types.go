@@ -55,6 +55,28 @@ func (i SchedulingInterval) Duration() (time.Duration, error) {
 	return d, nil
 }
 
+// SyncStaleAfter is the age past which an application's last group sync is stale: twice the
+// policy's interval (one sync missed) plus refresh, how often the storage refreshes the sync
+// times it reports (a DRPlacementControl's or VolumeReplicationGroup's syncRefreshInterval; nil
+// when it reports each sync as it completes). A healthy last sync is up to the interval, the
+// sync's own duration and the refresh old: with csi-addons and an interval of a minute, about
+// two minutes, which twice the interval alone would call stale every other refresh.
+func SyncStaleAfter(interval time.Duration, refresh *metav1.Duration) time.Duration {
+	if refresh == nil || refresh.Duration < 0 {
+		return 2 * interval
+	}
+	return 2*interval + refresh.Duration
+}
+
+// SyncStaleAllowance says, for a person, what SyncStaleAfter is made of: "twice the interval
+// 10s", and "plus the storage's status refresh 10s" when there is one.
+func SyncStaleAllowance(interval time.Duration, refresh *metav1.Duration) string {
+	if refresh == nil || refresh.Duration <= 0 {
+		return fmt.Sprintf("twice the interval %s", interval)
+	}
+	return fmt.Sprintf("twice the interval %s plus the storage's status refresh %s", interval, refresh.Duration)
+}
+
 // ReplicationBackend names the mechanism that replicates a PVC's data to the peer cluster.
 // +kubebuilder:validation:Enum=VolRep;VolSync
 type ReplicationBackend string

@@ -128,8 +128,22 @@ const (
 	// ReasonNoS3Profile (Validated of a DRPolicy): a DRCluster's s3ProfileName is not defined
 	// in the policy's s3Profiles.
 	ReasonNoS3Profile = "NoS3Profile"
-	// ReasonSyncStale (Protected): the last group sync is older than twice the policy's interval.
+	// ReasonSyncStale (Protected): the last group sync is older than twice the policy's interval
+	// plus the storage's status refresh (SyncStaleAfter).
 	ReasonSyncStale = "SyncStale"
+
+	// ReasonReplicationNotReleased (DataReady, while a group is unprotected or a PVC the
+	// application deleted is released): the storage keeps a VolumeReplication being deleted.
+	// ceph-csi releases a secondary volume only while it replays a live primary (csi-addons keeps
+	// the VolumeReplication and the PVC's pvc-protection finalizer and retries); the message
+	// names the VolumeReplication and what releases it.
+	ReasonReplicationNotReleased = "ReplicationNotReleased"
+	// ReasonReleasePending (DataReady True, a secondary's PVC): the application deleted the PVC
+	// on this secondary; it is demoted, and its VolumeReplication is released (and the PVC with
+	// it) once the storage replays the peer's primary into it. The hub holds PeerReady
+	// meanwhile: a promotion here would find the Terminating PVC in the way of the one it
+	// restores.
+	ReasonReleasePending = "ReleasePending"
 
 	// ReasonPVCInUse (DataReady): a pod or VolumeAttachment still uses a PVC that must be
 	// demoted; the message names it.
@@ -260,6 +274,15 @@ const (
 	EventProtected = "Protected"
 	// EventUnprotected: protection was removed after the DRPlacementControl was deleted.
 	EventUnprotected = "Unprotected"
+	// EventReplicationNotReleased (Warning, on a VolumeReplicationGroup): the storage keeps a
+	// VolumeReplication the agent deleted (DataReady reason ReplicationNotReleased); the note
+	// says what releases it.
+	EventReplicationNotReleased = "ReplicationNotReleased"
+	// EventPlacementKept (Warning, on the OCM Placement): unprotect left the Placement's
+	// scheduling disabled and its decision naming the cluster where the application's data is,
+	// because OCM's default prioritizers could move the application away from it; the note says
+	// how to hand the Placement back.
+	EventPlacementKept = "PlacementKept"
 	// EventClusterUnreachable: a DRCluster became unreachable.
 	EventClusterUnreachable = "ClusterUnreachable"
 	// EventClusterReachable: a DRCluster became reachable again.

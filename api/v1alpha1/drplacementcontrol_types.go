@@ -303,6 +303,13 @@ type DRPlacementControlStatus struct {
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 
+	// syncRefreshInterval is how often the primary's storage refreshes the sync times behind
+	// lastGroupSyncTime (its VolumeReplicationGroup's syncRefreshInterval). The last group sync
+	// is stale (Protected False, SyncStale) once it is older than twice the policy's interval
+	// plus this.
+	// +optional
+	SyncRefreshInterval *metav1.Duration `json:"syncRefreshInterval,omitempty"`
+
 	// actionTarget is the cluster the action in progress, or the last one, moves the application
 	// to. It is kept in the status because the spec may ask for something else while an action
 	// runs, and the action must finish where it started.

@@ -364,6 +364,14 @@ type VolumeReplicationGroupStatus struct {
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`
 
+	// syncRefreshInterval is how often the storage refreshes the last sync times the group
+	// reads, the longest of its PVCs': csi-addons refreshes a primary VolumeReplication's
+	// lastSyncTime every schedulingInterval of its class below 2 minutes, every half interval
+	// from 2 minutes, and hourly for an interval in days. A healthy lastGroupSyncTime can be up
+	// to the interval plus this old. Unset when every sync is reported as it completes.
+	// +optional
+	SyncRefreshInterval *metav1.Duration `json:"syncRefreshInterval,omitempty"`
+
 	// finalSync records the last completed final sync.
 	// +optional
 	FinalSync *FinalSyncStatus `json:"finalSync,omitempty"`
@@ -385,6 +393,14 @@ type VolumeReplicationGroupStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	AgentVersion string `json:"agentVersion,omitempty"`
 }
+
+// AnnotationUnprotectAsPrimary set to "true" on a VolumeReplicationGroup the hub deletes asks its
+// agent to promote each of the group's VolumeReplications before deleting it. ceph-csi disables
+// mirroring only of a primary image; it releases a secondary only while the secondary replays a
+// live primary, which a group whose peer is lost, or one of two secondaries (a relocation
+// interrupted by the deletion), never does. Promoted, the volume keeps its data as an ordinary
+// volume, and disabling its mirroring removes the peer's copy.
+const AnnotationUnprotectAsPrimary = "drover.io/unprotect-as-primary"
 
 // VolumeReplicationGroup protects the selected PVCs and objects of one application on one
 // managed cluster, as primary or secondary. The hub creates it through the cluster gateway.

@@ -432,6 +432,11 @@ func (in *DRPlacementControlStatus) DeepCopyInto(out *DRPlacementControlStatus) 
 		in, out := &in.LastGroupSyncTime, &out.LastGroupSyncTime
 		*out = (*in).DeepCopy()
 	}
+	if in.SyncRefreshInterval != nil {
+		in, out := &in.SyncRefreshInterval, &out.SyncRefreshInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.ActionStartTime != nil {
 		in, out := &in.ActionStartTime, &out.ActionStartTime
 		*out = (*in).DeepCopy()
@@ -1308,6 +1313,11 @@ func (in *VolumeReplicationGroupStatus) DeepCopyInto(out *VolumeReplicationGroup
 	if in.LastGroupSyncTime != nil {
 		in, out := &in.LastGroupSyncTime, &out.LastGroupSyncTime
 		*out = (*in).DeepCopy()
+	}
+	if in.SyncRefreshInterval != nil {
+		in, out := &in.SyncRefreshInterval, &out.SyncRefreshInterval
+		*out = new(v1.Duration)
+		**out = **in
 	}
 	if in.FinalSync != nil {
 		in, out := &in.FinalSync, &out.FinalSync

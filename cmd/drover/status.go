@@ -45,8 +45,8 @@ func newStatusCommand() *cobra.Command {
 		Short: "Show protected applications: phase, primary, peer readiness, protection and RPO lag",
 		Long: `Lists the DRPlacementControls on the hub (of the namespace, or of all with -A) as a table:
 phase, current primary, PeerReady, Protected, the age of the last group sync and the RPO lag
-(time since the last sync / the policy's interval, STALE past twice the interval), and the
-current step. For one APP it also prints its conditions, each cluster's group, and the PVCs
+(time since the last sync / the policy's interval, STALE past twice the interval plus the
+storage's status refresh), and the current step. For one APP it also prints its conditions, each cluster's group, and the PVCs
 the hub lists with each one's last sync against the interval.
 With -o json or -o yaml it prints the DRPlacementControls as Kubernetes objects (a List, or the
 object for one APP), as kubectl get does; -o name prints drplacementcontrol.drover.io/NAME

@@ -206,8 +206,8 @@ func checks(a *app, action v1alpha1.DRAction, to string, now time.Time) []Check 
 }
 
 // recentSyncCheck: the recovery point (the last group sync or, with no PVC selected, the last
-// capture of the objects that every store holds) is no older than twice the interval, as the
-// hub's Protected judges it. It is judged from the time rather than from Protected, which is
+// capture of the objects that every store holds) is not stale (twice the interval plus the
+// storage's status refresh, v1alpha1.SyncStaleAfter), as the hub's Protected judges it. It is judged from the time rather than from Protected, which is
 // Unknown while the primary is unreachable, the very case of a failover.
 func recentSyncCheck(a *app, now time.Time) Check {
 	c := Check{Name: "age of the last group sync"}
@@ -224,11 +224,11 @@ func recentSyncCheck(a *app, now time.Time) Check {
 		c.Detail = "no group sync is recorded: the target may hold no data of the application"
 	case a.interval == 0:
 		c.Met, c.Detail = true, fmt.Sprintf("%s ago (the policy's interval is unknown)", age(now.Sub(t.Time)))
-	case now.Sub(t.Time) > 2*a.interval:
-		c.Detail = fmt.Sprintf("%s ago, more than twice the interval %s: the target holds %s of %s (%s)",
-			age(now.Sub(t.Time)), a.interval, holds, clock(t.Time), what)
+	case now.Sub(t.Time) > v1alpha1.SyncStaleAfter(a.interval, a.drpc.Status.SyncRefreshInterval):
+		c.Detail = fmt.Sprintf("%s ago, more than %s: the target holds %s of %s (%s)",
+			age(now.Sub(t.Time)), v1alpha1.SyncStaleAllowance(a.interval, a.drpc.Status.SyncRefreshInterval), holds, clock(t.Time), what)
 	default:
-		c.Met, c.Detail = true, fmt.Sprintf("%s ago, within twice the interval %s", age(now.Sub(t.Time)), a.interval)
+		c.Met, c.Detail = true, fmt.Sprintf("%s ago, within %s", age(now.Sub(t.Time)), v1alpha1.SyncStaleAllowance(a.interval, a.drpc.Status.SyncRefreshInterval))
 	}
 	return c
 }

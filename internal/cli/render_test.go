@@ -19,17 +19,20 @@ func TestRPOLag(t *testing.T) {
 		name     string
 		lag      time.Duration
 		interval time.Duration
+		refresh  *metav1.Duration
 		want     string
 	}{
-		{"within the interval", 8 * time.Second, 10 * time.Second, "8s/10s"},
-		{"late but within twice the interval", 19 * time.Second, 10 * time.Second, "19s/10s"},
-		{"past twice the interval is stale, as the hub's Protected says", 21 * time.Second, 10 * time.Second, "21s/10s STALE"},
-		{"minutes", 150 * time.Second, 5 * time.Minute, "2m30s/5m"},
-		{"an unknown interval", 8 * time.Second, 0, "8s/?"},
+		{"within the interval", 8 * time.Second, 10 * time.Second, nil, "8s/10s"},
+		{"late but within twice the interval", 19 * time.Second, 10 * time.Second, nil, "19s/10s"},
+		{"past twice the interval is stale, as the hub's Protected says", 21 * time.Second, 10 * time.Second, nil, "21s/10s STALE"},
+		{"within twice the interval plus the storage's status refresh", 29 * time.Second, 10 * time.Second, &metav1.Duration{Duration: 10 * time.Second}, "29s/10s"},
+		{"past twice the interval plus the storage's status refresh", 31 * time.Second, 10 * time.Second, &metav1.Duration{Duration: 10 * time.Second}, "31s/10s STALE"},
+		{"minutes", 150 * time.Second, 5 * time.Minute, nil, "2m30s/5m"},
+		{"an unknown interval", 8 * time.Second, 0, nil, "8s/?"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := rpoLag(tc.lag, tc.interval); got != tc.want {
+			if got := rpoLag(tc.lag, tc.interval, tc.refresh); got != tc.want {
 				t.Errorf("rpoLag(%s, %s) = %q, want %q", tc.lag, tc.interval, got, tc.want)
 			}
 		})

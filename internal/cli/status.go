@@ -177,19 +177,20 @@ func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time
 	if t := lastSync(d); t != nil {
 		lag := now.Sub(t.Time)
 		r.LastSync = age(lag) + " ago"
-		r.RPOLag = rpoLag(lag, interval)
+		r.RPOLag = rpoLag(lag, interval, d.Status.SyncRefreshInterval)
 	}
 	return r
 }
 
 // rpoLag is the time since the last sync against the policy's interval: "8s/10s", and STALE
-// past twice the interval (where the hub's Protected turns False with SyncStale).
-func rpoLag(lag, interval time.Duration) string {
+// past twice the interval plus the storage's status refresh (where the hub's Protected turns
+// False with SyncStale, v1alpha1.SyncStaleAfter).
+func rpoLag(lag, interval time.Duration, refresh *metav1.Duration) string {
 	if interval <= 0 {
 		return age(lag) + "/?"
 	}
 	s := age(lag) + "/" + age(interval)
-	if lag > 2*interval {
+	if lag > v1alpha1.SyncStaleAfter(interval, refresh) {
 		s += " STALE"
 	}
 	return s
@@ -335,7 +336,7 @@ func printPVCs(w io.Writer, a *app, now time.Time) {
 		for _, p := range s.PVCs {
 			last, took := "not synced yet", "-"
 			if p.LastSyncTime != nil {
-				last = rpoLag(now.Sub(p.LastSyncTime.Time), a.interval) + " (" + clock(p.LastSyncTime.Time) + ")"
+				last = rpoLag(now.Sub(p.LastSyncTime.Time), a.interval, a.drpc.Status.SyncRefreshInterval) + " (" + clock(p.LastSyncTime.Time) + ")"
 			}
 			if p.LastSyncDuration != nil {
 				took = p.LastSyncDuration.Duration.String()

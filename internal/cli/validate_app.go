@@ -160,9 +160,9 @@ func (v *validator) pvcChecks(ctx context.Context, m *managedCluster, g *v1alpha
 			v.add(check, Fail, "%s (%s): not replicating: %s", p.Backend, dash(p.ReplicationID), conditionLine(p.Conditions, v1alpha1.ConditionDataProtected))
 		case p.LastSyncTime == nil:
 			v.add(check, Warn, "%s (%s): no completed sync yet", p.Backend, dash(p.ReplicationID))
-		case interval > 0 && now.Sub(p.LastSyncTime.Time) > 2*interval:
-			v.add(check, Warn, "%s (%s): last sync %s ago, more than twice the interval %s", p.Backend, dash(p.ReplicationID),
-				age(now.Sub(p.LastSyncTime.Time)), interval)
+		case interval > 0 && now.Sub(p.LastSyncTime.Time) > v1alpha1.SyncStaleAfter(interval, g.Status.SyncRefreshInterval):
+			v.add(check, Warn, "%s (%s): last sync %s ago, more than %s", p.Backend, dash(p.ReplicationID),
+				age(now.Sub(p.LastSyncTime.Time)), v1alpha1.SyncStaleAllowance(interval, g.Status.SyncRefreshInterval))
 		default:
 			v.add(check, Pass, "%s (%s): last sync %s ago", p.Backend, dash(p.ReplicationID), age(now.Sub(p.LastSyncTime.Time)))
 		}

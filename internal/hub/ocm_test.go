@@ -31,12 +31,15 @@ import (
 // east lost, east's return and a relocation back to east, the application lands where drover
 // decides, every time: after each action the decision names drover's clusters and still does
 // after more passes of the scheduler, which writes no decision of the application while drover
-// steers it. A second DRPlacementControl naming the same Placement is refused; unprotect hands
-// the Placement back to the scheduler, which keeps the application where it runs.
+// steers it. A second DRPlacementControl naming the same Placement is refused; unprotect
+// leaves the application where it runs (TestUnprotectOnAnOCMHubLeavesTheApplicationWhereItsDataIs).
 func TestPlacementModeOnAnOCMHubLandsTheApplicationWhereDroverDecides(t *testing.T) {
 	a := newApp(t, "hub-ocm")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// OCM's Balance prioritizer sends a new placement to the cluster other placements use
+	// least: make that east.
+	a.busier(ctx, lab.West, 1)
 	placement := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "db"},
 		Spec: ocmv1beta1.PlacementSpec{NumberOfClusters: ptr.To(int32(1))}}
 	a.g.Expect(a.hub.Create(ctx, placement)).To(Succeed())
@@ -76,17 +79,102 @@ func TestPlacementModeOnAnOCMHubLandsTheApplicationWhereDroverDecides(t *testing
 	a.expectNothingLost(lab.West, lab.East, handles)
 	a.writing(lab.East, handles)
 
-	// Unprotect: the Placement goes back to the scheduler, which keeps the decided cluster.
+	// Unprotect: the application stays where it runs.
+	a.unprotectKeepsThePlacement(ctx, s, d, lab.East)
+	a.writing(lab.East, handles)
+}
+
+// OCM's default prioritizers are Balance and Steady at weight 1 each
+// (open-cluster-management-io/ocm pkg/placement/controllers/scheduling/schedule.go): on the
+// cluster other placements use most, Balance's −100 cancels Steady's +100, and a Placement
+// handed back to the scheduler moves to a less used cluster, where the GitOps tool starts the
+// application over new, empty PVCs. Here the application runs on east, protected, while other
+// applications' placements make east more than twice as busy as west; unprotect leaves the
+// Placement's scheduling disabled, and after more scheduler passes the decision still names
+// east, the application still runs there and its writer still writes.
+func TestUnprotectOnAnOCMHubLeavesTheApplicationWhereItsDataIs(t *testing.T) {
+	a := newApp(t, "hub-ocm-unprotect")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a.busier(ctx, lab.West, 1)
+	placement := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: "db"},
+		Spec: ocmv1beta1.PlacementSpec{NumberOfClusters: ptr.To(int32(1))}}
+	a.g.Expect(a.hub.Create(ctx, placement)).To(Succeed())
+	s := &ocm.Scheduler{Hub: a.hub, Clusters: []string{lab.East, lab.West}, Interval: 200 * time.Millisecond}
+	d := a.gitOps(ctx)
+	background(t, cancel, s.Run, d.Run)
+	a.g.Eventually(func(g Gomega) { g.Expect(d.Status().Decided).To(Equal([]string{lab.East})) }).Should(Succeed())
+	handles := a.volumes(lab.East)
+	a.writing(lab.East, handles)
+	a.g.Expect(a.hub.Create(ctx, a.drpcFor(true))).To(Succeed())
+	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the application is protected on east")
+
+	a.busier(ctx, lab.East, 2)
+	a.unprotectKeepsThePlacement(ctx, s, d, lab.East)
+	a.writing(lab.East, handles)
+}
+
+// unprotectKeepsThePlacement deletes the DRPlacementControl and checks that the application
+// stays on cluster: the Placement's scheduling stays disabled with drover's note, the decision
+// is labelled as OCM's and still names cluster after more scheduler passes, and the GitOps tool
+// still deploys it there.
+func (a *app) unprotectKeepsThePlacement(ctx context.Context, s *ocm.Scheduler, d *deployer.Deployer, cluster string) {
+	a.t.Helper()
 	a.g.Expect(a.hub.Delete(ctx, a.drpcFor(true))).To(Succeed())
 	a.g.Eventually(func(g Gomega) {
 		g.Expect(a.hub.Get(ctx, a.key, &v1alpha1.DRPlacementControl{})).NotTo(Succeed())
 	}).Should(Succeed(), "the DRPlacementControl is unprotected")
-	a.expectSteeredBy("")
 	for range 3 {
 		a.g.Expect(s.Pass(ctx)).To(Succeed())
 	}
-	a.g.Expect(decidedBy(a.g, a.hub, a.ns)).To(Equal([]string{lab.East}), "the scheduler keeps the application where it runs")
-	a.writing(lab.East, handles)
+	a.g.Expect(decidedBy(a.g, a.hub, a.ns)).To(Equal([]string{cluster}), "the decision keeps the application where its data is")
+	p := &ocmv1beta1.Placement{}
+	a.g.Expect(a.hub.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "db"}, p)).To(Succeed())
+	a.g.Expect(p.Annotations).To(HaveKeyWithValue(ocmv1beta1.PlacementDisableAnnotation, "true"))
+	a.g.Expect(p.Annotations).NotTo(HaveKey(drpc.AnnotationSteeredBy))
+	a.g.Expect(p.Annotations[drpc.AnnotationSchedulingLeftDisabled]).To(ContainSubstring("names " + cluster + ", where the application and its data are"))
+	pd := &ocmv1beta1.PlacementDecision{}
+	a.g.Expect(a.hub.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "db-decision-1"}, pd)).To(Succeed())
+	a.g.Expect(pd.Labels).To(HaveKeyWithValue(ocmv1beta1.DecisionGroupIndexLabel, "0"))
+	a.g.Expect(metav1.GetControllerOf(pd)).To(HaveField("UID", p.UID), "the decision is owned by its Placement, as OCM's are")
+	a.g.Consistently(func(g Gomega) { g.Expect(d.Status().Decided).To(Equal([]string{cluster})) }).WithTimeout(2*time.Second).Should(Succeed(),
+		"the GitOps tool keeps the application on %s", cluster)
+}
+
+// busier makes cluster more than factor times as busy as the other lab cluster in OCM's Balance
+// prioritizer, which counts every PlacementDecision on the hub but the placement's own: it adds
+// decisions of other placements naming cluster, in a namespace of their own that the test's
+// end removes.
+func (a *app) busier(ctx context.Context, cluster string, factor int) {
+	a.t.Helper()
+	count := map[string]int{}
+	list := &ocmv1beta1.PlacementDecisionList{}
+	a.g.Expect(a.hub.List(ctx, list)).To(Succeed())
+	for _, pd := range list.Items {
+		if pd.Namespace == a.ns && pd.Labels[ocmv1beta1.PlacementLabel] == "db" {
+			continue
+		}
+		for _, c := range pd.Status.Decisions {
+			count[c.ClusterName]++
+		}
+	}
+	other := lab.East
+	if cluster == lab.East {
+		other = lab.West
+	}
+	ns := fmt.Sprintf("%s-load-%s", a.ns, cluster)
+	a.g.Expect(a.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	a.t.Cleanup(func() {
+		_ = a.hub.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	for i := 0; count[cluster] <= factor*count[other]; i++ {
+		pd := &ocmv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("load-%d-decision-1", i),
+			Labels: map[string]string{ocmv1beta1.PlacementLabel: fmt.Sprintf("load-%d", i)}}}
+		a.g.Expect(a.hub.Create(ctx, pd)).To(Succeed())
+		pd.Status.Decisions = []ocmv1beta1.ClusterDecision{{ClusterName: cluster, Reason: "another application"}}
+		a.g.Expect(a.hub.Status().Update(ctx, pd)).To(Succeed())
+		count[cluster]++
+	}
 }
 
 // gitOps returns the lab's deployer of the test application, following placement db.

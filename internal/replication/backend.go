@@ -108,6 +108,10 @@ type SyncStatus struct {
 	LastSyncTime     *metav1.Time
 	LastSyncDuration *metav1.Duration
 	LastSyncBytes    *int64
+	// RefreshInterval is how often the storage refreshes the LastSyncTime it reports: a sync
+	// may be reported up to that long after it completed (VolRep: csi-addons' refresh of a
+	// primary VolumeReplication's status). Zero when each sync is reported as it completes.
+	RefreshInterval time.Duration
 	// Primary is true when the storage reports the volume primary (writable) on this cluster
 	// (VolRep: the VolumeReplication's status.state). The storage reports no split brain (with
 	// csi-addons a promotion is forced while the peer is primary): drover tells it from this and

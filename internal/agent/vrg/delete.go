@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +21,8 @@ import (
 // reconcileDelete unprotects the group's PVCs (DESIGN.md, PVC rule 6): their replication is
 // removed, their PVs' reclaim policies restored, their label and finalizer removed, and the
 // group's metadata deleted from every store; the PVCs and their data stay. The group's finalizer
-// goes last, once all of that is done. The status is not updated on this path. What the group
+// goes last, once all of that is done. The status says only what the deletion waits for
+// (reportUnprotecting); the storage may keep a VolumeReplication (volrep.Backend.Cleanup). What the group
 // protects is listed from the API server, not the cache: a cache that has not yet seen a PVC
 // the group just protected would let the group go with that PVC still carrying its finalizer
 // (stale_test.go).
@@ -28,7 +31,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	var errs []error
-	pending := false
+	var waits []replication.Result
 	for _, ns := range protectedNamespaces(sc.vrg) {
 		list := &corev1.PersistentVolumeClaimList{}
 		if err := r.APIReader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelProtectedBy: sc.vrg.Name}); err != nil {
@@ -38,17 +41,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			if !ownedBy(list.Items[i].Labels, sc.vrg) {
 				continue // another namespace's group of the same name
 			}
-			done, err := r.unprotectPVC(ctx, sc, &list.Items[i])
+			res, err := r.unprotectPVC(ctx, sc, &list.Items[i])
 			if err != nil {
 				errs = append(errs, err)
 			}
-			pending = pending || !done
+			if !res.IsDone() {
+				waits = append(waits, res)
+			}
 		}
 	}
-	if done, err := r.releaseKeptReplicas(ctx, sc); err != nil {
+	kept, err := r.releaseKeptReplicas(ctx, sc)
+	if err != nil {
 		errs = append(errs, err)
-	} else if !done {
-		pending = true
+	}
+	waits = append(waits, kept...)
+	pending := len(waits) > 0
+	if err := r.reportUnprotecting(ctx, sc, waits); err != nil {
+		errs = append(errs, err)
 	}
 	if done, err := r.unprotectVolSync(ctx, sc); err != nil {
 		errs = append(errs, err)
@@ -91,15 +100,50 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
+// reportUnprotecting writes, while the group is unprotected, what holds its deletion: DataReady
+// False with the reason and message of the first PVC it waits for, and a Warning event when
+// that reason turns ReplicationNotReleased (the storage keeps a VolumeReplication: the message
+// says what releases it). The hub repeats it in the DRPlacementControl. Nothing is written
+// while nothing waits: the group is about to go.
+func (r *Reconciler) reportUnprotecting(ctx context.Context, sc *scope, waits []replication.Result) error {
+	if len(waits) == 0 {
+		return nil
+	}
+	first := waits[0]
+	for _, w := range waits {
+		if w.Reason == v1alpha1.ReasonReplicationNotReleased {
+			first = w
+			break
+		}
+	}
+	msg := "unprotecting: " + first.Message
+	if len(waits) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(waits)-1)
+	}
+	setCondition(sc.vrg, &sc.vrg.Status.Conditions, v1alpha1.ConditionDataReady, false, first.Reason, msg)
+	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, sc.vrg, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to patch status of VolumeReplicationGroup %s: %w", klog.KObj(sc.vrg), err)
+	}
+	r.versions.Seen(sc.vrg)
+	if c, ok := turned(sc.before.Status.Conditions, sc.vrg.Status.Conditions, v1alpha1.ConditionDataReady, metav1.ConditionFalse); ok &&
+		c.Reason == v1alpha1.ReasonReplicationNotReleased {
+		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventReplicationNotReleased, "%s", c.Message)
+	}
+	return nil
+}
+
 // unprotectPVC removes one PVC's replication, restores its PV's reclaim policy and then removes
-// its protection marks. It reports whether the PVC is fully unprotected.
-func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+// its protection marks. It returns Done once the PVC is fully unprotected, else what it waits for.
+func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (replication.Result, error) {
 	var pv *corev1.PersistentVolume
 	if pvc.Spec.VolumeName != "" {
 		pv = &corev1.PersistentVolume{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
 			if client.IgnoreNotFound(err) != nil {
-				return false, fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, klog.KObj(pvc), err)
+				return replication.Result{}, fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, klog.KObj(pvc), err)
 			}
 			pv = nil
 		}
@@ -111,7 +155,7 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 		}
 		provisioner, err := r.provisioner(ctx, className, pv)
 		if err != nil {
-			return false, err
+			return replication.Result{}, err
 		}
 		// A class that selects no backend, or one this agent lacks, has nothing to clean up.
 		if backend, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner); err == nil {
@@ -119,12 +163,12 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 				pc := &replication.PVCContext{VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: className, Provisioner: provisioner}
 				if res := cleaner.Cleanup(ctx, pc); !res.IsDone() {
 					ctrl.LoggerFrom(ctx).V(1).Info("Waiting for replication cleanup", "pvc", klog.KObj(pvc), "result", res.String())
-					return false, nil
+					return res, nil
 				}
 			}
 		}
 		if err := r.restoreReclaimPolicy(ctx, pv); err != nil {
-			return false, err
+			return replication.Result{}, err
 		}
 	}
 	before := pvc.DeepCopy()
@@ -132,9 +176,9 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 	delete(pvc.Labels, LabelProtectedBy)
 	delete(pvc.Labels, LabelProtectedByNamespace)
 	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("failed to remove the protection of PVC %s: %w", klog.KObj(pvc), err)
+		return replication.Result{}, fmt.Errorf("failed to remove the protection of PVC %s: %w", klog.KObj(pvc), err)
 	}
-	return true, nil
+	return replication.Done(), nil
 }
 
 // restoreReclaimPolicy gives the PV back the reclaim policy recorded before drover set Retain.

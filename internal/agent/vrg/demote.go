@@ -104,6 +104,12 @@ func (r *Reconciler) prepareDemotion(ctx context.Context, sc *scope, ps *pvcStat
 	// Only an action says how a PVC is demoted; without one demotionAllowed explains the problem.
 	if observer, ok := backend.(replication.DemotionObserver); ok && sc.vrg.Spec.Action != "" {
 		d.done = observer.IsDemoted(ctx, d.pc, d.resync)
+		// A PVC the application deleted here, which this agent demoted in this generation, may
+		// have had its VolumeReplication released already (keepReplica): it stays demoted, so
+		// that its release completes rather than a new VolumeReplication being made for it.
+		if !d.done && !pvc.DeletionTimestamp.IsZero() {
+			d.done = r.written.demotedAlready(sc.vrg, pvc.UID)
+		}
 	} else if sc.vrg.Spec.Action != "" {
 		// A backend that cannot tell (VolSync: a demoted PVC is one whose ReplicationSource is
 		// gone, which a cache that lags cannot prove) is trusted on this agent's own record: a
@@ -159,15 +165,20 @@ func (r *Reconciler) demotePVC(ctx context.Context, sc *scope, ps *pvcState) err
 			// Once done, Demote is not called: its own read of the cache may be newer than
 			// IsDemoted's, and then it would demote without the checks above.
 			ps.result = d.demoter.Demote(ctx, d.pc, d.resync)
-			if ps.result.IsDone() {
-				r.written.setDemoted(sc.vrg, pvc.UID)
-			}
+		}
+		if ps.result.IsDone() {
+			r.written.setDemoted(sc.vrg, pvc.UID)
 		}
 		if ps.result.IsDone() && !pvc.DeletionTimestamp.IsZero() {
 			// The application deleted the PVC here: now that it is secondary, let the deletion
 			// complete and keep the replica for a later promotion.
-			if _, err := r.keepReplica(ctx, sc, pvc); err != nil {
+			res, err := r.keepReplica(ctx, sc, pvc, false)
+			if err != nil {
 				return err
+			}
+			ps.result, ps.release = res, ""
+			if res.IsDone() && res.Message != "" {
+				ps.result, ps.release = replication.Done(), res.Message
 			}
 		}
 	}

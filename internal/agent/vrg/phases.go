@@ -203,7 +203,21 @@ func notTheApplications(pvc *corev1.PersistentVolumeClaim) (string, bool) {
 // released). During a relocation (spec.finalSyncRequest set) a deleted PVC stays protected, since
 // its final sync must still carry every write; the final sync path releases it.
 func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim) (bool, error) {
-	if pvc.DeletionTimestamp.IsZero() || sc.vrg.Spec.FinalSyncRequest != "" {
+	if pvc.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	if sc.vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && ownedBy(pvc.Labels, sc.vrg) {
+		// Deleted while this group was secondary, its replica is kept: the promotion restores
+		// the PVC onto it once this one is gone (keepReplica, as primary).
+		kept, err := r.keptReplica(ctx, sc, pvc)
+		if err != nil || kept {
+			if err == nil {
+				_, err = r.keepReplica(ctx, sc, pvc, true)
+			}
+			return true, err
+		}
+	}
+	if sc.vrg.Spec.FinalSyncRequest != "" {
 		return false, nil
 	}
 	if !ownedBy(pvc.Labels, sc.vrg) {
@@ -218,8 +232,8 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 			return false, err
 		}
 	}
-	done, err := r.unprotectPVC(ctx, sc, pvc)
-	if err == nil && done {
+	res, err := r.unprotectPVC(ctx, sc, pvc)
+	if err == nil && res.IsDone() {
 		ctrl.LoggerFrom(ctx).Info("Released deleted PVC", "pvc", klog.KObj(pvc))
 		controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	}
@@ -291,6 +305,8 @@ func pvcsRequeue(pvcs []*pvcState, awaitFirstSync bool) time.Duration {
 			after = min(after, requeueAfterFailure)
 		case awaitFirstSync && ps.sync.LastSyncTime == nil:
 			after = min(after, requeueWaitingForFirstSync)
+		case ps.release != "":
+			after = min(after, requeueWaitingForStorage)
 		}
 	}
 	return after

@@ -280,6 +280,12 @@ func (r *Reconciler) restorePVC(ctx context.Context, rs *restoreState, stored *c
 	case err != nil:
 		return fmt.Errorf("failed to get PVC %s: %w", key, err)
 	}
+	if !pvc.DeletionTimestamp.IsZero() {
+		// Deleted here (while this cluster was secondary, its replica kept): not adopted, since
+		// it goes; the PVC is restored onto the kept PV once it has gone.
+		rs.unbound = append(rs.unbound, key+" (being deleted here; restored once it is gone)")
+		return nil
+	}
 	if msg := pvcMismatch(pvc, stored); msg != "" {
 		rs.conflicts[key] = restoreConflict{v1alpha1.ReasonPVCConflict, msg}
 		return nil

@@ -110,6 +110,9 @@ type pvcState struct {
 	// moverUser is who the PVC's VolSync movers run as, resolved by this pass
 	// (volsync_identity.go); nil when it was not, or no one is known.
 	moverUser *v1alpha1.VolSyncMoverSecurityContext
+	// release, for a demoted PVC the application deleted on this secondary, says what the
+	// release of its VolumeReplication waits for (keepReplica); the PVC is secondary meanwhile.
+	release string
 }
 
 func (p *pvcState) key() string { return p.pvc.Namespace + "/" + p.pvc.Name }

@@ -72,6 +72,7 @@ func computeStatus(sc *scope, succeeded bool) {
 		st.State = v1alpha1.StatePrimary
 	}
 	st.LastGroupSyncTime = recoveryPoint(sc, st.LastGroupSyncTime)
+	st.SyncRefreshInterval = syncRefreshInterval(sc.pvcs)
 	if succeeded && dataReady.Status == metav1.ConditionTrue && clusterData.Status == metav1.ConditionTrue && (sc.restore == nil || sc.restore.complete()) {
 		st.ObservedGeneration = vrg.Generation
 	}
@@ -141,7 +142,7 @@ func computeSecondaryStatus(sc *scope, succeeded bool) {
 		setConditionStatus(vrg, &st.Conditions, c[0], metav1.ConditionUnknown, v1alpha1.ReasonSecondary, c[1])
 	}
 	st.State = v1alpha1.StateUnknown
-	st.LastGroupSyncTime = nil
+	st.LastGroupSyncTime, st.SyncRefreshInterval = nil, nil
 	if dataReady.Status == metav1.ConditionTrue {
 		st.State = v1alpha1.StateSecondary
 		if succeeded {
@@ -201,6 +202,10 @@ func pvcConditions(ps *pvcState) []metav1.Condition {
 			Message: fmt.Sprintf("PVC %s is demoted: the peer's primary protects the data", ps.key())}
 		if !r.IsDone() {
 			return []metav1.Condition{condition(v1alpha1.ConditionDataReady, false, r.Reason, r.Message), notApplicable}
+		}
+		if ps.release != "" {
+			return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonReleasePending,
+				fmt.Sprintf("PVC %s is secondary; %s", ps.key(), ps.release)), notApplicable}
 		}
 		return []metav1.Condition{condition(v1alpha1.ConditionDataReady, true, v1alpha1.ReasonSecondary,
 			fmt.Sprintf("PVC %s is secondary and receives the peer's replication", ps.key())), notApplicable}
@@ -361,6 +366,21 @@ func recoveryPoint(sc *scope, previous *metav1.Time) *metav1.Time {
 		return &metav1.Time{Time: sc.capturedEverywhere.Truncate(time.Second)}
 	}
 	return previous
+}
+
+// syncRefreshInterval is how often the storage refreshes the PVCs' sync times, the longest of
+// theirs (a PVC's backend may report its syncs up to that long after they completed); nil when
+// every PVC's are reported as they complete. The hub allows for it before it calls the group's
+// last sync stale (v1alpha1.SyncStaleAfter).
+func syncRefreshInterval(pvcs []*pvcState) *metav1.Duration {
+	var longest time.Duration
+	for _, ps := range pvcs {
+		longest = max(longest, ps.sync.RefreshInterval)
+	}
+	if longest == 0 {
+		return nil
+	}
+	return &metav1.Duration{Duration: longest}
 }
 
 // lastGroupSyncTime is the oldest last sync of the PVCs: the group's recovery point. It is nil

@@ -179,7 +179,7 @@ func (r *Reconciler) watchPrimary(sc *scope) {
 		return
 	}
 	check := &v1alpha1.DrillCheck{Name: "PrimaryReplication", Result: v1alpha1.DrillResultPassed,
-		Message: fmt.Sprintf("every group sync of the primary %s has kept within twice the interval so far; last %s", st.PrimaryCluster, lastSync(sc))}
+		Message: fmt.Sprintf("every group sync of the primary %s has kept within twice the interval (plus the storage's status refresh) so far; last %s", st.PrimaryCluster, lastSync(sc))}
 	switch {
 	case sc.drpc == nil || sc.interval == 0:
 		if st.PrimaryReplication != nil {
@@ -194,11 +194,12 @@ func (r *Reconciler) watchPrimary(sc *scope) {
 		}
 		check.Result, check.Message = v1alpha1.DrillResultSkipped, fmt.Sprintf("no group sync of the primary %s observed yet", st.PrimaryCluster)
 	default:
-		if age := sc.now.Sub(sc.drpc.Status.LastGroupSyncTime.Time); age > 2*sc.interval {
+		staleAfter := v1alpha1.SyncStaleAfter(sc.interval, sc.drpc.Status.SyncRefreshInterval)
+		if age := sc.now.Sub(sc.drpc.Status.LastGroupSyncTime.Time); age > staleAfter {
 			check.Result = v1alpha1.DrillResultFailed
-			check.Message = fmt.Sprintf("at %s the primary %s's last group sync was %s old, more than twice the interval %s: "+
+			check.Message = fmt.Sprintf("at %s the primary %s's last group sync was %s old, more than %s: "+
 				"look at `drover status %s` for why replication lagged", sc.now.UTC().Format(time.RFC3339), st.PrimaryCluster,
-				age.Round(time.Second), sc.interval, sc.drpc.Name)
+				age.Round(time.Second), v1alpha1.SyncStaleAllowance(sc.interval, sc.drpc.Status.SyncRefreshInterval), sc.drpc.Name)
 		}
 	}
 	st.PrimaryReplication = check

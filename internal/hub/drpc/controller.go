@@ -88,9 +88,10 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols/status,verbs=get;patch
 // +kubebuilder:rbac:groups=drover.io,resources=drpolicies;drclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=drover.io,resources=drclusters/status,verbs=get;patch
-// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=argoproj.io,resources=applicationsets,verbs=get;list;patch

@@ -3,7 +3,9 @@ package drpc
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +23,8 @@ import (
 // metadata; the PVCs stay with the application) and removes the finalizer once both are gone.
 // A cluster that cannot be reached holds the deletion, saying so: its group would otherwise
 // keep protecting with nobody to remove it. The PlacementDecision is left as it is, and the OCM
-// Placement this DRPlacementControl steers goes back to OCM's scheduler (releasePlacement).
+// Placement this DRPlacementControl steers keeps its scheduling disabled, so the application
+// stays where its data is (releasePlacement).
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	drpc := sc.drpc
 	if !controllerutil.ContainsFinalizer(drpc, Finalizer) {
@@ -38,6 +41,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 	}
 	sc.policy = policy
 	r.observe(ctx, sc)
+	lost, err := r.lostClusters(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	order := releaseOrder(sc, lost)
 	var waiting, left []string
 	for _, name := range policy.Spec.DRClusters {
 		cv := sc.view(name)
@@ -55,15 +63,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 			}
 			waiting = append(waiting, fmt.Sprintf("%s is unreachable (%v); if it is gone for good, declare it lost: drover cluster lost %s", name, cv.err, name))
 		case cv.vrg != nil:
-			if err := r.dropLostProfiles(ctx, policy, cv); err != nil {
+			msg, err := r.releaseGroup(ctx, sc, cv, order)
+			if err != nil {
 				return ctrl.Result{}, err
 			}
-			if cv.vrg.DeletionTimestamp.IsZero() {
-				if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
-					return ctrl.Result{}, fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, name, err)
-				}
-			}
-			waiting = append(waiting, fmt.Sprintf("%s's agent is unprotecting", name))
+			waiting = append(waiting, msg)
 		default:
 			gone, err := groupGone(ctx, cv, drpc)
 			if err != nil {
@@ -93,6 +97,149 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *scope) (ctrl.Resul
 		r.versions.Seen(drpc)
 	}
 	return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
+}
+
+// The order in which unprotect removes the groups. The storage decides it: ceph-csi disables
+// mirroring only of a primary image, after which rbd-mirror deletes the peer's non-primary
+// copies; it never disables a secondary's, and releases a secondary (answers success, changing
+// nothing) only while it is up+replaying a live primary, InvalidArgument otherwise, and
+// csi-addons then keeps the VolumeReplication and the PVC's pvc-protection finalizer and retries
+// with a backoff that grows to many minutes (ceph-csi internal/rbd/replication.go, csi-addons
+// volumereplication_controller.go).
+//
+// Ramen removes the secondary's group first and the primary's after. That works while the
+// secondary replays, and sticks in every other state: a secondary still resyncing after a
+// failover, a split-brained one, one whose primary's cluster is unreachable or lost, two
+// secondaries (a relocation interrupted between the demotion and the promotion). Waiting for the
+// secondary to replay does not help either: without a live primary it never will. So drover
+// removes the primary's group first: its agent deletes its VolumeReplications, ceph-csi disables
+// their mirroring (the volumes stay, ordinary writable volumes with the application's data) and
+// rbd-mirror deletes the secondary's copies; the secondary's group goes after, and its
+// VolumeReplications are released at once (the image is gone, which csi-addons takes as done),
+// whatever state the copy was in. The secondary's copies would go either way: a volume whose
+// mirroring is disabled has no replica. While a primary group may be left (reachable, or on a
+// cluster that does not answer), a secondary's group is not touched.
+//
+// With no primary left, one group must become the one whose mirroring is disabled:
+//   - the peer's cluster is declared lost: the survivor's group. Its volumes are the last copy;
+//     its agent promotes each VolumeReplication before deleting it
+//     (v1alpha1.AnnotationUnprotectAsPrimary; csi-addons forces the promotion, the peer being
+//     unreachable), so the data stays as ordinary volumes;
+//   - both groups are secondary: the current primary's (the relocation's source, which holds
+//     every write), promoted likewise; the other goes once it is gone;
+//   - one secondary whose peer's group is gone: released as it is (its copy went with the
+//     peer's mirroring).
+//
+// A VolumeReplication the storage still keeps is reported by the agent (DataReady reason
+// ReplicationNotReleased) and repeated in the DRPlacementControl's Available condition.
+
+// release is how unprotect removes one cluster's group.
+type release int
+
+const (
+	// releaseNow deletes the group: a primary's, or a secondary's whose primary is gone.
+	releaseNow release = iota
+	// releaseAsPrimary asks the group's agent to promote its volumes, then deletes it.
+	releaseAsPrimary
+	// releaseAfterPrimary leaves a secondary's group until the primary's is gone.
+	releaseAfterPrimary
+)
+
+// releaseOrder decides how each reachable cluster's group is removed (the order above). lost
+// are the policy's clusters declared lost.
+func releaseOrder(sc *scope, lost map[string]bool) map[string]release {
+	order := map[string]release{}
+	primaryLeft := false
+	var secondaries []string
+	for _, name := range sc.policy.Spec.DRClusters {
+		cv := sc.view(name)
+		switch {
+		case lost[name]:
+		case !cv.reachable():
+			// Its group may be the primary: a secondary waits for it, as the deletion does.
+			primaryLeft = primaryLeft || sc.drpc.Status.Phase != ""
+		case cv.vrg == nil:
+		case cv.vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary:
+			primaryLeft = true
+			order[name] = releaseNow
+		default:
+			secondaries = append(secondaries, name)
+		}
+	}
+	if primaryLeft {
+		for _, name := range secondaries {
+			order[name] = releaseAfterPrimary
+		}
+		return order
+	}
+	switch {
+	case len(secondaries) == 2:
+		first := secondaries[0]
+		if slices.Contains(secondaries, sc.drpc.Status.CurrentPrimary) {
+			first = sc.drpc.Status.CurrentPrimary
+		}
+		for _, name := range secondaries {
+			order[name] = releaseAfterPrimary
+		}
+		order[first] = releaseAsPrimary
+	case len(secondaries) == 1 && slices.Contains(slices.Collect(maps.Values(lost)), true):
+		order[secondaries[0]] = releaseAsPrimary
+	case len(secondaries) == 1:
+		order[secondaries[0]] = releaseNow
+	}
+	return order
+}
+
+// lostClusters are the policy's clusters declared lost.
+func (r *Reconciler) lostClusters(ctx context.Context, policy *v1alpha1.DRPolicy) (map[string]bool, error) {
+	lost := map[string]bool{}
+	for _, name := range policy.Spec.DRClusters {
+		drc := &v1alpha1.DRCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("failed to get DRCluster %s: %w", name, err)
+		}
+		lost[name] = drc.Spec.Lost != nil
+	}
+	return lost, nil
+}
+
+// releaseGroup removes one cluster's group as order says and returns what the deletion waits
+// for there.
+func (r *Reconciler) releaseGroup(ctx context.Context, sc *scope, cv *clusterView, order map[string]release) (string, error) {
+	if err := r.dropLostProfiles(ctx, sc.policy, cv); err != nil {
+		return "", err
+	}
+	switch order[cv.name] {
+	case releaseAfterPrimary:
+		return fmt.Sprintf("%s's group is secondary: it is removed once the primary's is gone, whose mirroring, disabled, removes %s's copy "+
+			"(the storage releases a secondary volume only while it replays a primary)", cv.name, cv.name), nil
+	case releaseAsPrimary:
+		if cv.vrg.Annotations[v1alpha1.AnnotationUnprotectAsPrimary] != "true" {
+			before := cv.vrg.DeepCopy()
+			if cv.vrg.Annotations == nil {
+				cv.vrg.Annotations = map[string]string{}
+			}
+			cv.vrg.Annotations[v1alpha1.AnnotationUnprotectAsPrimary] = "true"
+			if err := cv.client.Patch(ctx, cv.vrg, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+				return "", fmt.Errorf("failed to ask VolumeReplicationGroup %s/%s on %s to release its volumes as primary: %w", cv.vrg.Namespace, cv.vrg.Name, cv.name, err)
+			}
+			ctrl.LoggerFrom(ctx).Info("Unprotecting a secondary group as primary: it holds the last copy", "cluster", cv.name)
+		}
+	}
+	if cv.vrg.DeletionTimestamp.IsZero() {
+		if err := cv.client.Delete(ctx, cv.vrg); err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("failed to delete VolumeReplicationGroup %s/%s on %s: %w", cv.vrg.Namespace, cv.vrg.Name, cv.name, err)
+		}
+	}
+	msg := fmt.Sprintf("%s's agent is unprotecting", cv.name)
+	if c := apimeta.FindStatusCondition(cv.vrg.Status.Conditions, v1alpha1.ConditionDataReady); c != nil && !cv.vrg.DeletionTimestamp.IsZero() &&
+		c.Status == metav1.ConditionFalse && strings.HasPrefix(c.Message, "unprotecting: ") {
+		msg += ": " + strings.TrimPrefix(c.Message, "unprotecting: ")
+	}
+	return msg, nil
 }
 
 // groupGone confirms on the cluster itself that a group the hub's view does not show is gone: a

@@ -279,14 +279,16 @@ func (r *Reconciler) settled(ctx context.Context, sc *scope) (ctrl.Result, error
 	return result, nil
 }
 
-// untilStale returns how long until the primary's last group sync is older than twice the
-// interval, when Protected turns SyncStale unless a newer sync comes (a second more, so the
-// judgement then sees it stale); false when there is no sync to age or it is stale already.
+// untilStale returns how long until the primary's last group sync is stale
+// (v1alpha1.SyncStaleAfter), when Protected turns SyncStale unless a newer sync comes (a second
+// more, so the judgement then sees it stale); false when there is no sync to age or it is stale
+// already.
 func untilStale(sc *scope, primary *clusterView) (time.Duration, bool) {
 	if !primary.reachable() || primary.vrg == nil || primary.vrg.Status.LastGroupSyncTime == nil {
 		return 0, false
 	}
-	d := primary.vrg.Status.LastGroupSyncTime.Add(2*sc.interval + time.Second).Sub(sc.now)
+	staleAfter := v1alpha1.SyncStaleAfter(sc.interval, primary.vrg.Status.SyncRefreshInterval)
+	d := primary.vrg.Status.LastGroupSyncTime.Add(staleAfter + time.Second).Sub(sc.now)
 	return d, d > 0
 }
 

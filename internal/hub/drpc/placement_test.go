@@ -2,11 +2,13 @@ package drpc
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -16,7 +18,8 @@ import (
 // placementAnnotated creates the Placement app/app with the given annotations.
 func (w *world) placementAnnotated(annotations map[string]string) {
 	w.t.Helper()
-	p := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app", Annotations: annotations}}
+	// The fake client sets no UID; the API server would.
+	p := &ocmv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app", Annotations: annotations, UID: "placement-app"}}
 	w.g.Expect(w.hub.Create(context.Background(), p)).To(Succeed())
 }
 
@@ -76,8 +79,28 @@ func TestADRPlacementControlSteersItsOCMPlacement(t *testing.T) {
 	})
 }
 
-func TestUnprotectHandsThePlacementBackToOCMOnlyWhenItSteersIt(t *testing.T) {
-	t.Run("its own Placement loses both annotations and keeps the others", func(t *testing.T) {
+func TestUnprotectLeavesTheApplicationWhereItsDataIs(t *testing.T) {
+	t.Run("a Placement it placed keeps scheduling disabled and its decision, and says why", func(t *testing.T) {
+		w := newWorld(t, placementDRPC())
+		w.placementAnnotated(map[string]string{"team": "shop"})
+		w.deployed()
+		w.g.Expect(w.decision()).To(Equal([]string{"east"}))
+		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
+		got := w.placementAnnotations()
+		w.g.Expect(got).To(HaveKeyWithValue("team", "shop"))
+		w.g.Expect(got).To(HaveKeyWithValue(ocmv1beta1.PlacementDisableAnnotation, "true"), "OCM's scheduler would move the application")
+		w.g.Expect(got).NotTo(HaveKey(AnnotationSteeredBy), "drover no longer steers it")
+		w.g.Expect(got[AnnotationSchedulingLeftDisabled]).To(And(ContainSubstring("DRPlacementControl app/app was deleted"),
+			ContainSubstring("names east, where the application and its data are"), ContainSubstring("Balance and Steady"),
+			ContainSubstring("then remove the annotations "+ocmv1beta1.PlacementDisableAnnotation)))
+		w.g.Expect(w.decision()).To(Equal([]string{"east"}), "the decision keeps the application where its data is")
+
+		// A DRPlacementControl steering it again removes the note.
+		w.reconcile()
+		w.g.Expect(w.placementAnnotations()).To(Equal(map[string]string{"team": "shop",
+			ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app"}))
+	})
+	t.Run("a Placement it never placed goes back to OCM", func(t *testing.T) {
 		w := newWorld(t, placementDRPC())
 		w.placementAnnotated(map[string]string{"team": "shop", ocmv1beta1.PlacementDisableAnnotation: "true", AnnotationSteeredBy: "app/app"})
 		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
@@ -89,5 +112,46 @@ func TestUnprotectHandsThePlacementBackToOCMOnlyWhenItSteersIt(t *testing.T) {
 		w.placementAnnotated(claim)
 		w.g.Expect(w.r.releasePlacement(context.Background(), w.drpc())).To(Succeed())
 		w.g.Expect(w.placementAnnotations()).To(Equal(claim))
+	})
+}
+
+// OCM's placement controller labels every decision with its placement, its decision group's
+// name and index, and owns it by its Placement as controller
+// (open-cluster-management-io/ocm pkg/placement/controllers/scheduling/scheduling_controller.go,
+// generateDecision); OCM's decision tracker (sdk-go pkg/apis/cluster/v1beta1/placement.go,
+// parseGroupKeyFromDecision) reads the group index of every decision of a placement with
+// strconv.Atoi and fails with "incorrect group index" without it.
+func TestTheDecisionIsLabelledAndOwnedAsOCMsOwn(t *testing.T) {
+	w := newWorld(t, placementDRPC())
+	w.placementAnnotated(nil)
+	p := &ocmv1beta1.Placement{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app"}, p)).To(Succeed())
+	w.deployed()
+	w.g.Expect(w.decision()).To(Equal([]string{"east"}))
+
+	pd := &ocmv1beta1.PlacementDecision{}
+	w.g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app-decision-1"}, pd)).To(Succeed())
+	w.g.Expect(pd.Labels).To(HaveKeyWithValue(ocmv1beta1.PlacementLabel, "app"))
+	w.g.Expect(pd.Labels).To(HaveKeyWithValue(ocmv1beta1.DecisionGroupNameLabel, ""))
+	index, err := strconv.Atoi(pd.Labels[ocmv1beta1.DecisionGroupIndexLabel])
+	w.g.Expect(err).NotTo(HaveOccurred(), "OCM's decision tracker parses the group index")
+	w.g.Expect(index).To(Equal(0))
+	w.g.Expect(pd.OwnerReferences).To(ConsistOf(And(
+		HaveField("APIVersion", ocmv1beta1.GroupVersion.String()), HaveField("Kind", "Placement"),
+		HaveField("Name", "app"), HaveField("UID", p.UID), HaveField("Controller", ptr.To(true)))))
+
+	t.Run("a decision written without them gets them at the next pass", func(t *testing.T) {
+		g := NewWithT(t)
+		pd := &ocmv1beta1.PlacementDecision{}
+		g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app-decision-1"}, pd)).To(Succeed())
+		pd.Labels = map[string]string{ocmv1beta1.PlacementLabel: "app", LabelDecisionOwner: "app", "team": "shop"}
+		pd.OwnerReferences = nil
+		g.Expect(w.hub.Update(context.Background(), pd)).To(Succeed())
+		w.r.decisions.Forget(client.ObjectKeyFromObject(pd))
+		w.reconcile()
+		g.Expect(w.hub.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "app-decision-1"}, pd)).To(Succeed())
+		g.Expect(pd.Labels).To(Equal(map[string]string{ocmv1beta1.PlacementLabel: "app", LabelDecisionOwner: "app", "team": "shop",
+			ocmv1beta1.DecisionGroupNameLabel: "", ocmv1beta1.DecisionGroupIndexLabel: "0"}))
+		g.Expect(pd.OwnerReferences).To(ConsistOf(HaveField("UID", p.UID)))
 	})
 }

@@ -32,6 +32,9 @@ type scope struct {
 
 	// decision is the application's PlacementDecision (placement mode); nil before it exists.
 	decision *ocmv1beta1.PlacementDecision
+	// placement is the OCM Placement the DRPlacementControl steers (placement mode); nil when
+	// the hub has none (a GitOps tool reading the decisions without OCM).
+	placement *ocmv1beta1.Placement
 
 	// refusal, when set, is why the action the spec asks for is refused or postponed
 	// (ActionAccepted False).

@@ -73,6 +73,10 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, c.Reason,
 			fmt.Sprintf("%s cannot receive the application's data: %s", peer.name, c.Message))
 	case secondary(peer.vrg):
+		if waiting := releasePending(peer); waiting != "" {
+			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
+			break
+		}
 		if waiting := recoveryPointWaiting(primary, peer); waiting != "" {
 			sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
 			break
@@ -92,17 +96,22 @@ func computeConditions(sc *scope) {
 			"waiting for the peer to be Secondary: "+notYet(peer.name, peer.vrg, v1alpha1.ConditionDataReady))
 	}
 
-	st.LastGroupSyncTime = nil
+	st.LastGroupSyncTime, st.SyncRefreshInterval = nil, nil
 	if !inAction && primary.reachable() && primary.vrg != nil {
 		st.LastGroupSyncTime = primary.vrg.Status.LastGroupSyncTime.DeepCopy()
+		st.SyncRefreshInterval = primary.vrg.Status.SyncRefreshInterval.DeepCopy()
 	}
 	status, reason, message := protected(sc, inAction, primary)
 	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
 }
 
 // protected judges Protected: the primary's data and metadata replicate and its last group sync
-// is no older than twice the policy's interval. A group with no PVC selected is protected by
-// its captured objects alone (capturedProtected).
+// is not stale: no older than twice the policy's interval plus the storage's refresh of the
+// sync times it reports (v1alpha1.SyncStaleAfter). With csi-addons and an interval under two
+// minutes the refresh is the interval itself, so a healthy last sync is up to twice the
+// interval (and the sync's duration) old just before a refresh: judged against twice the
+// interval alone, Protected would flap at every other refresh. A group with no PVC selected is
+// protected by its captured objects alone (capturedProtected).
 func protected(sc *scope, inAction bool, primary *clusterView) (metav1.ConditionStatus, string, string) {
 	st := &sc.drpc.Status
 	switch {
@@ -127,11 +136,24 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 	if last == nil {
 		return metav1.ConditionFalse, v1alpha1.ReasonProgressing, "no group sync has completed yet"
 	}
-	if age := sc.now.Sub(last.Time); age > 2*sc.interval {
-		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf("the last group sync was %s ago, more than twice the interval %s",
-			age.Round(time.Second), sc.interval)
+	if age := sc.now.Sub(last.Time); age > v1alpha1.SyncStaleAfter(sc.interval, st.SyncRefreshInterval) {
+		return metav1.ConditionFalse, v1alpha1.ReasonSyncStale, fmt.Sprintf("the last group sync was %s ago, more than %s",
+			age.Round(time.Second), v1alpha1.SyncStaleAllowance(sc.interval, st.SyncRefreshInterval))
 	}
 	return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("data and metadata replicate; last group sync %s", last.UTC().Format(time.RFC3339))
+}
+
+// releasePending says which PVC the application deleted on the peer still waits for its
+// storage to release it (DataReady reason ReleasePending): the peer is not ready to take over
+// until it has gone, since a promotion there would find the Terminating PVC in the way of the
+// one it restores. Empty when none does.
+func releasePending(peer *clusterView) string {
+	for _, p := range peer.vrg.Status.ProtectedPVCs {
+		if c := apimeta.FindStatusCondition(p.Conditions, v1alpha1.ConditionDataReady); c != nil && c.Reason == v1alpha1.ReasonReleasePending {
+			return fmt.Sprintf("waiting for %s's storage to release PVC %s/%s, deleted there: %s", peer.name, p.Namespace, p.Name, c.Message)
+		}
+	}
+	return ""
 }
 
 // objectsOnly reports whether the primary's group selects no PVC and captures the objects: a

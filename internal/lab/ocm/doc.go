@@ -11,14 +11,17 @@
 //   - a Placement annotated with the disable annotation, and its decisions, are left alone.
 //
 // The choice models upstream's default scheduling for the lab's clusters (no ManagedClusterSets,
-// predicates or taints): the clusters the placement's decisions name now score highest (the
-// Steady prioritizer, pkg/placement/plugins/steady), ties go by cluster name
-// (pkg/placement/controllers/scheduling/schedule.go), and the first numberOfClusters are taken,
-// all of them when it is unset. The Balance prioritizer, which spreads placements over
-// clusters, is left out: the lab's placements are too few for it to matter. So a Placement's
-// choice often differs from drover's: after a failover that names the new primary and the old
-// one still demoting, it keeps the first by name; while drover names no cluster (a relocation's
-// final sync) it names one again.
+// predicates, taints or prioritizerPolicy): its two default prioritizers at weight 1 each
+// (pkg/placement/controllers/scheduling/schedule.go). Steady gives the clusters the placement's
+// own decisions name now 100, the others 0 (pkg/placement/plugins/steady); Balance gives a
+// cluster no other placement's decision names 100 and the busiest −100, in proportion between
+// (pkg/placement/plugins/balance). The clusters are sorted by the sum, ties by name, and the
+// first numberOfClusters are taken, all of them when it is unset. So a placement does not stay
+// where it is: on the cluster other placements use most, Balance cancels Steady, and a cluster
+// used less than half as much wins. A Placement's choice often differs from drover's: after a
+// failover that names the new primary and the old one still demoting, it keeps one of them;
+// while drover names no cluster (a relocation's final sync) it names one again; handed back,
+// it may move the application away from its data.
 //
 //   - scheduler.go: Scheduler, its Run loop and one Pass, and choose, the rule above.
 //

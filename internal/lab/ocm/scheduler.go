@@ -18,13 +18,6 @@ import (
 	ocmv1beta1 "github.com/drover-io/drover/internal/extapi/ocm/v1beta1"
 )
 
-// The labels upstream's placement controller puts on the decisions it writes, besides
-// ocmv1beta1.PlacementLabel (open-cluster-management-io/api cluster/v1beta1/types_placementdecision.go).
-const (
-	decisionGroupIndexLabel = "cluster.open-cluster-management.io/decision-group-index"
-	decisionGroupNameLabel  = "cluster.open-cluster-management.io/decision-group-name"
-)
-
 // fieldOwner names the lab's placement controller in managedFields.
 const fieldOwner = "lab-placement-controller"
 
@@ -85,23 +78,33 @@ func (s *Scheduler) Pass(ctx context.Context) error {
 // schedule writes the placement's choice into <placement>-decision-1, deletes its other
 // decisions and reports the number selected in its status.
 func (s *Scheduler) schedule(ctx context.Context, p *ocmv1beta1.Placement) error {
-	decisions := &ocmv1beta1.PlacementDecisionList{}
-	if err := s.Hub.List(ctx, decisions, client.InNamespace(p.Namespace), client.MatchingLabels{ocmv1beta1.PlacementLabel: p.Name}); err != nil {
-		return fmt.Errorf("failed to list the PlacementDecisions of Placement %s: %w", klog.KObj(p), err)
+	all := &ocmv1beta1.PlacementDecisionList{}
+	if err := s.Hub.List(ctx, all); err != nil {
+		return fmt.Errorf("failed to list PlacementDecisions: %w", err)
 	}
+	var decisions []*ocmv1beta1.PlacementDecision
 	var existing []string
-	for _, d := range decisions.Items {
+	load := map[string]int{}
+	for i := range all.Items {
+		d := &all.Items[i]
+		own := d.Namespace == p.Namespace && d.Labels[ocmv1beta1.PlacementLabel] == p.Name
+		if own {
+			decisions = append(decisions, d)
+		}
 		for _, c := range d.Status.Decisions {
-			existing = append(existing, c.ClusterName)
+			if own {
+				existing = append(existing, c.ClusterName)
+			} else {
+				load[c.ClusterName]++
+			}
 		}
 	}
-	chosen := choose(p.Spec.NumberOfClusters, s.Clusters, existing)
+	chosen := choose(p.Spec.NumberOfClusters, s.Clusters, existing, load)
 	name := p.Name + "-decision-1"
 	if err := s.writeDecision(ctx, p, name, chosen); err != nil {
 		return err
 	}
-	for i := range decisions.Items {
-		d := &decisions.Items[i]
+	for _, d := range decisions {
 		if d.Name == name {
 			continue
 		}
@@ -125,7 +128,7 @@ func (s *Scheduler) schedule(ctx context.Context, p *ocmv1beta1.Placement) error
 // placement controller's labels, creating it owned by the Placement when it is missing. Like
 // upstream, it first writes the status and, once the status is right, the labels.
 func (s *Scheduler) writeDecision(ctx context.Context, p *ocmv1beta1.Placement, name string, chosen []string) error {
-	labels := map[string]string{ocmv1beta1.PlacementLabel: p.Name, decisionGroupNameLabel: "", decisionGroupIndexLabel: "0"}
+	labels := map[string]string{ocmv1beta1.PlacementLabel: p.Name, ocmv1beta1.DecisionGroupNameLabel: "", ocmv1beta1.DecisionGroupIndexLabel: "0"}
 	pd := &ocmv1beta1.PlacementDecision{}
 	err := s.Hub.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, pd)
 	switch {
@@ -162,17 +165,41 @@ func (s *Scheduler) writeDecision(ctx context.Context, p *ocmv1beta1.Placement, 
 	return nil
 }
 
-// choose is the placement's choice among clusters: those named in the existing decisions
-// first, then by name; the first numberOfClusters of them (all when it is nil), listed by name
-// as upstream lists them by default (spec.sortBy ClusterName).
-func choose(numberOfClusters *int32, clusters, existing []string) []string {
+// maxClusterScore is the score a prioritizer gives its most preferred cluster
+// (pkg/placement/plugins/interface.go, MaxClusterScore); scores range from -100 to 100.
+const maxClusterScore = 100
+
+// choose is the placement's choice among clusters, scored as OCM's default prioritizers score
+// them, each with weight 1 (pkg/placement/controllers/scheduling/schedule.go,
+// defaultPrioritizerConfig): Steady gives the clusters the placement's own decisions name now
+// 100 and the others 0 (plugins/steady); Balance gives a cluster that no other placement's
+// decision names 100 and one named count times 2·⌊100·(0.5 − count/max)⌋, where max is the
+// count of the busiest cluster, so the busiest scores −100 (plugins/balance). The clusters are
+// sorted by the sum, ties by name, and the first numberOfClusters taken (all when it is nil);
+// the chosen are listed by name. So a placement on the busiest cluster scores 100 − 100 = 0
+// there and moves to a cluster no other placement uses, which scores 0 + 100.
+func choose(numberOfClusters *int32, clusters, existing []string, load map[string]int) []string {
+	busiest := 0
+	for _, c := range clusters {
+		busiest = max(busiest, load[c])
+	}
+	score := map[string]int64{}
+	for _, c := range clusters {
+		balance := int64(maxClusterScore)
+		if n := load[c]; n > 0 {
+			usage := float64(n) / float64(busiest)
+			balance = 2 * int64(float64(maxClusterScore)*(0.5-usage))
+		}
+		steady := int64(0)
+		if slices.Contains(existing, c) {
+			steady = maxClusterScore
+		}
+		score[c] = balance + steady
+	}
 	sorted := slices.Clone(clusters)
 	slices.SortStableFunc(sorted, func(a, b string) int {
-		if sa, sb := slices.Contains(existing, a), slices.Contains(existing, b); sa != sb {
-			if sa {
-				return -1
-			}
-			return 1
+		if score[a] != score[b] {
+			return cmp.Compare(score[b], score[a])
 		}
 		return cmp.Compare(a, b)
 	})

@@ -2,6 +2,7 @@ package ocm_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -162,4 +163,44 @@ func TestTheSchedulerLeavesAPlacementWithSchedulingDisabledAlone(t *testing.T) {
 			t.Fatalf("decision %s was written (resourceVersion %s → %s)", b.Name, b.ResourceVersion, a.ResourceVersion)
 		}
 	}
+}
+
+// OCM's default prioritizers, Balance and Steady at weight 1 each, do not keep a placement
+// where it is: Balance scores the cluster most other placements use −100, which cancels
+// Steady's +100 for the cluster the placement's decision names. A placement whose scheduling
+// is given back (the disable annotation removed) while its decision names the busiest cluster
+// moves to an unused one at the next pass.
+func TestAPlacementHandedBackOnTheBusiestClusterMovesAway(t *testing.T) {
+	ns := "handed-back"
+	p := setup(t, ns, map[string]string{ocmv1beta1.PlacementDisableAnnotation: "true"})
+	otherWriter(t, ns, "app-decision-1", "east")
+	// Other applications' placements run on east: more than twice as many as on west, counting
+	// what the package's other tests left on the hub.
+	others := "handed-back-others"
+	if err := hub.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: others}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		pd := &ocmv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: others, Name: fmt.Sprintf("shop-%d-decision-1", i),
+			Labels: map[string]string{ocmv1beta1.PlacementLabel: fmt.Sprintf("shop-%d", i)}}}
+		if err := hub.Create(t.Context(), pd); err != nil {
+			t.Fatal(err)
+		}
+		pd.Status.Decisions = []ocmv1beta1.ClusterDecision{{ClusterName: "east", Reason: "another application"}}
+		if err := hub.Status().Update(t.Context(), pd); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hub.Delete(context.Background(), pd) })
+	}
+	s := &ocm.Scheduler{Hub: hub, Clusters: clusters}
+	pass(t, s, 2)
+	expectDecisions(t, ns, "while scheduling is disabled", map[string][]string{"app-decision-1": {"east"}})
+
+	before := p.DeepCopy()
+	delete(p.Annotations, ocmv1beta1.PlacementDisableAnnotation)
+	if err := hub.Patch(t.Context(), p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, s, 1)
+	expectDecisions(t, ns, "handed back to the scheduler", map[string][]string{"app-decision-1": {"west"}})
 }

@@ -9,7 +9,9 @@
 //     point-in-time copies and atomic replacement.
 //   - volrep*.go: csi-addons VolumeReplication as the csi-addons controller drives ceph-csi
 //     (RBD snapshot mirroring): forced promotion, csi-addons' own conditions, the PVC's
-//     pvc-protection finalizer and annotation.
+//     pvc-protection finalizer and annotation; the status written only at csi-addons' cadence
+//     (volrep_report.go); a deletion that releases a secondary only while it replays and
+//     deletes the peer's copy of a primary (volrep_delete.go).
 //   - volsync*.go, snapshot.go: VolSync rsyncTLS ReplicationSource/Destination and
 //     VolumeSnapshots; destination addresses by Service type (volsync_address.go); who movers run
 //     as and whether Pod Security admits them (volsync_identity.go).

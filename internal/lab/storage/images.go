@@ -52,10 +52,17 @@ type ImageState struct {
 	// peer unreachable or not ready): it holds writes the peer lacks, and it is sent as soon as
 	// the peer can take it.
 	FinalMirrorPending bool `json:"finalMirrorPending,omitempty"`
+	// MirrorDisabled marks an image whose mirroring was disabled while it was primary (its
+	// VolumeReplication deleted): it is an ordinary volume now, and rbd-mirror deletes the
+	// peer's non-primary copy of it (Deleted there).
+	MirrorDisabled bool `json:"mirrorDisabled,omitempty"`
+	// Deleted marks a non-primary image that rbd-mirror deleted because its primary's mirroring
+	// was disabled: its data is gone, and the storage answers NotFound for it.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Writable reports whether a consumer may write to an image in this state.
-func (s ImageState) Writable() bool { return s.Role != RoleSecondary }
+func (s ImageState) Writable() bool { return s.Role != RoleSecondary && !s.Deleted }
 
 // ErrReadOnly is returned by writes to a secondary image.
 var ErrReadOnly = errors.New("image is a secondary (read-only)")

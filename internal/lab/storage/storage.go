@@ -124,6 +124,8 @@ type store struct {
 	reader client.Reader
 	opts   Options
 	images *Images
+	// reports is when csi-addons would next reconcile each VolumeReplication (volrep_report.go).
+	reports reportSchedule
 }
 
 func (s *store) ours(driver string) bool { return slices.Contains(s.opts.Drivers, driver) }

@@ -15,11 +15,11 @@ package storage
 //     once with force (markVolumeAsPrimary, volumePromotionKnownErrors). So a promotion while
 //     the peer holds a reachable primary makes both images primary and both writable: the
 //     storage never protects a caller from two primaries.
-//   - two primaries never mirror (neither is a mirror of the other): each reports
-//     Replicating Unknown (ceph-csi finds no last sync in the remote status) and its
-//     lastSyncTime stops advancing; Degraded stays False (Healthy), as csi-addons sets it on a
-//     primary. The same holds for a primary whose peer was promoted after it (a newer epoch)
-//     and for a primary whose peer is unreachable.
+//   - two primaries never mirror (neither is a mirror of the other): ceph-csi finds no last sync
+//     in the remote status and answers NotFound, so csi-addons leaves each one's Replicating
+//     condition as it was (True, from before) and its lastSyncTime stops advancing; Degraded
+//     stays False (Healthy), as csi-addons sets it on a primary. A primary whose peer was
+//     promoted after it (a newer epoch) or is unreachable reports Replicating Unknown.
 //   - secondary: the image is read-only and receives the peer primary's mirror. Demoting a
 //     primary first makes the image read-only and then, when the peer is reachable, sends a
 //     final mirror, so a relocation carries every write. A primary demoted after its peer was
@@ -27,15 +27,27 @@ package storage
 //     autoResync or replicationState "resync" grants, and then the peer's next mirror replaces
 //     its data.
 //   - conditions and reasons are csi-addons' own (status.go): after a demotion Completed True
-//     (Demoted), Degraded True (VolumeDegraded) and Resyncing while the resync runs, then
-//     Degraded False (Healthy) and Resyncing False (NotResyncing) once the peer holds every
-//     write; a secondary reports no lastSyncTime; a request that cannot be served is Completed
-//     False (FailedToPromote, FailedToDemote) with Degraded True (Error).
+//     (Demoted) and Degraded True (VolumeDegraded); then, while ceph-csi's resync is not ready
+//     (a secondary of a live primary is never ready), Degraded True and Resyncing True
+//     (ResyncTriggered); Degraded False (Healthy) and Resyncing False (NotResyncing) only once
+//     both sites are demoted and in sync (a relocation's final mirror); a split-brained secondary
+//     without force, or one with no synced snapshot yet, FailedToResync; a secondary reports no
+//     lastSyncTime; a request that cannot be served is Completed False (FailedToPromote,
+//     FailedToDemote) with Degraded True (Error).
 //   - the PVC: as csi-addons does (finalizers.go, pvc.go), the controller annotates the PVC with
 //     replication.storage.openshift.io/volume-replication-name and adds the finalizer
 //     replication.storage.openshift.io/pvc-protection, and removes both only when the
 //     VolumeReplication is deleted: a PVC deleted while its VolumeReplication exists stays
 //     Terminating.
+//   - when csi-addons reports: only at its own reconciles (volrep_report.go): a primary's
+//     lastSyncTime is refreshed every InfoReconcileInterval and read before the mirror due at the
+//     same moment, so it can be up to about that plus the interval old; a secondary is re-checked
+//     15 s after its demotion and every 30 s after, and a secondary of a live primary never
+//     reports in sync (volrep_status.go).
+//   - deleting a VolumeReplication disables mirroring as ceph-csi does (volrep_delete.go): a
+//     primary becomes an ordinary volume and rbd-mirror deletes the peer's non-primary copy; a
+//     secondary is released only while its image replays a live primary, and otherwise the
+//     deletion is refused and retried, keeping both finalizers.
 //
 // The storage of a stopped cluster runs no controller, so it neither sends nor receives; its
 // peer sees it unreachable through the liveness lock.
@@ -49,6 +61,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,9 +86,10 @@ const (
 	// VolumeReplicationNameAnnotation names, on a replicated PVC, the VolumeReplication that owns it.
 	VolumeReplicationNameAnnotation = "replication.storage.openshift.io/volume-replication-name"
 
-	// volRepStatusRefresh is how often a VolumeReplication's status is refreshed while nothing
-	// else is due (a secondary learns of received mirrors this way).
-	volRepStatusRefresh = 2 * time.Second
+	// volRepStoragePoll is how often the storage looks at an image while nothing is scheduled:
+	// a secondary's final mirror waiting for its peer, a primary waiting for its peer to return
+	// (rbd-mirror's own pace, not csi-addons' reports).
+	volRepStoragePoll = 2 * time.Second
 	// volRepWaitRetry is the retry delay while a prerequisite (PVC bound, class) is missing.
 	volRepWaitRetry = 2 * time.Second
 	// volRepWorkers mirror that many images at once, as a storage system mirrors its images
@@ -92,6 +106,7 @@ const (
 	ReasonDemoted         = "Demoted"
 	ReasonFailedToPromote = "FailedToPromote"
 	ReasonFailedToDemote  = "FailedToDemote"
+	ReasonFailedToResync  = "FailedToResync"
 	ReasonError           = "Error"
 	ReasonVolumeDegraded  = "VolumeDegraded"
 	ReasonHealthy         = "Healthy"
@@ -118,7 +133,14 @@ type volRepScope struct {
 	vr       *replicationv1alpha1.VolumeReplication
 	handle   string
 	interval time.Duration
-	now      time.Time
+	// refresh is how often csi-addons refreshes the status of a primary of this class.
+	refresh time.Duration
+	now     time.Time
+	// report is true when csi-addons reconciles the VolumeReplication now, and so acts on its
+	// spec and writes its status; otherwise only the storage acts (mirrors) and the status stays.
+	report bool
+	// requeueReport is the requeue csi-addons asks for when it reports; zero for none.
+	requeueReport time.Duration
 }
 
 func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -136,47 +158,68 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	before := vr.DeepCopy()
 	sc := &volRepScope{vr: vr, now: time.Now()}
+	due, byTimer := s.reports.due(vr.UID, vr.Generation, sc.now)
+	sc.report = due
 	log := ctrl.LoggerFrom(ctx)
-	log.V(1).Info("Reconciling VolumeReplication", "replicationState", vr.Spec.ReplicationState)
+	log.V(1).Info("Reconciling VolumeReplication", "replicationState", vr.Spec.ReplicationState, "report", sc.report)
 	result, err := s.volRepPhase(ctx, sc)
 	log.V(1).Info("Reconciled VolumeReplication", "state", vr.Status.State, "took", time.Since(sc.now).String())
-	vr.Status.ObservedGeneration = vr.Generation
+	if sc.report && err == nil {
+		vr.Status.ObservedGeneration = vr.Generation
+		s.reports.reported(vr.UID, vr.Generation, byTimer, sc.now, sc.requeueReport)
+	} else {
+		// csi-addons did not reconcile now, or its reconcile failed and is retried with a
+		// backoff, reporting then.
+		vr.Status = before.Status
+	}
 	if perr := patchStatusIfChanged(ctx, s.client, vr, before); perr != nil && err == nil {
 		err = fmt.Errorf("failed to update status of VolumeReplication %s: %w", req.NamespacedName, perr)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if d, ok := s.reports.until(vr.UID, time.Now()); ok && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+		result.RequeueAfter = max(d, 10*time.Millisecond)
+	}
 	return result, nil
 }
 
 // volRepPhase protects the PVC, resolves the image and runs the asked operation, recording the
-// outcome in the VolumeReplication's status.
+// outcome in the VolumeReplication's status when csi-addons reports.
 func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, error) {
 	problem, err := s.protectPVC(ctx, sc.vr)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var handle string
-	var interval time.Duration
 	if problem == "" {
-		if handle, interval, problem, err = s.resolveImage(ctx, sc.vr); err != nil {
+		if sc.handle, sc.interval, sc.refresh, problem, err = s.resolveImage(ctx, sc.vr); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	if problem == "" {
+		st, err := s.images.State(sc.handle)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.Deleted {
+			problem = fmt.Sprintf("image %s not found: rbd-mirror deleted it when its primary's mirroring was disabled", sc.handle)
+		}
+	}
 	if problem != "" {
+		// csi-addons returns the error and retries with a backoff, reporting it every time.
+		sc.report, sc.requeueReport = true, volRepWaitRetry
 		sc.vr.Status.State = replicationv1alpha1.UnknownState
 		sc.vr.Status.Message = problem
 		setFailedCondition(sc.vr, problem)
 		return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
 	}
-	sc.handle, sc.interval = handle, interval
 	switch sc.vr.Spec.ReplicationState {
 	case replicationv1alpha1.Primary:
 		return s.primary(sc)
 	case replicationv1alpha1.Secondary, replicationv1alpha1.Resync:
 		return s.secondary(sc)
 	default:
+		sc.report = true
 		msg := fmt.Sprintf("replicationState %q is not primary, secondary or resync", sc.vr.Spec.ReplicationState)
 		sc.vr.Status.Message = msg
 		setFailedCondition(sc.vr, msg)
@@ -198,32 +241,34 @@ func ParseSchedulingInterval(raw string) (time.Duration, error) {
 	return time.ParseDuration(raw)
 }
 
-// resolveImage finds the image behind the VolumeReplication's PVC and its class's interval.
-// problem is non-empty when something the user or a controller must provide is missing.
-func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (handle string, interval time.Duration, problem string, err error) {
+// resolveImage finds the image behind the VolumeReplication's PVC, its class's interval and
+// how often csi-addons refreshes a primary's status for that class. problem is non-empty when
+// something the user or a controller must provide is missing.
+func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (handle string, interval, refresh time.Duration, problem string, err error) {
 	class := &replicationv1alpha1.VolumeReplicationClass{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return "", 0, fmt.Sprintf("VolumeReplicationClass %s not found", vr.Spec.VolumeReplicationClass), nil
+			return "", 0, 0, fmt.Sprintf("VolumeReplicationClass %s not found", vr.Spec.VolumeReplicationClass), nil
 		}
-		return "", 0, "", err
+		return "", 0, 0, "", err
 	}
 	interval = defaultSchedulingInterval
-	if raw, ok := class.Spec.Parameters[SchedulingIntervalParameter]; ok {
+	raw, ok := class.Spec.Parameters[SchedulingIntervalParameter]
+	if ok {
 		d, perr := ParseSchedulingInterval(raw)
 		if perr != nil || d < minSchedulingInterval {
-			return "", 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a number of minutes, hours or days (5m, 1h, 1d) or a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
+			return "", 0, 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a number of minutes, hours or days (5m, 1h, 1d) or a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
 		}
 		interval = d
 	}
 	pv, problem, err := s.boundPV(ctx, vr)
 	if problem != "" || err != nil {
-		return "", 0, problem, err
+		return "", 0, 0, problem, err
 	}
 	if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) || pv.Spec.CSI.Driver != class.Spec.Provisioner {
-		return "", 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
+		return "", 0, 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
 	}
-	return pv.Spec.CSI.VolumeHandle, interval, "", nil
+	return pv.Spec.CSI.VolumeHandle, interval, InfoReconcileInterval(raw), "", nil
 }
 
 // boundPV returns the PV of the VolumeReplication's PVC, or why there is none yet.
@@ -268,14 +313,16 @@ func (s *store) observe(handle string) (peerUp bool, peer, local ImageState, err
 	return peerUp, peer, local, err
 }
 
-// primary promotes the image when needed and mirrors it when a mirror is due.
+// primary promotes the image when csi-addons asks (at its reconcile), reports its status then,
+// and mirrors it whenever a mirror is due. The report comes before this reconcile's mirror, as
+// csi-addons reads the storage's last completed sync, not the one it is about to take.
 func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 	vr := sc.vr
 	peerUp, peer, local, err := s.observe(sc.handle)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if local.Role != RolePrimary {
+	if sc.report && local.Role != RolePrimary {
 		// Promoted without force only when the peer's image is a secondary that holds every
 		// write; otherwise ceph-csi answers FailedPrecondition and csi-addons forces it.
 		operation := opPromoted
@@ -284,7 +331,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		}
 		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
-			st.Role, st.NeedsResync = RolePrimary, false
+			st.Role, st.NeedsResync, st.MirrorDisabled = RolePrimary, false, false
 			st.Operation, st.OperationTime = operation, &sc.now
 			// The mirror schedule starts anew: the first mirror from this primary is due now.
 			st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = nil, 0, 0
@@ -292,27 +339,46 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
+	if local.Role != RolePrimary {
+		// Not promoted yet: csi-addons acts on the spec at its next reconcile.
+		return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
+	}
+	problem := notMirroring(sc.handle, peerUp, peer, local)
+	if sc.report {
+		reportPrimary(vr, local, peerUp && peer.Role == RolePrimary, problem)
+		sc.requeueReport = sc.refresh
+	}
+	if problem != "" {
+		return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
+	}
+	if due := nextMirror(local, sc.interval); !due.After(sc.now) {
+		if local, err = s.mirror(sc.handle, local.Epoch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: max(time.Until(nextMirror(local, sc.interval)), 100*time.Millisecond)}, nil
+}
+
+// reportPrimary is csi-addons' status of a primary: promoted, and its replication as
+// GetVolumeReplicationInfo tells it. With two primaries ceph-csi finds no last sync in the
+// remote status and answers NotFound, which csi-addons takes as "no information": it leaves
+// Replicating and lastSyncTime as they were. A last sync the storage cannot report otherwise
+// also leaves the one reported before.
+func reportPrimary(vr *replicationv1alpha1.VolumeReplication, local ImageState, twoPrimaries bool, problem string) {
 	setPromotedConditions(vr, local)
 	vr.Status.State = replicationv1alpha1.PrimaryState
 	vr.Status.Message = ""
-
-	requeue := volRepStatusRefresh
-	if problem := notMirroring(sc.handle, peerUp, peer, local); problem != "" {
+	if twoPrimaries {
+		return
+	}
+	if problem != "" {
 		setReplicatingCondition(vr, metav1.ConditionUnknown, "replication status is unknown: "+problem)
 	} else {
-		if due := nextMirror(local, sc.interval); !due.After(sc.now) {
-			if local, err = s.mirror(sc.handle, local.Epoch); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
 		setReplicatingCondition(vr, metav1.ConditionTrue, "is replicating")
-		requeue = max(time.Until(nextMirror(local, sc.interval)), 100*time.Millisecond)
 	}
-	// As csi-addons does, a last sync the storage cannot report leaves the one reported before.
 	if local.LastSyncTime != nil || vr.Status.LastSyncTime == nil {
 		setSyncStatus(vr, local)
 	}
-	return ctrl.Result{RequeueAfter: min(requeue, sc.interval)}, nil
 }
 
 // notMirroring says why a primary image cannot mirror to its peer now; empty when it can.
@@ -359,7 +425,8 @@ func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 	}
 	took := time.Since(began)
 	if _, err := s.images.UpdatePeerState(handle, func(st *ImageState) {
-		st.Role, st.Epoch = RoleSecondary, epoch
+		// A copy rbd-mirror deleted earlier is bootstrapped again.
+		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = RoleSecondary, epoch, false, false
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	}); err != nil {
 		return ImageState{}, err
@@ -369,14 +436,18 @@ func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 	})
 }
 
-// secondary demotes the image when needed (with a final mirror) and handles resync.
+// secondary demotes the image when csi-addons asks, sends a demoted image's final mirror
+// whenever the peer can take it (rbd-mirror's work), and at csi-addons' reconciles runs its
+// resync step and reports the status (reportSecondary).
 func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
-	vr := sc.vr
 	peerUp, peer, local, err := s.observe(sc.handle)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if local.Role != RoleSecondary {
+	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); deleted || err != nil {
+		return ctrl.Result{RequeueAfter: volRepWaitRetry}, err
+	}
+	if sc.report && local.Role != RoleSecondary {
 		// A primary whose peer was promoted after it (a higher epoch) holds writes the new
 		// primary never saw: it diverged and must be resynced, never mirrored back.
 		// (The peer may be primary, or no longer mirrored: its image is not to be overwritten.)
@@ -384,7 +455,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		// Read-only first, under the image lock: no write lands after this point.
 		unlock := s.images.Lock(sc.handle)
 		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
-			st.Role, st.NeedsResync = RoleSecondary, diverged
+			st.Role, st.NeedsResync, st.MirrorDisabled = RoleSecondary, diverged, false
 			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
 		})
@@ -398,23 +469,103 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	resync := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
-	if local.NeedsResync && resync {
-		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
-			st.NeedsResync = false
-			// Mark the local data stale so the status shows resyncing until a mirror arrives.
-			st.LastSyncTime = nil
-		}); err != nil {
+	if sc.report && local.Role == RoleSecondary {
+		if local, err = s.reportSecondary(sc, local, peerUp, peer); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
+}
+
+// reportSecondary is csi-addons' reconcile of a secondary. The first after a demotion marks it
+// secondary and degraded and comes back in 15 s; every later one asks ceph-csi to resync (with
+// force when autoResync or replicationState resync says so) and reports what it answers
+// (volrep_status.go): ready only when both sites are demoted and the last snapshot exchanged;
+// resyncing, re-checked every 30 s, while it replays a live primary; failed to resync, re-checked
+// in 15 s, otherwise.
+func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
+	vr := sc.vr
+	first := vr.Status.State != replicationv1alpha1.SecondaryState
 	vr.Status.State = replicationv1alpha1.SecondaryState
 	vr.Status.Message = ""
-	setDemotedConditions(vr, local)
 	// As csi-addons does, a secondary reports no last sync: the primary's VolumeReplication
-	// does, and a demoted volume's Degraded False says that it is in sync with its peer.
+	// does.
 	vr.Status.LastSyncTime, vr.Status.LastSyncDuration, vr.Status.LastSyncBytes = nil, nil, nil
-	return ctrl.Result{RequeueAfter: volRepStatusRefresh}, nil
+	apimeta.RemoveStatusCondition(&vr.Status.Conditions, replicationv1alpha1.ConditionReplicating)
+	if local.OperationTime != nil {
+		vr.Status.LastCompletionTime = &metav1.Time{Time: *local.OperationTime}
+	}
+	if first {
+		setDemotedConditions(vr)
+		sc.requeueReport = secondaryRequeue(csiAddonsDemotedRequeue, sc.interval)
+		return local, nil
+	}
+	force := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
+	if local.NeedsResync && force {
+		var err error
+		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
+			st.NeedsResync = false
+			// The local image is discarded and synced again from the primary.
+			st.LastSyncTime = nil
+		}); err != nil {
+			return local, err
+		}
+	}
+	switch r := resyncReadiness(local, peerUp, peer); r {
+	case resyncReady:
+		setInSyncConditions(vr)
+	case resyncSplitBrain, resyncNoSync, resyncPeerUnavailable:
+		setFailedResyncConditions(vr, r.message(sc.handle))
+		sc.requeueReport = secondaryRequeue(csiAddonsDemotedRequeue, sc.interval)
+	default:
+		setResyncingConditions(vr, r.message(sc.handle))
+		sc.requeueReport = secondaryRequeue(csiAddonsResyncRequeue, sc.interval)
+	}
+	return local, nil
+}
+
+// resyncReadiness is what ceph-csi's ResyncVolume answers for a secondary image
+// (internal/csi-addons/rbd/replication.go): ready when both sites are up+unknown (the peer is
+// demoted too and the last snapshot was exchanged); not ready while the image is up+replaying a
+// live primary, which for a secondary of a live primary is always; an error otherwise: a
+// split-brained image (up+error), one that has no synced snapshot of the current primary yet
+// (up+syncing or starting, after a resync or a promotion on the peer), one whose peer is
+// unreachable or demoted with writes still to send (up+error or up+stopped): its local status
+// then carries no snapshot description, and checkVolumeResyncStatus fails.
+type resyncState int
+
+const (
+	resyncReplaying resyncState = iota
+	resyncReady
+	resyncSplitBrain
+	resyncNoSync
+	resyncPeerUnavailable
+)
+
+func resyncReadiness(local ImageState, peerUp bool, peer ImageState) resyncState {
+	switch {
+	case local.NeedsResync:
+		return resyncSplitBrain
+	case peerUp && peer.Role == RoleSecondary && !peer.NeedsResync && !local.FinalMirrorPending && !peer.FinalMirrorPending && local.LastSyncTime != nil:
+		return resyncReady
+	case replaying(local, peerUp, peer):
+		return resyncReplaying
+	case local.LastSyncTime == nil || (peerUp && peer.Role == RolePrimary):
+		return resyncNoSync
+	}
+	return resyncPeerUnavailable
+}
+
+func (r resyncState) message(handle string) string {
+	switch r {
+	case resyncSplitBrain:
+		return fmt.Sprintf("image %s is split-brained (up+error): it diverged from the peer's primary; set autoResync or replicationState resync to discard its local changes", handle)
+	case resyncNoSync:
+		return fmt.Sprintf("failed to get last sync info of image %s: it has not received a snapshot of the peer's current primary yet", handle)
+	case resyncPeerUnavailable:
+		return fmt.Sprintf("failed to get last sync info of image %s: it replays no primary (its peer is unreachable, or demoted with writes it could not send yet)", handle)
+	}
+	return fmt.Sprintf("image %s is not ready: it replays the peer's primary (ceph-csi reports a secondary ready only when both sites are demoted and in sync)", handle)
 }
 
 // finalMirror sends a demoted image's final mirror once the peer can take it (reachable, not
@@ -432,37 +583,6 @@ func (s *store) finalMirror(handle string, local ImageState, peerUp bool, peer I
 		return ImageState{}, err
 	}
 	return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
-}
-
-// deleteVolRep disables mirroring of the image (a primary becomes an ordinary writable volume;
-// a secondary stays read-only until a VolumeReplication promotes it), then releases the PVC as
-// csi-addons does: its annotation and pvc-protection finalizer go, then the VolumeReplication's
-// finalizer.
-func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) error {
-	if !controllerutil.ContainsFinalizer(vr, VolumeReplicationFinalizer) {
-		return nil
-	}
-	handle, _, problem, err := s.resolveImage(ctx, vr)
-	if err != nil {
-		return err
-	}
-	if problem == "" {
-		if _, err := s.images.UpdateState(handle, func(st *ImageState) {
-			if st.Role == RolePrimary {
-				st.Role = RoleNone
-			}
-		}); err != nil {
-			return err
-		}
-	}
-	if err := s.releasePVC(ctx, vr); err != nil {
-		return err
-	}
-	controllerutil.RemoveFinalizer(vr, VolumeReplicationFinalizer)
-	if err := s.client.Update(ctx, vr); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
 }
 
 func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st ImageState) {

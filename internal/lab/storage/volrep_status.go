@@ -32,33 +32,39 @@ func setReplicatingCondition(vr *replicationv1alpha1.VolumeReplication, status m
 	setVRCondition(vr, replicationv1alpha1.ConditionReplicating, status, ReasonReplicating, "volume "+msg)
 }
 
-// setDemotedConditions: the image is secondary. Completed True (Demoted) at once; Degraded True
-// (VolumeDegraded) until the peer holds every write, with Resyncing True (ResyncTriggered) while
-// a resync runs; then Degraded False (Healthy) and Resyncing False (NotResyncing). A secondary
-// has no Replicating condition (csi-addons removes it).
-func setDemotedConditions(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
+// setDemotedConditions: csi-addons' first reconcile of a demotion (setDemotedCondition):
+// Completed True (Demoted), Degraded True (VolumeDegraded), Resyncing False (NotResyncing).
+func setDemotedConditions(vr *replicationv1alpha1.VolumeReplication) {
+	msg := "volume is marked secondary and is degraded: the storage is asked whether it is in sync at the next check"
 	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, ReasonDemoted, "volume is demoted to secondary")
-	apimeta.RemoveStatusCondition(&vr.Status.Conditions, replicationv1alpha1.ConditionReplicating)
-	if st.OperationTime != nil {
-		vr.Status.LastCompletionTime = &metav1.Time{Time: *st.OperationTime}
-	}
-	switch {
-	case st.NeedsResync:
-		msg := "volume is degraded: it diverged from the peer's primary (split-brain); set replicationState to resync or autoResync to discard its local changes"
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonVolumeDegraded, msg)
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonNotResyncing, msg)
-	case st.FinalMirrorPending:
-		msg := "volume is degraded: the writes made as primary have not reached the peer yet (it is unreachable or not a secondary); they are sent when it can take them"
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonVolumeDegraded, msg)
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionTrue, ReasonResyncTriggered, msg)
-	case st.LastSyncTime == nil:
-		msg := "volume is resyncing changes from primary to secondary: waiting for the first mirror from the primary"
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonVolumeDegraded, msg)
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionTrue, ReasonResyncTriggered, msg)
-	default:
-		setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonHealthy, "volume is demoted to secondary")
-		setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonNotResyncing, "volume is not resyncing")
-	}
+	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonVolumeDegraded, msg)
+	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonNotResyncing, "volume is not resyncing")
+}
+
+// setResyncingConditions: the resync was asked and ceph-csi says it is not ready
+// (setResyncCondition): Completed True (Demoted), Degraded True (VolumeDegraded), Resyncing True
+// (ResyncTriggered). A secondary of a live primary stays so.
+func setResyncingConditions(vr *replicationv1alpha1.VolumeReplication, msg string) {
+	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, ReasonDemoted, "volume is demoted to secondary")
+	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonVolumeDegraded, "volume is degraded: "+msg)
+	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionTrue, ReasonResyncTriggered, "volume is resyncing: "+msg)
+}
+
+// setInSyncConditions: ceph-csi says the resync is ready (setResyncCondition, then
+// setNotDegradedCondition): Completed True (Demoted), Degraded False (Healthy), Resyncing False
+// (NotResyncing).
+func setInSyncConditions(vr *replicationv1alpha1.VolumeReplication) {
+	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, ReasonDemoted, "volume is demoted to secondary")
+	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonHealthy, "volume is demoted to secondary and in sync with its peer")
+	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonNotResyncing, "volume is not resyncing")
+}
+
+// setFailedResyncConditions: ceph-csi's resync failed (setFailedResyncCondition): Completed False
+// (FailedToResync), Degraded True (Error), Resyncing False (FailedToResync).
+func setFailedResyncConditions(vr *replicationv1alpha1.VolumeReplication, msg string) {
+	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionFalse, ReasonFailedToResync, "failed to resync volume")
+	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonError, "volume failed to resync: "+msg)
+	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonFailedToResync, "volume is not resyncing: "+msg)
 }
 
 // setFailedCondition: the asked operation cannot be served (csi-addons' setFailedPromotionCondition

@@ -24,7 +24,7 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
 	ns, class, handle := newVolume(g, ctx, east, west, "unmirrored", time.Second)
 	writeFile(g, volumeDir(lab.East, handle), "synced", "from east")
-	mirrored(g, ctx, east, ns, class)
+	mirrored(g, ctx, east, ns, class, handle)
 
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 	pv, pvc := restoredVolume(ns, "data", handle)
@@ -63,19 +63,20 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 }
 
 // A primary demoted while its peer is down cannot send its final mirror: it reports itself
-// Degraded (VolumeDegraded) and Resyncing rather than in sync, as csi-addons reports a demoted
-// volume until its storage says the resync is done, and sends the mirror when the peer returns;
-// only then is it Degraded False and Resyncing False. A secondary reports no last sync
+// Degraded (VolumeDegraded) and, at csi-addons' next check 15 s later, FailedToResync (ceph-csi
+// finds no replaying status to read its last sync from), rather than in sync, and sends the
+// mirror when the peer returns; only then, at a later check of csi-addons, is it Degraded
+// False and Resyncing False (both sites demoted and in sync). A secondary reports no last sync
 // (csi-addons does not either).
 func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent(t *testing.T) {
 	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(60 * time.Second)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
 	// An hour: after the first mirror nothing is sent again unless a demotion sends it.
 	ns, class, handle := newVolume(g, ctx, east, west, "finalmirror", time.Hour)
-	mirrored(g, ctx, east, ns, class)
+	mirrored(g, ctx, east, ns, class, handle)
 	writeFile(g, volumeDir(lab.East, handle), "last", "written after the last mirror")
 
 	g.Expect(testLab.Stop(lab.West)).To(Succeed())
@@ -83,9 +84,10 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonVolumeDegraded))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + storage.ReasonResyncTriggered))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonError))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionDegraded)).To(ContainSubstring("its peer is unreachable"))
 		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(BeEmpty(), "a secondary has no Replicating condition")
 		g.Expect(vr.Status.LastSyncTime).To(BeNil(), "a secondary reports no last sync")
 	}).Should(Succeed(), "demoted, the final mirror waits for the peer")

@@ -86,7 +86,38 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 	}
 	st.Primary = vr.Status.State == replicationv1alpha1.PrimaryState
 	st.DemotedInSync = demotedInSync(vr)
+	class := &replicationv1alpha1.VolumeReplicationClass{}
+	switch err := b.client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); {
+	case err == nil:
+		st.RefreshInterval = StatusRefreshInterval(class.Spec.Parameters[SchedulingIntervalParameter])
+	case !apierrors.IsNotFound(err):
+		return replication.SyncStatus{}, fmt.Errorf("failed to get VolumeReplicationClass %s: %w", vr.Spec.VolumeReplicationClass, err)
+	}
 	return st, nil
+}
+
+// defaultStatusRefresh is csi-addons' refresh of a primary's status for a class without a
+// schedulingInterval it can read (defaultScheduleTime).
+const defaultStatusRefresh = time.Hour
+
+// StatusRefreshInterval is how often csi-addons refreshes a primary VolumeReplication's status,
+// lastSyncTime included, for its class's schedulingInterval parameter raw
+// (csi-addons/kubernetes-csi-addons internal/controller/replication.storage/
+// volumereplication_controller.go, getInfoReconcileInterval): the interval itself below 2
+// minutes, half of it from 2 minutes on, and an hour when the parameter is missing or not a Go
+// duration. ceph-csi's day form ("1d") is not one (time.ParseDuration knows no days), so a daily
+// class is refreshed hourly. Between two refreshes the storage may have synced without the
+// VolumeReplication saying so: a healthy lastSyncTime is up to the interval, the sync's
+// duration and this old.
+func StatusRefreshInterval(raw string) time.Duration {
+	d, err := time.ParseDuration(raw)
+	switch {
+	case raw == "" || err != nil:
+		return defaultStatusRefresh
+	case d < 2*time.Minute:
+		return d
+	}
+	return d / 2
 }
 
 // demotedInSync reports whether a VolumeReplication asked to be secondary is, by its storage's
@@ -348,6 +379,20 @@ func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Resul
 // Cleanup deletes the PVC's VolumeReplication if this group made it (or it carries no group's
 // labels) and is Done once it is gone; the storage then leaves the volume an ordinary writable
 // one. A VolumeReplication of another group is left alone.
+//
+// The storage does not always let it go. ceph-csi disables mirroring only of a primary image
+// (rbd-mirror then deletes the peer's non-primary copies); a secondary's it never disables, and
+// it answers success, changing nothing, only while the secondary is up+replaying a live primary,
+// InvalidArgument otherwise; csi-addons then keeps the VolumeReplication and the PVC's
+// pvc-protection finalizer and retries with its backoff, writing nothing in the status
+// (ceph-csi internal/rbd/replication.go, csi-addons volumereplication_controller.go). So a
+// secondary whose peer is demoted too, lost, or split-brained stays. The hub removes an
+// application's groups in an order that never leaves one so (internal/hub/drpc, releaseOrder),
+// and asks a group that is the last copy left to release its volumes as primaries
+// (v1alpha1.AnnotationUnprotectAsPrimary): Cleanup then promotes the VolumeReplication first
+// (csi-addons forces the promotion when the peer's image cannot be demoted). A deletion the
+// storage still keeps past releaseGrace is reported with reason ReplicationNotReleased, saying
+// what releases it.
 func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) replication.Result {
 	key := client.ObjectKeyFromObject(pc.PVC)
 	vr := &replicationv1alpha1.VolumeReplication{}
@@ -360,12 +405,98 @@ func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) repli
 	if foreign(vr, pc) != "" {
 		return replication.Done()
 	}
-	if vr.DeletionTimestamp.IsZero() {
-		if err := b.client.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
-			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to delete VolumeReplication %s: %v", key, err))
+	return Release(ctx, b.client, vr, pc.VRG.Annotations[v1alpha1.AnnotationUnprotectAsPrimary] == "true")
+}
+
+// Release deletes a VolumeReplication through c, promoting it first when asPrimary (Cleanup says
+// why), and is never Done: the caller sees it gone. A VolumeReplication being deleted is only
+// observed.
+func Release(ctx context.Context, c client.Client, vr *replicationv1alpha1.VolumeReplication, asPrimary bool) replication.Result {
+	key := client.ObjectKeyFromObject(vr)
+	if !vr.DeletionTimestamp.IsZero() {
+		return NotReleased(vr, time.Now())
+	}
+	if asPrimary {
+		if res := promoteToRelease(ctx, c, vr); !res.IsDone() {
+			return res
 		}
 	}
-	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for VolumeReplication %s to be deleted", key))
+	if err := c.Delete(ctx, vr); client.IgnoreNotFound(err) != nil {
+		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to delete VolumeReplication %s: %v", key, err))
+	}
+	return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for the storage to release VolumeReplication %s", key))
+}
+
+// releaseGrace is how long a deleted VolumeReplication may take before Cleanup reports that the
+// storage keeps it: csi-addons disables mirroring at once, in a second or two.
+const releaseGrace = 10 * time.Second
+
+// promoteToRelease makes a VolumeReplication primary before it is deleted, so that its storage
+// disables its mirroring (Cleanup); Done once the storage reports it primary.
+func promoteToRelease(ctx context.Context, c client.Client, vr *replicationv1alpha1.VolumeReplication) replication.Result {
+	key := client.ObjectKeyFromObject(vr)
+	if vr.Spec.ReplicationState != replicationv1alpha1.Primary {
+		before := vr.DeepCopy()
+		vr.Spec.ReplicationState, vr.Spec.AutoResync = replicationv1alpha1.Primary, false
+		if err := c.Patch(ctx, vr, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
+			return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to promote VolumeReplication %s before its deletion: %v", key, err))
+		}
+	}
+	if res := observePrimary(vr); !res.IsDone() {
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf(
+			"promoting VolumeReplication %s before deleting it, so that its storage disables its mirroring and keeps the data as an ordinary volume: %s", key, res.Message))
+	}
+	return replication.Done()
+}
+
+// NotReleased says what holds a VolumeReplication being deleted: Progressing while the storage
+// may still be acting on it, then ReplicationNotReleased with what releases it.
+func NotReleased(vr *replicationv1alpha1.VolumeReplication, now time.Time) replication.Result {
+	key := vr.Namespace + "/" + vr.Name
+	if now.Sub(vr.DeletionTimestamp.Time) < releaseGrace {
+		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for the storage to release VolumeReplication %s", key))
+	}
+	if vr.Status.State != replicationv1alpha1.PrimaryState {
+		return replication.Retry(pollInterval, v1alpha1.ReasonReplicationNotReleased, fmt.Sprintf(
+			"VolumeReplication %s was deleted %s ago and its storage keeps it and the PVC's finalizer %s: ceph-csi releases a secondary volume only while it replays its peer's primary. "+
+				"It is released once the peer's VolumeReplication is deleted while primary (its mirroring disabled, which removes this copy) or this volume replays the peer's primary again; "+
+				"if the peer cluster is gone for good, promote the image on the storage (rbd mirror image promote --force) and the deletion completes",
+			key, now.Sub(vr.DeletionTimestamp.Time).Round(time.Second), pvcProtectionFinalizer))
+	}
+	return replication.Retry(pollInterval, v1alpha1.ReasonReplicationNotReleased, fmt.Sprintf(
+		"VolumeReplication %s was deleted %s ago and its storage keeps it and the PVC's finalizer %s: csi-addons retries disabling its mirroring; look at the csi-addons controller's log for the driver's answer",
+		key, now.Sub(vr.DeletionTimestamp.Time).Round(time.Second), pvcProtectionFinalizer))
+}
+
+// pvcProtectionFinalizer is the finalizer csi-addons keeps on a replicated PVC until its
+// VolumeReplication is gone (finalizers.go).
+const pvcProtectionFinalizer = "replication.storage.openshift.io/pvc-protection"
+
+// Releasable reports whether the storage lets a secondary VolumeReplication go now or in a
+// moment: csi-addons reports it replaying a live primary (Replays), or in sync with a demoted
+// peer (a relocation's final sync: the peer's promotion, which follows, makes it replay).
+// Deleted in any other state, csi-addons retries for as long as the state lasts, with a backoff
+// that grows to many minutes.
+func Releasable(vr *replicationv1alpha1.VolumeReplication) bool {
+	return Replays(vr) || demotedInSync(vr)
+}
+
+// Replays reports whether csi-addons reports a secondary VolumeReplication, at its current
+// generation, as resyncing and not ready: the state ceph-csi answers only while the secondary
+// replays a live primary (up+replaying), the one state in which it releases a secondary. It
+// fails the resync in every other state (split brain, no synced snapshot yet, a peer
+// unreachable), and reports it ready (Degraded False) only with both sites demoted, in which it
+// does not release it either.
+func Replays(vr *replicationv1alpha1.VolumeReplication) bool {
+	if vr.Spec.ReplicationState == replicationv1alpha1.Primary || vr.Status.State != replicationv1alpha1.SecondaryState ||
+		vr.Status.ObservedGeneration != vr.Generation {
+		return false
+	}
+	completed := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionCompleted)
+	resyncing := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionResyncing)
+	return completed != nil && completed.Status == metav1.ConditionTrue && completed.ObservedGeneration == vr.Generation &&
+		resyncing != nil && resyncing.Status == metav1.ConditionTrue && resyncing.Reason == replicationv1alpha1.ReasonResyncTriggered &&
+		resyncing.ObservedGeneration == vr.Generation
 }
 
 // Demote sets the PVC's VolumeReplication to secondary, with autoResync when resync is asked (the

@@ -404,3 +404,100 @@ func TestClassIntervalsInCephCSIsFormMatchTheSameDuration(t *testing.T) {
 	g.Expect(cephInterval(90 * time.Minute)).To(Equal("90m"))
 	g.Expect(cephInterval(30 * time.Second)).To(Equal("30s"))
 }
+
+// csi-addons refreshes a primary's status every getInfoReconcileInterval of its class's
+// schedulingInterval: the interval below 2 minutes, half of it from 2 minutes, an hour for a
+// parameter time.ParseDuration cannot read (ceph-csi's days among them).
+func TestStatusReportsHowOftenCSIAddonsRefreshesTheLastSync(t *testing.T) {
+	for raw, want := range map[string]time.Duration{
+		"5s": 5 * time.Second, "1m": time.Minute, "90s": 90 * time.Second, "2m": time.Minute, "5m": 150 * time.Second,
+		"1h": 30 * time.Minute, "24h": 12 * time.Hour, "1d": time.Hour, "": time.Hour,
+	} {
+		t.Run(raw, func(t *testing.T) {
+			g := NewWithT(t)
+			vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"},
+				Spec: replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "the-class"}}
+			st, err := New(newClient(t, vr, class("the-class", driver, raw, nil))).Status(context.Background(), pvcContext(time.Minute, nil))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.RefreshInterval).To(Equal(want))
+		})
+	}
+	t.Run("a class that is gone tells nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0"},
+			Spec: replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "gone"}}
+		st, err := New(newClient(t, vr)).Status(context.Background(), pvcContext(time.Minute, nil))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.RefreshInterval).To(BeZero())
+	})
+}
+
+// A group asked to release its volumes as primary (the last copy left) has each
+// VolumeReplication promoted before it is deleted: ceph-csi disables mirroring only of a
+// primary image.
+func TestCleanupPromotesBeforeDeletingWhenTheGroupReleasesAsPrimary(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", Generation: 1},
+		Spec: replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "vrc-5s", ReplicationState: replicationv1alpha1.Secondary, AutoResync: true,
+			DataSource: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "data-db-0"}}}
+	vr.Status.State = replicationv1alpha1.SecondaryState
+	c := newClient(t, vr)
+	pc := pvcContext(5*time.Second, nil)
+	pc.VRG.Annotations = map[string]string{v1alpha1.AnnotationUnprotectAsPrimary: "true"}
+	b := New(c)
+
+	res := b.Cleanup(ctx, pc)
+	g.Expect(res.Outcome).To(Equal(replication.OutcomeRetry))
+	g.Expect(res.Message).To(ContainSubstring("promoting VolumeReplication app/data-db-0 before deleting it"))
+	got := &replicationv1alpha1.VolumeReplication{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vr), got)).To(Succeed())
+	g.Expect(got.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary))
+	g.Expect(got.Spec.AutoResync).To(BeFalse())
+
+	got.Status = replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.PrimaryState, ObservedGeneration: got.Generation,
+		Conditions: []metav1.Condition{{Type: replicationv1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "Promoted", LastTransitionTime: metav1.Now()}}}
+	g.Expect(c.Status().Update(ctx, got)).To(Succeed())
+	g.Expect(b.Cleanup(ctx, pc).Message).To(ContainSubstring("waiting for the storage to release VolumeReplication app/data-db-0"))
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vr), got)).NotTo(Succeed(), "deleted once primary")
+}
+
+// A VolumeReplication the storage keeps past the grace is reported with what releases it.
+func TestNotReleasedSaysWhatReleasesASecondary(t *testing.T) {
+	g := NewWithT(t)
+	deleted := metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", DeletionTimestamp: &deleted}}
+	vr.Status.State = replicationv1alpha1.SecondaryState
+	res := NotReleased(vr, deleted.Add(5*time.Second))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonProgressing), "within the grace the storage may still act")
+	res = NotReleased(vr, deleted.Add(time.Minute))
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonReplicationNotReleased))
+	g.Expect(res.Message).To(And(ContainSubstring("VolumeReplication app/data-db-0 was deleted 1m0s ago"),
+		ContainSubstring("only while it replays its peer's primary"), ContainSubstring("rbd mirror image promote --force")))
+}
+
+// Resyncing True (ResyncTriggered) at the current generation is csi-addons' word that ceph-csi
+// found the secondary replaying: the one state in which it releases it.
+func TestReplaysOnlyOnResyncTriggeredAtTheCurrentGeneration(t *testing.T) {
+	cond := func(t, status, reason string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, ObservedGeneration: gen}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []metav1.Condition
+		gen   int64
+		want  bool
+	}{
+		{"resyncing from a live primary", []metav1.Condition{cond("Completed", "True", "Demoted", 2), cond("Resyncing", "True", "ResyncTriggered", 2)}, 2, true},
+		{"in sync with a demoted peer", []metav1.Condition{cond("Completed", "True", "Demoted", 2), cond("Resyncing", "False", "NotResyncing", 2)}, 2, false},
+		{"failed to resync", []metav1.Condition{cond("Completed", "False", "FailedToResync", 2), cond("Resyncing", "False", "FailedToResync", 2)}, 2, false},
+		{"an older generation's word", []metav1.Condition{cond("Completed", "True", "Demoted", 1), cond("Resyncing", "True", "ResyncTriggered", 1)}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Generation: 2},
+				Spec: replicationv1alpha1.VolumeReplicationSpec{ReplicationState: replicationv1alpha1.Secondary}}
+			vr.Status = replicationv1alpha1.VolumeReplicationStatus{State: replicationv1alpha1.SecondaryState, ObservedGeneration: tc.gen, Conditions: tc.conds}
+			NewWithT(t).Expect(Replays(vr)).To(Equal(tc.want))
+		})
+	}
+}

@@ -44,6 +44,11 @@ const (
 	ConditionReplicating = "Replicating"
 )
 
+// ReasonResyncTriggered is the reason of Resyncing True: the driver accepted the resync of a
+// secondary and reports it not ready, which ceph-csi does while the secondary replays a live
+// primary (up+replaying); other states fail the resync (FailedToResync).
+const ReasonResyncTriggered = "ResyncTriggered"
+
 // VolumeReplicationSpec is the desired replication of one volume.
 type VolumeReplicationSpec struct {
 	// volumeReplicationClass names the VolumeReplicationClass. It cannot change.
