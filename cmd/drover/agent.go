@@ -8,13 +8,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/agent"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // Environment variables the release manifests set on drover's pods.
@@ -155,7 +155,7 @@ func (f *agentFlags) run(cmd *cobra.Command) error {
 	}
 	var cfg *rest.Config
 	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		cfg, err = kubeconfig.FromFile(f.kubeconfig)
 	} else {
 		cfg, err = ctrl.GetConfig()
 	}

@@ -124,7 +124,7 @@ func (o RotateOptions) readCopies(ctx context.Context, hub *target) (*profileCop
 	out := &profileCopies{hub: hubCopy, failed: map[string]error{}}
 	for i := range list.Items {
 		drc := &list.Items[i]
-		peer, err := peerTarget(ctx, hub, drc)
+		peer, err := peerTarget(ctx, hub, o.Namespace, drc)
 		if err != nil {
 			out.failed[drc.Name] = err
 			continue
