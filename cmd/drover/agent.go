@@ -162,6 +162,9 @@ func (f *agentFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("failed to load the cluster's configuration: %w", err)
 	}
+	if err := agent.Preflight(cmd.Context(), cfg); err != nil {
+		return err
+	}
 	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {
 		return err
