@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -22,23 +22,26 @@ import (
 const (
 	// AgentIdentity bounds the agent's ServiceAccount (config/agent/base/identity_policy.yaml).
 	AgentIdentity = "drover-agent-identity"
+	// AgentRBAC bounds where the agent's ServiceAccount writes Roles and RoleBindings (the same
+	// file).
+	AgentRBAC = "drover-agent-rbac"
 	// HubOnManagedCluster bounds the hub's credential
 	// (config/rbac/hub-on-managed-cluster/admission_policy.yaml).
 	HubOnManagedCluster = "drover-hub-on-managed-cluster"
-	// Namespace holds the identities' ServiceAccounts.
-	Namespace = "drover-system"
-	// HubServiceAccount is the hub's identity that `drover cluster join` creates: while it
-	// exists, HubOnManagedCluster must too.
-	HubServiceAccount = "drover-hub"
+	// HubRoleBinding is the ClusterRoleBinding `drover cluster join` gives the hub's
+	// credential on a managed cluster (config/rbac/hub-on-managed-cluster): while it exists,
+	// HubOnManagedCluster must too. (A ServiceAccount drover-system/drover-hub says nothing: the
+	// hub's own Deployment runs as one, on the hub cluster, which may be a managed one too.)
+	HubRoleBinding = "drover-hub-on-managed-cluster"
 )
 
 // Missing returns, one line each, the policies and bindings that must be on the cluster and are
-// not: AgentIdentity always, HubOnManagedCluster while the hub's ServiceAccount exists (the
-// cluster is joined). An error is a read that failed for another reason than NotFound.
+// not: AgentIdentity and AgentRBAC always, HubOnManagedCluster while HubRoleBinding exists
+// (the cluster is joined). An error is a read that failed for another reason than NotFound.
 func Missing(ctx context.Context, cl client.Reader) ([]string, error) {
-	err := cl.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: HubServiceAccount}, &corev1.ServiceAccount{})
+	err := cl.Get(ctx, client.ObjectKey{Name: HubRoleBinding}, &rbacv1.ClusterRoleBinding{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("failed to get ServiceAccount %s/%s, the hub's identity: %w", Namespace, HubServiceAccount, err)
+		return nil, fmt.Errorf("failed to get ClusterRoleBinding %s, the hub's credential's: %w", HubRoleBinding, err)
 	}
 	return MissingOnJoined(ctx, cl, err == nil)
 }
@@ -46,7 +49,7 @@ func Missing(ctx context.Context, cl client.Reader) ([]string, error) {
 // MissingOnJoined is Missing for a cluster known to be joined (the hub's credential reads it)
 // or not.
 func MissingOnJoined(ctx context.Context, cl client.Reader, joined bool) ([]string, error) {
-	names := []string{AgentIdentity}
+	names := []string{AgentIdentity, AgentRBAC}
 	if joined {
 		names = append(names, HubOnManagedCluster)
 	}
@@ -68,7 +71,10 @@ func MissingOnJoined(ctx context.Context, cl client.Reader, joined bool) ([]stri
 
 // why says what a missing policy leaves open and how to restore it.
 func why(name string) string {
-	if name == AgentIdentity {
+	switch name {
+	case AgentRBAC:
+		return "it keeps the agent's ServiceAccount from writing Roles and RoleBindings outside the namespaces it protects; apply drover's agent release manifests again"
+	case AgentIdentity:
 		return "it keeps the agent's ServiceAccount from creating running pods, webhooks and Roles beyond what the agent does; apply drover's agent release manifests again"
 	}
 	return "it keeps the hub's credential from writing Secrets and groups beyond what the hub does; run `drover cluster join` for this cluster again"
