@@ -40,8 +40,9 @@ func hubCredential(g Gomega, name string) (drover, core client.Client) {
 // The hub's credential on a managed cluster may create and patch the Secrets drover copies
 // (VolSync's keys, labelled drover.io/vrg-name) in the applications' namespaces. It must not
 // take over an application's own Secret by adding that label, nor ask for privileged VolSync
-// movers (root in the application's namespace) for a group outside an admin namespace; and
-// the agent refuses such a group whoever wrote it, leaving the namespace without VolSync's
+// movers (root in the application's namespace) for a group outside an admin namespace, nor
+// create a namespace labelled as a drill's sandbox (which the agent deletes); and the agent
+// refuses such a group whoever wrote it, leaving the namespace without VolSync's
 // privileged-movers annotation.
 func TestTheHubsCredentialCannotTakeOverAnApplicationsSecretNorAskForPrivilegedMovers(t *testing.T) {
 	g := NewWithT(t)
@@ -66,6 +67,16 @@ func TestTheHubsCredentialCannotTakeOverAnApplicationsSecretNorAskForPrivilegedM
 	got := &corev1.Secret{}
 	g.Expect(eastAdmin.Get(ctx, client.ObjectKeyFromObject(password), got)).To(Succeed())
 	g.Expect(string(got.Data["password"])).To(Equal("the-apps-own"), "the application's Secret is unchanged")
+
+	// A namespace labelled as a drill's sandbox, which the agent deletes at a drill's end: an
+	// application's namespace so created on the secondary would go with its replica.
+	squat := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hub-credential-app-b", Labels: map[string]string{"drover.io/drill": "x1"}}}
+	err = asHubCore.Create(ctx, squat)
+	t.Logf("the hub's credential creates a namespace labelled as a drill's sandbox: %v", err)
+	if err == nil {
+		_ = eastAdmin.Delete(ctx, squat)
+	}
+	g.Expect(err).To(MatchError(ContainSubstring("the hub never labels a namespace drover.io/drill")))
 
 	// A group asking for privileged movers, outside an admin namespace.
 	policy := &v1alpha1.DRPolicy{}
