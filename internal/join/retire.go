@@ -177,12 +177,12 @@ func resealOne(ctx context.Context, raw, sealed objectstore.Store, keys objectst
 		if err != nil {
 			return false, "", err
 		}
-		if sealedWith, err := objectstore.EnvelopeKeyID(envelope); err != nil || sealedWith != id {
-			return false, "", nil
+		if sealedWith, idErr := objectstore.EnvelopeKeyID(envelope); idErr != nil || sealedWith != id {
+			return false, "", nil //nolint:nilerr // not an envelope, or another key's: not this retirement's
 		}
-		body, _, err := objectstore.Open(keys, key, envelope)
-		if err != nil {
-			return false, err.Error(), nil
+		body, _, openErr := objectstore.Open(keys, key, envelope)
+		if openErr != nil {
+			return false, openErr.Error(), nil //nolint:nilerr // a forged envelope is reported, not an error of the run
 		}
 		err = sealed.PutIf(ctx, key, body, version)
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
