@@ -125,7 +125,7 @@ func TestAKubeconfigSecretOnTheHubCannotMakeTheOperatorsWorkstationRunOrSendAnyt
 	mustContain(t, out.String(),
 		"cluster mallory-exec did not get the credentials", "users[u].user.exec",
 		"cluster mallory-file did not get the credentials", "users[u].user.tokenFile",
-		"cluster mallory-ns did not get the credentials", "team-mallory/kubeconfig-mallory-ns, not in drover-system")
+		"cluster mallory-ns did not get the credentials", "team-mallory/kubeconfig-mallory-ns of DRCluster mallory-ns is not in drover-system")
 
 	out.Reset()
 	err := join.RotateStoreKey(t.Context(), rotateOptions(t, profileName(lab.East), &out))
@@ -134,7 +134,7 @@ func TestAKubeconfigSecretOnTheHubCannotMakeTheOperatorsWorkstationRunOrSendAnyt
 		t.Fatal("the rotation went on with clusters whose kubeconfig Secret was refused")
 	}
 	mustContain(t, err.Error(), "cluster mallory-exec", "users[u].user.exec", "cluster mallory-file", "users[u].user.tokenFile",
-		"cluster mallory-ns", "not in drover-system")
+		"cluster mallory-ns", "is not in drover-system")
 
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the exec plugin of a kubeconfig Secret ran on the operator's workstation")

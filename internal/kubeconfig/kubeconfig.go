@@ -38,8 +38,8 @@ func SecretRef(cluster string, ref v1alpha1.SecretRef, namespaces []string) erro
 	if slices.Contains(namespaces, ref.Namespace) {
 		return nil
 	}
-	return fmt.Errorf("%w: DRCluster %s names Secret %s/%s, not in %s: kubeconfig Secrets are read only there; move the Secret and set spec.kubeconfigSecretRef.namespace",
-		ErrSecretNamespace, cluster, ref.Namespace, ref.Name, strings.Join(namespaces, " or "))
+	return fmt.Errorf("%w: the Secret %s/%s of DRCluster %s is not in %s: kubeconfig Secrets are read only there; move the Secret and set spec.kubeconfigSecretRef.namespace",
+		ErrSecretNamespace, ref.Namespace, ref.Name, cluster, strings.Join(namespaces, " or "))
 }
 
 // FromSecret builds the configuration of a cluster from the kubeconfig in secret's key
