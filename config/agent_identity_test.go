@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,9 +23,10 @@ const agentUser = "system:serviceaccount:drover-system:drover-agent"
 // as the agent's ServiceAccount (impersonated: its RBAC and the admission policy see that user):
 // whatever its ClusterRole allows, the shipped ValidatingAdmissionPolicy drover-agent-identity
 // refuses a pod that is not a dry run, another webhook configuration, deleting a Secret drover
-// did not make or a namespace that is not a drill's sandbox (or labelling one as such), and any
-// write in a system namespace or in drover-system beyond its own objects, and lets through what
-// the agent does.
+// did not make or a namespace that is not a drill's sandbox (or labelling one as such), a Role
+// the restore did not label or one outside the namespaces of its groups (drover-agent-rbac),
+// and any write in a system namespace or in drover-system beyond its own objects, and lets
+// through what the agent does.
 func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -41,6 +43,15 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 	for _, s := range []*corev1.Secret{users, key} {
 		g.Expect(cl.Create(ctx, s)).To(Succeed())
 	}
+	// The application's group: the agent restores Roles and RoleBindings where one lives.
+	group := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "drover.io/v1alpha1", "kind": "VolumeReplicationGroup",
+		"metadata": map[string]any{"namespace": app, "name": "db"},
+		"spec": map[string]any{"replicationState": "secondary", "schedulingInterval": "1m", "pvcSelector": map[string]any{},
+			"s3Profiles": []any{map[string]any{"name": "p", "endpoint": "http://127.0.0.1:9", "bucket": "bucket", "region": "r",
+				"secretRef": map[string]any{"namespace": "drover-system", "name": "p"}}},
+			"storageClassBackends": []any{map[string]any{"provisioner": "lab.drover.io", "backend": "VolRep"}}}}}
+	g.Expect(cl.Create(ctx, group)).To(Succeed())
+	restored := map[string]string{"drover.io/restored-rbac": "true"}
 
 	refused := []struct {
 		name string
@@ -70,6 +81,14 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 			return agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}},
 				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"drover.io/drill":"x"}}}`)))
 		}, "drover's agent never adds or removes the drill label"},
+		{"a Role the restore did not label", func() error {
+			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "unlabelled"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+		}, "drover's agent writes only the Roles and RoleBindings it restores"},
+		{"a restored Role in a namespace that holds no group", func() error {
+			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "restored", Labels: restored},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+		}, "ValidatingAdmissionPolicy 'drover-agent-rbac'"},
 		{"a ConfigMap in kube-system", func() error {
 			return agent.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-override"}})
 		}, "drover's agent writes nothing in a system namespace"},
@@ -88,7 +107,7 @@ func TestTheAgentsIdentityIsBoundToWhatTheAgentDoes(t *testing.T) {
 		{"the fence's dry-run probe", func() error { return agent.Create(ctx, probePod(app), client.DryRunAll) }},
 		{"deleting the VolSync key Secret it made", func() error { return agent.Delete(ctx, key.DeepCopy()) }},
 		{"a restored Role in the application's namespace", func() error {
-			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "reader"},
+			return agent.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "reader", Labels: restored},
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}})
 		}},
 		{"a drill's sandbox namespace, created labelled and deleted", func() error {

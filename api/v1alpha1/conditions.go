@@ -108,6 +108,11 @@ const (
 	// Also DataReady of a VolumeReplicationGroup on a managed cluster that protects namespaces
 	// other than its own from a namespace that is not an admin namespace of that cluster.
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonPolicyNotAllowed (Validated of a DRPlacementControl): the DRPolicy it names may not
+	// be named from its namespace: the policy asks for privileged VolSync movers and the
+	// namespace is not an admin namespace, or the policy's administrator listed the namespaces
+	// that may name it (annotation drover.io/tenant-namespaces) and this one is not among them.
+	ReasonPolicyNotAllowed = "PolicyNotAllowed"
 	// ReasonSystemNamespace (Validated of a DRPlacementControl, and of a VolumeReplicationGroup
 	// on a managed cluster): the namespaces to protect include a system namespace (kube-*,
 	// openshift-*, drover-system, or one the hub or agent was told of), which drover never

@@ -59,7 +59,9 @@ type DRPolicySpec struct {
 	// docs/usage/permissionmodel.rst; the annotation is removed on unprotect), so movers run as
 	// root with the capabilities to copy every file with its owner: choose it for such
 	// applications, in namespaces whose users may be given a privileged mover and whose Pod
-	// Security level is baseline or privileged (restricted refuses a root mover).
+	// Security level is baseline or privileged (restricted refuses a root mover). Only
+	// DRPlacementControls of admin namespaces may name a policy with Privileged movers, and on a
+	// managed cluster only groups of its admin namespaces may ask for them (docs/security.md).
 	// +optional
 	VolSyncMovers VolSyncMovers `json:"volSyncMovers,omitempty"`
 

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/drover-io/drover/internal/agent/drill"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // Environment variables the release manifests set on drover's pods.
@@ -201,12 +201,15 @@ func (f *agentFlags) run(cmd *cobra.Command) error {
 	}
 	var cfg *rest.Config
 	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		cfg, err = kubeconfig.FromFile(f.kubeconfig)
 	} else {
 		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return fmt.Errorf("failed to load the cluster's configuration: %w", err)
+	}
+	if err := agent.Preflight(cmd.Context(), cfg); err != nil {
+		return err
 	}
 	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {

@@ -17,13 +17,13 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Join managed clusters to the hub, list them, remove them, declare them lost, rotate store keys",
+		Short: "Join managed clusters to the hub, list them, remove them, declare them lost, rotate store keys and S3 credentials",
 		// The clients log nothing a person needs; without a logger controller-runtime
 		// complains on stderr.
 		PersistentPreRun: func(*cobra.Command, []string) { ctrllog.SetLogger(logr.Discard()) },
 	}
 	cmd.AddCommand(newClusterJoinCommand(), newClusterUnjoinCommand(), newClusterLostCommand(), newClusterListCommand(),
-		newClusterRotateStoreKeyCommand())
+		newClusterRotateStoreKeyCommand(), newClusterRotateS3CredentialsCommand())
 	return cmd
 }
 

@@ -29,10 +29,12 @@ A cluster that cannot be reached stops the rotation before the key is made curre
 command exits non-zero: the copies already written hold the new key as a reader only, which is
 harmless. Running it again finishes the same rotation.
 
---retire KEYID removes an older key from every copy. It refuses while KEYID is current anywhere,
-and reads every object of the profile's store (with the credentials of the hub's copy) first:
-it refuses while one is still sealed with KEYID, since that object would no longer open, or
-when the store cannot be read from here. --force skips that check.`,
+--retire KEYID removes an older key from every copy. It refuses while KEYID is current anywhere.
+It first reads every object of the profile's store (with the credentials of the hub's copy) and
+reseals under the current key each one still sealed with KEYID, which would no longer open
+otherwise; an object whose envelope names KEYID but does not open with it (written by someone
+without the key) is listed, not trusted, and does not stop the retirement. It refuses when the
+store cannot be read and written from here. --force skips the reseal.`,
 		Example: `  drover cluster rotate-store-key --profile s3-east
   drover cluster rotate-store-key --profile s3-east --retire k3f9a2b1c`,
 		Args: cobra.NoArgs,
@@ -58,7 +60,7 @@ when the store cannot be read from here. --force skips that check.`,
 	fs.StringVar(&o.Profile, "profile", "", "the S3 profile, the name of its credentials Secret (such as s3-east)")
 	fs.StringVar(&o.Namespace, "drover-namespace", join.DefaultNamespace, "namespace of the profile's Secrets, on every cluster")
 	fs.StringVar(&retire, "retire", "", "remove this older key from every copy, instead of rotating")
-	fs.BoolVar(&o.Force, "force", false, "with --retire: do not check that no object of the store is still sealed with the key (those objects no longer open)")
+	fs.BoolVar(&o.Force, "force", false, "with --retire: do not reseal the store's objects still sealed with the key (those objects no longer open)")
 	fs.BoolVar(&o.AllowInsecureKubeconfig, "allow-insecure-kubeconfig", false, "use a hub kubeconfig that sets insecure-skip-tls-verify (the store keys cross that connection)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd

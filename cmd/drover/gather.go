@@ -22,7 +22,10 @@ with why; a cluster that does not answer is noted there, not fatal.
 
 Secrets are listed by name, type and key names only. Every value of every Secret read, the
 tokens and keys inside kubeconfigs (the DRClusters' Secrets) and the credentials of the clients
-used are scrubbed from every file, in clear and in base64.
+used are scrubbed from every file, in clear and in base64. Every container of a pod or of a
+Deployment's, StatefulSet's, DaemonSet's, Job's or CronJob's pod template (init and ephemeral
+containers too) keeps its variables' names and its program, never a literal environment value,
+an argument or the rest of its command.
 
 The managed clusters are reached with the hub's credential there (the DRClusters' Secrets),
 which may read only drover's groups; --cluster-kubeconfig NAME=FILE uses one of yours.`,

@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/hub"
 	"github.com/drover-io/drover/internal/hub/drpc"
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/tenancy"
 )
 
@@ -73,7 +73,7 @@ func (f *hubFlags) run(cmd *cobra.Command) error {
 	var cfg *rest.Config
 	var err error
 	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		cfg, err = kubeconfig.FromFile(f.kubeconfig)
 	} else {
 		cfg, err = ctrl.GetConfig()
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/argocd"
 	"github.com/drover-io/drover/internal/lab/crds"
@@ -343,7 +343,7 @@ func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
 
 // newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
 func newLabStorageControllerCommand() *cobra.Command {
-	var cluster, kubeconfig, dataDir, peerDataDir, partitionFlag, peerPartitionFlag, multiClusterFlag string
+	var cluster, kubeconfigPath, dataDir, peerDataDir, partitionFlag, peerPartitionFlag, multiClusterFlag string
 	cmd := &cobra.Command{
 		Use:    "storage-controller",
 		Short:  "Run the lab storage of one managed cluster (started by the lab)",
@@ -351,9 +351,9 @@ func newLabStorageControllerCommand() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := kubeconfig.FromFile(kubeconfigPath)
 			if err != nil {
-				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
+				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfigPath, err)
 			}
 			cfg.QPS, cfg.Burst = 1000, 2000
 			// Named in the API servers' audit logs apart from drover's other processes.
@@ -365,7 +365,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "lab cluster name")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster")
+	cmd.Flags().StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfigPath of the cluster")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the cluster's volumes")
 	cmd.Flags().StringVar(&peerDataDir, "peer-data-dir", "", "directory of the peer cluster's volumes, the mirroring target")
 	cmd.Flags().StringVar(&partitionFlag, "partition-flag", "", "file whose existence partitions this cluster from its peer")
@@ -380,7 +380,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 // newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet), which runs
 // drover's pods.
 func newLabKubeletCommand() *cobra.Command {
-	var kubeconfig, stateDir, logDir, podCIDR string
+	var kubeconfigPath, stateDir, logDir, podCIDR string
 	var images, pins []string
 	cmd := &cobra.Command{
 		Use:    "kubelet",
@@ -388,9 +388,9 @@ func newLabKubeletCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := kubeconfig.FromFile(kubeconfigPath)
 			if err != nil {
-				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfig, err)
+				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfigPath, err)
 			}
 			opts := kubelet.Options{Config: rest.AddUserAgent(cfg, "lab-kubelet"), StateDir: stateDir, LogDir: logDir, Images: map[string]string{}}
 			if opts.PodCIDR, err = netip.ParsePrefix(podCIDR); err != nil {
@@ -413,7 +413,7 @@ func newLabKubeletCommand() *cobra.Command {
 			return k.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the kubelet's identity")
+	cmd.Flags().StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the kubelet's identity")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "directory of the pods' files and state.json")
 	cmd.Flags().StringVar(&logDir, "log-dir", "", "directory of the containers' logs")
 	cmd.Flags().StringVar(&podCIDR, "pod-cidr", kubelet.DefaultPodCIDR.String(), "loopback range of pod IPs")

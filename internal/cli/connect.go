@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // defaultNamespace is the namespace when neither --namespace nor the kubeconfig context names one.
@@ -96,12 +97,10 @@ func (c *Connection) Describe() string {
 }
 
 func (c *Connection) clientConfig() clientcmd.ClientConfig {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.Kubeconfig
 	overrides := c.Overrides
 	overrides.CurrentContext = c.Context
 	overrides.Context.Namespace = c.Namespace
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
+	return kubeconfig.Person(c.Kubeconfig, &overrides)
 }
 
 // Resolve returns the hub's REST configuration and the namespace to use.

@@ -24,7 +24,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // redactor removes secrets from what gather writes, in two layers. Structurally: a Secret keeps
 // its name, type and key names, never its values; no object keeps its managedFields or
-// kubectl's last-applied annotation; a container's literal environment values are dropped.
+// kubectl's last-applied annotation; every container's literal environment values and
+// arguments are dropped (in a pod and in the pod template of a workload, ephemeral and init
+// containers included).
 // Then textually, over every file (logs and events included): every value of every Secret read,
 // every credential inside a kubeconfig value, and the credentials of the clients gather uses,
 // in clear and in base64, are replaced with <redacted>.
@@ -104,7 +106,11 @@ func (r *redactor) object(u *unstructured.Unstructured) {
 	case "Secret":
 		r.secret(u)
 	case "Pod":
-		r.podEnv(u)
+		redactPodSpec(u.Object, "spec")
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController":
+		redactPodSpec(u.Object, "spec", "template", "spec")
+	case "CronJob":
+		redactPodSpec(u.Object, "spec", "jobTemplate", "spec", "template", "spec")
 	}
 }
 
@@ -136,26 +142,43 @@ func (r *redactor) secret(u *unstructured.Unstructured) {
 	}
 }
 
-// podEnv drops the literal values of a pod's environment variables, which may hold credentials.
-func (r *redactor) podEnv(u *unstructured.Unstructured) {
-	for _, field := range []string{"containers", "initContainers"} {
-		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", field)
+// redactPodSpec drops, in the pod spec at path of obj, what may hold a credential in every
+// container (init and ephemeral ones too): the literal values of its environment variables,
+// its arguments, and its command but for the program (`sh -c "psql postgres://u:p@db"`).
+// References (valueFrom, envFrom) name a Secret or a field, never a value, and stay.
+func redactPodSpec(obj map[string]any, path ...string) {
+	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		at := append(append([]string(nil), path...), field)
+		cs, found, _ := unstructured.NestedSlice(obj, at...)
+		if !found {
+			continue
+		}
 		for _, c := range cs {
-			cm, ok := c.(map[string]any)
-			if !ok {
-				continue
-			}
-			env, _ := cm["env"].([]any)
-			for _, e := range env {
-				if em, ok := e.(map[string]any); ok {
-					if _, has := em["value"]; has {
-						em["value"] = redacted
-					}
-				}
+			if cm, ok := c.(map[string]any); ok {
+				redactContainer(cm)
 			}
 		}
-		if cs != nil {
-			_ = unstructured.SetNestedSlice(u.Object, cs, "spec", field)
+		_ = unstructured.SetNestedSlice(obj, cs, at...)
+	}
+}
+
+func redactContainer(c map[string]any) {
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if em, ok := e.(map[string]any); ok {
+			if _, has := em["value"]; has {
+				em["value"] = redacted
+			}
+		}
+	}
+	if args, ok := c["args"].([]any); ok {
+		for i := range args {
+			args[i] = redacted
+		}
+	}
+	if cmd, ok := c["command"].([]any); ok {
+		for i := 1; i < len(cmd); i++ {
+			cmd[i] = redacted
 		}
 	}
 }

@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/gateway"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // remoteTimeout bounds each request of the day-2 verbs to a cluster, so a stopped cluster costs
@@ -138,7 +138,7 @@ func managedClusters(ctx context.Context, hub client.Reader, files ClusterKubeco
 		} else {
 			ref := m.drc.Spec.KubeconfigSecretRef
 			m.via, m.hubCredential = fmt.Sprintf("the hub's credential (Secret %s/%s)", ref.Namespace, ref.Name), true
-			m.cfg, m.err = secretConfig(ctx, hub, ref)
+			m.cfg, m.err = secretConfig(ctx, hub, m.name, ref)
 		}
 		if m.err == nil {
 			m.cfg.Timeout = remoteTimeout
@@ -161,17 +161,16 @@ func containsCluster(items []v1alpha1.DRCluster, name string) bool {
 
 // fileConfig loads a person's kubeconfig file, with its current context.
 func fileConfig(file string) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: file}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("failed to load kubeconfig %s: %w", file, err)
-	}
-	return cfg, nil
+	return kubeconfig.PersonFile(file)
 }
 
 // secretConfig builds the hub's configuration of a cluster from its kubeconfig Secret, checked
-// as the hub checks it (gateway.RESTConfig).
-func secretConfig(ctx context.Context, hub client.Reader, ref v1alpha1.SecretRef) (*rest.Config, error) {
+// as the hub checks it (gateway.RESTConfig), and read only in drover-system: the CLI runs on a
+// person's machine, where a plugin in the Secret would run as that person.
+func secretConfig(ctx context.Context, hub client.Reader, cluster string, ref v1alpha1.SecretRef) (*rest.Config, error) {
+	if err := kubeconfig.SecretRef(cluster, ref, kubeconfig.SecretNamespaces("")); err != nil {
+		return nil, fmt.Errorf("%w; or pass --cluster-kubeconfig %s=FILE with a kubeconfig of yours for the cluster", err, cluster)
+	}
 	secret := &corev1.Secret{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsForbidden(err) {

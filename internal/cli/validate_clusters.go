@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/identitypolicy"
 )
 
 // Clock skews past these warn and fail. The Date header has a resolution of one second, so a
@@ -79,6 +80,7 @@ func (v *validator) clusters(ctx context.Context, hub client.Client, hubCfg *res
 		}
 		v.crdChecks(m.name, m.cfg, neededKinds(paired))
 		images[m.name] = v.deploymentCheck(ctx, m.name, m.cl, agentDeployment, m.forbidden)
+		v.identityPolicyCheck(ctx, m)
 		for _, p := range paired {
 			v.storageChecks(ctx, m, p)
 		}
@@ -86,6 +88,28 @@ func (v *validator) clusters(ctx context.Context, hub client.Client, hubCfg *res
 	v.versionCheck(hubImage, images)
 	v.storeChecks(ctx, policies.Items, clusters)
 	return nil
+}
+
+// identityPolicyCheck checks that the admission policies bounding the agent's and the hub's
+// identities on the cluster are there (internal/identitypolicy): the agent refuses to start
+// without them, and one deleted while it runs silently reopens what it closed.
+func (v *validator) identityPolicyCheck(ctx context.Context, m *managedCluster) {
+	check := m.name + ": identity policies"
+	missing, err := identitypolicy.Missing(ctx, m.cl)
+	if apierrors.IsForbidden(err) && m.hubCredential {
+		// The hub's credential may not read ServiceAccounts; it reaches only a joined cluster.
+		missing, err = identitypolicy.MissingOnJoined(ctx, m.cl, true)
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		v.add(check, Warn, "%s", m.forbidden("read the admission policies "+identitypolicy.AgentIdentity+" and "+identitypolicy.HubOnManagedCluster))
+	case err != nil:
+		v.add(check, Fail, "%v", err)
+	case len(missing) > 0:
+		v.add(check, Fail, "missing: %s", strings.Join(missing, "; "))
+	default:
+		v.add(check, Pass, "the admission policies bounding drover's identities are in place")
+	}
 }
 
 // pairing returns the policies that pair cluster.

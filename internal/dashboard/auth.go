@@ -4,13 +4,30 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
 )
 
-// cookieName is the dashboard's session cookie.
-const cookieName = "drover_dashboard"
+// cookiePrefix begins the name of the dashboard's session cookie, which ends with the port the
+// dashboard serves on (cookieName).
+const cookiePrefix = "drover_dashboard_"
+
+// cookieName is the session cookie of the dashboard at host (host:port, the request's Host).
+// Browsers keep cookies by host and ignore ports: every dashboard and every other service on
+// 127.0.0.1 shares one cookie store. A name of its own per port keeps two dashboards open at
+// once (two hubs, two people's kubeconfigs) from overwriting each other's session, and a
+// service on another port that sets drover_dashboard (or any other port's name) from signing
+// this one in or out. It does not keep the browser from sending the cookie to another service
+// on 127.0.0.1 that the person opens: docs/security.md says what that service could do.
+func cookieName(host string) string {
+	_, port, err := net.SplitHostPort(host)
+	if err != nil || port == "" {
+		port = "80"
+	}
+	return cookiePrefix + port
+}
 
 // access holds the one-time token of the printed URL and the session it is exchanged for.
 type access struct {
@@ -65,7 +82,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			// Not Secure: the dashboard serves plain http on 127.0.0.1 (Listen), where a Secure
 			// cookie would never be sent back; it is HttpOnly and SameSite=Strict.
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.access.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}) //nolint:gosec // G124: http on loopback only
+			http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.access.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}) //nolint:gosec // G124: http on loopback only
 
 			u := *r.URL
 			q := u.Query()
@@ -74,7 +91,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Redirect(w, r, (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String(), http.StatusSeeOther)
 			return
 		}
-		c, err := r.Cookie(cookieName)
+		c, err := r.Cookie(cookieName(r.Host))
 		if err != nil || !same(c.Value, s.access.session) {
 			http.Error(w, "not signed in: open the URL with the token that `drover dashboard` printed", http.StatusUnauthorized)
 			return

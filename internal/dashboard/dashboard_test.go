@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -251,5 +253,54 @@ func TestAChangeOfAnApplicationIsSentToTheOpenPagesAsItHappens(t *testing.T) {
 				break wait
 			}
 		}
+	}
+}
+
+// Browsers keep cookies by host, not by port: two dashboards on 127.0.0.1 (two hubs, two
+// kubeconfigs), or a dashboard and another local service, share one cookie store. Each
+// dashboard's session cookie is named for its port, so signing in to one does not sign the
+// person out of the other, and a cookie another port sets under the old name is not a session.
+func TestTwoDashboardsOnOneHostKeepTheirOwnSessions(t *testing.T) {
+	jar, _ := cookiejar.New(nil)
+	start := func() *browser {
+		s, err := New(Options{Config: adminConfig, Namespace: shop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.Follow(ctx)
+		ts := httptest.NewServer(s.Handler())
+		t.Cleanup(func() { cancel(); ts.Close() })
+		return &browser{t: t, base: ts.URL, srv: s, http: &http.Client{Jar: jar}}
+	}
+	first, second := start(), start()
+	for _, b := range []*browser{first, second} {
+		if code, body := b.get("/?token=" + b.srv.Token()); code != http.StatusOK {
+			t.Fatalf("signing in to %s answered %d:\n%s", b.base, code, body)
+		}
+	}
+	u, _ := url.Parse(first.base)
+	var names []string
+	for _, c := range jar.Cookies(u) {
+		names = append(names, c.Name)
+	}
+	t.Logf("the browser holds, for %s: %v", u.Host, names)
+	if code, _ := first.get("/"); code != http.StatusOK {
+		t.Errorf("after signing in to the second dashboard, the first answers %d: its session cookie was overwritten", code)
+	}
+	if code, _ := second.get("/"); code != http.StatusOK {
+		t.Errorf("the second dashboard answers %d", code)
+	}
+	// Another service of the host sets a cookie with a dashboard's value under another port's
+	// name: the first dashboard does not take it for its own session.
+	other := &browser{t: t, base: first.base, http: &http.Client{}}
+	req, _ := http.NewRequest(http.MethodGet, first.base+"/", nil)
+	req.AddCookie(&http.Cookie{Name: cookiePrefix + "1", Value: first.srv.access.session})
+	resp, err := other.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := readBody(t, resp); code != http.StatusUnauthorized {
+		t.Errorf("a session under another port's cookie name answered %d, want 401", code)
 	}
 }

@@ -13,7 +13,8 @@
 // action the cluster's, name) is checked on the server, with a CSRF token, before any patch.
 //
 // Access (auth.go): the URL printed at start carries a one-time token; the first visit
-// exchanges it for an HttpOnly, SameSite=Strict cookie, and every other request without that
+// exchanges it for an HttpOnly, SameSite=Strict cookie named for the port (browsers share
+// cookies across a host's ports), and every other request without that
 // cookie is refused. No Secret, token or S3 credential is ever read into a page: the pages are
 // built from DRPlacementControls, DRPolicies, DRClusters and Events only.
 package dashboard

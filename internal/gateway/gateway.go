@@ -14,11 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // ErrNoKubeconfig wraps every error that says a DRCluster's kubeconfig Secret is missing or
@@ -86,28 +87,24 @@ func (l Limits) orDefault() Limits {
 }
 
 // RESTConfig builds the configuration of a managed cluster from the kubeconfig Secret of its
-// DRCluster, with the gateway's request timeout and the default rate limits. A kubeconfig that
-// CheckKubeconfig refuses is not used.
+// DRCluster (kubeconfig.FromSecret, which refuses what Check refuses), with the gateway's
+// request timeout and the default rate limits.
 func RESTConfig(secret *corev1.Secret) (*rest.Config, error) {
-	raw, ok := secret.Data[v1alpha1.KubeconfigSecretKey]
-	if !ok || len(raw) == 0 {
-		return nil, fmt.Errorf("secret %s/%s has no key %q: put the cluster's kubeconfig there", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey)
-	}
-	kc, err := clientcmd.Load(raw)
-	if err == nil {
-		err = CheckKubeconfig(kc)
-	}
-	var cfg *rest.Config
-	if err == nil {
-		cfg, err = clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
-	}
+	cfg, err := kubeconfig.FromSecret(secret)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s/%s key %q is not a usable kubeconfig: %w", secret.Namespace, secret.Name, v1alpha1.KubeconfigSecretKey, err)
+		return nil, err
 	}
 	cfg.Timeout = requestTimeout
 	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	return cfg, nil
 }
+
+// CheckKubeconfig is kubeconfig.Check: it refuses a kubeconfig that uses a plugin, a file,
+// insecure TLS, a proxy or impersonation.
+func CheckKubeconfig(cfg *clientcmdapi.Config) error { return kubeconfig.Check(cfg) }
+
+// ErrUnsafeKubeconfig wraps every refusal of CheckKubeconfig.
+var ErrUnsafeKubeconfig = kubeconfig.ErrUnsafe
 
 // Probe checks that the cluster answers and serves drover's API with the hub's credential: it
 // lists at most one VolumeReplicationGroup, from the cluster itself.

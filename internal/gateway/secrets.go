@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // changesBuffer is how many changes may wait for the hub's controller before the caches' event
@@ -70,7 +69,7 @@ var (
 
 // DefaultSecretNamespace is where kubeconfig Secrets are read from, besides the hub's own
 // namespace: where `drover cluster join` writes them.
-const DefaultSecretNamespace = "drover-system"
+const DefaultSecretNamespace = kubeconfig.DefaultSecretNamespace
 
 // NewSecrets returns a gateway reading DRClusters and Secrets through hub (an uncached reader
 // keeps the hub from watching every Secret of the cluster), with clients of the given scheme
@@ -79,11 +78,7 @@ const DefaultSecretNamespace = "drover-system"
 // there, or a DRCluster's author, hand the hub any credential, or read any Secret's kubeconfig
 // key through the hub.
 func NewSecrets(hub client.Reader, scheme *runtime.Scheme, limits Limits, hubNamespace string) *Secrets {
-	namespaces := []string{DefaultSecretNamespace}
-	if hubNamespace != "" && hubNamespace != DefaultSecretNamespace {
-		namespaces = append(namespaces, hubNamespace)
-	}
-	return &Secrets{hub: hub, scheme: scheme, limits: limits.orDefault(), namespaces: namespaces, clusters: map[string]*remote{},
+	return &Secrets{hub: hub, scheme: scheme, limits: limits.orDefault(), namespaces: kubeconfig.SecretNamespaces(hubNamespace), clusters: map[string]*remote{},
 		changes: make(chan event.GenericEvent, changesBuffer), done: make(chan struct{})}
 }
 
@@ -187,9 +182,8 @@ func (g *Secrets) secret(ctx context.Context, cluster string) (*corev1.Secret, e
 		return nil, fmt.Errorf("failed to get DRCluster %s: %w", cluster, err)
 	}
 	ref := drc.Spec.KubeconfigSecretRef
-	if !slices.Contains(g.namespaces, ref.Namespace) {
-		return nil, fmt.Errorf("%w for DRCluster %s: its Secret %s/%s is not in %s: the hub reads kubeconfig Secrets only there; move the Secret and set spec.kubeconfigSecretRef.namespace",
-			ErrNoKubeconfig, cluster, ref.Namespace, ref.Name, strings.Join(g.namespaces, " or "))
+	if err := kubeconfig.SecretRef(cluster, ref, g.namespaces); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoKubeconfig, err)
 	}
 	secret := &corev1.Secret{}
 	if err := g.hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {

@@ -1,7 +1,13 @@
 // Package join registers a managed cluster with the hub and removes it again: the library
 // behind `drover cluster join` and `drover cluster unjoin`, also called by the lab. It also
 // rotates the store keys of the S3 profiles' Secrets it copies (`drover cluster
-// rotate-store-key`, rotate.go and retire.go).
+// rotate-store-key`, rotate.go and retire.go, which reseals what the retired key sealed) and
+// their access keys (`drover cluster rotate-s3-credentials`, s3creds.go).
+//
+// The clusters joined before are reached through the hub's kubeconfig Secrets, read here on
+// the operator's machine: only in drover-system and the hub's namespace, and only through
+// kubeconfig.FromSecret, which refuses plugins, files, insecure TLS, a proxy and impersonation
+// (profiles.go, peerTarget).
 //
 // Join creates, on the managed cluster, the hub's least-privilege identity (the ServiceAccount
 // drover-hub bound to config/rbac/hub-on-managed-cluster), the Secret its tokens are bound to

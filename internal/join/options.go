@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -155,9 +156,7 @@ func (o Options) complete() (Options, error) {
 // $KUBECONFIG, else ~/.kube/config; its current context unless context names another. The
 // returned Cluster's Source names the file, the context and the user for messages.
 func LoadKubeconfig(path, context string) (Cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	cc := kubeconfig.Person(path, &clientcmd.ConfigOverrides{CurrentContext: context})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {

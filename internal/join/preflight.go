@@ -11,10 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 const (
@@ -108,9 +109,9 @@ func joinedServer(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) (st
 		}
 		return "", fmt.Errorf("failed to get Secret %s/%s of DRCluster %s: %w", ref.Namespace, ref.Name, drc.Name, hub.explain(err))
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
+	cfg, err := kubeconfig.FromSecret(secret)
 	if err != nil {
-		return "", nil //nolint:nilerr // an unusable kubeconfig is replaced by join
+		return "", nil //nolint:nilerr // an unusable (or refused) kubeconfig is replaced by join
 	}
 	return cfg.Host, nil
 }

@@ -8,11 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -89,7 +89,7 @@ func (o Options) shareProfile(ctx context.Context, hub *target) {
 }
 
 func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) error {
-	peer, err := peerTarget(ctx, hub, drc)
+	peer, err := peerTarget(ctx, hub, o.Namespace, drc)
 	if err != nil {
 		return err
 	}
@@ -103,16 +103,23 @@ func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha
 
 // peerTarget is a joined cluster as the hub reaches it: through the hub's own credential for
 // it, the kubeconfig Secret of its DRCluster (which may get, create and patch the Secrets join
-// labelled in drover-system).
-func peerTarget(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) (*target, error) {
+// labelled in drover-system). That Secret is written by whoever may write Secrets in the hub's
+// namespace, the hub's own ServiceAccount among them, and is read here on the operator's machine:
+// it is read only in kubeconfig.SecretNamespaces(hubNamespace) and built only through
+// kubeconfig.FromSecret, which refuses plugins (a command run as the operator), files (the
+// operator's token or key sent away), insecure TLS, a proxy and impersonation, as the hub does.
+func peerTarget(ctx context.Context, hub *target, hubNamespace string, drc *v1alpha1.DRCluster) (*target, error) {
 	ref := drc.Spec.KubeconfigSecretRef
+	if err := kubeconfig.SecretRef(drc.Name, ref, kubeconfig.SecretNamespaces(hubNamespace)); err != nil {
+		return nil, err
+	}
 	secret := &corev1.Secret{}
 	if err := hub.cl.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		return nil, fmt.Errorf("failed to get the hub's kubeconfig Secret %s/%s for cluster %s: %w", ref.Namespace, ref.Name, drc.Name, hub.explain(err))
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[v1alpha1.KubeconfigSecretKey])
+	cfg, err := kubeconfig.FromSecret(secret)
 	if err != nil {
-		return nil, fmt.Errorf("failed to read the kubeconfig in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, fmt.Errorf("refusing the hub's kubeconfig Secret for cluster %s: %w", drc.Name, err)
 	}
 	return newTarget("managed cluster "+drc.Name, Cluster{Config: cfg, Source: "the hub's kubeconfig Secret " + ref.Namespace + "/" + ref.Name})
 }

@@ -12,12 +12,14 @@ import (
 )
 
 // RetireStoreKey removes key id from every copy of the S3 profile o.Profile's Secret. It
-// refuses while id is the current key of any copy, or the key a rotation is making current.
-// An object sealed with a retired key can no longer be opened, by any agent: unless o.Force, it
-// first reads every object of the profile's store, with the profile's credentials from the
-// hub's copy, and refuses while one is sealed with id (its envelope names the key in clear), or
-// when the store cannot be read from here, or when a cluster's copy cannot be read. Removing a
-// key no copy holds is no error, so a run that failed half-way is finished by running it again.
+// refuses while id is the current key of any copy, or the key a rotation is making current, or
+// while a cluster's copy cannot be read. An object sealed with a retired key can no longer be
+// opened, by any agent: unless o.Force, it first reads every object of the profile's store,
+// with the profile's credentials from the hub's copy, and reseals under the current key each
+// one sealed with id (resealStore); an object whose clear header names id but that does not
+// open is reported, not trusted, and does not block the retirement. It refuses when the store
+// cannot be read and written from here. Removing a key no copy holds is no error, so a run that
+// failed half-way is finished by running it again.
 func RetireStoreKey(ctx context.Context, opts RotateOptions, id string) error {
 	o, copies, err := opts.open(ctx)
 	if err != nil {
@@ -28,7 +30,7 @@ func RetireStoreKey(ctx context.Context, opts RotateOptions, id string) error {
 		return err
 	}
 	if !o.Force {
-		if err := o.checkStore(ctx, copies.hub, id); err != nil {
+		if err := o.resealStore(ctx, copies.hub, id); err != nil {
 			return err
 		}
 	}
@@ -93,54 +95,102 @@ func (o RotateOptions) retirable(copies *profileCopies, all []*profileCopy, id s
 	return false, nil
 }
 
-// checkStore reads every object of the profile's store and refuses while one is sealed with id,
-// naming the groups that still hold such objects; it refuses too when the store cannot be read
-// from here, since nothing then shows that no object needs the key.
-func (o RotateOptions) checkStore(ctx context.Context, hubCopy *profileCopy, id string) error {
+// resealStore reads every object of the profile's store and reseals, under the current key of
+// the hub's copy, each one whose envelope names key id and opens with it, so that no object
+// needs id once it is retired. The envelope's header is clear text that anyone who may write to
+// the bucket can forge: an object that names id but does not open is not trusted, nor
+// rewritten, nor allowed to block the retirement; it is listed (it did not open before either,
+// and no agent will take it). Each reseal is conditional on the version read, so an agent that
+// rewrote the object meanwhile (under the current key) wins. It refuses when the store cannot
+// be read or written from here: nothing then shows that no object needs the key.
+func (o RotateOptions) resealStore(ctx context.Context, hubCopy *profileCopy, id string) error {
 	p, err := objectstore.ProfileFromSecret(o.Profile, hubCopy.secret)
 	if err != nil {
-		return fmt.Errorf("cannot check the store of S3 profile %s for objects sealed with key %s: the hub's copy of its Secret does not describe it (%w); "+
+		return fmt.Errorf("cannot reseal the objects of S3 profile %s sealed with key %s: the hub's copy of its Secret does not describe the store (%w); "+
 			"pass --force once you know every object was rewritten under the current key", o.Profile, id, err)
 	}
-	unreadable := func(err error) error {
-		return fmt.Errorf("cannot check that no object of S3 profile %s (bucket %s at %s) is still sealed with key %s: %w\n"+
-			"This command reads the store with the credentials of the hub's copy of the profile's Secret. Run it where the store can be reached, "+
+	unreachable := func(err error) error {
+		return fmt.Errorf("cannot reseal the objects of S3 profile %s (bucket %s at %s) still sealed with key %s: %w\n"+
+			"This command reads and rewrites the store with the credentials of the hub's copy of the profile's Secret. Run it where the store can be reached, "+
 			"or pass --force once you know every object was rewritten (each group's primary rewrites its objects at its first pass after the rotation)",
 			o.Profile, p.Bucket, p.Endpoint, id, err)
 	}
 	p.Limits.MaxKeys = checkMaxKeys
-	store, err := objectstore.NewS3(p)
+	raw, err := objectstore.NewS3(p)
 	if err != nil {
-		return unreadable(err)
+		return unreachable(err)
 	}
-	keys, err := store.List(ctx, "")
+	keys, err := raw.List(ctx, "")
 	if err != nil {
-		return unreadable(err)
+		return unreachable(err)
 	}
-	byGroup, others := map[string]int{}, 0
+	sealed := objectstore.Sealed(raw, hubCopy.keys)
+	resealed, refused := map[string]int{}, []string{}
 	for _, key := range keys {
-		raw, err := store.Get(ctx, key)
+		done, why, err := resealOne(ctx, raw, sealed, hubCopy.keys, key, id)
+		switch {
+		case err != nil:
+			return unreachable(err)
+		case why != "":
+			refused = append(refused, fmt.Sprintf("%s (%s)", key, why))
+		case done:
+			resealed[groupOf(key)]++
+		}
+	}
+	o.printReseal(len(keys), p, id, hubCopy.keys.Current, resealed, refused)
+	return nil
+}
+
+// printReseal says what resealStore did.
+func (o RotateOptions) printReseal(total int, p objectstore.Profile, id, current string, resealed map[string]int, refused []string) {
+	if len(resealed) == 0 {
+		fmt.Fprintf(o.Out, "Read the %d objects of bucket %s at %s: none that opens is sealed with key %s\n", total, p.Bucket, p.Endpoint, id)
+	} else {
+		var groups []string
+		n := 0
+		for _, g := range slices.Sorted(maps.Keys(resealed)) {
+			groups = append(groups, fmt.Sprintf("%s (%d)", g, resealed[g]))
+			n += resealed[g]
+		}
+		fmt.Fprintf(o.Out, "Resealed under key %s the %d object(s) of bucket %s at %s that were sealed with key %s, by group (namespace/name): %s\n",
+			current, n, p.Bucket, p.Endpoint, id, strings.Join(groups, ", "))
+	}
+	if len(refused) > 0 {
+		fmt.Fprintf(o.Out, "warning: %d object(s) name key %s in their envelope but do not open with it, so they were not trusted, nor rewritten: %s. "+
+			"Someone without the key wrote them (or altered them); no agent takes them, with or without the key. Delete them once you have looked\n",
+			len(refused), id, strings.Join(refused, "; "))
+	}
+}
+
+// resealTries bounds the conditional rewrites of one object that an agent keeps rewriting.
+const resealTries = 3
+
+// resealOne reseals key under the keyring's current key when its envelope names id and opens;
+// done says it did, why says why an object naming id was not trusted. An object that is not an
+// envelope, or names another key, is left as it is.
+func resealOne(ctx context.Context, raw, sealed objectstore.Store, keys objectstore.Keyring, key, id string) (done bool, why string, err error) {
+	for range resealTries {
+		envelope, version, err := raw.GetVersion(ctx, key)
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return false, "", nil
+		}
 		if err != nil {
-			return unreadable(err)
+			return false, "", err
 		}
-		if sealedWith, err := objectstore.EnvelopeKeyID(raw); err == nil && sealedWith == id {
-			byGroup[groupOf(key)]++
-		} else {
-			others++
+		if sealedWith, idErr := objectstore.EnvelopeKeyID(envelope); idErr != nil || sealedWith != id {
+			return false, "", nil //nolint:nilerr // not an envelope, or another key's: not this retirement's
 		}
+		body, _, openErr := objectstore.Open(keys, key, envelope)
+		if openErr != nil {
+			return false, openErr.Error(), nil //nolint:nilerr // a forged envelope is reported, not an error of the run
+		}
+		err = sealed.PutIf(ctx, key, body, version)
+		if errors.Is(err, objectstore.ErrPreconditionFailed) {
+			continue // rewritten meanwhile: read it again
+		}
+		return err == nil, "", err
 	}
-	if len(byGroup) == 0 {
-		fmt.Fprintf(o.Out, "Read the %d objects of bucket %s at %s: none is sealed with key %s\n", len(keys), p.Bucket, p.Endpoint, id)
-		return nil
-	}
-	var groups []string
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		groups = append(groups, fmt.Sprintf("%s (%d)", g, byGroup[g]))
-	}
-	return fmt.Errorf("refusing to retire key %s of S3 profile %s: %d of the %d objects in bucket %s at %s are still sealed with it, and would no longer open; "+
-		"by group (namespace/name): %s.\nA group's primary rewrites its objects under the current key at its first pass after its agent reads that key; "+
-		"a group whose primary does not run (its cluster down, the group being deleted) keeps them. Run again once those groups report Protected, "+
-		"or pass --force to retire the key anyway", id, o.Profile, len(keys)-others, len(keys), p.Bucket, p.Endpoint, strings.Join(groups, ", "))
+	return false, "", fmt.Errorf("object %s changed at each of %d tries to reseal it: run the command again", key, resealTries)
 }
 
 // checkMaxKeys bounds the listing of a store checked before a retirement: the whole bucket, far

@@ -124,7 +124,7 @@ func (o RotateOptions) readCopies(ctx context.Context, hub *target) (*profileCop
 	out := &profileCopies{hub: hubCopy, failed: map[string]error{}}
 	for i := range list.Items {
 		drc := &list.Items[i]
-		peer, err := peerTarget(ctx, hub, drc)
+		peer, err := peerTarget(ctx, hub, o.Namespace, drc)
 		if err != nil {
 			out.failed[drc.Name] = err
 			continue
@@ -200,16 +200,25 @@ func (o RotateOptions) write(ctx context.Context, c *profileCopy, edit func(obje
 	if maps.EqualFunc(after.Data, fresh.secret.Data, slices.Equal) && maps.Equal(after.Annotations, fresh.secret.Annotations) {
 		return fresh.keys, false, nil
 	}
-	patch := client.MergeFromWithOptions(fresh.secret, client.MergeFromWithOptimisticLock{})
-	if err := c.t.cl.Patch(ctx, after, patch, client.FieldOwner(FieldOwner)); err != nil {
-		if apierrors.IsConflict(err) {
-			return fresh.keys, false, fmt.Errorf("the Secret %s/%s on %s changed while it was being written (another rotation, or a join): run the command again",
-				o.Namespace, o.Profile, c.where())
-		}
-		return fresh.keys, false, fmt.Errorf("failed to write the store keys of Secret %s/%s on %s: %w", o.Namespace, o.Profile, c.where(), c.t.explain(err))
+	if err := o.patchCopy(ctx, c, fresh, after); err != nil {
+		return fresh.keys, false, err
 	}
 	c.secret, c.keys = after, keys
 	return fresh.keys, true, nil
+}
+
+// patchCopy writes after over the copy fresh read, conditional on that read (a Secret changed
+// in between is not overwritten).
+func (o RotateOptions) patchCopy(ctx context.Context, c *profileCopy, fresh *profileCopy, after *corev1.Secret) error {
+	patch := client.MergeFromWithOptions(fresh.secret, client.MergeFromWithOptimisticLock{})
+	if err := c.t.cl.Patch(ctx, after, patch, client.FieldOwner(FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("the Secret %s/%s on %s changed while it was being written (another rotation, or a join): run the command again",
+				o.Namespace, o.Profile, c.where())
+		}
+		return fmt.Errorf("failed to write Secret %s/%s on %s: %w", o.Namespace, o.Profile, c.where(), c.t.explain(err))
+	}
+	return nil
 }
 
 // failedClusters says which clusters failed and why, one per line, sorted.

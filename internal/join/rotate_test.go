@@ -95,10 +95,10 @@ func envelopeKeyID(t *testing.T, raw objectstore.Store, key string) string {
 }
 
 // After a rotation every copy of the profile's Secret seals with the new key: what an agent
-// writes then carries the new key ID, and what was sealed before still opens. The old key is
-// retired only once no object of the store is sealed with it; an object sealed with it after
-// that is refused, naming the key ID.
-func TestARotatedStoreKeySealsNewObjectsAndTheOldKeyIsRetiredOnlyOnceNothingNeedsIt(t *testing.T) {
+// writes then carries the new key ID, and what was sealed before still opens. Retiring the old
+// key first reseals under the new key every object still sealed with it, so none needs it; an
+// object sealed with it after that is refused, naming the key ID.
+func TestARotatedStoreKeySealsNewObjectsAndTheOldKeyIsRetiredOnceNothingNeedsIt(t *testing.T) {
 	joinOnEastsStore(t)
 	profile := profileName(lab.East)
 	raw := rawStore(t)
@@ -147,19 +147,10 @@ func TestARotatedStoreKeySealsNewObjectsAndTheOldKeyIsRetiredOnlyOnceNothingNeed
 	out.Reset()
 	err := join.RetireStoreKey(t.Context(), rotateOptions(t, profile, &out), id)
 	mustContain(t, errString(err), "key "+id+" is the current key of S3 profile store-east")
-	out.Reset()
-	err = join.RetireStoreKey(t.Context(), rotateOptions(t, profile, &out), before.Current)
-	mustContain(t, errString(err), "refusing to retire key "+before.Current, "rotate-test/old (1)")
-	if keys, _ := copyKeys(t, lab.East, profile); !keys.Has(before.Current) {
-		t.Errorf("a refused retirement removed the key from east's copy")
-	}
-
-	// The object rewritten, as its group's primary does at its next pass: the key retires.
+	// The object still sealed with the old key (its group's primary has not rewritten it yet)
+	// is resealed under the new key by the retirement, which then goes on.
 	sealedBefore, err := raw.Get(t.Context(), oldKey)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := east.Put(t.Context(), oldKey, []byte("sealed before")); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -167,7 +158,14 @@ func TestARotatedStoreKeySealsNewObjectsAndTheOldKeyIsRetiredOnlyOnceNothingNeed
 		t.Fatalf("the retirement failed: %v\n%s", err, out.String())
 	}
 	t.Logf("rotate-store-key --retire:\n%s", out.String())
-	mustContain(t, out.String(), "none is sealed with key "+before.Current, "Key "+before.Current+" of S3 profile store-east is retired")
+	mustContain(t, out.String(), "Resealed under key "+id, "that were sealed with key "+before.Current, "rotate-test/old (1)",
+		"Key "+before.Current+" of S3 profile store-east is retired")
+	if got := envelopeKeyID(t, raw, oldKey); got != id {
+		t.Errorf("the object sealed before the rotation is sealed with %s after the retirement, want %s", got, id)
+	}
+	if body, err := storeOf(t, lab.West, profile).Get(t.Context(), oldKey); err != nil || string(body) != "sealed before" {
+		t.Errorf("the resealed object does not open on west as it was: %q, %v", body, err)
+	}
 	for _, c := range []string{lab.Hub, lab.East, lab.West} {
 		if keys, _ := copyKeys(t, c, profile); keys.Has(before.Current) || keys.Current != id {
 			t.Errorf("after the retirement the copy on %s holds keys %v, current %s", c, keys.IDs(), keys.Current)
@@ -265,4 +263,53 @@ func errString(err error) string {
 		return "<no error>"
 	}
 	return err.Error()
+}
+
+// Whoever may write to a bucket, without holding any store key, can plant an object whose clear
+// envelope header names a key. Such an object must not keep the key from being retired (a
+// compromised key would stay a reader for as long as the bucket's writer likes), nor be trusted
+// and resealed: the retirement reseals what opens, lists what does not, and goes on.
+func TestAnObjectNamingAKeyItWasNotSealedWithDoesNotBlockItsRetirement(t *testing.T) {
+	joinOnEastsStore(t)
+	profile := profileName(lab.East)
+	raw := rawStore(t)
+	t.Cleanup(func() { _ = raw.DeletePrefix(context.Background(), "retire-attack/") })
+	before, _ := copyKeys(t, lab.West, profile)
+	legit, forged := "retire-attack/app/pvs/a.json", "retire-attack/mallory/pvs/x.json"
+	if err := storeOf(t, lab.West, profile).Put(t.Context(), legit, []byte("the application's")); err != nil {
+		t.Fatal(err)
+	}
+	// The forger copies a genuine envelope (its header names the key) and changes a byte of it.
+	envelope, err := raw.Get(t.Context(), legit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envelope[len(envelope)-1] ^= 0xff
+	if err := raw.Put(t.Context(), forged, envelope); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := join.RotateStoreKey(t.Context(), rotateOptions(t, profile, &out)); err != nil {
+		t.Fatalf("the rotation failed: %v\n%s", err, out.String())
+	}
+	hubKeys, _ := copyKeys(t, lab.Hub, profile)
+
+	out.Reset()
+	err = join.RetireStoreKey(t.Context(), rotateOptions(t, profile, &out), before.Current)
+	t.Logf("rotate-store-key --retire %s: %v\n%s", before.Current, err, out.String())
+	if err != nil {
+		t.Fatalf("a planted object kept key %s from being retired: %v", before.Current, err)
+	}
+	mustContain(t, out.String(), "retire-attack/app (1)", "do not open with it, so they were not trusted", forged,
+		"Key "+before.Current+" of S3 profile store-east is retired")
+	if got := envelopeKeyID(t, raw, legit); got != hubKeys.Current {
+		t.Errorf("the application's object is sealed with %s after the retirement, want %s", got, hubKeys.Current)
+	}
+	after, err := raw.Get(t.Context(), forged)
+	if err != nil || !bytes.Equal(after, envelope) {
+		t.Errorf("the planted object was rewritten (%v): a forged envelope must not be resealed", err)
+	}
+	if body, err := storeOf(t, lab.East, profile).Get(t.Context(), legit); err != nil || string(body) != "the application's" {
+		t.Errorf("the application's object does not open as it was: %q, %v", body, err)
+	}
 }

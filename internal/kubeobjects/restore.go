@@ -118,9 +118,24 @@ func appendIf(errs []error, err error) []error {
 	return errs
 }
 
-// restoreOne creates one object unless it exists; it reports whether it created it.
+// LabelRestoredRBAC marks the Roles and RoleBindings a restore creates. The agent's identity
+// may create no other, and those only in a namespace that holds a group, a drill's sandbox, or
+// a namespace an administrator labelled drover.io/restore-rbac=true (the admission policies
+// drover-agent-identity and drover-agent-rbac, config/agent/base/identity_policy.yaml).
+const LabelRestoredRBAC = "drover.io/restored-rbac"
+
+// restoreOne creates one object unless it exists; it reports whether it created it; a Role or
+// RoleBinding carries LabelRestoredRBAC.
 func restoreOne(ctx context.Context, c client.Client, stored *unstructured.Unstructured, fieldOwner string) (bool, error) {
 	obj := stored.DeepCopy()
+	if gk := obj.GroupVersionKind().GroupKind(); gk == KindRole || gk == KindRoleBind {
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelRestoredRBAC] = "true"
+		obj.SetLabels(labels)
+	}
 	err := c.Create(ctx, obj, client.FieldOwner(fieldOwner))
 	switch {
 	case err == nil:

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
@@ -93,7 +93,7 @@ func (c *Cluster) Endpoint() string { return fmt.Sprintf("https://127.0.0.1:%d",
 
 // RESTConfig returns an administrator client configuration for the cluster.
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+	cfg, err := kubeconfig.FromFile(c.KubeconfigPath())
 	if err != nil {
 		return nil, fmt.Errorf("failed to load kubeconfig of cluster %s: %w", c.Name, err)
 	}

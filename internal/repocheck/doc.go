@@ -5,6 +5,8 @@
 //     the lab, the story, the exercises or internal/metrics/metricstest;
 //   - the lab (internal/lab/...) stands under everything that runs on it: it imports neither the
 //     story nor the exercises nor drover's hub, agent or CLI;
+//   - the hub (internal/hub/...) imports no replication backend (internal/replication/...): it
+//     never touches one, and a rule both read (the VolSync key Secret's name) lives in api/;
 //   - the story (internal/story) imports no exercise (internal/exercise/...: bench, soak), which
 //     drive the story.
 //

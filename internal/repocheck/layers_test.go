@@ -30,6 +30,8 @@ var rules = []rule{
 		why: "the exercises drive the story, not the other way round"},
 	{from: "internal/hub", not: []string{"internal/lab", "internal/story", "internal/exercise", metricsTest},
 		why: "production code never imports test code"},
+	{from: "internal/hub", not: []string{"internal/replication"},
+		why: "the hub never touches a replication backend: a rule both read (a name) lives in api/"},
 	{from: "internal/agent", not: []string{"internal/lab", "internal/story", "internal/exercise", metricsTest},
 		why: "production code never imports test code"},
 	{from: "internal/cli", not: []string{"internal/lab", "internal/story", "internal/exercise", metricsTest},

@@ -29,6 +29,14 @@ const LabelPlacementNamespace = "drover.io/placement-namespace"
 // Namespaces sets it; a tenant with DRDrill rights cannot.
 const LabelDrillPodSecurity = "drover.io/drill-pod-security"
 
+// AnnotationTenantNamespaces on a DRPolicy lists, comma-separated, the namespaces whose
+// DRPlacementControls may name the policy besides the admin namespaces. A policy without it may
+// be named from every namespace, unless it asks for privileged VolSync movers: such a policy may
+// be named from admin namespaces only, whatever the annotation says, since its movers run as
+// root in the protected namespaces. Only whoever may edit DRPolicies (the hub's administrator)
+// sets it.
+const AnnotationTenantNamespaces = "drover.io/tenant-namespaces"
+
 // DefaultAdminNamespace is the namespace whose DRPlacementControls may protect any
 // non-system namespace: drover's own.
 const DefaultAdminNamespace = "drover-system"
@@ -91,4 +99,29 @@ func ForeignNamespaceMessage(own string, foreign []string) string {
 		"a group protects other namespaces only from %s, one of the agent's --admin-namespaces, or a namespace an administrator of "+
 		"this cluster labelled; protect the application from a group in its own namespace, or label namespace %s %s=true",
 		strings.Join(foreign, ", "), own, DefaultAdminNamespace, own, LabelAdminNamespace)
+}
+
+// PolicyProblem says why a DRPlacementControl in namespace ns may not name the DRPolicy policy,
+// whose annotations and privileged movers (volSyncMovers Privileged) are given; empty when it
+// may. An admin namespace may name any policy.
+func (r Rules) PolicyProblem(ns, policy string, annotations map[string]string, privileged bool) string {
+	if r.IsAdmin(ns) {
+		return ""
+	}
+	if privileged {
+		return fmt.Sprintf("DRPolicy %s asks for privileged VolSync movers (volSyncMovers Privileged), which run as root in the protected namespaces: "+
+			"only a DRPlacementControl in an admin namespace (%s, or one of the hub's --admin-namespaces) may name it; name a policy with unprivileged movers, "+
+			"or ask an administrator to protect the application from an admin namespace", policy, DefaultAdminNamespace)
+	}
+	listed, ok := annotations[AnnotationTenantNamespaces]
+	if !ok {
+		return ""
+	}
+	for _, n := range strings.Split(listed, ",") {
+		if strings.TrimSpace(n) == ns {
+			return ""
+		}
+	}
+	return fmt.Sprintf("DRPolicy %s may be named only from the namespaces its administrator listed in its annotation %s (%s), not from %s: "+
+		"name another policy, or ask an administrator to add %s to the list", policy, AnnotationTenantNamespaces, listed, ns, ns)
 }

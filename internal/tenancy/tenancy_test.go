@@ -19,3 +19,29 @@ func TestRules(t *testing.T) {
 		t.Errorf("FirstSystem = %q", got)
 	}
 }
+
+func TestPolicyProblem(t *testing.T) {
+	r := Rules{AdminNamespaces: []string{"platform"}}
+	listed := map[string]string{AnnotationTenantNamespaces: "team-a, team-b"}
+	cases := []struct {
+		name        string
+		ns          string
+		annotations map[string]string
+		privileged  bool
+		refused     bool
+	}{
+		{"a policy without a list, from a tenant", "team-c", nil, false, false},
+		{"a policy listing the tenant", "team-b", listed, false, false},
+		{"a policy listing others", "team-c", listed, false, true},
+		{"privileged movers, from a tenant, even listed", "team-a", listed, true, true},
+		{"privileged movers, from drover-system", "drover-system", nil, true, false},
+		{"privileged movers, from an admin namespace of the flags", "platform", listed, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.PolicyProblem(tc.ns, "p", tc.annotations, tc.privileged); (got != "") != tc.refused {
+				t.Errorf("PolicyProblem = %q, want refused %v", got, tc.refused)
+			}
+		})
+	}
+}

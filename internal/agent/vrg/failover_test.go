@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,31 @@ func writerStatefulSet(namespace, name string, replicas int32, interval time.Dur
 	sts.Spec.Template.Labels[storage.WriterLabel] = "true"
 	sts.Spec.Template.Annotations = map[string]string{storage.WriterIntervalAnnotation: interval.String()}
 	return sts
+}
+
+// writeOnTheOldPrimary starts a writer pod on the returned old primary, on the kept PVC of
+// handle, waits until the cluster's image holds its records, deletes it, and returns its writer
+// ID.
+func writeOnTheOldPrimary(ctx context.Context, g Gomega, cl client.Client, ns, handle string) string {
+	template := writerStatefulSet(ns, "stray", 1, 100*time.Millisecond).Spec.Template
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stray", Labels: template.Labels, Annotations: template.Annotations},
+		Spec: template.Spec}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}}
+	g.Expect(cl.Create(ctx, pod)).To(Succeed())
+	var id string
+	g.Eventually(func(g Gomega) {
+		got := &corev1.Pod{}
+		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(corev1.PodRunning))
+		id = storage.WriterID(got)
+		w, ok := imageReport(g, lab.East, handle).Writer(id)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(w.LastSeq).To(BeNumerically(">", 5))
+	}).Should(Succeed(), "a pod on the old primary writes to a kept PVC before the demotion")
+	g.Expect(cl.Delete(ctx, pod)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})) }).Should(BeTrue())
+	return id
 }
 
 // setRole sets a group's replicationState and action.
@@ -210,6 +236,13 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	g.Expect(startAgent(lab.East)).To(Succeed())
 	east = clusterClient(t, lab.East)
 	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
+
+	// Before its demotion the old primary is written to: a pod started there on a kept PVC (an
+	// editor, or a GitOps tool still targeting east; nothing fences a failover's old primary)
+	// writes records while east's group is still primary. None may ever reach west.
+	strayID := writeOnTheOldPrimary(ctx, g, east, ns, handles["data-db-0"])
+	_, onWest := imageReport(g, lab.West, handles["data-db-0"]).Writer(strayID)
+	g.Expect(onWest).To(BeFalse(), "a write on the returned old primary reached west before its demotion")
 	demoted := time.Now()
 	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	var waits []string
@@ -245,6 +278,11 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			g.Expect(ok).To(BeTrue())
 		}
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's")
+	for _, c := range []string{lab.West, lab.East} {
+		w, held := imageReport(g, c, handles["data-db-0"]).Writer(strayID)
+		g.Expect(held).To(BeFalse(), "%s's image of data-db-0 holds %d records the old primary wrote before its demotion", c, w.LastSeq)
+	}
+	t.Logf("the records written on east before its demotion are on neither cluster after the resync")
 
 	// Fail back to east: west's workload is stopped (its PVCs kept) and west's group demoted;
 	// east's group, promoted with action Failover, finds the PVs and PVCs it kept and adopts

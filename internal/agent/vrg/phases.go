@@ -51,7 +51,11 @@ func (r *Reconciler) parseSpec(ctx context.Context, sc *scope) (ctrl.Result, err
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(sc.specProblem))
 	}
-	if msg, err := r.foreignNamespaces(ctx, sc.vrg); err != nil || msg != "" {
+	msg, err := r.foreignNamespaces(ctx, sc.vrg)
+	if err == nil && msg == "" {
+		msg, err = r.privilegedMoversProblem(ctx, sc.vrg)
+	}
+	if err != nil || msg != "" {
 		if err != nil {
 			sc.stop = true
 			return ctrl.Result{}, err
@@ -80,13 +84,13 @@ const requeueNamespaceNotAllowed = 10 * time.Second
 // delete its workloads.
 func (r *Reconciler) foreignNamespaces(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup) (string, error) {
 	foreign := foreignNamespaces(vrg)
-	if len(foreign) == 0 || r.Tenancy.IsAdmin(vrg.Namespace) {
+	if len(foreign) == 0 {
 		return "", nil
 	}
-	if meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: vrg.Namespace}); ok {
-		return foreignMessage(vrg, foreign, meta.Labels), nil
+	if admin, err := r.adminNamespace(ctx, vrg.Namespace); err != nil || admin {
+		return "", err
 	}
-	return namespaceLabelsProblem(ctx, r.APIReader, vrg, foreign)
+	return tenancy.ForeignNamespaceMessage(vrg.Namespace, foreign), nil
 }
 
 // foreignNamespaces are the namespaces a group protects besides its own.
@@ -134,6 +138,44 @@ func NamespaceProblem(ctx context.Context, reader client.Reader, rules tenancy.R
 		return "", nil
 	}
 	return namespaceLabelsProblem(ctx, reader, vrg, foreign)
+}
+
+// privilegedMoversProblem says why the group may not ask for privileged VolSync movers (empty
+// when it may): only a group of an admin namespace of this cluster may. Such movers run as root
+// in the protected namespaces, which the agent annotates volsync.backube/privileged-movers; the
+// hub names such a DRPolicy only from its admin namespaces, but whoever may create groups here
+// (the hub's credential among them) is not trusted to have asked it.
+func (r *Reconciler) privilegedMoversProblem(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup) (string, error) {
+	if !privilegedMovers(vrg) {
+		return "", nil
+	}
+	if admin, err := r.adminNamespace(ctx, vrg.Namespace); err != nil || admin {
+		return "", err
+	}
+	return fmt.Sprintf("the group asks for privileged VolSync movers (spec.volSync.movers Privileged), which run as root in the protected namespaces, "+
+		"but its namespace %s is not an admin namespace of this cluster: only a group of %s, of one of the agent's --admin-namespaces, or of a namespace "+
+		"an administrator of this cluster labelled %s=true may; protect the application with a DRPolicy whose movers are unprivileged",
+		vrg.Namespace, tenancy.DefaultAdminNamespace, tenancy.LabelAdminNamespace), nil
+}
+
+// adminNamespace says whether groups of namespace ns may do what only an admin namespace of
+// this cluster may: tenancy.Rules.IsAdmin (drover-system or the agent's --admin-namespaces),
+// or a namespace labelled tenancy.LabelAdminNamespace=true here.
+func (r *Reconciler) adminNamespace(ctx context.Context, ns string) (bool, error) {
+	if r.Tenancy.IsAdmin(ns) {
+		return true, nil
+	}
+	labels := map[string]string(nil)
+	if meta, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: ns}); ok {
+		labels = meta.Labels
+	} else {
+		obj := &corev1.Namespace{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
+			return false, fmt.Errorf("failed to get namespace %s to check whether it is an admin namespace: %w", ns, err)
+		}
+		labels = obj.Labels
+	}
+	return labels[tenancy.LabelAdminNamespace] == "true", nil
 }
 
 // selectPVCs lists the PVCs that spec.pvcSelector selects in the protected namespaces, and

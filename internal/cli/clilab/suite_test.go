@@ -5,8 +5,11 @@
 package clilab
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -18,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/config"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
@@ -104,6 +109,9 @@ func setUp(ctx context.Context) error {
 			return err
 		}
 		if err := createAll(ctx, clusterClient(name), volumeReplicationClass()); err != nil {
+			return err
+		}
+		if err := installAgentIdentityPolicy(ctx, clusterClient(name)); err != nil {
 			return err
 		}
 	}
@@ -243,3 +251,27 @@ func fileStorageClass() *storagev1.StorageClass {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// installAgentIdentityPolicy creates the admission policy of the agent's release manifests
+// (config/agent/base/identity_policy.yaml) and its binding, as installing the agent does.
+func installAgentIdentityPolicy(ctx context.Context, cl client.Client) error {
+	raw, err := config.Tree.ReadFile("agent/base/identity_policy.yaml")
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("failed to decode the agent's identity policy: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := createAll(ctx, cl, u); err != nil {
+			return err
+		}
+	}
+}

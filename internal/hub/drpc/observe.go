@@ -18,7 +18,8 @@ import (
 )
 
 // validate checks what the API server cannot, or may not have: the DRPlacementControl may
-// protect what it names (tenancyProblem), the policy exists and is Validated, the clusters the
+// protect what it names (tenancyProblem), the policy exists, may be named from its namespace
+// (tenancy.Rules.PolicyProblem) and is Validated, the clusters the
 // spec names belong to it, and no older DRPlacementControl protects the same namespaces.
 // A problem sets Validated False and sc.invalid; nothing is done until it is fixed.
 func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
@@ -47,6 +48,9 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 		return fmt.Errorf("failed to get DRPolicy %s: %w", drpc.Spec.DRPolicyRef.Name, err)
 	}
 	sc.policy = policy
+	if msg := r.Tenancy.PolicyProblem(drpc.Namespace, policy.Name, policy.Annotations, policy.Spec.VolSyncMovers == v1alpha1.VolSyncMoversPrivileged); msg != "" {
+		return sc.invalidate(v1alpha1.ReasonPolicyNotAllowed, msg)
+	}
 	if c := apimeta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionValidated); c == nil || c.Status != metav1.ConditionTrue {
 		msg := "not checked yet"
 		if c != nil {

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // A managed cluster is not trusted by its peer: what a secondary reports in its group's status
@@ -30,7 +29,7 @@ func trustedDestinations(group types.NamespacedName, namespaces []string, report
 	var refused []string
 	for i, d := range reported {
 		entry := fmt.Sprintf("status.volSyncDestinations[%d] (%s/%s)", i, d.PVCNamespace, d.PVCName)
-		switch want := volsync.KeySecretName(group.Name, d.PVCName); {
+		switch want := v1alpha1.VolSyncKeySecretName(group.Name, d.PVCName); {
 		case !slices.Contains(namespaces, d.PVCNamespace):
 			refused = append(refused, fmt.Sprintf("%s: namespace %q is not one the group protects (%s)", entry, d.PVCNamespace, strings.Join(namespaces, ", ")))
 		case d.KeySecretName != want:

@@ -18,9 +18,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/lab/procfs"
 )
 
@@ -183,10 +183,10 @@ func (i *Instance) preparePorts(want Ports, anyRunning bool) error {
 	return nil
 }
 
-func hubClient(kubeconfig string) (client.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func hubClient(path string) (client.Client, error) {
+	cfg, err := kubeconfig.FromFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("failed to read the hub's kubeconfig %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("failed to read the hub's kubeconfig %s: %w", path, err)
 	}
 	cfg.Timeout = 30 * time.Second
 	scheme := runtime.NewScheme()

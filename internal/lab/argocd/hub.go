@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 // Names on the hub that Argo CD and drover agree on.
@@ -55,7 +56,7 @@ type ClusterAccess struct {
 // AccessFromKubeconfig reads a ClusterAccess from the current context of a kubeconfig file,
 // with referenced certificate files inlined.
 func AccessFromKubeconfig(path string) (ClusterAccess, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := kubeconfig.FromFile(path)
 	if err != nil {
 		return ClusterAccess{}, fmt.Errorf("failed to read kubeconfig %s: %w", path, err)
 	}

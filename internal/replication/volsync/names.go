@@ -1,44 +1,26 @@
 package volsync
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/crc32"
-	"strings"
 	"time"
 
+	"github.com/drover-io/drover/api/v1alpha1"
 	multiclusterv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 )
 
-// maxNameLength is the longest name of a Secret or PVC (a DNS subdomain).
-const maxNameLength = 253
-
 // KeySecretName is the name of the rsync-tls key Secret of a PVC protected by the group
-// vrgName: "<vrg>-<pvc>-volsync-key", shortened with a hash when it would be too long. It is the
-// same on both clusters.
+// vrgName (v1alpha1.VolSyncKeySecretName, which the hub reads too).
 func KeySecretName(vrgName, pvcName string) string {
-	return boundedName(fmt.Sprintf("%s-%s-volsync-key", vrgName, pvcName))
+	return v1alpha1.VolSyncKeySecretName(vrgName, pvcName)
 }
 
 // FinalSyncPVCName is the name of the DR-owned PVC that a relocation binds to the retained PV of
 // a deleted PVC to run its final sync: "<pvc>-drover-final", shortened with a hash when it would
 // be too long.
 func FinalSyncPVCName(pvcName string) string {
-	return boundedName(pvcName + "-drover-final")
-}
-
-// boundedName returns name, or when it is longer than a name may be, its head and a hash of the
-// whole, so distinct long names stay distinct. A head cut right after a dot loses the dot: a
-// label may not start with the hash's '-'.
-func boundedName(name string) string {
-	if len(name) <= maxNameLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := "-" + hex.EncodeToString(sum[:])[:10]
-	return strings.TrimRight(name[:maxNameLength-len(suffix)], ".") + suffix
+	return v1alpha1.BoundedName(pvcName + "-drover-final")
 }
 
 // Trigger is the ReplicationSource trigger that syncs every interval: a cron schedule

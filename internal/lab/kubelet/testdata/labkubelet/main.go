@@ -12,27 +12,26 @@ import (
 	"strings"
 	"syscall"
 
-	"k8s.io/client-go/tools/clientcmd"
-
+	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the kubelet's identity")
+	kubeconfigPath := flag.String("kubeconfig", "", "kubeconfig of the kubelet's identity")
 	node := flag.String("node", kubelet.DefaultNodeName, "node name")
 	image := flag.String("image", "", "image=binary")
 	stateDir := flag.String("state-dir", "", "state directory")
 	logDir := flag.String("log-dir", "", "log directory")
 	podCIDR := flag.String("pod-cidr", kubelet.DefaultPodCIDR.String(), "loopback range of pod IPs")
 	flag.Parse()
-	if err := run(*kubeconfig, *node, *image, *stateDir, *logDir, *podCIDR); err != nil {
+	if err := run(*kubeconfigPath, *node, *image, *stateDir, *logDir, *podCIDR); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, node, image, stateDir, logDir, podCIDR string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func run(kubeconfigPath, node, image, stateDir, logDir, podCIDR string) error {
+	cfg, err := kubeconfig.FromFile(kubeconfigPath)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package gateway
+package kubeconfig
 
 import (
 	"errors"
@@ -10,12 +10,15 @@ import (
 )
 
 // A kubeconfig Secret is written by whoever may write Secrets in the hub's namespace, and read
-// by the hub with the hub's own privileges. Everything in a kubeconfig that makes the reader act
-// beyond sending the Secret's own credential to the Secret's own server is refused:
-//   - exec and auth-provider plugins run a command, or an identity provider's flow, as the hub;
+// with the reader's own privileges: by the hub, and by the CLI on an operator's machine (join,
+// rotate-store-key, validate). Everything in a kubeconfig that makes the reader act beyond
+// sending the Secret's own credential to the Secret's own server is refused:
+//   - exec and auth-provider plugins run a command, or an identity provider's flow, as the
+//     reader: in the hub's pod, or as the operator on their workstation;
 //   - file references (tokenFile, client-certificate, client-key, certificate-authority) read
-//     the hub's files: `tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token` with a
-//     server of the writer's sends the hub's own ServiceAccount token to it;
+//     the reader's files: `tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token` with a
+//     server of the writer's sends the hub's own ServiceAccount token to it, and
+//     `client-key: ~/.kube/admin.key` an operator's key;
 //   - insecure-skip-tls-verify lets anyone on the path read the credential;
 //   - proxy-url sends every request, and its credential, through a host of the writer's;
 //   - impersonation (as, as-groups, as-uid, as-user-extra) asks the cluster for another
@@ -23,12 +26,12 @@ import (
 //
 // A kubeconfig that `drover cluster join` writes holds a token and the cluster's CA as data.
 
-// ErrUnsafeKubeconfig wraps every refusal of CheckKubeconfig.
-var ErrUnsafeKubeconfig = errors.New("unsafe kubeconfig")
+// ErrUnsafe wraps every refusal of Check.
+var ErrUnsafe = errors.New("unsafe kubeconfig")
 
-// CheckKubeconfig refuses a kubeconfig that uses a plugin, a file, insecure TLS, a proxy or
+// Check refuses a kubeconfig that uses a plugin, a file, insecure TLS, a proxy or
 // impersonation, in any of its clusters or users, naming each field found.
-func CheckKubeconfig(cfg *clientcmdapi.Config) error {
+func Check(cfg *clientcmdapi.Config) error {
 	var found []string
 	for _, name := range sortedKeys(cfg.Clusters) {
 		c := cfg.Clusters[name]
@@ -50,11 +53,11 @@ func CheckKubeconfig(cfg *clientcmdapi.Config) error {
 			set  bool
 			name string
 		}{
-			{u.Exec != nil, "exec (a plugin the hub would run)"},
-			{u.AuthProvider != nil, "auth-provider (a plugin the hub would run)"},
-			{u.TokenFile != "", "tokenFile (a file of the hub's: put the token in token)"},
-			{u.ClientCertificate != "", "client-certificate (a file of the hub's: use client-certificate-data)"},
-			{u.ClientKey != "", "client-key (a file of the hub's: use client-key-data)"},
+			{u.Exec != nil, "exec (a plugin the reader would run)"},
+			{u.AuthProvider != nil, "auth-provider (a plugin the reader would run)"},
+			{u.TokenFile != "", "tokenFile (a file of the reader's: put the token in token)"},
+			{u.ClientCertificate != "", "client-certificate (a file of the reader's: use client-certificate-data)"},
+			{u.ClientKey != "", "client-key (a file of the reader's: use client-key-data)"},
 			{u.Impersonate != "" || len(u.ImpersonateGroups) > 0 || u.ImpersonateUID != "" || len(u.ImpersonateUserExtra) > 0,
 				"as, as-groups, as-uid or as-user-extra (impersonation)"},
 		}
@@ -67,7 +70,7 @@ func CheckKubeconfig(cfg *clientcmdapi.Config) error {
 	if len(found) > 0 {
 		return fmt.Errorf("%w: it sets %s; remove them: a DRCluster's kubeconfig holds a token or a client certificate as data, "+
 			"the cluster's CA as certificate-authority-data and nothing else, as `drover cluster join` writes it",
-			ErrUnsafeKubeconfig, strings.Join(found, ", "))
+			ErrUnsafe, strings.Join(found, ", "))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package kubeconfig
 
 import (
 	"strings"
@@ -38,14 +38,14 @@ func TestCheckKubeconfigRefusesWhatMakesTheHubActBeyondTheSecretsCredential(t *t
 			kc.AuthInfos["other"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "sh"}}
 		}, "users[other].user.exec"},
 	}
-	if err := CheckKubeconfig(clean()); err != nil {
+	if err := Check(clean()); err != nil {
 		t.Fatalf("a kubeconfig as join writes it was refused: %v", err)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := clean()
 			tc.change(kc)
-			err := CheckKubeconfig(kc)
+			err := Check(kc)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want a refusal naming %s", err, tc.want)
 			}
