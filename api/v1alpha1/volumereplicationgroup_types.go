@@ -300,8 +300,9 @@ type ProtectedPVC struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// lastSyncTime is when the PVC's last completed sync started: its recovery point. Only the
-	// primary's group reports the syncs (a secondary's PVCs receive them; its status leaves
+	// lastSyncTime is the PVC's recovery point: when the newest sync the peer is proven to hold
+	// started (with VolSync the sync before the source's last completion, whose image the
+	// destination may not have taken yet). Only the primary's group reports the syncs (a secondary's PVCs receive them; its status leaves
 	// lastSyncTime, lastSyncDuration and lastSyncBytes unset).
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -75,6 +75,10 @@ func TestVolSyncFailoverToAWaitForFirstConsumerClassIsReadyBeforeItsPVCIsBound(t
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, rd)).To(Succeed())
 		g.Expect(rd.Status).NotTo(BeNil())
 		g.Expect(rd.Status.LatestImage).NotTo(BeNil())
+		// The first image may be of a sync that began before the writer's first record.
+		inImage, _ := snapshotRecords(ctx, g, west, ns, rd.Status.LatestImage.Name)
+		_, ok := inImage.Writer(writer)
+		g.Expect(ok).To(BeTrue(), "west's latest image holds records of %s", writer)
 	}).Should(Succeed(), "east's PVC of the WaitForFirstConsumer class syncs to west")
 	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
 

@@ -134,6 +134,11 @@ func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) rep
 	if !ownedBy(rs, pc.VRG) {
 		return replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf("ReplicationSource %s does not belong to this group", key))
 	}
+	// Every completion is recorded, so the final sync's becomes the recovery point once the
+	// confirming sync completed.
+	if res := b.recordSyncs(ctx, rs); !res.IsDone() {
+		return res
+	}
 	manual, done := finalSyncStep(rs, pc.PVC.Name, request)
 	if done {
 		return replication.Done()

@@ -150,6 +150,9 @@ func (b *Backend) protect(ctx context.Context, pc *replication.PVCContext) repli
 	if rs == nil {
 		return res
 	}
+	if res := b.recordSyncs(ctx, rs); !res.IsDone() {
+		return res
+	}
 	return observeSource(rs)
 }
 
@@ -229,26 +232,6 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 	return rs, replication.Result{}
 }
 
-// recoveryPoint is the start of the last completed sync: lastSyncTime − lastSyncDuration, or
-// lastSyncTime without a duration; nil before the first completion. VolSync stores times to the
-// second and the duration to the nanosecond, measured from the stored start
-// (machine.go, transitionToCleaningUp: now − lastSyncStartTime as read back), so the
-// difference falls up to a second before that stored start; rounded up to the second it is the
-// stored start again.
-func recoveryPoint(st *volsyncv1alpha1.ReplicationSourceStatus) *metav1.Time {
-	if st.LastSyncTime == nil {
-		return nil
-	}
-	if st.LastSyncDuration == nil || st.LastSyncDuration.Duration <= 0 {
-		return st.LastSyncTime.DeepCopy()
-	}
-	start := st.LastSyncTime.Add(-st.LastSyncDuration.Duration)
-	if whole := start.Truncate(time.Second); !whole.Equal(start) {
-		start = whole.Add(time.Second)
-	}
-	return &metav1.Time{Time: start}
-}
-
 // observeSource is Done unless VolSync reports the source failing: a Synchronizing condition
 // with reason Error (VolSync's own reconcile errors), or a failed mover, which VolSync retries
 // while the condition stays SyncInProgress and reports only in status.latestMoverStatus.
@@ -288,12 +271,10 @@ func syncError(st *volsyncv1alpha1.ReplicationSourceStatus) string {
 	return c.Message
 }
 
-// Status reports the ReplicationSource's last completed sync. Its LastSyncTime is when that
-// sync started (the point-in-time copy: the recovery point): VolSync's lastSyncTime −
-// lastSyncDuration (its completion minus how long it took), falling back to lastSyncTime. Not
-// lastSyncStartTime: VolSync sets it while a sync runs and clears it when the sync completes
-// (backube/volsync internal/controller/statemachine/machine.go), so it is the start of a sync
-// that has not delivered anything yet, or nothing.
+// Status reports the recovery point of the PVC's ReplicationSource: the start of the newest sync
+// whose image the destination is proven to hold (provenPoint), one sync behind the source's
+// own last completion, which the destination may not have taken an image of yet. Its
+// RefreshInterval is the interval: the recovery point advances a sync late.
 func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (replication.SyncStatus, error) {
 	key := client.ObjectKey{Namespace: pc.PVC.Namespace, Name: sourceName(pc.PVC)}
 	rs := &volsyncv1alpha1.ReplicationSource{}
@@ -303,9 +284,9 @@ func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (repli
 		}
 		return replication.SyncStatus{}, fmt.Errorf("failed to get ReplicationSource %s: %w", key, err)
 	}
-	st := replication.SyncStatus{ReplicationID: "ReplicationSource/" + rs.Name}
+	st := replication.SyncStatus{ReplicationID: "ReplicationSource/" + rs.Name, LastSyncTime: provenPoint(rs),
+		RefreshInterval: pc.Interval}
 	if rs.Status != nil {
-		st.LastSyncTime = recoveryPoint(rs.Status)
 		st.LastSyncDuration = rs.Status.LastSyncDuration
 	}
 	return st, nil

@@ -197,6 +197,18 @@ func TestProtectWaitsForTheDestinationAndItsKeyThenSendsOnTheSchedule(t *testing
 	g.Expect(res.Message).To(ContainSubstring("whole minutes"))
 }
 
+// protectedSource gives vrg a destination for PVC app/data and protects it: its source exists.
+func protectedSource(g Gomega, vrg *v1alpha1.VolumeReplicationGroup) (*Backend, client.Client) {
+	key := KeySecretName(vrg.Name, "data")
+	vrg.Spec.VolSync = &v1alpha1.VolSyncSpec{Destinations: []v1alpha1.VolSyncDestination{{
+		PVCNamespace: "app", PVCName: "data", Address: "volsync-data.app.lab", KeySecretName: key,
+	}}}
+	cl := newClient(g, ptr.To(snapshotClass("lab-file-snapshot", driver, false)), keySecret(key))
+	b := New(cl, cl)
+	g.Expect(b.Protect(context.Background(), pvcContext(vrg)).IsDone()).To(BeTrue())
+	return b, cl
+}
+
 func TestAReplicationSourceOfAnotherGroupIsAConflict(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -324,9 +336,9 @@ func TestFinalSyncStepIsRecomputedFromTheSource(t *testing.T) {
 	}
 }
 
-// The recovery point is the start of the last COMPLETED sync: VolSync clears
+// A sync's point in time is the start of the last COMPLETED sync: VolSync clears
 // lastSyncStartTime when a sync completes and sets it again when the next one starts.
-func TestStatusReportsTheStartOfTheLastCompletedSync(t *testing.T) {
+func TestRecoveryPointIsTheStartOfTheLastCompletedSync(t *testing.T) {
 	end := time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC)
 	running := metav1.NewTime(end.Add(5 * time.Second))
 	for _, tc := range []struct {
@@ -348,21 +360,49 @@ func TestStatusReportsTheStartOfTheLastCompletedSync(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			vrg := group()
-			rs := &volsyncv1alpha1.ReplicationSource{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Labels: GroupLabels(vrg)}}
-			cl := newClient(g, rs)
-			rs.Status = tc.status
-			g.Expect(cl.Status().Update(context.Background(), rs)).To(Succeed())
-			st, err := New(cl, cl).Status(context.Background(), pvcContext(vrg))
-			g.Expect(err).NotTo(HaveOccurred())
+			got := recoveryPoint(tc.status)
 			if tc.want == nil {
-				g.Expect(st.LastSyncTime).To(BeNil())
+				g.Expect(got).To(BeNil())
 				return
 			}
-			g.Expect(st.LastSyncTime).NotTo(BeNil())
-			g.Expect(st.LastSyncTime.Time).To(BeTemporally("==", *tc.want))
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Time).To(BeTemporally("==", *tc.want))
 		})
 	}
+}
+
+// The destination takes the image of a sync after the source recorded it, so Status reports
+// the sync before the source's last completion: the newest one whose image is proven to exist.
+func TestStatusReportsTheSyncBeforeTheSourcesLastCompletion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	b, cl := protectedSource(g, vrg)
+	complete := func(start time.Time) {
+		rs := &volsyncv1alpha1.ReplicationSource{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rs)).To(Succeed())
+		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{LastSyncTime: &metav1.Time{Time: start.Add(3 * time.Second)},
+			LastSyncDuration: &metav1.Duration{Duration: 3 * time.Second}}
+		g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
+		g.Expect(b.Protect(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
+	}
+	point := func() *metav1.Time {
+		st, err := b.Status(ctx, pvcContext(vrg))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.RefreshInterval).To(Equal(pvcContext(vrg).Interval), "the recovery point advances a sync late")
+		return st.LastSyncTime
+	}
+	first := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	complete(first)
+	g.Expect(point()).To(BeNil(), "after the first completion the destination may hold no image yet")
+	complete(first.Add(10 * time.Second))
+	g.Expect(point().Time).To(BeTemporally("==", first), "the second completion proves the first image")
+	complete(first.Add(20 * time.Second))
+	g.Expect(point().Time).To(BeTemporally("==", first.Add(10*time.Second)))
+	// A pass that saw no new completion changes nothing, and a stale read never moves it back.
+	complete(first.Add(20 * time.Second))
+	complete(first.Add(10 * time.Second))
+	g.Expect(point().Time).To(BeTemporally("==", first.Add(10*time.Second)))
 }
 
 func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
