@@ -169,5 +169,11 @@ func TestATenantNamesOnlyTheDRPoliciesItsAdministratorLetsIt(t *testing.T) {
 		g.Consistently(func() bool {
 			return apierrors.IsNotFound(eastAdmin.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.policy}, &v1alpha1.VolumeReplicationGroup{}))
 		}, 2*time.Second).Should(BeTrue(), "no group is made for a DRPlacementControl naming %s", tc.policy)
+		// The next case protects the same namespace: this one goes first, so that case is
+		// judged for its policy, not as a second DRPlacementControl of the namespace.
+		g.Expect(h.Delete(ctx, drpc)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(h.Get(ctx, client.ObjectKeyFromObject(drpc), &v1alpha1.DRPlacementControl{}))
+		}).Should(BeTrue(), "DRPlacementControl %s is deleted", drpc.Name)
 	}
 }
