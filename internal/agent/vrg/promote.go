@@ -45,6 +45,9 @@ type restoreState struct {
 	conflicts map[string]restoreConflict
 	// unbound are the restored or adopted PVCs not Bound yet.
 	unbound []string
+	// failed are the PVCs whose restore or adoption failed in this pass, each with its error:
+	// not restored, so the restore is not complete whatever the others did.
+	failed []string
 	// awaitingConsumer are restored PVCs of classes that bind on their first consumer, Pending
 	// with their image held until they are Bound (firstconsumer.go): restored as far as the
 	// cluster can tell before the application's pods come, so not in unbound.
@@ -128,25 +131,8 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 			sc.restore.conflicts[key] = *c
 			continue
 		}
-		if handled, err := r.restoreVolSyncPVC(ctx, sc, pvc, pvs[pvc.Spec.VolumeName]); handled {
-			if err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		pv := pvs[pvc.Spec.VolumeName]
-		if pv != nil {
-			checked, c, err := r.checkedPV(ctx, sc.vrg, sc.restore.store, sc.restore.prefix, pvc, pv)
-			if err != nil || c != nil {
-				if c != nil {
-					sc.restore.conflicts[key] = *c
-				}
-				errs = append(errs, err)
-				continue
-			}
-			pv = checked
-		}
-		if err := r.restorePVC(ctx, sc.restore, pvc, pv); err != nil {
+		if err := r.restoreOnePVC(ctx, sc, pvc, pvs[pvc.Spec.VolumeName]); err != nil {
+			sc.restore.failed = append(sc.restore.failed, fmt.Sprintf("%s: %v", key, err))
 			errs = append(errs, err)
 		}
 	}
@@ -161,6 +147,25 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	r.written.setRestoreRead(sc.vrg, nil)
 	return ctrl.Result{}, nil
+}
+
+// restoreOnePVC restores or adopts one stored PVC (VolSync's from its destination's image, the
+// others with their stored PV); a conflict lands in sc.restore, an error is returned.
+func (r *Reconciler) restoreOnePVC(ctx context.Context, sc *scope, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	if handled, err := r.restoreVolSyncPVC(ctx, sc, pvc, pv); handled {
+		return err
+	}
+	if pv != nil {
+		checked, c, err := r.checkedPV(ctx, sc.vrg, sc.restore.store, sc.restore.prefix, pvc, pv)
+		if c != nil {
+			sc.restore.conflicts[pvc.Namespace+"/"+pvc.Name] = *c
+		}
+		if err != nil || c != nil {
+			return err
+		}
+		pv = checked
+	}
+	return r.restorePVC(ctx, sc.restore, pvc, pv)
 }
 
 // readMetadata reads the stored PVs (by name) and PVCs (sorted by key) from the first S3
@@ -453,6 +458,10 @@ func clusterDataReadyCondition(rs *restoreState) metav1.Condition {
 			reason = v1alpha1.ReasonStoreObjectRefused
 		}
 		return condition(t, false, reason, "no S3 profile could be read; drover retries: "+strings.Join(rs.unavailable, "; "))
+	}
+	if len(rs.failed) > 0 {
+		// Never True while a PVC failed: the application would be placed without it.
+		return condition(t, false, v1alpha1.ReasonError, andMore("restoring from S3 profile "+rs.store+" failed for PVC "+rs.failed[0]+"; drover retries", len(rs.failed)))
 	}
 	if len(rs.conflicts) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {
