@@ -259,6 +259,9 @@ func (r *Run) Close() error {
 	defer r.mu.Unlock()
 	// A story that failed with a cluster stopped leaves the lab as it found it.
 	var errs []error
+	if err := r.deletePlacement(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, cluster := range sortedKeys(r.down) {
 		if err := r.env.StartCluster(context.Background(), cluster); err != nil {
 			errs = append(errs, fmt.Errorf("failed to start %s again: %w", cluster, err))
