@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/drover-io/drover/internal/kubeconfig"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // Role says what a lab cluster is for.
@@ -257,14 +257,14 @@ func (c *Cluster) droverComponents() []component {
 }
 
 // processes returns the cluster's running processes by component name.
-func (c *Cluster) processes() (map[string]process, error) {
+func (c *Cluster) processes() (map[string]process.Proc, error) {
 	procs, err := findProcesses(c.dir + string(filepath.Separator))
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]process{}
+	byName := map[string]process.Proc{}
 	for _, p := range procs {
-		byName[componentOf(p)] = p
+		byName[componentOf(p.Args)] = p
 	}
 	return byName, nil
 }
@@ -276,7 +276,7 @@ func (c *Cluster) running() (bool, error) {
 		return false, err
 	}
 	for _, comp := range c.components() {
-		if p, ok := procs[comp.name]; !ok || !procfs.Alive(p.pid) {
+		if p, ok := procs[comp.name]; !ok || !process.Alive(p.PID) {
 			return false, nil
 		}
 	}
@@ -394,7 +394,7 @@ func (c *Cluster) checkStarted(comps []component) error {
 		}
 		i := slices.IndexFunc(comps, func(comp component) bool {
 			p, ok := procs[comp.name]
-			return !ok || !procfs.Alive(p.pid)
+			return !ok || !process.Alive(p.PID)
 		})
 		if i < 0 {
 			return nil
@@ -411,7 +411,7 @@ func (c *Cluster) checkStarted(comps []component) error {
 
 func (c *Cluster) diedError(comp component) error {
 	logPath := filepath.Join(c.logDir(), comp.name+".log")
-	return fmt.Errorf("cluster %s: %s exited right after it started; last lines of %s:\n%s", c.Name, comp.name, logPath, logExcerpt(logPath, 10))
+	return fmt.Errorf("cluster %s: %s exited right after it started; last lines of %s:\n%s", c.Name, comp.name, logPath, process.ErrorExcerpt(logPath, 10))
 }
 
 // waitReady polls probe until it succeeds, the process dies, or componentReadyTimeout passes.
@@ -423,7 +423,7 @@ func (c *Cluster) waitReady(ctx context.Context, comp component, pid int, probe 
 		if lastErr = probe(ctx); lastErr == nil {
 			return nil
 		}
-		if !procfs.Alive(pid) {
+		if !process.Alive(pid) {
 			return c.diedError(comp)
 		}
 		select {
@@ -533,15 +533,15 @@ func (c *Cluster) stop() error {
 	comps := c.components()
 	for i := len(comps) - 1; i >= 0; i-- {
 		if p, ok := procs[comps[i].name]; ok {
-			stopProcesses([]process{p}, stopGrace)
+			process.Stop([]process.Proc{p}, stopGrace)
 			delete(procs, comps[i].name)
 		}
 	}
 	// Anything else under the cluster directory (an older layout, a stray helper) goes too.
-	rest := make([]process, 0, len(procs))
+	rest := make([]process.Proc, 0, len(procs))
 	for _, p := range procs {
 		rest = append(rest, p)
 	}
-	stopProcesses(rest, stopGrace)
+	process.Stop(rest, stopGrace)
 	return nil
 }

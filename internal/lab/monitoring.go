@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/config"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // With Options.Monitoring the lab runs a real Prometheus (bin/prometheus, `make
@@ -86,7 +87,7 @@ func (l *Lab) StartMonitoring(ctx context.Context) (string, error) {
 	if err := l.writePrometheusConfig(ctx, dir); err != nil {
 		return "", err
 	}
-	port, err := reservePort(l.opts.Dir)
+	port, err := process.ReservePort(l.opts.Dir)
 	if err != nil {
 		return "", err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-io/drover/internal/lab/netproxy"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // The lab's network partition. The hub and the peer reach a managed cluster only through its
@@ -122,7 +122,7 @@ func (c *Cluster) awaitProxies(open bool) error {
 			return err
 		}
 		p, ok := procs[componentProxy]
-		if !ok || !procfs.Alive(p.pid) {
+		if !ok || !process.Alive(p.PID) {
 			return nil
 		}
 		settled := true

@@ -63,7 +63,7 @@ func TestComponentOfRecognisesEveryLabProcess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := componentOf(process{args: tt.args})
+			got := componentOf(tt.args)
 			if got != tt.want {
 				t.Errorf("componentOf(%v) = %q, want %q", tt.args, got, tt.want)
 			}
@@ -91,29 +91,5 @@ func TestAProcessBelongsToTheClusterItWorksInNotToItsPeer(t *testing.T) {
 	}
 	if !namesOwnPath(storage, "/lab/") {
 		t.Error("every process of the lab must be found by the lab directory (lab down)")
-	}
-}
-
-func TestReservedPortsAreBelowTheEphemeralRangeAndNeverHandedOutTwice(t *testing.T) {
-	labDir := t.TempDir()
-	seen := map[int]bool{}
-	for range 50 {
-		port, err := reservePort(labDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if port < portRangeFirst || port >= 32768 {
-			t.Errorf("port %d is outside [%d, 32768)", port, portRangeFirst)
-		}
-		if seen[port] {
-			t.Errorf("port %d reserved twice", port)
-		}
-		seen[port] = true
-	}
-	releasePorts(labDir)
-	for port := range seen {
-		if _, err := os.Stat(filepath.Join(portReservations(), fmt.Sprint(port))); !os.IsNotExist(err) {
-			t.Errorf("reservation of port %d not released: %v", port, err)
-		}
 	}
 }

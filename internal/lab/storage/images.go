@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // ImageRole is a volume image's replication role in the lab storage.
@@ -132,34 +135,11 @@ func (im *Images) PeerReachable() bool {
 	if im.peerDir == "" || im.partitioned() {
 		return false
 	}
-	want := []byte("\x00--data-dir=" + im.peerDir + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(append(raw, 0), want) || !bytes.Contains(raw, []byte("storage-controller")) {
-			continue
-		}
-		if processRunning(e.Name()) {
-			return true
-		}
-	}
-	return false
-}
-
-// processRunning reports whether /proc/<pid> is a process that is neither a zombie nor dead.
-func processRunning(pid string) bool {
-	raw, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	return i > 0 && i+2 < len(raw) && raw[i+2] != 'Z' && raw[i+2] != 'X'
+	want := "--data-dir=" + im.peerDir
+	found, err := process.Find(func(p process.Proc) bool {
+		return slices.Contains(p.Args[1:], want) && strings.Contains(strings.Join(p.Args, "\x00"), "storage-controller") && process.Alive(p.PID)
+	})
+	return err == nil && len(found) > 0
 }
 
 // Lock serialises access to one image within this process: writers and the mirror's

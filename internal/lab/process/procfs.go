@@ -1,6 +1,4 @@
-// Package procfs reads what the lab needs of a process from Linux's /proc: whether it runs,
-// its resident memory and its CPU time. The lab and its Argo CD components share it.
-package procfs
+package process
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package procfs
+package process
 
 import (
 	"os"
