@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,60 +14,24 @@ import (
 	"time"
 
 	"github.com/drover-io/drover/internal/lab/process"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
-// ImageRole is a volume image's replication role in the lab storage.
-type ImageRole string
+// ImageRole, ImageState and ErrReadOnly are the image state kept on disk (internal/lab/storage/state).
+type (
+	ImageRole  = state.ImageRole
+	ImageState = state.ImageState
+)
 
+// The roles of an image (state.RoleNone, state.RolePrimary, state.RoleSecondary).
 const (
-	// RoleNone is an image that is not replicated: writable, mirrored nowhere.
-	RoleNone ImageRole = ""
-	// RolePrimary is writable and mirrored to the peer.
-	RolePrimary ImageRole = "primary"
-	// RoleSecondary is read-only and receives the peer primary's mirror.
-	RoleSecondary ImageRole = "secondary"
+	RoleNone      = state.RoleNone
+	RolePrimary   = state.RolePrimary
+	RoleSecondary = state.RoleSecondary
 )
-
-// ImageState is what the lab storage records about one image, in images/<handle>.json.
-type ImageState struct {
-	Role ImageRole `json:"role,omitempty"`
-	// Epoch increases at every promotion. An image promoted while its peer was unreachable has a
-	// higher epoch than the old primary, which is how a split brain is recognised later.
-	Epoch int64 `json:"epoch,omitempty"`
-	// NeedsResync marks a secondary whose data diverged from the primary (it was written as a
-	// primary after the peer was promoted). It receives no mirror until it is resynced.
-	NeedsResync bool `json:"needsResync,omitempty"`
-	// Operation is the last role change (a VolumeReplication condition reason: Promoted,
-	// ForcePromoted, Demoted) and OperationTime when it happened. They are kept with the image,
-	// not only in a status, so the status can be recomputed from what is observed at every
-	// reconcile: a status written from a stale cache can never lose them.
-	Operation     string     `json:"operation,omitempty"`
-	OperationTime *time.Time `json:"operationTime,omitempty"`
-	// LastSyncTime is when the last completed mirror to the peer was taken (primary side) or
-	// applied (secondary side).
-	LastSyncTime *time.Time `json:"lastSyncTime,omitempty"`
-	// LastSyncDuration is how long the last mirror took.
-	LastSyncDuration time.Duration `json:"lastSyncDuration,omitempty"`
-	// LastSyncBytes is how many bytes the last mirror carried.
-	LastSyncBytes int64 `json:"lastSyncBytes,omitempty"`
-	// FinalMirrorPending marks an image demoted while its final mirror could not be sent (the
-	// peer unreachable or not ready): it holds writes the peer lacks, and it is sent as soon as
-	// the peer can take it.
-	FinalMirrorPending bool `json:"finalMirrorPending,omitempty"`
-	// MirrorDisabled marks an image whose mirroring was disabled while it was primary (its
-	// VolumeReplication deleted): it is an ordinary volume now, and rbd-mirror deletes the
-	// peer's non-primary copy of it (Deleted there).
-	MirrorDisabled bool `json:"mirrorDisabled,omitempty"`
-	// Deleted marks a non-primary image that rbd-mirror deleted because its primary's mirroring
-	// was disabled: its data is gone, and the storage answers NotFound for it.
-	Deleted bool `json:"deleted,omitempty"`
-}
-
-// Writable reports whether a consumer may write to an image in this state.
-func (s ImageState) Writable() bool { return s.Role != RoleSecondary && !s.Deleted }
 
 // ErrReadOnly is returned by writes to a secondary image.
-var ErrReadOnly = errors.New("image is a secondary (read-only)")
+var ErrReadOnly = state.ErrReadOnly
 
 // Images is one cluster's lab storage on disk, with its peer's for mirroring. The peer's
 // storage is another managed cluster's data directory on the same machine; it is reachable
@@ -102,8 +65,8 @@ func (im *Images) partitioned() bool {
 
 // NewImages opens the storage in dir with its peer in peerDir (empty: no peer).
 func NewImages(dir, peerDir string) (*Images, error) {
-	for _, d := range []string{"volumes", "images", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
+	for _, d := range state.Dirs(dir) {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			return nil, fmt.Errorf("failed to create %s: %w", d, err)
 		}
 	}
@@ -157,94 +120,41 @@ func (im *Images) Lock(handle string) func() {
 }
 
 // VolumeDir is the directory holding the image's data.
-func (im *Images) VolumeDir(handle string) string { return VolumePath(im.dir, handle) }
+func (im *Images) VolumeDir(handle string) string { return state.VolumePath(im.dir, handle) }
 
 // PeerVolumeDir is the directory holding the peer's copy of the image.
-func (im *Images) PeerVolumeDir(handle string) string { return VolumePath(im.peerDir, handle) }
+func (im *Images) PeerVolumeDir(handle string) string { return state.VolumePath(im.peerDir, handle) }
 
 // State reads the image's state; an image never replicated has the zero state.
 func (im *Images) State(handle string) (ImageState, error) {
-	return readState(filepath.Join(im.dir, "images", handle+".json"))
+	return state.Read(state.ImagePath(im.dir, handle))
 }
 
 // PeerState reads the peer's state of the image.
 func (im *Images) PeerState(handle string) (ImageState, error) {
-	return readState(filepath.Join(im.peerDir, "images", handle+".json"))
+	return state.Read(state.ImagePath(im.peerDir, handle))
 }
 
 // SetState writes the image's state atomically.
 func (im *Images) SetState(handle string, st ImageState) error {
-	return writeState(filepath.Join(im.dir, "images", handle+".json"), st)
+	return state.Write(state.ImagePath(im.dir, handle), st)
 }
 
 // SetPeerState writes the peer's state of the image atomically.
 func (im *Images) SetPeerState(handle string, st ImageState) error {
-	return writeState(filepath.Join(im.peerDir, "images", handle+".json"), st)
+	return state.Write(state.ImagePath(im.peerDir, handle), st)
 }
 
 // UpdateState changes the image's state by read-modify-write under a file lock, so this
 // process and the peer's (which writes the state when it mirrors) never lose each other's
 // changes.
 func (im *Images) UpdateState(handle string, change func(*ImageState)) (ImageState, error) {
-	return updateState(filepath.Join(im.dir, "images", handle+".json"), change)
+	return state.Update(state.ImagePath(im.dir, handle), change)
 }
 
 // UpdatePeerState changes the peer's state of the image like UpdateState.
 func (im *Images) UpdatePeerState(handle string, change func(*ImageState)) (ImageState, error) {
-	return updateState(filepath.Join(im.peerDir, "images", handle+".json"), change)
-}
-
-func updateState(path string, change func(*ImageState)) (ImageState, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return ImageState{}, err
-	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return ImageState{}, fmt.Errorf("failed to open image state lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return ImageState{}, fmt.Errorf("failed to lock image state: %w", err)
-	}
-	st, err := readState(path)
-	if err != nil {
-		return st, err
-	}
-	change(&st)
-	return st, writeState(path, st)
-}
-
-func readState(path string) (ImageState, error) {
-	var st ImageState
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("failed to read image state %s: %w", path, err)
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, fmt.Errorf("image state %s is damaged: %w", path, err)
-	}
-	return st, nil
-}
-
-func writeState(path string, st ImageState) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("failed to write image state: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("failed to write image state: %w", err)
-	}
-	return nil
+	return state.Update(state.ImagePath(im.peerDir, handle), change)
 }
 
 // CopyTree copies the regular files (with their modification times) and directories under src

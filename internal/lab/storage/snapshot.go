@@ -43,6 +43,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 const (
@@ -63,10 +65,9 @@ func setupSnapshots(mgr ctrl.Manager, s *store) error {
 		Complete(reconcilerFunc(s.reconcileSnapshot))
 }
 
-// SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir.
-func SnapshotPath(dataDir, handle string) string {
-	return filepath.Join(dataDir, "snapshots", handle)
-}
+// SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir
+// (state.SnapshotPath).
+func SnapshotPath(dataDir, handle string) string { return state.SnapshotPath(dataDir, handle) }
 
 func snapshotReady(vs *snapshotv1.VolumeSnapshot) bool {
 	return vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false) && vs.Status.BoundVolumeSnapshotContentName != nil
@@ -180,7 +181,7 @@ func (s *store) failSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapshot,
 // takeSnapshot copies the volume under its image lock into the snapshot's directory, staged
 // and renamed, so a snapshot directory is always complete.
 func (s *store) takeSnapshot(ctx context.Context, volume, handle string) error {
-	dst := SnapshotPath(s.opts.DataDir, handle)
+	dst := state.SnapshotPath(s.opts.DataDir, handle)
 	if ok, err := exists(dst); err != nil || ok {
 		return err
 	}
@@ -255,7 +256,7 @@ func (s *store) deleteSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapsho
 	switch {
 	case apierrors.IsNotFound(err):
 		// Never created, or removed by an earlier pass: only data may be left.
-		if err := os.RemoveAll(SnapshotPath(s.opts.DataDir, handle)); err != nil {
+		if err := os.RemoveAll(state.SnapshotPath(s.opts.DataDir, handle)); err != nil {
 			return fmt.Errorf("failed to remove snapshot data %s: %w", handle, err)
 		}
 	case err != nil:
@@ -264,7 +265,7 @@ func (s *store) deleteSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapsho
 		if content.Status != nil && content.Status.SnapshotHandle != nil {
 			handle = *content.Status.SnapshotHandle
 		}
-		if err := os.RemoveAll(SnapshotPath(s.opts.DataDir, handle)); err != nil {
+		if err := os.RemoveAll(state.SnapshotPath(s.opts.DataDir, handle)); err != nil {
 			return fmt.Errorf("failed to remove snapshot data %s: %w", handle, err)
 		}
 		if err := s.client.Delete(ctx, content); client.IgnoreNotFound(err) != nil {
@@ -311,7 +312,7 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	if filled, err := exists(VolumePath(s.opts.DataDir, handle)); err != nil || filled {
+	if filled, err := exists(state.VolumePath(s.opts.DataDir, handle)); err != nil || filled {
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pvc", klog.KObj(pvc), "snapshot", key)
@@ -332,7 +333,7 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 			"PVC %s cannot be restored from snapshot %s of driver %s: use a storage class of that driver",
 			klog.KObj(pvc), key, content.Spec.Driver))
 	}
-	src := SnapshotPath(s.opts.DataDir, *content.Status.SnapshotHandle)
+	src := state.SnapshotPath(s.opts.DataDir, *content.Status.SnapshotHandle)
 	if ok, err := exists(src); err != nil {
 		return ctrl.Result{}, err
 	} else if !ok {
@@ -344,7 +345,7 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 	}
 	n, err := CopyTree(src, staging)
 	if err == nil {
-		err = ReplaceDir(staging, VolumePath(s.opts.DataDir, handle))
+		err = ReplaceDir(staging, state.VolumePath(s.opts.DataDir, handle))
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to restore snapshot %s into volume %s: %w", key, handle, err)

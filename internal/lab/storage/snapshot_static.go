@@ -32,6 +32,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // bindStaticSnapshot binds a snapshot to the pre-provisioned content it names.
@@ -85,7 +87,7 @@ func (s *store) readStaticContent(ctx context.Context, content *snapshotv1.Volum
 	}
 	handle := *content.Spec.Source.SnapshotHandle
 	patch := client.MergeFrom(content.DeepCopy())
-	ok, err := exists(SnapshotPath(s.opts.DataDir, handle))
+	ok, err := exists(state.SnapshotPath(s.opts.DataDir, handle))
 	if err != nil {
 		return false, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -24,6 +23,7 @@ import (
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // provisionedByAnnotation is the annotation external-provisioner sets on the PVs it creates.
@@ -130,10 +130,9 @@ type store struct {
 
 func (s *store) ours(driver string) bool { return slices.Contains(s.opts.Drivers, driver) }
 
-// VolumePath is where the data of the volume with handle lives under a cluster's data dir.
-func VolumePath(dataDir, handle string) string {
-	return filepath.Join(dataDir, "volumes", handle)
-}
+// VolumePath is where the data of the volume with handle lives under a cluster's data dir
+// (state.VolumePath).
+func VolumePath(dataDir, handle string) string { return state.VolumePath(dataDir, handle) }
 
 // provision creates a volume and a PV pre-bound to a pending PVC of one of the storage's classes.
 func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -162,7 +161,7 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if res, err := s.populate(ctx, pvc, sc, name); err != nil || !res.IsZero() {
 		return res, err
 	}
-	if err := os.MkdirAll(VolumePath(s.opts.DataDir, name), 0o750); err != nil {
+	if err := os.MkdirAll(state.VolumePath(s.opts.DataDir, name), 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create volume %s: %w", name, err)
 	}
 	reclaim := corev1.PersistentVolumeReclaimDelete
@@ -208,7 +207,7 @@ func (s *store) deleteReleased(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		return ctrl.Result{}, nil
 	}
-	if err := os.RemoveAll(VolumePath(s.opts.DataDir, pv.Spec.CSI.VolumeHandle)); err != nil {
+	if err := os.RemoveAll(state.VolumePath(s.opts.DataDir, pv.Spec.CSI.VolumeHandle)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to remove volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
 	// Preconditions make sure a PV that was re-used in the meantime is not deleted.

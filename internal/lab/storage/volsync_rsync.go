@@ -35,6 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 const (
@@ -147,7 +148,7 @@ func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 		return ctrl.Result{}, fmt.Errorf("failed to create transfer %s: %w", filepath.Base(dir), err)
 	}
 	r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
-	st, err := r.sync(cp.dir, VolumePath(s.opts.PeerDataDir, l.Volume))
+	st, err := r.sync(cp.dir, state.VolumePath(s.opts.PeerDataDir, l.Volume))
 	if err == nil {
 		err = writeJSON(filepath.Join(dir, transferFile), transfer{
 			Source: fmt.Sprintf("%s/%s/%s", s.opts.Cluster, rs.Namespace, rs.Name),
