@@ -31,7 +31,6 @@ import (
 // bound to the manifests' ClusterRole drover-metrics-reader, and evaluates drover's alert rules
 // (config/prometheus/rules.yaml, as this binary embeds them).
 const (
-	componentPrometheus = "prometheus"
 	// MetricsReaderRole is the release manifests' ClusterRole that may read drover's metrics.
 	MetricsReaderRole = "drover-metrics-reader"
 	// metricsPort is the metrics port of drover's pods in the release manifests.
@@ -91,12 +90,7 @@ func (l *Lab) StartMonitoring(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	comp := component{name: componentPrometheus, binary: binary, args: []string{
-		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:" + strconv.Itoa(port),
-	}}
-	if _, err := comp.start(filepath.Join(dir, "logs"), l.opts.TieToParent); err != nil {
+	if _, err := prometheusComponent(binary, dir, port).start(filepath.Join(dir, "logs"), l.opts.TieToParent); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(l.prometheusPortFile(), []byte(strconv.Itoa(port)), 0o600); err != nil {

@@ -17,11 +17,12 @@ import (
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
-// ImageRole, ImageState and ErrReadOnly are the image state kept on disk (internal/lab/storage/state).
-type (
-	ImageRole  = state.ImageRole
-	ImageState = state.ImageState
-)
+// ImageRole is a volume image's replication role (state.ImageRole).
+type ImageRole = state.ImageRole
+
+// ImageState is what the lab storage records about one image (state.ImageState), kept on disk
+// in images/<handle>.json.
+type ImageState = state.ImageState
 
 // The roles of an image (state.RoleNone, state.RolePrimary, state.RoleSecondary).
 const (
