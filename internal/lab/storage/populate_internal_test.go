@@ -15,6 +15,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // A PVC restored from a snapshot is filled once: provision runs again when the PVC changes
@@ -25,7 +27,7 @@ func TestARestoredVolumeIsNotCopiedAgainWhenProvisionRetries(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	const driver, snapHandle = "lab.example/file", "snapshot-1"
+	const drv, snapHandle = "lab.example/file", "snapshot-1"
 	scheme := runtime.NewScheme()
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(snapshotv1.AddToScheme(scheme)).To(Succeed())
@@ -37,13 +39,13 @@ func TestARestoredVolumeIsNotCopiedAgainWhenProvisionRetries(t *testing.T) {
 	}
 	content := &snapshotv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-1"},
-		Spec:       snapshotv1.VolumeSnapshotContentSpec{Driver: driver},
+		Spec:       snapshotv1.VolumeSnapshotContentSpec{Driver: drv},
 		Status:     &snapshotv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(snapHandle)},
 	}
-	s := &store{
-		client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(vs, content).Build(),
-		opts:   Options{DataDir: dataDir, Drivers: []string{driver}},
-	}
+	s := &store{Store: &driver.Store{
+		Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(vs, content).Build(),
+		Opts:   Options{DataDir: dataDir, Drivers: []string{drv}},
+	}}
 	g.Expect(os.MkdirAll(VolumePath(dataDir, ""), 0o750)).To(Succeed())
 	snapData := SnapshotPath(dataDir, snapHandle)
 	g.Expect(os.MkdirAll(filepath.Join(snapData, "records"), 0o750)).To(Succeed())
@@ -54,7 +56,7 @@ func TestARestoredVolumeIsNotCopiedAgainWhenProvisionRetries(t *testing.T) {
 			APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: "image",
 		}},
 	}
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: driver}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: drv}
 	restored := filepath.Join(VolumePath(dataDir, "pvc-1"), "records", "w.log")
 
 	res, err := s.populate(ctx, pvc, sc, "pvc-1")

@@ -19,6 +19,7 @@ import (
 
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // The lab's multi-cluster network: a stand-in for a Multi-Cluster Services implementation
@@ -70,25 +71,25 @@ func exportPath(dataDir, address string) string {
 
 // networkOn reports whether the multi-cluster network joins the clusters.
 func (s *store) networkOn() bool {
-	if s.opts.MultiClusterFlag == "" {
+	if s.Opts.MultiClusterFlag == "" {
 		return false
 	}
-	_, err := os.Stat(s.opts.MultiClusterFlag)
+	_, err := os.Stat(s.Opts.MultiClusterFlag)
 	return err == nil
 }
 
 func setupServiceExports(mgr ctrl.Manager, s *store) error {
-	if err := os.MkdirAll(filepath.Join(s.opts.DataDir, "volsync", "exports"), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.Opts.DataDir, "volsync", "exports"), 0o750); err != nil {
 		return fmt.Errorf("failed to create the exports directory: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-mcs-serviceexport").
-		For(&mcsv1alpha1.ServiceExport{}).Complete(reconcilerFunc(s.reconcileExport))
+		For(&mcsv1alpha1.ServiceExport{}).Complete(driver.ReconcilerFunc(s.reconcileExport))
 }
 
 func (s *store) reconcileExport(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	address := clustersetAddress(req.Namespace, req.Name)
 	se := &mcsv1alpha1.ServiceExport{}
-	if err := s.client.Get(ctx, req.NamespacedName, se); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, se); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, s.unexport(address)
 		}
@@ -109,13 +110,13 @@ func (s *store) reconcileExport(ctx context.Context, req ctrl.Request) (ctrl.Res
 	} else {
 		target, _ := destinationAddress(rd)
 		setExportConditions(se, metav1.ConditionTrue, mcsv1alpha1.ReasonValid, "")
-		err = s.writeExport(address, export{Address: target, Cluster: s.opts.Cluster})
+		err = s.writeExport(address, export{Address: target, Cluster: s.Opts.Cluster})
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !equality.Semantic.DeepEqual(base.Status, se.Status) {
-		if err := s.client.Status().Patch(ctx, se, client.MergeFrom(base)); err != nil {
+		if err := s.Client.Status().Patch(ctx, se, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to patch status of ServiceExport %s: %w", klog.KObj(se), err)
 		}
 	}
@@ -125,7 +126,7 @@ func (s *store) reconcileExport(ctx context.Context, req ctrl.Request) (ctrl.Res
 // exportedDestination is the ReplicationDestination whose Service the export names, or nil.
 func (s *store) exportedDestination(ctx context.Context, se *mcsv1alpha1.ServiceExport) (*volsyncv1alpha1.ReplicationDestination, error) {
 	list := &volsyncv1alpha1.ReplicationDestinationList{}
-	if err := s.client.List(ctx, list, client.InNamespace(se.Namespace)); err != nil {
+	if err := s.Client.List(ctx, list, client.InNamespace(se.Namespace)); err != nil {
 		return nil, fmt.Errorf("failed to list ReplicationDestinations in %s: %w", se.Namespace, err)
 	}
 	for i := range list.Items {
@@ -151,14 +152,14 @@ func setExportConditions(se *mcsv1alpha1.ServiceExport, valid metav1.ConditionSt
 
 func (s *store) writeExport(address string, e export) error {
 	var have export
-	if err := readJSON(exportPath(s.opts.DataDir, address), &have); err == nil && have == e {
+	if err := driver.ReadJSON(exportPath(s.Opts.DataDir, address), &have); err == nil && have == e {
 		return nil
 	}
-	return writeJSON(exportPath(s.opts.DataDir, address), e)
+	return driver.WriteJSON(exportPath(s.Opts.DataDir, address), e)
 }
 
 func (s *store) unexport(address string) error {
-	if err := os.Remove(exportPath(s.opts.DataDir, address)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(exportPath(s.Opts.DataDir, address)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove export %s: %w", address, err)
 	}
 	return nil
@@ -172,14 +173,14 @@ func (s *store) resolve(address string) (string, bool, error) {
 		return address, false, nil
 	}
 	if !s.networkOn() {
-		return "", false, waitFor(volsyncRetry,
+		return "", false, driver.WaitFor(volsyncRetry,
 			"Cannot resolve %s: no multi-cluster network joins this cluster (%s) and its peer, so no clusterset address resolves (as without a Multi-Cluster Services implementation): use a LoadBalancer destination, or start the lab with --multicluster-network",
-			address, s.opts.Cluster)
+			address, s.Opts.Cluster)
 	}
 	var e export
-	if err := readJSON(exportPath(s.opts.PeerDataDir, address), &e); err != nil {
+	if err := driver.ReadJSON(exportPath(s.Opts.PeerDataDir, address), &e); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", false, waitFor(volsyncRetry,
+			return "", false, driver.WaitFor(volsyncRetry,
 				"Cannot resolve %s: the peer cluster exports no such Service: create a ServiceExport of the destination's Service there", address)
 		}
 		return "", false, err

@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
@@ -56,13 +57,13 @@ const (
 
 func setupSnapshots(mgr ctrl.Manager, s *store) error {
 	// Staging holds half-made copies; nothing runs yet, so whatever is there was torn by a stop.
-	if err := os.RemoveAll(filepath.Join(s.opts.DataDir, "staging")); err != nil {
+	if err := os.RemoveAll(filepath.Join(s.Opts.DataDir, "staging")); err != nil {
 		return fmt.Errorf("failed to empty the staging directory: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-snapshotter").
 		For(&snapshotv1.VolumeSnapshot{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
-		Complete(reconcilerFunc(s.reconcileSnapshot))
+		WithOptions(controller.Options{MaxConcurrentReconciles: driver.Workers}).
+		Complete(driver.ReconcilerFunc(s.reconcileSnapshot))
 }
 
 // SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir
@@ -83,7 +84,7 @@ func contentName(vs *snapshotv1.VolumeSnapshot) string {
 // reconcileSnapshot takes a snapshot of a lab PVC, or removes a deleted one.
 func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vs := &snapshotv1.VolumeSnapshot{}
-	if err := s.client.Get(ctx, req.NamespacedName, vs); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, vs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vs.DeletionTimestamp != nil {
@@ -98,10 +99,10 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 	if vs.Spec.Source.PersistentVolumeClaimName == nil {
 		return ctrl.Result{}, nil
 	}
-	pv, err := s.boundVolume(ctx, vs.Namespace, *vs.Spec.Source.PersistentVolumeClaimName)
-	var wait *waitError
+	pv, err := s.BoundVolume(ctx, vs.Namespace, *vs.Spec.Source.PersistentVolumeClaimName)
+	var wait *driver.WaitError
 	switch {
-	case errors.Is(err, errNotLabVolume):
+	case errors.Is(err, driver.ErrNotLabVolume):
 		return ctrl.Result{}, nil // another storage's snapshot
 	case errors.As(err, &wait):
 		return ctrl.Result{RequeueAfter: snapshotRetry}, nil
@@ -109,16 +110,16 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	if msg := s.secondaryImageRefusal(pv.Spec.CSI.VolumeHandle); msg != "" {
-		return ctrl.Result{RequeueAfter: volsyncRetry}, s.failSnapshot(ctx, vs, msg)
+		return ctrl.Result{RequeueAfter: driver.Retry}, s.failSnapshot(ctx, vs, msg)
 	}
 	policy, err := s.snapshotPolicy(ctx, vs, pv.Spec.CSI.Driver)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: volsyncRetry}, s.failSnapshot(ctx, vs, err.Error())
+		return ctrl.Result{RequeueAfter: driver.Retry}, s.failSnapshot(ctx, vs, err.Error())
 	}
 	if !controllerutil.ContainsFinalizer(vs, snapshotFinalizer) {
 		patch := client.MergeFrom(vs.DeepCopy())
 		controllerutil.AddFinalizer(vs, snapshotFinalizer)
-		return ctrl.Result{}, s.client.Patch(ctx, vs, patch)
+		return ctrl.Result{}, s.Client.Patch(ctx, vs, patch)
 	}
 	handle := "snapshot-" + string(vs.UID)
 	if err := s.takeSnapshot(ctx, pv.Spec.CSI.VolumeHandle, handle); err != nil {
@@ -136,7 +137,7 @@ func (s *store) reconcileSnapshot(ctx context.Context, req ctrl.Request) (ctrl.R
 		ReadyToUse:                     ptr.To(true),
 		RestoreSize:                    resource.NewQuantity(ptr.Deref(size, 0), resource.BinarySI),
 	}
-	if err := s.client.Status().Patch(ctx, vs, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, vs, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to patch status of snapshot %s: %w", klog.KObj(vs), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Took snapshot", "snapshot", klog.KObj(vs), "volume", pv.Spec.CSI.VolumeHandle, "handle", handle)
@@ -149,7 +150,7 @@ func (s *store) snapshotPolicy(ctx context.Context, vs *snapshotv1.VolumeSnapsho
 		return snapshotv1.VolumeSnapshotContentDelete, nil
 	}
 	class := &snapshotv1.VolumeSnapshotClass{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: *vs.Spec.VolumeSnapshotClassName}, class); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: *vs.Spec.VolumeSnapshotClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("VolumeSnapshotClass %s does not exist: create it or leave volumeSnapshotClassName unset", *vs.Spec.VolumeSnapshotClassName)
 		}
@@ -172,7 +173,7 @@ func (s *store) failSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapshot,
 	}
 	vs.Status.ReadyToUse = ptr.To(false)
 	vs.Status.Error = &snapshotv1.VolumeSnapshotError{Time: ptr.To(metav1.Now()), Message: ptr.To(msg)}
-	if err := s.client.Status().Patch(ctx, vs, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, vs, patch); err != nil {
 		return fmt.Errorf("failed to patch status of snapshot %s: %w", klog.KObj(vs), err)
 	}
 	return nil
@@ -181,16 +182,16 @@ func (s *store) failSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapshot,
 // takeSnapshot copies the volume under its image lock into the snapshot's directory, staged
 // and renamed, so a snapshot directory is always complete.
 func (s *store) takeSnapshot(ctx context.Context, volume, handle string) error {
-	dst := state.SnapshotPath(s.opts.DataDir, handle)
-	if ok, err := exists(dst); err != nil || ok {
+	dst := state.SnapshotPath(s.Opts.DataDir, handle)
+	if ok, err := driver.Exists(dst); err != nil || ok {
 		return err
 	}
-	staging := stagingPath(s.opts.DataDir, handle)
+	staging := driver.StagingPath(s.Opts.DataDir, handle)
 	if err := os.RemoveAll(staging); err != nil {
 		return err
 	}
 	began := time.Now()
-	n, err := s.copyPointInTime(volume, staging)
+	n, err := s.CopyPointInTime(volume, staging)
 	if err != nil {
 		return fmt.Errorf("failed to snapshot volume %s: %w", volume, err)
 	}
@@ -206,7 +207,7 @@ func (s *store) takeSnapshot(ctx context.Context, volume, handle string) error {
 func (s *store) ensureContent(ctx context.Context, vs *snapshotv1.VolumeSnapshot, pv *corev1.PersistentVolume,
 	policy snapshotv1.DeletionPolicy, handle string) (*snapshotv1.VolumeSnapshotContent, error) {
 	content := &snapshotv1.VolumeSnapshotContent{}
-	err := s.client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content)
+	err := s.Client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content)
 	if apierrors.IsNotFound(err) {
 		content = &snapshotv1.VolumeSnapshotContent{
 			ObjectMeta: metav1.ObjectMeta{Name: contentName(vs)},
@@ -222,7 +223,7 @@ func (s *store) ensureContent(ctx context.Context, vs *snapshotv1.VolumeSnapshot
 				SourceVolumeMode:        ptr.To(ptr.Deref(pv.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)),
 			},
 		}
-		if err := s.client.Create(ctx, content); err != nil {
+		if err := s.Client.Create(ctx, content); err != nil {
 			return nil, fmt.Errorf("failed to create VolumeSnapshotContent %s: %w", content.Name, err)
 		}
 	} else if err != nil {
@@ -239,7 +240,7 @@ func (s *store) ensureContent(ctx context.Context, vs *snapshotv1.VolumeSnapshot
 		RestoreSize:    ptr.To(capacity.Value()),
 		ReadyToUse:     ptr.To(true),
 	}
-	if err := s.client.Status().Patch(ctx, content, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, content, patch); err != nil {
 		return nil, fmt.Errorf("failed to patch status of VolumeSnapshotContent %s: %w", content.Name, err)
 	}
 	return content, nil
@@ -252,11 +253,11 @@ func (s *store) deleteSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapsho
 	}
 	handle := "snapshot-" + string(vs.UID)
 	content := &snapshotv1.VolumeSnapshotContent{}
-	err := s.client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content)
+	err := s.Client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Never created, or removed by an earlier pass: only data may be left.
-		if err := os.RemoveAll(state.SnapshotPath(s.opts.DataDir, handle)); err != nil {
+		if err := os.RemoveAll(state.SnapshotPath(s.Opts.DataDir, handle)); err != nil {
 			return fmt.Errorf("failed to remove snapshot data %s: %w", handle, err)
 		}
 	case err != nil:
@@ -265,16 +266,16 @@ func (s *store) deleteSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapsho
 		if content.Status != nil && content.Status.SnapshotHandle != nil {
 			handle = *content.Status.SnapshotHandle
 		}
-		if err := os.RemoveAll(state.SnapshotPath(s.opts.DataDir, handle)); err != nil {
+		if err := os.RemoveAll(state.SnapshotPath(s.Opts.DataDir, handle)); err != nil {
 			return fmt.Errorf("failed to remove snapshot data %s: %w", handle, err)
 		}
-		if err := s.client.Delete(ctx, content); client.IgnoreNotFound(err) != nil {
+		if err := s.Client.Delete(ctx, content); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("failed to delete VolumeSnapshotContent %s: %w", content.Name, err)
 		}
 	}
 	patch := client.MergeFrom(vs.DeepCopy())
 	controllerutil.RemoveFinalizer(vs, snapshotFinalizer)
-	if err := s.client.Patch(ctx, vs, patch); err != nil {
+	if err := s.Client.Patch(ctx, vs, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted snapshot", "snapshot", klog.KObj(vs), "handle", handle)
@@ -312,12 +313,12 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	if filled, err := exists(state.VolumePath(s.opts.DataDir, handle)); err != nil || filled {
+	if filled, err := driver.Exists(state.VolumePath(s.Opts.DataDir, handle)); err != nil || filled {
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pvc", klog.KObj(pvc), "snapshot", key)
 	vs := &snapshotv1.VolumeSnapshot{}
-	if err := s.client.Get(ctx, key, vs); err != nil || !snapshotReady(vs) {
+	if err := s.Client.Get(ctx, key, vs); err != nil || !snapshotReady(vs) {
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
@@ -325,7 +326,7 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 		return ctrl.Result{RequeueAfter: snapshotRetry}, nil
 	}
 	content := &snapshotv1.VolumeSnapshotContent{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: contentName(vs)}, content); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to get content of snapshot %s: %w", key, err)
 	}
 	if content.Spec.Driver != sc.Provisioner || content.Status == nil || content.Status.SnapshotHandle == nil {
@@ -333,19 +334,19 @@ func (s *store) populate(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 			"PVC %s cannot be restored from snapshot %s of driver %s: use a storage class of that driver",
 			klog.KObj(pvc), key, content.Spec.Driver))
 	}
-	src := state.SnapshotPath(s.opts.DataDir, *content.Status.SnapshotHandle)
-	if ok, err := exists(src); err != nil {
+	src := state.SnapshotPath(s.Opts.DataDir, *content.Status.SnapshotHandle)
+	if ok, err := driver.Exists(src); err != nil {
 		return ctrl.Result{}, err
 	} else if !ok {
 		return ctrl.Result{}, fmt.Errorf("the data of snapshot %s is missing from %s", key, src)
 	}
-	staging := stagingPath(s.opts.DataDir, handle)
+	staging := driver.StagingPath(s.Opts.DataDir, handle)
 	if err := os.RemoveAll(staging); err != nil {
 		return ctrl.Result{}, err
 	}
-	n, err := CopyTree(src, staging)
+	n, err := driver.CopyTree(src, staging)
 	if err == nil {
-		err = ReplaceDir(staging, state.VolumePath(s.opts.DataDir, handle))
+		err = driver.ReplaceDir(staging, state.VolumePath(s.Opts.DataDir, handle))
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to restore snapshot %s into volume %s: %w", key, handle, err)

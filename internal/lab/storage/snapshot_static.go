@@ -33,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
@@ -40,13 +41,13 @@ import (
 func (s *store) bindStaticSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapshot) (ctrl.Result, error) {
 	name := *vs.Spec.Source.VolumeSnapshotContentName
 	content := &snapshotv1.VolumeSnapshotContent{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, content); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, content); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{RequeueAfter: snapshotRetry}, s.failSnapshot(ctx, vs, fmt.Sprintf("VolumeSnapshotContent %s does not exist", name))
 		}
 		return ctrl.Result{}, err
 	}
-	if !s.ours(content.Spec.Driver) || content.Spec.Source.SnapshotHandle == nil {
+	if !s.Ours(content.Spec.Driver) || content.Spec.Source.SnapshotHandle == nil {
 		return ctrl.Result{}, nil // another storage's, or a dynamic content named by hand
 	}
 	ref := content.Spec.VolumeSnapshotRef
@@ -61,7 +62,7 @@ func (s *store) bindStaticSnapshot(ctx context.Context, vs *snapshotv1.VolumeSna
 	if ref.UID == "" {
 		patch := client.MergeFrom(content.DeepCopy())
 		content.Spec.VolumeSnapshotRef.UID = vs.UID
-		if err := s.client.Patch(ctx, content, patch); err != nil {
+		if err := s.Client.Patch(ctx, content, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to bind VolumeSnapshotContent %s: %w", name, err)
 		}
 	}
@@ -72,7 +73,7 @@ func (s *store) bindStaticSnapshot(ctx context.Context, vs *snapshotv1.VolumeSna
 		ReadyToUse:                     ptr.To(true),
 		RestoreSize:                    resource.NewQuantity(ptr.Deref(content.Status.RestoreSize, 0), resource.BinarySI),
 	}
-	if err := s.client.Status().Patch(ctx, vs, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, vs, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to patch status of snapshot %s: %w", klog.KObj(vs), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Bound pre-provisioned snapshot", "snapshot", klog.KObj(vs), "content", name)
@@ -87,7 +88,7 @@ func (s *store) readStaticContent(ctx context.Context, content *snapshotv1.Volum
 	}
 	handle := *content.Spec.Source.SnapshotHandle
 	patch := client.MergeFrom(content.DeepCopy())
-	ok, err := exists(state.SnapshotPath(s.opts.DataDir, handle))
+	ok, err := driver.Exists(state.SnapshotPath(s.Opts.DataDir, handle))
 	if err != nil {
 		return false, err
 	}
@@ -104,7 +105,7 @@ func (s *store) readStaticContent(ctx context.Context, content *snapshotv1.Volum
 			SnapshotHandle: ptr.To(handle), ReadyToUse: ptr.To(true), RestoreSize: ptr.To(size), CreationTime: ptr.To(metav1.Now().UnixNano()),
 		}
 	}
-	if err := s.client.Status().Patch(ctx, content, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, content, patch); err != nil {
 		return false, fmt.Errorf("failed to patch status of VolumeSnapshotContent %s: %w", content.Name, err)
 	}
 	return ok, nil
@@ -114,7 +115,7 @@ func (s *store) readStaticContent(ctx context.Context, content *snapshotv1.Volum
 // with the same handle (the snapshot that took it), else 0 (unknown, as a driver may say).
 func (s *store) sizeOfSnapshot(ctx context.Context, handle string) (int64, error) {
 	list := &snapshotv1.VolumeSnapshotContentList{}
-	if err := s.client.List(ctx, list); err != nil {
+	if err := s.Client.List(ctx, list); err != nil {
 		return 0, fmt.Errorf("failed to list VolumeSnapshotContents: %w", err)
 	}
 	for _, c := range list.Items {
@@ -136,7 +137,7 @@ func (s *store) sizeOfSnapshot(ctx context.Context, handle string) (int64, error
 // secondaryImageRefusal is the snapshot error for a volume whose image is a mirrored secondary,
 // "" for one that may be snapshotted.
 func (s *store) secondaryImageRefusal(handle string) string {
-	st, err := s.images.State(handle)
+	st, err := s.Images.State(handle)
 	if err != nil || st.Role != RoleSecondary {
 		return ""
 	}

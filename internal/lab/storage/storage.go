@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,30 +22,15 @@ import (
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // provisionedByAnnotation is the annotation external-provisioner sets on the PVs it creates.
 const provisionedByAnnotation = "pv.kubernetes.io/provisioned-by"
 
-// Options configure the lab storage of one cluster.
-type Options struct {
-	// Cluster is the lab cluster's name, used in logs.
-	Cluster string
-	// DataDir holds the volumes, one directory each under volumes/, and the image states.
-	DataDir string
-	// PeerDataDir is the peer cluster's DataDir, the target of mirroring. Empty: no peer.
-	PeerDataDir string
-	// Drivers are the CSI driver names this storage serves.
-	Drivers []string
-	// PartitionFlags are files, one per cluster, of which any existing cuts this storage off
-	// from its peer (the lab's network partition): the peer is then unreachable.
-	PartitionFlags []string
-	// MultiClusterFlag is a file, shared by both clusters, whose existence joins them in the
-	// lab's multi-cluster network (serviceexport.go): ServiceExports are exported and clusterset
-	// addresses resolve. Empty: never.
-	MultiClusterFlag string
-}
+// Options configure the lab storage of one cluster (driver.Options).
+type Options = driver.Options
 
 // setupFunc registers one lab storage controller with the manager.
 type setupFunc func(ctrl.Manager, *store) error
@@ -56,7 +40,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.DataDir == "" || len(opts.Drivers) == 0 {
 		return errors.New("lab storage needs a data directory and at least one driver")
 	}
-	images, err := NewImages(opts.DataDir, opts.PeerDataDir)
+	images, err := driver.NewImages(opts.DataDir, opts.PeerDataDir)
 	if err != nil {
 		return err
 	}
@@ -85,7 +69,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to create lab storage manager: %w", err)
 	}
-	s := &store{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, images: images}
+	s := &store{Store: &driver.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: opts, Images: images}}
 	for _, setup := range []setupFunc{
 		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync, setupServiceExports,
 	} {
@@ -98,37 +82,25 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 func setupProvisioner(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-provisioner").
-		For(&corev1.PersistentVolumeClaim{}).Complete(reconcilerFunc(s.provision))
+		For(&corev1.PersistentVolumeClaim{}).Complete(driver.ReconcilerFunc(s.provision))
 }
 
 func setupDeleter(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-deleter").
-		For(&corev1.PersistentVolume{}).Complete(reconcilerFunc(s.deleteReleased))
+		For(&corev1.PersistentVolume{}).Complete(driver.ReconcilerFunc(s.deleteReleased))
 }
 
 func setupAttacher(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-attacher").
-		For(&storagev1.VolumeAttachment{}).Complete(reconcilerFunc(s.attach))
+		For(&storagev1.VolumeAttachment{}).Complete(driver.ReconcilerFunc(s.attach))
 }
 
-type reconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
-
-func (f reconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return f(ctx, req)
-}
-
-// store holds the lab storage's dependencies; per-request state lives in the functions.
+// store is the shared driver context with what csi-addons' controller keeps of its own.
 type store struct {
-	client client.Client
-	// reader reads from the API server, past the cache, where a stale read would act twice.
-	reader client.Reader
-	opts   Options
-	images *Images
+	*driver.Store
 	// reports is when csi-addons would next reconcile each VolumeReplication (volrep_report.go).
 	reports reportSchedule
 }
-
-func (s *store) ours(driver string) bool { return slices.Contains(s.opts.Drivers, driver) }
 
 // VolumePath is where the data of the volume with handle lives under a cluster's data dir
 // (state.VolumePath).
@@ -138,7 +110,7 @@ func VolumePath(dataDir, handle string) string { return state.VolumePath(dataDir
 func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := s.client.Get(ctx, req.NamespacedName, pvc); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// A PVC naming a volume is bound or pre-bound (a restore does that): nothing to provision.
@@ -146,10 +118,10 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	sc := &storagev1.StorageClass{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !s.ours(sc.Provisioner) {
+	if !s.Ours(sc.Provisioner) {
 		return ctrl.Result{}, nil
 	}
 	if waitsForConsumer(sc, pvc) {
@@ -161,7 +133,7 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if res, err := s.populate(ctx, pvc, sc, name); err != nil || !res.IsZero() {
 		return res, err
 	}
-	if err := os.MkdirAll(state.VolumePath(s.opts.DataDir, name), 0o750); err != nil {
+	if err := os.MkdirAll(state.VolumePath(s.Opts.DataDir, name), 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create volume %s: %w", name, err)
 	}
 	reclaim := corev1.PersistentVolumeReclaimDelete
@@ -189,7 +161,7 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			}},
 		},
 	}
-	if err := s.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := s.Client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("failed to create PV %s for PVC %s: %w", name, req.NamespacedName, err)
 	}
 	log.Info("Provisioned volume", "pvc", klog.KObj(pvc), "pv", name)
@@ -199,19 +171,19 @@ func (s *store) provision(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 // deleteReleased removes the data and the PV of a released volume whose policy is Delete.
 func (s *store) deleteReleased(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pv := &corev1.PersistentVolume{}
-	if err := s.client.Get(ctx, req.NamespacedName, pv); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, pv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) || pv.DeletionTimestamp != nil ||
+	if pv.Spec.CSI == nil || !s.Ours(pv.Spec.CSI.Driver) || pv.DeletionTimestamp != nil ||
 		pv.Status.Phase != corev1.VolumeReleased ||
 		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		return ctrl.Result{}, nil
 	}
-	if err := os.RemoveAll(state.VolumePath(s.opts.DataDir, pv.Spec.CSI.VolumeHandle)); err != nil {
+	if err := os.RemoveAll(state.VolumePath(s.Opts.DataDir, pv.Spec.CSI.VolumeHandle)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to remove volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
 	// Preconditions make sure a PV that was re-used in the meantime is not deleted.
-	if err := s.client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID, ResourceVersion: &pv.ResourceVersion}); err != nil {
+	if err := s.Client.Delete(ctx, pv, client.Preconditions{UID: &pv.UID, ResourceVersion: &pv.ResourceVersion}); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted released volume", "pv", pv.Name)
@@ -222,15 +194,15 @@ func (s *store) deleteReleased(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // external-attacher does once the driver's ControllerPublishVolume succeeded.
 func (s *store) attach(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	va := &storagev1.VolumeAttachment{}
-	if err := s.client.Get(ctx, req.NamespacedName, va); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, va); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !s.ours(va.Spec.Attacher) || va.DeletionTimestamp != nil || va.Status.Attached {
+	if !s.Ours(va.Spec.Attacher) || va.DeletionTimestamp != nil || va.Status.Attached {
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(va.DeepCopy())
 	va.Status.Attached = true
-	if err := s.client.Status().Patch(ctx, va, patch); err != nil {
+	if err := s.Client.Status().Patch(ctx, va, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to mark VolumeAttachment %s attached: %w", va.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Attached volume", "volumeAttachment", va.Name, "node", va.Spec.NodeName)

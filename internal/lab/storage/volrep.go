@@ -69,6 +69,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 const (
@@ -125,7 +126,7 @@ const (
 func setupVolRep(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-volrep").
 		For(&replicationv1alpha1.VolumeReplication{}).WithOptions(controller.Options{MaxConcurrentReconciles: volRepWorkers}).
-		Complete(reconcilerFunc(s.reconcileVolRep))
+		Complete(driver.ReconcilerFunc(s.reconcileVolRep))
 }
 
 // volRepScope is the per-request state of one VolumeReplication reconcile.
@@ -145,14 +146,14 @@ type volRepScope struct {
 
 func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vr := &replicationv1alpha1.VolumeReplication{}
-	if err := s.client.Get(ctx, req.NamespacedName, vr); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, vr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !vr.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, s.deleteVolRep(ctx, vr)
 	}
 	if controllerutil.AddFinalizer(vr, VolumeReplicationFinalizer) {
-		if err := s.client.Update(ctx, vr); err != nil {
+		if err := s.Client.Update(ctx, vr); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to add finalizer to VolumeReplication %s: %w", req.NamespacedName, err)
 		}
 	}
@@ -172,7 +173,7 @@ func (s *store) reconcileVolRep(ctx context.Context, req ctrl.Request) (ctrl.Res
 		// backoff, reporting then.
 		vr.Status = before.Status
 	}
-	if perr := patchStatusIfChanged(ctx, s.client, vr, before); perr != nil && err == nil {
+	if perr := patchStatusIfChanged(ctx, s.Client, vr, before); perr != nil && err == nil {
 		err = fmt.Errorf("failed to update status of VolumeReplication %s: %w", req.NamespacedName, perr)
 	}
 	if err != nil {
@@ -197,7 +198,7 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 		}
 	}
 	if problem == "" {
-		st, err := s.images.State(sc.handle)
+		st, err := s.Images.State(sc.handle)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -246,7 +247,7 @@ func ParseSchedulingInterval(raw string) (time.Duration, error) {
 // something the user or a controller must provide is missing.
 func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (handle string, interval, refresh time.Duration, problem string, err error) {
 	class := &replicationv1alpha1.VolumeReplicationClass{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return "", 0, 0, fmt.Sprintf("VolumeReplicationClass %s not found", vr.Spec.VolumeReplicationClass), nil
 		}
@@ -265,7 +266,7 @@ func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.Volume
 	if problem != "" || err != nil {
 		return "", 0, 0, problem, err
 	}
-	if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) || pv.Spec.CSI.Driver != class.Spec.Provisioner {
+	if pv.Spec.CSI == nil || !s.Ours(pv.Spec.CSI.Driver) || pv.Spec.CSI.Driver != class.Spec.Provisioner {
 		return "", 0, 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
 	}
 	return pv.Spec.CSI.VolumeHandle, interval, InfoReconcileInterval(raw), "", nil
@@ -281,7 +282,7 @@ func (s *store) boundPV(ctx context.Context, vr *replicationv1alpha1.VolumeRepli
 		return nil, fmt.Sprintf("PVC %s/%s is not bound yet", pvc.Namespace, pvc.Name), nil
 	}
 	pv := &corev1.PersistentVolume{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
 		return nil, "", fmt.Errorf("failed to get PV %s: %w", pvc.Spec.VolumeName, err)
 	}
 	return pv, "", nil
@@ -293,7 +294,7 @@ func (s *store) sourcePVC(ctx context.Context, vr *replicationv1alpha1.VolumeRep
 		return nil, fmt.Sprintf("dataSource kind %q is not supported; only PersistentVolumeClaim", vr.Spec.DataSource.Kind), nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: vr.Spec.DataSource.Name}, pvc); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: vr.Spec.DataSource.Name}, pvc); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return nil, fmt.Sprintf("PVC %s/%s not found", vr.Namespace, vr.Spec.DataSource.Name), nil
 		}
@@ -304,12 +305,12 @@ func (s *store) sourcePVC(ctx context.Context, vr *replicationv1alpha1.VolumeRep
 
 // observe reads the image's local state and, when the peer is reachable, the peer's.
 func (s *store) observe(handle string) (peerUp bool, peer, local ImageState, err error) {
-	if peerUp = s.images.PeerReachable(); peerUp {
-		if peer, err = s.images.PeerState(handle); err != nil {
+	if peerUp = s.Images.PeerReachable(); peerUp {
+		if peer, err = s.Images.PeerState(handle); err != nil {
 			return false, peer, local, err
 		}
 	}
-	local, err = s.images.State(handle)
+	local, err = s.Images.State(handle)
 	return peerUp, peer, local, err
 }
 
@@ -329,7 +330,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		if !peerUp || peer.Role != RoleSecondary || peer.FinalMirrorPending {
 			operation = opForcePromoted
 		}
-		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
+		if local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
 			st.Role, st.NeedsResync, st.MirrorDisabled = RolePrimary, false, false
 			st.Operation, st.OperationTime = operation, &sc.now
@@ -410,28 +411,28 @@ func nextMirror(st ImageState, interval time.Duration) time.Time {
 // becomes a secondary of this epoch.
 func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 	began := time.Now()
-	staged := filepath.Join(filepath.Dir(s.images.PeerVolumeDir(handle)), fmt.Sprintf(".incoming-%s-%d", handle, began.UnixNano()))
-	unlock := s.images.Lock(handle)
+	staged := filepath.Join(filepath.Dir(s.Images.PeerVolumeDir(handle)), fmt.Sprintf(".incoming-%s-%d", handle, began.UnixNano()))
+	unlock := s.Images.Lock(handle)
 	taken := time.Now()
-	n, err := CopyTree(s.images.VolumeDir(handle), staged)
+	n, err := driver.CopyTree(s.Images.VolumeDir(handle), staged)
 	unlock()
 	if err != nil {
 		_ = os.RemoveAll(staged)
 		return ImageState{}, err
 	}
-	if err := ReplaceDir(staged, s.images.PeerVolumeDir(handle)); err != nil {
+	if err := driver.ReplaceDir(staged, s.Images.PeerVolumeDir(handle)); err != nil {
 		_ = os.RemoveAll(staged)
 		return ImageState{}, err
 	}
 	took := time.Since(began)
-	if _, err := s.images.UpdatePeerState(handle, func(st *ImageState) {
+	if _, err := s.Images.UpdatePeerState(handle, func(st *ImageState) {
 		// A copy rbd-mirror deleted earlier is bootstrapped again.
 		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = RoleSecondary, epoch, false, false
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	}); err != nil {
 		return ImageState{}, err
 	}
-	return s.images.UpdateState(handle, func(st *ImageState) {
+	return s.Images.UpdateState(handle, func(st *ImageState) {
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	})
 }
@@ -453,8 +454,8 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		// (The peer may be primary, or no longer mirrored: its image is not to be overwritten.)
 		diverged := local.Role == RolePrimary && peerUp && peer.Epoch > local.Epoch
 		// Read-only first, under the image lock: no write lands after this point.
-		unlock := s.images.Lock(sc.handle)
-		local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
+		unlock := s.Images.Lock(sc.handle)
+		local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
 			st.Role, st.NeedsResync, st.MirrorDisabled = RoleSecondary, diverged, false
 			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
@@ -503,7 +504,7 @@ func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, 
 	force := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
 	if local.NeedsResync && force {
 		var err error
-		if local, err = s.images.UpdateState(sc.handle, func(st *ImageState) {
+		if local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
 			st.NeedsResync = false
 			// The local image is discarded and synced again from the primary.
 			st.LastSyncTime = nil
@@ -575,14 +576,14 @@ func (r resyncState) message(handle string) string {
 func (s *store) finalMirror(handle string, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
 	switch {
 	case peerUp && peer.Epoch > local.Epoch:
-		return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
+		return s.Images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
 	case !peerUp || peer.Role == RolePrimary || peer.NeedsResync:
 		return local, nil
 	}
 	if _, err := s.mirror(handle, local.Epoch); err != nil {
 		return ImageState{}, err
 	}
-	return s.images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
+	return s.Images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
 }
 
 func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st ImageState) {

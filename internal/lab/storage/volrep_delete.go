@@ -60,7 +60,7 @@ func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.Volume
 		return err
 	}
 	controllerutil.RemoveFinalizer(vr, VolumeReplicationFinalizer)
-	if err := s.client.Update(ctx, vr); err != nil {
+	if err := s.Client.Update(ctx, vr); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.reports.forget(vr.UID)
@@ -76,7 +76,7 @@ func (s *store) disableMirroring(handle string) error {
 	if _, err := s.deleteIfUnmirrored(handle, peerUp, peer, local); err != nil {
 		return err
 	}
-	if local, err = s.images.State(handle); err != nil {
+	if local, err = s.Images.State(handle); err != nil {
 		return err
 	}
 	switch {
@@ -90,14 +90,14 @@ func (s *store) disableMirroring(handle string) error {
 		return fmt.Errorf("%w: secondary image %s is not up+replaying (%s): only the primary's side can disable its mirroring",
 			errSecondaryNotReplaying, handle, notReplayingBecause(local, peerUp, peer))
 	}
-	if _, err := s.images.UpdateState(handle, func(st *ImageState) {
+	if _, err := s.Images.UpdateState(handle, func(st *ImageState) {
 		st.Role, st.MirrorDisabled, st.FinalMirrorPending = RoleNone, true, false
 	}); err != nil {
 		return err
 	}
 	if peerUp && peer.Role == RoleSecondary && !peer.Deleted && peer.Epoch <= local.Epoch {
-		return s.deleteImage(s.images.PeerVolumeDir(handle), func(change func(*ImageState)) error {
-			_, err := s.images.UpdatePeerState(handle, change)
+		return s.deleteImage(s.Images.PeerVolumeDir(handle), func(change func(*ImageState)) error {
+			_, err := s.Images.UpdatePeerState(handle, change)
 			return err
 		})
 	}
@@ -134,8 +134,8 @@ func (s *store) deleteIfUnmirrored(handle string, peerUp bool, peer, local Image
 	if !peerUp || !peer.MirrorDisabled || local.Role != RoleSecondary || local.Deleted || peer.Epoch < local.Epoch {
 		return false, nil
 	}
-	err := s.deleteImage(s.images.VolumeDir(handle), func(change func(*ImageState)) error {
-		_, err := s.images.UpdateState(handle, change)
+	err := s.deleteImage(s.Images.VolumeDir(handle), func(change func(*ImageState)) error {
+		_, err := s.Images.UpdateState(handle, change)
 		return err
 	})
 	return err == nil, err

@@ -33,7 +33,7 @@ func (s *store) protectPVC(ctx context.Context, vr *replicationv1alpha1.VolumeRe
 	}
 	pvc.Annotations[VolumeReplicationNameAnnotation] = vr.Name
 	controllerutil.AddFinalizer(pvc, PVCProtectionFinalizer)
-	if err := s.client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := s.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return "", fmt.Errorf("failed to protect PVC %s/%s of VolumeReplication %s: %w", pvc.Namespace, pvc.Name, vr.Name, err)
 	}
 	return "", nil
@@ -55,7 +55,7 @@ func (s *store) releasePVC(ctx context.Context, vr *replicationv1alpha1.VolumeRe
 	before := pvc.DeepCopy()
 	delete(pvc.Annotations, VolumeReplicationNameAnnotation)
 	controllerutil.RemoveFinalizer(pvc, PVCProtectionFinalizer)
-	if err := s.client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := s.Client.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("failed to release PVC %s/%s of VolumeReplication %s: %w", pvc.Namespace, pvc.Name, vr.Name, err))
 	}
 	return nil

@@ -132,7 +132,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -156,18 +155,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 const (
 	// volsyncPoll is how often a destination looks for transfers and a source for its ack.
-	volsyncPoll = 500 * time.Millisecond
+	volsyncPoll = driver.Poll
 	// volsyncRetry is how long a source or destination waits before retrying what failed.
-	volsyncRetry = 2 * time.Second
+	volsyncRetry = driver.Retry
 	// volsyncIdle is the safety requeue of a source waiting for a new manual trigger.
-	volsyncIdle = time.Minute
-	// volsyncWorkers copy that many volumes at once (one object is never reconciled twice at
-	// once): a workload's PVCs replicate side by side, as their movers would.
-	volsyncWorkers = 4
+	volsyncIdle = driver.Idle
+	// volsyncWorkers copy that many volumes at once (driver.Workers).
+	volsyncWorkers = driver.Workers
 	// staleAckAge is after how long a destination removes an acknowledged transfer that no
 	// source collected (its ReplicationSource was deleted).
 	staleAckAge = 10 * time.Minute
@@ -251,7 +250,7 @@ const CleanupDelayAnnotation = "lab.drover.io/cleanup-delay"
 const DefaultImageDelay = 500 * time.Millisecond
 
 func setupVolSync(mgr ctrl.Manager, s *store) error {
-	if err := os.MkdirAll(filepath.Join(s.opts.DataDir, "volsync", "listeners"), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.Opts.DataDir, "volsync", "listeners"), 0o750); err != nil {
 		return fmt.Errorf("failed to create the VolSync directory: %w", err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-volsync-destination").
@@ -259,13 +258,13 @@ func setupVolSync(mgr ctrl.Manager, s *store) error {
 		Owns(&snapshotv1.VolumeSnapshot{}).
 		Owns(&batchv1.Job{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
-		Complete(reconcilerFunc(s.reconcileDestination)); err != nil {
+		Complete(driver.ReconcilerFunc(s.reconcileDestination)); err != nil {
 		return err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("lab-volsync-source").
 		For(&volsyncv1alpha1.ReplicationSource{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: volsyncWorkers}).
-		Complete(reconcilerFunc(s.reconcileSource)); err != nil {
+		Complete(driver.ReconcilerFunc(s.reconcileSource)); err != nil {
 		return err
 	}
 	reader := mgr.GetAPIReader()
@@ -299,17 +298,12 @@ func incomingPath(dataDir, address string) string {
 	return filepath.Join(dataDir, "volsync", "incoming", address)
 }
 
-// stagingPath is a scratch directory on the volumes' file system, emptied at every start.
-func stagingPath(dataDir, name string) string {
-	return filepath.Join(dataDir, "staging", name)
-}
-
 // sweepListeners removes, once at start, the listeners of ReplicationDestinations deleted while
 // this storage was down, so sources on the peer see no listener instead of waiting forever.
 func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 	log := ctrl.LoggerFrom(ctx).WithName("lab-volsync")
 	// Read the files before listing, so a listener published meanwhile is never taken for stale.
-	files, err := filepath.Glob(listenerPath(s.opts.DataDir, "*"))
+	files, err := filepath.Glob(listenerPath(s.Opts.DataDir, "*"))
 	if err != nil || len(files) == 0 {
 		return
 	}
@@ -322,7 +316,7 @@ func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 	for _, rd := range list.Items {
 		live[rd.UID] = true
 	}
-	pending, _ := filepath.Glob(pendingImagePath(s.opts.DataDir, "*"))
+	pending, _ := filepath.Glob(pendingImagePath(s.Opts.DataDir, "*"))
 	for _, f := range pending {
 		if !live[types.UID(strings.TrimSuffix(filepath.Base(f), ".json"))] {
 			_ = os.Remove(f)
@@ -330,7 +324,7 @@ func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 	}
 	for _, f := range files {
 		var l listener
-		if err := readJSON(f, &l); err == nil && live[l.UID] {
+		if err := driver.ReadJSON(f, &l); err == nil && live[l.UID] {
 			continue
 		}
 		address := strings.TrimSuffix(filepath.Base(f), ".json")
@@ -345,7 +339,7 @@ func (s *store) sweepListeners(ctx context.Context, reader client.Reader) {
 // sweepSourceCopies removes, once at start, the copies of ReplicationSources deleted while a
 // sync of theirs ran.
 func (s *store) sweepSourceCopies(ctx context.Context, reader client.Reader) {
-	files, err := filepath.Glob(filepath.Join(s.opts.DataDir, "volsync", "copies", "*.json"))
+	files, err := filepath.Glob(filepath.Join(s.Opts.DataDir, "volsync", "copies", "*.json"))
 	if err != nil || len(files) == 0 {
 		return
 	}
@@ -386,39 +380,13 @@ func retryList(ctx context.Context, list func() error) error {
 
 // forgetAddress removes a destination's listener and its incoming transfers.
 func (s *store) forgetAddress(address string) error {
-	if err := os.Remove(listenerPath(s.opts.DataDir, address)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(listenerPath(s.Opts.DataDir, address)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove listener %s: %w", address, err)
 	}
-	if err := os.RemoveAll(incomingPath(s.opts.DataDir, address)); err != nil {
+	if err := os.RemoveAll(incomingPath(s.Opts.DataDir, address)); err != nil {
 		return fmt.Errorf("failed to remove incoming transfers of %s: %w", address, err)
 	}
 	return nil
-}
-
-// waitError is a precondition that is not met yet. The reconciler reports its message in the
-// Synchronizing condition and tries again after its delay; it never reaches controller-runtime.
-type waitError struct {
-	msg   string
-	after time.Duration
-	cause error
-	// connecting is a wait upstream's source mover spends inside its running Job, retrying its
-	// connection (mover-rsync-tls/client.sh): VolSync reports it as Synchronizing True,
-	// SyncInProgress, since the Job has neither succeeded nor failed
-	// (controllers/mover/rsynctls/mover.go, Synchronize returns InProgress while the Job runs).
-	connecting bool
-}
-
-func (e *waitError) Error() string { return e.msg }
-
-func (e *waitError) Unwrap() error { return e.cause }
-
-func waitFor(after time.Duration, format string, args ...any) error {
-	return &waitError{msg: fmt.Sprintf(format, args...), after: after}
-}
-
-// connectingFor is a wait of a source's mover that keeps trying to reach its destination.
-func connectingFor(after time.Duration, format string, args ...any) error {
-	return &waitError{msg: fmt.Sprintf(format, args...), after: after, connecting: true}
 }
 
 // volsyncPhase is one step of a VolSync reconcile. A phase that returns an error or a requeue
@@ -437,14 +405,14 @@ func runVolSyncPhases[S any](ctx context.Context, sc S, phases ...volsyncPhase[S
 // settleVolSync turns the outcome of the phases into what the reconciler returns, reporting
 // waits and failures in the Synchronizing condition.
 func settleVolSync(res ctrl.Result, err error, conds *[]metav1.Condition, generation int64) (ctrl.Result, error) {
-	var wait *waitError
+	var wait *driver.WaitError
 	switch {
-	case errors.As(err, &wait) && wait.connecting:
-		setSynchronizing(conds, generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync, wait.msg)
-		return ctrl.Result{RequeueAfter: wait.after}, nil
+	case errors.As(err, &wait) && wait.Connecting:
+		setSynchronizing(conds, generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync, wait.Msg)
+		return ctrl.Result{RequeueAfter: wait.After}, nil
 	case errors.As(err, &wait):
-		setSynchronizing(conds, generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, wait.msg)
-		return ctrl.Result{RequeueAfter: wait.after}, nil
+		setSynchronizing(conds, generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, wait.Msg)
+		return ctrl.Result{RequeueAfter: wait.After}, nil
 	case err != nil:
 		msg := err.Error()
 		if errors.Is(err, reconcile.TerminalError(nil)) && errors.Unwrap(err) != nil {
@@ -470,47 +438,11 @@ func statusTime(t time.Time) *metav1.Time {
 	return &mt
 }
 
-func readJSON(path string, v any) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s is damaged: %w", path, err)
-	}
-	return nil
-}
-
-// writeJSON writes v to path atomically (a temporary file renamed into place).
-func writeJSON(path string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	return nil
-}
-
 // createFailed explains a failed Create; a namespace being deleted (its objects go with it) is
 // waited out.
 func createFailed(err error, what string, obj client.Object) error {
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		return waitFor(volsyncRetry, "Namespace %s is being deleted", obj.GetNamespace())
+		return driver.WaitFor(volsyncRetry, "Namespace %s is being deleted", obj.GetNamespace())
 	}
 	return fmt.Errorf("failed to create %s %s: %w", what, klog.KObj(obj), err)
-}
-
-func exists(path string) (bool, error) {
-	_, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
 }

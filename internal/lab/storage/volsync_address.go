@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // Destination addresses by Service type. VolSync gives a destination a Service of type
@@ -70,7 +71,7 @@ func (s *store) unreachable(l listener, address string, exported bool) error {
 	if l.Reach != reachCluster || exported {
 		return nil
 	}
-	return waitFor(volsyncRetry,
+	return driver.WaitFor(volsyncRetry,
 		"The destination's address %s is the ClusterIP Service address of ReplicationDestination %s/%s on cluster %s, which this cluster (%s) cannot reach without a multi-cluster network: set spec.rsyncTLS.serviceType to LoadBalancer on the destination, or export its Service with a ServiceExport and use its clusterset address (%s)",
-		address, l.Namespace, l.Name, l.Cluster, s.opts.Cluster, clustersetAddress(l.Namespace, serviceName(l.Name)))
+		address, l.Namespace, l.Name, l.Cluster, s.Opts.Cluster, clustersetAddress(l.Namespace, serviceName(l.Name)))
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // rdScope is the state of one reconcile of a ReplicationDestination.
@@ -67,7 +68,7 @@ type pendingAck struct {
 
 func (s *store) reconcileDestination(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rd := &volsyncv1alpha1.ReplicationDestination{}
-	if err := s.client.Get(ctx, req.NamespacedName, rd); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, rd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, s.forgetDestination(req.Namespace, req.Name, "")
 		}
@@ -108,15 +109,15 @@ func (s *store) ensureDestinationPVC(ctx context.Context, sc *rdScope) (ctrl.Res
 	pvc := &corev1.PersistentVolumeClaim{}
 	if spec.DestinationPVC != nil {
 		sc.pvcName = *spec.DestinationPVC
-		err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.pvcName}, pvc)
+		err := s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.pvcName}, pvc)
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, waitFor(volsyncRetry,
+			return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 				"Destination PVC %s does not exist: create it or unset spec.rsyncTLS.destinationPVC", sc.pvcName)
 		}
 		return ctrl.Result{}, err
 	}
 	sc.pvcName = "volsync-" + rd.Name + "-dst"
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.pvcName}, pvc)
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.pvcName}, pvc)
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
@@ -135,10 +136,10 @@ func (s *store) ensureDestinationPVC(ctx context.Context, sc *rdScope) (ctrl.Res
 			},
 		},
 	}
-	if err := controllerutil.SetControllerReference(rd, pvc, s.client.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(rd, pvc, s.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := s.client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := s.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, createFailed(err, "destination PVC", pvc)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created destination PVC", "pvc", klog.KObj(pvc))
@@ -160,7 +161,7 @@ func pendingImagePath(dataDir string, uid types.UID) string {
 // readPendingImage reads the image being taken, if any.
 func (s *store) readPendingImage(sc *rdScope) error {
 	var p pendingImage
-	err := readJSON(pendingImagePath(s.opts.DataDir, sc.rd.UID), &p)
+	err := driver.ReadJSON(pendingImagePath(s.Opts.DataDir, sc.rd.UID), &p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -174,10 +175,10 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 	rd, spec := sc.rd, sc.rd.Spec.RsyncTLS
 	sc.keyName = ptr.Deref(spec.KeySecret, "volsync-rsync-tls-"+rd.Name)
 	secret := &corev1.Secret{}
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.keyName}, secret)
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.keyName}, secret)
 	switch {
 	case apierrors.IsNotFound(err) && spec.KeySecret != nil:
-		return ctrl.Result{}, waitFor(volsyncRetry,
+		return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 			"Key Secret %s does not exist: create it with a %s key or unset spec.rsyncTLS.keySecret", sc.keyName, pskKey)
 	case apierrors.IsNotFound(err):
 		key := make([]byte, 32)
@@ -188,10 +189,10 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 			ObjectMeta: metav1.ObjectMeta{Namespace: rd.Namespace, Name: sc.keyName},
 			Data:       map[string][]byte{pskKey: []byte(pskIdentity + ":" + hex.EncodeToString(key))},
 		}
-		if err := controllerutil.SetControllerReference(rd, secret, s.client.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(rd, secret, s.Client.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}
-		err := s.client.Create(ctx, secret)
+		err := s.Client.Create(ctx, secret)
 		if apierrors.IsAlreadyExists(err) {
 			// Created by an earlier pass that the cache has not seen yet: the next pass reads it.
 			return ctrl.Result{RequeueAfter: volsyncPoll}, nil
@@ -205,7 +206,7 @@ func (s *store) ensureDestinationKey(ctx context.Context, sc *rdScope) (ctrl.Res
 	}
 	sc.psk = strings.TrimSpace(string(secret.Data[pskKey]))
 	if sc.psk == "" {
-		return ctrl.Result{}, waitFor(volsyncRetry, "Key Secret %s has no %s key", sc.keyName, pskKey)
+		return ctrl.Result{}, driver.WaitFor(volsyncRetry, "Key Secret %s has no %s key", sc.keyName, pskKey)
 	}
 	return ctrl.Result{}, nil
 }
@@ -221,7 +222,7 @@ func (s *store) publishListener(ctx context.Context, sc *rdScope) (ctrl.Result, 
 	rd.Status.RsyncTLS = &volsyncv1alpha1.ReplicationDestinationRsyncTLSStatus{
 		Address: ptr.To(sc.address), Port: ptr.To(rsyncTLSPort), KeySecret: ptr.To(sc.keyName),
 	}
-	pv, bindErr := s.boundVolume(ctx, rd.Namespace, sc.pvcName)
+	pv, bindErr := s.BoundVolume(ctx, rd.Namespace, sc.pvcName)
 	if bindErr == nil {
 		sc.volume = pv.Spec.CSI.VolumeHandle
 	}
@@ -239,13 +240,13 @@ func (s *store) writeListener(sc *rdScope) error {
 		closed = sc.moverClosed
 	}
 	want := listener{Namespace: rd.Namespace, Name: rd.Name, UID: rd.UID, PSK: sc.psk, Volume: sc.volume, Closed: closed,
-		Cluster: s.opts.Cluster, Reach: sc.reach, Refuses: sc.moverRefuses}
-	path := listenerPath(s.opts.DataDir, sc.address)
+		Cluster: s.Opts.Cluster, Reach: sc.reach, Refuses: sc.moverRefuses}
+	path := listenerPath(s.Opts.DataDir, sc.address)
 	var have listener
-	if err := readJSON(path, &have); err == nil && have == want {
+	if err := driver.ReadJSON(path, &have); err == nil && have == want {
 		return nil
 	}
-	return writeJSON(path, want)
+	return driver.WriteJSON(path, want)
 }
 
 // closedReason says why no mover of the destination runs to accept a connection, or "".
@@ -279,7 +280,7 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	}
 	sc.received = true
 	startDestinationSync(rd)
-	t, dir, err := nextTransfer(incomingPath(s.opts.DataDir, sc.address))
+	t, dir, err := nextTransfer(incomingPath(s.Opts.DataDir, sc.address))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -313,11 +314,11 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 func (s *store) moverCompleted(ctx context.Context, sc *rdScope, t *transfer, dir string) (ctrl.Result, error) {
 	rd := sc.rd
 	name := snapshotNameFor(rd.Name, filepath.Base(dir), t.StartTime)
-	path := pendingImagePath(s.opts.DataDir, rd.UID)
+	path := pendingImagePath(s.Opts.DataDir, rd.UID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to record the pending image: %w", err)
 	}
-	if err := writeJSON(path, pendingImage{Snapshot: name, MoverDone: time.Now()}); err != nil {
+	if err := driver.WriteJSON(path, pendingImage{Snapshot: name, MoverDone: time.Now()}); err != nil {
 		return ctrl.Result{}, err
 	}
 	sc.snapname, sc.moverDone = name, time.Now()
@@ -459,14 +460,14 @@ func nextTransfer(dir string) (*transfer, string, error) {
 		}
 		d := filepath.Join(dir, e.Name())
 		var a ack
-		if err := readJSON(filepath.Join(d, ackFile), &a); err == nil {
+		if err := driver.ReadJSON(filepath.Join(d, ackFile), &a); err == nil {
 			if time.Since(a.Time) > staleAckAge {
 				_ = os.RemoveAll(d)
 			}
 			continue
 		}
 		var t transfer
-		if err := readJSON(filepath.Join(d, transferFile), &t); err != nil {
+		if err := driver.ReadJSON(filepath.Join(d, transferFile), &t); err != nil {
 			continue // still being copied, or torn: its source removes it
 		}
 		if oldest == nil || t.StartTime.Before(oldest.StartTime) {
@@ -495,7 +496,7 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 		return &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: sc.pvcName}, nil
 	}
 	vs := &snapshotv1.VolumeSnapshot{}
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.snapname}, vs)
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: sc.snapname}, vs)
 	if apierrors.IsNotFound(err) {
 		vs = &snapshotv1.VolumeSnapshot{
 			ObjectMeta: metav1.ObjectMeta{Namespace: rd.Namespace, Name: sc.snapname},
@@ -504,10 +505,10 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 				VolumeSnapshotClassName: rd.Spec.RsyncTLS.VolumeSnapshotClassName,
 			},
 		}
-		if err := controllerutil.SetControllerReference(rd, vs, s.client.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(rd, vs, s.Client.Scheme()); err != nil {
 			return nil, err
 		}
-		if err := s.client.Create(ctx, vs); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := s.Client.Create(ctx, vs); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, createFailed(err, "snapshot", vs)
 		}
 		return nil, nil
@@ -520,7 +521,7 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 		return &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: vs.Name}, nil
 	}
 	if vs.Status != nil && vs.Status.Error != nil {
-		return nil, waitFor(volsyncRetry, "Snapshot %s failed: %s", vs.Name, ptr.Deref(vs.Status.Error.Message, "no message"))
+		return nil, driver.WaitFor(volsyncRetry, "Snapshot %s failed: %s", vs.Name, ptr.Deref(vs.Status.Error.Message, "no message"))
 	}
 	return nil, nil
 }
@@ -529,7 +530,7 @@ func (s *store) patchDestinationStatus(ctx context.Context, sc *rdScope) error {
 	if equality.Semantic.DeepEqual(sc.base.Status, sc.rd.Status) {
 		return nil
 	}
-	if err := s.client.Status().Patch(ctx, sc.rd, client.MergeFrom(sc.base)); err != nil {
+	if err := s.Client.Status().Patch(ctx, sc.rd, client.MergeFrom(sc.base)); err != nil {
 		return fmt.Errorf("failed to patch status of ReplicationDestination %s: %w", klog.KObj(sc.rd), err)
 	}
 	return nil
@@ -545,14 +546,14 @@ func (s *store) afterDestinationStatus(ctx context.Context, sc *rdScope) error {
 		}
 	}
 	for _, a := range sc.acks {
-		if err := writeJSON(filepath.Join(a.dir, ackFile), a.ack); err != nil {
+		if err := driver.WriteJSON(filepath.Join(a.dir, ackFile), a.ack); err != nil {
 			return err
 		}
 	}
 	if sc.imageDone {
 		// VolSync's clean-up (rsynctls/mover.go, Cleanup): the PVC's snapshot annotation goes,
 		// then the objects marked for cleanup; the next sync's mover may run after that.
-		if err := os.Remove(pendingImagePath(s.opts.DataDir, sc.rd.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(pendingImagePath(s.Opts.DataDir, sc.rd.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("failed to end the pending image: %w", err)
 		}
 		sc.snapname = ""
@@ -584,7 +585,7 @@ const (
 func (s *store) relinquishSnapshots(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	rd := sc.rd
 	list := &snapshotv1.VolumeSnapshotList{}
-	if err := s.client.List(ctx, list, client.InNamespace(rd.Namespace), client.HasLabels{doNotDeleteLabel}); err != nil {
+	if err := s.Client.List(ctx, list, client.InNamespace(rd.Namespace), client.HasLabels{doNotDeleteLabel}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to list snapshots in %s: %w", rd.Namespace, err)
 	}
 	var errs []error
@@ -600,7 +601,7 @@ func (s *store) relinquishSnapshots(ctx context.Context, sc *rdScope) (ctrl.Resu
 		if vs.Labels[cleanupLabel] == string(rd.UID) {
 			delete(vs.Labels, cleanupLabel)
 		}
-		if err := s.client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
+		if err := s.Client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("failed to release snapshot %s: %w", klog.KObj(vs), err))
 			continue
 		}
@@ -617,7 +618,7 @@ func (s *store) markOldImage(ctx context.Context, rd *volsyncv1alpha1.Replicatio
 		return nil
 	}
 	vs := &snapshotv1.VolumeSnapshot{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: old.Name}, vs); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: old.Name}, vs); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if _, keep := vs.Labels[doNotDeleteLabel]; keep || vs.Labels[cleanupLabel] == string(rd.UID) {
@@ -625,7 +626,7 @@ func (s *store) markOldImage(ctx context.Context, rd *volsyncv1alpha1.Replicatio
 	}
 	patch := client.MergeFrom(vs.DeepCopy())
 	metav1.SetMetaDataLabel(&vs.ObjectMeta, cleanupLabel, string(rd.UID))
-	if err := s.client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
+	if err := s.Client.Patch(ctx, vs, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to mark snapshot %s for cleanup: %w", klog.KObj(vs), err)
 	}
 	return nil
@@ -636,7 +637,7 @@ func (s *store) markOldImage(ctx context.Context, rd *volsyncv1alpha1.Replicatio
 // destination's ownership.
 func (s *store) cleanupSnapshots(ctx context.Context, rd *volsyncv1alpha1.ReplicationDestination) error {
 	list := &snapshotv1.VolumeSnapshotList{}
-	if err := s.client.List(ctx, list, client.InNamespace(rd.Namespace), client.MatchingLabels{cleanupLabel: string(rd.UID)}); err != nil {
+	if err := s.Client.List(ctx, list, client.InNamespace(rd.Namespace), client.MatchingLabels{cleanupLabel: string(rd.UID)}); err != nil {
 		return fmt.Errorf("failed to list snapshots in %s: %w", rd.Namespace, err)
 	}
 	var errs []error
@@ -653,11 +654,11 @@ func (s *store) cleanupSnapshots(ctx context.Context, rd *volsyncv1alpha1.Replic
 			if keep {
 				delete(vs.Labels, cleanupLabel)
 			}
-			errs = append(errs, client.IgnoreNotFound(s.client.Patch(ctx, vs, patch)))
+			errs = append(errs, client.IgnoreNotFound(s.Client.Patch(ctx, vs, patch)))
 			continue
 		}
 		// The precondition keeps a label added since the list (do-not-delete) from being lost.
-		err := s.client.Delete(ctx, vs, client.Preconditions{ResourceVersion: ptr.To(vs.ResourceVersion)})
+		err := s.Client.Delete(ctx, vs, client.Preconditions{ResourceVersion: ptr.To(vs.ResourceVersion)})
 		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("failed to delete older snapshot %s: %w", klog.KObj(vs), err))
 			continue
@@ -666,31 +667,3 @@ func (s *store) cleanupSnapshots(ctx context.Context, rd *volsyncv1alpha1.Replic
 	}
 	return errors.Join(errs...)
 }
-
-// boundVolume returns the lab PV bound to a PVC, or a wait while there is none.
-func (s *store) boundVolume(ctx context.Context, namespace, name string) (*corev1.PersistentVolume, error) {
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, waitFor(volsyncRetry, "PVC %s does not exist", name)
-		}
-		return nil, err
-	}
-	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, waitFor(volsyncPoll, "PVC %s is not bound yet", name)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return nil, fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, name, err)
-	}
-	if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) {
-		return nil, &waitError{
-			msg:   fmt.Sprintf("PVC %s is not a lab volume: the lab storage moves only volumes of its storage classes", name),
-			after: volsyncIdle, cause: errNotLabVolume,
-		}
-	}
-	return pv, nil
-}
-
-// errNotLabVolume: a PVC is bound to a volume of another storage, which the lab cannot copy.
-var errNotLabVolume = errors.New("not a lab volume")

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // Who a mover runs as, as VolSync builds its mover pods (backube/volsync
@@ -65,7 +66,7 @@ const setgidFailed = "@ERROR: setgid failed\nrsync error: error starting client-
 // privilegedMovers reports whether VolSync grants privileged movers in a namespace.
 func (s *store) privilegedMovers(ctx context.Context, namespace string) (bool, error) {
 	ns := &corev1.Namespace{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return ns.Annotations[privilegedMoversAnnotation] == "true", nil
@@ -156,11 +157,11 @@ func destinationRefusal(spec *corev1.PodSpec) string {
 // jobRefusal is the message of the Job controller's latest FailedCreate event of a Job: why the
 // API server refused its pod (Pod Security admission, a webhook); "" when there is none.
 func (s *store) jobRefusal(ctx context.Context, job *batchv1.Job) string {
-	if s.reader == nil {
+	if s.Reader == nil {
 		return ""
 	}
 	events := &corev1.EventList{}
-	if err := s.reader.List(ctx, events, client.InNamespace(job.Namespace),
+	if err := s.Reader.List(ctx, events, client.InNamespace(job.Namespace),
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("involvedObject.name", job.Name)}); err != nil {
 		return ""
 	}
@@ -205,7 +206,7 @@ func (s *store) startSourceMover(ctx context.Context, sc *rsScope) (ctrl.Result,
 		sc.keyName, rs.Spec.RsyncTLS.MoverSecurityContext, privileged)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, GenerateName: boundedName("volsync-rsync-tls-src-", rs.Name) + "-",
 		Labels: map[string]string{labelCreatedBy: labelCreatedByVolSync}}, Spec: spec}
-	if err := s.client.Create(ctx, pod, client.DryRunAll); err != nil {
+	if err := s.Client.Create(ctx, pod, client.DryRunAll); err != nil {
 		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 			return ctrl.Result{}, fmt.Errorf("failed to submit the mover pod of ReplicationSource %s: %w", klog.KObj(rs), err)
 		}
@@ -223,7 +224,7 @@ func (s *store) startSourceMover(ctx context.Context, sc *rsScope) (ctrl.Result,
 			privilegedMoversAnnotation+" annotation): rsync cannot work this way"), nil
 	}
 	var l listener
-	if err := readJSON(listenerPath(s.opts.PeerDataDir, sc.address), &l); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := driver.ReadJSON(listenerPath(s.Opts.PeerDataDir, sc.address), &l); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return ctrl.Result{}, err
 	}
 	if l.Refuses != "" {

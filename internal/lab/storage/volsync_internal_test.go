@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // The lab source's trigger decisions are those of VolSync's state machine
@@ -78,7 +79,7 @@ func TestVolSyncTriggerDecidesWhenASyncIsDue(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				sc.schedule = schedule
 			}
-			res, err := (&store{}).awaitTrigger(context.Background(), sc)
+			res, err := (&store{Store: &driver.Store{}}).awaitTrigger(context.Background(), sc)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.IsZero()).To(Equal(tc.due), "due")
 			g.Expect(sc.started).To(Equal(tc.starts), "a new sync starts")
@@ -167,10 +168,10 @@ func TestVolSyncDestinationTakesTheOldestCompletedTransferFirst(t *testing.T) {
 		d := filepath.Join(dir, name)
 		g.Expect(os.MkdirAll(filepath.Join(d, dataDirName), 0o750)).To(Succeed())
 		if t != nil {
-			g.Expect(writeJSON(filepath.Join(d, transferFile), t)).To(Succeed())
+			g.Expect(driver.WriteJSON(filepath.Join(d, transferFile), t)).To(Succeed())
 		}
 		if a != nil {
-			g.Expect(writeJSON(filepath.Join(d, ackFile), a)).To(Succeed())
+			g.Expect(driver.WriteJSON(filepath.Join(d, ackFile), a)).To(Succeed())
 		}
 	}
 	put("being-copied", nil, nil)

@@ -80,7 +80,7 @@ func (s *store) ensureDestinationMover(ctx context.Context, sc *rdScope) (ctrl.R
 	job := &batchv1.Job{}
 	name := boundedName(moverJobPrefix, rd.Name)
 	want := destinationMoverJob(rd, name, sa, sc.pvcName, sc.keyName, privileged)
-	err = s.client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: name}, job)
+	err = s.Client.Get(ctx, client.ObjectKey{Namespace: rd.Namespace, Name: name}, job)
 	if apierrors.IsNotFound(err) {
 		if err := s.createOwned(ctx, rd, want, "mover Job"); err != nil {
 			return ctrl.Result{}, err
@@ -94,7 +94,7 @@ func (s *store) ensureDestinationMover(ctx context.Context, sc *rdScope) (ctrl.R
 	if changed := moverJobChanged(job, want); changed != "" {
 		// A Job's pod template cannot change: it goes, and the next pass makes it anew, as
 		// upstream's CreateOrUpdateDeleteOnImmutableErr does.
-		if err := s.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		if err := s.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to delete mover Job %s (%s): %w", klog.KObj(job), changed, err)
 		}
 		sc.moverClosed = fmt.Sprintf("its mover Job %s %s and is replaced", name, changed)
@@ -145,7 +145,7 @@ func moverClaim(job *batchv1.Job) string {
 // left behind would keep its PVC in use for the PVC protection controller.
 func (s *store) moverPodState(ctx context.Context, job *batchv1.Job) (string, error) {
 	pods := &corev1.PodList{}
-	if err := s.client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{labelJobControllerUID: string(job.UID)}); err != nil {
+	if err := s.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{labelJobControllerUID: string(job.UID)}); err != nil {
 		return "", fmt.Errorf("failed to list the pods of mover Job %s: %w", klog.KObj(job), err)
 	}
 	ran := job.Status.Succeeded > 0
@@ -159,7 +159,7 @@ func (s *store) moverPodState(ctx context.Context, job *batchv1.Job) (string, er
 			// scheduled and started, which is what a sync needs of it here.
 			ran = true
 			if p.DeletionTimestamp.IsZero() {
-				if err := s.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				if err := s.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 					return "", fmt.Errorf("failed to delete the completed pod %s of mover Job %s: %w", p.Name, job.Name, err)
 				}
 			}
@@ -179,13 +179,13 @@ func (s *store) moverPodState(ctx context.Context, job *batchv1.Job) (string, er
 
 // createOwned creates obj controlled by the destination unless it exists.
 func (s *store) createOwned(ctx context.Context, rd *volsyncv1alpha1.ReplicationDestination, obj client.Object, what string) error {
-	if err := s.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := controllerutil.SetControllerReference(rd, obj, s.client.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(rd, obj, s.Client.Scheme()); err != nil {
 		return err
 	}
-	if err := s.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := s.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return createFailed(err, what, obj)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created "+what, "object", klog.KObj(obj))

@@ -35,6 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
@@ -93,16 +94,16 @@ func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sour
 	if rs.Status.LastSyncStartTime == nil {
 		return nil, nil
 	}
-	dir := copyPath(s.opts.DataDir, rs.UID, rs.Status.LastSyncStartTime.Time)
+	dir := copyPath(s.Opts.DataDir, rs.UID, rs.Status.LastSyncStartTime.Time)
 	var have sourceCopy
-	if err := readJSON(dir+".json", &have); err == nil {
+	if err := driver.ReadJSON(dir+".json", &have); err == nil {
 		have.dir = dir
 		return &have, nil
 	}
 	if !take {
 		return nil, nil
 	}
-	pv, err := s.boundVolume(ctx, rs.Namespace, rs.Spec.SourcePVC)
+	pv, err := s.BoundVolume(ctx, rs.Namespace, rs.Spec.SourcePVC)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +113,9 @@ func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sour
 	for _, o := range old {
 		_ = os.RemoveAll(o)
 	}
-	staging := stagingPath(s.opts.DataDir, filepath.Base(dir))
+	staging := driver.StagingPath(s.Opts.DataDir, filepath.Base(dir))
 	defer func() { _ = os.RemoveAll(staging) }()
-	n, err := s.copyPointInTime(pv.Spec.CSI.VolumeHandle, staging)
+	n, err := s.CopyPointInTime(pv.Spec.CSI.VolumeHandle, staging)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(dir), 0o750)
 	}
@@ -122,7 +123,7 @@ func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sour
 		err = os.Rename(staging, dir)
 	}
 	if err == nil {
-		err = writeJSON(dir+".json", sourceCopy{Bytes: n})
+		err = driver.WriteJSON(dir+".json", sourceCopy{Bytes: n})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to copy source volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
@@ -143,22 +144,22 @@ func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	start := time.Now()
-	dir := filepath.Join(incomingPath(s.opts.PeerDataDir, sc.address), fmt.Sprintf("%s-%d", rs.UID, start.UnixNano()))
+	dir := filepath.Join(incomingPath(s.Opts.PeerDataDir, sc.address), fmt.Sprintf("%s-%d", rs.UID, start.UnixNano()))
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create transfer %s: %w", filepath.Base(dir), err)
 	}
 	r := &rsyncRun{ctx: ctx, pace: rsyncPace(rs), check: func() bool { return s.stillListening(sc.address, l) }}
-	st, err := r.sync(cp.dir, state.VolumePath(s.opts.PeerDataDir, l.Volume))
+	st, err := r.sync(cp.dir, state.VolumePath(s.Opts.PeerDataDir, l.Volume))
 	if err == nil {
-		err = writeJSON(filepath.Join(dir, transferFile), transfer{
-			Source: fmt.Sprintf("%s/%s/%s", s.opts.Cluster, rs.Namespace, rs.Name),
+		err = driver.WriteJSON(filepath.Join(dir, transferFile), transfer{
+			Source: fmt.Sprintf("%s/%s/%s", s.Opts.Cluster, rs.Namespace, rs.Name),
 			PSK:    sc.psk, Bytes: cp.Bytes, StartTime: start, Manual: sc.manual,
 		})
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		if errors.Is(err, errTransferCut) {
-			return ctrl.Result{}, waitFor(volsyncRetry,
+			return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 				"The sync to %s was cut after %d files written and %d deleted (the peer stopped or stopped listening): its volume is left part old, part new; the mover is retried",
 				sc.address, st.written, st.deleted)
 		}
@@ -179,9 +180,9 @@ func (s *store) send(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 // name the volume its mover has mounted.
 func (s *store) openListener(address string) (listener, error) {
 	var l listener
-	if err := readJSON(listenerPath(s.opts.PeerDataDir, address), &l); err != nil {
+	if err := driver.ReadJSON(listenerPath(s.Opts.PeerDataDir, address), &l); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return l, waitFor(volsyncRetry, "No ReplicationDestination listens at %s on the peer cluster: check spec.rsyncTLS.address", address)
+			return l, driver.WaitFor(volsyncRetry, "No ReplicationDestination listens at %s on the peer cluster: check spec.rsyncTLS.address", address)
 		}
 		return l, err
 	}
@@ -189,9 +190,9 @@ func (s *store) openListener(address string) (listener, error) {
 	case l.Closed != "":
 		// Upstream's client retries its connection every few seconds until the destination's
 		// next mover listens; the lab looks again sooner, for quicker tests.
-		return l, connectingFor(volsyncPoll, "The destination at %s accepts no connection: %s", address, l.Closed)
+		return l, driver.ConnectingFor(volsyncPoll, "The destination at %s accepts no connection: %s", address, l.Closed)
 	case l.Volume == "":
-		return l, connectingFor(volsyncRetry, "The destination at %s has no volume ready yet", address)
+		return l, driver.ConnectingFor(volsyncRetry, "The destination at %s has no volume ready yet", address)
 	}
 	return l, nil
 }
@@ -199,18 +200,11 @@ func (s *store) openListener(address string) (listener, error) {
 // stillListening reports whether the peer's storage runs and the destination still listens
 // with the volume the transfer writes into.
 func (s *store) stillListening(address string, was listener) bool {
-	if !s.images.PeerReachable() {
+	if !s.Images.PeerReachable() {
 		return false
 	}
 	var l listener
-	return readJSON(listenerPath(s.opts.PeerDataDir, address), &l) == nil && l.UID == was.UID && l.Volume == was.Volume && l.Closed == ""
-}
-
-// copyPointInTime copies a volume under its image lock, so no record writer tears the copy.
-func (s *store) copyPointInTime(handle, dst string) (int64, error) {
-	unlock := s.images.Lock(handle)
-	defer unlock()
-	return CopyTree(s.images.VolumeDir(handle), dst)
+	return driver.ReadJSON(listenerPath(s.Opts.PeerDataDir, address), &l) == nil && l.UID == was.UID && l.Volume == was.Volume && l.Closed == ""
 }
 
 // rsyncRun is one rsync from a directory into another, written in place as rsync-tls does.
@@ -279,7 +273,7 @@ func (r *rsyncRun) copyIfChanged(src, target string) error {
 		}
 	}
 	tmp := filepath.Join(filepath.Dir(target), fmt.Sprintf(".%s.rsync-%d", filepath.Base(target), time.Now().UnixNano()))
-	if _, err := copyFile(src, tmp); err != nil {
+	if _, err := driver.CopyFile(src, tmp); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 // AnnotationHoldSync is the annotation that, set to "true" on a ReplicationSource, holds its running sync: the
@@ -55,7 +56,7 @@ type rsScope struct {
 
 func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &volsyncv1alpha1.ReplicationSource{}
-	if err := s.client.Get(ctx, req.NamespacedName, rs); err != nil {
+	if err := s.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rs.Spec.RsyncTLS == nil || rs.DeletionTimestamp != nil || rs.Spec.Paused {
@@ -69,7 +70,7 @@ func (s *store) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Res
 		s.validateSource, s.checkPeer, s.collectTransfer, s.awaitTrigger, s.confirmRunning, s.takeSourceCopy, s.handshake, s.startSourceMover, s.runMover)
 	res, err = settleVolSync(res, err, &rs.Status.Conditions, rs.Generation)
 	if !equality.Semantic.DeepEqual(sc.base.Status, rs.Status) {
-		if perr := s.client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {
+		if perr := s.Client.Status().Patch(ctx, rs, client.MergeFrom(sc.base)); perr != nil {
 			return ctrl.Result{}, errors.Join(err, fmt.Errorf("failed to patch status of ReplicationSource %s: %w", klog.KObj(rs), perr))
 		}
 	}
@@ -119,8 +120,8 @@ func (s *store) validateSource(_ context.Context, sc *rsScope) (ctrl.Result, err
 // checkPeer stops while the peer's storage is down: nothing can be sent or acknowledged. It
 // resolves a clusterset address to the exported destination's (serviceexport.go).
 func (s *store) checkPeer(_ context.Context, sc *rsScope) (ctrl.Result, error) {
-	if !s.images.PeerReachable() {
-		return ctrl.Result{}, waitFor(volsyncRetry,
+	if !s.Images.PeerReachable() {
+		return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 			"The peer cluster's storage is unreachable (is the cluster stopped?): the sync waits until it returns")
 	}
 	address, exported, err := s.resolve(sc.address)
@@ -135,7 +136,7 @@ func (s *store) checkPeer(_ context.Context, sc *rsScope) (ctrl.Result, error) {
 // completes), in flight (wait), or torn by a stop (remove it).
 func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 	rs := sc.rs
-	dirs, err := filepath.Glob(filepath.Join(incomingPath(s.opts.PeerDataDir, sc.address), string(rs.UID)+"-*"))
+	dirs, err := filepath.Glob(filepath.Join(incomingPath(s.Opts.PeerDataDir, sc.address), string(rs.UID)+"-*"))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -143,8 +144,8 @@ func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, 
 	for _, dir := range dirs {
 		var t transfer
 		var a ack
-		sent := readJSON(filepath.Join(dir, transferFile), &t) == nil
-		acked := sent && readJSON(filepath.Join(dir, ackFile), &a) == nil
+		sent := driver.ReadJSON(filepath.Join(dir, transferFile), &t) == nil
+		acked := sent && driver.ReadJSON(filepath.Join(dir, ackFile), &a) == nil
 		switch {
 		case !sent:
 			// Only this reconcile copies for this source, so a copy without its transfer.json was
@@ -159,7 +160,7 @@ func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, 
 		case a.Error != "":
 			// The sync keeps running (lastSyncStartTime stays): it is sent again after volsyncRetry.
 			sc.collected = append(sc.collected, dir)
-			refused = waitFor(volsyncRetry, "The destination refused the transfer: %s", a.Error)
+			refused = driver.WaitFor(volsyncRetry, "The destination refused the transfer: %s", a.Error)
 		case rs.Annotations[AnnotationHoldSync] == "true":
 			setSynchronizing(&rs.Status.Conditions, rs.Generation, metav1.ConditionTrue, volsyncv1alpha1.SynchronizingReasonSync,
 				fmt.Sprintf("Sent %d bytes to %s: the sync is held by annotation %s", t.Bytes, sc.address, AnnotationHoldSync))
@@ -167,7 +168,7 @@ func (s *store) collectTransfer(ctx context.Context, sc *rsScope) (ctrl.Result, 
 		default:
 			sc.collected = append(sc.collected, dir)
 			if started := rs.Status.LastSyncStartTime; started != nil {
-				cp := copyPath(s.opts.DataDir, rs.UID, started.Time)
+				cp := copyPath(s.Opts.DataDir, rs.UID, started.Time)
 				sc.collected = append(sc.collected, cp, cp+".json")
 			}
 			completeSync(rs, sc.schedule, t.StartTime, time.Now())
@@ -212,7 +213,7 @@ func (s *store) runMover(ctx context.Context, sc *rsScope) (ctrl.Result, error) 
 		return moverFailed(sc, logs), nil
 	}
 	res, err := s.send(ctx, sc)
-	var wait *waitError
+	var wait *driver.WaitError
 	if err != nil && !errors.As(err, &wait) {
 		return moverFailed(sc, err.Error()), nil
 	}
@@ -272,11 +273,11 @@ func (s *store) awaitTrigger(_ context.Context, sc *rsScope) (ctrl.Result, error
 // server still says it runs: right after a completion the cache may still show the sync that
 // just completed as running, and sending it again would be a sync that nothing asked for.
 func (s *store) confirmRunning(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
-	if sc.started || s.reader == nil {
+	if sc.started || s.Reader == nil {
 		return ctrl.Result{}, nil
 	}
 	live := &volsyncv1alpha1.ReplicationSource{}
-	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(sc.rs), live); err != nil {
+	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(sc.rs), live); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if live.Status == nil || !equality.Semantic.DeepEqual(live.Status.LastSyncStartTime, sc.base.Status.LastSyncStartTime) ||
@@ -292,9 +293,9 @@ func (s *store) confirmRunning(ctx context.Context, sc *rsScope) (ctrl.Result, e
 func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error) {
 	rs := sc.rs
 	secret := &corev1.Secret{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: sc.keyName}, secret); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: sc.keyName}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, waitFor(volsyncRetry,
+			return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 				"Key Secret %s does not exist: copy the destination's key Secret (its status.rsyncTLS.keySecret) into namespace %s",
 				sc.keyName, rs.Namespace)
 		}
@@ -302,12 +303,12 @@ func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error)
 	}
 	sc.psk = strings.TrimSpace(string(secret.Data[pskKey]))
 	if sc.psk == "" {
-		return ctrl.Result{}, waitFor(volsyncRetry, "Key Secret %s has no %s key", sc.keyName, pskKey)
+		return ctrl.Result{}, driver.WaitFor(volsyncRetry, "Key Secret %s has no %s key", sc.keyName, pskKey)
 	}
 	var l listener
-	if err := readJSON(listenerPath(s.opts.PeerDataDir, sc.address), &l); err != nil {
+	if err := driver.ReadJSON(listenerPath(s.Opts.PeerDataDir, sc.address), &l); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return ctrl.Result{}, waitFor(volsyncRetry,
+			return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 				"No ReplicationDestination listens at %s on the peer cluster: check spec.rsyncTLS.address", sc.address)
 		}
 		return ctrl.Result{}, err
@@ -316,7 +317,7 @@ func (s *store) handshake(ctx context.Context, sc *rsScope) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	if l.PSK != sc.psk {
-		return ctrl.Result{}, waitFor(volsyncRetry,
+		return ctrl.Result{}, driver.WaitFor(volsyncRetry,
 			"The destination at %s refused the key in Secret %s (TLS-PSK handshake failed): copy the destination's key Secret",
 			sc.address, sc.keyName)
 	}
