@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // consumerPod is a pod on the lab's fake nodes that mounts a PVC.
@@ -42,7 +43,7 @@ func staysPending(g Gomega, cl client.Client, namespace, name string) {
 		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, pvc)).To(Succeed())
 		g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimPending))
 		g.Expect(pvc.Spec.VolumeName).To(BeEmpty())
-	}).WithTimeout(3*time.Second).WithPolling(volsyncPolling).Should(Succeed(),
+	}).WithTimeout(3*time.Second).WithPolling(storagetest.Polling).Should(Succeed(),
 		"PVC %s/%s of a WaitForFirstConsumer class stays Pending while no pod uses it", namespace, name)
 }
 
@@ -53,20 +54,20 @@ func staysPending(g Gomega, cl client.Client, namespace, name string) {
 func TestAWaitForFirstConsumerClaimIsProvisionedOnlyForItsFirstPod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east := volsyncClient(g, lab.East)
-	ns := volsyncNamespace(t, g, east)
+	east := storagetest.Client(g, testLab, lab.East)
+	ns := storagetest.Namespace(t, g, east)
 
-	g.Expect(east.Create(ctx, fileClaim(ns, "source"))).To(Succeed())
-	files := tree{"a.txt": []byte("restored\n"), "dir/b.bin": randomBytes(g, 4096)}
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "source"), files)
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "source"))).To(Succeed())
+	files := storagetest.Tree{"a.txt": []byte("restored\n"), "dir/b.bin": storagetest.RandomBytes(g, 4096)}
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "source"), files)
 	g.Expect(east.Create(ctx, &snapshotv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap"},
 		Spec:       snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("source")}},
 	})).To(Succeed())
 	awaitSnapshot(g, east, ns, "snap", false)
 
-	g.Expect(east.Create(ctx, wffcClaim(fileClaim(ns, "new")))).To(Succeed())
-	g.Expect(east.Create(ctx, wffcClaim(restoredClaim(ns, "restored", "snap")))).To(Succeed())
+	g.Expect(east.Create(ctx, wffcClaim(storagetest.FileClaim(ns, "new")))).To(Succeed())
+	g.Expect(east.Create(ctx, wffcClaim(storagetest.RestoredClaim(ns, "restored", "snap")))).To(Succeed())
 	staysPending(g, east, ns, "new")
 	staysPending(g, east, ns, "restored")
 
@@ -78,12 +79,12 @@ func TestAWaitForFirstConsumerClaimIsProvisionedOnlyForItsFirstPod(t *testing.T)
 		g.Eventually(func(g Gomega) {
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "use-" + claim}, pod)).To(Succeed())
 			g.Expect(pod.Spec.NodeName).NotTo(BeEmpty())
-		}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the pod using PVC %s is scheduled", claim)
+		}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the pod using PVC %s is scheduled", claim)
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc)).To(Succeed())
 		g.Expect(pvc.Annotations).To(HaveKeyWithValue("volume.kubernetes.io/selected-node", pod.Spec.NodeName),
 			"the scheduler chose the node of the PVC's first consumer")
 	}
-	g.Expect(readTree(g, claimVolumeDir(g, east, lab.East, ns, "restored"))).To(Equal(files), "the restore holds the snapshot's data")
-	claimVolumeDir(g, east, lab.East, ns, "new")
+	g.Expect(storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "restored"))).To(Equal(files), "the restore holds the snapshot's data")
+	storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "new")
 }

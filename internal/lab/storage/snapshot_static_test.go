@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // awaitSnapshot waits until a snapshot is ready, or has an error when wantError, and returns it.
@@ -28,7 +29,7 @@ func awaitSnapshot(g Gomega, cl client.Client, namespace, name string, wantError
 			return
 		}
 		g.Expect(ptr.Deref(vs.Status.ReadyToUse, false)).To(BeTrue())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "snapshot %s/%s", namespace, name)
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "snapshot %s/%s", namespace, name)
 	return vs
 }
 
@@ -39,11 +40,11 @@ func awaitSnapshot(g Gomega, cl client.Client, namespace, name string, wantError
 func TestAPreProvisionedSnapshotRestoresTheSameDataInAnotherNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east := volsyncClient(g, lab.East)
-	src, dst := volsyncNamespace(t, g, east), volsyncNamespace(t, g, east)
-	g.Expect(east.Create(ctx, fileClaim(src, "data"))).To(Succeed())
-	files := tree{"a.txt": []byte("one\n"), "dir/b.bin": randomBytes(g, 4096)}
-	writeTree(g, claimVolumeDir(g, east, lab.East, src, "data"), files)
+	east := storagetest.Client(g, testLab, lab.East)
+	src, dst := storagetest.Namespace(t, g, east), storagetest.Namespace(t, g, east)
+	g.Expect(east.Create(ctx, storagetest.FileClaim(src, "data"))).To(Succeed())
+	files := storagetest.Tree{"a.txt": []byte("one\n"), "dir/b.bin": storagetest.RandomBytes(g, 4096)}
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, src, "data"), files)
 	g.Expect(east.Create(ctx, &snapshotv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "snap"},
 		Spec:       snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}},
@@ -78,8 +79,8 @@ func TestAPreProvisionedSnapshotRestoresTheSameDataInAnotherNamespace(t *testing
 	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(content), content)).To(Succeed())
 	g.Expect(content.Spec.VolumeSnapshotRef.UID).To(Equal(copied.UID), "the content is bound to the snapshot")
 
-	g.Expect(east.Create(ctx, restoredClaim(dst, "data", "copy"))).To(Succeed())
-	sameTree(g, readTree(g, claimVolumeDir(g, east, lab.East, dst, "data")), files, "the PVC restored in the other namespace")
+	g.Expect(east.Create(ctx, storagetest.RestoredClaim(dst, "data", "copy"))).To(Succeed())
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, dst, "data")), files, "the PVC restored in the other namespace")
 
 	g.Expect(east.Delete(ctx, copied)).To(Succeed())
 	g.Expect(east.Delete(ctx, content)).To(Succeed())
@@ -93,10 +94,10 @@ func TestAPreProvisionedSnapshotRestoresTheSameDataInAnotherNamespace(t *testing
 func TestASnapshotOfAMirroredSecondaryImageIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east := volsyncClient(g, lab.East)
-	ns := volsyncNamespace(t, g, east)
-	g.Expect(east.Create(ctx, fileClaim(ns, "data"))).To(Succeed())
-	dir := claimVolumeDir(g, east, lab.East, ns, "data")
+	east := storagetest.Client(g, testLab, lab.East)
+	ns := storagetest.Namespace(t, g, east)
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "data"))).To(Succeed())
+	dir := storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "data")
 	images, err := storage.NewImages(filepath.Join(testLab.Dir(), lab.East, "storage"), "")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = images.UpdateState(filepath.Base(dir), func(st *storage.ImageState) { st.Role = storage.RoleSecondary })

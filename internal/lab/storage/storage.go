@@ -24,6 +24,7 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
+	"github.com/drover-io/drover/internal/lab/storage/volsync"
 )
 
 // provisionedByAnnotation is the annotation external-provisioner sets on the PVs it creates.
@@ -71,7 +72,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	s := &store{Store: &driver.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: opts, Images: images}}
 	for _, setup := range []setupFunc{
-		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync, setupServiceExports,
+		setupProvisioner, setupDeleter, setupAttacher, setupVolRep, setupWriters, setupSnapshots, setupVolSync,
 	} {
 		if err := setup(mgr, s); err != nil {
 			return err
@@ -79,6 +80,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	return mgr.Start(ctx)
 }
+
+// setupVolSync registers VolSync's controllers and the ServiceExport controller
+// (internal/lab/storage/volsync).
+func setupVolSync(mgr ctrl.Manager, s *store) error { return volsync.Setup(mgr, s.Store) }
 
 func setupProvisioner(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-provisioner").

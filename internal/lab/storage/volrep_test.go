@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -18,25 +17,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
-	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // volRepClient returns an administrator client of a lab cluster that knows the replication API.
 func volRepClient(g Gomega, cluster string) client.Client {
-	return storageClient(g, cluster)
-}
-
-// storageClient returns an administrator client of a lab cluster that knows every API the lab
-// storage honours: replication, VolSync and snapshots.
-func storageClient(g Gomega, cluster string) client.Client {
-	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme,
-		mcsv1alpha1.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	return cl
+	return storagetest.Client(g, testLab, cluster)
 }
 
 func replicationClass(name string, interval time.Duration) *replicationv1alpha1.VolumeReplicationClass {

@@ -16,11 +16,12 @@ import (
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // writerClient returns an administrator client of a lab cluster.
 func writerClient(g Gomega, cluster string) client.Client {
-	return storageClient(g, cluster)
+	return storagetest.Client(g, testLab, cluster)
 }
 
 // writerPod builds a pod labelled for a lab writer, writing every interval to the PVC claim.

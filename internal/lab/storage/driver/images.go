@@ -184,7 +184,7 @@ func CopyTree(src, dst string) (int64, error) {
 				return err
 			}
 			// Keep the modification time, as a snapshot or rsync -a does: rsync's quick check
-			// (volsync_rsync.go) compares it.
+			// (internal/lab/storage/volsync/rsync.go) compares it.
 			info, err := d.Info()
 			if err != nil {
 				return err

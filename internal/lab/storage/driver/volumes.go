@@ -35,7 +35,8 @@ func (s *Store) BoundVolume(ctx context.Context, namespace, name string) (*corev
 	return pv, nil
 }
 
-// ErrNotLabVolume: a PVC is bound to a volume of another storage, which the lab cannot copy.
+// ErrNotLabVolume is the cause of a wait for a PVC bound to a volume of another storage, which
+// the lab cannot copy.
 var ErrNotLabVolume = errors.New("not a lab volume")
 
 // CopyPointInTime copies a volume under its image lock, so no record writer tears the copy.

@@ -1,4 +1,4 @@
-package storage_test
+package volsync_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // inode is the inode number of path.
@@ -36,8 +37,8 @@ func pacedSource(namespace, name, pvc, address, keySecret, manual, pace string) 
 }
 
 // generation is n files f000... each holding "<tag> <i>".
-func generation(tag string, n int) tree {
-	t := tree{}
+func generation(tag string, n int) storagetest.Tree {
+	t := storagetest.Tree{}
 	for i := range n {
 		t[fmt.Sprintf("f%03d", i)] = fmt.Appendf(nil, "%s %d\n", tag, i)
 	}
@@ -50,26 +51,26 @@ func generation(tag string, n int) tree {
 func TestVolSyncWritesIntoTheDestinationVolumeFileByFile(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	first := tree{"keep.txt": []byte("unchanged\n"), "change.txt": []byte("one\n"), "gone/old.txt": []byte("removed later\n")}
-	writeTree(g, source, first)
+	first := storagetest.Tree{"keep.txt": []byte("unchanged\n"), "change.txt": []byte("one\n"), "gone/old.txt": []byte("removed later\n")}
+	storagetest.WriteTree(g, source, first)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
-	destination := claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
-	sameTree(g, readTree(g, destination), first, "the destination volume after the first sync")
+	destination := storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")
+	storagetest.SameTree(g, storagetest.ReadTree(g, destination), first, "the destination volume after the first sync")
 	dirInode, keepInode := inode(g, destination), inode(g, filepath.Join(destination, "keep.txt"))
 	changeInode := inode(g, filepath.Join(destination, "change.txt"))
 
 	g.Expect(os.RemoveAll(filepath.Join(source, "gone"))).To(Succeed())
-	writeTree(g, source, tree{"change.txt": []byte("two\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"change.txt": []byte("two\n")})
 	triggerManual(g, east, ns, "db", "second")
 	awaitManualSync(g, east, ns, "db", "second")
-	second := tree{"keep.txt": first["keep.txt"], "change.txt": []byte("two\n")}
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, latestSnapshot(g, west, ns, "db", snap1.Name))), second, "the second snapshot")
-	sameTree(g, readTree(g, destination), second, "the destination volume after the second sync")
+	second := storagetest.Tree{"keep.txt": first["keep.txt"], "change.txt": []byte("two\n")}
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, latestSnapshot(g, west, ns, "db", snap1.Name))), second, "the second snapshot")
+	storagetest.SameTree(g, storagetest.ReadTree(g, destination), second, "the destination volume after the second sync")
 	g.Expect(filepath.Join(destination, "gone")).NotTo(BeADirectory(), "the delete pass removes what the source removed")
 	g.Expect(inode(g, destination)).To(Equal(dirInode), "the sync writes into the volume, it does not replace it")
 	g.Expect(inode(g, filepath.Join(destination, "keep.txt"))).To(Equal(keepInode), "an unchanged file is not written again")
@@ -83,22 +84,22 @@ func TestVolSyncTransferCutByTheSourcesStopLeavesAMixedVolumeAndNoNewImage(t *te
 	const files = 200
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
 	old := generation("old", files)
-	writeTree(g, source, old)
+	storagetest.WriteTree(g, source, old)
 	g.Expect(east.Create(ctx, pacedSource(ns, "db", "db", address, keySecret, "first", "50ms"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
-	destination := claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
+	destination := storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")
 
 	fresh := generation("new", files)
-	writeTree(g, source, fresh)
+	storagetest.WriteTree(g, source, fresh)
 	triggerManual(g, east, ns, "db", "second")
 	g.Eventually(func(g Gomega) {
 		g.Expect(newFiles(g, destination, fresh)).To(BeNumerically(">", 0))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the second sync begins writing")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the second sync begins writing")
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 	stopped := true
 	t.Cleanup(func() {
@@ -117,19 +118,19 @@ func TestVolSyncTransferCutByTheSourcesStopLeavesAMixedVolumeAndNoNewImage(t *te
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, rd)).To(Succeed())
 	g.Expect(rd.Status.LatestImage).NotTo(BeNil())
 	g.Expect(rd.Status.LatestImage.Name).To(Equal(snap1.Name), "no image of the mixed volume")
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, snap1)), old, "the latest image")
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, snap1)), old, "the latest image")
 
 	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
 	stopped = false
-	east = volsyncClient(g, lab.East)
+	east = storagetest.Client(g, testLab, lab.East)
 	awaitManualSync(g, east, ns, "db", "second")
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, latestSnapshot(g, west, ns, "db", snap1.Name))), fresh,
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, latestSnapshot(g, west, ns, "db", snap1.Name))), fresh,
 		"the image of the sync completed after the source's return")
-	sameTree(g, readTree(g, destination), fresh, "the destination volume after the completed sync")
+	storagetest.SameTree(g, storagetest.ReadTree(g, destination), fresh, "the destination volume after the completed sync")
 }
 
 // newFiles counts the files of want that dir holds with want's content.
-func newFiles(g Gomega, dir string, want tree) int {
+func newFiles(g Gomega, dir string, want storagetest.Tree) int {
 	n := 0
 	for name, content := range want {
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -145,10 +146,10 @@ func newFiles(g Gomega, dir string, want tree) int {
 func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("one\n")})
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
@@ -160,11 +161,11 @@ func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(snap1), snap1)).To(Succeed())
 		g.Expect(snap1.OwnerReferences).To(BeEmpty())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination gives up the labelled snapshot")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination gives up the labelled snapshot")
 
 	latest := snap1.Name
 	for i, manual := range []string{"second", "third"} {
-		writeTree(g, source, tree{"a.txt": fmt.Appendf(nil, "%d\n", i+2)})
+		storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": fmt.Appendf(nil, "%d\n", i+2)})
 		triggerManual(g, east, ns, "db", manual)
 		awaitManualSync(g, east, ns, "db", manual)
 		// The destination takes the image after the source completed: wait for it.
@@ -183,16 +184,16 @@ func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 			}
 		}
 		g.Expect(names).To(ConsistOf(snap1.Name, rd.Status.LatestImage.Name), "the second image is deleted, the labelled one kept")
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed())
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed())
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(snap1), snap1)).To(Succeed())
 	g.Expect(snap1.Labels).NotTo(HaveKey("volsync.backube/cleanup"))
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, snap1)), tree{"a.txt": []byte("one\n")}, "the kept image")
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, snap1)), storagetest.Tree{"a.txt": []byte("one\n")}, "the kept image")
 
 	g.Expect(west.Delete(ctx, rd)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: rd.Status.LatestImage.Name}, &snapshotv1.VolumeSnapshot{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the destination's own image goes with it: %v", err)
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed())
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed())
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(snap1), snap1)).To(Succeed(), "the labelled image stays")
 }
 
@@ -201,12 +202,12 @@ func TestVolSyncDeletesThePreviousImageUnlessLabelledDoNotDelete(t *testing.T) {
 func TestVolSyncDestinationOfVolumeModeBlockMakesABlockPVC(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	west := volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, west)
+	west := storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, west)
 	rd := rsyncDestination(ns, "db")
 	rd.Spec.RsyncTLS.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
 	g.Expect(west.Create(ctx, rd)).To(Succeed())
-	claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
+	storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volsync-db-dst"}, pvc)).To(Succeed())
 	g.Expect(pvc.Spec.VolumeMode).To(HaveValue(Equal(corev1.PersistentVolumeBlock)))

@@ -1,4 +1,4 @@
-package storage
+package volsync
 
 // The lab's rsync-tls data path, as unkind as the real one. Upstream's source mover
 // (backube/volsync mover-rsync-tls/client.sh) runs rsync against the destination mover's rsync

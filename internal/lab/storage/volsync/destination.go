@@ -1,4 +1,4 @@
-package storage
+package volsync
 
 import (
 	"context"
@@ -42,10 +42,10 @@ type rdScope struct {
 	psk     string
 	// volume is the handle of the destination PVC's volume; empty while it is not bound.
 	volume string
-	// moverClosed says why the mover's pod does not run (volsync_mover.go); empty once it runs.
+	// moverClosed says why the mover's pod does not run (mover.go); empty once it runs.
 	moverClosed string
 	// moverRefuses is what a source's rsync prints when the running mover's daemon fails every
-	// connection (volsync_identity.go); empty when it accepts them.
+	// connection (identity.go); empty when it accepts them.
 	moverRefuses string
 	// received: the receive phase ran, so the snapshots marked for cleanup may be deleted.
 	received bool

@@ -1,4 +1,4 @@
-package storage_test
+package volsync_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 func getDestination(g Gomega, cl client.Client, namespace, name string) *volsyncv1alpha1.ReplicationDestination {
@@ -54,18 +55,18 @@ func latestImageName(rd *volsyncv1alpha1.ReplicationDestination) string {
 func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	first := tree{"a.txt": []byte("first\n")}
-	writeTree(g, source, first)
+	first := storagetest.Tree{"a.txt": []byte("first\n")}
+	storagetest.WriteTree(g, source, first)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
 
 	annotateDestination(g, west, ns, "db", storage.HoldImageAnnotation, "true")
-	second := tree{"a.txt": []byte("second\n")}
-	writeTree(g, source, second)
+	second := storagetest.Tree{"a.txt": []byte("second\n")}
+	storagetest.WriteTree(g, source, second)
 	triggerManual(g, east, ns, "db", "second")
 	awaitManualSync(g, east, ns, "db", "second")
 	rd := getDestination(g, west, ns, "db")
@@ -73,11 +74,11 @@ func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *te
 		"second", latestImageName(rd), snap1.Name)
 	g.Expect(latestImageName(rd)).To(Equal(snap1.Name),
 		"right after the source completed, latestImage is still the image of the sync before")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), second,
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), second,
 		"the destination volume holds the second sync already")
 	g.Consistently(func(g Gomega) string {
 		return latestImageName(getDestination(g, west, ns, "db"))
-	}).WithTimeout(2*time.Second).WithPolling(volsyncPolling).Should(Equal(snap1.Name), "the held image does not arrive")
+	}).WithTimeout(2*time.Second).WithPolling(storagetest.Polling).Should(Equal(snap1.Name), "the held image does not arrive")
 
 	rd = getDestination(g, west, ns, "db")
 	patch := client.MergeFrom(rd.DeepCopy())
@@ -85,7 +86,7 @@ func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *te
 	g.Expect(west.Patch(ctx, rd, patch)).To(Succeed())
 	annotateDestination(g, west, ns, "db", storage.HoldImageAnnotation, "")
 	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, snap2)), second,
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, snap2)), second,
 		"the image that arrives after the pause holds the second sync")
 }
 
@@ -94,10 +95,10 @@ func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *te
 func TestVolSyncAContinuousDestinationStartsItsNextSyncAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("one\n")})
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	latestSnapshot(g, west, ns, "db", "")
@@ -106,7 +107,7 @@ func TestVolSyncAContinuousDestinationStartsItsNextSyncAtOnce(t *testing.T) {
 		g.Expect(st.LastSyncTime).NotTo(BeNil())
 		g.Expect(st.LastSyncStartTime).NotTo(BeNil(), "the next sync runs")
 		g.Expect(st.LastSyncStartTime.Time).NotTo(BeTemporally("<", st.LastSyncTime.Time))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed())
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed())
 }
 
 // As upstream's copyMethod Snapshot (rsynctls/mover.go, ensureSourcePVC): a sync copies the
@@ -115,16 +116,16 @@ func TestVolSyncAContinuousDestinationStartsItsNextSyncAtOnce(t *testing.T) {
 func TestVolSyncASyncSendsTheVolumeAsItWasWhenTheSyncStarted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
 	rd := getDestination(g, west, ns, "db")
 	patch := client.MergeFrom(rd.DeepCopy())
 	rd.Spec.Paused = true
 	g.Expect(west.Patch(ctx, rd, patch)).To(Succeed())
 
-	atStart := tree{"a.txt": []byte("when the sync started\n")}
-	writeTree(g, source, atStart)
+	atStart := storagetest.Tree{"a.txt": []byte("when the sync started\n")}
+	storagetest.WriteTree(g, source, atStart)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		rs := getSource(g, east, ns, "db")
@@ -134,8 +135,8 @@ func TestVolSyncASyncSendsTheVolumeAsItWasWhenTheSyncStarted(t *testing.T) {
 		g.Expect(cond.Message).To(ContainSubstring("accepts no connection"))
 		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "the source's mover runs and retries its connection, as upstream's does")
 		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the sync started and waits for the paused destination")
-	writeTree(g, source, tree{"a.txt": []byte("written while the sync waited\n")})
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the sync started and waits for the paused destination")
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("written while the sync waited\n")})
 
 	rd = getDestination(g, west, ns, "db")
 	patch = client.MergeFrom(rd.DeepCopy())
@@ -143,7 +144,7 @@ func TestVolSyncASyncSendsTheVolumeAsItWasWhenTheSyncStarted(t *testing.T) {
 	g.Expect(west.Patch(ctx, rd, patch)).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap := latestSnapshot(g, west, ns, "db", "")
-	sameTree(g, readTree(g, snapshotDataDir(g, west, lab.West, snap)), atStart, "the image holds the volume as it was when the sync started")
+	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, snap)), atStart, "the image holds the volume as it was when the sync started")
 }
 
 func findSynchronizing(rs *volsyncv1alpha1.ReplicationSource) *metav1.Condition {

@@ -1,4 +1,4 @@
-package storage
+package volsync
 
 import (
 	"context"
@@ -40,7 +40,7 @@ import (
 // takes a pod of it that ran (Running or Succeeded) for the mover of every sync: the fence is
 // met once, when the destination is made, not at each sync. A Job made while the destination is
 // paused has parallelism 0, as upstream's. A source's mover is still the file copy of
-// volsync_rsync.go: drover's sources use copyMethod Snapshot, whose upstream mover mounts a
+// rsync.go: drover's sources use copyMethod Snapshot, whose upstream mover mounts a
 // temporary PVC restored from a snapshot of the source (volsync-<rs>-src), not the source PVC.
 const (
 	moverJobPrefix        = "volsync-rsync-tls-dst-"

@@ -1,4 +1,4 @@
-package storage_test
+package volsync_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // sourceState reads a ReplicationSource's last sync, mover result and Synchronizing condition.
@@ -38,7 +39,7 @@ func expectMoverFailing(g Gomega, cl client.Client, namespace, name, logPart, wh
 		g.Expect(c.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync))
 		g.Expect(st.LastSyncTime).To(BeNil(), "no sync completes")
 		g.Expect(st.LastSyncStartTime).NotTo(BeNil(), "the sync stays running and is retried")
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), why)
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), why)
 }
 
 // expectSynced waits until a source completed a sync with a successful mover.
@@ -48,7 +49,7 @@ func expectSynced(g Gomega, cl client.Client, namespace, name, why string) {
 		g.Expect(st.LastSyncTime).NotTo(BeNil())
 		g.Expect(st.LatestMoverStatus).NotTo(BeNil())
 		g.Expect(st.LatestMoverStatus.Result).To(Equal(volsyncv1alpha1.MoverResultSuccessful))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), why)
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), why)
 }
 
 // setSourceMoverSC sets a source's moverSecurityContext.
@@ -64,7 +65,7 @@ func setSourceMoverSC(g Gomega, cl client.Client, namespace, name string, sc *co
 // with the destination's and the source's moverSecurityContext, and returns the namespace.
 func pairWithMovers(t *testing.T, g Gomega, east, west client.Client, dst, src *corev1.PodSecurityContext, nsLabels map[string]string) string {
 	ctx := context.Background()
-	ns := volsyncNamespace(t, g, east, west)
+	ns := storagetest.Namespace(t, g, east, west)
 	for _, cl := range []client.Client{east, west} {
 		obj := &corev1.Namespace{}
 		g.Expect(cl.Get(ctx, client.ObjectKey{Name: ns}, obj)).To(Succeed())
@@ -72,8 +73,8 @@ func pairWithMovers(t *testing.T, g Gomega, east, west client.Client, dst, src *
 		obj.Labels = nsLabels
 		g.Expect(cl.Patch(ctx, obj, patch)).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, fileClaim(ns, "data"))).To(Succeed())
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "data"), tree{"a.txt": []byte("one\n")})
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "data"))).To(Succeed())
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "data"), storagetest.Tree{"a.txt": []byte("one\n")})
 	rd := rsyncDestination(ns, "data")
 	rd.Spec.RsyncTLS.MoverSecurityContext = dst
 	g.Expect(west.Create(ctx, rd)).To(Succeed())
@@ -96,7 +97,7 @@ func pairWithMovers(t *testing.T, g Gomega, east, west client.Client, dst, src *
 func TestVolSyncAMoverRunningAsRootWithoutCapabilitiesFailsAsRsyncDoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
 
 	ns := pairWithMovers(t, g, east, west, moverUser(), nil, nil)
 	expectMoverFailing(g, east, ns, "data", "UID 0 without capabilities", "a source mover running as root without capabilities fails")
@@ -125,7 +126,7 @@ func TestVolSyncAMoverRunningAsRootWithoutCapabilitiesFailsAsRsyncDoes(t *testin
 func TestVolSyncMoverPodsInARestrictedNamespaceAreAdmittedOnlyWhenTheyComply(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
 	restricted := map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
 	compliant := moverUser()
 	compliant.RunAsNonRoot = ptr.To(true)
@@ -142,7 +143,7 @@ func TestVolSyncMoverPodsInARestrictedNamespaceAreAdmittedOnlyWhenTheyComply(t *
 		pods := &corev1.PodList{}
 		g.Expect(west.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 		g.Expect(pods.Items).To(BeEmpty(), "the API server admits no mover pod")
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination's mover pod is refused")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination's mover pod is refused")
 
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, rd)).To(Succeed())
@@ -157,7 +158,7 @@ func TestVolSyncMoverPodsInARestrictedNamespaceAreAdmittedOnlyWhenTheyComply(t *
 		_, c := sourceState(g, east, ns, "data")
 		g.Expect(c.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonSync))
 		g.Expect(c.Message).To(ContainSubstring("violates PodSecurity"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source's mover pod is refused and its sync waits")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the source's mover pod is refused and its sync waits")
 	st, _ := sourceState(g, east, ns, "data")
 	g.Expect(st.LastSyncTime).To(BeNil())
 

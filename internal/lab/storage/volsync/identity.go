@@ -1,4 +1,4 @@
-package storage
+package volsync
 
 import (
 	"context"
@@ -46,7 +46,7 @@ import (
 // kube-apiserver refuses its pod in a namespace labelled pod-security.kubernetes.io/enforce:
 // restricted unless the pod complies (runAsNonRoot, the RuntimeDefault or a Localhost seccomp
 // profile, capabilities dropped, no privilege escalation, no root user), and the Job never gets
-// a pod. A source's mover is the lab's file copy (volsync_rsync.go), so the pod VolSync would make
+// a pod. A source's mover is the lab's file copy (rsync.go), so the pod VolSync would make
 // for it is submitted to the API server as a dry run before each sync: refused, the sync waits, as
 // behind a Job without a pod. A container whose runAsNonRoot its user contradicts (root) is refused
 // by the kubelet (CreateContainerConfigError), which kwok does not model: the lab counts such a

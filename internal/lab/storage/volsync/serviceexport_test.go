@@ -1,4 +1,4 @@
-package storage_test
+package volsync_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // As a Multi-Cluster Services implementation does, the lab's multi-cluster network exports a
@@ -25,8 +26,8 @@ func TestVolSyncAServiceExportIsReachableFromThePeerOnlyWithTheMultiClusterNetwo
 	ctx := context.Background()
 	g.Expect(testLab.SetMultiClusterNetwork(false)).To(Succeed())
 	t.Cleanup(func() { _ = testLab.SetMultiClusterNetwork(false) })
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	rd := rsyncDestination(ns, "db")
 	rd.Spec.RsyncTLS.ServiceType = ptr.To(corev1.ServiceTypeClusterIP)
 	g.Expect(west.Create(ctx, rd)).To(Succeed())
@@ -38,16 +39,16 @@ func TestVolSyncAServiceExportIsReachableFromThePeerOnlyWithTheMultiClusterNetwo
 	g.Expect(west.Create(ctx, orphan)).To(Succeed())
 	address := "volsync-rsync-tls-dst-db." + ns + ".svc.clusterset.local"
 
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	data := tree{"a.txt": []byte("alpha\n")}
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), data)
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "db"))).To(Succeed())
+	data := storagetest.Tree{"a.txt": []byte("alpha\n")}
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "db"), data)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
 		g.Expect(cond.Message).To(ContainSubstring("no multi-cluster network"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "without the network the clusterset address resolves nowhere")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "without the network the clusterset address resolves nowhere")
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(se), se)).To(Succeed())
 	g.Expect(se.Status.Conditions).To(BeEmpty(), "without the network nothing marks the export")
 
@@ -61,7 +62,7 @@ func TestVolSyncAServiceExportIsReachableFromThePeerOnlyWithTheMultiClusterNetwo
 		g.Expect(valid).NotTo(BeNil())
 		g.Expect(valid.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(valid.Reason).To(Equal(mcsv1alpha1.ReasonNoService))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "with the network the export is marked")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "with the network the export is marked")
 	awaitManualSync(g, east, ns, "db", "first")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
 }

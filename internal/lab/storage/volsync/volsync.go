@@ -1,4 +1,4 @@
-package storage
+package volsync
 
 // VolSync in the lab
 //
@@ -14,7 +14,7 @@ package storage
 //     volsync-<rd>-dst from capacity, accessModes, volumeMode and storageClassName, owned by the RD;
 //   - it ensures the key Secret: spec.rsyncTLS.keySecret if set (it must exist), else
 //     volsync-rsync-tls-<rd> with psk.txt = "volsync:<64 hex>", owned by the RD;
-//   - it publishes status.rsyncTLS.address (by spec.rsyncTLS.serviceType, volsync_address.go:
+//   - it publishes status.rsyncTLS.address (by spec.rsyncTLS.serviceType, address.go:
 //     volsync-<rd>.<namespace>.svc.cluster.local for ClusterIP, the default, reachable only in
 //     its own cluster; volsync-<rd>.<namespace>.lab for LoadBalancer, reachable from the peer;
 //     derived from the RD's name so it stays the same across restarts), port 8000 and
@@ -23,7 +23,7 @@ package storage
 //     bound, and why it accepts no connection: paused, or its manual trigger served), which is
 //     what a source on the peer "connects" to;
 //   - the data never passes through the destination: a source writes it into the destination
-//     PVC's volume, file by file (volsync_rsync.go), so while a transfer runs, and for good when
+//     PVC's volume, file by file (rsync.go), so while a transfer runs, and for good when
 //     it is cut, that volume holds part old, part new files. Every volsyncPoll the destination
 //     looks for completed transfers in <dataDir>/volsync/incoming/<address>/<syncID>/
 //     (transfer.json present: the source's "complete" control file), oldest first. A transfer
@@ -40,9 +40,9 @@ package storage
 //     the destination's image delay (ImageDelayAnnotation, DefaultImageDelay; held while
 //     HoldImageAnnotation is "true"), with copyMethod Snapshot (or Clone) it creates a
 //     VolumeSnapshot of its PVC, named volsync-<rd>-dst-<time>-<hash of syncID> and owned by the
-//     RD, and once the lab snapshotter (snapshot.go) has bound it (bound is enough, as upstream's
-//     volumehandler.go ensureImageSnapshot) sets status.latestImage, lastSyncTime,
-//     lastSyncDuration and lastManualSync (the trigger current then) and clears
+//     RD, and once the lab snapshotter (internal/lab/storage/snapshot.go) has bound it (bound
+//     is enough, as upstream's volumehandler.go ensureImageSnapshot) sets status.latestImage,
+//     lastSyncTime, lastSyncDuration and lastManualSync (the trigger current then) and clears
 //     lastSyncStartTime; with Direct/None the latest image is the PVC itself. A pending image is
 //     finished even while the destination is paused: pause stops mover Jobs, and this one has
 //     succeeded. Then the pending record goes, the listener opens again and, without a trigger
@@ -93,7 +93,7 @@ package storage
 //     key Secret is copied to the source's cluster by whoever sets up the pair (drover, a test,
 //     a person) without the destination's ownerReferences, which the garbage collector there
 //     would act on;
-//   - the copy (volsync_rsync.go): the source volume is copied under Images.Lock (a
+//   - the copy (rsync.go): the source volume is copied under Images.Lock (a
 //     point-in-time copy that no record writer can tear; copyMethod Snapshot, Clone and Direct
 //     all take it this way) into the source's staging directory, then written by the lab's
 //     rsync into the destination's volume in <peerDataDir>/volumes/ as rsync-tls does: a copy
@@ -118,14 +118,14 @@ package storage
 // At start the storage removes listeners (and their incoming directories) of
 // ReplicationDestinations deleted while it was down, and its staging directory.
 //
-// Movers' identity (volsync_identity.go): a mover runs as its moverSecurityContext's user, as
+// Movers' identity (identity.go): a mover runs as its moverSecurityContext's user, as
 // root with capabilities when its namespace allows privileged movers, else as root without any,
 // and rsync then fails; its pod passes the API server's Pod Security admission or no mover runs.
 //
 // Not modelled: a source's temporary PVC (its storageClassName, accessModes and
 // volumeSnapshotClassName are ignored; a destination's volumeSnapshotClassName goes to its
 // snapshots), a source in the destination's own cluster, Service objects (addresses by Service
-// type and ServiceExports: volsync_address.go, serviceexport.go), the mover settings other than
+// type and ServiceExports: address.go, serviceexport.go), the mover settings other than
 // moverSecurityContext (resources, affinity, service account), file owners (a mover copies every
 // file it can read, whoever owns it), rsync's delta transfer within a file (a changed file is
 // copied whole), restic and rclone.
@@ -198,12 +198,12 @@ type listener struct {
 	// Closed says why the destination accepts no connection (no mover runs: paused, or its
 	// manual trigger served); empty while it accepts.
 	Closed string `json:"closed,omitempty"`
-	// Cluster is the destination's cluster; Reach who reaches the address (volsync_address.go:
+	// Cluster is the destination's cluster; Reach who reaches the address (address.go:
 	// reachCluster or reachPeer; empty, from an older lab, is reachPeer).
 	Cluster string `json:"cluster,omitempty"`
 	Reach   string `json:"reach,omitempty"`
 	// Refuses is what a source's rsync prints when the destination's rsync daemon fails every
-	// connection (its mover runs as root without capabilities, volsync_identity.go); empty while
+	// connection (its mover runs as root without capabilities, identity.go); empty while
 	// it accepts them.
 	Refuses string `json:"refuses,omitempty"`
 }
@@ -248,6 +248,20 @@ const CleanupDelayAnnotation = "lab.drover.io/cleanup-delay"
 // DefaultImageDelay keeps a gap between a source's completion and the destination's image in
 // every lab sync, short enough for tests.
 const DefaultImageDelay = 500 * time.Millisecond
+
+// store is the shared driver context (internal/lab/storage/driver) that VolSync's
+// controllers are methods on.
+type store struct{ *driver.Store }
+
+// Setup registers the VolSync controllers (sources, destinations, their movers) and the
+// multi-cluster network's ServiceExport controller with the manager.
+func Setup(mgr ctrl.Manager, d *driver.Store) error {
+	s := &store{Store: d}
+	if err := setupVolSync(mgr, s); err != nil {
+		return err
+	}
+	return setupServiceExports(mgr, s)
+}
 
 func setupVolSync(mgr ctrl.Manager, s *store) error {
 	if err := os.MkdirAll(filepath.Join(s.Opts.DataDir, "volsync", "listeners"), 0o750); err != nil {

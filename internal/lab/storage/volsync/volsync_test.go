@@ -1,11 +1,8 @@
-package storage_test
+package volsync_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,69 +15,21 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
-
-const (
-	// volsyncTimeout bounds each wait of these tests: a sync of a few MB takes about a second.
-	volsyncTimeout = 60 * time.Second
-	volsyncPolling = 100 * time.Millisecond
-)
-
-// volsyncClient returns an administrator client of a lab cluster that knows VolSync and snapshots.
-func volsyncClient(g Gomega, cluster string) client.Client {
-	return storageClient(g, cluster)
-}
-
-// volsyncNamespace creates a namespace of a unique name on both managed clusters and deletes
-// it when the test ends.
-func volsyncNamespace(tb testing.TB, g Gomega, clients ...client.Client) string {
-	name := "volsync-" + utilrand.String(6)
-	for _, cl := range clients {
-		g.Expect(cl.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	}
-	tb.Cleanup(func() {
-		for _, cl := range clients {
-			_ = cl.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		}
-	})
-	return name
-}
-
-func fileClaim(namespace, name string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To(lab.FileStorageClass),
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceStorage: resource.MustParse("1Gi"),
-			}},
-		},
-	}
-}
-
-// restoredClaim is a file PVC whose data comes from a VolumeSnapshot.
-func restoredClaim(namespace, name, snapshot string) *corev1.PersistentVolumeClaim {
-	pvc := fileClaim(namespace, name)
-	pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{
-		APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: snapshot,
-	}
-	return pvc
-}
 
 func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestination {
 	return &volsyncv1alpha1.ReplicationDestination{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: volsyncv1alpha1.ReplicationDestinationSpec{
 			RsyncTLS: &volsyncv1alpha1.ReplicationDestinationRsyncTLSSpec{
-				// Reachable from the peer (volsync_address.go); ClusterIP, the default, is not.
+				// Reachable from the peer (address.go); ClusterIP, the default, is not.
 				ServiceType:          ptr.To(corev1.ServiceTypeLoadBalancer),
 				CopyMethod:           volsyncv1alpha1.CopyMethodSnapshot,
 				Capacity:             ptr.To(resource.MustParse("1Gi")),
@@ -93,7 +42,7 @@ func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestin
 }
 
 // moverUser is the security context the tests' movers run as: an application's non-root user.
-// Without one a mover runs as root without capabilities, which rsync cannot (volsync_identity.go).
+// Without one a mover runs as root without capabilities, which rsync cannot (identity.go).
 func moverUser() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](1000)}
 }
@@ -123,7 +72,7 @@ func publishedDestination(g Gomega, cl client.Client, namespace, name string) (a
 		g.Expect(rd.Status.RsyncTLS).NotTo(BeNil())
 		g.Expect(rd.Status.RsyncTLS.Address).NotTo(BeNil())
 		g.Expect(rd.Status.RsyncTLS.KeySecret).NotTo(BeNil())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination publishes an address and a key Secret")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination publishes an address and a key Secret")
 	return *rd.Status.RsyncTLS.Address, *rd.Status.RsyncTLS.KeySecret
 }
 
@@ -134,69 +83,6 @@ func copySecret(g Gomega, from, to client.Client, namespace, name string) {
 	g.Expect(to.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: secret.Data,
 	})).To(Succeed())
-}
-
-// claimVolumeDir waits for a PVC to be bound and returns its volume's directory.
-func claimVolumeDir(g Gomega, cl client.Client, cluster, namespace, name string) string {
-	pv := &corev1.PersistentVolume{}
-	g.Eventually(func(g Gomega) {
-		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(cl.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, pvc)).To(Succeed())
-		g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
-		g.Expect(cl.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "PVC %s on %s is bound", name, cluster)
-	return storage.VolumePath(filepath.Join(testLab.Dir(), cluster, "storage"), pv.Spec.CSI.VolumeHandle)
-}
-
-// tree is a directory's regular files by relative path.
-type tree map[string][]byte
-
-func writeTree(g Gomega, dir string, files tree) {
-	for name, data := range files {
-		path := filepath.Join(dir, name)
-		g.Expect(os.MkdirAll(filepath.Dir(path), 0o750)).To(Succeed())
-		g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
-	}
-}
-
-func readTree(g Gomega, dir string) tree {
-	files := tree{}
-	g.Expect(filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		files[rel], err = os.ReadFile(path)
-		return err
-	})).To(Succeed())
-	return files
-}
-
-// sameTree compares trees without printing megabytes on a mismatch.
-func sameTree(g Gomega, got, want tree, what string) {
-	g.Expect(got).To(HaveLen(len(want)), "%s: files %v, want %v", what, keys(got), keys(want))
-	for name, data := range want {
-		g.Expect(got).To(HaveKey(name), what)
-		g.Expect(bytes.Equal(got[name], data)).To(BeTrue(), "%s: %s differs", what, name)
-	}
-}
-
-func keys(t tree) []string {
-	names := make([]string, 0, len(t))
-	for n := range t {
-		names = append(names, n)
-	}
-	return names
-}
-
-func randomBytes(g Gomega, n int) []byte {
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	g.Expect(err).NotTo(HaveOccurred())
-	return b
 }
 
 func getSource(g Gomega, cl client.Client, namespace, name string) *volsyncv1alpha1.ReplicationSource {
@@ -221,7 +107,7 @@ func awaitManualSync(g Gomega, cl client.Client, namespace, name, manual string)
 	g.Eventually(func(g Gomega) {
 		rs = getSource(g, cl, namespace, name)
 		g.Expect(rs.Status.LastManualSync).To(Equal(manual))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "source %s serves trigger %s", name, manual)
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "source %s serves trigger %s", name, manual)
 	return rs
 }
 
@@ -242,7 +128,7 @@ func latestSnapshot(g Gomega, cl client.Client, namespace, name, previous string
 		g.Expect(vs.Status).NotTo(BeNil())
 		g.Expect(vs.Status.ReadyToUse).To(Equal(ptr.To(true)))
 		g.Expect(vs.Status.BoundVolumeSnapshotContentName).NotTo(BeNil())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination's latest image is a ready snapshot")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination's latest image is a ready snapshot")
 	return vs
 }
 
@@ -260,13 +146,13 @@ func snapshotDataDir(g Gomega, cl client.Client, cluster string, vs *snapshotv1.
 func TestVolSyncRoundTripDeliversIdenticalDataAndAUsableSnapshot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 
 	address, keySecret, source := volsyncPair(g, east, west, ns)
 	g.Expect(address).To(Equal("volsync-db." + ns + ".lab"))
-	first := tree{"a.txt": []byte("alpha\n"), "dir/b.bin": randomBytes(g, 1<<20), "dir/sub/c.txt": []byte("gamma\n")}
-	writeTree(g, source, first)
+	first := storagetest.Tree{"a.txt": []byte("alpha\n"), "dir/b.bin": storagetest.RandomBytes(g, 1<<20), "dir/sub/c.txt": []byte("gamma\n")}
+	storagetest.WriteTree(g, source, first)
 
 	began := time.Now()
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
@@ -282,35 +168,35 @@ func TestVolSyncRoundTripDeliversIdenticalDataAndAUsableSnapshot(t *testing.T) {
 
 	snap1 := latestSnapshot(g, west, ns, "db", "")
 	snap1Data := snapshotDataDir(g, west, lab.West, snap1)
-	sameTree(g, readTree(g, snap1Data), first, "the first snapshot")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), first, "the destination volume")
+	storagetest.SameTree(g, storagetest.ReadTree(g, snap1Data), first, "the first snapshot")
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), first, "the destination volume")
 
-	g.Expect(west.Create(ctx, restoredClaim(ns, "restored-first", snap1.Name))).To(Succeed())
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-first")), first, "a PVC restored from the first snapshot")
+	g.Expect(west.Create(ctx, storagetest.RestoredClaim(ns, "restored-first", snap1.Name))).To(Succeed())
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "restored-first")), first, "a PVC restored from the first snapshot")
 
-	second := tree{"a.txt": []byte("alpha, changed\n"), "dir/b.bin": first["dir/b.bin"], "d.txt": []byte("delta\n")}
+	second := storagetest.Tree{"a.txt": []byte("alpha, changed\n"), "dir/b.bin": first["dir/b.bin"], "d.txt": []byte("delta\n")}
 	g.Expect(os.Remove(filepath.Join(source, "dir/sub/c.txt"))).To(Succeed())
-	writeTree(g, source, second)
+	storagetest.WriteTree(g, source, second)
 	triggerManual(g, east, ns, "db", "second")
 	awaitManualSync(g, east, ns, "db", "second")
 
 	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
-	g.Expect(west.Create(ctx, restoredClaim(ns, "restored-second", snap2.Name))).To(Succeed())
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-second")), second, "a PVC restored from the second snapshot")
+	g.Expect(west.Create(ctx, storagetest.RestoredClaim(ns, "restored-second", snap2.Name))).To(Succeed())
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "restored-second")), second, "a PVC restored from the second snapshot")
 	g.Eventually(func(g Gomega) {
 		err := west.Get(ctx, client.ObjectKeyFromObject(snap1), &snapshotv1.VolumeSnapshot{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the first snapshot is deleted, got %v", err)
 		g.Expect(snap1Data).NotTo(BeADirectory())
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination keeps only its latest snapshot")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored-first")), first,
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination keeps only its latest snapshot")
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "restored-first")), first,
 		"a volume restored from a deleted snapshot keeps its data")
 }
 
 func TestVolSyncSourceWithAWrongKeyIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 
 	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
 	address, keySecret := publishedDestination(g, west, ns, "db")
@@ -318,8 +204,8 @@ func TestVolSyncSourceWithAWrongKeyIsRefused(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: keySecret},
 		Data:       map[string][]byte{"psk.txt": []byte("volsync:0123456789abcdef")},
 	})).To(Succeed())
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), tree{"a.txt": []byte("alpha\n")})
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "db"))).To(Succeed())
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "db"), storagetest.Tree{"a.txt": []byte("alpha\n")})
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
@@ -328,7 +214,7 @@ func TestVolSyncSourceWithAWrongKeyIsRefused(t *testing.T) {
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
 		g.Expect(cond.Message).To(ContainSubstring("refused the key"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source reports the refused key")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the source reports the refused key")
 	rs := getSource(g, east, ns, "db")
 	g.Expect(rs.Status.LastManualSync).To(BeEmpty())
 	g.Expect(rs.Status.LastSyncTime).To(BeNil())
@@ -340,22 +226,22 @@ func TestVolSyncSourceWithAWrongKeyIsRefused(t *testing.T) {
 func TestVolSyncDestinationRefusesATransferWithAnotherKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	west := volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, west)
+	west := storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, west)
 	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
 	address, _ := publishedDestination(g, west, ns, "db")
 
 	// A sender that skipped the handshake: its transfer arrives with a key of its own.
 	transfer := filepath.Join(testLab.Dir(), lab.West, "storage", "volsync", "incoming", address, "rogue-1")
-	writeTree(g, filepath.Join(transfer, "data"), tree{"planted.txt": []byte("not yours\n")})
-	writeTree(g, transfer, tree{"transfer.json": []byte(fmt.Sprintf(
+	storagetest.WriteTree(g, filepath.Join(transfer, "data"), storagetest.Tree{"planted.txt": []byte("not yours\n")})
+	storagetest.WriteTree(g, transfer, storagetest.Tree{"transfer.json": []byte(fmt.Sprintf(
 		`{"source":"elsewhere/%s/rogue","psk":"volsync:00","bytes":10,"startTime":%q}`, ns, time.Now().Format(time.RFC3339Nano)))})
 
 	g.Eventually(func(g Gomega) {
 		ack, err := os.ReadFile(filepath.Join(transfer, "ack.json"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(string(ack)).To(ContainSubstring("does not match"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination answers with a refusal")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination answers with a refusal")
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, rd)).To(Succeed())
@@ -363,30 +249,30 @@ func TestVolSyncDestinationRefusesATransferWithAnotherKey(t *testing.T) {
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
 		g.Expect(cond.Message).To(ContainSubstring("Refused a transfer from elsewhere/"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the destination reports the refusal")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the destination reports the refusal")
 	g.Expect(rd.Status.LatestImage).To(BeNil())
-	g.Expect(readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst"))).To(BeEmpty())
+	g.Expect(storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst"))).To(BeEmpty())
 	g.Expect(filepath.Join(transfer, "data", "planted.txt")).To(BeAnExistingFile(), "a refused transfer is not applied")
 }
 
 func TestVolSyncSourceWithoutATriggerSyncsContinuously(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("one\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "")
 	rs.Spec.Trigger = nil
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
 
-	destination := claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")
+	destination := storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")
 	for _, content := range []string{"one\n", "two\n", "three\n"} {
-		writeTree(g, source, tree{"a.txt": []byte(content)})
+		storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte(content)})
 		g.Eventually(func(g Gomega) {
-			sameTree(g, readTree(g, destination), tree{"a.txt": []byte(content)}, "the destination volume")
-		}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "a change reaches the destination without a trigger")
+			storagetest.SameTree(g, storagetest.ReadTree(g, destination), storagetest.Tree{"a.txt": []byte(content)}, "the destination volume")
+		}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "a change reaches the destination without a trigger")
 	}
 	rs = getSource(g, east, ns, "db")
 	g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
@@ -399,7 +285,7 @@ func TestVolSyncSourceWithoutATriggerSyncsContinuously(t *testing.T) {
 			rs = getSource(g, east, ns, "db")
 			g.Expect(rs.Status.LastSyncTime).NotTo(BeNil())
 			g.Expect(rs.Status.LastSyncTime.Time).To(BeTemporally(">", last))
-		}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "another sync completes without a trigger")
+		}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "another sync completes without a trigger")
 		last = rs.Status.LastSyncTime.Time
 	}
 }
@@ -424,7 +310,7 @@ func awaitHeldSync(g Gomega, cl client.Client, namespace, name string) *volsyncv
 		cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Message).To(ContainSubstring("held by annotation"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "source %s holds a sync it sent", name)
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "source %s holds a sync it sent", name)
 	return rs
 }
 
@@ -434,10 +320,10 @@ func awaitHeldSync(g Gomega, cl client.Client, namespace, name string) *volsyncv
 func TestVolSyncARunningSyncHasAStartTimeThatItsCompletionClears(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("one\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("one\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
 	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
@@ -467,42 +353,42 @@ func TestVolSyncARunningSyncHasAStartTimeThatItsCompletionClears(t *testing.T) {
 func TestVolSyncATriggerSetDuringARunningSyncIsSatisfiedByThatSync(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	before := tree{"a.txt": []byte("before the trigger\n")}
-	writeTree(g, source, before)
+	before := storagetest.Tree{"a.txt": []byte("before the trigger\n")}
+	storagetest.WriteTree(g, source, before)
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
 	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
 	awaitHeldSync(g, east, ns, "db")
 
 	// Written after the copy, then a new trigger, both while the sync runs.
-	after := tree{"a.txt": before["a.txt"], "b.txt": []byte("after the copy\n")}
-	writeTree(g, source, after)
+	after := storagetest.Tree{"a.txt": before["a.txt"], "b.txt": []byte("after the copy\n")}
+	storagetest.WriteTree(g, source, after)
 	triggerManual(g, east, ns, "db", "second")
 	holdSource(g, east, ns, "db", false)
 
 	rs = awaitManualSync(g, east, ns, "db", "second")
 	g.Expect(rs.Status.LastSyncStartTime).To(BeNil())
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), before,
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), before,
 		"the sync that satisfied trigger second copied the volume before the trigger was set")
 	g.Expect(apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing).Reason).
 		To(Equal(volsyncv1alpha1.SynchronizingReasonManual), "no other sync runs: the trigger is served")
 
 	triggerManual(g, east, ns, "db", "third")
 	awaitManualSync(g, east, ns, "db", "third")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), after, "a trigger set with no sync running starts one")
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), after, "a trigger set with no sync running starts one")
 }
 
 func TestVolSyncWaitsWhileTheDestinationClusterIsStoppedAndContinuesAfterStart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("before the stop\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("before the stop\n")})
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
@@ -514,26 +400,26 @@ func TestVolSyncWaitsWhileTheDestinationClusterIsStoppedAndContinuesAfterStart(t
 			_ = testLab.Start(context.Background(), lab.West)
 		}
 	})
-	second := tree{"a.txt": []byte("while west was stopped\n")}
-	writeTree(g, source, second)
+	second := storagetest.Tree{"a.txt": []byte("while west was stopped\n")}
+	storagetest.WriteTree(g, source, second)
 	triggerManual(g, east, ns, "db", "second")
 	g.Eventually(func(g Gomega) {
 		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Message).To(ContainSubstring("unreachable"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source reports the stopped peer")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the source reports the stopped peer")
 	g.Expect(getSource(g, east, ns, "db").Status.LastManualSync).To(Equal("first"))
 
 	began := time.Now()
 	g.Expect(testLab.Start(ctx, lab.West)).To(Succeed())
 	stopped = false
 	t.Logf("West started in %s", time.Since(began).Round(time.Millisecond))
-	west = volsyncClient(g, lab.West)
+	west = storagetest.Client(g, testLab, lab.West)
 	awaitManualSync(g, east, ns, "db", "second")
 	t.Logf("The sync waiting for west completed %s after its start", time.Since(began).Round(time.Millisecond))
 	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
-	g.Expect(west.Create(ctx, restoredClaim(ns, "restored", snap2.Name))).To(Succeed())
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "restored")), second, "a PVC restored after the restart")
+	g.Expect(west.Create(ctx, storagetest.RestoredClaim(ns, "restored", snap2.Name))).To(Succeed())
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "restored")), second, "a PVC restored after the restart")
 }
 
 // BenchmarkVolSyncRoundTrip measures one manual sync of a 50 MB volume from east to west, from
@@ -542,17 +428,17 @@ func BenchmarkVolSyncRoundTrip(b *testing.B) {
 	const size = 50 << 20
 	g := NewWithT(b)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(b, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(b, g, east, west)
 	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
 	address, keySecret := publishedDestination(g, west, ns, "db")
 	copySecret(g, west, east, ns, keySecret)
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	files := tree{}
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "db"))).To(Succeed())
+	files := storagetest.Tree{}
 	for i := range 50 {
-		files[fmt.Sprintf("f%02d.bin", i)] = randomBytes(g, size/50)
+		files[fmt.Sprintf("f%02d.bin", i)] = storagetest.RandomBytes(g, size/50)
 	}
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), files)
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "db"), files)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "warm-up"))).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "warm-up")
 
@@ -575,8 +461,8 @@ func volsyncPair(g Gomega, east, west client.Client, ns string) (address, keySec
 	g.Expect(west.Create(ctx, rsyncDestination(ns, "db"))).To(Succeed())
 	address, keySecret = publishedDestination(g, west, ns, "db")
 	copySecret(g, west, east, ns, keySecret)
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	return address, keySecret, claimVolumeDir(g, east, lab.East, ns, "db")
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "db"))).To(Succeed())
+	return address, keySecret, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "db")
 }
 
 // As upstream, a destination's address is its Service's: ClusterIP unless
@@ -585,17 +471,17 @@ func volsyncPair(g Gomega, east, west client.Client, ns string) (address, keySec
 func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	rd := rsyncDestination(ns, "db")
 	rd.Spec.RsyncTLS.ServiceType = nil
 	g.Expect(west.Create(ctx, rd)).To(Succeed())
 	address, keySecret := publishedDestination(g, west, ns, "db")
 	g.Expect(address).To(Equal("volsync-db." + ns + ".svc.cluster.local"))
 	copySecret(g, west, east, ns, keySecret)
-	g.Expect(east.Create(ctx, fileClaim(ns, "db"))).To(Succeed())
-	data := tree{"a.txt": []byte("alpha\n")}
-	writeTree(g, claimVolumeDir(g, east, lab.East, ns, "db"), data)
+	g.Expect(east.Create(ctx, storagetest.FileClaim(ns, "db"))).To(Succeed())
+	data := storagetest.Tree{"a.txt": []byte("alpha\n")}
+	storagetest.WriteTree(g, storagetest.ClaimVolumeDir(g, testLab, east, lab.East, ns, "db"), data)
 	g.Expect(east.Create(ctx, rsyncSource(ns, "db", "db", address, keySecret, "first"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cond := apimeta.FindStatusCondition(getSource(g, east, ns, "db").Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
@@ -603,7 +489,7 @@ func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 		g.Expect(cond.Reason).To(Equal(volsyncv1alpha1.SynchronizingReasonError))
 		g.Expect(cond.Message).To(ContainSubstring("ClusterIP Service address"))
 		g.Expect(cond.Message).To(ContainSubstring("set spec.rsyncTLS.serviceType to LoadBalancer"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the source cannot reach a ClusterIP address of the peer")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the source cannot reach a ClusterIP address of the peer")
 	g.Expect(getSource(g, east, ns, "db").Status.LastSyncTime).To(BeNil(), "nothing was sent")
 
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(rd), rd)).To(Succeed())
@@ -613,7 +499,7 @@ func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		lb, _ = publishedDestination(g, west, ns, "db")
 		g.Expect(lb).To(Equal("volsync-db." + ns + ".lab"))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "a LoadBalancer destination publishes its load balancer's address")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "a LoadBalancer destination publishes its load balancer's address")
 	g.Expect(filepath.Join(testLab.Dir(), lab.West, "storage", "volsync", "listeners", address+".json")).NotTo(BeAnExistingFile(),
 		"the ClusterIP address is no longer listened at")
 	rs := getSource(g, east, ns, "db")
@@ -621,7 +507,7 @@ func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 	rs.Spec.RsyncTLS.Address = ptr.To(lb)
 	g.Expect(east.Patch(ctx, rs, patch)).To(Succeed())
 	awaitManualSync(g, east, ns, "db", "first")
-	sameTree(g, readTree(g, claimVolumeDir(g, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
+	storagetest.SameTree(g, storagetest.ReadTree(g, storagetest.ClaimVolumeDir(g, testLab, west, lab.West, ns, "volsync-db-dst")), data, "the destination volume")
 }
 
 // As upstream, a failing mover is retried: the sync stays running with Synchronizing True
@@ -629,10 +515,10 @@ func TestVolSyncAClusterIPDestinationIsUnreachableFromThePeer(t *testing.T) {
 func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	east, west := volsyncClient(g, lab.East), volsyncClient(g, lab.West)
-	ns := volsyncNamespace(t, g, east, west)
+	east, west := storagetest.Client(g, testLab, lab.East), storagetest.Client(g, testLab, lab.West)
+	ns := storagetest.Namespace(t, g, east, west)
 	address, keySecret, source := volsyncPair(g, east, west, ns)
-	writeTree(g, source, tree{"a.txt": []byte("alpha\n")})
+	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("alpha\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
 	const logs = `rsync: [sender] opendir "/data" failed: Permission denied (13)`
 	rs.Annotations = map[string]string{storage.AnnotationFailMover: logs}
@@ -642,7 +528,7 @@ func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.
 		g.Expect(rs.Status.LatestMoverStatus).NotTo(BeNil())
 		g.Expect(rs.Status.LatestMoverStatus.Result).To(Equal(volsyncv1alpha1.MoverResultFailed))
 		g.Expect(rs.Status.LatestMoverStatus.Logs).To(Equal(logs))
-	}).WithTimeout(volsyncTimeout).WithPolling(volsyncPolling).Should(Succeed(), "the mover's failure is reported")
+	}).WithTimeout(storagetest.Timeout).WithPolling(storagetest.Polling).Should(Succeed(), "the mover's failure is reported")
 	cond := apimeta.FindStatusCondition(rs.Status.Conditions, volsyncv1alpha1.ConditionSynchronizing)
 	g.Expect(cond).NotTo(BeNil())
 	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
