@@ -22,6 +22,7 @@ import (
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 	"github.com/drover-io/drover/internal/lab/storage/volsync"
@@ -85,6 +86,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // (internal/lab/storage/volsync).
 func setupVolSync(mgr ctrl.Manager, s *store) error { return volsync.Setup(mgr, s.Store) }
 
+// setupVolRep registers csi-addons' VolumeReplication controller (internal/lab/storage/csiaddons).
+func setupVolRep(mgr ctrl.Manager, s *store) error { return csiaddons.Setup(mgr, s.Store) }
+
 func setupProvisioner(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-provisioner").
 		For(&corev1.PersistentVolumeClaim{}).Complete(driver.ReconcilerFunc(s.provision))
@@ -100,12 +104,9 @@ func setupAttacher(mgr ctrl.Manager, s *store) error {
 		For(&storagev1.VolumeAttachment{}).Complete(driver.ReconcilerFunc(s.attach))
 }
 
-// store is the shared driver context with what csi-addons' controller keeps of its own.
-type store struct {
-	*driver.Store
-	// reports is when csi-addons would next reconcile each VolumeReplication (volrep_report.go).
-	reports reportSchedule
-}
+// store is the shared driver context (internal/lab/storage/driver) that the CSI side's
+// controllers are methods on.
+type store struct{ *driver.Store }
 
 // VolumePath is where the data of the volume with handle lives under a cluster's data dir
 // (state.VolumePath).

@@ -12,8 +12,8 @@ import (
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/lab/storage/storagetest"
+	"github.com/drover-io/drover/internal/lab/storage/volsync"
 )
 
 func getDestination(g Gomega, cl client.Client, namespace, name string) *volsyncv1alpha1.ReplicationDestination {
@@ -64,7 +64,7 @@ func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *te
 	awaitManualSync(g, east, ns, "db", "first")
 	snap1 := latestSnapshot(g, west, ns, "db", "")
 
-	annotateDestination(g, west, ns, "db", storage.HoldImageAnnotation, "true")
+	annotateDestination(g, west, ns, "db", volsync.HoldImageAnnotation, "true")
 	second := storagetest.Tree{"a.txt": []byte("second\n")}
 	storagetest.WriteTree(g, source, second)
 	triggerManual(g, east, ns, "db", "second")
@@ -84,7 +84,7 @@ func TestVolSyncTheSourceCompletesBeforeTheDestinationHasTheImageOfItsSync(t *te
 	patch := client.MergeFrom(rd.DeepCopy())
 	rd.Spec.Paused = true
 	g.Expect(west.Patch(ctx, rd, patch)).To(Succeed())
-	annotateDestination(g, west, ns, "db", storage.HoldImageAnnotation, "")
+	annotateDestination(g, west, ns, "db", volsync.HoldImageAnnotation, "")
 	snap2 := latestSnapshot(g, west, ns, "db", snap1.Name)
 	storagetest.SameTree(g, storagetest.ReadTree(g, snapshotDataDir(g, west, lab.West, snap2)), second,
 		"the image that arrives after the pause holds the second sync")

@@ -18,8 +18,8 @@ import (
 
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/lab/storage/storagetest"
+	"github.com/drover-io/drover/internal/lab/storage/volsync"
 )
 
 // inode is the inode number of path.
@@ -32,7 +32,7 @@ func inode(g Gomega, path string) uint64 {
 // pacedSource is rsyncSource with the lab's rsync taking pace for every file.
 func pacedSource(namespace, name, pvc, address, keySecret, manual, pace string) *volsyncv1alpha1.ReplicationSource {
 	rs := rsyncSource(namespace, name, pvc, address, keySecret, manual)
-	rs.Annotations = map[string]string{storage.RsyncPaceAnnotation: pace}
+	rs.Annotations = map[string]string{volsync.RsyncPaceAnnotation: pace}
 	return rs
 }
 

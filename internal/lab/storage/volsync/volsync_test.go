@@ -22,6 +22,7 @@ import (
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/lab/storage/storagetest"
+	"github.com/drover-io/drover/internal/lab/storage/volsync"
 )
 
 func rsyncDestination(namespace, name string) *volsyncv1alpha1.ReplicationDestination {
@@ -295,9 +296,9 @@ func holdSource(g Gomega, cl client.Client, namespace, name string, hold bool) {
 	rs := getSource(g, cl, namespace, name)
 	patch := client.MergeFrom(rs.DeepCopy())
 	if hold {
-		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, storage.AnnotationHoldSync, "true")
+		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, volsync.AnnotationHoldSync, "true")
 	} else {
-		delete(rs.Annotations, storage.AnnotationHoldSync)
+		delete(rs.Annotations, volsync.AnnotationHoldSync)
 	}
 	g.Expect(cl.Patch(context.Background(), rs, patch)).To(Succeed())
 }
@@ -325,7 +326,7 @@ func TestVolSyncARunningSyncHasAStartTimeThatItsCompletionClears(t *testing.T) {
 	address, keySecret, source := volsyncPair(g, east, west, ns)
 	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("one\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
-	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
+	rs.Annotations = map[string]string{volsync.AnnotationHoldSync: "true"}
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
 
 	rs = awaitHeldSync(g, east, ns, "db")
@@ -359,7 +360,7 @@ func TestVolSyncATriggerSetDuringARunningSyncIsSatisfiedByThatSync(t *testing.T)
 	before := storagetest.Tree{"a.txt": []byte("before the trigger\n")}
 	storagetest.WriteTree(g, source, before)
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
-	rs.Annotations = map[string]string{storage.AnnotationHoldSync: "true"}
+	rs.Annotations = map[string]string{volsync.AnnotationHoldSync: "true"}
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
 	awaitHeldSync(g, east, ns, "db")
 
@@ -521,7 +522,7 @@ func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.
 	storagetest.WriteTree(g, source, storagetest.Tree{"a.txt": []byte("alpha\n")})
 	rs := rsyncSource(ns, "db", "db", address, keySecret, "first")
 	const logs = `rsync: [sender] opendir "/data" failed: Permission denied (13)`
-	rs.Annotations = map[string]string{storage.AnnotationFailMover: logs}
+	rs.Annotations = map[string]string{volsync.AnnotationFailMover: logs}
 	g.Expect(east.Create(ctx, rs)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		rs = getSource(g, east, ns, "db")
@@ -537,7 +538,7 @@ func TestVolSyncAFailingMoverIsRetriedAndReportedInLatestMoverStatus(t *testing.
 	g.Expect(rs.Status.LastSyncTime).To(BeNil())
 
 	patch := client.MergeFrom(rs.DeepCopy())
-	delete(rs.Annotations, storage.AnnotationFailMover)
+	delete(rs.Annotations, volsync.AnnotationFailMover)
 	g.Expect(east.Patch(ctx, rs, patch)).To(Succeed())
 	rs = awaitManualSync(g, east, ns, "db", "first")
 	g.Expect(rs.Status.LatestMoverStatus).To(HaveValue(HaveField("Result", volsyncv1alpha1.MoverResultSuccessful)), "the retried mover succeeded")

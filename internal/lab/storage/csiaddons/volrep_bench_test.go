@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
 // West is force-promoted while east is down, then its VolumeReplication is deleted (the
@@ -46,7 +47,7 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + storage.ReasonReplicating))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + csiaddons.ReasonReplicating))
 		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionReplicating)).To(ContainSubstring("promoted on the peer after this primary"))
 	}).Should(Succeed(), "the returning stale primary reports that it cannot replicate")
 	g.Consistently(func(g Gomega) {
@@ -84,9 +85,9 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonFailedToResync))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonError))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + csiaddons.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + csiaddons.ReasonError))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + csiaddons.ReasonFailedToResync))
 		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionDegraded)).To(ContainSubstring("its peer is unreachable"))
 		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(BeEmpty(), "a secondary has no Replicating condition")
 		g.Expect(vr.Status.LastSyncTime).To(BeNil(), "a secondary reports no last sync")
@@ -96,9 +97,9 @@ func TestADemotionWhosePeerIsDownReportsItselfOutOfSyncUntilTheFinalMirrorIsSent
 	g.Expect(testLab.Start(ctx, lab.West)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonNotResyncing))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + csiaddons.ReasonNotResyncing))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonDemoted))
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("last", "written after the last mirror"))
 	}).Should(Succeed(), "the returning peer receives the final mirror, and only then is the demoted volume in sync")
 	g.Expect(imageState(g, lab.East, handle).FinalMirrorPending).To(BeFalse())

@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
 // ceph-csi never disables mirroring of a non-primary image: it answers success, changing
@@ -43,7 +44,7 @@ func TestDeletingASecondaryVolumeReplicationIsRefusedUnlessItsImageReplays(t *te
 	g.Eventually(func(g Gomega) {
 		got := &corev1.PersistentVolumeClaim{}
 		g.Expect(west.Get(ctx, key, got)).To(Succeed())
-		g.Expect(got.Finalizers).To(ContainElement(storage.PVCProtectionFinalizer))
+		g.Expect(got.Finalizers).To(ContainElement(csiaddons.PVCProtectionFinalizer))
 		g.Expect(getVR(g, ctx, west, ns, "data").Status.State).To(Equal(replicationv1alpha1.SecondaryState))
 	}).Should(Succeed(), "west is a secondary, its PVC protected")
 
@@ -56,11 +57,11 @@ func TestDeletingASecondaryVolumeReplicationIsRefusedUnlessItsImageReplays(t *te
 	g.Consistently(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(vr.Finalizers).To(ContainElement(storage.VolumeReplicationFinalizer))
+		g.Expect(vr.Finalizers).To(ContainElement(csiaddons.VolumeReplicationFinalizer))
 		got := &corev1.PersistentVolumeClaim{}
 		g.Expect(west.Get(ctx, key, got)).To(Succeed())
-		g.Expect(got.Finalizers).To(ContainElement(storage.PVCProtectionFinalizer))
-		g.Expect(got.Annotations).To(HaveKeyWithValue(storage.VolumeReplicationNameAnnotation, "data"))
+		g.Expect(got.Finalizers).To(ContainElement(csiaddons.PVCProtectionFinalizer))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(csiaddons.VolumeReplicationNameAnnotation, "data"))
 	}).WithTimeout(4*time.Second).Should(Succeed(), "with both sites demoted west's image does not replay: its deletion is refused")
 
 	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Primary, false)
@@ -70,8 +71,8 @@ func TestDeletingASecondaryVolumeReplicationIsRefusedUnlessItsImageReplays(t *te
 		g.Expect(err).To(HaveOccurred())
 		got := &corev1.PersistentVolumeClaim{}
 		g.Expect(west.Get(ctx, key, got)).To(Succeed())
-		g.Expect(got.Finalizers).NotTo(ContainElement(storage.PVCProtectionFinalizer))
-		g.Expect(got.Annotations).NotTo(HaveKey(storage.VolumeReplicationNameAnnotation))
+		g.Expect(got.Finalizers).NotTo(ContainElement(csiaddons.PVCProtectionFinalizer))
+		g.Expect(got.Annotations).NotTo(HaveKey(csiaddons.VolumeReplicationNameAnnotation))
 	}).Should(Succeed(), "east primary again, west replays it and its VolumeReplication is released")
 	g.Expect(imageState(g, lab.West, handle).Role).To(Equal(storage.RoleSecondary), "a released secondary is still a mirrored copy")
 	g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("synced", "from east"))

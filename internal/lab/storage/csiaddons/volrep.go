@@ -1,4 +1,4 @@
-package storage
+package csiaddons
 
 // The lab's csi-addons VolumeReplication semantics, modelled on RBD snapshot mirroring driven by
 // the csi-addons controller (csi-addons/kubernetes-csi-addons d4d7fea4,
@@ -70,6 +70,7 @@ import (
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/storage/driver"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 const (
@@ -116,12 +117,25 @@ const (
 	ReasonReplicating     = "Replicating"
 )
 
-// Operations recorded in an image's state (ImageState.Operation): how its role last changed.
+// Operations recorded in an image's state (state.ImageState.Operation): how its role last changed.
 const (
 	opPromoted      = "Promoted"
 	opForcePromoted = "ForcePromoted"
 	opDemoted       = "Demoted"
 )
+
+// store is the shared driver context (internal/lab/storage/driver) with what csi-addons'
+// controller keeps of its own.
+type store struct {
+	*driver.Store
+	// reports is when csi-addons would next reconcile each VolumeReplication (volrep_report.go).
+	reports reportSchedule
+}
+
+// Setup registers the VolumeReplication controller with the manager.
+func Setup(mgr ctrl.Manager, d *driver.Store) error {
+	return setupVolRep(mgr, &store{Store: d})
+}
 
 func setupVolRep(mgr ctrl.Manager, s *store) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("lab-volrep").
@@ -304,7 +318,7 @@ func (s *store) sourcePVC(ctx context.Context, vr *replicationv1alpha1.VolumeRep
 }
 
 // observe reads the image's local state and, when the peer is reachable, the peer's.
-func (s *store) observe(handle string) (peerUp bool, peer, local ImageState, err error) {
+func (s *store) observe(handle string) (peerUp bool, peer, local state.ImageState, err error) {
 	if peerUp = s.Images.PeerReachable(); peerUp {
 		if peer, err = s.Images.PeerState(handle); err != nil {
 			return false, peer, local, err
@@ -323,16 +337,16 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if sc.report && local.Role != RolePrimary {
+	if sc.report && local.Role != state.RolePrimary {
 		// Promoted without force only when the peer's image is a secondary that holds every
 		// write; otherwise ceph-csi answers FailedPrecondition and csi-addons forces it.
 		operation := opPromoted
-		if !peerUp || peer.Role != RoleSecondary || peer.FinalMirrorPending {
+		if !peerUp || peer.Role != state.RoleSecondary || peer.FinalMirrorPending {
 			operation = opForcePromoted
 		}
-		if local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
+		if local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
-			st.Role, st.NeedsResync, st.MirrorDisabled = RolePrimary, false, false
+			st.Role, st.NeedsResync, st.MirrorDisabled = state.RolePrimary, false, false
 			st.Operation, st.OperationTime = operation, &sc.now
 			// The mirror schedule starts anew: the first mirror from this primary is due now.
 			st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = nil, 0, 0
@@ -340,13 +354,13 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	if local.Role != RolePrimary {
+	if local.Role != state.RolePrimary {
 		// Not promoted yet: csi-addons acts on the spec at its next reconcile.
 		return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
 	}
 	problem := notMirroring(sc.handle, peerUp, peer, local)
 	if sc.report {
-		reportPrimary(vr, local, peerUp && peer.Role == RolePrimary, problem)
+		reportPrimary(vr, local, peerUp && peer.Role == state.RolePrimary, problem)
 		sc.requeueReport = sc.refresh
 	}
 	if problem != "" {
@@ -365,7 +379,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 // remote status and answers NotFound, which csi-addons takes as "no information": it leaves
 // Replicating and lastSyncTime as they were. A last sync the storage cannot report otherwise
 // also leaves the one reported before.
-func reportPrimary(vr *replicationv1alpha1.VolumeReplication, local ImageState, twoPrimaries bool, problem string) {
+func reportPrimary(vr *replicationv1alpha1.VolumeReplication, local state.ImageState, twoPrimaries bool, problem string) {
 	setPromotedConditions(vr, local)
 	vr.Status.State = replicationv1alpha1.PrimaryState
 	vr.Status.Message = ""
@@ -383,11 +397,11 @@ func reportPrimary(vr *replicationv1alpha1.VolumeReplication, local ImageState, 
 }
 
 // notMirroring says why a primary image cannot mirror to its peer now; empty when it can.
-func notMirroring(handle string, peerUp bool, peer, local ImageState) string {
+func notMirroring(handle string, peerUp bool, peer, local state.ImageState) string {
 	switch {
 	case !peerUp:
 		return "the peer cluster's storage is unreachable; mirroring resumes when it returns"
-	case peer.Role == RolePrimary:
+	case peer.Role == state.RolePrimary:
 		return fmt.Sprintf("split-brain: image %s is primary on both clusters (epochs %d here, %d on the peer)", handle, local.Epoch, peer.Epoch)
 	case peer.Epoch > local.Epoch:
 		// The peer was promoted after this primary and then had its mirroring disabled (its
@@ -399,7 +413,7 @@ func notMirroring(handle string, peerUp bool, peer, local ImageState) string {
 	}
 	return ""
 }
-func nextMirror(st ImageState, interval time.Duration) time.Time {
+func nextMirror(st state.ImageState, interval time.Duration) time.Time {
 	if st.LastSyncTime == nil {
 		return time.Time{}
 	}
@@ -409,7 +423,7 @@ func nextMirror(st ImageState, interval time.Duration) time.Time {
 // mirror sends a point-in-time copy of the image to the peer and applies it there atomically.
 // The copy is taken under the image lock, so it holds whole records only; the peer's image
 // becomes a secondary of this epoch.
-func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
+func (s *store) mirror(handle string, epoch int64) (state.ImageState, error) {
 	began := time.Now()
 	staged := filepath.Join(filepath.Dir(s.Images.PeerVolumeDir(handle)), fmt.Sprintf(".incoming-%s-%d", handle, began.UnixNano()))
 	unlock := s.Images.Lock(handle)
@@ -418,21 +432,21 @@ func (s *store) mirror(handle string, epoch int64) (ImageState, error) {
 	unlock()
 	if err != nil {
 		_ = os.RemoveAll(staged)
-		return ImageState{}, err
+		return state.ImageState{}, err
 	}
 	if err := driver.ReplaceDir(staged, s.Images.PeerVolumeDir(handle)); err != nil {
 		_ = os.RemoveAll(staged)
-		return ImageState{}, err
+		return state.ImageState{}, err
 	}
 	took := time.Since(began)
-	if _, err := s.Images.UpdatePeerState(handle, func(st *ImageState) {
+	if _, err := s.Images.UpdatePeerState(handle, func(st *state.ImageState) {
 		// A copy rbd-mirror deleted earlier is bootstrapped again.
-		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = RoleSecondary, epoch, false, false
+		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = state.RoleSecondary, epoch, false, false
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	}); err != nil {
-		return ImageState{}, err
+		return state.ImageState{}, err
 	}
-	return s.Images.UpdateState(handle, func(st *ImageState) {
+	return s.Images.UpdateState(handle, func(st *state.ImageState) {
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	})
 }
@@ -448,15 +462,15 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); deleted || err != nil {
 		return ctrl.Result{RequeueAfter: volRepWaitRetry}, err
 	}
-	if sc.report && local.Role != RoleSecondary {
+	if sc.report && local.Role != state.RoleSecondary {
 		// A primary whose peer was promoted after it (a higher epoch) holds writes the new
 		// primary never saw: it diverged and must be resynced, never mirrored back.
 		// (The peer may be primary, or no longer mirrored: its image is not to be overwritten.)
-		diverged := local.Role == RolePrimary && peerUp && peer.Epoch > local.Epoch
+		diverged := local.Role == state.RolePrimary && peerUp && peer.Epoch > local.Epoch
 		// Read-only first, under the image lock: no write lands after this point.
 		unlock := s.Images.Lock(sc.handle)
-		local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
-			st.Role, st.NeedsResync, st.MirrorDisabled = RoleSecondary, diverged, false
+		local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
+			st.Role, st.NeedsResync, st.MirrorDisabled = state.RoleSecondary, diverged, false
 			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
 		})
@@ -470,7 +484,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	if sc.report && local.Role == RoleSecondary {
+	if sc.report && local.Role == state.RoleSecondary {
 		if local, err = s.reportSecondary(sc, local, peerUp, peer); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -484,7 +498,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 // (volrep_status.go): ready only when both sites are demoted and the last snapshot exchanged;
 // resyncing, re-checked every 30 s, while it replays a live primary; failed to resync, re-checked
 // in 15 s, otherwise.
-func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
+func (s *store) reportSecondary(sc *volRepScope, local state.ImageState, peerUp bool, peer state.ImageState) (state.ImageState, error) {
 	vr := sc.vr
 	first := vr.Status.State != replicationv1alpha1.SecondaryState
 	vr.Status.State = replicationv1alpha1.SecondaryState
@@ -504,7 +518,7 @@ func (s *store) reportSecondary(sc *volRepScope, local ImageState, peerUp bool, 
 	force := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
 	if local.NeedsResync && force {
 		var err error
-		if local, err = s.Images.UpdateState(sc.handle, func(st *ImageState) {
+		if local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
 			st.NeedsResync = false
 			// The local image is discarded and synced again from the primary.
 			st.LastSyncTime = nil
@@ -543,15 +557,15 @@ const (
 	resyncPeerUnavailable
 )
 
-func resyncReadiness(local ImageState, peerUp bool, peer ImageState) resyncState {
+func resyncReadiness(local state.ImageState, peerUp bool, peer state.ImageState) resyncState {
 	switch {
 	case local.NeedsResync:
 		return resyncSplitBrain
-	case peerUp && peer.Role == RoleSecondary && !peer.NeedsResync && !local.FinalMirrorPending && !peer.FinalMirrorPending && local.LastSyncTime != nil:
+	case peerUp && peer.Role == state.RoleSecondary && !peer.NeedsResync && !local.FinalMirrorPending && !peer.FinalMirrorPending && local.LastSyncTime != nil:
 		return resyncReady
 	case replaying(local, peerUp, peer):
 		return resyncReplaying
-	case local.LastSyncTime == nil || (peerUp && peer.Role == RolePrimary):
+	case local.LastSyncTime == nil || (peerUp && peer.Role == state.RolePrimary):
 		return resyncNoSync
 	}
 	return resyncPeerUnavailable
@@ -573,20 +587,20 @@ func (r resyncState) message(handle string) string {
 // primary, not waiting for a resync): the writes made while it was primary reach the peer before
 // it may be promoted without loss. A peer promoted since with a newer epoch never gets it: this
 // image then diverged from it and needs a resync.
-func (s *store) finalMirror(handle string, local ImageState, peerUp bool, peer ImageState) (ImageState, error) {
+func (s *store) finalMirror(handle string, local state.ImageState, peerUp bool, peer state.ImageState) (state.ImageState, error) {
 	switch {
 	case peerUp && peer.Epoch > local.Epoch:
-		return s.Images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
-	case !peerUp || peer.Role == RolePrimary || peer.NeedsResync:
+		return s.Images.UpdateState(handle, func(st *state.ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
+	case !peerUp || peer.Role == state.RolePrimary || peer.NeedsResync:
 		return local, nil
 	}
 	if _, err := s.mirror(handle, local.Epoch); err != nil {
-		return ImageState{}, err
+		return state.ImageState{}, err
 	}
-	return s.Images.UpdateState(handle, func(st *ImageState) { st.FinalMirrorPending = false })
+	return s.Images.UpdateState(handle, func(st *state.ImageState) { st.FinalMirrorPending = false })
 }
 
-func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
+func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st state.ImageState) {
 	if st.LastSyncTime == nil {
 		vr.Status.LastSyncTime, vr.Status.LastSyncDuration, vr.Status.LastSyncBytes = nil, nil, nil
 		return

@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
 // csi-addons' getInfoReconcileInterval (volumereplication_controller.go): the refresh of a
@@ -20,7 +21,7 @@ func TestInfoReconcileIntervalIsCSIAddons(t *testing.T) {
 		"5s": 5 * time.Second, "1m": time.Minute, "90s": 90 * time.Second, "2m": time.Minute,
 		"5m": 150 * time.Second, "1h": 30 * time.Minute, "1d": time.Hour, "": time.Hour, "soon": time.Hour,
 	} {
-		if got := storage.InfoReconcileInterval(raw); got != want {
+		if got := csiaddons.InfoReconcileInterval(raw); got != want {
 			t.Errorf("InfoReconcileInterval(%q) = %s, want %s", raw, got, want)
 		}
 	}
@@ -72,9 +73,9 @@ func TestASecondaryOfALivePrimaryIsNeverReportedInSync(t *testing.T) {
 	resyncing := func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonDemoted))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonVolumeDegraded))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + storage.ReasonResyncTriggered))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonDemoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + csiaddons.ReasonVolumeDegraded))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + csiaddons.ReasonResyncTriggered))
 	}
 	g.Eventually(resyncing).Should(Succeed(), "west replays east and is reported resyncing")
 	g.Eventually(func(g Gomega) {
@@ -92,8 +93,8 @@ func TestASecondaryOfALivePrimaryIsNeverReportedInSync(t *testing.T) {
 	} {
 		g.Eventually(func(g Gomega) {
 			vr := cl.vr(g)
-			g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
-			g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonNotResyncing))
+			g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
+			g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + csiaddons.ReasonNotResyncing))
 		}).Should(Succeed(), "with east demoted too, %s is reported in sync", cl.name)
 	}
 }
@@ -123,15 +124,15 @@ func TestASplitBrainedSecondaryWithoutForceFailsToResync(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + storage.ReasonFailedToResync))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonError))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + storage.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + csiaddons.ReasonFailedToResync))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + csiaddons.ReasonError))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("False/" + csiaddons.ReasonFailedToResync))
 	}).Should(Succeed(), "east, demoted without force, fails to resync")
 
 	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Secondary, true)
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + storage.ReasonResyncTriggered))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/" + csiaddons.ReasonResyncTriggered))
 		g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKeyWithValue("west", "written on the new primary"))
 	}).Should(Succeed(), "with autoResync east discards its divergence and replays west")
 }

@@ -1,10 +1,11 @@
-package storage
+package csiaddons
 
 import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // The VolumeReplication conditions as the csi-addons controller sets them
@@ -13,7 +14,7 @@ import (
 
 // setPromotedConditions: the image is primary (csi-addons' setPromotedCondition). A forced
 // promotion reports the same reason; only its message says it was forced.
-func setPromotedConditions(vr *replicationv1alpha1.VolumeReplication, st ImageState) {
+func setPromotedConditions(vr *replicationv1alpha1.VolumeReplication, st state.ImageState) {
 	msg := "volume is promoted to primary and replicating to secondary"
 	if st.Operation == opForcePromoted {
 		msg = "volume is promoted to primary: the promotion was refused (FailedPrecondition: the peer's image was not a demoted, synced secondary) and retried with force"

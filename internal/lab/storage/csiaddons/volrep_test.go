@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
@@ -33,7 +34,7 @@ func replicationClass(name string, interval time.Duration) *replicationv1alpha1.
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: replicationv1alpha1.VolumeReplicationClassSpec{
 			Provisioner: lab.BlockDriver,
-			Parameters:  map[string]string{storage.SchedulingIntervalParameter: interval.String()},
+			Parameters:  map[string]string{csiaddons.SchedulingIntervalParameter: interval.String()},
 		},
 	}
 }
@@ -214,8 +215,8 @@ func TestPrimaryMirrorsItsImageToThePeerEveryInterval(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
 		g.Expect(vr.Status.LastSyncTime).NotTo(BeNil())
 		g.Expect(*vr.Status.LastSyncBytes).To(BeNumerically(">", 0))
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(HaveKeyWithValue("first", "written before protection"))
@@ -267,10 +268,10 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonPromoted))
 		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionCompleted)).To(ContainSubstring("retried with force"))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + storage.ReasonReplicating))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("Unknown/" + csiaddons.ReasonReplicating))
 	}).Should(Succeed(), "west is force-promoted while east is down")
 	g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(map[string]string{"synced": "before the last mirror"}),
 		"west holds everything up to the last mirror and nothing after")
@@ -280,7 +281,7 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.ObservedGeneration).To(Equal(vr.Generation))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/"+storage.ReasonHealthy), "csi-addons never reports a primary Degraded but for a failed promotion")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/"+csiaddons.ReasonHealthy), "csi-addons never reports a primary Degraded but for a failed promotion")
 	}).Should(Succeed(), "the returning old primary reports itself a healthy primary")
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).NotTo(HaveKey("unsynced"))
@@ -290,8 +291,8 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/"+storage.ReasonResyncTriggered), "a secondary of a live primary replays it and is never reported ready")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + storage.ReasonVolumeDegraded))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionResyncing)).To(Equal("True/"+csiaddons.ReasonResyncTriggered), "a secondary of a live primary replays it and is never reported ready")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + csiaddons.ReasonVolumeDegraded))
 		g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(Equal(readFiles(g, volumeDir(lab.West, handle))))
 	}).WithTimeout(time.Minute).Should(Succeed(), "the demoted old primary discards its divergence and takes west's data")
 	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKey("west"))
@@ -302,13 +303,13 @@ func TestForcePromotionKeepsTheLastMirrorAndResyncRepairsTheOldPrimary(t *testin
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.SecondaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
 	}).Should(Succeed(), "west is demoted and its final mirror sent")
 	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Primary, false)
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonPromoted))
 		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionCompleted)).NotTo(ContainSubstring("force"))
 	}).Should(Succeed(), "east is promoted without force once west is secondary and synced")
 	g.Expect(readFiles(g, volumeDir(lab.East, handle))).To(HaveKeyWithValue("final", "written just before the demotion"),

@@ -1,4 +1,4 @@
-package storage
+package csiaddons
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // Deleting a VolumeReplication, as csi-addons and ceph-csi do it
@@ -80,23 +81,23 @@ func (s *store) disableMirroring(handle string) error {
 		return err
 	}
 	switch {
-	case local.Deleted || local.Role == RoleNone:
+	case local.Deleted || local.Role == state.RoleNone:
 		// Gone (NotFound, which csi-addons takes as success), or not mirrored.
 		return nil
-	case local.Role == RoleSecondary:
+	case local.Role == state.RoleSecondary:
 		if replaying(local, peerUp, peer) {
 			return nil
 		}
 		return fmt.Errorf("%w: secondary image %s is not up+replaying (%s): only the primary's side can disable its mirroring",
 			errSecondaryNotReplaying, handle, notReplayingBecause(local, peerUp, peer))
 	}
-	if _, err := s.Images.UpdateState(handle, func(st *ImageState) {
-		st.Role, st.MirrorDisabled, st.FinalMirrorPending = RoleNone, true, false
+	if _, err := s.Images.UpdateState(handle, func(st *state.ImageState) {
+		st.Role, st.MirrorDisabled, st.FinalMirrorPending = state.RoleNone, true, false
 	}); err != nil {
 		return err
 	}
-	if peerUp && peer.Role == RoleSecondary && !peer.Deleted && peer.Epoch <= local.Epoch {
-		return s.deleteImage(s.Images.PeerVolumeDir(handle), func(change func(*ImageState)) error {
+	if peerUp && peer.Role == state.RoleSecondary && !peer.Deleted && peer.Epoch <= local.Epoch {
+		return s.deleteImage(s.Images.PeerVolumeDir(handle), func(change func(*state.ImageState)) error {
 			_, err := s.Images.UpdatePeerState(handle, change)
 			return err
 		})
@@ -107,21 +108,21 @@ func (s *store) disableMirroring(handle string) error {
 // replaying reports whether a secondary image is up+replaying: its peer is a reachable primary
 // and it holds a mirror of that primary's epoch (a secondary still syncing its first snapshot
 // from a newly promoted primary, or diverged, is not).
-func replaying(local ImageState, peerUp bool, peer ImageState) bool {
-	return local.Role == RoleSecondary && !local.NeedsResync && peerUp && peer.Role == RolePrimary &&
+func replaying(local state.ImageState, peerUp bool, peer state.ImageState) bool {
+	return local.Role == state.RoleSecondary && !local.NeedsResync && peerUp && peer.Role == state.RolePrimary &&
 		local.Epoch == peer.Epoch && local.LastSyncTime != nil
 }
 
 // notReplayingBecause says why a secondary image is not replaying.
-func notReplayingBecause(local ImageState, peerUp bool, peer ImageState) string {
+func notReplayingBecause(local state.ImageState, peerUp bool, peer state.ImageState) string {
 	switch {
 	case local.NeedsResync:
 		return "it is split-brained: up+error"
 	case !peerUp:
 		return "its peer is unreachable"
-	case peer.Role == RoleSecondary:
+	case peer.Role == state.RoleSecondary:
 		return "its peer is demoted too: up+unknown"
-	case peer.Role != RolePrimary:
+	case peer.Role != state.RolePrimary:
 		return "its peer's image is not mirrored"
 	}
 	return "it is still syncing from the peer's primary"
@@ -130,11 +131,11 @@ func notReplayingBecause(local ImageState, peerUp bool, peer ImageState) string 
 // deleteIfUnmirrored is rbd-mirror deleting a non-primary image whose primary had its mirroring
 // disabled (the peer's image is MirrorDisabled, of this image's epoch or later). It reports
 // whether it deleted it.
-func (s *store) deleteIfUnmirrored(handle string, peerUp bool, peer, local ImageState) (bool, error) {
-	if !peerUp || !peer.MirrorDisabled || local.Role != RoleSecondary || local.Deleted || peer.Epoch < local.Epoch {
+func (s *store) deleteIfUnmirrored(handle string, peerUp bool, peer, local state.ImageState) (bool, error) {
+	if !peerUp || !peer.MirrorDisabled || local.Role != state.RoleSecondary || local.Deleted || peer.Epoch < local.Epoch {
 		return false, nil
 	}
-	err := s.deleteImage(s.Images.VolumeDir(handle), func(change func(*ImageState)) error {
+	err := s.deleteImage(s.Images.VolumeDir(handle), func(change func(*state.ImageState)) error {
 		_, err := s.Images.UpdateState(handle, change)
 		return err
 	})
@@ -142,9 +143,9 @@ func (s *store) deleteIfUnmirrored(handle string, peerUp bool, peer, local Image
 }
 
 // deleteImage removes an image's data and marks its state deleted.
-func (s *store) deleteImage(dir string, update func(func(*ImageState)) error) error {
-	if err := update(func(st *ImageState) {
-		st.Role, st.Deleted, st.FinalMirrorPending, st.NeedsResync = RoleNone, true, false, false
+func (s *store) deleteImage(dir string, update func(func(*state.ImageState)) error) error {
+	if err := update(func(st *state.ImageState) {
+		st.Role, st.Deleted, st.FinalMirrorPending, st.NeedsResync = state.RoleNone, true, false, false
 	}); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
 // As csi-addons with ceph-csi: a promotion while the peer's image is a reachable primary is
@@ -42,7 +43,7 @@ func TestAPromotionWhileThePeerIsAReachablePrimaryIsForcedAndLeavesTwoWritablePr
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonPromoted))
 		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionCompleted)).To(ContainSubstring("retried with force"))
 	}).Should(Succeed(), "west is promoted, with force, while east is a reachable primary")
 	for _, cluster := range []string{lab.East, lab.West} {
@@ -56,12 +57,12 @@ func TestAPromotionWhileThePeerIsAReachablePrimaryIsForcedAndLeavesTwoWritablePr
 	g.Expect(lastEast).NotTo(BeNil())
 	g.Consistently(func(g Gomega) {
 		vr := getVR(g, ctx, east, ns, "data")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("True/"+storage.ReasonReplicating), "csi-addons leaves it as it was")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(Equal("True/"+csiaddons.ReasonReplicating), "csi-addons leaves it as it was")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
 		g.Expect(vr.Status.LastSyncTime).To(Equal(lastEast), "east's last sync stops")
 		vr = getVR(g, ctx, west, ns, "data")
 		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionReplicating)).To(BeEmpty(), "west never had replication information")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + storage.ReasonHealthy))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("False/" + csiaddons.ReasonHealthy))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "neither primary says it does not replicate")
 
 	writeFile(g, volumeDir(lab.East, handle), "east", "written on east after west's promotion")
@@ -86,15 +87,15 @@ func TestAPVCDeletedWhileItsVolumeReplicationExistsStaysTerminatingUntilTheVolum
 	key := client.ObjectKey{Namespace: ns, Name: "data"}
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(east.Get(ctx, key, pvc)).To(Succeed())
-	g.Expect(pvc.Annotations).To(HaveKeyWithValue(storage.VolumeReplicationNameAnnotation, "data"))
-	g.Expect(pvc.Finalizers).To(ContainElement(storage.PVCProtectionFinalizer))
+	g.Expect(pvc.Annotations).To(HaveKeyWithValue(csiaddons.VolumeReplicationNameAnnotation, "data"))
+	g.Expect(pvc.Finalizers).To(ContainElement(csiaddons.PVCProtectionFinalizer))
 
 	g.Expect(east.Delete(ctx, pvc)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		got := &corev1.PersistentVolumeClaim{}
 		g.Expect(east.Get(ctx, key, got)).To(Succeed())
 		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(got.Finalizers).To(ContainElement(storage.PVCProtectionFinalizer))
+		g.Expect(got.Finalizers).To(ContainElement(csiaddons.PVCProtectionFinalizer))
 	}).WithTimeout(3*time.Second).Should(Succeed(), "the PVC stays Terminating while its VolumeReplication exists")
 
 	g.Expect(east.Delete(ctx, getVR(g, ctx, east, ns, "data"))).To(Succeed())

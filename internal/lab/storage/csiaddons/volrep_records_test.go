@@ -1,4 +1,4 @@
-package storage_test
+package csiaddons_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // The failover story told in workload records: a writer appends records on east while east
@@ -27,33 +29,33 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
 	const interval = 3 * time.Second
 	ns, class, handle := newVolume(g, ctx, east, west, "records", interval)
-	pod := writerPod(ns, "app", "data", 50*time.Millisecond)
+	pod := storagetest.WriterPod(ns, "app", "data", 50*time.Millisecond)
 	g.Expect(east.Create(ctx, pod)).To(Succeed())
 	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 	writer := storage.WriterID(pod)
 	eastDir, westDir := volumeDir(lab.East, handle), volumeDir(lab.West, handle)
 	g.Eventually(func(g Gomega) {
-		g.Expect(writerRecords(g, eastDir, writer).LastSeq).To(BeNumerically(">", 10))
+		g.Expect(storagetest.WriterRecords(g, eastDir, writer).LastSeq).To(BeNumerically(">", 10))
 	}).Should(Succeed(), "the writer appends records on east")
 
 	g.Expect(east.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	// Records written on east appear on west within one interval plus the copy time.
-	seq := writerRecords(g, eastDir, writer).LastSeq
+	seq := storagetest.WriterRecords(g, eastDir, writer).LastSeq
 	written := time.Now()
 	g.Eventually(func(g Gomega) {
-		g.Expect(writerRecords(g, westDir, writer).LastSeq).To(BeNumerically(">=", seq))
+		g.Expect(storagetest.WriterRecords(g, westDir, writer).LastSeq).To(BeNumerically(">=", seq))
 	}).WithTimeout(interval + 10*time.Second).Should(Succeed())
 	t.Logf("record %d reached west %s after it was seen on east (interval %s)", seq, time.Since(written).Round(time.Millisecond), interval)
 	// Let at least one more mirror complete, then lose east between two mirrors.
 	g.Eventually(func(g Gomega) {
-		g.Expect(writerRecords(g, westDir, writer).LastSeq).To(BeNumerically(">", seq))
+		g.Expect(storagetest.WriterRecords(g, westDir, writer).LastSeq).To(BeNumerically(">", seq))
 	}).WithTimeout(2*interval + 10*time.Second).Should(Succeed())
 	time.Sleep(interval / 2)
 	g.Expect(testLab.Stop(lab.East)).To(Succeed())
 
 	eastLost, err := records.Verify(eastDir)
 	g.Expect(err).NotTo(HaveOccurred())
-	lastMirror := writerRecords(g, westDir, writer)
+	lastMirror := storagetest.WriterRecords(g, westDir, writer)
 	wroteOnEast, _ := eastLost.Writer(writer)
 	g.Expect(wroteOnEast.LastSeq).To(BeNumerically(">", lastMirror.LastSeq), "east wrote records after its last mirror")
 
@@ -64,12 +66,12 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 	g.Expect(west.Create(ctx, volumeReplication(ns, "data", class, replicationv1alpha1.Primary))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		vr := getVR(g, ctx, west, ns, "data")
-		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + storage.ReasonPromoted))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("True/" + csiaddons.ReasonPromoted))
 	}).Should(Succeed())
 
 	promoted, err := records.Verify(westDir)
 	g.Expect(err).NotTo(HaveOccurred())
-	kept := writerRecords(g, westDir, writer)
+	kept := storagetest.WriterRecords(g, westDir, writer)
 	g.Expect(kept.LastSeq).To(Equal(lastMirror.LastSeq), "west has every record up to the last completed mirror")
 	diff := records.Compare(eastLost, promoted)
 	g.Expect(diff.Writers).To(HaveLen(1))
@@ -90,7 +92,7 @@ func TestRecordsSurviveAFailoverUpToTheLastMirrorAndTheOldPrimaryResyncs(t *test
 		g.Expect(getVR(g, ctx, east, ns, "data").Status.State).To(Equal(replicationv1alpha1.SecondaryState))
 	}).WithTimeout(2*interval+30*time.Second).Should(Succeed(), "the old primary discards its stray writes and holds west's records")
 	g.Eventually(func(g Gomega) {
-		st := writerStatus(g, filepath.Join(testLab.Dir(), lab.East, "storage"), pod)
+		st := storagetest.WriterStatus(g, filepath.Join(testLab.Dir(), lab.East, "storage"), pod)
 		g.Expect(st.Rejected).To(BeNumerically(">", 0))
 	}).Should(Succeed(), "the writer still running on east is refused by the secondary image")
 	g.Expect(east.Delete(ctx, pod)).To(Succeed())
