@@ -27,3 +27,11 @@ type Images = driver.Images
 
 // NewImages opens the storage in dir with its peer in peerDir (empty: no peer).
 func NewImages(dir, peerDir string) (*Images, error) { return driver.NewImages(dir, peerDir) }
+
+// VolumePath is where the data of the volume with handle lives under a cluster's data dir
+// (state.VolumePath).
+func VolumePath(dataDir, handle string) string { return state.VolumePath(dataDir, handle) }
+
+// SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir
+// (state.SnapshotPath).
+func SnapshotPath(dataDir, handle string) string { return state.SnapshotPath(dataDir, handle) }

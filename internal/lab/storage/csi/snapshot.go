@@ -1,4 +1,4 @@
-package storage
+package csi
 
 // Snapshots in the lab
 //
@@ -55,7 +55,9 @@ const (
 	snapshotRetry = time.Second
 )
 
-func setupSnapshots(mgr ctrl.Manager, s *store) error {
+// SetupSnapshots registers the snapshotter with the manager.
+func SetupSnapshots(mgr ctrl.Manager, d *driver.Store) error {
+	s := &store{Store: d}
 	// Staging holds half-made copies; nothing runs yet, so whatever is there was torn by a stop.
 	if err := os.RemoveAll(filepath.Join(s.Opts.DataDir, "staging")); err != nil {
 		return fmt.Errorf("failed to empty the staging directory: %w", err)
@@ -65,10 +67,6 @@ func setupSnapshots(mgr ctrl.Manager, s *store) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: driver.Workers}).
 		Complete(driver.ReconcilerFunc(s.reconcileSnapshot))
 }
-
-// SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir
-// (state.SnapshotPath).
-func SnapshotPath(dataDir, handle string) string { return state.SnapshotPath(dataDir, handle) }
 
 func snapshotReady(vs *snapshotv1.VolumeSnapshot) bool {
 	return vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false) && vs.Status.BoundVolumeSnapshotContentName != nil

@@ -1,4 +1,4 @@
-package storage
+package csi
 
 // Pre-provisioned snapshots
 //
@@ -138,7 +138,7 @@ func (s *store) sizeOfSnapshot(ctx context.Context, handle string) (int64, error
 // "" for one that may be snapshotted.
 func (s *store) secondaryImageRefusal(handle string) string {
 	st, err := s.Images.State(handle)
-	if err != nil || st.Role != RoleSecondary {
+	if err != nil || st.Role != state.RoleSecondary {
 		return ""
 	}
 	return fmt.Sprintf("failed to create snapshot: image %s is not primary (a mirrored secondary is read-only): promote it, or snapshot it on its primary", handle)

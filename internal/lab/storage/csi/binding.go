@@ -1,4 +1,4 @@
-package storage
+package csi
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +20,7 @@ import (
 //     snapshot (dataSourceRef) included: a snapshot deleted before the pod arrives leaves the PVC
 //     Pending for good.
 //
-// The lab runs the real PV controller and scheduler; its provisioner (storage.go, provision)
+// The lab runs the real PV controller and scheduler; its provisioner (provisioner.go, provision)
 // takes the external-provisioner's part and waits as it does. The lab's volumes have no
 // topology, so any node the scheduler picks will do and the PV gets no node affinity.
 

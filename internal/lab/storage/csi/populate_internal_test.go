@@ -1,4 +1,4 @@
-package storage
+package csi
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-io/drover/internal/lab/storage/driver"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // A PVC restored from a snapshot is filled once: provision runs again when the PVC changes
@@ -44,10 +45,10 @@ func TestARestoredVolumeIsNotCopiedAgainWhenProvisionRetries(t *testing.T) {
 	}
 	s := &store{Store: &driver.Store{
 		Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(vs, content).Build(),
-		Opts:   Options{DataDir: dataDir, Drivers: []string{drv}},
+		Opts:   driver.Options{DataDir: dataDir, Drivers: []string{drv}},
 	}}
-	g.Expect(os.MkdirAll(VolumePath(dataDir, ""), 0o750)).To(Succeed())
-	snapData := SnapshotPath(dataDir, snapHandle)
+	g.Expect(os.MkdirAll(state.VolumePath(dataDir, ""), 0o750)).To(Succeed())
+	snapData := state.SnapshotPath(dataDir, snapHandle)
 	g.Expect(os.MkdirAll(filepath.Join(snapData, "records"), 0o750)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(snapData, "records", "w.log"), []byte("1 a\n"), 0o600)).To(Succeed())
 	pvc := &corev1.PersistentVolumeClaim{
@@ -57,7 +58,7 @@ func TestARestoredVolumeIsNotCopiedAgainWhenProvisionRetries(t *testing.T) {
 		}},
 	}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lab-file"}, Provisioner: drv}
-	restored := filepath.Join(VolumePath(dataDir, "pvc-1"), "records", "w.log")
+	restored := filepath.Join(state.VolumePath(dataDir, "pvc-1"), "records", "w.log")
 
 	res, err := s.populate(ctx, pvc, sc, "pvc-1")
 	g.Expect(err).NotTo(HaveOccurred())
