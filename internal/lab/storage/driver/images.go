@@ -17,23 +17,6 @@ import (
 	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
-// ImageRole is a volume image's replication role (state.ImageRole).
-type ImageRole = state.ImageRole
-
-// ImageState is what the lab storage records about one image (state.ImageState), kept on disk
-// in images/<handle>.json.
-type ImageState = state.ImageState
-
-// The roles of an image (state.RoleNone, state.RolePrimary, state.RoleSecondary).
-const (
-	RoleNone      = state.RoleNone
-	RolePrimary   = state.RolePrimary
-	RoleSecondary = state.RoleSecondary
-)
-
-// ErrReadOnly is returned by writes to a secondary image.
-var ErrReadOnly = state.ErrReadOnly
-
 // Images is one cluster's lab storage on disk, with its peer's for mirroring. The peer's
 // storage is another managed cluster's data directory on the same machine; it is reachable
 // only while that cluster's storage controller runs.
@@ -127,34 +110,34 @@ func (im *Images) VolumeDir(handle string) string { return state.VolumePath(im.d
 func (im *Images) PeerVolumeDir(handle string) string { return state.VolumePath(im.peerDir, handle) }
 
 // State reads the image's state; an image never replicated has the zero state.
-func (im *Images) State(handle string) (ImageState, error) {
+func (im *Images) State(handle string) (state.ImageState, error) {
 	return state.Read(state.ImagePath(im.dir, handle))
 }
 
 // PeerState reads the peer's state of the image.
-func (im *Images) PeerState(handle string) (ImageState, error) {
+func (im *Images) PeerState(handle string) (state.ImageState, error) {
 	return state.Read(state.ImagePath(im.peerDir, handle))
 }
 
 // SetState writes the image's state atomically.
-func (im *Images) SetState(handle string, st ImageState) error {
+func (im *Images) SetState(handle string, st state.ImageState) error {
 	return state.Write(state.ImagePath(im.dir, handle), st)
 }
 
 // SetPeerState writes the peer's state of the image atomically.
-func (im *Images) SetPeerState(handle string, st ImageState) error {
+func (im *Images) SetPeerState(handle string, st state.ImageState) error {
 	return state.Write(state.ImagePath(im.peerDir, handle), st)
 }
 
 // UpdateState changes the image's state by read-modify-write under a file lock, so this
 // process and the peer's (which writes the state when it mirrors) never lose each other's
 // changes.
-func (im *Images) UpdateState(handle string, change func(*ImageState)) (ImageState, error) {
+func (im *Images) UpdateState(handle string, change func(*state.ImageState)) (state.ImageState, error) {
 	return state.Update(state.ImagePath(im.dir, handle), change)
 }
 
 // UpdatePeerState changes the peer's state of the image like UpdateState.
-func (im *Images) UpdatePeerState(handle string, change func(*ImageState)) (ImageState, error) {
+func (im *Images) UpdatePeerState(handle string, change func(*state.ImageState)) (state.ImageState, error) {
 	return state.Update(state.ImagePath(im.peerDir, handle), change)
 }
 
