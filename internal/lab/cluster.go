@@ -2,22 +2,15 @@ package lab
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/drover-io/drover/internal/kubeconfig"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // Role says what a lab cluster is for.
@@ -28,34 +21,6 @@ const (
 	RoleHub Role = "hub"
 	// RoleManaged is a cluster that runs applications, lab storage and `drover agent`.
 	RoleManaged Role = "managed"
-)
-
-// Component names, as `drover lab status` shows them.
-const (
-	componentEtcd         = "etcd"
-	componentAPIServer    = "kube-apiserver"
-	componentKCM          = "kube-controller-manager"
-	componentScheduler    = "kube-scheduler"
-	componentKwok         = "kwok"
-	componentStorage      = "lab-storage"
-	componentS3           = "s3"
-	storageControllerVerb = "storage-controller"
-)
-
-// componentNames lists every component, for recognising lab processes; the lab's Prometheus
-// (monitoring.go) runs beside the clusters and is recognised too, so `lab down` stops it.
-var componentNames = []string{
-	componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKwok, componentStorage, componentS3,
-	componentKubelet, componentPrometheus, componentProxy,
-}
-
-const (
-	// componentReadyTimeout bounds the wait for etcd or the API server to answer after a start.
-	componentReadyTimeout = 90 * time.Second
-	// stopGrace is how long a component gets to exit after SIGTERM before it is killed.
-	stopGrace = 10 * time.Second
-	// readyPollInterval is how often a starting component is probed.
-	readyPollInterval = 100 * time.Millisecond
 )
 
 // Ports are the loopback ports of one cluster, chosen at the first `up` and kept, so
@@ -123,164 +88,118 @@ func (c *Cluster) peer() *Cluster {
 	return c
 }
 
-// components lists the cluster's processes in start order: the control plane, on a managed
-// cluster its scheduler, fake nodes, storage and S3 store, then drover.
-func (c *Cluster) components() []component {
-	comps := c.controlPlane()
-	if c.Role == RoleManaged {
-		comps = append(comps, c.managedComponents()...)
-	}
-	return append(comps, c.droverComponents()...)
+// A cluster starts as an ordered list of steps, one per component (component_<name>.go holds
+// each one's flags and readiness), sharing one startContext, as kind brings a node up as an
+// ordered list of actions sharing one ActionContext (kind pkg/cluster/internal/create/create.go).
+
+// step is one component of a cluster's start.
+type step struct {
+	component
+	// ready, when set, waits after the start until the component serves, and does what must
+	// follow at once (the API server's bootstrap, the S3 bucket), before the next step starts.
+	ready func(ctx context.Context, sc *startContext, comp component, pid int) error
 }
 
-// controlPlane is every cluster's etcd, kube-apiserver and kube-controller-manager.
-func (c *Cluster) controlPlane() []component {
-	p := c.pki()
-	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
-	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.Etcd)
-	comps := []component{
-		{name: componentEtcd, binary: c.bin("etcd"), args: []string{
-			"--name=" + c.Name,
-			"--data-dir=" + filepath.Join(c.dir, "etcd"),
-			"--listen-client-urls=" + etcdClient,
-			"--advertise-client-urls=" + etcdClient,
-			"--listen-peer-urls=" + etcdPeer,
-			"--initial-advertise-peer-urls=" + etcdPeer,
-			"--initial-cluster=" + c.Name + "=" + etcdPeer,
-			// A lab loses nothing it cares about on a host crash; fsync would only slow every write.
-			"--unsafe-no-fsync=true",
-			"--quota-backend-bytes=4294967296",
-			"--log-level=warn",
-		}},
-		{name: componentAPIServer, binary: c.bin("kube-apiserver"), env: c.apiServerEnv(), args: append([]string{
-			"--etcd-servers=" + etcdClient,
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", c.Ports.APIServer),
-			"--cert-dir=" + p.dir,
-			"--tls-cert-file=" + p.path("apiserver.crt"),
-			"--tls-private-key-file=" + p.path("apiserver.key"),
-			"--client-ca-file=" + p.path("ca.crt"),
-			"--service-account-issuer=" + c.Endpoint(),
-			"--service-account-key-file=" + p.path("sa.pub"),
-			"--service-account-signing-key-file=" + p.path("sa.key"),
-			"--service-cluster-ip-range=10.96.0.0/16",
-			"--authorization-mode=RBAC",
-			"--allow-privileged=true",
-			// Pods run on fake nodes and never use a token; the plugin would only add a race
-			// between a namespace's creation and its default ServiceAccount.
-			"--disable-admission-plugins=ServiceAccount",
-			// /debug/pprof for the lab's administrator (kubectl get --raw), to find where an API
-			// server's CPU goes under drover's load (docs/benchmarks.md, "Where the settled CPU goes").
-			"--profiling=true",
-			// The endpoint reconciler refuses a loopback advertise address; the lab has no
-			// in-cluster clients that would use the kubernetes Service anyway.
-			"--endpoint-reconciler-type=none",
-		}, c.auditArgs()...)},
-		{name: componentKCM, binary: c.bin("kube-controller-manager"), args: []string{
-			// Its own identity, as a real cluster's: the API server's admission webhooks (drover's
-			// fence) see the pods the Job controller creates as system:kube-controller-manager's.
-			"--kubeconfig=" + c.controllerManagerKubeconfigPath(),
-			"--secure-port=0",
-			"--leader-elect=false",
-			"--service-account-private-key-file=" + p.path("sa.key"),
-			"--root-ca-file=" + p.path("ca.crt"),
-			"--use-service-account-credentials=false",
-			// Default client rates (20/30) and the binder's 15 s resync dominate failover time in
-			// a lab (LAB-NOTES: 85 s vs 4.7 s to bind 300 PVCs).
-			"--kube-api-qps=1000",
-			"--kube-api-burst=2000",
-			"--pvclaimbinder-sync-period=1s",
-		}},
+// startContext is what the steps of one start share.
+type startContext struct {
+	// s3 is a managed cluster's S3 profile, its endpoint the server's own address (its proxy
+	// starts after it).
+	s3 S3Profile
+	// stepBegan is when the current step's process was started.
+	stepBegan time.Time
+}
+
+// steps lists the cluster's components in start order: the control plane; on a managed cluster
+// its scheduler, fake nodes, storage, S3 store and proxy; then, when the lab runs drover, the
+// lab kubelet. sc is nil where only the processes matter (stop, status).
+func (c *Cluster) steps(sc *startContext) []step {
+	steps := []step{c.etcdStep(), c.apiServerStep(), c.controllerManagerStep()}
+	if c.Role == RoleManaged {
+		steps = append(steps, c.schedulerStep(), c.kwokStep(), c.storageStep(), c.s3Step(sc), c.proxyStep())
+	}
+	if c.lab.opts.RunDrover {
+		steps = append(steps, c.kubeletStep())
+	}
+	return steps
+}
+
+// components lists the cluster's processes in start order.
+func (c *Cluster) components() []component {
+	return componentsOf(c.steps(nil))
+}
+
+func componentsOf(steps []step) []component {
+	comps := make([]component, 0, len(steps))
+	for _, s := range steps {
+		comps = append(comps, s.component)
 	}
 	return comps
 }
 
-// apiServerEnv keeps the API server's webhook calls off the machine's proxy when drover's fence
-// is reached through its Service.
-func (c *Cluster) apiServerEnv() []string {
-	if c.lab.opts.RunDrover {
-		return noProxyEnv
-	}
-	return nil
-}
-
-// managedComponents are a managed cluster's scheduler, fake nodes, lab storage and S3 store.
-func (c *Cluster) managedComponents() []component {
-	kubeconfig := c.KubeconfigPath()
-	return []component{
-		{name: componentScheduler, binary: c.bin("kube-scheduler"), args: []string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--secure-port=0",
-			"--leader-elect=false",
-		}},
-		{name: componentKwok, binary: c.bin("kwok"), args: []string{
-			"--kubeconfig=" + kubeconfig,
-			"--config=" + c.bin("kwok-stages.yaml"),
-			"--manage-all-nodes=false",
-			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
-			// kwok acts for a node (runs and deletes its pods) only while it holds the node's
-			// Lease, under an identity new in every process. A restarted kwok takes the Lease over
-			// only once it expired, trying every renew interval (a quarter of the duration; the
-			// first try after a start often fails, before its Lease cache is filled). With the
-			// kubelet's 40 s, a cluster back from a short `stop` kept its deleted pods Terminating
-			// and their volumes attached for 10-40 s, where a restarted kubelet renews its own
-			// Lease at once. 4 s (renewed every second) makes the handover take about a second;
-			// kcm judges nodes by its node-monitor grace period, which this does not change.
-			"--node-lease-duration-seconds=4",
-			"--server-address=",
-		}},
-		{name: componentStorage, binary: c.lab.opts.DroverBinary, args: []string{
-			"lab", storageControllerVerb,
-			"--cluster=" + c.Name,
-			"--kubeconfig=" + kubeconfig,
-			"--data-dir=" + c.storageDir(),
-			"--peer-data-dir=" + c.peer().storageDir(),
-			"--partition-flag=" + c.PartitionFlag(),
-			"--peer-partition-flag=" + c.peer().PartitionFlag(),
-			"--multicluster-network-flag=" + c.lab.MultiClusterFlag(),
-		}},
-		c.s3Component(),
-		c.proxyComponent(),
-	}
-}
-
-// droverComponents run drover on the cluster when the lab runs it: the lab kubelet, which runs
-// the pods of the release manifests' Deployments.
-func (c *Cluster) droverComponents() []component {
-	if !c.lab.opts.RunDrover {
-		return nil
-	}
-	return []component{c.kubeletComponent()}
-}
-
-// processes returns the cluster's running processes by component name.
-func (c *Cluster) processes() (map[string]process, error) {
-	procs, err := findProcesses(c.dir + string(filepath.Separator))
+// start brings the cluster's processes up, in order, waiting for each to be ready. What is
+// already running is stopped first so a half-started cluster comes back whole; etcd's data is
+// kept, so the cluster returns with all its objects.
+func (c *Cluster) start(ctx context.Context) error {
+	sc, err := c.prepareStart()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	byName := map[string]process{}
-	for _, p := range procs {
-		byName[componentOf(p)] = p
-	}
-	return byName, nil
-}
-
-// running reports whether every component of the cluster has a live process.
-func (c *Cluster) running() (bool, error) {
-	procs, err := c.processes()
-	if err != nil {
-		return false, err
-	}
-	for _, comp := range c.components() {
-		if p, ok := procs[comp.name]; !ok || !procfs.Alive(p.pid) {
-			return false, nil
+	steps := c.steps(sc)
+	for _, s := range steps {
+		sc.stepBegan = time.Now()
+		pid, err := s.start(c.logDir(), c.lab.opts.TieToParent)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		if s.ready != nil {
+			if err := s.ready(ctx, sc, s.component, pid); err != nil {
+				return err
+			}
 		}
 	}
-	return true, nil
+	if c.Role == RoleManaged {
+		if err := c.waitNodesReady(ctx); err != nil {
+			return err
+		}
+	}
+	return c.checkStarted(componentsOf(steps))
+}
+
+// prepareStart stops what runs of the cluster, prepares its files (and audit log), checks that
+// its ports are free and, on a managed cluster, reads or creates its S3 profile.
+func (c *Cluster) prepareStart() (*startContext, error) {
+	if err := c.stop(); err != nil {
+		return nil, err
+	}
+	if err := c.prepareFiles(); err != nil {
+		return nil, err
+	}
+	if c.lab.opts.Audit {
+		if err := c.enableAudit(); err != nil {
+			return nil, err
+		}
+	}
+	ports := map[int]string{
+		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
+	}
+	sc := &startContext{}
+	if c.Role == RoleManaged {
+		ports[c.Ports.S3] = c.Name + " S3 server"
+		ports[c.Ports.APIProxy] = c.Name + " API proxy"
+		ports[c.Ports.S3Proxy] = c.Name + " S3 proxy"
+		var err error
+		if sc.s3, err = c.ensureS3Profile(); err != nil {
+			return nil, err
+		}
+		// The server is checked on its own address: its proxy starts after it.
+		sc.s3.Endpoint = c.s3DirectEndpoint()
+	}
+	for port, user := range ports {
+		if err := checkPortFree(port, user); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
 }
 
 // prepareFiles creates the cluster's directories, its certificates and its administrator
@@ -304,208 +223,8 @@ func (c *Cluster) prepareFiles() error {
 	return c.writeKubeconfig(c.controllerManagerKubeconfigPath(), controllerManagerUser)
 }
 
-// start brings the cluster's processes up, in order, waiting for each to be ready. What is
-// already running is stopped first so a half-started cluster comes back whole; etcd's data is
-// kept, so the cluster returns with all its objects.
-func (c *Cluster) start(ctx context.Context) error {
-	if err := c.stop(); err != nil {
-		return err
-	}
-	if err := c.prepareFiles(); err != nil {
-		return err
-	}
-	if c.lab.opts.Audit {
-		if err := c.enableAudit(); err != nil {
-			return err
-		}
-	}
-	ports := map[int]string{
-		c.Ports.Etcd: c.Name + " etcd", c.Ports.EtcdPeer: c.Name + " etcd peer", c.Ports.APIServer: c.Name + " kube-apiserver",
-	}
-	var s3Profile S3Profile
-	if c.Role == RoleManaged {
-		ports[c.Ports.S3] = c.Name + " S3 server"
-		ports[c.Ports.APIProxy] = c.Name + " API proxy"
-		ports[c.Ports.S3Proxy] = c.Name + " S3 proxy"
-		var err error
-		if s3Profile, err = c.ensureS3Profile(); err != nil {
-			return err
-		}
-		// The server is checked on its own address: its proxy starts after it.
-		s3Profile.Endpoint = c.s3DirectEndpoint()
-	}
-	for port, user := range ports {
-		if err := checkPortFree(port, user); err != nil {
-			return err
-		}
-	}
-	comps := c.components()
-	for _, comp := range comps {
-		began := time.Now()
-		if comp.name == componentS3 {
-			comp.env = s3Profile.env()
-		}
-		pid, err := comp.start(c.logDir(), c.lab.opts.TieToParent)
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		switch comp.name {
-		case componentEtcd:
-			err = c.waitReady(ctx, comp, pid, c.etcdHealthy)
-		case componentAPIServer:
-			err = c.waitReady(ctx, comp, pid, c.apiServerReady)
-			if err == nil {
-				c.lab.progress("%s: kube-apiserver ready at %s (%.1f s)", c.Name, c.Endpoint(), time.Since(began).Seconds())
-				err = c.bootstrap(ctx)
-			}
-		case componentS3:
-			if err = c.waitReady(ctx, comp, pid, s3Profile.s3Ready); err == nil {
-				err = s3Profile.ensureBucket(ctx)
-			}
-		case componentProxy:
-			// Clients use the proxies' addresses (the DRCluster's kubeconfig, S3Endpoint): a
-			// started cluster is one they reach, or, partitioned, one they are refused by.
-			_, flagErr := os.Stat(c.PartitionFlag())
-			err = c.awaitProxies(errors.Is(flagErr, os.ErrNotExist))
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if c.Role == RoleManaged {
-		if err := c.waitNodesReady(ctx); err != nil {
-			return err
-		}
-	}
-	return c.checkStarted(comps)
-}
-
-// checkStarted reports a component that crashed at once (bad flag, missing file) now, not at
-// first use. kwok alone is started again, once: it keeps nothing of its own (its nodes and pods
-// are the API server's), and kwok v0.8.0 can die at start with "concurrent map writes" while it
-// replays the stages of pods deleted while it was down, which would leave the cluster with no
-// kubelet for the rest of a test run.
-func (c *Cluster) checkStarted(comps []component) error {
-	for attempt := 0; ; attempt++ {
-		time.Sleep(300 * time.Millisecond)
-		procs, err := c.processes()
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(comps, func(comp component) bool {
-			p, ok := procs[comp.name]
-			return !ok || !procfs.Alive(p.pid)
-		})
-		if i < 0 {
-			return nil
-		}
-		if comps[i].name != componentKwok || attempt > 0 {
-			return c.diedError(comps[i])
-		}
-		c.lab.progress("%s: kwok exited right after it started; starting it again", c.Name)
-		if _, err := comps[i].start(c.logDir(), c.lab.opts.TieToParent); err != nil {
-			return fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-	}
-}
-
-func (c *Cluster) diedError(comp component) error {
-	logPath := filepath.Join(c.logDir(), comp.name+".log")
-	return fmt.Errorf("cluster %s: %s exited right after it started; last lines of %s:\n%s", c.Name, comp.name, logPath, logExcerpt(logPath, 10))
-}
-
-// waitReady polls probe until it succeeds, the process dies, or componentReadyTimeout passes.
-func (c *Cluster) waitReady(ctx context.Context, comp component, pid int, probe func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, componentReadyTimeout)
-	defer cancel()
-	var lastErr error
-	for {
-		if lastErr = probe(ctx); lastErr == nil {
-			return nil
-		}
-		if !procfs.Alive(pid) {
-			return c.diedError(comp)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster %s: %s did not become ready in %s (last error: %w); see %s",
-				c.Name, comp.name, componentReadyTimeout, lastErr, filepath.Join(c.logDir(), comp.name+".log"))
-		case <-time.After(readyPollInterval):
-		}
-	}
-}
-
-func (c *Cluster) etcdHealthy(ctx context.Context) error {
-	body, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/health", c.Ports.Etcd))
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(body, `"health":"true"`) {
-		return fmt.Errorf("etcd reports %s", body)
-	}
-	return nil
-}
-
-func (c *Cluster) apiServerReady(ctx context.Context) error {
-	client, err := c.adminHTTPClient()
-	if err != nil {
-		return err
-	}
-	_, err = httpGet(ctx, client, c.Endpoint()+"/readyz")
-	return err
-}
-
-// adminHTTPClient is an HTTP client that trusts the cluster's CA and authenticates as admin.
-func (c *Cluster) adminHTTPClient() (*http.Client, error) {
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
-	if err != nil {
-		return nil, fmt.Errorf("failed to load admin client certificate of %s: %w", c.Name, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(cfg.CAData) {
-		return nil, errors.New("lab CA is not valid PEM")
-	}
-	return &http.Client{
-		Timeout: 2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12,
-		}},
-	}, nil
-}
-
-func httpGet(ctx context.Context, client *http.Client, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	return string(body), nil
-}
-
 func (c *Cluster) writeAdminKubeconfig() error {
 	return c.writeKubeconfig(c.KubeconfigPath(), "lab-admin")
-}
-
-// controllerManagerUser is kube-controller-manager's user, as kubeadm names it. The lab runs it
-// without per-controller ServiceAccounts (--use-service-account-credentials=false), so every
-// controller, the Job controller included, sends its requests as this user.
-const controllerManagerUser = "system:kube-controller-manager"
-
-// controllerManagerKubeconfigPath is kube-controller-manager's kubeconfig.
-func (c *Cluster) controllerManagerKubeconfigPath() string {
-	return filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
 }
 
 // writeKubeconfig writes, unless it exists, a kubeconfig at path for user in system:masters.
@@ -533,15 +252,15 @@ func (c *Cluster) stop() error {
 	comps := c.components()
 	for i := len(comps) - 1; i >= 0; i-- {
 		if p, ok := procs[comps[i].name]; ok {
-			stopProcesses([]process{p}, stopGrace)
+			process.Stop([]process.Proc{p}, stopGrace)
 			delete(procs, comps[i].name)
 		}
 	}
 	// Anything else under the cluster directory (an older layout, a stray helper) goes too.
-	rest := make([]process, 0, len(procs))
+	rest := make([]process.Proc, 0, len(procs))
 	for _, p := range procs {
 		rest = append(rest, p)
 	}
-	stopProcesses(rest, stopGrace)
+	process.Stop(rest, stopGrace)
 	return nil
 }

@@ -2,6 +2,27 @@
 // a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, and on managed
 // clusters kube-scheduler, kwok fake nodes and lab storage), started as processes that outlive
 // the CLI, found again through /proc, stopped and started per cluster to simulate losing one.
+//
+// Its folders:
+//
+//   - process/: the one process runner: start detached, find in /proc, stop, ports, RSS and CPU.
+//   - storage/: the lab storage (CSI side, csi-addons, VolSync), `drover lab storage-controller`.
+//   - kubelet/: the lab kubelet that runs drover's pods as processes, `drover lab kubelet`.
+//   - netproxy/: the loopback proxies in front of a managed cluster, cut by a partition.
+//   - labtest/: the one test harness: a lab per test package, started in TestMain.
+//   - crds/: the external CRDs the clusters serve; upstream/ finds the upstream projects' own.
+//   - records/: workload records, an append-only checksummed log per writer in a volume.
+//   - ocm/: the stand-in for OCM's placement controller on the hub.
+//   - deployer/: the stand-in for a GitOps tool in placement mode.
+//   - argocd/: a real Argo CD in placement mode (`drover lab up --gitops argocd`).
+//   - s3fault/: an S3 proxy that injects the faults of a production object store.
+//   - crash/: kills a drover component at its Nth write.
+//
+// A cluster starts as an ordered list of steps (cluster.go), one file per component with its
+// flags and readiness: component_etcd.go, component_apiserver.go,
+// component_controller_manager.go, component_scheduler.go, component_kwok.go,
+// component_storage.go, component_s3.go, component_proxy.go, component_kubelet.go and, beside
+// the clusters, component_prometheus.go; components.go finds, checks and stops them.
 // The hub and the peer reach a managed cluster through its loopback proxies (lab-proxy), which
 // `drover lab partition CLUSTER` cuts while the cluster runs and `heal` reopens (partition.go).
 //

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // The lab with a real Argo CD runs in internal/lab/argocd's tests (make test-argocd); these
@@ -15,7 +17,7 @@ func TestTheLabRefusesAGitOpsToolItDoesNotKnow(t *testing.T) {
 	dir := t.TempDir()
 	_, err := New(Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: "drover", GitOps: "flux"})
 	g.Expect(err).To(MatchError(ContainSubstring(`does not know the GitOps tool "flux"`)))
-	releasePorts(filepath.Join(dir, "lab"))
+	process.ReleasePorts(filepath.Join(dir, "lab"))
 }
 
 func TestALabThatNeverRanArgoCDReportsNoneAndDownHasNothingToStop(t *testing.T) {
@@ -23,7 +25,7 @@ func TestALabThatNeverRanArgoCDReportsNoneAndDownHasNothingToStop(t *testing.T) 
 	dir := t.TempDir()
 	l, err := New(Options{Dir: filepath.Join(dir, "lab"), BinDir: dir, DroverBinary: "drover", GitOps: GitOpsArgoCD})
 	g.Expect(err).NotTo(HaveOccurred())
-	defer releasePorts(l.Dir())
+	defer process.ReleasePorts(l.Dir())
 	_, ok, err := l.ArgoCDStatus()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse())

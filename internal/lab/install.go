@@ -51,9 +51,6 @@ const (
 	nameLabel = "app.kubernetes.io/name"
 	// installFieldOwner is the field manager of the release manifests, as kubectl's would be.
 	installFieldOwner = "drover-lab-install"
-	// componentKubelet runs the lab kubelet: `drover lab kubelet`.
-	componentKubelet = "lab-kubelet"
-	kubeletVerb      = "kubelet"
 	// installReadyTimeout bounds the wait for drover's pods to be Ready after the install.
 	installReadyTimeout = 3 * time.Minute
 	// agentHostByte is the last byte of the agent's pinned pod IP in its cluster's pod range.
@@ -75,27 +72,6 @@ func (c *Cluster) AgentPodIP() netip.Addr {
 	b := c.PodCIDR().Addr().As4()
 	b[3] = agentHostByte
 	return netip.AddrFrom4(b)
-}
-
-// KubeletStateDir is where the cluster's lab kubelet records its pods (kubelet.ReadState).
-func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubelet") }
-
-// kubeletComponent is `drover lab kubelet` for the cluster: it runs the pods of drover's
-// Deployments, with the drover binary as the image DroverImage and their logs in the cluster's
-// log directory.
-func (c *Cluster) kubeletComponent() component {
-	args := []string{
-		"lab", kubeletVerb,
-		"--kubeconfig=" + c.KubeconfigPath(),
-		"--state-dir=" + c.KubeletStateDir(),
-		"--log-dir=" + c.logDir(),
-		"--pod-cidr=" + c.PodCIDR().String(),
-		"--image=" + DroverImage + "=" + c.lab.opts.DroverBinary,
-	}
-	if c.Role == RoleManaged {
-		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String())
-	}
-	return component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}
 }
 
 // noProxyEnv keeps the API server's calls to webhooks (drover-fence.drover-system.svc, resolved

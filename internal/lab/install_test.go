@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 func TestALabThatRunsDroverIsReopenedSoAndOneOfAnEarlierDroverIsRefused(t *testing.T) {
@@ -19,7 +21,7 @@ func TestALabThatRunsDroverIsReopenedSoAndOneOfAnEarlierDroverIsRefused(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releasePorts(l.Dir()) })
+	t.Cleanup(func() { process.ReleasePorts(l.Dir()) })
 	if err := l.writeState(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestMonitoringNeedsDroverInTheLabAndSaysHowToBuildPrometheus(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releasePorts(l.Dir()) })
+	t.Cleanup(func() { process.ReleasePorts(l.Dir()) })
 	if _, err := l.StartMonitoring(context.Background()); err == nil || !strings.Contains(err.Error(), "needs drover") {
 		t.Errorf("a lab without drover: got %v, want an error that says monitoring needs drover", err)
 	}
@@ -90,7 +92,7 @@ func TestTheHubsAndTheAgentsDeploymentsGetTheArgsTheLabIsAskedFor(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releasePorts(l.Dir()) })
+	t.Cleanup(func() { process.ReleasePorts(l.Dir()) })
 	deployment := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment", "metadata": map[string]any{"name": name},
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{

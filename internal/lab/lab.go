@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // Cluster names of the lab.
@@ -180,7 +181,7 @@ func New(opts Options) (*Lab, error) {
 			if *port != 0 {
 				continue
 			}
-			if *port, err = reservePort(dir); err != nil {
+			if *port, err = process.ReservePort(dir); err != nil {
 				return nil, err
 			}
 		}
@@ -251,7 +252,7 @@ func (l *Lab) newState() (*labState, error) {
 			ports = append(ports, &c.Ports.S3, &c.Ports.APIProxy, &c.Ports.S3Proxy)
 		}
 		for _, p := range ports {
-			port, err := reservePort(l.opts.Dir)
+			port, err := process.ReservePort(l.opts.Dir)
 			if err != nil {
 				return nil, err
 			}
@@ -437,9 +438,9 @@ func (l *Lab) Down() error {
 		unlock()
 		return err
 	}
-	stopProcesses(left, stopGrace)
+	process.Stop(left, stopGrace)
 	unlock()
-	releasePorts(l.opts.Dir)
+	process.ReleasePorts(l.opts.Dir)
 	if err := os.RemoveAll(l.opts.Dir); err != nil {
 		return fmt.Errorf("failed to remove lab directory %s: %w", l.opts.Dir, err)
 	}

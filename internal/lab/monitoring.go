@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/config"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // With Options.Monitoring the lab runs a real Prometheus (bin/prometheus, `make
@@ -30,7 +31,6 @@ import (
 // bound to the manifests' ClusterRole drover-metrics-reader, and evaluates drover's alert rules
 // (config/prometheus/rules.yaml, as this binary embeds them).
 const (
-	componentPrometheus = "prometheus"
 	// MetricsReaderRole is the release manifests' ClusterRole that may read drover's metrics.
 	MetricsReaderRole = "drover-metrics-reader"
 	// metricsPort is the metrics port of drover's pods in the release manifests.
@@ -86,16 +86,11 @@ func (l *Lab) StartMonitoring(ctx context.Context) (string, error) {
 	if err := l.writePrometheusConfig(ctx, dir); err != nil {
 		return "", err
 	}
-	port, err := reservePort(l.opts.Dir)
+	port, err := process.ReservePort(l.opts.Dir)
 	if err != nil {
 		return "", err
 	}
-	comp := component{name: componentPrometheus, binary: binary, args: []string{
-		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:" + strconv.Itoa(port),
-	}}
-	if _, err := comp.start(filepath.Join(dir, "logs"), l.opts.TieToParent); err != nil {
+	if _, err := prometheusComponent(binary, dir, port).start(filepath.Join(dir, "logs"), l.opts.TieToParent); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(l.prometheusPortFile(), []byte(strconv.Itoa(port)), 0o600); err != nil {

@@ -10,7 +10,7 @@ import (
 // The lab's multi-cluster network: the stand-in for a Multi-Cluster Services implementation
 // (Submariner, a cloud's) joining east and west in one clusterset. While it is on, the flag file
 // MultiClusterFlag exists and both clusters' lab storage exports ServiceExports and resolves
-// clusterset addresses (internal/lab/storage/serviceexport.go); while it is off, the
+// clusterset addresses (internal/lab/storage/volsync/serviceexport.go); while it is off, the
 // ServiceExport CRD is served but nothing marks an export and no clusterset address resolves.
 // Options.MultiClusterNetwork turns it on (`drover lab up --multicluster-network`); the lab
 // records it in lab.json, so later starts keep it, and SetMultiClusterNetwork turns it on or off

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // The multi-cluster network is recorded in lab.json: a lab reopened without saying so keeps
@@ -15,7 +17,7 @@ func TestTheMultiClusterNetworkIsRecordedAndItsFlagFollowsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releasePorts(l.Dir()) })
+	t.Cleanup(func() { process.ReleasePorts(l.Dir()) })
 	if err := l.writeState(); err != nil {
 		t.Fatal(err)
 	}

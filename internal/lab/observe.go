@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // What a benchmark reads of a running lab: the API server's and drover's Prometheus metrics
@@ -82,7 +82,7 @@ func (c *Cluster) DroverRSS() (int64, error) {
 			if ct.PID == 0 {
 				continue
 			}
-			rss, err := procfs.RSS(ct.PID)
+			rss, err := process.RSS(ct.PID)
 			if err != nil {
 				return 0, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
@@ -118,8 +118,8 @@ func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 	}
 	var out []ProcessCPU
 	for name, p := range procs {
-		if cpu, err := procfs.CPU(p.pid); err == nil {
-			out = append(out, ProcessCPU{PID: p.pid, Cluster: c.Name, Component: name, CPU: cpu})
+		if cpu, err := process.CPU(p.PID); err == nil {
+			out = append(out, ProcessCPU{PID: p.PID, Cluster: c.Name, Component: name, CPU: cpu})
 		}
 	}
 	pods, err := c.DroverPods()
@@ -131,7 +131,7 @@ func (c *Cluster) CPUTimes() ([]ProcessCPU, error) {
 			if ct.PID == 0 {
 				continue
 			}
-			if cpu, err := procfs.CPU(ct.PID); err == nil {
+			if cpu, err := process.CPU(ct.PID); err == nil {
 				out = append(out, ProcessCPU{PID: ct.PID, Cluster: c.Name, Component: ComponentDrover, CPU: cpu})
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-io/drover/internal/lab/netproxy"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // The lab's network partition. The hub and the peer reach a managed cluster only through its
@@ -30,8 +30,6 @@ import (
 // nothing to any store (internal/story's partition step checks it).
 
 const (
-	componentProxy = "lab-proxy"
-	proxyVerb      = "proxy"
 	// partitionFlagFile, in a managed cluster's directory, exists while it is partitioned.
 	partitionFlagFile = "partitioned"
 	// partitionSettleTimeout bounds the wait for the proxies to close or open again.
@@ -59,15 +57,6 @@ func (c *Cluster) proxyRoutes() []netproxy.Route {
 }
 
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-
-// proxyComponent is the managed cluster's lab-proxy, `drover lab proxy`.
-func (c *Cluster) proxyComponent() component {
-	args := []string{"lab", proxyVerb, "--cluster=" + c.Name, "--partition-flag=" + c.PartitionFlag()}
-	for _, r := range c.proxyRoutes() {
-		args = append(args, "--route="+r.String())
-	}
-	return component{name: componentProxy, binary: c.lab.opts.DroverBinary, args: args}
-}
 
 // Partition cuts the managed cluster name off from the hub and its peer while it keeps
 // running, and returns once its proxies refuse connections.
@@ -122,7 +111,7 @@ func (c *Cluster) awaitProxies(open bool) error {
 			return err
 		}
 		p, ok := procs[componentProxy]
-		if !ok || !procfs.Alive(p.pid) {
+		if !ok || !process.Alive(p.PID) {
 			return nil
 		}
 		settled := true

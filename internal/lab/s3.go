@@ -176,24 +176,6 @@ func (c *Cluster) ensureS3Profile() (S3Profile, error) {
 	return c.s3Profile()
 }
 
-// s3Component is the cluster's S3 server. Credentials go in the environment, not on the command
-// line, which every user of the machine can read in /proc.
-func (c *Cluster) s3Component() component {
-	return component{name: componentS3, binary: c.bin("versitygw"), args: []string{
-		fmt.Sprintf("--port=127.0.0.1:%d", c.Ports.S3),
-		"--region=" + S3Region,
-		// Without it every request is logged to stdout, growing the log without bound.
-		"--quiet",
-		// With an IAM store (holding no account but root) an unknown access key is refused as AWS
-		// refuses it, 403 InvalidAccessKeyId. Without one, versitygw answers 404
-		// XAdminUserNotFound, which a client checking only the status could take for a missing
-		// object.
-		"--iam-dir=" + c.s3IAMDir(),
-		"posix",
-		c.s3DataDir(),
-	}}
-}
-
 // env is the S3 server's environment: its root credentials. versitygw reads ROOT_ACCESS_KEY_ID
 // before ROOT_ACCESS_KEY, so these names win over anything the caller's environment holds.
 func (p S3Profile) env() []string {

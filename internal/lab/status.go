@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // ComponentStatus is one process of a cluster as status reports it.
@@ -69,8 +69,8 @@ func (c *Cluster) status(ctx context.Context) (ClusterStatus, error) {
 	var down []string
 	for _, comp := range c.components() {
 		cs := ComponentStatus{Name: comp.name}
-		if p, ok := procs[comp.name]; ok && procfs.Alive(p.pid) {
-			cs.PID, cs.Running, cs.RSSKiB = p.pid, true, procfs.RSSKiB(p.pid)
+		if p, ok := procs[comp.name]; ok && process.Alive(p.PID) {
+			cs.PID, cs.Running, cs.RSSKiB = p.PID, true, process.RSSKiB(p.PID)
 		} else {
 			down = append(down, comp.name)
 		}
@@ -273,15 +273,15 @@ func (l *Lab) droverPods() ([]DroverProcess, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, ok := procs[componentKubelet]; !ok || !procfs.Alive(p.pid) || len(pods) == 0 {
+		if p, ok := procs[componentKubelet]; !ok || !process.Alive(p.PID) || len(pods) == 0 {
 			out = append(out, DroverProcess{Cluster: c.Name, Name: name, Pod: name})
 			continue
 		}
 		for _, pod := range pods {
 			for _, ct := range pod.Containers {
 				dp := DroverProcess{Cluster: c.Name, Name: name, Pod: pod.Name, Restarts: ct.Restarts}
-				if ct.PID > 0 && procfs.Alive(ct.PID) {
-					dp.PID, dp.Running, dp.RSSKiB = ct.PID, true, procfs.RSSKiB(ct.PID)
+				if ct.PID > 0 && process.Alive(ct.PID) {
+					dp.PID, dp.Running, dp.RSSKiB = ct.PID, true, process.RSSKiB(ct.PID)
 				}
 				out = append(out, dp)
 			}

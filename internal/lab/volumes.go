@@ -3,12 +3,13 @@ package lab
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // volumeLookupTimeout bounds each API call that resolves a PVC to its volume, so a stopped
@@ -35,9 +36,7 @@ func (l *Lab) ImageDir(cluster, handle string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// The layout of storage.VolumePath; lab does not import its storage package, which runs as
-	// a separate process.
-	return filepath.Join(dir, "volumes", handle), nil
+	return state.VolumePath(dir, handle), nil
 }
 
 // VolumeDir resolves the PVC namespace/pvc on a managed cluster to the directory of the lab

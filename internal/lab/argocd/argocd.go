@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/kubeconfig"
-	"github.com/drover-io/drover/internal/lab/procfs"
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // Binary is Argo CD's multi-call binary in the lab's bin directory.
@@ -136,18 +136,18 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		return nil, err
 	}
 	for _, c := range comps {
-		if _, ok := running[c.name]; ok {
+		if _, ok := running[c.Name]; ok {
 			continue
 		}
 		start := time.Now()
-		pid, err := c.start(i.logDir(), opts.TieToParent)
+		pid, err := c.Start(i.logDir(), opts.TieToParent)
 		if err != nil {
 			return nil, err
 		}
 		if err := c.waitReady(ctx, pid, i.logDir()); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opts.Progress, "argocd: %s up (%.1f s)\n", c.name, time.Since(start).Seconds())
+		fmt.Fprintf(opts.Progress, "argocd: %s up (%.1f s)\n", c.Name, time.Since(start).Seconds())
 	}
 	return i, nil
 }
@@ -161,13 +161,13 @@ func (i *Instance) preparePorts(want Ports, anyRunning bool) error {
 			return nil
 		}
 	}
-	releasePorts(i.dir)
+	process.ReleasePorts(i.dir)
 	i.ports = want
 	for _, p := range i.ports.all() {
 		if *p != 0 {
 			continue
 		}
-		port, err := reservePort(i.dir)
+		port, err := process.ReservePort(i.dir)
 		if err != nil {
 			return err
 		}
@@ -253,27 +253,27 @@ func (i *Instance) components(opts Options, argocdBin, redisBin string) ([]compo
 	env := []string{"ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + opts.HubKubeconfig, "TMPDIR=" + i.tmpDir(), "HOME=" + i.homeDir()}
 	bin := func(name string) string { return filepath.Join(i.binDir(), name) }
 	return []component{
-		{name: ComponentRedis, binary: bin(ComponentRedis), args: []string{conf}, ready: tcpListening(p.Redis)},
-		{name: ComponentRepoServer, binary: bin(ComponentRepoServer), args: []string{
+		{Command: process.Command{Name: ComponentRedis, Binary: bin(ComponentRedis), Args: []string{conf}}, ready: tcpListening(p.Redis)},
+		{Command: process.Command{Name: ComponentRepoServer, Binary: bin(ComponentRepoServer), Args: []string{
 			"--address=127.0.0.1", "--port=" + strconv.Itoa(p.RepoServer),
 			"--metrics-address=127.0.0.1", "--metrics-port=" + strconv.Itoa(p.RepoServerMetrics),
 			"--redis=" + redis, "--disable-tls", "--client-ca-path=", "--loglevel=info",
-		}, env: append(slices.Clone(env), "ARGOCD_GPG_ENABLED=false",
-			"PATH="+filepath.Join(opts.BinDir, "argocd-path")+string(os.PathListSeparator)+os.Getenv("PATH")),
+		}, Env: append(slices.Clone(env), "ARGOCD_GPG_ENABLED=false",
+			"PATH="+filepath.Join(opts.BinDir, "argocd-path")+string(os.PathListSeparator)+os.Getenv("PATH"))},
 			ready: tcpListening(p.RepoServer)},
-		{name: ComponentAppController, binary: bin(ComponentAppController), args: []string{
+		{Command: process.Command{Name: ComponentAppController, Binary: bin(ComponentAppController), Args: []string{
 			"--kubeconfig=" + opts.HubKubeconfig, "--namespace=" + Namespace,
 			"--repo-server=" + repoServer, "--repo-server-plaintext", "--redis=" + redis,
 			"--metrics-port=" + strconv.Itoa(p.ControllerMetrics), "--loglevel=info",
-		}, env: env, ready: httpOK(p.ControllerMetrics, "/healthz")},
-		{name: ComponentAppSetController, binary: bin(ComponentAppSetController), args: []string{
+		}, Env: env}, ready: httpOK(p.ControllerMetrics, "/healthz")},
+		{Command: process.Command{Name: ComponentAppSetController, Binary: bin(ComponentAppSetController), Args: []string{
 			"--kubeconfig=" + opts.HubKubeconfig, "--namespace=" + Namespace,
 			"--argocd-repo-server=" + repoServer, "--repo-server-plaintext",
 			"--metrics-addr=127.0.0.1:" + strconv.Itoa(p.AppSetMetrics),
 			"--probe-addr=127.0.0.1:" + strconv.Itoa(p.AppSetProbe),
 			"--webhook-addr=127.0.0.1:" + strconv.Itoa(p.AppSetWebhook),
 			"--enable-leader-election=false", "--loglevel=info",
-		}, env: env, ready: tcpListening(p.AppSetProbe)}, // it registers no health checks: /readyz is 404
+		}, Env: env}, ready: tcpListening(p.AppSetProbe)}, // it registers no health checks: /readyz is 404
 	}, nil
 }
 
@@ -307,14 +307,14 @@ func (i *Instance) Stop() error {
 	if err != nil {
 		return err
 	}
-	var procs []process
+	var procs []process.Proc
 	for _, name := range slices.Backward(componentOrder) {
 		if p, ok := running[name]; ok {
 			procs = append(procs, p)
 		}
 	}
-	stopProcesses(procs, stopGrace)
-	releasePorts(i.dir)
+	process.StopInTurn(procs, stopGrace)
+	process.ReleasePorts(i.dir)
 	if left, err := findProcesses(i.binDir()); err == nil && len(left) > 0 {
 		return fmt.Errorf("%d Argo CD processes of %s survived SIGKILL", len(left), i.dir)
 	}
@@ -349,7 +349,7 @@ func (i *Instance) Status() (Status, error) {
 		p, ok := running[name]
 		cs := ComponentStatus{Name: name, Running: ok}
 		if ok {
-			cs.PID, cs.RSSKiB = p.pid, procfs.RSSKiB(p.pid)
+			cs.PID, cs.RSSKiB = p.PID, process.RSSKiB(p.PID)
 		} else {
 			st.Healthy = false
 		}

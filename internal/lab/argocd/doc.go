@@ -4,8 +4,8 @@
 //
 //   - argocd.go: Options, Start, Open, Stop and Status of an Instance.
 //   - components.go: the detached processes (redis-server, repo-server, application controller,
-//     applicationset controller), found again by a /proc scan of the instance's directory, and
-//     their ports.
+//     applicationset controller), started, found again by a /proc scan of the instance's
+//     directory and stopped through internal/lab/process, and their ports.
 //   - hub.go: what Argo CD needs on the hub: its CRDs, namespace, settings, the default
 //     AppProject, one cluster Secret per managed cluster and the generator's ConfigMap.
 //   - gitrepo.go: the local bare git repository (file://) holding the demo application.

@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 func TestTheDemoAppIsTheDeployersDemoApp(t *testing.T) {
@@ -126,9 +128,9 @@ func TestPortsAreReservedForTheInstanceAndReleased(t *testing.T) {
 	}
 	owned := func() int {
 		n := 0
-		entries, _ := os.ReadDir(portReservations())
+		entries, _ := os.ReadDir(process.PortReservations())
 		for _, e := range entries {
-			if raw, err := os.ReadFile(filepath.Join(portReservations(), e.Name())); err == nil && string(raw) == dir {
+			if raw, err := os.ReadFile(filepath.Join(process.PortReservations(), e.Name())); err == nil && string(raw) == dir {
 				n++
 			}
 		}
@@ -143,7 +145,7 @@ func TestPortsAreReservedForTheInstanceAndReleased(t *testing.T) {
 	g.Expect(again.preparePorts(Ports{}, true)).To(Succeed())
 	g.Expect(again.ports).To(Equal(i.ports), "while a component runs, the recorded ports are kept")
 
-	releasePorts(dir)
+	process.ReleasePorts(dir)
 	g.Expect(owned()).To(BeZero())
 	_, err = Open(t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("no Argo CD was started")))

@@ -1,340 +1,37 @@
 package storage
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sync"
-	"syscall"
-	"time"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
-// ImageRole is a volume image's replication role in the lab storage.
-type ImageRole string
+// ImageRole is a volume image's replication role (state.ImageRole).
+type ImageRole = state.ImageRole
 
+// ImageState is what the lab storage records about one image (state.ImageState), kept on disk
+// in images/<handle>.json.
+type ImageState = state.ImageState
+
+// The roles of an image (state.RoleNone, state.RolePrimary, state.RoleSecondary).
 const (
-	// RoleNone is an image that is not replicated: writable, mirrored nowhere.
-	RoleNone ImageRole = ""
-	// RolePrimary is writable and mirrored to the peer.
-	RolePrimary ImageRole = "primary"
-	// RoleSecondary is read-only and receives the peer primary's mirror.
-	RoleSecondary ImageRole = "secondary"
+	RoleNone      = state.RoleNone
+	RolePrimary   = state.RolePrimary
+	RoleSecondary = state.RoleSecondary
 )
-
-// ImageState is what the lab storage records about one image, in images/<handle>.json.
-type ImageState struct {
-	Role ImageRole `json:"role,omitempty"`
-	// Epoch increases at every promotion. An image promoted while its peer was unreachable has a
-	// higher epoch than the old primary, which is how a split brain is recognised later.
-	Epoch int64 `json:"epoch,omitempty"`
-	// NeedsResync marks a secondary whose data diverged from the primary (it was written as a
-	// primary after the peer was promoted). It receives no mirror until it is resynced.
-	NeedsResync bool `json:"needsResync,omitempty"`
-	// Operation is the last role change (a VolumeReplication condition reason: Promoted,
-	// ForcePromoted, Demoted) and OperationTime when it happened. They are kept with the image,
-	// not only in a status, so the status can be recomputed from what is observed at every
-	// reconcile: a status written from a stale cache can never lose them.
-	Operation     string     `json:"operation,omitempty"`
-	OperationTime *time.Time `json:"operationTime,omitempty"`
-	// LastSyncTime is when the last completed mirror to the peer was taken (primary side) or
-	// applied (secondary side).
-	LastSyncTime *time.Time `json:"lastSyncTime,omitempty"`
-	// LastSyncDuration is how long the last mirror took.
-	LastSyncDuration time.Duration `json:"lastSyncDuration,omitempty"`
-	// LastSyncBytes is how many bytes the last mirror carried.
-	LastSyncBytes int64 `json:"lastSyncBytes,omitempty"`
-	// FinalMirrorPending marks an image demoted while its final mirror could not be sent (the
-	// peer unreachable or not ready): it holds writes the peer lacks, and it is sent as soon as
-	// the peer can take it.
-	FinalMirrorPending bool `json:"finalMirrorPending,omitempty"`
-	// MirrorDisabled marks an image whose mirroring was disabled while it was primary (its
-	// VolumeReplication deleted): it is an ordinary volume now, and rbd-mirror deletes the
-	// peer's non-primary copy of it (Deleted there).
-	MirrorDisabled bool `json:"mirrorDisabled,omitempty"`
-	// Deleted marks a non-primary image that rbd-mirror deleted because its primary's mirroring
-	// was disabled: its data is gone, and the storage answers NotFound for it.
-	Deleted bool `json:"deleted,omitempty"`
-}
-
-// Writable reports whether a consumer may write to an image in this state.
-func (s ImageState) Writable() bool { return s.Role != RoleSecondary && !s.Deleted }
 
 // ErrReadOnly is returned by writes to a secondary image.
-var ErrReadOnly = errors.New("image is a secondary (read-only)")
+var ErrReadOnly = state.ErrReadOnly
 
-// Images is one cluster's lab storage on disk, with its peer's for mirroring. The peer's
-// storage is another managed cluster's data directory on the same machine; it is reachable
-// only while that cluster's storage controller runs.
-type Images struct {
-	dir     string
-	peerDir string
-
-	// partitionFlags are files of which any existing cuts the peer off (SetPartitionFlags).
-	partitionFlags []string
-
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-	alive *os.File
-}
-
-// SetPartitionFlags names the lab's partition flags of this cluster and its peer: while any of
-// them exists, the peer is unreachable though its storage runs, in both directions (a network
-// partition between the clusters). Call it before the storage runs.
-func (im *Images) SetPartitionFlags(paths ...string) { im.partitionFlags = paths }
-
-// partitioned reports whether a partition flag exists.
-func (im *Images) partitioned() bool {
-	for _, p := range im.partitionFlags {
-		if _, err := os.Stat(p); err == nil {
-			return true
-		}
-	}
-	return false
-}
+// Images is one cluster's lab storage on disk, with its peer's (driver.Images).
+type Images = driver.Images
 
 // NewImages opens the storage in dir with its peer in peerDir (empty: no peer).
-func NewImages(dir, peerDir string) (*Images, error) {
-	for _, d := range []string{"volumes", "images", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
-			return nil, fmt.Errorf("failed to create %s: %w", d, err)
-		}
-	}
-	return &Images{dir: dir, peerDir: peerDir, locks: map[string]*sync.Mutex{}}, nil
-}
+func NewImages(dir, peerDir string) (*Images, error) { return driver.NewImages(dir, peerDir) }
 
-// MarkAlive holds the storage's liveness lock until the process exits. A peer that can take
-// the lock knows this storage is down (its cluster is stopped).
-func (im *Images) MarkAlive() error {
-	f, err := os.OpenFile(filepath.Join(im.dir, ".alive"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("failed to open liveness lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("another lab storage controller runs on %s: %w", im.dir, err)
-	}
-	im.alive = f
-	return nil
-}
+// VolumePath is where the data of the volume with handle lives under a cluster's data dir
+// (state.VolumePath).
+func VolumePath(dataDir, handle string) string { return state.VolumePath(dataDir, handle) }
 
-// PeerReachable reports whether the peer's storage controller runs and no partition cuts it
-// off: no partition flag exists, and a live process (not a zombie) names the peer's data
-// directory as its own. This is exact and
-// immediate: the moment `drover lab stop` ends the peer's process, the peer is unreachable.
-// (A liveness flock was tried first; probing it from here raced with the peer taking it at
-// its start, and a probe that took the lock made the peer look down.)
-func (im *Images) PeerReachable() bool {
-	if im.peerDir == "" || im.partitioned() {
-		return false
-	}
-	want := []byte("\x00--data-dir=" + im.peerDir + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(append(raw, 0), want) || !bytes.Contains(raw, []byte("storage-controller")) {
-			continue
-		}
-		if processRunning(e.Name()) {
-			return true
-		}
-	}
-	return false
-}
-
-// processRunning reports whether /proc/<pid> is a process that is neither a zombie nor dead.
-func processRunning(pid string) bool {
-	raw, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	return i > 0 && i+2 < len(raw) && raw[i+2] != 'Z' && raw[i+2] != 'X'
-}
-
-// Lock serialises access to one image within this process: writers and the mirror's
-// point-in-time copy take it, so a mirror never sees half a record.
-func (im *Images) Lock(handle string) func() {
-	im.mu.Lock()
-	l, ok := im.locks[handle]
-	if !ok {
-		l = &sync.Mutex{}
-		im.locks[handle] = l
-	}
-	im.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
-// VolumeDir is the directory holding the image's data.
-func (im *Images) VolumeDir(handle string) string { return VolumePath(im.dir, handle) }
-
-// PeerVolumeDir is the directory holding the peer's copy of the image.
-func (im *Images) PeerVolumeDir(handle string) string { return VolumePath(im.peerDir, handle) }
-
-// State reads the image's state; an image never replicated has the zero state.
-func (im *Images) State(handle string) (ImageState, error) {
-	return readState(filepath.Join(im.dir, "images", handle+".json"))
-}
-
-// PeerState reads the peer's state of the image.
-func (im *Images) PeerState(handle string) (ImageState, error) {
-	return readState(filepath.Join(im.peerDir, "images", handle+".json"))
-}
-
-// SetState writes the image's state atomically.
-func (im *Images) SetState(handle string, st ImageState) error {
-	return writeState(filepath.Join(im.dir, "images", handle+".json"), st)
-}
-
-// SetPeerState writes the peer's state of the image atomically.
-func (im *Images) SetPeerState(handle string, st ImageState) error {
-	return writeState(filepath.Join(im.peerDir, "images", handle+".json"), st)
-}
-
-// UpdateState changes the image's state by read-modify-write under a file lock, so this
-// process and the peer's (which writes the state when it mirrors) never lose each other's
-// changes.
-func (im *Images) UpdateState(handle string, change func(*ImageState)) (ImageState, error) {
-	return updateState(filepath.Join(im.dir, "images", handle+".json"), change)
-}
-
-// UpdatePeerState changes the peer's state of the image like UpdateState.
-func (im *Images) UpdatePeerState(handle string, change func(*ImageState)) (ImageState, error) {
-	return updateState(filepath.Join(im.peerDir, "images", handle+".json"), change)
-}
-
-func updateState(path string, change func(*ImageState)) (ImageState, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return ImageState{}, err
-	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return ImageState{}, fmt.Errorf("failed to open image state lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return ImageState{}, fmt.Errorf("failed to lock image state: %w", err)
-	}
-	st, err := readState(path)
-	if err != nil {
-		return st, err
-	}
-	change(&st)
-	return st, writeState(path, st)
-}
-
-func readState(path string) (ImageState, error) {
-	var st ImageState
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("failed to read image state %s: %w", path, err)
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, fmt.Errorf("image state %s is damaged: %w", path, err)
-	}
-	return st, nil
-}
-
-func writeState(path string, st ImageState) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("failed to write image state: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("failed to write image state: %w", err)
-	}
-	return nil
-}
-
-// CopyTree copies the regular files (with their modification times) and directories under src
-// into dst (created), returning the bytes copied. A missing src copies nothing.
-func CopyTree(src, dst string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && path == src {
-				return fs.SkipAll
-			}
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o750)
-		case d.Type().IsRegular():
-			n, err := copyFile(path, target)
-			total += n
-			if err != nil {
-				return err
-			}
-			// Keep the modification time, as a snapshot or rsync -a does: rsync's quick check
-			// (volsync_rsync.go) compares it.
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			return os.Chtimes(target, info.ModTime(), info.ModTime())
-		default:
-			return nil
-		}
-	})
-	if err != nil {
-		return total, fmt.Errorf("failed to copy %s to %s: %w", src, dst, err)
-	}
-	return total, os.MkdirAll(dst, 0o750)
-}
-
-func copyFile(src, dst string) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
-}
-
-// ReplaceDir makes dst hold exactly what staged holds, by renames on one file system, so a
-// reader sees the old or the new content and never a mix. staged is consumed.
-func ReplaceDir(staged, dst string) error {
-	old := fmt.Sprintf("%s.old-%d", dst, time.Now().UnixNano())
-	if err := os.Rename(dst, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("failed to move %s aside: %w", dst, err)
-	}
-	if err := os.Rename(staged, dst); err != nil {
-		return fmt.Errorf("failed to move %s into place: %w", staged, err)
-	}
-	return os.RemoveAll(old)
-}
+// SnapshotPath is where the data of the snapshot with handle lives under a cluster's data dir
+// (state.SnapshotPath).
+func SnapshotPath(dataDir, handle string) string { return state.SnapshotPath(dataDir, handle) }

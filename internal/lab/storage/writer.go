@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab/records"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 )
 
 const (
@@ -164,7 +165,7 @@ func (w *writers) Start(ctx context.Context) error {
 // Reconcile runs a writer for a Running writer pod with lab volumes, and stops it otherwise.
 func (w *writers) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pod := &corev1.Pod{}
-	if err := w.store.client.Get(ctx, req.NamespacedName, pod); err != nil {
+	if err := w.store.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.stop(ctx, req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -237,8 +238,8 @@ func (w *writers) start(ctx context.Context, pod *corev1.Pod, interval time.Dura
 	p := &podWriter{uid: pod.UID, interval: interval, cancel: cancel, done: make(chan struct{})}
 	w.running[client.ObjectKeyFromObject(pod)] = p
 	run := &writerRun{
-		images:  w.store.images,
-		dataDir: w.store.opts.DataDir,
+		images:  w.store.Images,
+		dataDir: w.store.Opts.DataDir,
 		status: WriterStatus{
 			Namespace: pod.Namespace, Pod: pod.Name, UID: pod.UID, WriterID: WriterID(pod),
 			Interval: interval.String(), Running: true, Volumes: vols,
@@ -266,17 +267,17 @@ func (s *store) writerVolumes(ctx context.Context, pod *corev1.Pod) ([]VolumeWri
 			continue
 		}
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := s.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: claim}, pvc); err != nil {
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: claim}, pvc); err != nil {
 			return nil, fmt.Errorf("failed to get PVC %s/%s of writer pod %s: %w", pod.Namespace, claim, pod.Name, err)
 		}
 		if pvc.Spec.VolumeName == "" {
 			return nil, fmt.Errorf("PVC %s/%s of writer pod %s is not bound yet", pod.Namespace, claim, pod.Name)
 		}
 		pv := &corev1.PersistentVolume{}
-		if err := s.client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
 			return nil, fmt.Errorf("failed to get PV %s of writer pod %s/%s: %w", pvc.Spec.VolumeName, pod.Namespace, pod.Name, err)
 		}
-		if pv.Spec.CSI == nil || !s.ours(pv.Spec.CSI.Driver) {
+		if pv.Spec.CSI == nil || !s.Ours(pv.Spec.CSI.Driver) {
 			continue
 		}
 		vols = append(vols, VolumeWriterStatus{Volume: v.Name, PVC: claim, Handle: pv.Spec.CSI.VolumeHandle})
@@ -295,7 +296,7 @@ const (
 
 // writerRun is the state of one running writer, owned by its goroutine.
 type writerRun struct {
-	images  *Images
+	images  *driver.Images
 	dataDir string
 	status  WriterStatus
 	// next is each volume's next sequence number; 0: read it from the log first.

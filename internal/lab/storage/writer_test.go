@@ -16,32 +16,12 @@ import (
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/storagetest"
 )
 
 // writerClient returns an administrator client of a lab cluster.
 func writerClient(g Gomega, cluster string) client.Client {
-	return storageClient(g, cluster)
-}
-
-// writerPod builds a pod labelled for a lab writer, writing every interval to the PVC claim.
-func writerPod(namespace, name, claim string, interval time.Duration) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   namespace,
-			Name:        name,
-			Labels:      map[string]string{storage.WriterLabel: "true"},
-			Annotations: map[string]string{storage.WriterIntervalAnnotation: interval.String()},
-		},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "app", Image: "lab/writer",
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-			}}},
-		},
-	}
+	return storagetest.Client(g, testLab, cluster)
 }
 
 func writerPVC(namespace, name string) *corev1.PersistentVolumeClaim {
@@ -57,29 +37,6 @@ func writerPVC(namespace, name string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// writerRecords verifies the volume dir and returns the report of writer, which has no gaps,
-// corrupt or torn records.
-func writerRecords(g Gomega, dir, writer string) records.WriterReport {
-	report, err := records.Verify(dir)
-	g.Expect(err).NotTo(HaveOccurred())
-	w, ok := report.Writer(writer)
-	g.Expect(ok).To(BeTrue(), "the volume has a log of %s", writer)
-	g.Expect(w.Gaps).To(BeEmpty())
-	g.Expect(w.Corrupt).To(BeEmpty())
-	g.Expect(w.Torn).To(BeFalse())
-	g.Expect(w.Duplicates).To(BeZero())
-	return w
-}
-
-func writerStatus(g Gomega, storageDir string, pod *corev1.Pod) storage.VolumeWriterStatus {
-	st, err := storage.ReadWriterStatus(storageDir, pod.Namespace, pod.Name)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(st.UID).To(Equal(pod.UID))
-	g.Expect(st.Volumes).To(HaveLen(1))
-	g.Expect(st.Volumes[0].Failed).To(BeZero(), st.Volumes[0].LastError)
-	return st.Volumes[0]
-}
-
 func TestWriterAppendsRecordsWhileTheImageIsWritableAndStopsWithThePod(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
@@ -92,7 +49,7 @@ func TestWriterAppendsRecordsWhileTheImageIsWritableAndStopsWithThePod(t *testin
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}
 	g.Expect(cl.Create(ctx, ns)).To(Succeed())
 	g.Expect(cl.Create(ctx, writerPVC(ns.Name, "data"))).To(Succeed())
-	pod := writerPod(ns.Name, "app", "data", 100*time.Millisecond)
+	pod := storagetest.WriterPod(ns.Name, "app", "data", 100*time.Millisecond)
 	g.Expect(cl.Create(ctx, pod)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
@@ -109,15 +66,15 @@ func TestWriterAppendsRecordsWhileTheImageIsWritableAndStopsWithThePod(t *testin
 
 	var first records.WriterReport
 	g.Eventually(func(g Gomega) {
-		first = writerRecords(g, dir, writer)
+		first = storagetest.WriterRecords(g, dir, writer)
 		g.Expect(first.Records).To(BeNumerically(">=", 5))
 		g.Expect(first.FirstSeq).To(Equal(uint64(1)))
 	}).Should(Succeed(), "records appear in the volume")
 	g.Eventually(func(g Gomega) {
-		g.Expect(writerRecords(g, dir, writer).LastSeq).To(BeNumerically(">", first.LastSeq))
+		g.Expect(storagetest.WriterRecords(g, dir, writer).LastSeq).To(BeNumerically(">", first.LastSeq))
 	}).Should(Succeed(), "the writer goes on writing")
 	g.Eventually(func(g Gomega) {
-		st := writerStatus(g, storageDir, pod)
+		st := storagetest.WriterStatus(g, storageDir, pod)
 		g.Expect(st.Handle).To(Equal(handle))
 		g.Expect(st.Written).To(BeNumerically(">", 0))
 		g.Expect(st.Rejected).To(BeZero())
@@ -129,21 +86,21 @@ func TestWriterAppendsRecordsWhileTheImageIsWritableAndStopsWithThePod(t *testin
 	g.Expect(images.SetState(handle, storage.ImageState{Role: storage.RoleSecondary})).To(Succeed())
 	var rejecting storage.VolumeWriterStatus
 	g.Eventually(func(g Gomega) {
-		rejecting = writerStatus(g, storageDir, pod)
+		rejecting = storagetest.WriterStatus(g, storageDir, pod)
 		g.Expect(rejecting.Rejected).To(BeNumerically(">", 0))
 	}).Should(Succeed(), "writes to a secondary image are rejected")
 	// The writer saw the secondary state before rejecting; it has written nothing since.
-	frozen := writerRecords(g, dir, writer)
+	frozen := storagetest.WriterRecords(g, dir, writer)
 	g.Eventually(func(g Gomega) {
-		st := writerStatus(g, storageDir, pod)
+		st := storagetest.WriterStatus(g, storageDir, pod)
 		g.Expect(st.Rejected).To(BeNumerically(">=", rejecting.Rejected+5))
 		g.Expect(st.Written).To(Equal(rejecting.Written))
 	}).Should(Succeed(), "rejected writes rise")
-	g.Expect(writerRecords(g, dir, writer).Records).To(Equal(frozen.Records), "a secondary image gets no records")
+	g.Expect(storagetest.WriterRecords(g, dir, writer).Records).To(Equal(frozen.Records), "a secondary image gets no records")
 
 	g.Expect(images.SetState(handle, storage.ImageState{Role: storage.RolePrimary})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(writerRecords(g, dir, writer).LastSeq).To(BeNumerically(">", frozen.LastSeq))
+		g.Expect(storagetest.WriterRecords(g, dir, writer).LastSeq).To(BeNumerically(">", frozen.LastSeq))
 	}).Should(Succeed(), "the writer continues the log without a gap once the image is writable")
 
 	g.Expect(cl.Delete(ctx, pod)).To(Succeed())
@@ -152,8 +109,8 @@ func TestWriterAppendsRecordsWhileTheImageIsWritableAndStopsWithThePod(t *testin
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(st.Running).To(BeFalse())
 	}).Should(Succeed(), "the writer stops when its pod is deleted")
-	final := writerRecords(g, dir, writer)
+	final := storagetest.WriterRecords(g, dir, writer)
 	g.Consistently(func(g Gomega) {
-		g.Expect(writerRecords(g, dir, writer).Records).To(Equal(final.Records))
+		g.Expect(storagetest.WriterRecords(g, dir, writer).Records).To(Equal(final.Records))
 	}, time.Second, 100*time.Millisecond).Should(Succeed(), "the log stops growing")
 }

@@ -1,0 +1,30 @@
+package lab
+
+import "path/filepath"
+
+const (
+	// componentKubelet runs the lab kubelet: `drover lab kubelet`.
+	componentKubelet = "lab-kubelet"
+	kubeletVerb      = "kubelet"
+)
+
+// KubeletStateDir is where the cluster's lab kubelet records its pods (kubelet.ReadState).
+func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubelet") }
+
+// kubeletStep is `drover lab kubelet` for the cluster (internal/lab/kubelet): it runs the pods
+// of drover's Deployments, with the drover binary as the image DroverImage and their logs in the
+// cluster's log directory; starting it is enough (the install waits for drover's pods).
+func (c *Cluster) kubeletStep() step {
+	args := []string{
+		"lab", kubeletVerb,
+		"--kubeconfig=" + c.KubeconfigPath(),
+		"--state-dir=" + c.KubeletStateDir(),
+		"--log-dir=" + c.logDir(),
+		"--pod-cidr=" + c.PodCIDR().String(),
+		"--image=" + DroverImage + "=" + c.lab.opts.DroverBinary,
+	}
+	if c.Role == RoleManaged {
+		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String())
+	}
+	return step{component: component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}}
+}

@@ -1,0 +1,63 @@
+package driver
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options configure the lab storage of one cluster.
+type Options struct {
+	// Cluster is the lab cluster's name, used in logs.
+	Cluster string
+	// DataDir holds the volumes, one directory each under volumes/, and the image states.
+	DataDir string
+	// PeerDataDir is the peer cluster's DataDir, the target of mirroring. Empty: no peer.
+	PeerDataDir string
+	// Drivers are the CSI driver names this storage serves.
+	Drivers []string
+	// PartitionFlags are files, one per cluster, of which any existing cuts this storage off
+	// from its peer (the lab's network partition): the peer is then unreachable.
+	PartitionFlags []string
+	// MultiClusterFlag is a file, shared by both clusters, whose existence joins them in the
+	// lab's multi-cluster network (internal/lab/storage/volsync/serviceexport.go): ServiceExports
+	// are exported and clusterset addresses resolve. Empty: never.
+	MultiClusterFlag string
+}
+
+const (
+	// Poll is how often a VolSync destination looks for transfers and a source for its ack.
+	Poll = 500 * time.Millisecond
+	// Retry is how long a controller waits before retrying what failed.
+	Retry = 2 * time.Second
+	// Idle is the safety requeue of a controller waiting for something only a person changes
+	// (a new manual trigger, a PVC of another storage).
+	Idle = time.Minute
+	// Workers copy that many volumes at once (one object is never reconciled twice at once): a
+	// workload's PVCs replicate side by side, as their movers would.
+	Workers = 4
+)
+
+// Store holds the lab storage's dependencies, shared by its controllers; per-request state
+// lives in the functions.
+type Store struct {
+	Client client.Client
+	// Reader reads from the API server, past the cache, where a stale read would act twice.
+	Reader client.Reader
+	Opts   Options
+	Images *Images
+}
+
+// Ours reports whether this storage serves the CSI driver.
+func (s *Store) Ours(driver string) bool { return slices.Contains(s.Opts.Drivers, driver) }
+
+// ReconcilerFunc is a reconcile function as a controller-runtime Reconciler.
+type ReconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
+
+// Reconcile calls f.
+func (f ReconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return f(ctx, req)
+}

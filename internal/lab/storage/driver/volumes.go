@@ -1,0 +1,47 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// BoundVolume returns the lab PV bound to a PVC, or a wait while there is none.
+func (s *Store) BoundVolume(ctx context.Context, namespace, name string) (*corev1.PersistentVolume, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, WaitFor(Retry, "PVC %s does not exist", name)
+		}
+		return nil, err
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		return nil, WaitFor(Poll, "PVC %s is not bound yet", name)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return nil, fmt.Errorf("failed to get PV %s of PVC %s: %w", pvc.Spec.VolumeName, name, err)
+	}
+	if pv.Spec.CSI == nil || !s.Ours(pv.Spec.CSI.Driver) {
+		return nil, &WaitError{
+			Msg:   fmt.Sprintf("PVC %s is not a lab volume: the lab storage moves only volumes of its storage classes", name),
+			After: Idle, Cause: ErrNotLabVolume,
+		}
+	}
+	return pv, nil
+}
+
+// ErrNotLabVolume is the cause of a wait for a PVC bound to a volume of another storage, which
+// the lab cannot copy.
+var ErrNotLabVolume = errors.New("not a lab volume")
+
+// CopyPointInTime copies a volume under its image lock, so no record writer tears the copy.
+func (s *Store) CopyPointInTime(handle, dst string) (int64, error) {
+	unlock := s.Images.Lock(handle)
+	defer unlock()
+	return CopyTree(s.Images.VolumeDir(handle), dst)
+}
