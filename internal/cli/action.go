@@ -22,12 +22,6 @@ import (
 const (
 	// DefaultTimeout bounds --wait.
 	DefaultTimeout = 10 * time.Minute
-	// DefaultPollInterval is how often --wait reads the DRPlacementControl; the hub itself polls
-	// the clusters every second during an action.
-	DefaultPollInterval = time.Second
-	// DefaultStallAfter is how long --wait gives the hub to observe the changed spec: a running
-	// hub stamps its conditions with the new generation within seconds.
-	DefaultStallAfter = time.Minute
 )
 
 // ActionOptions are the options of `drover failover` and `drover relocate`.
@@ -79,7 +73,7 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := act(ctx, c, progressWriter(w, o.Output, o.Log), o); err != nil || o.Output == "" {
+	if err := act(ctx, c, ProgressWriter(w, o.Output, o.Log), o); err != nil || o.Output == "" {
 		return err
 	}
 	return printActed(ctx, c, w, o.Output, client.ObjectKey{Namespace: o.Namespace, Name: o.App})
@@ -87,19 +81,19 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 
 // act is Act without its output.
 func act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) error {
-	a, err := loadApp(ctx, c, o.Namespace, o.App)
+	a, err := LoadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
 	verb := strings.ToLower(string(o.Action))
-	p := preview(a, o.Action, o.To, now(o.Now))
-	key := a.drpc.Namespace + "/" + a.drpc.Name
+	p := preview(a, o.Action, o.To, Now(o.Now))
+	key := a.DRPC.Namespace + "/" + a.DRPC.Name
 	if p.Noop {
 		fmt.Fprintf(w, "Nothing to ask: %s.\n", p.NoopReason)
-		if !o.Wait || settled(a.drpc.Status.Phase) {
+		if !o.Wait || Settled(a.DRPC.Status.Phase) {
 			return nil
 		}
-		return wait(ctx, c, w, o, a.drpc.Generation)
+		return wait(ctx, c, w, o, a.DRPC.Generation)
 	}
 	if err := p.Refusal(); err != nil {
 		return Refused(err)
@@ -107,17 +101,17 @@ func act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 	for _, c := range p.Warnings() {
 		fmt.Fprintf(w, "Warning: %s: %s\n", c.Name, c.Detail)
 	}
-	field, err := askHub(ctx, c, a.drpc, o.Action, o.To)
+	field, err := askHub(ctx, c, a.DRPC, o.Action, o.To)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Asked the hub to %s %s from %s to %s (spec.action %s, spec.%s %s). Expected data loss: %s.\n",
-		verb, key, dash(p.From), o.To, o.Action, field, o.To, p.Loss)
+		verb, key, Dash(p.From), o.To, o.Action, field, o.To, p.Loss)
 	if !o.Wait {
-		fmt.Fprintf(w, "Follow it with `drover status %s -n %s`.\n", a.drpc.Name, a.drpc.Namespace)
+		fmt.Fprintf(w, "Follow it with `drover status %s -n %s`.\n", a.DRPC.Name, a.DRPC.Namespace)
 		return nil
 	}
-	return wait(ctx, c, w, o, a.drpc.Generation)
+	return wait(ctx, c, w, o, a.DRPC.Generation)
 }
 
 // askHub merge-patches the DRPlacementControl's spec with the action and its cluster
@@ -148,7 +142,7 @@ type progress struct {
 }
 
 func progressOf(d *v1alpha1.DRPlacementControl) progress {
-	p := progress{phase: dash(string(d.Status.Phase)), progression: dash(d.Status.Progression), available: "Available not reported"}
+	p := progress{phase: Dash(string(d.Status.Phase)), progression: Dash(d.Status.Progression), available: "Available not reported"}
 	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
 		p.available = c.Message
 		if c.Status != metav1.ConditionTrue {
@@ -176,7 +170,7 @@ func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64)
 		return false, fmt.Errorf("the DRPlacementControl is being deleted; stopped waiting for the %s", verb)
 	}
 	if want, got := o.To, specTarget(d, o.Action); d.Spec.Action != o.Action || got != want {
-		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", asked(d), verb, want)
+		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", Asked(d), verb, want)
 	}
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
 		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
@@ -194,19 +188,10 @@ func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string
 	return d.Spec.FailoverCluster
 }
 
-// orDefault is v, or d when v is zero.
-func orDefault[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
-}
-
 // wait follows the action, printing a line on every change, until it is done, fails or times out.
 func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
-	timeout, interval, stallAfter := orDefault(o.Timeout, DefaultTimeout), orDefault(o.PollInterval, DefaultPollInterval), orDefault(o.StallAfter, DefaultStallAfter)
-	start := now(o.Now)
+	timeout, interval, stallAfter := OrDefault(o.Timeout, DefaultTimeout), OrDefault(o.PollInterval, DefaultPollInterval), OrDefault(o.StallAfter, DefaultStallAfter)
+	start := Now(o.Now)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	ticker := time.NewTicker(interval)
@@ -225,24 +210,24 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 		case err != nil && ctx.Err() == nil:
 			// A read can fail while the API server restarts; the timeout bounds the retries.
 			if err.Error() != lastErr {
-				fmt.Fprintf(w, "%7s  failed to read the DRPlacementControl: %v (retrying)\n", fmt.Sprintf("%.1fs", now(o.Now).Sub(start).Seconds()), err)
+				fmt.Fprintf(w, "%7s  failed to read the DRPlacementControl: %v (retrying)\n", fmt.Sprintf("%.1fs", Now(o.Now).Sub(start).Seconds()), err)
 				lastErr = err.Error()
 			}
 		case err == nil:
 			lastSeen, lastErr = d, ""
 			p := progressOf(d)
 			if last == nil || p != *last {
-				fmt.Fprintln(w, progressLine(now(o.Now).Sub(start), p))
+				fmt.Fprintln(w, progressLine(Now(o.Now).Sub(start), p))
 				last = &p
 			}
 			done, err := outcome(d, &o, generation)
 			if err != nil {
 				return err
 			}
-			if elapsed := now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
+			if elapsed := Now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
 				return TimedOut(fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
 					"the spec keeps asking for it, and a hub that starts acts on it: follow it with `drover status %s -n %s`",
-					verb, key, o.To, elapsed.Round(time.Second), generation, hubHint, key.Name, key.Namespace))
+					verb, key, o.To, elapsed.Round(time.Second), generation, HubHint, key.Name, key.Namespace))
 			}
 			if done {
 				took := ""
@@ -286,7 +271,7 @@ func waitTimeout(key client.ObjectKey, o ActionOptions, timeout time.Duration, g
 		p := progressOf(d)
 		where = fmt.Sprintf("phase %s, step %s, %s", p.phase, p.progression, p.available)
 		if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionActionAccepted); c == nil || c.ObservedGeneration < generation {
-			where += "; the hub has not observed the change: " + hubHint
+			where += "; the hub has not observed the change: " + HubHint
 		}
 	}
 	return TimedOut(fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",

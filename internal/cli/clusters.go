@@ -52,13 +52,13 @@ func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterLis
 		}
 		return writeNames(w, "DRCluster", names)
 	}
-	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", now(o.Now))
+	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", Now(o.Now))
 	return nil
 }
 
 // printClusterTable prints one line per DRCluster.
 func printClusterTable(w io.Writer, clusters []v1alpha1.DRCluster, policies []v1alpha1.DRPolicy, wide bool, t time.Time) {
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	header := "NAME\tVALIDATED\tREACHABLE\tLOST\tPOLICIES\tAGE"
 	if wide {
 		header += "\tS3 PROFILE\tMESSAGE"
@@ -76,10 +76,10 @@ func printClusterTable(w io.Writer, clusters []v1alpha1.DRCluster, policies []v1
 			lost = "yes"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cl.Name, conditionStatus(cl.Status.Conditions, v1alpha1.ConditionValidated),
-			conditionStatus(cl.Status.Conditions, v1alpha1.ConditionReachable), lost, dash(strings.Join(paired, ",")),
+			conditionStatus(cl.Status.Conditions, v1alpha1.ConditionReachable), lost, Dash(strings.Join(paired, ",")),
 			duration.HumanDuration(t.Sub(cl.CreationTimestamp.Time)))
 		if wide {
-			line += fmt.Sprintf("\t%s\t%s", dash(cl.Spec.S3ProfileName), dash(clusterMessage(cl)))
+			line += fmt.Sprintf("\t%s\t%s", Dash(cl.Spec.S3ProfileName), Dash(clusterMessage(cl)))
 		}
 		fmt.Fprintln(tw, line)
 	}

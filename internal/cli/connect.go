@@ -83,8 +83,8 @@ func (c *Connection) Describe() string {
 	}
 	out := "kubeconfig " + path
 	if raw, err := cc.RawConfig(); err == nil {
-		name := orDefault(c.Context, raw.CurrentContext)
-		user := orDefault(c.Overrides.Context.AuthInfo, "")
+		name := OrDefault(c.Context, raw.CurrentContext)
+		user := OrDefault(c.Overrides.Context.AuthInfo, "")
 		if ctx, ok := raw.Contexts[name]; ok && user == "" {
 			user = ctx.AuthInfo
 		}

@@ -141,7 +141,7 @@ func Drill(ctx context.Context, c client.Client, w io.Writer, o DrillOptions) er
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	text := progressWriter(w, o.Output, o.Log)
+	text := ProgressWriter(w, o.Output, o.Log)
 	d, err := startDrill(ctx, c, text, &o)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func Drill(ctx context.Context, c client.Client, w io.Writer, o DrillOptions) er
 		if d, err = waitDrill(ctx, c, text, &o, client.ObjectKeyFromObject(d)); err != nil {
 			return err
 		}
-		if err := renderDrillReport(text, d, ReportText, now(o.Now)); err != nil {
+		if err := renderDrillReport(text, d, ReportText, Now(o.Now)); err != nil {
 			return err
 		}
 		outcome = drillOutcome(d)
@@ -167,7 +167,7 @@ func Drill(ctx context.Context, c client.Client, w io.Writer, o DrillOptions) er
 
 // startDrill checks the application and creates its DRDrill.
 func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptions) (*v1alpha1.DRDrill, error) {
-	a, err := loadApp(ctx, c, o.Namespace, o.App)
+	a, err := LoadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptio
 	}
 	check := "none (it passes when the workloads are Ready)"
 	if o.Check != nil {
-		check = "the Job of " + dash(o.CheckSource)
+		check = "the Job of " + Dash(o.CheckSource)
 	}
 	keep := "torn down at once after the result"
 	if o.KeepFor > 0 {
@@ -213,7 +213,7 @@ func newDrill(o *DrillOptions) *v1alpha1.DRDrill {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: drillNamePrefix(o.App), Namespace: o.Namespace},
 		Spec: v1alpha1.DRDrillSpec{
 			DRPCName: o.App, TargetCluster: o.To, Check: o.Check, CheckNamespace: o.CheckNamespace,
-			Timeout: &metav1.Duration{Duration: orDefault(o.Timeout, DefaultDrillTimeout)},
+			Timeout: &metav1.Duration{Duration: OrDefault(o.Timeout, DefaultDrillTimeout)},
 		},
 	}
 	if o.KeepFor > 0 {
@@ -234,8 +234,8 @@ func drillNamePrefix(app string) string {
 
 // drillRefusal is why the hub would refuse the drill, checked before asking: --to outside the
 // policy or the primary itself, or another drill of the application running. Nil when none.
-func drillRefusal(a *app, to string, drills []v1alpha1.DRDrill) error {
-	d := a.drpc
+func drillRefusal(a *App, to string, drills []v1alpha1.DRDrill) error {
+	d := a.DRPC
 	key := d.Namespace + "/" + d.Name
 	for _, other := range drills {
 		if !drillFinal(other.Status.Phase) {
@@ -247,13 +247,13 @@ func drillRefusal(a *app, to string, drills []v1alpha1.DRDrill) error {
 	if to == "" {
 		return nil
 	}
-	if a.policy != nil && !slices.Contains(a.policy.Spec.DRClusters, to) {
+	if a.Policy != nil && !slices.Contains(a.Policy.Spec.DRClusters, to) {
 		return fmt.Errorf("--to %s is not a cluster of %s's policy %s (%s): name its peer, or leave --to out",
-			to, key, a.policy.Name, strings.Join(a.policy.Spec.DRClusters, ", "))
+			to, key, a.Policy.Name, strings.Join(a.Policy.Spec.DRClusters, ", "))
 	}
 	if to == d.Status.CurrentPrimary {
 		return fmt.Errorf("--to %s is where %s runs now: a drill starts a copy beside the replicated data, on the peer; "+
-			"leave --to out or name %s", to, key, dash(a.peerOf(to)))
+			"leave --to out or name %s", to, key, Dash(a.PeerOf(to)))
 	}
 	return nil
 }

@@ -70,12 +70,12 @@ func DrillHistory(ctx context.Context, c client.Reader, w io.Writer, o DrillHist
 		_, err := fmt.Fprintf(w, "No drills of %s/%s yet: run one with `drover drill %s -n %s`.\n", o.Namespace, o.App, o.App, o.Namespace)
 		return err
 	}
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	fmt.Fprintln(tw, "DRILL\tPHASE\tRESULT\tMODE\tTARGET\tRTO\tRPO\tAGE")
 	for _, d := range drills {
 		st := d.Status
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, drillPhaseWord(st.Phase), dash(string(st.Result)), dash(string(st.Mode)),
-			dash(st.TargetCluster), secondsText(st.RTOSeconds), secondsText(st.RPOSeconds), age(now(o.Now).Sub(d.CreationTimestamp.Time)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, drillPhaseWord(st.Phase), Dash(string(st.Result)), Dash(string(st.Mode)),
+			Dash(st.TargetCluster), secondsText(st.RTOSeconds), secondsText(st.RPOSeconds), Age(Now(o.Now).Sub(d.CreationTimestamp.Time)))
 	}
 	return tw.Flush()
 }
@@ -85,9 +85,9 @@ func appExists(ctx context.Context, c client.Reader, namespace, name string) err
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &v1alpha1.DRPlacementControl{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return notFound(ctx, c, namespace, name)
+		return NotFound(ctx, c, namespace, name)
 	case err != nil:
-		return readError("DRPlacementControl "+namespace+"/"+name, err)
+		return ReadError("DRPlacementControl "+namespace+"/"+name, err)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func appExists(ctx context.Context, c client.Reader, namespace, name string) err
 func listDrills(ctx context.Context, c client.Reader, namespace, app string) ([]v1alpha1.DRDrill, error) {
 	list := &v1alpha1.DRDrillList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, readError("DRDrills", err)
+		return nil, ReadError("DRDrills", err)
 	}
 	var out []v1alpha1.DRDrill
 	for _, d := range list.Items {

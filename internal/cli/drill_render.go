@@ -17,7 +17,7 @@ func volumesSection(d *v1alpha1.DRDrill) reportSection {
 	}
 	s.header = []string{"PVC", "POINT", "POINT TIME", "RPO", "SANDBOX PVC"}
 	for _, v := range d.Status.Volumes {
-		s.rows = append(s.rows, []string{v.PVCNamespace + "/" + v.PVCName, dash(v.Point), timeText(v.PointTime), secondsText(v.RPOSeconds), dash(v.SandboxPVC)})
+		s.rows = append(s.rows, []string{v.PVCNamespace + "/" + v.PVCName, Dash(v.Point), timeText(v.PointTime), secondsText(v.RPOSeconds), Dash(v.SandboxPVC)})
 	}
 	return s
 }
@@ -49,7 +49,7 @@ func stepsSection(d *v1alpha1.DRDrill) reportSection {
 		if st.Finished == nil {
 			result = "running"
 		}
-		s.rows = append(s.rows, []string{st.Name, timeText(st.Started), stepDuration(st), dash(result), dash(st.Message)})
+		s.rows = append(s.rows, []string{st.Name, timeText(st.Started), stepDuration(st), Dash(result), Dash(st.Message)})
 	}
 	return s
 }
@@ -63,7 +63,7 @@ func readinessSection(d *v1alpha1.DRDrill) reportSection {
 	}
 	s.header = []string{"CHECK", "RESULT", "MESSAGE"}
 	for _, c := range d.Status.Readiness {
-		s.rows = append(s.rows, []string{c.Name, string(c.Result), dash(c.Message)})
+		s.rows = append(s.rows, []string{c.Name, string(c.Result), Dash(c.Message)})
 	}
 	return s
 }
@@ -107,42 +107,42 @@ func resultSection(title string, c *v1alpha1.DrillCheck, missing string) reportS
 
 // markdown renders the report as Markdown: a title, a table of facts, a section per part.
 func (r report) markdown(w io.Writer) error {
-	p := &printer{w: w}
-	p.linef("# %s", r.title)
-	p.linef("")
-	p.linef("| | |")
-	p.linef("|---|---|")
+	p := &Printer{W: w}
+	p.Linef("# %s", r.title)
+	p.Linef("")
+	p.Linef("| | |")
+	p.Linef("|---|---|")
 	for _, f := range r.facts {
-		p.linef("| %s | %s |", f[0], mdCell(f[1]))
+		p.Linef("| %s | %s |", f[0], mdCell(f[1]))
 	}
 	for _, s := range r.sections {
-		p.linef("")
-		p.linef("## %s", s.title)
+		p.Linef("")
+		p.Linef("## %s", s.title)
 		for _, para := range s.paras {
-			p.linef("")
-			p.linef("%s", para)
+			p.Linef("")
+			p.Linef("%s", para)
 		}
 		if len(s.header) > 0 {
-			p.linef("")
-			p.linef("| %s |", strings.Join(s.header, " | "))
-			p.linef("|%s", strings.Repeat("---|", len(s.header)))
+			p.Linef("")
+			p.Linef("| %s |", strings.Join(s.header, " | "))
+			p.Linef("|%s", strings.Repeat("---|", len(s.header)))
 			for _, row := range s.rows {
 				cells := make([]string, len(row))
 				for i, c := range row {
 					cells[i] = mdCell(c)
 				}
-				p.linef("| %s |", strings.Join(cells, " | "))
+				p.Linef("| %s |", strings.Join(cells, " | "))
 			}
 		}
 		if s.verbatim != "" {
 			fence := mdFence(s.verbatim)
-			p.linef("")
-			p.linef("%stext\n%s\n%s", fence, strings.TrimRight(s.verbatim, "\n"), fence)
+			p.Linef("")
+			p.Linef("%stext\n%s\n%s", fence, strings.TrimRight(s.verbatim, "\n"), fence)
 		}
 	}
-	p.linef("")
-	p.linef("%s", r.footer)
-	return p.err
+	p.Linef("")
+	p.Linef("%s", r.footer)
+	return p.Err
 }
 
 // mdCell is text fit for a Markdown table cell: pipes escaped, lines joined.
@@ -167,37 +167,37 @@ func mdFence(s string) string {
 
 // text renders the report as plain text: the facts aligned, each section's table indented.
 func (r report) text(w io.Writer) error {
-	p := &printer{w: w}
-	p.linef("%s", r.title)
-	p.linef("")
+	p := &Printer{W: w}
+	p.Linef("%s", r.title)
+	p.Linef("")
 	width := 0
 	for _, f := range r.facts {
 		width = max(width, len(f[0]))
 	}
 	for _, f := range r.facts {
-		p.linef("%-*s  %s", width+1, f[0]+":", f[1])
+		p.Linef("%-*s  %s", width+1, f[0]+":", f[1])
 	}
 	for _, s := range r.sections {
-		p.linef("")
-		p.linef("%s:", s.title)
+		p.Linef("")
+		p.Linef("%s:", s.title)
 		for _, para := range s.paras {
-			p.linef("  %s", para)
+			p.Linef("  %s", para)
 		}
-		if len(s.header) > 0 && p.err == nil {
-			tw := newTabWriter(w)
+		if len(s.header) > 0 && p.Err == nil {
+			tw := NewTabWriter(w)
 			fmt.Fprintf(tw, "  %s\n", strings.Join(s.header, "\t"))
 			for _, row := range s.rows {
 				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
 			}
-			p.err = tw.Flush()
+			p.Err = tw.Flush()
 		}
 		for _, l := range strings.Split(strings.TrimRight(s.verbatim, "\n"), "\n") {
 			if s.verbatim != "" {
-				p.linef("    %s", l)
+				p.Linef("    %s", l)
 			}
 		}
 	}
-	p.linef("")
-	p.linef("%s", r.footer)
-	return p.err
+	p.Linef("")
+	p.Linef("%s", r.footer)
+	return p.Err
 }

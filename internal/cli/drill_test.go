@@ -264,7 +264,7 @@ func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
 	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond})
 	if err == nil || ExitCodeOf(err) != ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||
-		!strings.Contains(err.Error(), hubHint) {
+		!strings.Contains(err.Error(), HubHint) {
 		t.Errorf("drill --wait without a hub returned %v (exit %d)", err, ExitCodeOf(err))
 	}
 }

@@ -20,10 +20,10 @@ import (
 func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOptions, key client.ObjectKey) (*v1alpha1.DRDrill, error) {
 	timeout := o.WaitTimeout
 	if timeout == 0 {
-		timeout = orDefault(o.Timeout, DefaultDrillTimeout) + o.KeepFor + drillTeardownAllowance
+		timeout = OrDefault(o.Timeout, DefaultDrillTimeout) + o.KeepFor + drillTeardownAllowance
 	}
-	interval, stallAfter := orDefault(o.PollInterval, DefaultPollInterval), orDefault(o.StallAfter, DefaultStallAfter)
-	start := now(o.Now)
+	interval, stallAfter := OrDefault(o.PollInterval, DefaultPollInterval), OrDefault(o.StallAfter, DefaultStallAfter)
+	start := Now(o.Now)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	ticker := time.NewTicker(interval)
@@ -35,7 +35,7 @@ func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOption
 	for {
 		d := &v1alpha1.DRDrill{}
 		err := c.Get(ctx, key, d)
-		elapsed := fmt.Sprintf("%.1fs", now(o.Now).Sub(start).Seconds())
+		elapsed := fmt.Sprintf("%.1fs", Now(o.Now).Sub(start).Seconds())
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("DRDrill %s was deleted while waiting for it; the hub tears down the sandbox of a deleted drill", key)
@@ -52,9 +52,9 @@ func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOption
 			if drillFinal(d.Status.Phase) {
 				return d, nil
 			}
-			if took := now(o.Now).Sub(start); !drillReported(d) && took >= stallAfter {
+			if took := Now(o.Now).Sub(start); !drillReported(d) && took >= stallAfter {
 				return nil, TimedOut(fmt.Errorf("the hub has written nothing on DRDrill %s in %s: %s; the drill stays asked for, and a hub that starts runs it: %s",
-					key, took.Round(time.Second), hubHint, follow))
+					key, took.Round(time.Second), HubHint, follow))
 			}
 		}
 		select {
@@ -92,7 +92,7 @@ func (f *drillFollower) lines(d *v1alpha1.DRDrill) []string {
 		switch {
 		case s.Finished != nil && !f.seen[id+"/finished"]:
 			f.seen[id+"/started"], f.seen[id+"/finished"] = true, true
-			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, dash(string(s.Result)), stepDuration(s), s.Message))
+			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, Dash(string(s.Result)), stepDuration(s), s.Message))
 		case s.Finished == nil && !f.seen[id+"/started"]:
 			f.seen[id+"/started"] = true
 			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, "running", "-", s.Message))
@@ -112,9 +112,9 @@ func phaseLine(d *v1alpha1.DRDrill) string {
 	case "", v1alpha1.DrillPending:
 		return "Pending: waiting for the hub to accept the drill"
 	case v1alpha1.DrillRunning:
-		return fmt.Sprintf("Running: sandbox on %s, from the data replicated from %s (untouched)", dash(st.TargetCluster), dash(st.PrimaryCluster))
+		return fmt.Sprintf("Running: sandbox on %s, from the data replicated from %s (untouched)", Dash(st.TargetCluster), Dash(st.PrimaryCluster))
 	case v1alpha1.DrillTearingDown:
-		return fmt.Sprintf("TearingDown: the result is %s; removing the sandbox", dash(string(st.Result)))
+		return fmt.Sprintf("TearingDown: the result is %s; removing the sandbox", Dash(string(st.Result)))
 	}
 	return fmt.Sprintf("%s: the drill ended", st.Phase)
 }
@@ -159,15 +159,15 @@ func drillFailure(d *v1alpha1.DRDrill) string {
 	}
 	for _, s := range d.Status.Steps {
 		if s.Result == v1alpha1.DrillResultFailed {
-			return fmt.Sprintf("step %s failed: %s", s.Name, dash(s.Message))
+			return fmt.Sprintf("step %s failed: %s", s.Name, Dash(s.Message))
 		}
 	}
 	if ch := d.Status.Check; ch != nil && ch.Result == v1alpha1.DrillResultFailed {
-		return "the check failed: " + dash(ch.Message)
+		return "the check failed: " + Dash(ch.Message)
 	}
 	for _, r := range d.Status.Readiness {
 		if r.Result == v1alpha1.DrillResultFailed {
-			return fmt.Sprintf("readiness check %s failed: %s", r.Name, dash(r.Message))
+			return fmt.Sprintf("readiness check %s failed: %s", r.Name, Dash(r.Message))
 		}
 	}
 	return "the hub gave no reason; read the report (`drover drill report`)"

@@ -62,19 +62,19 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 	if err != nil {
 		return err
 	}
-	a, err := loadApp(ctx, hub, o.Namespace, o.App)
+	a, err := LoadApp(ctx, hub, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
-	d := a.drpc
+	d := a.DRPC
 	hubEvents := &corev1.EventList{}
 	if err := hub.List(ctx, hubEvents, client.InNamespace(d.Namespace),
 		client.MatchingFields{"involvedObject.kind": "DRPlacementControl", "involvedObject.name": d.Name}); err != nil {
-		return readError("the events of DRPlacementControl "+d.Namespace+"/"+d.Name, err)
+		return ReadError("the events of DRPlacementControl "+d.Namespace+"/"+d.Name, err)
 	}
 	all := tagEvents("hub", hubEvents.Items)
 	var notes []string
-	if a.policy != nil {
+	if a.Policy != nil {
 		clusters, err := managedClusters(ctx, hub, o.Kubeconfigs)
 		if err != nil {
 			return err
@@ -83,7 +83,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 		if len(namespaces) == 0 {
 			namespaces = []string{d.Namespace}
 		}
-		for _, name := range a.policy.Spec.DRClusters {
+		for _, name := range a.Policy.Spec.DRClusters {
 			evs, err := clusterEvents(ctx, findCluster(clusters, name), name, namespaces)
 			if err != nil {
 				notes = append(notes, err.Error())
@@ -174,7 +174,7 @@ func eventTime(e *corev1.Event) time.Time {
 
 // printEvents prints the table and, after it, the clusters not read.
 func printEvents(w io.Writer, all []clusterEvent, notes []string, now time.Time) error {
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	fmt.Fprintln(tw, "TIME\tAGE\tCLUSTER\tTYPE\tREASON\tOBJECT\tMESSAGE")
 	for _, e := range all {
 		obj := e.ev.InvolvedObject
@@ -182,18 +182,18 @@ func printEvents(w io.Writer, all []clusterEvent, notes []string, now time.Time)
 		if e.ev.Count > 1 {
 			count = fmt.Sprintf(" (x%d)", e.ev.Count)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", e.at.UTC().Format(time.RFC3339), age(now.Sub(e.at)), e.cluster,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", e.at.UTC().Format(time.RFC3339), Age(now.Sub(e.at)), e.cluster,
 			e.ev.Type, e.ev.Reason, strings.ToLower(obj.Kind)+"/"+obj.Name, strings.TrimSpace(e.ev.Message), count)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p := &printer{w: w}
+	p := &Printer{W: w}
 	if len(all) == 0 {
-		p.linef("No events (the API server keeps them an hour by default).")
+		p.Linef("No events (the API server keeps them an hour by default).")
 	}
 	for _, n := range notes {
-		p.linef("Not read: %s", n)
+		p.Linef("Not read: %s", n)
 	}
-	return p.err
+	return p.Err
 }

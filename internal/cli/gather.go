@@ -119,11 +119,11 @@ func Gather(ctx context.Context, hubCfg *rest.Config, w io.Writer, o GatherOptio
 	if err := g.write(o.File); err != nil {
 		return err
 	}
-	p := &printer{w: w}
-	p.linef("Wrote %s: %d files from the hub and %d managed clusters; %d things could not be collected (README.md says which and why).",
+	p := &Printer{W: w}
+	p.Linef("Wrote %s: %d files from the hub and %d managed clusters; %d things could not be collected (README.md says which and why).",
 		o.File, len(g.files), len(clusters), len(g.failures))
-	p.linef("Secrets are listed by name and key names only, and credentials are scrubbed; still, read it before you share it.")
-	return p.err
+	p.Linef("Secrets are listed by name and key names only, and credentials are scrubbed; still, read it before you share it.")
+	return p.Err
 }
 
 // hub gathers the hub's objects and returns the namespaces of the applications gathered.
@@ -133,13 +133,13 @@ func (g *gathering) hub(ctx context.Context, hub client.Client, cfg *rest.Config
 		d := v1alpha1.DRPlacementControl{}
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.App}, &d); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, notFound(ctx, hub, o.Namespace, o.App)
+				return nil, NotFound(ctx, hub, o.Namespace, o.App)
 			}
-			return nil, readError("DRPlacementControl "+o.Namespace+"/"+o.App, err)
+			return nil, ReadError("DRPlacementControl "+o.Namespace+"/"+o.App, err)
 		}
 		drpcs.Items = append(drpcs.Items, d)
 	} else if err := hub.List(ctx, drpcs); err != nil {
-		return nil, readError("DRPlacementControls", err)
+		return nil, ReadError("DRPlacementControls", err)
 	}
 	set := map[string]bool{}
 	for _, d := range drpcs.Items {

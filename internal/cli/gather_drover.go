@@ -67,7 +67,7 @@ func (g *gathering) readme(o GatherOptions, at time.Time, clusters []*managedClu
 	if o.App != "" {
 		fmt.Fprintf(&b, " for the application %s/%s", o.Namespace, o.App)
 	}
-	fmt.Fprintf(&b, ".\n\nNamespaces of the applications: %s.\n\n## Clusters\n\n- hub: with your kubeconfig\n", dash(strings.Join(namespaces, ", ")))
+	fmt.Fprintf(&b, ".\n\nNamespaces of the applications: %s.\n\n## Clusters\n\n- hub: with your kubeconfig\n", Dash(strings.Join(namespaces, ", ")))
 	for _, m := range clusters {
 		fmt.Fprintf(&b, "- %s: with %s\n", m.name, m.via)
 	}

@@ -58,7 +58,7 @@ func DeclareLost(ctx context.Context, c client.Client, w io.Writer, o LostOption
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("DRCluster %s does not exist on the hub: check the name (kubectl get drclusters)", o.Cluster)
 		}
-		return readError("DRCluster "+o.Cluster, err)
+		return ReadError("DRCluster "+o.Cluster, err)
 	}
 	if o.Undo {
 		return undoLost(ctx, c, w, drc, o.Yes)
@@ -75,24 +75,24 @@ func DeclareLost(ctx context.Context, c client.Client, w io.Writer, o LostOption
 	if err != nil {
 		return err
 	}
-	p := &printer{w: w}
-	p.linef("Declaring cluster %s lost (%s):", o.Cluster, o.Reason)
+	p := &Printer{W: w}
+	p.Linef("Declaring cluster %s lost (%s):", o.Cluster, o.Reason)
 	for _, l := range lines {
-		p.linef("  - %s", l)
+		p.Linef("  - %s", l)
 	}
-	if p.err != nil {
-		return p.err
+	if p.Err != nil {
+		return p.Err
 	}
 	if !o.Yes {
-		p.linef(notConfirmed)
-		return p.err
+		p.Linef(notConfirmed)
+		return p.Err
 	}
 	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"lost":{"reason":%q}}}`, o.Reason))
 	if err := c.Patch(ctx, drc, patch); err != nil {
 		return fmt.Errorf("failed to declare DRCluster %s lost: %w", o.Cluster, err)
 	}
-	p.linef("DRCluster %s is declared lost; its Fenced condition and events say what the hub does.", o.Cluster)
-	return p.err
+	p.Linef("DRCluster %s is declared lost; its Fenced condition and events say what the hub does.", o.Cluster)
+	return p.Err
 }
 
 // lostPlan says what declaring drc lost does, per application of the policies pairing it.
@@ -103,11 +103,11 @@ func lostPlan(ctx context.Context, c client.Client, drc *v1alpha1.DRCluster) ([]
 	}
 	policies := &v1alpha1.DRPolicyList{}
 	if err := c.List(ctx, policies); err != nil {
-		return nil, readError("DRPolicies", err)
+		return nil, ReadError("DRPolicies", err)
 	}
 	drpcs := &v1alpha1.DRPlacementControlList{}
 	if err := c.List(ctx, drpcs); err != nil {
-		return nil, readError("DRPlacementControls", err)
+		return nil, ReadError("DRPlacementControls", err)
 	}
 	for i := range drpcs.Items {
 		d := &drpcs.Items[i]
@@ -132,38 +132,26 @@ func lostPlan(ctx context.Context, c client.Client, drc *v1alpha1.DRCluster) ([]
 
 // undoLost removes spec.lost.
 func undoLost(ctx context.Context, c client.Client, w io.Writer, drc *v1alpha1.DRCluster, yes bool) error {
-	p := &printer{w: w}
+	p := &Printer{W: w}
 	if drc.Spec.Lost == nil {
-		p.linef("DRCluster %s is not declared lost.", drc.Name)
-		return p.err
+		p.Linef("DRCluster %s is not declared lost.", drc.Name)
+		return p.Err
 	}
-	p.linef("Undoing the declaration that cluster %s is lost (%s):", drc.Name, drc.Spec.Lost.Reason)
-	p.linef("  - actions may target %s again, and deleting an application waits for it again while it is unreachable", drc.Name)
+	p.Linef("Undoing the declaration that cluster %s is lost (%s):", drc.Name, drc.Spec.Lost.Reason)
+	p.Linef("  - actions may target %s again, and deleting an application waits for it again while it is unreachable", drc.Name)
 	if n := len(drc.Status.GroupsToRemove); n > 0 {
-		p.linef("  - %d group(s) of deleted applications are still to be removed there; the hub keeps removing them when %s answers", n, drc.Name)
+		p.Linef("  - %d group(s) of deleted applications are still to be removed there; the hub keeps removing them when %s answers", n, drc.Name)
 	}
-	if p.err != nil {
-		return p.err
+	if p.Err != nil {
+		return p.Err
 	}
 	if !yes {
-		p.linef(notConfirmed)
-		return p.err
+		p.Linef(notConfirmed)
+		return p.Err
 	}
 	if err := c.Patch(ctx, drc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"lost":null}}`))); err != nil {
 		return fmt.Errorf("failed to undo the declaration that DRCluster %s is lost: %w", drc.Name, err)
 	}
-	p.linef("DRCluster %s is no longer declared lost.", drc.Name)
-	return p.err
-}
-
-// printer writes lines and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) linef(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
-	}
+	p.Linef("DRCluster %s is no longer declared lost.", drc.Name)
+	return p.Err
 }

@@ -110,15 +110,15 @@ func (o *MassOptions) describe() string {
 
 // entry is one selected application and what the action would do to it.
 type entry struct {
-	a *app
+	a *App
 	p Preview
 }
 
-func (e *entry) key() string { return e.a.drpc.Namespace + "/" + e.a.drpc.Name }
+func (e *entry) key() string { return e.a.DRPC.Namespace + "/" + e.a.DRPC.Name }
 
 // selectApps lists the DRPlacementControls that the options select, with their policies and
 // clusters, sorted by namespace and name. None is an error that says what was looked for.
-func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*app, error) {
+func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*App, error) {
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*app, e
 		opts = append(opts, client.InNamespace(o.Namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, readError("DRPlacementControls", err)
+		return nil, ReadError("DRPlacementControls", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := list.Items[i], list.Items[j]
@@ -137,14 +137,14 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*app, e
 	})
 	policies := map[string]*v1alpha1.DRPolicy{}
 	clusters := map[string]*v1alpha1.DRCluster{}
-	var apps []*app
+	var apps []*App
 	for i := range list.Items {
 		d := &list.Items[i]
 		if o.From != "" && d.Status.CurrentPrimary != o.From {
 			continue
 		}
-		a := &app{drpc: d, clusters: map[string]*v1alpha1.DRCluster{}}
-		if err := a.loadPolicy(ctx, c, policies); err != nil {
+		a := &App{DRPC: d, Clusters: map[string]*v1alpha1.DRCluster{}}
+		if err := a.LoadPolicy(ctx, c, policies); err != nil {
 			return nil, err
 		}
 		if err := a.loadClusters(ctx, c, clusters); err != nil {
@@ -161,11 +161,11 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*app, e
 
 // loadClusters sets the app's clusters from its policy, reading each DRCluster once per call
 // of a verb (a nil entry in cache: it does not exist).
-func (a *app) loadClusters(ctx context.Context, c client.Reader, cache map[string]*v1alpha1.DRCluster) error {
-	if a.policy == nil {
+func (a *App) loadClusters(ctx context.Context, c client.Reader, cache map[string]*v1alpha1.DRCluster) error {
+	if a.Policy == nil {
 		return nil
 	}
-	for _, name := range a.policy.Spec.DRClusters {
+	for _, name := range a.Policy.Spec.DRClusters {
 		cl, ok := cache[name]
 		if !ok {
 			cl = &v1alpha1.DRCluster{}
@@ -174,12 +174,12 @@ func (a *app) loadClusters(ctx context.Context, c client.Reader, cache map[strin
 			case apierrors.IsNotFound(err):
 				cl = nil
 			case err != nil:
-				return readError("DRCluster "+name, err)
+				return ReadError("DRCluster "+name, err)
 			}
 			cache[name] = cl
 		}
 		if cl != nil {
-			a.clusters[name] = cl
+			a.Clusters[name] = cl
 		}
 	}
 	return nil
@@ -194,7 +194,7 @@ func massPreview(ctx context.Context, c client.Reader, o *MassOptions) ([]*entry
 	if err != nil {
 		return nil, err
 	}
-	t := now(o.Now)
+	t := Now(o.Now)
 	out := make([]*entry, 0, len(apps))
 	for _, a := range apps {
 		out = append(out, &entry{a: a, p: preview(a, o.Action, o.To, t)})
@@ -240,11 +240,11 @@ func countOf(entries []*entry) counts {
 func printMassPlan(w io.Writer, o *MassOptions, entries []*entry) {
 	verb := strings.ToLower(string(o.Action))
 	fmt.Fprintf(w, "Plan: %s %d applications to %s (%s)\n\n", verb, len(entries), o.To, o.describe())
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	fmt.Fprintln(tw, "NAMESPACE\tAPP\tFROM\tTO\tVERDICT\tDETAIL")
 	for _, e := range entries {
 		v, detail := e.verdict()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.a.drpc.Namespace, e.a.drpc.Name, dash(e.p.From), o.To, v, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.a.DRPC.Namespace, e.a.DRPC.Name, Dash(e.p.From), o.To, v, detail)
 	}
 	_ = tw.Flush()
 	n := countOf(entries)

@@ -54,7 +54,7 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 		return MassResult{}, err
 	}
 	out := w
-	w = progressWriter(w, o.Output, o.Log)
+	w = ProgressWriter(w, o.Output, o.Log)
 	printMassPlan(w, &o, entries)
 	n := countOf(entries)
 	if n.refused > 0 && !o.SkipRefused {
@@ -75,8 +75,8 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 		case "nothing to do":
 			t.result, t.detail = resultNoop, detail
 			// An action already under way to the target is followed like an asked one.
-			if !settled(e.a.drpc.Status.Phase) {
-				t.result, t.follow, t.generation, t.asked = "", true, e.a.drpc.Generation, now(o.Now)
+			if !Settled(e.a.DRPC.Status.Phase) {
+				t.result, t.follow, t.generation, t.asked = "", true, e.a.DRPC.Generation, Now(o.Now)
 			}
 		}
 		ts = append(ts, t)
@@ -148,12 +148,12 @@ func askAll(ctx context.Context, c client.Client, o *MassOptions, ts []*tracked)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			t.asked = now(o.Now)
-			if _, err := askHub(ctx, c, t.a.drpc, o.Action, o.To); err != nil {
+			t.asked = Now(o.Now)
+			if _, err := askHub(ctx, c, t.a.DRPC, o.Action, o.To); err != nil {
 				t.result, t.detail = resultFailed, err.Error()
 				return
 			}
-			t.follow, t.generation = true, t.a.drpc.Generation
+			t.follow, t.generation = true, t.a.DRPC.Generation
 		}()
 	}
 	wg.Wait()
@@ -188,18 +188,18 @@ func massError(o *MassOptions, ts []*tracked) error {
 // waitAll follows the asked actions with one list of the DRPlacementControls per poll until
 // every one is done or failed, or the timeout passes.
 func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, ts []*tracked) {
-	timeout, interval := orDefault(o.Timeout, DefaultTimeout), orDefault(o.PollInterval, DefaultPollInterval)
-	stallAfter, every := orDefault(o.StallAfter, DefaultStallAfter), orDefault(o.ProgressInterval, DefaultProgressInterval)
-	start := now(o.Now)
+	timeout, interval := OrDefault(o.Timeout, DefaultTimeout), OrDefault(o.PollInterval, DefaultPollInterval)
+	stallAfter, every := OrDefault(o.StallAfter, DefaultStallAfter), OrDefault(o.ProgressInterval, DefaultProgressInterval)
+	start := Now(o.Now)
 	lastLine := start
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		if err := pollAll(ctx, c, w, o, ts, stallAfter); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(w, "%7s  failed to list the DRPlacementControls: %v (retrying)\n", seconds(now(o.Now).Sub(start)), err)
+			fmt.Fprintf(w, "%7s  failed to list the DRPlacementControls: %v (retrying)\n", seconds(Now(o.Now).Sub(start)), err)
 		}
 		running := runningOf(ts)
-		t := now(o.Now)
+		t := Now(o.Now)
 		if len(running) == 0 || t.Sub(lastLine) >= every {
 			fmt.Fprintln(w, massProgressLine(t.Sub(start), ts, running, t))
 			lastLine = t
@@ -211,13 +211,13 @@ func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		select {
 		case <-ctx.Done():
 			stop = fmt.Sprintf("stopped waiting: %v", ctx.Err())
-		case <-time.After(timeout - now(o.Now).Sub(start)):
+		case <-time.After(timeout - Now(o.Now).Sub(start)):
 			stop = fmt.Sprintf("timed out after %s", timeout)
 		case <-ticker.C:
 		}
 		if stop != "" {
 			for _, r := range running {
-				r.result, r.took = resultTimedOut, now(o.Now).Sub(r.asked)
+				r.result, r.took = resultTimedOut, Now(o.Now).Sub(r.asked)
 				r.detail = fmt.Sprintf("%s at phase %s, step %s, %s", stop, r.last.phase, r.last.progression, r.last.available)
 			}
 			return
@@ -244,7 +244,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 	for i := range metas.Items {
 		versions[metas.Items[i].Namespace+"/"+metas.Items[i].Name] = metas.Items[i].ResourceVersion
 	}
-	t := now(o.Now)
+	t := Now(o.Now)
 	for _, r := range runningOf(ts) {
 		version, ok := versions[r.key()]
 		if !ok {
@@ -254,7 +254,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		}
 		if r.seen == nil || r.seen.ResourceVersion != version {
 			d := &v1alpha1.DRPlacementControl{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(r.a.drpc), d); err != nil {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(r.a.DRPC), d); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue // deleted since the list: the next poll says so
 				}
@@ -267,7 +267,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		ao := ActionOptions{Namespace: d.Namespace, App: d.Name, Action: o.Action, To: o.To}
 		done, err := outcome(d, &ao, r.generation)
 		if err == nil && !done && t.Sub(r.asked) >= stallAfter && !observed(d, r.generation) {
-			err = fmt.Errorf("the hub has not observed the change in %s: %s", t.Sub(r.asked).Round(time.Second), hubHint)
+			err = fmt.Errorf("the hub has not observed the change in %s: %s", t.Sub(r.asked).Round(time.Second), HubHint)
 		}
 		switch {
 		case err != nil:
@@ -320,7 +320,7 @@ func massProgressLine(elapsed time.Duration, ts []*tracked, running []*tracked, 
 // printSummary prints a row per application: its result, how long it took and why it failed.
 func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
 	fmt.Fprintln(w, "\nSummary:")
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	fmt.Fprintln(tw, "NAMESPACE\tAPP\tRESULT\tDURATION\tDETAIL")
 	var slowest time.Duration
 	for _, t := range ts {
@@ -333,7 +333,7 @@ func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
 		if result == resultAvailable {
 			result += " on " + o.To
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.a.drpc.Namespace, t.a.drpc.Name, result, took, dash(t.detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.a.DRPC.Namespace, t.a.DRPC.Name, result, took, Dash(t.detail))
 	}
 	_ = tw.Flush()
 	byResult := map[string]int{}

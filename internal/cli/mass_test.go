@@ -234,7 +234,7 @@ func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
 		}
 		setStatus(t, d, e.deployed(e.east, e.west), failingOver("PromotingTarget"))
 		cur = get(t, d)
-		ts = append(ts, &tracked{entry: &entry{a: &app{drpc: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
+		ts = append(ts, &tracked{entry: &entry{a: &App{DRPC: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
 	}
 	r := &countingReader{Reader: k8sClient}
 	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.west, Namespace: e.ns}

@@ -137,3 +137,12 @@ type ObjectMeta struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
 }
+
+// AsObject is a copy of the DRPlacementControl as kubectl prints it: with its kind and
+// apiVersion, without its managed fields.
+func AsObject(d *v1alpha1.DRPlacementControl) *v1alpha1.DRPlacementControl {
+	d = d.DeepCopy()
+	d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
+	d.ManagedFields = nil
+	return d
+}

@@ -155,7 +155,7 @@ func Unprotect(ctx context.Context, c client.Client, w io.Writer, o UnprotectOpt
 	}
 	d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
 	what := fmt.Sprintf("stop protecting %s/%s (running on %s): replication stops and the stores forget it; the application and its data stay",
-		o.Namespace, o.App, dash(d.Status.CurrentPrimary))
+		o.Namespace, o.App, Dash(d.Status.CurrentPrimary))
 	if o.DryRun {
 		_, err := fmt.Fprintf(w, "Would %s.\nNothing was changed (--dry-run).\n", what)
 		return err

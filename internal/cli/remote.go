@@ -115,7 +115,7 @@ func hubClient(cfg *rest.Config) (client.Client, error) {
 func managedClusters(ctx context.Context, hub client.Reader, files ClusterKubeconfigs) ([]*managedCluster, error) {
 	list := &v1alpha1.DRClusterList{}
 	if err := hub.List(ctx, list); err != nil {
-		return nil, readError("DRClusters", err)
+		return nil, ReadError("DRClusters", err)
 	}
 	for name := range files {
 		if !containsCluster(list.Items, name) {

@@ -53,18 +53,18 @@ func TestRowOf(t *testing.T) {
 	cases := []struct {
 		name string
 		d    *v1alpha1.DRPlacementControl
-		want statusRow
+		want StatusRow
 	}{
 		{"a deployed, protected application", deployed,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
+			StatusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
 		{"during a failover the primary's group tells the last sync", failing,
-			statusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
+			StatusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
 		{"an application the hub never reported", never,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
+			StatusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
 		{"an application the hub does not act on says why", invalid,
-			statusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
+			StatusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
 		{"an action the hub refuses says why", refused,
-			statusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
+			StatusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,20 +77,20 @@ func TestRowOf(t *testing.T) {
 
 // offlineApp is an application deployed on east, as the hub reports it, with its policy and
 // both clusters reachable.
-func offlineApp() *app {
+func offlineApp() *App {
 	e := env{ns: "app", east: "east", west: "west", policy: "p"}
 	reachable := func(name string) *v1alpha1.DRCluster {
 		return &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.DRClusterStatus{Conditions: []metav1.Condition{
 			cond(v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the probe succeeds")}}}
 	}
-	return &app{
-		drpc: &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"},
+	return &App{
+		DRPC: &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"},
 			Spec: v1alpha1.DRPlacementControlSpec{DRPolicyRef: v1alpha1.PolicyReference{Name: "p"}, PreferredCluster: "east",
 				PlacementRef: &v1alpha1.PlacementReference{Kind: "Placement", Name: "db-placement"}},
 			Status: e.deployed("east", "west")},
-		policy:   &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.DRPolicySpec{DRClusters: []string{"east", "west"}, SchedulingInterval: "10s"}},
-		interval: 10 * time.Second,
-		clusters: map[string]*v1alpha1.DRCluster{"east": reachable("east"), "west": reachable("west")},
+		Policy:   &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.DRPolicySpec{DRClusters: []string{"east", "west"}, SchedulingInterval: "10s"}},
+		Interval: 10 * time.Second,
+		Clusters: map[string]*v1alpha1.DRCluster{"east": reachable("east"), "west": reachable("west")},
 	}
 }
 
@@ -99,51 +99,51 @@ func TestPreview(t *testing.T) {
 		name    string
 		action  v1alpha1.DRAction
 		to      string
-		arrange func(a *app)
+		arrange func(a *App)
 		refusal string
 		warns   []string
 		noop    string
 	}{
 		{name: "a relocation of a protected application may start", action: v1alpha1.ActionRelocate, to: "west"},
 		{name: "a failover may overtake a relocation", action: v1alpha1.ActionFailover, to: "west",
-			arrange: func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseRelocating, "west" },
+			arrange: func(a *App) { a.DRPC.Status.Phase, a.DRPC.Status.ActionTarget = v1alpha1.PhaseRelocating, "west" },
 		},
 		{name: "a relocation may not overtake a failover", action: v1alpha1.ActionRelocate, to: "west",
-			arrange: func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseFailingOver, "west" },
+			arrange: func(a *App) { a.DRPC.Status.Phase, a.DRPC.Status.ActionTarget = v1alpha1.PhaseFailingOver, "west" },
 			refusal: "relocate refused: a failover to west is in progress",
 		},
 		{name: "nothing to do where the application runs", action: v1alpha1.ActionFailover, to: "east",
 			noop: "the application already runs on east (phase Deployed)"},
 		{name: "the action already in progress", action: v1alpha1.ActionRelocate, to: "west",
-			arrange: func(a *app) {
-				a.drpc.Status.Phase, a.drpc.Status.ActionTarget, a.drpc.Status.Progression = v1alpha1.PhaseRelocating, "west", "DemotingForFinalSync"
+			arrange: func(a *App) {
+				a.DRPC.Status.Phase, a.DRPC.Status.ActionTarget, a.DRPC.Status.Progression = v1alpha1.PhaseRelocating, "west", "DemotingForFinalSync"
 			},
 			noop: "a relocate to west is already in progress (step DemotingForFinalSync)"},
 		{name: "a failover while the peer is not ready warns", action: v1alpha1.ActionFailover, to: "west",
-			arrange: func(a *app) {
-				setCond(a.drpc, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west is demoting"))
+			arrange: func(a *App) {
+				setCond(a.DRPC, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west is demoting"))
 			},
 			warns: []string{"PeerReady False (Progressing): west is demoting; west may not hold the latest data"},
 		},
 		{name: "a failover to an unreachable target is refused", action: v1alpha1.ActionFailover, to: "west",
-			arrange: func(a *app) { a.clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
+			arrange: func(a *App) { a.Clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
 			refusal: "failover refused: peer west unreachable since 12:03:30 UTC; the failover needs it",
 		},
 		{name: "a relocation while the primary's probe fails is refused", action: v1alpha1.ActionRelocate, to: "west",
-			arrange: func(a *app) {
-				a.clusters["east"].Status.Conditions[0].Reason = v1alpha1.ReasonProbeFailing
-				a.clusters["east"].Status.Conditions[0].Message = "the probe has failed since 12:04:20 (grace period 15s): timeout"
+			arrange: func(a *App) {
+				a.Clusters["east"].Status.Conditions[0].Reason = v1alpha1.ReasonProbeFailing
+				a.Clusters["east"].Status.Conditions[0].Message = "the probe has failed since 12:04:20 (grace period 15s): timeout"
 			},
 			refusal: "relocate refused: primary east not answering the hub's probe (the probe has failed since 12:04:20 (grace period 15s): timeout); a relocation needs both clusters: use failover (drover failover db -n app --to west)",
 		},
 		{name: "an invalid DRPlacementControl is refused", action: v1alpha1.ActionFailover, to: "west",
-			arrange: func(a *app) {
-				setCond(a.drpc, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, "web protects db already"))
+			arrange: func(a *App) {
+				setCond(a.DRPC, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, "web protects db already"))
 			},
 			refusal: "failover refused: the hub does not accept the DRPlacementControl (NamespaceConflict): web protects db already",
 		},
 		{name: "a DRPolicy that does not exist is named", action: v1alpha1.ActionRelocate, to: "west",
-			arrange: func(a *app) { a.policy = nil },
+			arrange: func(a *App) { a.Policy = nil },
 			refusal: "relocate refused: DRPolicy p does not exist on the hub",
 		},
 	}
@@ -202,14 +202,14 @@ func TestLoss(t *testing.T) {
 	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "up to 8s of writes: those made after the last group sync at 12:04:22 UTC (the policy syncs every 10s)"; got != want {
 		t.Errorf("failover loss %q, want %q", got, want)
 	}
-	a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs = nil, nil
+	a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs = nil, nil
 	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no group sync is recorded") {
 		t.Errorf("failover loss without a sync %q", got)
 	}
 }
 
 func TestOutcome(t *testing.T) {
-	base := offlineApp().drpc
+	base := offlineApp().DRPC
 	base.Generation = 3
 	base.Spec.Action, base.Spec.FailoverCluster = v1alpha1.ActionFailover, "west"
 	o := &ActionOptions{Action: v1alpha1.ActionFailover, To: "west"}
@@ -279,7 +279,7 @@ func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *test
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
 	unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 	var out bytes.Buffer
-	printGroups(&out, &app{drpc: d}, clockAt())
+	printGroups(&out, &App{DRPC: d}, clockAt())
 	mustContain(t, out.String(),
 		"east     -          primary    Primary    True        False           8s ago",
 		"west     -          secondary  Secondary  True        Unknown         -",
@@ -293,7 +293,7 @@ func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval
 	e := env{ns: "app", east: "east", west: "west", policy: "p"}
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
 	var out bytes.Buffer
-	printGroups(&out, &app{drpc: d, interval: 10 * time.Second}, clockAt())
+	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clockAt())
 	if strings.Contains(out.String(), "PVCs:") {
 		t.Errorf("a status whose groups list no PVC prints a PVC table:\n%s", out.String())
 	}
@@ -312,7 +312,7 @@ func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval
 			DataProtected: metav1.ConditionTrue, LastSyncTime: ago(8 * time.Second)})
 	}
 	out.Reset()
-	printGroups(&out, &app{drpc: d, interval: 10 * time.Second}, clockAt())
+	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clockAt())
 	mustContain(t, out.String(),
 		"PVC             CLUSTER  LAST SYNC / INTERVAL          TOOK  DATA PROTECTED  REASON",
 		"app/data-db-0   east     8s/10s (12:04:22 UTC)         1.2s  True            -",
@@ -323,11 +323,11 @@ func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval
 
 // objectsOnlyApp is offlineApp in self-contained mode with no PVC selected: its primary's
 // group protects none, and its lastGroupSyncTime is the last capture of its objects.
-func objectsOnlyApp() *app {
+func objectsOnlyApp() *App {
 	a := offlineApp()
-	a.drpc.Spec.PlacementRef, a.drpc.Spec.ProtectedNamespaces = nil, []string{"app"}
+	a.DRPC.Spec.PlacementRef, a.DRPC.Spec.ProtectedNamespaces = nil, []string{"app"}
 	none := int32(0)
-	a.drpc.Status.VRGs[0].ProtectedPVCs = &none
+	a.DRPC.Status.VRGs[0].ProtectedPVCs = &none
 	return a
 }
 
@@ -340,15 +340,15 @@ func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
 	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "objects changed since the last capture (8s): no PVCs selected, the target restores the objects as captured at 12:04:22 UTC"; got != want {
 		t.Errorf("loss %q, want %q", got, want)
 	}
-	a.drpc.Status.LastGroupSyncTime = ago(42 * time.Second)
+	a.DRPC.Status.LastGroupSyncTime = ago(42 * time.Second)
 	if c := recentSyncCheck(a, testNow); c.Met || c.Detail != "42s ago, more than twice the interval 10s: the target holds the objects of 12:03:48 UTC (the last capture)" {
 		t.Errorf("stale check %+v", c)
 	}
-	a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs[0].LastGroupSyncTime = nil, nil
+	a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs[0].LastGroupSyncTime = nil, nil
 	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no capture of the objects in every S3 profile is recorded") {
 		t.Errorf("loss without a capture %q", got)
 	}
-	if c := protectedCheck(objectsOnlyApp().drpc, "east", "drover status db"); !c.Met || !strings.HasPrefix(c.Detail, "no PVCs selected") {
+	if c := protectedCheck(objectsOnlyApp().DRPC, "east", "drover status db"); !c.Met || !strings.HasPrefix(c.Detail, "no PVCs selected") {
 		t.Errorf("DataProtected check of a group with no PVC %+v", c)
 	}
 	failover := strings.Join(steps(objectsOnlyApp(), v1alpha1.ActionFailover, "west"), "\n")
@@ -367,14 +367,14 @@ func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
 // A check's name says what is checked, so it reads the same whatever the outcome; the outcome
 // is in its mark and its detail.
 func TestAPlanCheckIsNamedTheSameMetOrNot(t *testing.T) {
-	broken := []func(a *app){
-		func(a *app) { a.clusters["east"].Status.Conditions[0].Status = metav1.ConditionFalse },
-		func(a *app) { a.clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
-		func(a *app) { a.drpc.Status.Conditions[3].Status = metav1.ConditionFalse },
-		func(a *app) { a.drpc.Status.LastGroupSyncTime = ago(time.Minute) },
-		func(a *app) { a.drpc.Status.LastGroupSyncTime, a.drpc.Status.VRGs[0].LastGroupSyncTime = nil, nil },
-		func(a *app) { unprotected(a.drpc, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet") },
-		func(a *app) { a.drpc.Status.Phase, a.drpc.Status.ActionTarget = v1alpha1.PhaseFailingOver, "east" },
+	broken := []func(a *App){
+		func(a *App) { a.Clusters["east"].Status.Conditions[0].Status = metav1.ConditionFalse },
+		func(a *App) { a.Clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
+		func(a *App) { a.DRPC.Status.Conditions[3].Status = metav1.ConditionFalse },
+		func(a *App) { a.DRPC.Status.LastGroupSyncTime = ago(time.Minute) },
+		func(a *App) { a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs[0].LastGroupSyncTime = nil, nil },
+		func(a *App) { unprotected(a.DRPC, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet") },
+		func(a *App) { a.DRPC.Status.Phase, a.DRPC.Status.ActionTarget = v1alpha1.PhaseFailingOver, "east" },
 	}
 	for _, action := range []v1alpha1.DRAction{v1alpha1.ActionFailover, v1alpha1.ActionRelocate} {
 		healthy := preview(offlineApp(), action, "west", testNow)

@@ -53,7 +53,7 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 	if o.Output == OutputName {
 		names := make([]string, 0, len(entries))
 		for _, e := range entries {
-			names = append(names, e.a.drpc.Name)
+			names = append(names, e.a.DRPC.Name)
 		}
 		return writeNames(w, "DRPlacementControl", names)
 	}
@@ -66,7 +66,7 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 	}
 	items := make([]ActionResult, 0, len(ts))
 	for _, t := range ts {
-		d := t.a.drpc
+		d := t.a.DRPC
 		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: ObjectMeta{Name: d.Name, Namespace: d.Namespace},
 			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
 	}
@@ -81,18 +81,7 @@ func printActed(ctx context.Context, c client.Reader, w io.Writer, format string
 	}
 	d := &v1alpha1.DRPlacementControl{}
 	if err := c.Get(ctx, key, d); err != nil {
-		return readError("DRPlacementControl "+key.String(), err)
+		return ReadError("DRPlacementControl "+key.String(), err)
 	}
-	return writeStructured(w, format, asObject(d))
-}
-
-// progressWriter is where a verb printing objects on w prints its progress: log, or nowhere.
-func progressWriter(w io.Writer, format string, log io.Writer) io.Writer {
-	if format == "" {
-		return w
-	}
-	if log == nil {
-		return io.Discard
-	}
-	return log
+	return writeStructured(w, format, AsObject(d))
 }

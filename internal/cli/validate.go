@@ -152,7 +152,7 @@ func printRows(w io.Writer, rows []Row, format string) error {
 		_, err = w.Write(out)
 		return err
 	}
-	tw := newTabWriter(w)
+	tw := NewTabWriter(w)
 	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Check, r.Result, r.Detail)

@@ -20,21 +20,21 @@ const capturedAtAnnotation = "drover.io/kube-objects-captured-at"
 
 // application runs the checks of `drover validate application`.
 func (v *validator) application(ctx context.Context, hub client.Client, o ValidateOptions) error {
-	a, err := loadApp(ctx, hub, o.Namespace, o.App)
+	a, err := LoadApp(ctx, hub, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
-	d := a.drpc
-	v.fromCheck("DRPlacementControl", hubCheck(d))
-	v.fromCheck("DRPlacementControl", validatedCheck(d))
+	d := a.DRPC
+	v.fromCheck("DRPlacementControl", HubCheck(d))
+	v.fromCheck("DRPlacementControl", ValidatedCheck(d))
 	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionPeerReady, v1alpha1.ConditionProtected} {
-		v.conditionRow("DRPlacementControl: "+t, d.Status.Conditions, t, inAction(d.Status.Phase))
+		v.conditionRow("DRPlacementControl: "+t, d.Status.Conditions, t, InAction(d.Status.Phase))
 	}
-	if a.policy == nil {
+	if a.Policy == nil {
 		v.add("DRPolicy "+d.Spec.DRPolicyRef.Name, Fail, "does not exist on the hub: create it or fix spec.drPolicyRef")
 		return nil
 	}
-	v.policyCheck(a.policy)
+	v.policyCheck(a.Policy)
 	clusters, err := managedClusters(ctx, hub, o.Kubeconfigs)
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func (v *validator) application(ctx context.Context, hub client.Client, o Valida
 	primary := d.Status.CurrentPrimary
 	var primaryGroup *v1alpha1.VolumeReplicationGroup
 	var primaryCluster *managedCluster
-	for _, name := range a.policy.Spec.DRClusters {
+	for _, name := range a.Policy.Spec.DRClusters {
 		m := findCluster(clusters, name)
 		g := v.groupCheck(ctx, m, name, d, name == primary)
 		if name == primary && g != nil {
@@ -50,12 +50,12 @@ func (v *validator) application(ctx context.Context, hub client.Client, o Valida
 		}
 	}
 	if primaryGroup != nil {
-		v.pvcChecks(ctx, primaryCluster, primaryGroup, a.interval)
+		v.pvcChecks(ctx, primaryCluster, primaryGroup, a.Interval)
 		v.captureCheck(primaryGroup, v.now())
 	}
 	if primary != "" {
-		peer := a.peerOf(primary)
-		for _, c := range checks(a, v1alpha1.ActionFailover, peer, v.now()) {
+		peer := a.PeerOf(primary)
+		for _, c := range Checks(a, v1alpha1.ActionFailover, peer, v.now()) {
 			v.fromCheck("failover to "+peer, c)
 		}
 	}
@@ -94,7 +94,7 @@ func (v *validator) conditionRow(check string, conds []metav1.Condition, t strin
 	case acting || c.Status == metav1.ConditionUnknown:
 		v.add(check, Warn, "%s %s: %s", c.Status, c.Reason, c.Message)
 	default:
-		v.add(check, Fail, "%s %s since %s: %s", c.Status, c.Reason, clock(c.LastTransitionTime.Time), c.Message)
+		v.add(check, Fail, "%s %s since %s: %s", c.Status, c.Reason, Clock(c.LastTransitionTime.Time), c.Message)
 	}
 }
 
@@ -132,13 +132,13 @@ func (v *validator) groupCheck(ctx context.Context, m *managedCluster, name stri
 		v.add(check, Warn, "the agent on %s has not reconciled generation %d yet (it reports %d): is the agent running?",
 			name, g.Generation, g.Status.ObservedGeneration)
 	default:
-		v.add(check, Pass, "state %s, generation %d reconciled", dash(string(g.Status.State)), g.Generation)
+		v.add(check, Pass, "state %s, generation %d reconciled", Dash(string(g.Status.State)), g.Generation)
 	}
 	for _, t := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
 		if !primary && t == v1alpha1.ConditionClusterDataProtected {
 			continue
 		}
-		v.conditionRow(fmt.Sprintf("group on %s: %s", name, t), g.Status.Conditions, t, inAction(d.Status.Phase))
+		v.conditionRow(fmt.Sprintf("group on %s: %s", name, t), g.Status.Conditions, t, InAction(d.Status.Phase))
 	}
 	return g
 }
@@ -157,14 +157,14 @@ func (v *validator) pvcChecks(ctx context.Context, m *managedCluster, g *v1alpha
 		case p.Backend == "":
 			v.add(check, Fail, "no storageClassBackends entry of the policy matches its StorageClass %q: it is not replicated", p.StorageClassName)
 		case dp == nil || dp.Status != metav1.ConditionTrue:
-			v.add(check, Fail, "%s (%s): not replicating: %s", p.Backend, dash(p.ReplicationID), conditionLine(p.Conditions, v1alpha1.ConditionDataProtected))
+			v.add(check, Fail, "%s (%s): not replicating: %s", p.Backend, Dash(p.ReplicationID), ConditionLine(p.Conditions, v1alpha1.ConditionDataProtected))
 		case p.LastSyncTime == nil:
-			v.add(check, Warn, "%s (%s): no completed sync yet", p.Backend, dash(p.ReplicationID))
+			v.add(check, Warn, "%s (%s): no completed sync yet", p.Backend, Dash(p.ReplicationID))
 		case interval > 0 && now.Sub(p.LastSyncTime.Time) > v1alpha1.SyncStaleAfter(interval, g.Status.SyncRefreshInterval):
-			v.add(check, Warn, "%s (%s): last sync %s ago, more than %s", p.Backend, dash(p.ReplicationID),
-				age(now.Sub(p.LastSyncTime.Time)), v1alpha1.SyncStaleAllowance(interval, g.Status.SyncRefreshInterval))
+			v.add(check, Warn, "%s (%s): last sync %s ago, more than %s", p.Backend, Dash(p.ReplicationID),
+				Age(now.Sub(p.LastSyncTime.Time)), v1alpha1.SyncStaleAllowance(interval, g.Status.SyncRefreshInterval))
 		default:
-			v.add(check, Pass, "%s (%s): last sync %s ago", p.Backend, dash(p.ReplicationID), age(now.Sub(p.LastSyncTime.Time)))
+			v.add(check, Pass, "%s (%s): last sync %s ago", p.Backend, Dash(p.ReplicationID), Age(now.Sub(p.LastSyncTime.Time)))
 		}
 	}
 	v.unprotectedPVCs(ctx, m, g, known)
@@ -226,5 +226,5 @@ func (v *validator) captureCheck(g *v1alpha1.VolumeReplicationGroup, now time.Ti
 	// so an old time alone is no fault: KubeObjectsReady says whether the stores hold the
 	// current objects.
 	v.add(check, Pass, "the last capture that changed the stores is %s old (%s); %s",
-		age(now.Sub(at)), clock(at), conditionLine(g.Status.Conditions, v1alpha1.ConditionKubeObjectsReady))
+		Age(now.Sub(at)), Clock(at), ConditionLine(g.Status.Conditions, v1alpha1.ConditionKubeObjectsReady))
 }

@@ -65,7 +65,7 @@ func (p *watchPrinter) relist(ctx context.Context, c client.WithWatch) (string, 
 		return "", err
 	}
 	for _, a := range apps {
-		if p.printed[keyOf(a.drpc)] == a.drpc.ResourceVersion {
+		if p.printed[keyOf(a.DRPC)] == a.DRPC.ResourceVersion {
 			continue
 		}
 		if err := p.print(a); err != nil {
@@ -107,7 +107,7 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			return rv, errWatchExpired
 		}
-		return rv, readError("DRPlacementControls", err)
+		return rv, ReadError("DRPlacementControls", err)
 	}
 	defer wi.Stop()
 	for ev := range wi.ResultChan() {
@@ -126,8 +126,8 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 			continue
 		}
 		rv = d.ResourceVersion
-		a := &app{drpc: d}
-		if err := a.loadPolicy(ctx, c, p.policies); err != nil {
+		a := &App{DRPC: d}
+		if err := a.LoadPolicy(ctx, c, p.policies); err != nil {
 			return rv, err
 		}
 		if err := p.print(a); err != nil {
@@ -138,22 +138,22 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 }
 
 // grow widens the columns to fit the application's row.
-func (p *watchPrinter) grow(a *app) {
-	for i, cell := range rowOf(a.drpc, a.interval, now(p.o.Now)).cells(p.cols) {
+func (p *watchPrinter) grow(a *App) {
+	for i, cell := range rowOf(a.DRPC, a.Interval, Now(p.o.Now)).cells(p.cols) {
 		p.widths[i] = max(p.widths[i], len(cell))
 	}
 }
 
 // print prints one application: its row, its object or its name.
-func (p *watchPrinter) print(a *app) error {
-	p.printed[keyOf(a.drpc)] = a.drpc.ResourceVersion
+func (p *watchPrinter) print(a *App) error {
+	p.printed[keyOf(a.DRPC)] = a.DRPC.ResourceVersion
 	switch {
 	case structured(p.o.Output):
-		return writeStructured(p.w, p.o.Output, asObject(a.drpc))
+		return writeStructured(p.w, p.o.Output, AsObject(a.DRPC))
 	case p.o.Output == OutputName:
-		return writeNames(p.w, "DRPlacementControl", []string{a.drpc.Name})
+		return writeNames(p.w, "DRPlacementControl", []string{a.DRPC.Name})
 	}
-	_, err := fmt.Fprintln(p.w, padded(rowOf(a.drpc, a.interval, now(p.o.Now)).cells(p.cols), p.widths))
+	_, err := fmt.Fprintln(p.w, padded(rowOf(a.DRPC, a.Interval, Now(p.o.Now)).cells(p.cols), p.widths))
 	return err
 }
 
