@@ -11,27 +11,28 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
 // The tests below run the verbs against a real API server holding the hub's objects, whose
 // status the tests write as the hub would.
 
 func TestStatusListsTheApplicationsOfANamespace(t *testing.T) {
-	e := newEnv(t, "status-list")
-	db := e.newApp(t, "db")
-	setStatus(t, db, e.deployed(e.east, e.west))
-	web := e.newApp(t, "web")
-	setStatus(t, web, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-		d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.west
-		d.Status.ActionStartTime, d.Status.LastGroupSyncTime = ago(5*time.Second), nil
-		d.Status.VRGs[0].LastGroupSyncTime = ago(35 * time.Second)
-		setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
-		setCond(d, cond(v1alpha1.ConditionProtected, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
+	e := clitest.NewEnv(t, "status-list")
+	db := e.NewApp(t, "db")
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
+	web := e.NewApp(t, "web")
+	clitest.SetStatus(t, web, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.West
+		d.Status.ActionStartTime, d.Status.LastGroupSyncTime = clitest.Ago(5*time.Second), nil
+		d.Status.VRGs[0].LastGroupSyncTime = clitest.Ago(35 * time.Second)
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionProtected, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "in progress"))
 	})
-	e.newApp(t, "new") // the hub never reported
+	e.NewApp(t, "new") // the hub never reported
 
 	var out bytes.Buffer
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Now: clockAt}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status failed: %v", err)
 	}
 	want := `APP  PHASE        PRIMARY           PEER READY  PROTECTED  LAST SYNC  RPO LAG        PROGRESSION      PROBLEM
@@ -44,13 +45,13 @@ web  FailingOver  status-list-east  False       False      35s ago    35s/10s ST
 	}
 
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{AllNamespaces: true, Now: clockAt}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{AllNamespaces: true, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status -A failed: %v", err)
 	}
-	mustContain(t, out.String(), "NAMESPACE    APP", "status-list  db   Deployed")
+	clitest.MustContain(t, out.String(), "NAMESPACE    APP", "status-list  db   Deployed")
 
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, Output: "json"}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, Output: "json"}); err != nil {
 		t.Fatalf("status -o json failed: %v", err)
 	}
 	var list struct {
@@ -69,17 +70,17 @@ web  FailingOver  status-list-east  False       False      35s ago    35s/10s ST
 }
 
 func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
-	e := newEnv(t, "status-one")
-	db := e.newApp(t, "db")
-	e.setReachable(t, e.west, false)
-	setStatus(t, db, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-		setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable, "peer status-one-west is unreachable: timeout"))
+	e := clitest.NewEnv(t, "status-one")
+	db := e.NewApp(t, "db")
+	e.SetReachable(t, e.West, false)
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable, "peer status-one-west is unreachable: timeout"))
 	})
 	var out bytes.Buffer
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db", Now: clockAt}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, App: "db", Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status db failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"db   Deployed  status-one-east  False       True       8s ago     8s/10s",
 		"Policy:  status-one (clusters status-one-east and status-one-west, every 10s)",
 		"  PeerReady       False   PeerUnreachable  60s  peer status-one-west is unreachable: timeout",
@@ -91,7 +92,7 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 
 	for _, format := range []string{"json", "yaml"} {
 		out.Reset()
-		if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db", Output: format}); err != nil {
+		if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, App: "db", Output: format}); err != nil {
 			t.Fatalf("status -o %s failed: %v", format, err)
 		}
 		var got v1alpha1.DRPlacementControl
@@ -105,18 +106,18 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 		if err := json.Unmarshal(data, &got); err != nil {
 			t.Fatalf("-o %s printed no status entry: %v\n%s", format, err, out.String())
 		}
-		if got.Kind != "DRPlacementControl" || got.APIVersion != "drover.io/v1alpha1" || got.Name != "db" || got.Namespace != e.ns || got.Status.Phase != v1alpha1.PhaseDeployed || got.Status.CurrentPrimary != e.east || len(got.Status.VRGs) != 2 {
+		if got.Kind != "DRPlacementControl" || got.APIVersion != "drover.io/v1alpha1" || got.Name != "db" || got.Namespace != e.NS || got.Status.Phase != v1alpha1.PhaseDeployed || got.Status.CurrentPrimary != e.East || len(got.Status.VRGs) != 2 {
 			t.Errorf("-o %s printed %+v, want db's status", format, got)
 		}
 	}
 }
 
 func TestStatusErrorsSayWhatToDo(t *testing.T) {
-	e := newEnv(t, "status-errors")
-	e.newApp(t, "db")
-	e.newApp(t, "web")
+	e := clitest.NewEnv(t, "status-errors")
+	e.NewApp(t, "db")
+	e.NewApp(t, "web")
 	var out bytes.Buffer
-	err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "dbb"})
+	err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, App: "dbb"})
 	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "status-errors"; it has: db, web` {
 		t.Errorf("status of a missing DRPC: %v", err)
 	}
@@ -125,21 +126,21 @@ func TestStatusErrorsSayWhatToDo(t *testing.T) {
 		t.Errorf("status of a DRPC in an empty namespace: %v", err)
 	}
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "db"}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, App: "db"}); err != nil {
 		t.Fatalf("status db failed: %v", err)
 	}
-	mustContain(t, out.String(), "The hub has not reported on status-errors/db yet (its status is empty): is `drover hub` running against this cluster?")
+	clitest.MustContain(t, out.String(), "The hub has not reported on status-errors/db yet (its status is empty): is `drover hub` running against this cluster?")
 
 	// A DRPlacementControl the hub does not act on has no phase, only its reason.
 	web := &v1alpha1.DRPlacementControl{}
-	web.Namespace, web.Name = e.ns, "web"
-	setStatus(t, web, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
+	web.Namespace, web.Name = e.NS, "web"
+	clitest.SetStatus(t, web, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{clitest.Cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
 		v1alpha1.ReasonClusterNotInPolicy, "spec.preferredCluster north is not one of the clusters of DRPolicy p (east, west): name one of them")}})
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.ns, App: "web"}); err != nil {
+	if err := Status(t.Context(), k8sClient, &out, StatusOptions{Namespace: e.NS, App: "web"}); err != nil {
 		t.Fatalf("status web failed: %v", err)
 	}
-	mustContain(t, out.String(), "web  -      -        -           -          -          -        -            Validated: ClusterNotInPolicy",
+	clitest.MustContain(t, out.String(), "web  -      -        -           -          -          -        -            Validated: ClusterNotInPolicy",
 		"Problem: The hub does not act on this DRPlacementControl (Validated False, ClusterNotInPolicy): spec.preferredCluster north is not one of the clusters",
 		"  Validated  False   ClusterNotInPolicy")
 	if strings.Contains(out.String(), "has not reported") {
@@ -148,14 +149,14 @@ func TestStatusErrorsSayWhatToDo(t *testing.T) {
 }
 
 func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
-	e := newEnv(t, "plan-relocate")
-	db := e.newApp(t, "db")
-	setStatus(t, db, e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "plan-relocate")
+	db := e.NewApp(t, "db")
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt}); err != nil {
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"Plan: relocate plan-relocate/db from plan-relocate-east to plan-relocate-west (DRPolicy plan-relocate, every 10s)",
 		"  [ok] reachability of primary plan-relocate-east: Reachable True: the probe succeeds",
 		"  [ok] PeerReady of plan-relocate-west: PeerReady True (Succeeded)",
@@ -169,25 +170,25 @@ func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
 	if strings.Contains(out.String(), "[NO]") || strings.Contains(out.String(), "[warn]") {
 		t.Errorf("a protected application's relocation has a precondition not met:\n%s", out.String())
 	}
-	if d := get(t, db); d.Spec.Action != v1alpha1.ActionNone {
+	if d := clitest.Get(t, db); d.Spec.Action != v1alpha1.ActionNone {
 		t.Errorf("plan changed the spec: action %q", d.Spec.Action)
 	}
 }
 
 func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
-	e := newEnv(t, "plan-failover")
-	db := e.newApp(t, "db")
-	e.setReachable(t, e.east, false)
-	setStatus(t, db, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east, where the application runs, is unreachable"))
-		setCond(d, cond(v1alpha1.ConditionProtected, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east is unreachable"))
-		d.Status.LastGroupSyncTime = ago(42 * time.Second)
+	e := clitest.NewEnv(t, "plan-failover")
+	db := e.NewApp(t, "db")
+	e.SetReachable(t, e.East, false)
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionAvailable, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east, where the application runs, is unreachable"))
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionProtected, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "plan-failover-east is unreachable"))
+		d.Status.LastGroupSyncTime = clitest.Ago(42 * time.Second)
 	})
 	var out bytes.Buffer
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west, Now: clockAt}); err != nil {
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"  [ok] reachability of target plan-failover-west: Reachable True: the probe succeeds",
 		"  [warn] age of the last group sync: 42s ago, more than twice the interval 10s: the target holds the data of 12:03:48 UTC (the last group sync)",
 		"  1. plan-failover-east is unreachable since 12:04:10 UTC: its group is demoted the moment it is reachable again",
@@ -197,10 +198,10 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		"Verdict: failover can start",
 	)
 	out.Reset()
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt}); err != nil {
+	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"  [NO] reachability of primary plan-failover-east: primary plan-failover-east unreachable since 12:04:10 UTC; a relocation needs both clusters: use failover (drover failover db -n plan-failover --to plan-failover-west)",
 		"Verdict: relocate would be refused now: primary plan-failover-east unreachable since 12:04:10 UTC",
 	)
@@ -209,53 +210,53 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 	cases := []struct {
 		name    string
-		arrange func(t *testing.T, e env, d *v1alpha1.DRPlacementControl)
+		arrange func(t *testing.T, e clitest.Env, d *v1alpha1.DRPlacementControl)
 		want    string
 	}{
 		{
 			name: "the peer is unreachable",
-			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
-				e.setReachable(t, e.west, false)
-				setStatus(t, d, e.deployed(e.east, e.west))
+			arrange: func(t *testing.T, e clitest.Env, d *v1alpha1.DRPlacementControl) {
+				e.SetReachable(t, e.West, false)
+				clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 			},
 			want: "relocate refused: peer refuse-0-west unreachable since 12:04:10 UTC; the relocation needs it: wait until it is reachable (`kubectl get drcluster refuse-0-west`)",
 		},
 		{
 			name: "PeerReady is False",
-			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
-				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-					setCond(d, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for the peer to be Secondary: PVCInUse"))
+			arrange: func(t *testing.T, e clitest.Env, d *v1alpha1.DRPlacementControl) {
+				clitest.SetStatus(t, d, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+					clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for the peer to be Secondary: PVCInUse"))
 				})
 			},
 			want: "relocate refused: the peer is not ready (PeerReady False (Progressing): waiting for the peer to be Secondary: PVCInUse); wait until PeerReady is True (drover status db -n refuse-1), or use failover",
 		},
 		{
 			name: "the primary's data is not protected",
-			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
-				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-					unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+			arrange: func(t *testing.T, e clitest.Env, d *v1alpha1.DRPlacementControl) {
+				clitest.SetStatus(t, d, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+					clitest.Unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 				})
 			},
 			want: "relocate refused: refuse-2-east's data is not protected (DataProtected False, Progressing: 1 of 3 PVCs has not synced yet); wait for it (drover status db -n refuse-2), or use failover and lose the writes since the last sync",
 		},
 		{
 			name: "a failover is in progress",
-			arrange: func(t *testing.T, e env, d *v1alpha1.DRPlacementControl) {
-				setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-					d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.east
+			arrange: func(t *testing.T, e clitest.Env, d *v1alpha1.DRPlacementControl) {
+				clitest.SetStatus(t, d, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+					d.Status.Phase, d.Status.Progression, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, "PromotingTarget", e.East
 				})
 			},
 			want: "relocate refused: a failover to refuse-3-east is in progress (step PromotingTarget) and finishes first: follow it with `drover status db -n refuse-3`",
 		},
 		{
 			name:    "the hub never reported",
-			arrange: func(*testing.T, env, *v1alpha1.DRPlacementControl) {},
+			arrange: func(*testing.T, clitest.Env, *v1alpha1.DRPlacementControl) {},
 			want:    "relocate refused: the hub has not reported on refuse-4/db (its status is empty): is `drover hub` running against this cluster?",
 		},
 		{
 			name: "the hub does not act on the DRPlacementControl",
-			arrange: func(t *testing.T, _ env, d *v1alpha1.DRPlacementControl) {
-				setStatus(t, d, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
+			arrange: func(t *testing.T, _ clitest.Env, d *v1alpha1.DRPlacementControl) {
+				clitest.SetStatus(t, d, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{clitest.Cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
 					v1alpha1.ReasonNotFound, "DRPolicy missing does not exist: create it, or delete this DRPlacementControl")}})
 			},
 			want: "relocate refused: the hub does not accept the DRPlacementControl (NotFound): DRPolicy missing does not exist: create it, or delete this DRPlacementControl",
@@ -263,15 +264,15 @@ func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, "refuse-"+string(rune('0'+i)))
-			d := e.newApp(t, "db")
+			e := clitest.NewEnv(t, "refuse-"+string(rune('0'+i)))
+			d := e.NewApp(t, "db")
 			tc.arrange(t, e, d)
 			var out bytes.Buffer
-			err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionRelocate, To: e.west, Now: clockAt})
+			err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt})
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("relocate returned %v\nwant: %s", err, tc.want)
 			}
-			if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.east {
+			if got := clitest.Get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.East {
 				t.Errorf("a refused relocation changed the spec: %+v", got.Spec)
 			}
 		})
@@ -279,11 +280,11 @@ func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 }
 
 func TestFailoverToAClusterOutsideThePolicyIsRefused(t *testing.T) {
-	e := newEnv(t, "failover-outside")
-	d := e.newApp(t, "db")
-	setStatus(t, d, e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "failover-outside")
+	d := e.NewApp(t, "db")
+	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: "north"})
+	err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: "north"})
 	want := "failover refused: north is not a cluster of DRPolicy failover-outside, which pairs failover-outside-east and failover-outside-west: name one of those with --to"
 	if err == nil || err.Error() != want {
 		t.Errorf("failover returned %v\nwant: %s", err, want)
@@ -291,32 +292,32 @@ func TestFailoverToAClusterOutsideThePolicyIsRefused(t *testing.T) {
 }
 
 func TestFailoverPatchesTheSpec(t *testing.T) {
-	e := newEnv(t, "failover-patch")
-	d := e.newApp(t, "db")
-	e.setReachable(t, e.east, false)
-	setStatus(t, d, e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "failover-patch")
+	d := e.NewApp(t, "db")
+	e.SetReachable(t, e.East, false)
+	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west, Now: clockAt}); err != nil {
+	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("failover failed: %v", err)
 	}
-	got := get(t, d)
-	if got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.west || got.Spec.PreferredCluster != e.east {
-		t.Errorf("failover left the spec %+v, want action Failover to %s with preferredCluster kept", got.Spec, e.west)
+	got := clitest.Get(t, d)
+	if got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.West || got.Spec.PreferredCluster != e.East {
+		t.Errorf("failover left the spec %+v, want action Failover to %s with preferredCluster kept", got.Spec, e.West)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"Asked the hub to failover failover-patch/db from failover-patch-east to failover-patch-west (spec.action Failover, spec.failoverCluster failover-patch-west). Expected data loss: up to 8s of writes",
 		"Follow it with `drover status db -n failover-patch`.")
 
 	// Asking again changes nothing while the hub fails over.
-	setStatus(t, d, e.deployed(e.east, e.west), func(d *v1alpha1.DRPlacementControl) {
-		d.Status.Phase, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, e.west
+	clitest.SetStatus(t, d, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, e.West
 	})
 	out.Reset()
-	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.ns, App: "db", Action: v1alpha1.ActionFailover, To: e.west}); err != nil {
+	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West}); err != nil {
 		t.Fatalf("failover again failed: %v", err)
 	}
-	mustContain(t, out.String(), "Nothing to ask: a failover to failover-patch-west is already in progress")
-	if again := get(t, d); again.Generation != got.Generation {
+	clitest.MustContain(t, out.String(), "Nothing to ask: a failover to failover-patch-west is already in progress")
+	if again := clitest.Get(t, d); again.Generation != got.Generation {
 		t.Errorf("asking again wrote the spec: generation %d, was %d", again.Generation, got.Generation)
 	}
 }

@@ -9,12 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
 // Pure tests of what the drill verbs compute and print, without an API server.
 
 func TestDrillFollowerPrintsEachStepAndPhaseOnce(t *testing.T) {
-	e := env{ns: "app", east: "east", west: "west"}
+	e := clitest.Env{NS: "app", East: "east", West: "west"}
 	d := &v1alpha1.DRDrill{}
 	f := &drillFollower{seen: map[string]bool{}}
 	got := func() []string {
@@ -39,7 +40,7 @@ func TestDrillFollowerPrintsEachStepAndPhaseOnce(t *testing.T) {
 	d.Status.Steps[1].Message = "copying, 1 of 2 done"
 	expect("a running step's message changed: not printed again")
 	full := v1alpha1.DRDrillStatus{}
-	e.passedDrill(&full)
+	passedDrill(e)(&full)
 	d.Status.Steps = full.Steps[:4]
 	expect("steps that started and ended between two reads print their end only",
 		"CopyingVolumes Passed 21s 2 volumes copied from their latest snapshots", "RestoringObjects Passed 4s 14 objects restored",
@@ -63,7 +64,7 @@ func TestDrillOutcomeSaysWhyAndExitsAsTheOtherVerbs(t *testing.T) {
 	}{
 		{"passed", failed(func(st *v1alpha1.DRDrillStatus) { st.Phase = v1alpha1.DrillPassed }), ExitOK, ""},
 		{"timed out", failed(func(st *v1alpha1.DRDrillStatus) {
-			st.Conditions = []metav1.Condition{cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillTimedOut, "no result in 30m")}
+			st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillTimedOut, "no result in 30m")}
 		}), ExitFailed, "drill app/db-x of db failed: TimedOut: no result in 30m"},
 		{"a readiness check failed", failed(func(st *v1alpha1.DRDrillStatus) {
 			st.Readiness = []v1alpha1.DrillCheck{{Name: "StorageClass lab-block", Result: v1alpha1.DrillResultFailed, Message: "absent on west"}}
@@ -71,7 +72,7 @@ func TestDrillOutcomeSaysWhyAndExitsAsTheOtherVerbs(t *testing.T) {
 		{"no reason given", failed(func(*v1alpha1.DRDrillStatus) {}), ExitFailed, "the hub gave no reason; read the report (`drover drill report`)"},
 		{"refused", failed(func(st *v1alpha1.DRDrillStatus) {
 			st.Phase = v1alpha1.DrillRefused
-			st.Conditions = []metav1.Condition{cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillRunning, "db-w runs")}
+			st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillRunning, "db-w runs")}
 		}), ExitRefused, "the hub refused drill app/db-x of db (DrillRunning): db-w runs"},
 	}
 	for _, tc := range cases {
@@ -88,16 +89,16 @@ func TestDrillReportOfAReadinessDrillInProgress(t *testing.T) {
 	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Name: "db-x", Namespace: "app"}, Spec: v1alpha1.DRDrillSpec{DRPCName: "db", TargetCluster: "west",
 		KeepFor: &metav1.Duration{Duration: 10 * time.Minute}}}
 	d.Status = v1alpha1.DRDrillStatus{Phase: v1alpha1.DrillRunning, Mode: v1alpha1.DrillModeReadiness, TargetCluster: "west", PrimaryCluster: "east",
-		StartTime: ago(0),
+		StartTime: clitest.Ago(0),
 		Readiness: []v1alpha1.DrillCheck{
 			{Name: "objects dry-run applied", Result: v1alpha1.DrillResultPassed, Message: "14 objects | 0 refused"},
 			{Name: "volume copies", Result: v1alpha1.DrillResultSkipped, Message: "ceph-csi cannot snapshot a mirrored\nsecondary image"},
 		}}
 	var out bytes.Buffer
-	if err := renderDrillReport(&out, d, ReportMarkdown, testNow); err != nil {
+	if err := renderDrillReport(&out, d, ReportMarkdown, clitest.TestNow); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"# DR drill of app/db: Running (in progress, not final)",
 		"| Mode | Readiness: no copy of some volume could be made without stopping replication, so nothing was started;",
 		"| RTO | not measured: the sandbox was not Ready and checked |",

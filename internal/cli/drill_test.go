@@ -10,18 +10,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
-	e := newEnv(t, "drill-create")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "drill-create")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 	check, err := ReadCheckJob(writeFile(t, "check.yaml", checkJobYAML))
 	if err != nil {
 		t.Fatalf("reading a Job as kubectl prints it failed: %v", err)
 	}
 	var out bytes.Buffer
-	err = Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.ns, App: "db", To: e.west, KeepFor: 10 * time.Minute,
+	err = Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.NS, App: "db", To: e.West, KeepFor: 10 * time.Minute,
 		Check: check, CheckSource: "check.yaml", CheckNamespace: "db"})
 	if err != nil {
 		t.Fatalf("drill failed: %v\n%s", err, out.String())
@@ -31,10 +32,10 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		t.Fatalf("drill created %d DRDrills, want 1", len(drills))
 	}
 	d := drills[0]
-	mustContain(t, out.String(), "Asked the hub for a drill of drill-create/db: DRDrill drill-create/"+d.Name+", on drill-create-west, check: the Job of check.yaml, "+
+	clitest.MustContain(t, out.String(), "Asked the hub for a drill of drill-create/db: DRDrill drill-create/"+d.Name+", on drill-create-west, check: the Job of check.yaml, "+
 		"sandbox kept 10m0s after the result, timeout 30m0s.", "Follow it with `drover drill report db "+d.Name+" -n drill-create`.")
 	s := d.Spec
-	if !strings.HasPrefix(d.Name, "db-") || s.DRPCName != "db" || s.TargetCluster != e.west || s.CheckNamespace != "db" ||
+	if !strings.HasPrefix(d.Name, "db-") || s.DRPCName != "db" || s.TargetCluster != e.West || s.CheckNamespace != "db" ||
 		s.KeepFor == nil || s.KeepFor.Duration != 10*time.Minute || s.Timeout == nil || s.Timeout.Duration != DefaultDrillTimeout {
 		t.Errorf("drill created %s with spec %+v", d.Name, s)
 	}
@@ -47,13 +48,13 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 	}
 
 	// A JobSpec file, no --to, no --keep, -o name: the hub chooses the peer and tears down at once.
-	setDrillStatus(t, &d, func(st *v1alpha1.DRDrillStatus) { e.passedDrill(st) })
+	setDrillStatus(t, &d, func(st *v1alpha1.DRDrillStatus) { passedDrill(e)(st) })
 	spec := "template:\n  spec:\n    restartPolicy: Never\n    containers:\n    - name: c\n      image: busybox\n      command: [\"true\"]\n"
 	if check, err = ReadCheckJob(writeFile(t, "spec.yaml", spec)); err != nil {
 		t.Fatalf("reading a JobSpec failed: %v", err)
 	}
 	out.Reset()
-	if err := Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.ns, App: "db", Check: check, Output: OutputName}); err != nil {
+	if err := Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.NS, App: "db", Check: check, Output: OutputName}); err != nil {
 		t.Fatalf("drill -o name failed: %v", err)
 	}
 	drills = drillsOf(t, e, "db")
@@ -73,10 +74,10 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 }
 
 func TestDrillRefusesBadInputAndCreatesNothing(t *testing.T) {
-	e := newEnv(t, "drill-bad")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
-	setStatus(t, e.newApp(t, "web"), e.deployed(e.east, e.west))
-	running := e.newDrill(t, "web", "web-running")
+	e := clitest.NewEnv(t, "drill-bad")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
+	clitest.SetStatus(t, e.NewApp(t, "web"), e.Deployed(e.East, e.West))
+	running := createDrill(t, e, "web", "web-running")
 	setDrillStatus(t, running, func(st *v1alpha1.DRDrillStatus) { st.Phase = v1alpha1.DrillRunning })
 	cases := []struct {
 		name string
@@ -89,7 +90,7 @@ func TestDrillRefusesBadInputAndCreatesNothing(t *testing.T) {
 			"--keep 25h0m0s is out of range: the sandbox is kept from 0 (torn down at once) to 24h0m0s after the result"},
 		{"a target outside the policy", DrillOptions{App: "db", To: "north"}, ExitRefused,
 			"--to north is not a cluster of drill-bad/db's policy drill-bad (drill-bad-east, drill-bad-west): name its peer, or leave --to out"},
-		{"the primary as target", DrillOptions{App: "db", To: e.east}, ExitRefused,
+		{"the primary as target", DrillOptions{App: "db", To: e.East}, ExitRefused,
 			"--to drill-bad-east is where drill-bad/db runs now: a drill starts a copy beside the replicated data, on the peer; leave --to out or name drill-bad-west"},
 		{"another drill running", DrillOptions{App: "web"}, ExitRefused,
 			"drill web-running of drill-bad/web is Running: one drill of an application runs at a time; wait for it (`drover drill report web web-running -n drill-bad`) " +
@@ -98,7 +99,7 @@ func TestDrillRefusesBadInputAndCreatesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.o.Namespace = e.ns
+			tc.o.Namespace = e.NS
 			var out bytes.Buffer
 			err := Drill(t.Context(), k8sClient, &out, tc.o)
 			if err == nil || ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
@@ -137,19 +138,19 @@ func TestReadCheckJobSaysWhatIsWrong(t *testing.T) {
 
 // playDrillHub waits for the command's DRDrill, then writes each status in turn, each once the
 // command printed the line the previous one makes, so that every step is observed.
-func playDrillHub(t *testing.T, e env, out *labtest.SyncBuffer, statuses []func(*v1alpha1.DRDrillStatus), lines []string) chan struct{} {
+func playDrillHub(t *testing.T, e clitest.Env, out *labtest.SyncBuffer, statuses []func(*v1alpha1.DRDrillStatus), lines []string) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var drills []v1alpha1.DRDrill
-		waitFor(t, "the command to create the DRDrill", func() bool { drills = drillsOf(t, e, "db"); return len(drills) == 1 })
+		clitest.WaitFor(t, "the command to create the DRDrill", func() bool { drills = drillsOf(t, e, "db"); return len(drills) == 1 })
 		if len(drills) != 1 {
 			return
 		}
 		for i, mutate := range statuses {
 			setDrillStatus(t, &drills[0], mutate)
 			if i < len(statuses)-1 {
-				waitFor(t, "the line "+lines[i], func() bool { return strings.Contains(out.String(), lines[i]) })
+				clitest.WaitFor(t, "the line "+lines[i], func() bool { return strings.Contains(out.String(), lines[i]) })
 			}
 		}
 	}()
@@ -157,13 +158,13 @@ func playDrillHub(t *testing.T, e env, out *labtest.SyncBuffer, statuses []func(
 }
 
 func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
-	e := newEnv(t, "drill-wait")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "drill-wait")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 	full := v1alpha1.DRDrillStatus{}
-	e.passedDrill(&full)
+	passedDrill(e)(&full)
 	upTo := func(phase v1alpha1.DrillPhase, steps int, running *v1alpha1.DrillStep) func(*v1alpha1.DRDrillStatus) {
 		return func(st *v1alpha1.DRDrillStatus) {
-			st.Phase, st.TargetCluster, st.PrimaryCluster, st.StartTime = phase, e.west, e.east, ago(0)
+			st.Phase, st.TargetCluster, st.PrimaryCluster, st.StartTime = phase, e.West, e.East, clitest.Ago(0)
 			st.Steps = append([]v1alpha1.DrillStep{}, full.Steps[:steps]...)
 			if running != nil {
 				st.Steps = append(st.Steps, *running)
@@ -179,10 +180,10 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 			upTo(v1alpha1.DrillTearingDown, 5, nil)(st)
 			st.Result = v1alpha1.DrillResultPassed
 		},
-		e.passedDrill,
+		passedDrill(e),
 	}, []string{"CopyingVolumes        running", "Checking              Passed       12s  job/check succeeded", "TearingDown: the result is Passed"})
-	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
-		WaitTimeout: 20 * time.Second, Now: clockAt})
+	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+		WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 	<-hub
 	if err != nil {
 		t.Fatalf("drill --wait failed: %v\n%s", err, out.String())
@@ -200,68 +201,68 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 		"TearingDown Passed 23s sandbox removed",
 		"Passed: the drill ended",
 	}
-	if got := progressLines(out.String()); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := clitest.ProgressLines(out.String()); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("--wait printed\n%s\nwant\n%s\nfull output:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), out.String())
 	}
-	mustContain(t, out.String(), "DR drill of drill-wait/db: Passed", "RTO:              1m12s", "Teardown:\n  Result: Passed.",
+	clitest.MustContain(t, out.String(), "DR drill of drill-wait/db: Passed", "RTO:              1m12s", "Teardown:\n  Result: Passed.",
 		"Primary replication during the drill:\n  Result: Passed. every group sync kept within 20s (twice 10s)")
 }
 
 func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 	cases := []struct {
 		name   string
-		status func(e env) func(*v1alpha1.DRDrillStatus)
+		status func(e clitest.Env) func(*v1alpha1.DRDrillStatus)
 		code   int
 		want   string
 	}{
-		{"a failed check", func(e env) func(*v1alpha1.DRDrillStatus) {
+		{"a failed check", func(e clitest.Env) func(*v1alpha1.DRDrillStatus) {
 			return func(st *v1alpha1.DRDrillStatus) {
-				e.passedDrill(st)
+				passedDrill(e)(st)
 				st.Phase, st.Result, st.RTOSeconds = v1alpha1.DrillFailed, v1alpha1.DrillResultFailed, nil
 				st.Steps[4].Result, st.Steps[4].Message = v1alpha1.DrillResultFailed, "job/check failed: BackoffLimitExceeded"
 				st.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultFailed, Message: "BackoffLimitExceeded", LogTail: "rows in orders: 0"}
 			}
 		}, ExitFailed, "drill drill-fail-0/db-"},
-		{"a refusal", func(e env) func(*v1alpha1.DRDrillStatus) {
+		{"a refusal", func(e clitest.Env) func(*v1alpha1.DRDrillStatus) {
 			return func(st *v1alpha1.DRDrillStatus) {
 				st.Phase = v1alpha1.DrillRefused
-				st.Conditions = []metav1.Condition{cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonNotProtected,
+				st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonNotProtected,
 					"db is not Protected: its last sync is stale; drill it once it replicates")}
 			}
 		}, ExitRefused, " of db (NotProtected): db is not Protected: its last sync is stale; drill it once it replicates"},
-		{"an abort", func(e env) func(*v1alpha1.DRDrillStatus) {
+		{"an abort", func(e clitest.Env) func(*v1alpha1.DRDrillStatus) {
 			return func(st *v1alpha1.DRDrillStatus) {
 				st.Phase, st.Result = v1alpha1.DrillAborted, v1alpha1.DrillResultSkipped
-				st.Conditions = []metav1.Condition{cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionOvertook,
+				st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionOvertook,
 					"a failover to drill-fail-2-west was asked for")}
 			}
 		}, ExitFailed, " of db was aborted (ActionOvertook): a failover to drill-fail-2-west was asked for; its sandbox was torn down"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, "drill-fail-"+string(rune('0'+i)))
-			setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
+			e := clitest.NewEnv(t, "drill-fail-"+string(rune('0'+i)))
+			clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 			out := &labtest.SyncBuffer{}
 			hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){tc.status(e)}, nil)
-			err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
-				WaitTimeout: 20 * time.Second, Now: clockAt})
+			err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+				WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 			<-hub
 			if err == nil || ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("drill --wait returned %v (exit %d), want exit %d and %q\n%s", err, ExitCodeOf(err), tc.code, tc.want, out.String())
 			}
 			if tc.code == ExitFailed && i == 0 {
-				mustContain(t, err.Error(), "failed: step Checking failed: job/check failed: BackoffLimitExceeded")
-				mustContain(t, out.String(), "DR drill of drill-fail-0/db: Failed", "rows in orders: 0")
+				clitest.MustContain(t, err.Error(), "failed: step Checking failed: job/check failed: BackoffLimitExceeded")
+				clitest.MustContain(t, out.String(), "DR drill of drill-fail-0/db: Failed", "rows in orders: 0")
 			}
 		})
 	}
 }
 
 func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
-	e := newEnv(t, "drill-stall")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "drill-stall")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 	out := &labtest.SyncBuffer{}
-	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.ns, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond})
 	if err == nil || ExitCodeOf(err) != ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||
 		!strings.Contains(err.Error(), HubHint) {
@@ -270,24 +271,24 @@ func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
 }
 
 func TestDrillHistoryListsNewestFirst(t *testing.T) {
-	e := newEnv(t, "drill-history")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
-	e.newApp(t, "web")
-	e.newDrill(t, "web", "web-other")
+	e := clitest.NewEnv(t, "drill-history")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
+	e.NewApp(t, "web")
+	createDrill(t, e, "web", "web-other")
 	// Creation times have a resolution of a second: one apart, the order is the drills'.
-	oldest := e.newDrill(t, "db", "db-aaaaa")
-	setDrillStatus(t, oldest, e.passedDrill)
+	oldest := createDrill(t, e, "db", "db-aaaaa")
+	setDrillStatus(t, oldest, passedDrill(e))
 	time.Sleep(1100 * time.Millisecond)
-	failed := e.newDrill(t, "db", "db-bbbbb")
+	failed := createDrill(t, e, "db", "db-bbbbb")
 	setDrillStatus(t, failed, func(st *v1alpha1.DRDrillStatus) {
-		e.passedDrill(st)
+		passedDrill(e)(st)
 		st.Phase, st.Result, st.Mode, st.RTOSeconds, st.RPOSeconds = v1alpha1.DrillFailed, v1alpha1.DrillResultFailed, v1alpha1.DrillModeReadiness, nil, int64p(75)
 	})
 	time.Sleep(1100 * time.Millisecond)
-	e.newDrill(t, "db", "db-ccccc")
+	createDrill(t, e, "db", "db-ccccc")
 
 	var out bytes.Buffer
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.ns, App: "db"}); err != nil {
+	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "db"}); err != nil {
 		t.Fatalf("drill history failed: %v", err)
 	}
 	var rows []string
@@ -306,7 +307,7 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.ns, App: "db", Output: OutputJSON}); err != nil {
+	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "db", Output: OutputJSON}); err != nil {
 		t.Fatalf("drill history -o json failed: %v", err)
 	}
 	var list struct {
@@ -322,28 +323,28 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.ns, App: "web", Output: OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
+	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "web", Output: OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
 		t.Errorf("drill history web -o name: %v, %q", err, out.String())
 	}
-	err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.ns, App: "dbb"})
+	err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "dbb"})
 	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "drill-history"; it has: db, web` {
 		t.Errorf("drill history of an unknown application: %v", err)
 	}
 }
 
 func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
-	e := newEnv(t, "drill-report")
-	setStatus(t, e.newApp(t, "db"), e.deployed(e.east, e.west))
-	e.newApp(t, "web")
-	other := e.newDrill(t, "web", "web-aaaaa")
-	d := e.newDrill(t, "db", "db-aaaaa")
-	setDrillStatus(t, d, e.passedDrill)
+	e := clitest.NewEnv(t, "drill-report")
+	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
+	e.NewApp(t, "web")
+	other := createDrill(t, e, "web", "web-aaaaa")
+	d := createDrill(t, e, "db", "db-aaaaa")
+	setDrillStatus(t, d, passedDrill(e))
 
 	var out bytes.Buffer
-	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.ns, App: "db", Format: ReportMarkdown, Now: clockAt}); err != nil {
+	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Format: ReportMarkdown, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"# DR drill of drill-report/db: Passed\n",
 		"| Application | drill-report/db (DRPlacementControl) |",
 		"| Drill | drill-report/db-aaaaa |",
@@ -370,17 +371,17 @@ func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
 	)
 
 	out.Reset()
-	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.ns, App: "db", Drill: "db-aaaaa", Now: clockAt}); err != nil {
+	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Drill: "db-aaaaa", Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report --format text failed: %v", err)
 	}
-	mustContain(t, out.String(), "DR drill of drill-report/db: Passed\n", "RTO:              1m12s", "  db/wal-db-0   volsync-wal-db-0-dst-20261130120410",
+	clitest.MustContain(t, out.String(), "DR drill of drill-report/db: Passed\n", "RTO:              1m12s", "  db/wal-db-0   volsync-wal-db-0-dst-20261130120410",
 		"    rows in orders: 1042\n")
 
-	err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.ns, App: "db", Drill: other.Name})
+	err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Drill: other.Name})
 	if err == nil || !strings.Contains(err.Error(), "DRDrill drill-report/web-aaaaa is a drill of web, not of db") {
 		t.Errorf("a report of another application's drill: %v", err)
 	}
-	err = DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.ns, App: "db", Format: "html"})
+	err = DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Format: "html"})
 	if err == nil || ExitCodeOf(err) != ExitUsage {
 		t.Errorf("--format html: %v", err)
 	}

@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // label sets a label on the DRPlacementControl.
 func label(t *testing.T, d *v1alpha1.DRPlacementControl, key, value string) {
 	t.Helper()
-	cur := get(t, d)
+	cur := clitest.Get(t, d)
 	before := cur.DeepCopy()
 	if cur.Labels == nil {
 		cur.Labels = map[string]string{}
@@ -33,19 +34,19 @@ func label(t *testing.T, d *v1alpha1.DRPlacementControl, key, value string) {
 }
 
 func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
-	e := newEnv(t, "mass-select")
-	db, web, cache := e.newApp(t, "db"), e.newApp(t, "web"), e.newApp(t, "cache")
-	setStatus(t, db, e.deployed(e.east, e.west))
-	setStatus(t, web, e.deployed(e.east, e.west))
-	setStatus(t, cache, e.deployed(e.west, e.east))
+	e := clitest.NewEnv(t, "mass-select")
+	db, web, cache := e.NewApp(t, "db"), e.NewApp(t, "web"), e.NewApp(t, "cache")
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
+	clitest.SetStatus(t, web, e.Deployed(e.East, e.West))
+	clitest.SetStatus(t, cache, e.Deployed(e.West, e.East))
 	label(t, web, "tier", "web")
-	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west, Now: clockAt}
+	o := MassOptions{Namespace: e.NS, Action: v1alpha1.ActionFailover, From: e.East, To: e.West, Now: clitest.ClockAt}
 
 	var out bytes.Buffer
 	if err := PlanAll(t.Context(), k8sClient, &out, o); err != nil {
 		t.Fatalf("plan --all failed: %v", err)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"Plan: failover 2 applications to mass-select-west (namespace mass-select, current primary mass-select-east)",
 		"mass-select  db   mass-select-east  mass-select-west  can start  data loss: up to 8s of writes",
 		"mass-select  web  mass-select-east  mass-select-west  can start",
@@ -77,26 +78,26 @@ func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
 		t.Fatalf("failover --all failed: %v", err)
 	}
 	for _, d := range []*v1alpha1.DRPlacementControl{db, web} {
-		if got := get(t, d); got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.west {
+		if got := clitest.Get(t, d); got.Spec.Action != v1alpha1.ActionFailover || got.Spec.FailoverCluster != e.West {
 			t.Errorf("failover --all left %s's spec %+v", d.Name, got.Spec)
 		}
 	}
-	if got := get(t, cache); got.Spec.Action != v1alpha1.ActionNone {
+	if got := clitest.Get(t, cache); got.Spec.Action != v1alpha1.ActionNone {
 		t.Errorf("failover --all from east changed cache, which runs on west: %+v", got.Spec)
 	}
-	mustContain(t, out.String(), "Asked the hub to failover 2 applications to mass-select-west.",
+	clitest.MustContain(t, out.String(), "Asked the hub to failover 2 applications to mass-select-west.",
 		"mass-select  db   asked", "2 asked of 2 applications")
 }
 
 func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
-	e := newEnv(t, "mass-refuse")
-	db, web, home := e.newApp(t, "db"), e.newApp(t, "web"), e.newApp(t, "home")
-	setStatus(t, db, e.deployed(e.west, e.east))
-	setStatus(t, web, e.deployed(e.west, e.east), func(d *v1alpha1.DRPlacementControl) {
-		unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+	e := clitest.NewEnv(t, "mass-refuse")
+	db, web, home := e.NewApp(t, "db"), e.NewApp(t, "web"), e.NewApp(t, "home")
+	clitest.SetStatus(t, db, e.Deployed(e.West, e.East))
+	clitest.SetStatus(t, web, e.Deployed(e.West, e.East), func(d *v1alpha1.DRPlacementControl) {
+		clitest.Unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 	})
-	setStatus(t, home, e.deployed(e.east, e.west))
-	o := MassOptions{Namespace: e.ns, Action: v1alpha1.ActionRelocate, To: e.east, Now: clockAt}
+	clitest.SetStatus(t, home, e.Deployed(e.East, e.West))
+	o := MassOptions{Namespace: e.NS, Action: v1alpha1.ActionRelocate, To: e.East, Now: clitest.ClockAt}
 
 	var out bytes.Buffer
 	_, err := ActAll(t.Context(), k8sClient, &out, o)
@@ -105,12 +106,12 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("relocate --all with a refused application returned %v\nwant: %s", err, want)
 	}
-	mustContain(t, out.String(),
+	clitest.MustContain(t, out.String(),
 		"mass-refuse  db    mass-refuse-west  mass-refuse-east  can start      data loss: none",
 		"mass-refuse  home  mass-refuse-east  mass-refuse-east  nothing to do  the application already runs on mass-refuse-east (phase Deployed)",
 		"mass-refuse  web   mass-refuse-west  mass-refuse-east  refused        mass-refuse-west's data is not protected (DataProtected False, Progressing: 1 of 3 PVCs has not synced yet)")
 	for _, d := range []*v1alpha1.DRPlacementControl{db, web, home} {
-		if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone {
+		if got := clitest.Get(t, d); got.Spec.Action != v1alpha1.ActionNone {
 			t.Errorf("a refused batch changed %s: %+v", d.Name, got.Spec)
 		}
 	}
@@ -120,53 +121,53 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 	if _, err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
 		t.Fatalf("relocate --all --skip-refused failed: %v", err)
 	}
-	if got := get(t, db); got.Spec.Action != v1alpha1.ActionRelocate || got.Spec.PreferredCluster != e.east {
+	if got := clitest.Get(t, db); got.Spec.Action != v1alpha1.ActionRelocate || got.Spec.PreferredCluster != e.East {
 		t.Errorf("--skip-refused did not relocate db: %+v", got.Spec)
 	}
 	for _, d := range []*v1alpha1.DRPlacementControl{web, home} {
-		if got := get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.east && d == home {
+		if got := clitest.Get(t, d); got.Spec.Action != v1alpha1.ActionNone || got.Spec.PreferredCluster != e.East && d == home {
 			t.Errorf("--skip-refused changed %s: %+v", d.Name, got.Spec)
 		}
 	}
-	mustContain(t, out.String(), "mass-refuse  web   refused", "1 asked, 1 refused, 1 nothing to do of 3 applications")
+	clitest.MustContain(t, out.String(), "mass-refuse  web   refused", "1 asked, 1 refused, 1 nothing to do of 3 applications")
 }
 
 func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
-	e := newEnv(t, "mass-wait")
-	apps := []*v1alpha1.DRPlacementControl{e.newApp(t, "a"), e.newApp(t, "b"), e.newApp(t, "c")}
+	e := clitest.NewEnv(t, "mass-wait")
+	apps := []*v1alpha1.DRPlacementControl{e.NewApp(t, "a"), e.NewApp(t, "b"), e.NewApp(t, "c")}
 	for _, d := range apps {
-		setStatus(t, d, e.deployed(e.east, e.west))
+		clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	}
-	e.setReachable(t, e.east, false)
+	e.SetReachable(t, e.East, false)
 	out := &labtest.SyncBuffer{}
 	failedOver := func(d *v1alpha1.DRPlacementControl) {
-		d.Status.Phase, d.Status.CurrentPrimary, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailedOver, e.west, e.west, "DemotingOldPrimary"
-		setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on mass-wait-west"))
+		d.Status.Phase, d.Status.CurrentPrimary, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailedOver, e.West, e.West, "DemotingOldPrimary"
+		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on mass-wait-west"))
 	}
 	hub := make(chan struct{})
 	go func() {
 		defer close(hub)
-		waitFor(t, "the command to patch every spec", func() bool {
+		clitest.WaitFor(t, "the command to patch every spec", func() bool {
 			for _, d := range apps {
-				if get(t, d).Spec.Action != v1alpha1.ActionFailover {
+				if clitest.Get(t, d).Spec.Action != v1alpha1.ActionFailover {
 					return false
 				}
 			}
 			return true
 		})
-		setStatus(t, apps[0], get(t, apps[0]).Status, failedOver)
-		setStatus(t, apps[1], get(t, apps[1]).Status, func(d *v1alpha1.DRPlacementControl) {
-			setCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
-				Message: "mass-wait-west is unreachable: wait for it", ObservedGeneration: d.Generation, LastTransitionTime: *ago(0)})
+		clitest.SetStatus(t, apps[0], clitest.Get(t, apps[0]).Status, failedOver)
+		clitest.SetStatus(t, apps[1], clitest.Get(t, apps[1]).Status, func(d *v1alpha1.DRPlacementControl) {
+			clitest.SetCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
+				Message: "mass-wait-west is unreachable: wait for it", ObservedGeneration: d.Generation, LastTransitionTime: *clitest.Ago(0)})
 		})
-		setStatus(t, apps[2], get(t, apps[2]).Status, inProgress(v1alpha1.PhaseFailingOver, e.west, "PromotingTarget", "not DataReady yet"))
-		waitFor(t, "a progress line naming c as the slowest", func() bool {
+		clitest.SetStatus(t, apps[2], clitest.Get(t, apps[2]).Status, clitest.InProgress(v1alpha1.PhaseFailingOver, e.West, "PromotingTarget", "not DataReady yet"))
+		clitest.WaitFor(t, "a progress line naming c as the slowest", func() bool {
 			return strings.Contains(out.String(), "1/3 available, 1 failed, 1 running; slowest: mass-wait/c (")
 		})
-		setStatus(t, apps[2], get(t, apps[2]).Status, failedOver)
+		clitest.SetStatus(t, apps[2], clitest.Get(t, apps[2]).Status, failedOver)
 	}()
 	began := time.Now()
-	res, err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.ns, Action: v1alpha1.ActionFailover, From: e.east, To: e.west,
+	res, err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.NS, Action: v1alpha1.ActionFailover, From: e.East, To: e.West,
 		Wait: true, Timeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ProgressInterval: 200 * time.Millisecond})
 	elapsed := time.Since(began)
 	<-hub
@@ -174,7 +175,7 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 		t.Errorf("failover --all --wait returned %v, want the failure of mass-wait/b", err)
 	}
 	text := out.String()
-	mustContain(t, text,
+	clitest.MustContain(t, text,
 		"FAILED mass-wait/b: the hub refused the failover (PeerUnreachable): mass-wait-west is unreachable: wait for it",
 		"2/3 available, 1 failed, 0 running",
 		"2 Available, 1 failed of 3 applications; the slowest took ")
@@ -182,7 +183,7 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 	if len(res.Available) != 2 || slices.Min(res.Available) <= 0 {
 		t.Fatalf("the result holds %v, want the two durations of a and c", res.Available)
 	}
-	mustContain(t, text, fmt.Sprintf("; half were Available within %s, nine in ten within %s.",
+	clitest.MustContain(t, text, fmt.Sprintf("; half were Available within %s, nine in ten within %s.",
 		seconds(slices.Min(res.Available)), seconds(slices.Max(res.Available))))
 	if n := strings.Count(text, "FAILED mass-wait/b"); n != 1 {
 		t.Errorf("the failure of b was printed %d times, want once:\n%s", n, text)
@@ -217,27 +218,27 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // A wait reads in full only the DRPlacementControls that changed since its last poll: the list
 // it polls carries their metadata only.
 func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
-	e := newEnv(t, "mass-poll")
-	apps := []*v1alpha1.DRPlacementControl{e.newApp(t, "a"), e.newApp(t, "b")}
+	e := clitest.NewEnv(t, "mass-poll")
+	apps := []*v1alpha1.DRPlacementControl{e.NewApp(t, "a"), e.NewApp(t, "b")}
 	var ts []*tracked
 	failingOver := func(progression string) func(*v1alpha1.DRPlacementControl) {
 		return func(d *v1alpha1.DRPlacementControl) {
-			d.Status.Phase, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailingOver, e.west, progression
+			d.Status.Phase, d.Status.ActionTarget, d.Status.Progression = v1alpha1.PhaseFailingOver, e.West, progression
 			d.Status.ObservedGeneration = d.Generation
 		}
 	}
 	for _, d := range apps {
-		cur := get(t, d)
-		cur.Spec.Action, cur.Spec.FailoverCluster = v1alpha1.ActionFailover, e.west
+		cur := clitest.Get(t, d)
+		cur.Spec.Action, cur.Spec.FailoverCluster = v1alpha1.ActionFailover, e.West
 		if err := k8sClient.Update(t.Context(), cur); err != nil {
 			t.Fatal(err)
 		}
-		setStatus(t, d, e.deployed(e.east, e.west), failingOver("PromotingTarget"))
-		cur = get(t, d)
+		clitest.SetStatus(t, d, e.Deployed(e.East, e.West), failingOver("PromotingTarget"))
+		cur = clitest.Get(t, d)
 		ts = append(ts, &tracked{entry: &entry{a: &App{DRPC: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
 	}
 	r := &countingReader{Reader: k8sClient}
-	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.west, Namespace: e.ns}
+	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.West, Namespace: e.NS}
 	poll := func() {
 		t.Helper()
 		if err := pollAll(context.Background(), r, io.Discard, o, ts, time.Hour); err != nil {
@@ -257,7 +258,7 @@ func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
 	if r.gets != 2 {
 		t.Fatalf("a poll with nothing changed read %d more in full, want 0", r.gets-2)
 	}
-	setStatus(t, apps[1], e.deployed(e.east, e.west), failingOver("Changed"))
+	clitest.SetStatus(t, apps[1], e.Deployed(e.East, e.West), failingOver("Changed"))
 	poll()
 	if r.gets != 3 || ts[1].seen.Status.Progression != "Changed" {
 		t.Fatalf("after one changed: %d reads in full (want 3), progression %q", r.gets, ts[1].seen.Status.Progression)

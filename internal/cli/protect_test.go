@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
 func TestProtectCreatesTheDRPCAndADryRunCreatesNothing(t *testing.T) {
-	e := newEnv(t, "protect")
-	o := ProtectOptions{Namespace: e.ns, App: "db", Policy: e.policy, Cluster: e.east, PVCSelector: "app=db", DryRun: true, Output: "yaml"}
+	e := clitest.NewEnv(t, "protect")
+	o := ProtectOptions{Namespace: e.NS, App: "db", Policy: e.Policy, Cluster: e.East, PVCSelector: "app=db", DryRun: true, Output: "yaml"}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +28,11 @@ func TestProtectCreatesTheDRPCAndADryRunCreatesNothing(t *testing.T) {
 	if err := yaml.Unmarshal(out.Bytes(), printed); err != nil {
 		t.Fatalf("--dry-run -o yaml printed no DRPlacementControl: %v\n%s", err, out.String())
 	}
-	if printed.Kind != "DRPlacementControl" || printed.APIVersion != "drover.io/v1alpha1" || printed.Spec.PreferredCluster != e.east ||
-		printed.Spec.PVCSelector.MatchLabels["app"] != "db" || len(printed.Spec.ProtectedNamespaces) != 1 || printed.Spec.ProtectedNamespaces[0] != e.ns {
+	if printed.Kind != "DRPlacementControl" || printed.APIVersion != "drover.io/v1alpha1" || printed.Spec.PreferredCluster != e.East ||
+		printed.Spec.PVCSelector.MatchLabels["app"] != "db" || len(printed.Spec.ProtectedNamespaces) != 1 || printed.Spec.ProtectedNamespaces[0] != e.NS {
 		t.Errorf("--dry-run printed %s", out.String())
 	}
-	err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: "db"}, &v1alpha1.DRPlacementControl{})
+	err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.NS, Name: "db"}, &v1alpha1.DRPlacementControl{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("--dry-run created the DRPlacementControl: %v", err)
 	}
@@ -45,10 +46,10 @@ func TestProtectCreatesTheDRPCAndADryRunCreatesNothing(t *testing.T) {
 		t.Errorf("protect printed %q", got)
 	}
 	created := &v1alpha1.DRPlacementControl{}
-	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: "db"}, created); err != nil {
+	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: e.NS, Name: "db"}, created); err != nil {
 		t.Fatalf("protect created nothing: %v", err)
 	}
-	if created.Spec.DRPolicyRef.Name != e.policy {
+	if created.Spec.DRPolicyRef.Name != e.Policy {
 		t.Errorf("the DRPlacementControl names policy %q", created.Spec.DRPolicyRef.Name)
 	}
 
@@ -73,25 +74,25 @@ func TestProtectRefusesBadInputBeforeSendingAnything(t *testing.T) {
 }
 
 func TestUnprotectAsksDeletesAndADryRunChangesNothing(t *testing.T) {
-	e := newEnv(t, "unprotect")
-	e.newApp(t, "db")
-	key := client.ObjectKey{Namespace: e.ns, Name: "db"}
+	e := clitest.NewEnv(t, "unprotect")
+	e.NewApp(t, "db")
+	key := client.ObjectKey{Namespace: e.NS, Name: "db"}
 	var out bytes.Buffer
-	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", DryRun: true}); err != nil {
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", DryRun: true}); err != nil {
 		t.Fatalf("unprotect --dry-run failed: %v", err)
 	}
-	mustContain(t, out.String(), "Would stop protecting unprotect/db", "Nothing was changed (--dry-run).")
+	clitest.MustContain(t, out.String(), "Would stop protecting unprotect/db", "Nothing was changed (--dry-run).")
 	if err := k8sClient.Get(t.Context(), key, &v1alpha1.DRPlacementControl{}); err != nil {
 		t.Fatalf("--dry-run deleted the DRPlacementControl: %v", err)
 	}
 
 	noTerminal := &Confirmation{In: strings.NewReader(""), Out: &out, Terminal: func() bool { return false }}
-	err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: noTerminal})
+	err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: noTerminal})
 	if ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "add --yes") {
 		t.Errorf("without a terminal and --yes: exit %d, %v", ExitCodeOf(err), err)
 	}
 	wrong := &Confirmation{In: strings.NewReader("web\n"), Out: &out, Terminal: func() bool { return true }}
-	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: wrong}); ExitCodeOf(err) != ExitRefused {
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: wrong}); ExitCodeOf(err) != ExitRefused {
 		t.Errorf("a wrong answer: exit %d, %v", ExitCodeOf(err), err)
 	}
 	if err := k8sClient.Get(t.Context(), key, &v1alpha1.DRPlacementControl{}); err != nil {
@@ -100,49 +101,49 @@ func TestUnprotectAsksDeletesAndADryRunChangesNothing(t *testing.T) {
 
 	out.Reset()
 	typed := &Confirmation{In: strings.NewReader("db\n"), Out: &out, Terminal: func() bool { return true }}
-	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "db", Confirm: typed}); err != nil {
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: typed}); err != nil {
 		t.Fatalf("a confirmed unprotect failed: %v", err)
 	}
-	mustContain(t, out.String(), "Type db to confirm", "drplacementcontrol.drover.io/db deleted")
+	clitest.MustContain(t, out.String(), "Type db to confirm", "drplacementcontrol.drover.io/db deleted")
 	d := &v1alpha1.DRPlacementControl{}
 	if err := k8sClient.Get(t.Context(), key, d); err == nil && d.DeletionTimestamp == nil {
 		t.Fatal("the DRPlacementControl is still there and not deleting")
 	}
-	err = Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.ns, App: "web", Confirm: typed})
+	err = Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "web", Confirm: typed})
 	if ExitCodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "unprotect/web is not protected") {
 		t.Errorf("an application that is not protected: exit %d, %v", ExitCodeOf(err), err)
 	}
 }
 
 func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
-	e := newEnv(t, "clusters")
-	e.setReachable(t, e.west, false)
+	e := clitest.NewEnv(t, "clusters")
+	e.SetReachable(t, e.West, false)
 	var out bytes.Buffer
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Now: clockAt}); err != nil {
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("cluster list failed: %v", err)
 	}
-	mustContain(t, out.String(), "NAME", "VALIDATED  REACHABLE  LOST  POLICIES")
+	clitest.MustContain(t, out.String(), "NAME", "VALIDATED  REACHABLE  LOST  POLICIES")
 	lines := map[string]string{}
 	for _, l := range strings.Split(out.String(), "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
 			lines[f[0]] = strings.Join(f, " ")
 		}
 	}
-	if !strings.HasPrefix(lines[e.east], e.east+" Unknown True - clusters") || !strings.HasPrefix(lines[e.west], e.west+" Unknown False - clusters") {
+	if !strings.HasPrefix(lines[e.East], e.East+" Unknown True - clusters") || !strings.HasPrefix(lines[e.West], e.West+" Unknown False - clusters") {
 		t.Errorf("cluster list printed:\n%s", out.String())
 	}
 
 	out.Reset()
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "wide", Now: clockAt}); err != nil {
+	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "wide", Now: clitest.ClockAt}); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, out.String(), "S3 PROFILE", "s3-"+e.west, "Reachable: unreachable since 12:03:55: connection refused")
+	clitest.MustContain(t, out.String(), "S3 PROFILE", "s3-"+e.West, "Reachable: unreachable since 12:03:55: connection refused")
 
 	out.Reset()
 	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "name"}); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, out.String(), "drcluster.drover.io/"+e.east+"\n", "drcluster.drover.io/"+e.west+"\n")
+	clitest.MustContain(t, out.String(), "drcluster.drover.io/"+e.East+"\n", "drcluster.drover.io/"+e.West+"\n")
 
 	for _, format := range []string{"json", "yaml"} {
 		out.Reset()

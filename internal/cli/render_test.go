@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
 // Pure tests of what the verbs compute and print, without an API server.
@@ -40,16 +41,16 @@ func TestRPOLag(t *testing.T) {
 }
 
 func TestRowOf(t *testing.T) {
-	e := env{ns: "app", east: "east", west: "west", policy: "p"}
-	deployed := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
+	e := clitest.Env{NS: "app", East: "east", West: "west", Policy: "p"}
+	deployed := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.Deployed("east", "west")}
 	failing := deployed.DeepCopy()
 	failing.Status.Phase, failing.Status.Progression, failing.Status.LastGroupSyncTime = v1alpha1.PhaseFailingOver, "PromotingTarget", nil
-	failing.Status.VRGs[0].LastGroupSyncTime = ago(25 * time.Second)
+	failing.Status.VRGs[0].LastGroupSyncTime = clitest.Ago(25 * time.Second)
 	never := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "app"}}
 	invalid := never.DeepCopy()
-	setCond(invalid, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNotFound, "DRPolicy missing does not exist"))
+	clitest.SetCond(invalid, clitest.Cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNotFound, "DRPolicy missing does not exist"))
 	refused := deployed.DeepCopy()
-	setCond(refused, cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonPeerNotReady, "relocate refused"))
+	clitest.SetCond(refused, clitest.Cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonPeerNotReady, "relocate refused"))
 	cases := []struct {
 		name string
 		d    *v1alpha1.DRPlacementControl
@@ -68,7 +69,7 @@ func TestRowOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := rowOf(tc.d, 10*time.Second, testNow); got != tc.want {
+			if got := rowOf(tc.d, 10*time.Second, clitest.TestNow); got != tc.want {
 				t.Errorf("rowOf = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -78,16 +79,16 @@ func TestRowOf(t *testing.T) {
 // offlineApp is an application deployed on east, as the hub reports it, with its policy and
 // both clusters reachable.
 func offlineApp() *App {
-	e := env{ns: "app", east: "east", west: "west", policy: "p"}
+	e := clitest.Env{NS: "app", East: "east", West: "west", Policy: "p"}
 	reachable := func(name string) *v1alpha1.DRCluster {
 		return &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.DRClusterStatus{Conditions: []metav1.Condition{
-			cond(v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the probe succeeds")}}}
+			clitest.Cond(v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the probe succeeds")}}}
 	}
 	return &App{
 		DRPC: &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"},
 			Spec: v1alpha1.DRPlacementControlSpec{DRPolicyRef: v1alpha1.PolicyReference{Name: "p"}, PreferredCluster: "east",
 				PlacementRef: &v1alpha1.PlacementReference{Kind: "Placement", Name: "db-placement"}},
-			Status: e.deployed("east", "west")},
+			Status: e.Deployed("east", "west")},
 		Policy:   &v1alpha1.DRPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.DRPolicySpec{DRClusters: []string{"east", "west"}, SchedulingInterval: "10s"}},
 		Interval: 10 * time.Second,
 		Clusters: map[string]*v1alpha1.DRCluster{"east": reachable("east"), "west": reachable("west")},
@@ -121,7 +122,7 @@ func TestPreview(t *testing.T) {
 			noop: "a relocate to west is already in progress (step DemotingForFinalSync)"},
 		{name: "a failover while the peer is not ready warns", action: v1alpha1.ActionFailover, to: "west",
 			arrange: func(a *App) {
-				setCond(a.DRPC, cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west is demoting"))
+				clitest.SetCond(a.DRPC, clitest.Cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west is demoting"))
 			},
 			warns: []string{"PeerReady False (Progressing): west is demoting; west may not hold the latest data"},
 		},
@@ -138,7 +139,7 @@ func TestPreview(t *testing.T) {
 		},
 		{name: "an invalid DRPlacementControl is refused", action: v1alpha1.ActionFailover, to: "west",
 			arrange: func(a *App) {
-				setCond(a.DRPC, cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, "web protects db already"))
+				clitest.SetCond(a.DRPC, clitest.Cond(v1alpha1.ConditionValidated, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, "web protects db already"))
 			},
 			refusal: "failover refused: the hub does not accept the DRPlacementControl (NamespaceConflict): web protects db already",
 		},
@@ -153,7 +154,7 @@ func TestPreview(t *testing.T) {
 			if tc.arrange != nil {
 				tc.arrange(a)
 			}
-			p := preview(a, tc.action, tc.to, testNow)
+			p := preview(a, tc.action, tc.to, clitest.TestNow)
 			if p.Noop != (tc.noop != "") || p.NoopReason != tc.noop {
 				t.Errorf("noop %v %q, want %q", p.Noop, p.NoopReason, tc.noop)
 			}
@@ -196,14 +197,14 @@ func TestStepsFollowTheStateMachine(t *testing.T) {
 
 func TestLoss(t *testing.T) {
 	a := offlineApp()
-	if got := loss(a, v1alpha1.ActionRelocate, testNow); !strings.HasPrefix(got, "none:") {
+	if got := loss(a, v1alpha1.ActionRelocate, clitest.TestNow); !strings.HasPrefix(got, "none:") {
 		t.Errorf("relocation loss %q, want none", got)
 	}
-	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "up to 8s of writes: those made after the last group sync at 12:04:22 UTC (the policy syncs every 10s)"; got != want {
+	if got, want := loss(a, v1alpha1.ActionFailover, clitest.TestNow), "up to 8s of writes: those made after the last group sync at 12:04:22 UTC (the policy syncs every 10s)"; got != want {
 		t.Errorf("failover loss %q, want %q", got, want)
 	}
 	a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs = nil, nil
-	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no group sync is recorded") {
+	if got := loss(a, v1alpha1.ActionFailover, clitest.TestNow); !strings.HasPrefix(got, "unknown: no group sync is recorded") {
 		t.Errorf("failover loss without a sync %q", got)
 	}
 }
@@ -221,18 +222,18 @@ func TestOutcome(t *testing.T) {
 	}{
 		{name: "not started yet", mutate: func(*v1alpha1.DRPlacementControl) {}},
 		{name: "an old refusal is not this action's", mutate: func(d *v1alpha1.DRPlacementControl) {
-			c := cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "old")
+			c := clitest.Cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "old")
 			c.ObservedGeneration = 2
-			setCond(d, c)
+			clitest.SetCond(d, c)
 		}},
 		{name: "the hub refuses this action", mutate: func(d *v1alpha1.DRPlacementControl) {
-			c := cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "a relocation runs")
+			c := clitest.Cond(v1alpha1.ConditionActionAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, "a relocation runs")
 			c.ObservedGeneration = 3
-			setCond(d, c)
+			clitest.SetCond(d, c)
 		}, wantErr: "the hub refused the failover (ActionInProgress): a relocation runs"},
 		{name: "failed over but not available yet", mutate: func(d *v1alpha1.DRPlacementControl) {
 			d.Status.Phase, d.Status.CurrentPrimary = v1alpha1.PhaseFailedOver, "west"
-			setCond(d, cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west not DataReady"))
+			clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "west not DataReady"))
 		}},
 		{name: "failed over and available", mutate: func(d *v1alpha1.DRPlacementControl) {
 			d.Status.Phase, d.Status.CurrentPrimary = v1alpha1.PhaseFailedOver, "west"
@@ -275,12 +276,12 @@ func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
 }
 
 func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *testing.T) {
-	e := env{ns: "app", east: "east", west: "west", policy: "p"}
-	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
-	unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+	e := clitest.Env{NS: "app", East: "east", West: "west", Policy: "p"}
+	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.Deployed("east", "west")}
+	clitest.Unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 	var out bytes.Buffer
-	printGroups(&out, &App{DRPC: d}, clockAt())
-	mustContain(t, out.String(),
+	printGroups(&out, &App{DRPC: d}, clitest.ClockAt())
+	clitest.MustContain(t, out.String(),
 		"east     -          primary    Primary    True        False           8s ago",
 		"west     -          secondary  Secondary  True        Unknown         -",
 		"east: DataProtected False (Progressing): 1 of 3 PVCs has not synced yet")
@@ -290,30 +291,30 @@ func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *test
 }
 
 func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval(t *testing.T) {
-	e := env{ns: "app", east: "east", west: "west", policy: "p"}
-	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.deployed("east", "west")}
+	e := clitest.Env{NS: "app", East: "east", West: "west", Policy: "p"}
+	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.Deployed("east", "west")}
 	var out bytes.Buffer
-	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clockAt())
+	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
 	if strings.Contains(out.String(), "PVCs:") {
 		t.Errorf("a status whose groups list no PVC prints a PVC table:\n%s", out.String())
 	}
 
-	unprotected(d, v1alpha1.ReasonProgressing, "waiting for the first sync of PVC app/data-db-2")
+	clitest.Unprotected(d, v1alpha1.ReasonProgressing, "waiting for the first sync of PVC app/data-db-2")
 	total := int32(17)
 	d.Status.VRGs[0].ProtectedPVCs = &total
 	d.Status.VRGs[0].PVCs = []v1alpha1.PVCSyncSummary{
-		{Namespace: "app", Name: "data-db-0", DataProtected: metav1.ConditionTrue, LastSyncTime: ago(8 * time.Second),
+		{Namespace: "app", Name: "data-db-0", DataProtected: metav1.ConditionTrue, LastSyncTime: clitest.Ago(8 * time.Second),
 			LastSyncDuration: &metav1.Duration{Duration: 1200 * time.Millisecond}},
-		{Namespace: "app", Name: "data-db-1", DataProtected: metav1.ConditionTrue, LastSyncTime: ago(25 * time.Second)},
+		{Namespace: "app", Name: "data-db-1", DataProtected: metav1.ConditionTrue, LastSyncTime: clitest.Ago(25 * time.Second)},
 		{Namespace: "app", Name: "data-db-2", DataProtected: metav1.ConditionFalse, Reason: v1alpha1.ReasonProgressing},
 	}
 	for i := 3; i < v1alpha1.MaxPVCSummaries; i++ {
 		d.Status.VRGs[0].PVCs = append(d.Status.VRGs[0].PVCs, v1alpha1.PVCSyncSummary{Namespace: "app", Name: fmt.Sprintf("data-db-%d", i),
-			DataProtected: metav1.ConditionTrue, LastSyncTime: ago(8 * time.Second)})
+			DataProtected: metav1.ConditionTrue, LastSyncTime: clitest.Ago(8 * time.Second)})
 	}
 	out.Reset()
-	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clockAt())
-	mustContain(t, out.String(),
+	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
+	clitest.MustContain(t, out.String(),
 		"PVC             CLUSTER  LAST SYNC / INTERVAL          TOOK  DATA PROTECTED  REASON",
 		"app/data-db-0   east     8s/10s (12:04:22 UTC)         1.2s  True            -",
 		"app/data-db-1   east     25s/10s STALE (12:04:05 UTC)  -     True            -",
@@ -333,19 +334,19 @@ func objectsOnlyApp() *App {
 
 func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
 	a := objectsOnlyApp()
-	c := recentSyncCheck(a, testNow)
+	c := recentSyncCheck(a, clitest.TestNow)
 	if want := "age of the last capture of the objects (no PVCs selected)"; c.Name != want || !c.Met || c.Detail != "8s ago, within twice the interval 10s" {
 		t.Errorf("check %+v, want %q met", c, want)
 	}
-	if got, want := loss(a, v1alpha1.ActionFailover, testNow), "objects changed since the last capture (8s): no PVCs selected, the target restores the objects as captured at 12:04:22 UTC"; got != want {
+	if got, want := loss(a, v1alpha1.ActionFailover, clitest.TestNow), "objects changed since the last capture (8s): no PVCs selected, the target restores the objects as captured at 12:04:22 UTC"; got != want {
 		t.Errorf("loss %q, want %q", got, want)
 	}
-	a.DRPC.Status.LastGroupSyncTime = ago(42 * time.Second)
-	if c := recentSyncCheck(a, testNow); c.Met || c.Detail != "42s ago, more than twice the interval 10s: the target holds the objects of 12:03:48 UTC (the last capture)" {
+	a.DRPC.Status.LastGroupSyncTime = clitest.Ago(42 * time.Second)
+	if c := recentSyncCheck(a, clitest.TestNow); c.Met || c.Detail != "42s ago, more than twice the interval 10s: the target holds the objects of 12:03:48 UTC (the last capture)" {
 		t.Errorf("stale check %+v", c)
 	}
 	a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs[0].LastGroupSyncTime = nil, nil
-	if got := loss(a, v1alpha1.ActionFailover, testNow); !strings.HasPrefix(got, "unknown: no capture of the objects in every S3 profile is recorded") {
+	if got := loss(a, v1alpha1.ActionFailover, clitest.TestNow); !strings.HasPrefix(got, "unknown: no capture of the objects in every S3 profile is recorded") {
 		t.Errorf("loss without a capture %q", got)
 	}
 	if c := protectedCheck(objectsOnlyApp().DRPC, "east", "drover status db"); !c.Met || !strings.HasPrefix(c.Detail, "no PVCs selected") {
@@ -358,7 +359,7 @@ func TestAPlanOfAnApplicationWithNoPVCJudgesItsLastCapture(t *testing.T) {
 			t.Errorf("failover steps lack %q:\n%s", want, failover)
 		}
 	}
-	e := entry{p: preview(objectsOnlyApp(), v1alpha1.ActionFailover, "west", testNow)}
+	e := entry{p: preview(objectsOnlyApp(), v1alpha1.ActionFailover, "west", clitest.TestNow)}
 	if v, detail := e.verdict(); v != "can start" || detail != "data loss: objects changed since the last capture (8s)" {
 		t.Errorf("plan table verdict %q %q", v, detail)
 	}
@@ -371,17 +372,19 @@ func TestAPlanCheckIsNamedTheSameMetOrNot(t *testing.T) {
 		func(a *App) { a.Clusters["east"].Status.Conditions[0].Status = metav1.ConditionFalse },
 		func(a *App) { a.Clusters["west"].Status.Conditions[0].Status = metav1.ConditionFalse },
 		func(a *App) { a.DRPC.Status.Conditions[3].Status = metav1.ConditionFalse },
-		func(a *App) { a.DRPC.Status.LastGroupSyncTime = ago(time.Minute) },
+		func(a *App) { a.DRPC.Status.LastGroupSyncTime = clitest.Ago(time.Minute) },
 		func(a *App) { a.DRPC.Status.LastGroupSyncTime, a.DRPC.Status.VRGs[0].LastGroupSyncTime = nil, nil },
-		func(a *App) { unprotected(a.DRPC, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet") },
+		func(a *App) {
+			clitest.Unprotected(a.DRPC, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
+		},
 		func(a *App) { a.DRPC.Status.Phase, a.DRPC.Status.ActionTarget = v1alpha1.PhaseFailingOver, "east" },
 	}
 	for _, action := range []v1alpha1.DRAction{v1alpha1.ActionFailover, v1alpha1.ActionRelocate} {
-		healthy := preview(offlineApp(), action, "west", testNow)
+		healthy := preview(offlineApp(), action, "west", clitest.TestNow)
 		for i, breakIt := range broken {
 			a := offlineApp()
 			breakIt(a)
-			p := preview(a, action, "west", testNow)
+			p := preview(a, action, "west", clitest.TestNow)
 			for j, c := range p.Checks {
 				if j >= len(healthy.Checks) || c.Name != healthy.Checks[j].Name {
 					t.Errorf("%s, case %d: check %d is named %q, %q when it holds", action, i, j, c.Name, healthy.Checks[j].Name)

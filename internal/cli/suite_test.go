@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
@@ -19,5 +20,5 @@ var k8sClient client.Client
 func TestMain(m *testing.M) {
 	labtest.MainWithAPIServer(m, []string{"config/crd/bases"},
 		[]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme},
-		func(cl client.Client) { k8sClient = cl })
+		func(cl client.Client) { k8sClient = cl; clitest.Use(cl) })
 }

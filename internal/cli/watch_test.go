@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
@@ -45,23 +46,23 @@ var _ client.WithWatch = &expiringWatches{}
 // ends with 410 Gone to list again, print the application that changed while it was not
 // watched, and go on watching instead of exiting.
 func TestStatusWatchListsAgainWhenItsWatchExpires(t *testing.T) {
-	e := newEnv(t, "watch-expiry")
-	db := e.newApp(t, "db")
-	setStatus(t, db, e.deployed(e.east, e.west))
+	e := clitest.NewEnv(t, "watch-expiry")
+	db := e.NewApp(t, "db")
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	c := &expiringWatches{Client: k8sClient, expired: make(chan struct{})}
 	out := &labtest.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- StatusWatch(ctx, c, out, StatusOptions{Namespace: e.ns, Now: clockAt}) }()
-	waitFor(t, "the first table", func() bool { return strings.Contains(out.String(), "Completed") })
+	go func() { done <- StatusWatch(ctx, c, out, StatusOptions{Namespace: e.NS, Now: clitest.ClockAt}) }()
+	clitest.WaitFor(t, "the first table", func() bool { return strings.Contains(out.String(), "Completed") })
 
-	updateStatus(t, client.ObjectKeyFromObject(db), db, func() { db.Status.Progression = "ChangedUnwatched" })
+	clitest.UpdateStatus(t, client.ObjectKeyFromObject(db), db, func() { db.Status.Progression = "ChangedUnwatched" })
 	close(c.expired)
-	waitFor(t, "the row of the change made while the watch had expired", func() bool {
+	clitest.WaitFor(t, "the row of the change made while the watch had expired", func() bool {
 		return regexp.MustCompile(`(?m)^db +Deployed .*ChangedUnwatched`).MatchString(out.String())
 	})
-	waitFor(t, "a new watch", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.watches >= 2 })
+	clitest.WaitFor(t, "a new watch", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.watches >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("status -w ended with %v, want nil once interrupted:\n%s", err, out.String())
