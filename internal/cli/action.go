@@ -52,7 +52,7 @@ type ActionOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *ActionOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	if err := validateAction(o.Action, o.App, o.To); err != nil {

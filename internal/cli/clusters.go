@@ -27,7 +27,7 @@ type ClusterListOptions struct {
 // ClusterList prints the hub's DRClusters: whether each is validated, reachable and declared
 // lost, and the DRPolicies that pair it. JSON and YAML print a Kubernetes List of the DRClusters.
 func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterListOptions) error {
-	if err := checkOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	clusters := &v1alpha1.DRClusterList{}
@@ -43,14 +43,14 @@ func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterLis
 		clusters.Items[i].ManagedFields = nil
 	}
 	switch {
-	case structured(o.Output):
-		return printList(w, clusters.Items, o.Output)
+	case Structured(o.Output):
+		return PrintList(w, clusters.Items, o.Output)
 	case o.Output == OutputName:
 		names := make([]string, 0, len(clusters.Items))
 		for _, cl := range clusters.Items {
 			names = append(names, cl.Name)
 		}
-		return writeNames(w, "DRCluster", names)
+		return WriteNames(w, "DRCluster", names)
 	}
 	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", Now(o.Now))
 	return nil

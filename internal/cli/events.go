@@ -51,7 +51,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 	if o.App == "" {
 		return Usage(errors.New("name the application (its DRPlacementControl) whose events to print"))
 	}
-	if err := checkOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	now := time.Now
@@ -94,7 +94,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 		notes = append(notes, fmt.Sprintf("DRPolicy %s does not exist: the managed clusters are not known", d.Spec.DRPolicyRef.Name))
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
-	if structured(o.Output) {
+	if Structured(o.Output) {
 		return printEventList(w, o.Notes, o.Output, all, notes)
 	}
 	return printEvents(w, all, notes, now())
@@ -114,7 +114,7 @@ func printEventList(w, notes io.Writer, format string, all []clusterEvent, missi
 		ev.ManagedFields = nil
 		items = append(items, ev)
 	}
-	if err := printList(w, items, format); err != nil {
+	if err := PrintList(w, items, format); err != nil {
 		return err
 	}
 	if notes != nil {

@@ -72,7 +72,7 @@ type MassOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *MassOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	if err := validateAction(o.Action, "--all", o.To); err != nil {

@@ -68,7 +68,7 @@ func (p *Preview) Warnings() []Check {
 
 // Validate checks the options that do not need the cluster.
 func (o *PlanOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	return validateAction(o.Action, o.App, o.To)
@@ -100,9 +100,9 @@ func Plan(ctx context.Context, c client.Reader, w io.Writer, o PlanOptions) erro
 	p := preview(a, o.Action, o.To, Now(o.Now))
 	switch {
 	case o.Output == OutputName:
-		return writeNames(w, "DRPlacementControl", []string{p.App})
-	case structured(o.Output):
-		return writeStructured(w, o.Output, reportOf(&p))
+		return WriteNames(w, "DRPlacementControl", []string{p.App})
+	case Structured(o.Output):
+		return WriteStructured(w, o.Output, reportOf(&p))
 	}
 	printPreview(w, &p, a)
 	return nil

@@ -48,7 +48,7 @@ func (o *ProtectOptions) Validate() error {
 	case o.Placement != "" && len(o.ProtectedNamespaces) > 0:
 		return Usage(errors.New("--placement and --protected-namespace exclude each other: a Placement decides where a GitOps tool deploys, protected namespaces are captured whole"))
 	}
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	if _, err := labels.Parse(o.PVCSelector); err != nil {
@@ -119,8 +119,8 @@ func printCreated(w io.Writer, obj client.Object, format string, dryRun bool, ve
 	switch {
 	case format == OutputName:
 		line = kind + "/" + obj.GetName()
-	case structured(format):
-		return writeStructured(w, format, obj)
+	case Structured(format):
+		return WriteStructured(w, format, obj)
 	case dryRun:
 		line += " (server dry run: nothing was changed)"
 	}

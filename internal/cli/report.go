@@ -55,14 +55,14 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 		for _, e := range entries {
 			names = append(names, e.a.DRPC.Name)
 		}
-		return writeNames(w, "DRPlacementControl", names)
+		return WriteNames(w, "DRPlacementControl", names)
 	}
 	if ts == nil {
 		items := make([]PlanReport, 0, len(entries))
 		for _, e := range entries {
 			items = append(items, reportOf(&e.p))
 		}
-		return printList(w, items, o.Output)
+		return PrintList(w, items, o.Output)
 	}
 	items := make([]ActionResult, 0, len(ts))
 	for _, t := range ts {
@@ -70,18 +70,18 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: ObjectMeta{Name: d.Name, Namespace: d.Namespace},
 			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
 	}
-	return printList(w, items, o.Output)
+	return PrintList(w, items, o.Output)
 }
 
 // printActed prints the DRPlacementControl after an action (asked, or followed to its end) in
 // the format of -o: the object or its name.
 func printActed(ctx context.Context, c client.Reader, w io.Writer, format string, key client.ObjectKey) error {
 	if format == OutputName {
-		return writeNames(w, "DRPlacementControl", []string{key.Name})
+		return WriteNames(w, "DRPlacementControl", []string{key.Name})
 	}
 	d := &v1alpha1.DRPlacementControl{}
 	if err := c.Get(ctx, key, d); err != nil {
 		return ReadError("DRPlacementControl "+key.String(), err)
 	}
-	return writeStructured(w, format, AsObject(d))
+	return WriteStructured(w, format, AsObject(d))
 }

@@ -32,7 +32,7 @@ type StatusOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *StatusOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	if o.App != "" && o.AllNamespaces {
@@ -52,7 +52,7 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 	if err != nil {
 		return err
 	}
-	if len(apps) == 0 && !structured(o.Output) {
+	if len(apps) == 0 && !Structured(o.Output) {
 		where := "namespace " + o.Namespace
 		if o.AllNamespaces {
 			where = "any namespace"
@@ -66,14 +66,14 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 // printStatus prints the applications loaded in the format of o.Output.
 func printStatus(w io.Writer, apps []*App, o StatusOptions, t time.Time) error {
 	switch {
-	case structured(o.Output):
+	case Structured(o.Output):
 		return printStatusObjects(w, apps, o.App != "", o.Output)
 	case o.Output == OutputName:
 		names := make([]string, 0, len(apps))
 		for _, a := range apps {
 			names = append(names, a.DRPC.Name)
 		}
-		return writeNames(w, "DRPlacementControl", names)
+		return WriteNames(w, "DRPlacementControl", names)
 	}
 	rows := make([]StatusRow, 0, len(apps))
 	for _, a := range apps {
@@ -129,9 +129,9 @@ func printStatusObjects(w io.Writer, apps []*App, one bool, format string) error
 		items = append(items, AsObject(a.DRPC))
 	}
 	if !one {
-		return printList(w, items, format)
+		return PrintList(w, items, format)
 	}
-	return writeStructured(w, format, items[0])
+	return WriteStructured(w, format, items[0])
 }
 
 // StatusRow is one line of the status table, for front ends other than the terminal (the

@@ -3,11 +3,8 @@ package cli
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
@@ -18,7 +15,6 @@ import (
 var k8sClient client.Client
 
 func TestMain(m *testing.M) {
-	labtest.MainWithAPIServer(m, []string{"config/crd/bases"},
-		[]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme},
+	labtest.MainWithAPIServer(m, clitest.CRDs, clitest.Schemes,
 		func(cl client.Client) { k8sClient = cl; clitest.Use(cl) })
 }

@@ -62,7 +62,7 @@ type VersionOptions struct {
 // version and the versions drover's hub and agents record in the status of the DRClusters and
 // the DRPlacementControls. Nothing the hub does not answer is an error: it is said.
 func Version(conn *Connection, w io.Writer, o VersionOptions) error {
-	if err := checkOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+	if err := CheckOutput(o.Output, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
 	r := VersionReport{APIVersion: CLIGroupVersion, Kind: "Version",
@@ -77,7 +77,7 @@ func Version(conn *Connection, w io.Writer, o VersionOptions) error {
 		}
 	}
 	if o.Output != "" {
-		return writeStructured(w, o.Output, r)
+		return WriteStructured(w, o.Output, r)
 	}
 	return writeVersionLines(w, r)
 }

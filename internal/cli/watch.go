@@ -33,7 +33,7 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 	for _, a := range apps {
 		p.grow(a)
 	}
-	if !structured(o.Output) && o.Output != OutputName {
+	if !Structured(o.Output) && o.Output != OutputName {
 		fmt.Fprintln(w, padded(headerCells(p.cols), p.widths))
 	}
 	for _, a := range apps {
@@ -148,10 +148,10 @@ func (p *watchPrinter) grow(a *App) {
 func (p *watchPrinter) print(a *App) error {
 	p.printed[keyOf(a.DRPC)] = a.DRPC.ResourceVersion
 	switch {
-	case structured(p.o.Output):
-		return writeStructured(p.w, p.o.Output, AsObject(a.DRPC))
+	case Structured(p.o.Output):
+		return WriteStructured(p.w, p.o.Output, AsObject(a.DRPC))
 	case p.o.Output == OutputName:
-		return writeNames(p.w, "DRPlacementControl", []string{a.DRPC.Name})
+		return WriteNames(p.w, "DRPlacementControl", []string{a.DRPC.Name})
 	}
 	_, err := fmt.Fprintln(p.w, padded(rowOf(a.DRPC, a.Interval, Now(p.o.Now)).cells(p.cols), p.widths))
 	return err

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -232,3 +234,10 @@ func ProgressLines(out string) []string {
 	}
 	return lines
 }
+
+// CRDs are the CRDs a package's API server installs: drover's, as TestMain hands them to
+// labtest.MainWithAPIServer.
+var CRDs = []string{"config/crd/bases"}
+
+// Schemes are the schemes of the tests' clients: Kubernetes' and drover's.
+var Schemes = []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme}

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
-// DrillHistoryOptions are the options of `drover drill history APP`.
-type DrillHistoryOptions struct {
+// HistoryOptions are the options of `drover drill history APP`.
+type HistoryOptions struct {
 	// Namespace and App name the DRPlacementControl whose drills are listed.
 	Namespace, App string
 	// Output is "" (a table), name, json, yaml or jsonpath=TEMPLATE.
@@ -26,21 +27,21 @@ type DrillHistoryOptions struct {
 }
 
 // Validate checks the options that do not need the cluster.
-func (o *DrillHistoryOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+func (o *HistoryOptions) Validate() error {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if o.App == "" {
-		return Usage(errors.New("name the application whose drills to list: its DRPlacementControl's name"))
+		return cli.Usage(errors.New("name the application whose drills to list: its DRPlacementControl's name"))
 	}
 	return nil
 }
 
-// DrillHistory prints the drills of an application, newest first: a table of their phase,
+// History prints the drills of an application, newest first: a table of their phase,
 // result, mode, target, RTO, RPO and age; with Output json or yaml a Kubernetes List of the
 // DRDrills; with name, kind.group/name lines. The drills of an application that no longer
 // exists are listed too; an application that neither exists nor has drills is an error.
-func DrillHistory(ctx context.Context, c client.Reader, w io.Writer, o DrillHistoryOptions) error {
+func History(ctx context.Context, c client.Reader, w io.Writer, o HistoryOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -54,28 +55,28 @@ func DrillHistory(ctx context.Context, c client.Reader, w io.Writer, o DrillHist
 		}
 	}
 	switch {
-	case structured(o.Output):
+	case cli.Structured(o.Output):
 		items := make([]*v1alpha1.DRDrill, 0, len(drills))
 		for i := range drills {
 			items = append(items, drillObject(&drills[i]))
 		}
-		return printList(w, items, o.Output)
-	case o.Output == OutputName:
+		return cli.PrintList(w, items, o.Output)
+	case o.Output == cli.OutputName:
 		names := make([]string, 0, len(drills))
 		for _, d := range drills {
 			names = append(names, d.Name)
 		}
-		return writeNames(w, "DRDrill", names)
+		return cli.WriteNames(w, "DRDrill", names)
 	case len(drills) == 0:
 		_, err := fmt.Fprintf(w, "No drills of %s/%s yet: run one with `drover drill %s -n %s`.\n", o.Namespace, o.App, o.App, o.Namespace)
 		return err
 	}
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "DRILL\tPHASE\tRESULT\tMODE\tTARGET\tRTO\tRPO\tAGE")
 	for _, d := range drills {
 		st := d.Status
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, drillPhaseWord(st.Phase), Dash(string(st.Result)), Dash(string(st.Mode)),
-			Dash(st.TargetCluster), secondsText(st.RTOSeconds), secondsText(st.RPOSeconds), Age(Now(o.Now).Sub(d.CreationTimestamp.Time)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, drillPhaseWord(st.Phase), cli.Dash(string(st.Result)), cli.Dash(string(st.Mode)),
+			cli.Dash(st.TargetCluster), secondsText(st.RTOSeconds), secondsText(st.RPOSeconds), cli.Age(cli.Now(o.Now).Sub(d.CreationTimestamp.Time)))
 	}
 	return tw.Flush()
 }
@@ -85,9 +86,9 @@ func appExists(ctx context.Context, c client.Reader, namespace, name string) err
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &v1alpha1.DRPlacementControl{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return NotFound(ctx, c, namespace, name)
+		return cli.NotFound(ctx, c, namespace, name)
 	case err != nil:
-		return ReadError("DRPlacementControl "+namespace+"/"+name, err)
+		return cli.ReadError("DRPlacementControl "+namespace+"/"+name, err)
 	}
 	return nil
 }
@@ -96,7 +97,7 @@ func appExists(ctx context.Context, c client.Reader, namespace, name string) err
 func listDrills(ctx context.Context, c client.Reader, namespace, app string) ([]v1alpha1.DRDrill, error) {
 	list := &v1alpha1.DRDrillList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, ReadError("DRDrills", err)
+		return nil, cli.ReadError("DRDrills", err)
 	}
 	var out []v1alpha1.DRDrill
 	for _, d := range list.Items {
@@ -114,9 +115,9 @@ func listDrills(ctx context.Context, c client.Reader, namespace, app string) ([]
 	return out, nil
 }
 
-// DrillNames lists the names of the application's drills starting with prefix, newest first,
+// Names lists the names of the application's drills starting with prefix, newest first,
 // for the shells' completion.
-func DrillNames(ctx context.Context, c client.Reader, namespace, app, prefix string) ([]string, error) {
+func Names(ctx context.Context, c client.Reader, namespace, app, prefix string) ([]string, error) {
 	drills, err := listDrills(ctx, c, namespace, app)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // volumesSection lists, per protected PVC, the point the sandbox started from and its RPO.
@@ -17,7 +18,7 @@ func volumesSection(d *v1alpha1.DRDrill) reportSection {
 	}
 	s.header = []string{"PVC", "POINT", "POINT TIME", "RPO", "SANDBOX PVC"}
 	for _, v := range d.Status.Volumes {
-		s.rows = append(s.rows, []string{v.PVCNamespace + "/" + v.PVCName, Dash(v.Point), timeText(v.PointTime), secondsText(v.RPOSeconds), Dash(v.SandboxPVC)})
+		s.rows = append(s.rows, []string{v.PVCNamespace + "/" + v.PVCName, cli.Dash(v.Point), timeText(v.PointTime), secondsText(v.RPOSeconds), cli.Dash(v.SandboxPVC)})
 	}
 	return s
 }
@@ -49,7 +50,7 @@ func stepsSection(d *v1alpha1.DRDrill) reportSection {
 		if st.Finished == nil {
 			result = "running"
 		}
-		s.rows = append(s.rows, []string{st.Name, timeText(st.Started), stepDuration(st), Dash(result), Dash(st.Message)})
+		s.rows = append(s.rows, []string{st.Name, timeText(st.Started), stepDuration(st), cli.Dash(result), cli.Dash(st.Message)})
 	}
 	return s
 }
@@ -63,7 +64,7 @@ func readinessSection(d *v1alpha1.DRDrill) reportSection {
 	}
 	s.header = []string{"CHECK", "RESULT", "MESSAGE"}
 	for _, c := range d.Status.Readiness {
-		s.rows = append(s.rows, []string{c.Name, string(c.Result), Dash(c.Message)})
+		s.rows = append(s.rows, []string{c.Name, string(c.Result), cli.Dash(c.Message)})
 	}
 	return s
 }
@@ -107,7 +108,7 @@ func resultSection(title string, c *v1alpha1.DrillCheck, missing string) reportS
 
 // markdown renders the report as Markdown: a title, a table of facts, a section per part.
 func (r report) markdown(w io.Writer) error {
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	p.Linef("# %s", r.title)
 	p.Linef("")
 	p.Linef("| | |")
@@ -167,7 +168,7 @@ func mdFence(s string) string {
 
 // text renders the report as plain text: the facts aligned, each section's table indented.
 func (r report) text(w io.Writer) error {
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	p.Linef("%s", r.title)
 	p.Linef("")
 	width := 0
@@ -184,7 +185,7 @@ func (r report) text(w io.Writer) error {
 			p.Linef("  %s", para)
 		}
 		if len(s.header) > 0 && p.Err == nil {
-			tw := NewTabWriter(w)
+			tw := cli.NewTabWriter(w)
 			fmt.Fprintf(tw, "  %s\n", strings.Join(s.header, "\t"))
 			for _, row := range s.rows {
 				fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
@@ -22,7 +23,7 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		t.Fatalf("reading a Job as kubectl prints it failed: %v", err)
 	}
 	var out bytes.Buffer
-	err = Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.NS, App: "db", To: e.West, KeepFor: 10 * time.Minute,
+	err = Run(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", To: e.West, KeepFor: 10 * time.Minute,
 		Check: check, CheckSource: "check.yaml", CheckNamespace: "db"})
 	if err != nil {
 		t.Fatalf("drill failed: %v\n%s", err, out.String())
@@ -36,7 +37,7 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		"sandbox kept 10m0s after the result, timeout 30m0s.", "Follow it with `drover drill report db "+d.Name+" -n drill-create`.")
 	s := d.Spec
 	if !strings.HasPrefix(d.Name, "db-") || s.DRPCName != "db" || s.TargetCluster != e.West || s.CheckNamespace != "db" ||
-		s.KeepFor == nil || s.KeepFor.Duration != 10*time.Minute || s.Timeout == nil || s.Timeout.Duration != DefaultDrillTimeout {
+		s.KeepFor == nil || s.KeepFor.Duration != 10*time.Minute || s.Timeout == nil || s.Timeout.Duration != DefaultTimeout {
 		t.Errorf("drill created %s with spec %+v", d.Name, s)
 	}
 	if s.Check == nil || len(s.Check.Template.Spec.Containers) != 1 || s.Check.Template.Spec.Containers[0].Image != "postgres:17" ||
@@ -54,7 +55,7 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		t.Fatalf("reading a JobSpec failed: %v", err)
 	}
 	out.Reset()
-	if err := Drill(t.Context(), k8sClient, &out, DrillOptions{Namespace: e.NS, App: "db", Check: check, Output: OutputName}); err != nil {
+	if err := Run(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", Check: check, Output: cli.OutputName}); err != nil {
 		t.Fatalf("drill -o name failed: %v", err)
 	}
 	drills = drillsOf(t, e, "db")
@@ -81,29 +82,29 @@ func TestDrillRefusesBadInputAndCreatesNothing(t *testing.T) {
 	setDrillStatus(t, running, func(st *v1alpha1.DRDrillStatus) { st.Phase = v1alpha1.DrillRunning })
 	cases := []struct {
 		name string
-		o    DrillOptions
+		o    Options
 		code int
 		want string
 	}{
-		{"an unknown application", DrillOptions{App: "dbb"}, ExitFailed, `no DRPlacementControl "dbb" in namespace "drill-bad"; it has: db, web`},
-		{"a keep past a day", DrillOptions{App: "db", KeepFor: 25 * time.Hour}, ExitUsage,
+		{"an unknown application", Options{App: "dbb"}, cli.ExitFailed, `no DRPlacementControl "dbb" in namespace "drill-bad"; it has: db, web`},
+		{"a keep past a day", Options{App: "db", KeepFor: 25 * time.Hour}, cli.ExitUsage,
 			"--keep 25h0m0s is out of range: the sandbox is kept from 0 (torn down at once) to 24h0m0s after the result"},
-		{"a target outside the policy", DrillOptions{App: "db", To: "north"}, ExitRefused,
+		{"a target outside the policy", Options{App: "db", To: "north"}, cli.ExitRefused,
 			"--to north is not a cluster of drill-bad/db's policy drill-bad (drill-bad-east, drill-bad-west): name its peer, or leave --to out"},
-		{"the primary as target", DrillOptions{App: "db", To: e.East}, ExitRefused,
+		{"the primary as target", Options{App: "db", To: e.East}, cli.ExitRefused,
 			"--to drill-bad-east is where drill-bad/db runs now: a drill starts a copy beside the replicated data, on the peer; leave --to out or name drill-bad-west"},
-		{"another drill running", DrillOptions{App: "web"}, ExitRefused,
+		{"another drill running", Options{App: "web"}, cli.ExitRefused,
 			"drill web-running of drill-bad/web is Running: one drill of an application runs at a time; wait for it (`drover drill report web web-running -n drill-bad`) " +
 				"or delete it (the hub then tears its sandbox down)"},
-		{"an unknown output", DrillOptions{App: "db", Output: "table"}, ExitUsage, `unknown output format "table"`},
+		{"an unknown output", Options{App: "db", Output: "table"}, cli.ExitUsage, `unknown output format "table"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Namespace = e.NS
 			var out bytes.Buffer
-			err := Drill(t.Context(), k8sClient, &out, tc.o)
-			if err == nil || ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("drill returned %v (exit %d), want exit %d and %q", err, ExitCodeOf(err), tc.code, tc.want)
+			err := Run(t.Context(), k8sClient, &out, tc.o)
+			if err == nil || cli.ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("drill returned %v (exit %d), want exit %d and %q", err, cli.ExitCodeOf(err), tc.code, tc.want)
 			}
 		})
 	}
@@ -125,13 +126,13 @@ func TestReadCheckJobSaysWhatIsWrong(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadCheckJob(writeFile(t, "check.yaml", tc.content))
-			if err == nil || ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || cli.ExitCodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("ReadCheckJob returned %v, want a usage error containing %q", err, tc.want)
 			}
 		})
 	}
 	_, err := ReadCheckJob("/nonexistent/check.yaml")
-	if err == nil || ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "failed to read the check Job: open /nonexistent/check.yaml: no such file or directory") {
+	if err == nil || cli.ExitCodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "failed to read the check Job: open /nonexistent/check.yaml: no such file or directory") {
 		t.Errorf("an unreadable file: %v", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 		},
 		passedDrill(e),
 	}, []string{"CopyingVolumes        running", "Checking              Passed       12s  job/check succeeded", "TearingDown: the result is Passed"})
-	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+	err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 	<-hub
 	if err != nil {
@@ -222,21 +223,21 @@ func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 				st.Steps[4].Result, st.Steps[4].Message = v1alpha1.DrillResultFailed, "job/check failed: BackoffLimitExceeded"
 				st.Check = &v1alpha1.DrillCheckJob{Result: v1alpha1.DrillResultFailed, Message: "BackoffLimitExceeded", LogTail: "rows in orders: 0"}
 			}
-		}, ExitFailed, "drill drill-fail-0/db-"},
+		}, cli.ExitFailed, "drill drill-fail-0/db-"},
 		{"a refusal", func(e clitest.Env) func(*v1alpha1.DRDrillStatus) {
 			return func(st *v1alpha1.DRDrillStatus) {
 				st.Phase = v1alpha1.DrillRefused
 				st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonNotProtected,
 					"db is not Protected: its last sync is stale; drill it once it replicates")}
 			}
-		}, ExitRefused, " of db (NotProtected): db is not Protected: its last sync is stale; drill it once it replicates"},
+		}, cli.ExitRefused, " of db (NotProtected): db is not Protected: its last sync is stale; drill it once it replicates"},
 		{"an abort", func(e clitest.Env) func(*v1alpha1.DRDrillStatus) {
 			return func(st *v1alpha1.DRDrillStatus) {
 				st.Phase, st.Result = v1alpha1.DrillAborted, v1alpha1.DrillResultSkipped
 				st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonActionOvertook,
 					"a failover to drill-fail-2-west was asked for")}
 			}
-		}, ExitFailed, " of db was aborted (ActionOvertook): a failover to drill-fail-2-west was asked for; its sandbox was torn down"},
+		}, cli.ExitFailed, " of db was aborted (ActionOvertook): a failover to drill-fail-2-west was asked for; its sandbox was torn down"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,13 +245,13 @@ func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 			clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 			out := &labtest.SyncBuffer{}
 			hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){tc.status(e)}, nil)
-			err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+			err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 				WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 			<-hub
-			if err == nil || ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("drill --wait returned %v (exit %d), want exit %d and %q\n%s", err, ExitCodeOf(err), tc.code, tc.want, out.String())
+			if err == nil || cli.ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("drill --wait returned %v (exit %d), want exit %d and %q\n%s", err, cli.ExitCodeOf(err), tc.code, tc.want, out.String())
 			}
-			if tc.code == ExitFailed && i == 0 {
+			if tc.code == cli.ExitFailed && i == 0 {
 				clitest.MustContain(t, err.Error(), "failed: step Checking failed: job/check failed: BackoffLimitExceeded")
 				clitest.MustContain(t, out.String(), "DR drill of drill-fail-0/db: Failed", "rows in orders: 0")
 			}
@@ -262,11 +263,11 @@ func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
 	e := clitest.NewEnv(t, "drill-stall")
 	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 	out := &labtest.SyncBuffer{}
-	err := Drill(t.Context(), k8sClient, out, DrillOptions{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+	err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond})
-	if err == nil || ExitCodeOf(err) != ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||
-		!strings.Contains(err.Error(), HubHint) {
-		t.Errorf("drill --wait without a hub returned %v (exit %d)", err, ExitCodeOf(err))
+	if err == nil || cli.ExitCodeOf(err) != cli.ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||
+		!strings.Contains(err.Error(), cli.HubHint) {
+		t.Errorf("drill --wait without a hub returned %v (exit %d)", err, cli.ExitCodeOf(err))
 	}
 }
 
@@ -288,7 +289,7 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	createDrill(t, e, "db", "db-ccccc")
 
 	var out bytes.Buffer
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "db"}); err != nil {
+	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "db"}); err != nil {
 		t.Fatalf("drill history failed: %v", err)
 	}
 	var rows []string
@@ -307,7 +308,7 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "db", Output: OutputJSON}); err != nil {
+	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "db", Output: cli.OutputJSON}); err != nil {
 		t.Fatalf("drill history -o json failed: %v", err)
 	}
 	var list struct {
@@ -323,10 +324,10 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "web", Output: OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
+	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "web", Output: cli.OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
 		t.Errorf("drill history web -o name: %v, %q", err, out.String())
 	}
-	err := DrillHistory(t.Context(), k8sClient, &out, DrillHistoryOptions{Namespace: e.NS, App: "dbb"})
+	err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "dbb"})
 	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "drill-history"; it has: db, web` {
 		t.Errorf("drill history of an unknown application: %v", err)
 	}
@@ -341,7 +342,7 @@ func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
 	setDrillStatus(t, d, passedDrill(e))
 
 	var out bytes.Buffer
-	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Format: ReportMarkdown, Now: clitest.ClockAt}); err != nil {
+	if err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Format: ReportMarkdown, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -371,18 +372,18 @@ func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
 	)
 
 	out.Reset()
-	if err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Drill: "db-aaaaa", Now: clitest.ClockAt}); err != nil {
+	if err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: "db-aaaaa", Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report --format text failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "DR drill of drill-report/db: Passed\n", "RTO:              1m12s", "  db/wal-db-0   volsync-wal-db-0-dst-20261130120410",
 		"    rows in orders: 1042\n")
 
-	err := DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Drill: other.Name})
+	err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: other.Name})
 	if err == nil || !strings.Contains(err.Error(), "DRDrill drill-report/web-aaaaa is a drill of web, not of db") {
 		t.Errorf("a report of another application's drill: %v", err)
 	}
-	err = DrillReport(t.Context(), k8sClient, &out, DrillReportOptions{Namespace: e.NS, App: "db", Format: "html"})
-	if err == nil || ExitCodeOf(err) != ExitUsage {
+	err = Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Format: "html"})
+	if err == nil || cli.ExitCodeOf(err) != cli.ExitUsage {
 		t.Errorf("--format html: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"context"
@@ -12,18 +12,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // waitDrill follows the drill, printing a line for each step as it starts and as it ends and
 // one for each change of phase, until the drill ends, the hub is seen not to run, or the wait
 // times out. It returns the ended DRDrill.
-func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOptions, key client.ObjectKey) (*v1alpha1.DRDrill, error) {
+func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *Options, key client.ObjectKey) (*v1alpha1.DRDrill, error) {
 	timeout := o.WaitTimeout
 	if timeout == 0 {
-		timeout = OrDefault(o.Timeout, DefaultDrillTimeout) + o.KeepFor + drillTeardownAllowance
+		timeout = cli.OrDefault(o.Timeout, DefaultTimeout) + o.KeepFor + drillTeardownAllowance
 	}
-	interval, stallAfter := OrDefault(o.PollInterval, DefaultPollInterval), OrDefault(o.StallAfter, DefaultStallAfter)
-	start := Now(o.Now)
+	interval, stallAfter := cli.OrDefault(o.PollInterval, cli.DefaultPollInterval), cli.OrDefault(o.StallAfter, cli.DefaultStallAfter)
+	start := cli.Now(o.Now)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	ticker := time.NewTicker(interval)
@@ -35,7 +36,7 @@ func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOption
 	for {
 		d := &v1alpha1.DRDrill{}
 		err := c.Get(ctx, key, d)
-		elapsed := fmt.Sprintf("%.1fs", Now(o.Now).Sub(start).Seconds())
+		elapsed := fmt.Sprintf("%.1fs", cli.Now(o.Now).Sub(start).Seconds())
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("DRDrill %s was deleted while waiting for it; the hub tears down the sandbox of a deleted drill", key)
@@ -52,9 +53,9 @@ func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOption
 			if drillFinal(d.Status.Phase) {
 				return d, nil
 			}
-			if took := Now(o.Now).Sub(start); !drillReported(d) && took >= stallAfter {
-				return nil, TimedOut(fmt.Errorf("the hub has written nothing on DRDrill %s in %s: %s; the drill stays asked for, and a hub that starts runs it: %s",
-					key, took.Round(time.Second), HubHint, follow))
+			if took := cli.Now(o.Now).Sub(start); !drillReported(d) && took >= stallAfter {
+				return nil, cli.TimedOut(fmt.Errorf("the hub has written nothing on DRDrill %s in %s: %s; the drill stays asked for, and a hub that starts runs it: %s",
+					key, took.Round(time.Second), cli.HubHint, follow))
 			}
 		}
 		select {
@@ -65,7 +66,7 @@ func waitDrill(ctx context.Context, c client.Reader, w io.Writer, o *DrillOption
 			if last != nil {
 				where = "it is " + drillPhaseWord(last.Status.Phase)
 			}
-			return nil, TimedOut(fmt.Errorf("timed out after %s waiting for DRDrill %s: %s; the hub goes on: %s", timeout, key, where, follow))
+			return nil, cli.TimedOut(fmt.Errorf("timed out after %s waiting for DRDrill %s: %s; the hub goes on: %s", timeout, key, where, follow))
 		case <-ticker.C:
 		}
 	}
@@ -92,7 +93,7 @@ func (f *drillFollower) lines(d *v1alpha1.DRDrill) []string {
 		switch {
 		case s.Finished != nil && !f.seen[id+"/finished"]:
 			f.seen[id+"/started"], f.seen[id+"/finished"] = true, true
-			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, Dash(string(s.Result)), stepDuration(s), s.Message))
+			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, cli.Dash(string(s.Result)), stepDuration(s), s.Message))
 		case s.Finished == nil && !f.seen[id+"/started"]:
 			f.seen[id+"/started"] = true
 			out = append(out, fmt.Sprintf("%-20s  %-8s  %6s  %s", s.Name, "running", "-", s.Message))
@@ -112,9 +113,9 @@ func phaseLine(d *v1alpha1.DRDrill) string {
 	case "", v1alpha1.DrillPending:
 		return "Pending: waiting for the hub to accept the drill"
 	case v1alpha1.DrillRunning:
-		return fmt.Sprintf("Running: sandbox on %s, from the data replicated from %s (untouched)", Dash(st.TargetCluster), Dash(st.PrimaryCluster))
+		return fmt.Sprintf("Running: sandbox on %s, from the data replicated from %s (untouched)", cli.Dash(st.TargetCluster), cli.Dash(st.PrimaryCluster))
 	case v1alpha1.DrillTearingDown:
-		return fmt.Sprintf("TearingDown: the result is %s; removing the sandbox", Dash(string(st.Result)))
+		return fmt.Sprintf("TearingDown: the result is %s; removing the sandbox", cli.Dash(string(st.Result)))
 	}
 	return fmt.Sprintf("%s: the drill ended", st.Phase)
 }
@@ -136,7 +137,7 @@ func drillOutcome(d *v1alpha1.DRDrill) error {
 	case v1alpha1.DrillPassed:
 		return nil
 	case v1alpha1.DrillRefused:
-		return Refused(fmt.Errorf("the hub refused drill %s of %s%s", key, d.Spec.DRPCName, conditionReason(accepted)))
+		return cli.Refused(fmt.Errorf("the hub refused drill %s of %s%s", key, d.Spec.DRPCName, conditionReason(accepted)))
 	case v1alpha1.DrillAborted:
 		return fmt.Errorf("drill %s of %s was aborted%s; its sandbox was torn down", key, d.Spec.DRPCName, conditionReason(accepted))
 	}
@@ -159,15 +160,15 @@ func drillFailure(d *v1alpha1.DRDrill) string {
 	}
 	for _, s := range d.Status.Steps {
 		if s.Result == v1alpha1.DrillResultFailed {
-			return fmt.Sprintf("step %s failed: %s", s.Name, Dash(s.Message))
+			return fmt.Sprintf("step %s failed: %s", s.Name, cli.Dash(s.Message))
 		}
 	}
 	if ch := d.Status.Check; ch != nil && ch.Result == v1alpha1.DrillResultFailed {
-		return "the check failed: " + Dash(ch.Message)
+		return "the check failed: " + cli.Dash(ch.Message)
 	}
 	for _, r := range d.Status.Readiness {
 		if r.Result == v1alpha1.DrillResultFailed {
-			return fmt.Sprintf("readiness check %s failed: %s", r.Name, Dash(r.Message))
+			return fmt.Sprintf("readiness check %s failed: %s", r.Name, cli.Dash(r.Message))
 		}
 	}
 	return "the hub gave no reason; read the report (`drover drill report`)"

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func drillsOf(t *testing.T, e clitest.Env, app string) []v1alpha1.DRDrill {
 func createDrill(t *testing.T, e clitest.Env, app, name string) *v1alpha1.DRDrill {
 	t.Helper()
 	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.NS},
-		Spec: v1alpha1.DRDrillSpec{DRPCName: app, Timeout: &metav1.Duration{Duration: DefaultDrillTimeout}}}
+		Spec: v1alpha1.DRDrillSpec{DRPCName: app, Timeout: &metav1.Duration{Duration: DefaultTimeout}}}
 	clitest.Create(t, d)
 	return d
 }

@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
@@ -62,24 +63,24 @@ func TestDrillOutcomeSaysWhyAndExitsAsTheOtherVerbs(t *testing.T) {
 		code int
 		want string
 	}{
-		{"passed", failed(func(st *v1alpha1.DRDrillStatus) { st.Phase = v1alpha1.DrillPassed }), ExitOK, ""},
+		{"passed", failed(func(st *v1alpha1.DRDrillStatus) { st.Phase = v1alpha1.DrillPassed }), cli.ExitOK, ""},
 		{"timed out", failed(func(st *v1alpha1.DRDrillStatus) {
 			st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillTimedOut, "no result in 30m")}
-		}), ExitFailed, "drill app/db-x of db failed: TimedOut: no result in 30m"},
+		}), cli.ExitFailed, "drill app/db-x of db failed: TimedOut: no result in 30m"},
 		{"a readiness check failed", failed(func(st *v1alpha1.DRDrillStatus) {
 			st.Readiness = []v1alpha1.DrillCheck{{Name: "StorageClass lab-block", Result: v1alpha1.DrillResultFailed, Message: "absent on west"}}
-		}), ExitFailed, "drill app/db-x of db failed: readiness check StorageClass lab-block failed: absent on west"},
-		{"no reason given", failed(func(*v1alpha1.DRDrillStatus) {}), ExitFailed, "the hub gave no reason; read the report (`drover drill report`)"},
+		}), cli.ExitFailed, "drill app/db-x of db failed: readiness check StorageClass lab-block failed: absent on west"},
+		{"no reason given", failed(func(*v1alpha1.DRDrillStatus) {}), cli.ExitFailed, "the hub gave no reason; read the report (`drover drill report`)"},
 		{"refused", failed(func(st *v1alpha1.DRDrillStatus) {
 			st.Phase = v1alpha1.DrillRefused
 			st.Conditions = []metav1.Condition{clitest.Cond(v1alpha1.ConditionDrillAccepted, metav1.ConditionFalse, v1alpha1.ReasonDrillRunning, "db-w runs")}
-		}), ExitRefused, "the hub refused drill app/db-x of db (DrillRunning): db-w runs"},
+		}), cli.ExitRefused, "the hub refused drill app/db-x of db (DrillRunning): db-w runs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := drillOutcome(tc.d)
-			if ExitCodeOf(err) != tc.code || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("drillOutcome = %v (exit %d), want exit %d and %q", err, ExitCodeOf(err), tc.code, tc.want)
+			if cli.ExitCodeOf(err) != tc.code || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("drillOutcome = %v (exit %d), want exit %d and %q", err, cli.ExitCodeOf(err), tc.code, tc.want)
 			}
 		})
 	}

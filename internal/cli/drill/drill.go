@@ -1,4 +1,4 @@
-package cli
+package drill
 
 import (
 	"context"
@@ -17,24 +17,25 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/drillcheck"
 	"github.com/drover-io/drover/internal/podsecurity"
 )
 
 // Defaults and bounds of `drover drill`.
 const (
-	// DefaultDrillTimeout is the drill's spec.timeout unless --timeout says otherwise: the hub
+	// DefaultTimeout is the drill's spec.timeout unless --timeout says otherwise: the hub
 	// fails a drill that has no result by then.
-	DefaultDrillTimeout = 30 * time.Minute
-	// MaxDrillKeep bounds --keep, as the API documents for spec.keepFor.
-	MaxDrillKeep = 24 * time.Hour
+	DefaultTimeout = 30 * time.Minute
+	// MaxKeep bounds --keep, as the API documents for spec.keepFor.
+	MaxKeep = 24 * time.Hour
 	// drillTeardownAllowance is what --wait gives the teardown beyond the drill's timeout and
 	// keep before it gives up.
 	drillTeardownAllowance = 10 * time.Minute
 )
 
-// DrillOptions are the options of `drover drill APP`.
-type DrillOptions struct {
+// Options are the options of `drover drill APP`.
+type Options struct {
 	// Namespace and App name the DRPlacementControl whose application is drilled.
 	Namespace, App string
 	// Check is the Job run in the sandbox once its workloads are Ready; nil for none.
@@ -68,18 +69,18 @@ type DrillOptions struct {
 }
 
 // Validate checks the options that do not need the cluster.
-func (o *DrillOptions) Validate() error {
-	if err := checkOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+func (o *Options) Validate() error {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if o.App == "" {
-		return Usage(errors.New("name the application to drill: its DRPlacementControl's name"))
+		return cli.Usage(errors.New("name the application to drill: its DRPlacementControl's name"))
 	}
-	if o.KeepFor < 0 || o.KeepFor > MaxDrillKeep {
-		return Usage(fmt.Errorf("--keep %s is out of range: the sandbox is kept from 0 (torn down at once) to %s after the result", o.KeepFor, MaxDrillKeep))
+	if o.KeepFor < 0 || o.KeepFor > MaxKeep {
+		return cli.Usage(fmt.Errorf("--keep %s is out of range: the sandbox is kept from 0 (torn down at once) to %s after the result", o.KeepFor, MaxKeep))
 	}
 	if o.Timeout < 0 || o.WaitTimeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 {
-		return Usage(errors.New("--timeout must not be negative"))
+		return cli.Usage(errors.New("--timeout must not be negative"))
 	}
 	return nil
 }
@@ -90,7 +91,7 @@ func (o *DrillOptions) Validate() error {
 func ReadCheckJob(path string) (*batchv1.JobSpec, error) {
 	data, err := os.ReadFile(path) //nolint:gosec // a file the person names
 	if err != nil {
-		return nil, Usage(fmt.Errorf("failed to read the check Job: %w", err))
+		return nil, cli.Usage(fmt.Errorf("failed to read the check Job: %w", err))
 	}
 	return parseCheckJob(path, data)
 }
@@ -101,25 +102,25 @@ func parseCheckJob(path string, data []byte) (*batchv1.JobSpec, error) {
 		Kind string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return nil, Usage(fmt.Errorf("the check Job %s is not YAML or JSON: %w", path, err))
+		return nil, cli.Usage(fmt.Errorf("the check Job %s is not YAML or JSON: %w", path, err))
 	}
 	spec := &batchv1.JobSpec{}
 	switch head.Kind {
 	case "Job":
 		job := &batchv1.Job{}
 		if err := yaml.UnmarshalStrict(data, job); err != nil {
-			return nil, Usage(fmt.Errorf("the check Job %s does not decode as a Job: %w", path, err))
+			return nil, cli.Usage(fmt.Errorf("the check Job %s does not decode as a Job: %w", path, err))
 		}
 		spec = &job.Spec
 	case "":
 		if err := yaml.UnmarshalStrict(data, spec); err != nil {
-			return nil, Usage(fmt.Errorf("the check Job %s does not decode as a Job's spec (a file with kind: Job is read as a Job): %w", path, err))
+			return nil, cli.Usage(fmt.Errorf("the check Job %s does not decode as a Job's spec (a file with kind: Job is read as a Job): %w", path, err))
 		}
 	default:
-		return nil, Usage(fmt.Errorf("the check Job %s holds a %s: give a Job, or a Job's spec", path, head.Kind))
+		return nil, cli.Usage(fmt.Errorf("the check Job %s holds a %s: give a Job, or a Job's spec", path, head.Kind))
 	}
 	if len(spec.Template.Spec.Containers) == 0 {
-		return nil, Usage(fmt.Errorf("the check Job %s has no container in its pod template: the check needs one that exits 0 when the data is right", path))
+		return nil, cli.Usage(fmt.Errorf("the check Job %s has no container in its pod template: the check needs one that exits 0 when the data is right", path))
 	}
 	spec.Selector, spec.ManualSelector = nil, nil
 	for _, l := range []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
@@ -128,20 +129,20 @@ func parseCheckJob(path string, data []byte) (*batchv1.JobSpec, error) {
 	// The hub judges the check by the sandbox's level (restricted unless an administrator says
 	// baseline); what no sandbox runs is refused here already.
 	if problems := drillcheck.Problems(spec, podsecurity.Floor); len(problems) > 0 {
-		return nil, Usage(fmt.Errorf("the check Job %s: %s", path, drillcheck.Message(problems, podsecurity.Floor)))
+		return nil, cli.Usage(fmt.Errorf("the check Job %s: %s", path, drillcheck.Message(problems, podsecurity.Floor)))
 	}
 	return spec, nil
 }
 
-// Drill asks the hub for a drill of an application: it checks what the CLI can (the
+// Run asks the hub for a drill of an application: it checks what the CLI can (the
 // application exists, --to is a cluster of its policy and not its primary, no other drill of
 // it runs), creates the DRDrill and, with Wait, prints its steps as they happen and its report,
 // failing when the drill fails, is refused or aborted. With Output it then prints the DRDrill.
-func Drill(ctx context.Context, c client.Client, w io.Writer, o DrillOptions) error {
+func Run(ctx context.Context, c client.Client, w io.Writer, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	text := ProgressWriter(w, o.Output, o.Log)
+	text := cli.ProgressWriter(w, o.Output, o.Log)
 	d, err := startDrill(ctx, c, text, &o)
 	if err != nil {
 		return err
@@ -151,23 +152,23 @@ func Drill(ctx context.Context, c client.Client, w io.Writer, o DrillOptions) er
 		if d, err = waitDrill(ctx, c, text, &o, client.ObjectKeyFromObject(d)); err != nil {
 			return err
 		}
-		if err := renderDrillReport(text, d, ReportText, Now(o.Now)); err != nil {
+		if err := renderDrillReport(text, d, ReportText, cli.Now(o.Now)); err != nil {
 			return err
 		}
 		outcome = drillOutcome(d)
 	}
 	switch {
-	case o.Output == OutputName:
-		err = writeNames(w, "DRDrill", []string{d.Name})
+	case o.Output == cli.OutputName:
+		err = cli.WriteNames(w, "DRDrill", []string{d.Name})
 	case o.Output != "":
-		err = writeStructured(w, o.Output, drillObject(d))
+		err = cli.WriteStructured(w, o.Output, drillObject(d))
 	}
 	return errors.Join(outcome, err)
 }
 
 // startDrill checks the application and creates its DRDrill.
-func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptions) (*v1alpha1.DRDrill, error) {
-	a, err := LoadApp(ctx, c, o.Namespace, o.App)
+func startDrill(ctx context.Context, c client.Client, w io.Writer, o *Options) (*v1alpha1.DRDrill, error) {
+	a, err := cli.LoadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return nil, err
 	}
@@ -176,13 +177,13 @@ func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptio
 		return nil, err
 	}
 	if err := drillRefusal(a, o.To, drills); err != nil {
-		return nil, Refused(err)
+		return nil, cli.Refused(err)
 	}
 	d := newDrill(o)
 	key := o.Namespace + "/" + o.App
 	if err := c.Create(ctx, d); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return nil, Refused(fmt.Errorf("the API server refused the drill of %s: %w", key, err))
+			return nil, cli.Refused(fmt.Errorf("the API server refused the drill of %s: %w", key, err))
 		}
 		return nil, fmt.Errorf("failed to create a DRDrill of %s: %w", key, err)
 	}
@@ -192,7 +193,7 @@ func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptio
 	}
 	check := "none (it passes when the workloads are Ready)"
 	if o.Check != nil {
-		check = "the Job of " + Dash(o.CheckSource)
+		check = "the Job of " + cli.Dash(o.CheckSource)
 	}
 	keep := "torn down at once after the result"
 	if o.KeepFor > 0 {
@@ -208,12 +209,12 @@ func startDrill(ctx context.Context, c client.Client, w io.Writer, o *DrillOptio
 
 // newDrill is the DRDrill the options ask for, named after the application with a suffix the
 // API server chooses.
-func newDrill(o *DrillOptions) *v1alpha1.DRDrill {
+func newDrill(o *Options) *v1alpha1.DRDrill {
 	d := &v1alpha1.DRDrill{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: drillNamePrefix(o.App), Namespace: o.Namespace},
 		Spec: v1alpha1.DRDrillSpec{
 			DRPCName: o.App, TargetCluster: o.To, Check: o.Check, CheckNamespace: o.CheckNamespace,
-			Timeout: &metav1.Duration{Duration: OrDefault(o.Timeout, DefaultDrillTimeout)},
+			Timeout: &metav1.Duration{Duration: cli.OrDefault(o.Timeout, DefaultTimeout)},
 		},
 	}
 	if o.KeepFor > 0 {
@@ -234,7 +235,7 @@ func drillNamePrefix(app string) string {
 
 // drillRefusal is why the hub would refuse the drill, checked before asking: --to outside the
 // policy or the primary itself, or another drill of the application running. Nil when none.
-func drillRefusal(a *App, to string, drills []v1alpha1.DRDrill) error {
+func drillRefusal(a *cli.App, to string, drills []v1alpha1.DRDrill) error {
 	d := a.DRPC
 	key := d.Namespace + "/" + d.Name
 	for _, other := range drills {
@@ -253,7 +254,7 @@ func drillRefusal(a *App, to string, drills []v1alpha1.DRDrill) error {
 	}
 	if to == d.Status.CurrentPrimary {
 		return fmt.Errorf("--to %s is where %s runs now: a drill starts a copy beside the replicated data, on the peer; "+
-			"leave --to out or name %s", to, key, Dash(a.PeerOf(to)))
+			"leave --to out or name %s", to, key, cli.Dash(a.PeerOf(to)))
 	}
 	return nil
 }
