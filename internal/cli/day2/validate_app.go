@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // capturedAtAnnotation is where the agent records, on a primary group, the time of the last
@@ -20,15 +21,15 @@ const capturedAtAnnotation = "drover.io/kube-objects-captured-at"
 
 // application runs the checks of `drover validate application`.
 func (v *validator) application(ctx context.Context, hub client.Client, o ValidateOptions) error {
-	a, err := LoadApp(ctx, hub, o.Namespace, o.App)
+	a, err := cli.LoadApp(ctx, hub, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
 	d := a.DRPC
-	v.fromCheck("DRPlacementControl", HubCheck(d))
-	v.fromCheck("DRPlacementControl", ValidatedCheck(d))
+	v.fromCheck("DRPlacementControl", cli.HubCheck(d))
+	v.fromCheck("DRPlacementControl", cli.ValidatedCheck(d))
 	for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionPeerReady, v1alpha1.ConditionProtected} {
-		v.conditionRow("DRPlacementControl: "+t, d.Status.Conditions, t, InAction(d.Status.Phase))
+		v.conditionRow("DRPlacementControl: "+t, d.Status.Conditions, t, cli.InAction(d.Status.Phase))
 	}
 	if a.Policy == nil {
 		v.add("DRPolicy "+d.Spec.DRPolicyRef.Name, Fail, "does not exist on the hub: create it or fix spec.drPolicyRef")
@@ -55,7 +56,7 @@ func (v *validator) application(ctx context.Context, hub client.Client, o Valida
 	}
 	if primary != "" {
 		peer := a.PeerOf(primary)
-		for _, c := range Checks(a, v1alpha1.ActionFailover, peer, v.now()) {
+		for _, c := range cli.Checks(a, v1alpha1.ActionFailover, peer, v.now()) {
 			v.fromCheck("failover to "+peer, c)
 		}
 	}
@@ -72,7 +73,7 @@ func findCluster(clusters []*managedCluster, name string) *managedCluster {
 }
 
 // fromCheck turns a precondition of an action into a row: a blocking one not met fails.
-func (v *validator) fromCheck(prefix string, c Check) {
+func (v *validator) fromCheck(prefix string, c cli.Check) {
 	r := Pass
 	if !c.Met {
 		r = Warn
@@ -94,7 +95,7 @@ func (v *validator) conditionRow(check string, conds []metav1.Condition, t strin
 	case acting || c.Status == metav1.ConditionUnknown:
 		v.add(check, Warn, "%s %s: %s", c.Status, c.Reason, c.Message)
 	default:
-		v.add(check, Fail, "%s %s since %s: %s", c.Status, c.Reason, Clock(c.LastTransitionTime.Time), c.Message)
+		v.add(check, Fail, "%s %s since %s: %s", c.Status, c.Reason, cli.Clock(c.LastTransitionTime.Time), c.Message)
 	}
 }
 
@@ -132,13 +133,13 @@ func (v *validator) groupCheck(ctx context.Context, m *managedCluster, name stri
 		v.add(check, Warn, "the agent on %s has not reconciled generation %d yet (it reports %d): is the agent running?",
 			name, g.Generation, g.Status.ObservedGeneration)
 	default:
-		v.add(check, Pass, "state %s, generation %d reconciled", Dash(string(g.Status.State)), g.Generation)
+		v.add(check, Pass, "state %s, generation %d reconciled", cli.Dash(string(g.Status.State)), g.Generation)
 	}
 	for _, t := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
 		if !primary && t == v1alpha1.ConditionClusterDataProtected {
 			continue
 		}
-		v.conditionRow(fmt.Sprintf("group on %s: %s", name, t), g.Status.Conditions, t, InAction(d.Status.Phase))
+		v.conditionRow(fmt.Sprintf("group on %s: %s", name, t), g.Status.Conditions, t, cli.InAction(d.Status.Phase))
 	}
 	return g
 }
@@ -157,14 +158,14 @@ func (v *validator) pvcChecks(ctx context.Context, m *managedCluster, g *v1alpha
 		case p.Backend == "":
 			v.add(check, Fail, "no storageClassBackends entry of the policy matches its StorageClass %q: it is not replicated", p.StorageClassName)
 		case dp == nil || dp.Status != metav1.ConditionTrue:
-			v.add(check, Fail, "%s (%s): not replicating: %s", p.Backend, Dash(p.ReplicationID), ConditionLine(p.Conditions, v1alpha1.ConditionDataProtected))
+			v.add(check, Fail, "%s (%s): not replicating: %s", p.Backend, cli.Dash(p.ReplicationID), cli.ConditionLine(p.Conditions, v1alpha1.ConditionDataProtected))
 		case p.LastSyncTime == nil:
-			v.add(check, Warn, "%s (%s): no completed sync yet", p.Backend, Dash(p.ReplicationID))
+			v.add(check, Warn, "%s (%s): no completed sync yet", p.Backend, cli.Dash(p.ReplicationID))
 		case interval > 0 && now.Sub(p.LastSyncTime.Time) > v1alpha1.SyncStaleAfter(interval, g.Status.SyncRefreshInterval):
-			v.add(check, Warn, "%s (%s): last sync %s ago, more than %s", p.Backend, Dash(p.ReplicationID),
-				Age(now.Sub(p.LastSyncTime.Time)), v1alpha1.SyncStaleAllowance(interval, g.Status.SyncRefreshInterval))
+			v.add(check, Warn, "%s (%s): last sync %s ago, more than %s", p.Backend, cli.Dash(p.ReplicationID),
+				cli.Age(now.Sub(p.LastSyncTime.Time)), v1alpha1.SyncStaleAllowance(interval, g.Status.SyncRefreshInterval))
 		default:
-			v.add(check, Pass, "%s (%s): last sync %s ago", p.Backend, Dash(p.ReplicationID), Age(now.Sub(p.LastSyncTime.Time)))
+			v.add(check, Pass, "%s (%s): last sync %s ago", p.Backend, cli.Dash(p.ReplicationID), cli.Age(now.Sub(p.LastSyncTime.Time)))
 		}
 	}
 	v.unprotectedPVCs(ctx, m, g, known)
@@ -226,5 +227,5 @@ func (v *validator) captureCheck(g *v1alpha1.VolumeReplicationGroup, now time.Ti
 	// so an old time alone is no fault: KubeObjectsReady says whether the stores hold the
 	// current objects.
 	v.add(check, Pass, "the last capture that changed the stores is %s old (%s); %s",
-		Age(now.Sub(at)), Clock(at), ConditionLine(g.Status.Conditions, v1alpha1.ConditionKubeObjectsReady))
+		cli.Age(now.Sub(at)), cli.Clock(at), cli.ConditionLine(g.Status.Conditions, v1alpha1.ConditionKubeObjectsReady))
 }

@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // logTailLines is how many lines of each container's log gather keeps.
@@ -67,7 +69,7 @@ func (g *gathering) readme(o GatherOptions, at time.Time, clusters []*managedClu
 	if o.App != "" {
 		fmt.Fprintf(&b, " for the application %s/%s", o.Namespace, o.App)
 	}
-	fmt.Fprintf(&b, ".\n\nNamespaces of the applications: %s.\n\n## Clusters\n\n- hub: with your kubeconfig\n", Dash(strings.Join(namespaces, ", ")))
+	fmt.Fprintf(&b, ".\n\nNamespaces of the applications: %s.\n\n## Clusters\n\n- hub: with your kubeconfig\n", cli.Dash(strings.Join(namespaces, ", ")))
 	for _, m := range clusters {
 		fmt.Fprintf(&b, "- %s: with %s\n", m.name, m.via)
 	}

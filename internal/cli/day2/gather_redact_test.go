@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/internal/cli"
 )
 
 func TestTheRedactorKeepsASecretsKeysAndScrubsItsValuesEverywhere(t *testing.T) {
@@ -94,8 +96,8 @@ west: StorageClass lab-file (VolSync, day2)  fail    no such StorageClass on wes
 	if out.String() != want {
 		t.Errorf("validate printed:\n%s\nwant:\n%s", out.String(), want)
 	}
-	if err == nil || ExitCodeOf(err) != ExitFailed {
-		t.Errorf("a failed check returned %v (exit %d), want exit %d", err, ExitCodeOf(err), ExitFailed)
+	if err == nil || cli.ExitCodeOf(err) != cli.ExitFailed {
+		t.Errorf("a failed check returned %v (exit %d), want exit %d", err, cli.ExitCodeOf(err), cli.ExitFailed)
 	}
 	if err := (&validator{rows: v.rows[:1]}).finish(&out, "json"); err != nil {
 		t.Errorf("checks that pass returned %v", err)

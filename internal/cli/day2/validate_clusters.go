@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/identitypolicy"
 )
 
@@ -47,7 +48,7 @@ var (
 func (v *validator) clusters(ctx context.Context, hub client.Client, hubCfg *rest.Config, files ClusterKubeconfigs) error {
 	policies := &v1alpha1.DRPolicyList{}
 	if err := hub.List(ctx, policies); err != nil {
-		return ReadError("DRPolicies", err)
+		return cli.ReadError("DRPolicies", err)
 	}
 	v.serverChecks("hub", hubCfg)
 	v.crdChecks("hub", hubCfg, map[schema.GroupVersion][]string{
@@ -134,7 +135,7 @@ func (v *validator) serverChecks(name string, cfg *rest.Config) bool {
 		v.add(name+": API server", Fail, "%v", err)
 		return false
 	}
-	v.add(name+": API server", Pass, "%s answers (%s, in %s)", cfg.Host, Dash(info.version), info.rtt.Round(time.Millisecond))
+	v.add(name+": API server", Pass, "%s answers (%s, in %s)", cfg.Host, cli.Dash(info.version), info.rtt.Round(time.Millisecond))
 	// The Date header is truncated to the second and was stamped somewhere within the round
 	// trip: only a skew past that uncertainty is judged.
 	margin := info.rtt/2 + time.Second
@@ -289,7 +290,7 @@ func (v *validator) policyCheck(p *v1alpha1.DRPolicy) {
 	c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionValidated)
 	switch {
 	case c == nil:
-		v.add(check, Warn, "the hub has not validated it yet: %s", HubHint)
+		v.add(check, Warn, "the hub has not validated it yet: %s", cli.HubHint)
 	case c.Status != metav1.ConditionTrue:
 		v.add(check, Fail, "Validated %s (%s): %s", c.Status, c.Reason, c.Message)
 	default:
@@ -308,10 +309,10 @@ func (v *validator) hubViewCheck(m *managedCluster) {
 		c := apimeta.FindStatusCondition(m.drc.Status.Conditions, t)
 		switch {
 		case c == nil:
-			v.add(check, Warn, "the DRCluster has no %s condition: %s", t, HubHint)
+			v.add(check, Warn, "the DRCluster has no %s condition: %s", t, cli.HubHint)
 			return
 		case c.Status != metav1.ConditionTrue:
-			v.add(check, Fail, "%s %s since %s (%s): %s", t, c.Status, Clock(c.LastTransitionTime.Time), c.Reason, c.Message)
+			v.add(check, Fail, "%s %s since %s (%s): %s", t, c.Status, cli.Clock(c.LastTransitionTime.Time), c.Reason, c.Message)
 			return
 		case c.Reason == v1alpha1.ReasonProbeFailing:
 			v.add(check, Warn, "%s, but its probe fails (%s)", t, c.Message)

@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // Result is the outcome of one check of `drover validate`.
@@ -55,7 +57,7 @@ func (o *ValidateOptions) Validate() error {
 	case "", "json", "yaml":
 		return nil
 	}
-	return Usage(fmt.Errorf("unknown output format %q: use json or yaml", o.Output))
+	return cli.Usage(fmt.Errorf("unknown output format %q: use json or yaml", o.Output))
 }
 
 // ValidateClusters checks the hub and every managed cluster: reachability, clocks, drover's and
@@ -88,7 +90,7 @@ func ValidateApplication(ctx context.Context, hubCfg *rest.Config, w io.Writer, 
 		return err
 	}
 	if o.App == "" {
-		return Usage(errors.New("name the application (its DRPlacementControl) to validate"))
+		return cli.Usage(errors.New("name the application (its DRPlacementControl) to validate"))
 	}
 	hub, err := hubClient(hubCfg)
 	if err != nil {
@@ -152,7 +154,7 @@ func printRows(w io.Writer, rows []Row, format string) error {
 		_, err = w.Write(out)
 		return err
 	}
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Check, r.Result, r.Detail)

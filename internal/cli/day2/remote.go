@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/gateway"
 	"github.com/drover-io/drover/internal/kubeconfig"
 )
@@ -101,7 +102,7 @@ func hubClient(cfg *rest.Config) (client.Client, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = cliQPS, cliBurst
+		cfg.QPS, cfg.Burst = cli.QPS, cli.Burst
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -115,14 +116,14 @@ func hubClient(cfg *rest.Config) (client.Client, error) {
 func managedClusters(ctx context.Context, hub client.Reader, files ClusterKubeconfigs) ([]*managedCluster, error) {
 	list := &v1alpha1.DRClusterList{}
 	if err := hub.List(ctx, list); err != nil {
-		return nil, ReadError("DRClusters", err)
+		return nil, cli.ReadError("DRClusters", err)
 	}
 	for name := range files {
 		if !containsCluster(list.Items, name) {
-			return nil, Usage(fmt.Errorf("--cluster-kubeconfig names %s, which is no DRCluster of the hub", name))
+			return nil, cli.Usage(fmt.Errorf("--cluster-kubeconfig names %s, which is no DRCluster of the hub", name))
 		}
 		if _, err := fileConfig(files[name]); err != nil {
-			return nil, Usage(fmt.Errorf("--cluster-kubeconfig %s=%s: %w", name, files[name], err))
+			return nil, cli.Usage(fmt.Errorf("--cluster-kubeconfig %s=%s: %w", name, files[name], err))
 		}
 	}
 	scheme, err := remoteScheme()
@@ -208,7 +209,7 @@ func probeServer(ctx context.Context, cfg *rest.Config, now func() time.Time) (s
 	sent := now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		return serverInfo{}, Unreachable(fmt.Errorf("%s did not answer: %w", cfg.Host, err))
+		return serverInfo{}, cli.Unreachable(fmt.Errorf("%s did not answer: %w", cfg.Host, err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	got := now()

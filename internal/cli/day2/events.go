@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // EventsOptions are the options of `drover events`.
@@ -49,9 +51,9 @@ type clusterEvent struct {
 // after the table, with the reason.
 func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptions) error {
 	if o.App == "" {
-		return Usage(errors.New("name the application (its DRPlacementControl) whose events to print"))
+		return cli.Usage(errors.New("name the application (its DRPlacementControl) whose events to print"))
 	}
-	if err := CheckOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+	if err := cli.CheckOutput(o.Output, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	now := time.Now
@@ -62,7 +64,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 	if err != nil {
 		return err
 	}
-	a, err := LoadApp(ctx, hub, o.Namespace, o.App)
+	a, err := cli.LoadApp(ctx, hub, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 	hubEvents := &corev1.EventList{}
 	if err := hub.List(ctx, hubEvents, client.InNamespace(d.Namespace),
 		client.MatchingFields{"involvedObject.kind": "DRPlacementControl", "involvedObject.name": d.Name}); err != nil {
-		return ReadError("the events of DRPlacementControl "+d.Namespace+"/"+d.Name, err)
+		return cli.ReadError("the events of DRPlacementControl "+d.Namespace+"/"+d.Name, err)
 	}
 	all := tagEvents("hub", hubEvents.Items)
 	var notes []string
@@ -94,7 +96,7 @@ func Events(ctx context.Context, hubCfg *rest.Config, w io.Writer, o EventsOptio
 		notes = append(notes, fmt.Sprintf("DRPolicy %s does not exist: the managed clusters are not known", d.Spec.DRPolicyRef.Name))
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
-	if Structured(o.Output) {
+	if cli.Structured(o.Output) {
 		return printEventList(w, o.Notes, o.Output, all, notes)
 	}
 	return printEvents(w, all, notes, now())
@@ -114,7 +116,7 @@ func printEventList(w, notes io.Writer, format string, all []clusterEvent, missi
 		ev.ManagedFields = nil
 		items = append(items, ev)
 	}
-	if err := PrintList(w, items, format); err != nil {
+	if err := cli.PrintList(w, items, format); err != nil {
 		return err
 	}
 	if notes != nil {
@@ -174,7 +176,7 @@ func eventTime(e *corev1.Event) time.Time {
 
 // printEvents prints the table and, after it, the clusters not read.
 func printEvents(w io.Writer, all []clusterEvent, notes []string, now time.Time) error {
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "TIME\tAGE\tCLUSTER\tTYPE\tREASON\tOBJECT\tMESSAGE")
 	for _, e := range all {
 		obj := e.ev.InvolvedObject
@@ -182,13 +184,13 @@ func printEvents(w io.Writer, all []clusterEvent, notes []string, now time.Time)
 		if e.ev.Count > 1 {
 			count = fmt.Sprintf(" (x%d)", e.ev.Count)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", e.at.UTC().Format(time.RFC3339), Age(now.Sub(e.at)), e.cluster,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", e.at.UTC().Format(time.RFC3339), cli.Age(now.Sub(e.at)), e.cluster,
 			e.ev.Type, e.ev.Reason, strings.ToLower(obj.Kind)+"/"+obj.Name, strings.TrimSpace(e.ev.Message), count)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	if len(all) == 0 {
 		p.Linef("No events (the API server keeps them an hour by default).")
 	}

@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"archive/tar"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // GatherOptions are the options of `drover gather`.
@@ -119,7 +120,7 @@ func Gather(ctx context.Context, hubCfg *rest.Config, w io.Writer, o GatherOptio
 	if err := g.write(o.File); err != nil {
 		return err
 	}
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	p.Linef("Wrote %s: %d files from the hub and %d managed clusters; %d things could not be collected (README.md says which and why).",
 		o.File, len(g.files), len(clusters), len(g.failures))
 	p.Linef("Secrets are listed by name and key names only, and credentials are scrubbed; still, read it before you share it.")
@@ -133,13 +134,13 @@ func (g *gathering) hub(ctx context.Context, hub client.Client, cfg *rest.Config
 		d := v1alpha1.DRPlacementControl{}
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.App}, &d); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, NotFound(ctx, hub, o.Namespace, o.App)
+				return nil, cli.NotFound(ctx, hub, o.Namespace, o.App)
 			}
-			return nil, ReadError("DRPlacementControl "+o.Namespace+"/"+o.App, err)
+			return nil, cli.ReadError("DRPlacementControl "+o.Namespace+"/"+o.App, err)
 		}
 		drpcs.Items = append(drpcs.Items, d)
 	} else if err := hub.List(ctx, drpcs); err != nil {
-		return nil, ReadError("DRPlacementControls", err)
+		return nil, cli.ReadError("DRPlacementControls", err)
 	}
 	set := map[string]bool{}
 	for _, d := range drpcs.Items {

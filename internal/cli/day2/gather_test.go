@@ -1,4 +1,4 @@
-package cli
+package day2
 
 import (
 	"context"
