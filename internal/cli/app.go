@@ -47,16 +47,8 @@ func LoadApp(ctx context.Context, c client.Reader, namespace, name string) (*App
 	if a.Policy == nil {
 		return a, nil
 	}
-	for _, name := range a.Policy.Spec.DRClusters {
-		cl := &v1alpha1.DRCluster{}
-		err := c.Get(ctx, client.ObjectKey{Name: name}, cl)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, ReadError("DRCluster "+name, err)
-		default:
-			a.Clusters[name] = cl
-		}
+	if err := a.LoadClusters(ctx, c, map[string]*v1alpha1.DRCluster{}); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -245,4 +237,30 @@ func ActivePhase(action v1alpha1.DRAction) v1alpha1.DRPCPhase {
 		return v1alpha1.PhaseRelocating
 	}
 	return v1alpha1.PhaseFailingOver
+}
+
+// LoadClusters sets the app's clusters from its policy, reading each DRCluster once per call
+// of a verb (a nil entry in cache: it does not exist).
+func (a *App) LoadClusters(ctx context.Context, c client.Reader, cache map[string]*v1alpha1.DRCluster) error {
+	if a.Policy == nil {
+		return nil
+	}
+	for _, name := range a.Policy.Spec.DRClusters {
+		cl, ok := cache[name]
+		if !ok {
+			cl = &v1alpha1.DRCluster{}
+			err := c.Get(ctx, client.ObjectKey{Name: name}, cl)
+			switch {
+			case apierrors.IsNotFound(err):
+				cl = nil
+			case err != nil:
+				return ReadError("DRCluster "+name, err)
+			}
+			cache[name] = cl
+		}
+		if cl != nil {
+			a.Clusters[name] = cl
+		}
+	}
+	return nil
 }

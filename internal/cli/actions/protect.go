@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // ProtectOptions are what `drover protect` asks for: the DRPlacementControl it creates.
@@ -40,19 +41,19 @@ type ProtectOptions struct {
 func (o *ProtectOptions) Validate() error {
 	switch {
 	case o.App == "":
-		return Usage(errors.New("name the application: drover protect APP --policy POLICY --cluster CLUSTER"))
+		return cli.Usage(errors.New("name the application: drover protect APP --policy POLICY --cluster CLUSTER"))
 	case o.Policy == "":
-		return Usage(errors.New("--policy is required: the DRPolicy pairing the clusters (kubectl get drpolicy)"))
+		return cli.Usage(errors.New("--policy is required: the DRPolicy pairing the clusters (kubectl get drpolicy)"))
 	case o.Cluster == "":
-		return Usage(errors.New("--cluster is required: the cluster the application runs on now"))
+		return cli.Usage(errors.New("--cluster is required: the cluster the application runs on now"))
 	case o.Placement != "" && len(o.ProtectedNamespaces) > 0:
-		return Usage(errors.New("--placement and --protected-namespace exclude each other: a Placement decides where a GitOps tool deploys, protected namespaces are captured whole"))
+		return cli.Usage(errors.New("--placement and --protected-namespace exclude each other: a Placement decides where a GitOps tool deploys, protected namespaces are captured whole"))
 	}
-	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if _, err := labels.Parse(o.PVCSelector); err != nil {
-		return Usage(fmt.Errorf("--pvc-selector %q: %w", o.PVCSelector, err))
+		return cli.Usage(fmt.Errorf("--pvc-selector %q: %w", o.PVCSelector, err))
 	}
 	return nil
 }
@@ -61,7 +62,7 @@ func (o *ProtectOptions) Validate() error {
 func (o *ProtectOptions) DRPC() (*v1alpha1.DRPlacementControl, error) {
 	selector, err := metav1.ParseToLabelSelector(o.PVCSelector)
 	if err != nil {
-		return nil, Usage(fmt.Errorf("--pvc-selector %q: %w", o.PVCSelector, err))
+		return nil, cli.Usage(fmt.Errorf("--pvc-selector %q: %w", o.PVCSelector, err))
 	}
 	d := &v1alpha1.DRPlacementControl{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DRPlacementControl"},
@@ -104,9 +105,9 @@ func Protect(ctx context.Context, c client.Client, w io.Writer, o ProtectOptions
 func protectErr(d *v1alpha1.DRPlacementControl, err error) error {
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return Refused(fmt.Errorf("%s/%s is already protected (drover status %s -n %s); unprotect it first to change what it protects", d.Namespace, d.Name, d.Name, d.Namespace))
+		return cli.Refused(fmt.Errorf("%s/%s is already protected (drover status %s -n %s); unprotect it first to change what it protects", d.Namespace, d.Name, d.Name, d.Namespace))
 	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err):
-		return Refused(fmt.Errorf("the hub refused the DRPlacementControl %s/%s: %w", d.Namespace, d.Name, err))
+		return cli.Refused(fmt.Errorf("the hub refused the DRPlacementControl %s/%s: %w", d.Namespace, d.Name, err))
 	}
 	return fmt.Errorf("failed to create the DRPlacementControl %s/%s: %w", d.Namespace, d.Name, err)
 }
@@ -117,10 +118,10 @@ func printCreated(w io.Writer, obj client.Object, format string, dryRun bool, ve
 	kind := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind) + "." + v1alpha1.GroupVersion.Group
 	line := fmt.Sprintf("%s/%s %s", kind, obj.GetName(), verb)
 	switch {
-	case format == OutputName:
+	case format == cli.OutputName:
 		line = kind + "/" + obj.GetName()
-	case Structured(format):
-		return WriteStructured(w, format, obj)
+	case cli.Structured(format):
+		return cli.WriteStructured(w, format, obj)
 	case dryRun:
 		line += " (server dry run: nothing was changed)"
 	}
@@ -134,7 +135,7 @@ type UnprotectOptions struct {
 	// DryRun prints what would be removed and changes nothing.
 	DryRun bool
 	// Confirm asks before deleting; nil deletes without asking.
-	Confirm *Confirmation
+	Confirm *cli.Confirmation
 	// Output is how the result is printed: "" (a line) or name.
 	Output string
 }
@@ -144,18 +145,18 @@ type UnprotectOptions struct {
 // application, its PVCs and their data stay where they are.
 func Unprotect(ctx context.Context, c client.Client, w io.Writer, o UnprotectOptions) error {
 	if o.App == "" {
-		return Usage(errors.New("name the application: drover unprotect APP -n NAMESPACE"))
+		return cli.Usage(errors.New("name the application: drover unprotect APP -n NAMESPACE"))
 	}
 	d := &v1alpha1.DRPlacementControl{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.App}, d); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Refused(fmt.Errorf("%s/%s is not protected: no DRPlacementControl of that name (drover status -n %s lists them)", o.Namespace, o.App, o.Namespace))
+			return cli.Refused(fmt.Errorf("%s/%s is not protected: no DRPlacementControl of that name (drover status -n %s lists them)", o.Namespace, o.App, o.Namespace))
 		}
 		return fmt.Errorf("failed to get the DRPlacementControl %s/%s: %w", o.Namespace, o.App, err)
 	}
 	d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
 	what := fmt.Sprintf("stop protecting %s/%s (running on %s): replication stops and the stores forget it; the application and its data stay",
-		o.Namespace, o.App, Dash(d.Status.CurrentPrimary))
+		o.Namespace, o.App, cli.Dash(d.Status.CurrentPrimary))
 	if o.DryRun {
 		_, err := fmt.Fprintf(w, "Would %s.\nNothing was changed (--dry-run).\n", what)
 		return err

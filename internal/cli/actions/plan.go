@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // PlanOptions are the options of `drover plan`.
@@ -38,7 +39,7 @@ type Preview struct {
 	// NoopReason says which.
 	Noop       bool
 	NoopReason string
-	Checks     []Check
+	Checks     []cli.Check
 	Steps      []string
 	// Loss is the expected data loss, for a person.
 	Loss string
@@ -56,8 +57,8 @@ func (p *Preview) Refusal() error {
 }
 
 // Warnings are the checks that are not met but do not block.
-func (p *Preview) Warnings() []Check {
-	var out []Check
+func (p *Preview) Warnings() []cli.Check {
+	var out []cli.Check
 	for _, c := range p.Checks {
 		if !c.Blocking && !c.Met {
 			out = append(out, c)
@@ -68,7 +69,7 @@ func (p *Preview) Warnings() []Check {
 
 // Validate checks the options that do not need the cluster.
 func (o *PlanOptions) Validate() error {
-	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	return validateAction(o.Action, o.App, o.To)
@@ -76,13 +77,13 @@ func (o *PlanOptions) Validate() error {
 
 func validateAction(action v1alpha1.DRAction, app, to string) error {
 	if action != v1alpha1.ActionFailover && action != v1alpha1.ActionRelocate {
-		return Usage(fmt.Errorf("unknown action %q: use failover or relocate", action))
+		return cli.Usage(fmt.Errorf("unknown action %q: use failover or relocate", action))
 	}
 	if app == "" {
-		return Usage(errors.New("name the application: the DRPlacementControl's name"))
+		return cli.Usage(errors.New("name the application: the DRPlacementControl's name"))
 	}
 	if to == "" {
-		return Usage(errors.New("name the cluster to move the application to with --to"))
+		return cli.Usage(errors.New("name the cluster to move the application to with --to"))
 	}
 	return nil
 }
@@ -93,33 +94,33 @@ func Plan(ctx context.Context, c client.Reader, w io.Writer, o PlanOptions) erro
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	a, err := LoadApp(ctx, c, o.Namespace, o.App)
+	a, err := cli.LoadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
-	p := preview(a, o.Action, o.To, Now(o.Now))
+	p := preview(a, o.Action, o.To, cli.Now(o.Now))
 	switch {
-	case o.Output == OutputName:
-		return WriteNames(w, "DRPlacementControl", []string{p.App})
-	case Structured(o.Output):
-		return WriteStructured(w, o.Output, reportOf(&p))
+	case o.Output == cli.OutputName:
+		return cli.WriteNames(w, "DRPlacementControl", []string{p.App})
+	case cli.Structured(o.Output):
+		return cli.WriteStructured(w, o.Output, reportOf(&p))
 	}
 	printPreview(w, &p, a)
 	return nil
 }
 
 // preview computes what action to the cluster to would do now.
-func preview(a *App, action v1alpha1.DRAction, to string, now time.Time) Preview {
+func preview(a *cli.App, action v1alpha1.DRAction, to string, now time.Time) Preview {
 	d := a.DRPC
 	st := d.Status
 	p := Preview{Action: action, Namespace: d.Namespace, App: d.Name, From: st.CurrentPrimary, To: to}
 	switch {
-	case Settled(st.Phase) && st.CurrentPrimary == to:
+	case cli.Settled(st.Phase) && st.CurrentPrimary == to:
 		p.Noop, p.NoopReason = true, fmt.Sprintf("the application already runs on %s (phase %s)", to, st.Phase)
-	case st.Phase == ActivePhase(action) && st.ActionTarget == to:
-		p.Noop, p.NoopReason = true, fmt.Sprintf("a %s to %s is already in progress (step %s)", strings.ToLower(string(action)), to, Dash(st.Progression))
+	case st.Phase == cli.ActivePhase(action) && st.ActionTarget == to:
+		p.Noop, p.NoopReason = true, fmt.Sprintf("a %s to %s is already in progress (step %s)", strings.ToLower(string(action)), to, cli.Dash(st.Progression))
 	}
-	p.Checks = Checks(a, action, to, now)
+	p.Checks = cli.Checks(a, action, to, now)
 	p.Steps = steps(a, action, to)
 	p.Loss = loss(a, action, now)
 	return p
@@ -134,23 +135,23 @@ func settledPhase(action v1alpha1.DRAction) v1alpha1.DRPCPhase {
 }
 
 // steps are the hub's steps (internal/hub/drpc/machine.go), with the progression each shows.
-func steps(a *App, action v1alpha1.DRAction, to string) []string {
+func steps(a *cli.App, action v1alpha1.DRAction, to string) []string {
 	d := a.DRPC
-	from := Dash(d.Status.CurrentPrimary)
+	from := cli.Dash(d.Status.CurrentPrimary)
 	if from == to || from == "-" {
-		from = Dash(a.PeerOf(to))
+		from = cli.Dash(a.PeerOf(to))
 	}
 	place := fmt.Sprintf("place the application on %s: the PlacementDecision of %s names %s, for the GitOps tool to deploy it", to, placementName(d), to)
 	stop := fmt.Sprintf("stop the application on %s: the PlacementDecision of %s names no cluster, the GitOps tool removes it", from, placementName(d))
 	if d.Spec.PlacementRef == nil {
 		place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects once the PVCs are bound, workloads last", to)
-		if ObjectsOnly(d) {
+		if cli.ObjectsOnly(d) {
 			place = fmt.Sprintf("start the application on %s: its agent restores the captured Kubernetes objects, workloads last", to)
 		}
 		stop = fmt.Sprintf("stop the application on %s: its agent deletes the workloads of %s (PVCs stay)", from, strings.Join(d.Spec.ProtectedNamespaces, ", "))
 	}
 	promote := fmt.Sprintf("promote %s's group (PromotingTarget): restore the PVs and PVCs from the S3 store and make the volumes primary", to)
-	if ObjectsOnly(d) {
+	if cli.ObjectsOnly(d) {
 		promote = fmt.Sprintf("promote %s's group (PromotingTarget): no PVCs selected, it has no volume to restore", to)
 	}
 	if action == v1alpha1.ActionFailover {
@@ -183,13 +184,13 @@ func placementName(d *v1alpha1.DRPlacementControl) string {
 }
 
 // loss is the data an action would lose now.
-func loss(a *App, action v1alpha1.DRAction, now time.Time) string {
+func loss(a *cli.App, action v1alpha1.DRAction, now time.Time) string {
 	if action == v1alpha1.ActionRelocate {
 		return "none: the application is stopped and a final sync carries every write before the target is promoted"
 	}
-	t := LastSync(a.DRPC)
+	t := cli.LastSync(a.DRPC)
 	switch {
-	case t == nil && ObjectsOnly(a.DRPC):
+	case t == nil && cli.ObjectsOnly(a.DRPC):
 		return "unknown: no capture of the objects in every S3 profile is recorded; the target may hold none of them"
 	case t == nil:
 		return "unknown: no group sync is recorded; the target may hold no data of the application"
@@ -198,23 +199,23 @@ func loss(a *App, action v1alpha1.DRAction, now time.Time) string {
 	if lag < 0 {
 		lag = 0
 	}
-	if ObjectsOnly(a.DRPC) {
+	if cli.ObjectsOnly(a.DRPC) {
 		return fmt.Sprintf("objects changed since the last capture (%s): no PVCs selected, the target restores the objects as captured at %s",
-			lag, Clock(t.Time))
+			lag, cli.Clock(t.Time))
 	}
-	s := fmt.Sprintf("up to %s of writes: those made after the last group sync at %s", lag, Clock(t.Time))
+	s := fmt.Sprintf("up to %s of writes: those made after the last group sync at %s", lag, cli.Clock(t.Time))
 	if a.Interval > 0 {
 		s += fmt.Sprintf(" (the policy syncs every %s)", a.Interval)
 	}
 	return s
 }
 
-func printPreview(w io.Writer, p *Preview, a *App) {
+func printPreview(w io.Writer, p *Preview, a *cli.App) {
 	policy := a.DRPC.Spec.DRPolicyRef.Name
 	if a.Policy != nil {
 		policy += ", every " + string(a.Policy.Spec.SchedulingInterval)
 	}
-	fmt.Fprintf(w, "Plan: %s %s/%s from %s to %s (DRPolicy %s)\n", strings.ToLower(string(p.Action)), p.Namespace, p.App, Dash(p.From), p.To, policy)
+	fmt.Fprintf(w, "Plan: %s %s/%s from %s to %s (DRPolicy %s)\n", strings.ToLower(string(p.Action)), p.Namespace, p.App, cli.Dash(p.From), p.To, policy)
 	if p.Noop {
 		fmt.Fprintf(w, "\nNothing to do: %s.\n", p.NoopReason)
 		return

@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // PlanReport is a plan as -o json|yaml|jsonpath prints it: kind Plan of CLIGroupVersion, named
@@ -14,22 +15,22 @@ import (
 type PlanReport struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   ObjectMeta        `json:"metadata"`
+	Metadata   cli.ObjectMeta    `json:"metadata"`
 	Action     v1alpha1.DRAction `json:"action"`
 	From       string            `json:"from,omitempty"`
 	To         string            `json:"to"`
 	// Verdict is "can start", "refused" or "nothing to do"; Detail says why.
-	Verdict          string   `json:"verdict"`
-	Detail           string   `json:"detail,omitempty"`
-	Checks           []Check  `json:"checks,omitempty"`
-	Steps            []string `json:"steps,omitempty"`
-	ExpectedDataLoss string   `json:"expectedDataLoss,omitempty"`
+	Verdict          string      `json:"verdict"`
+	Detail           string      `json:"detail,omitempty"`
+	Checks           []cli.Check `json:"checks,omitempty"`
+	Steps            []string    `json:"steps,omitempty"`
+	ExpectedDataLoss string      `json:"expectedDataLoss,omitempty"`
 }
 
 // reportOf is the report of a preview.
 func reportOf(p *Preview) PlanReport {
 	verdict, detail := (&entry{p: *p}).verdict()
-	return PlanReport{APIVersion: CLIGroupVersion, Kind: "Plan", Metadata: ObjectMeta{Name: p.App, Namespace: p.Namespace},
+	return PlanReport{APIVersion: cli.CLIGroupVersion, Kind: "Plan", Metadata: cli.ObjectMeta{Name: p.App, Namespace: p.Namespace},
 		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, ExpectedDataLoss: p.Loss}
 }
 
@@ -38,7 +39,7 @@ func reportOf(p *Preview) PlanReport {
 type ActionResult struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   ObjectMeta        `json:"metadata"`
+	Metadata   cli.ObjectMeta    `json:"metadata"`
 	Action     v1alpha1.DRAction `json:"action"`
 	To         string            `json:"to"`
 	// Result is Available, failed, timed out, refused, nothing to do, or asked (without --wait).
@@ -50,38 +51,38 @@ type ActionResult struct {
 // printMassReports prints the plan (ts without results) or the summary of a mass action as a
 // List, or the names of its DRPlacementControls.
 func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*tracked) error {
-	if o.Output == OutputName {
+	if o.Output == cli.OutputName {
 		names := make([]string, 0, len(entries))
 		for _, e := range entries {
 			names = append(names, e.a.DRPC.Name)
 		}
-		return WriteNames(w, "DRPlacementControl", names)
+		return cli.WriteNames(w, "DRPlacementControl", names)
 	}
 	if ts == nil {
 		items := make([]PlanReport, 0, len(entries))
 		for _, e := range entries {
 			items = append(items, reportOf(&e.p))
 		}
-		return PrintList(w, items, o.Output)
+		return cli.PrintList(w, items, o.Output)
 	}
 	items := make([]ActionResult, 0, len(ts))
 	for _, t := range ts {
 		d := t.a.DRPC
-		items = append(items, ActionResult{APIVersion: CLIGroupVersion, Kind: "ActionResult", Metadata: ObjectMeta{Name: d.Name, Namespace: d.Namespace},
+		items = append(items, ActionResult{APIVersion: cli.CLIGroupVersion, Kind: "ActionResult", Metadata: cli.ObjectMeta{Name: d.Name, Namespace: d.Namespace},
 			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
 	}
-	return PrintList(w, items, o.Output)
+	return cli.PrintList(w, items, o.Output)
 }
 
 // printActed prints the DRPlacementControl after an action (asked, or followed to its end) in
 // the format of -o: the object or its name.
 func printActed(ctx context.Context, c client.Reader, w io.Writer, format string, key client.ObjectKey) error {
-	if format == OutputName {
-		return WriteNames(w, "DRPlacementControl", []string{key.Name})
+	if format == cli.OutputName {
+		return cli.WriteNames(w, "DRPlacementControl", []string{key.Name})
 	}
 	d := &v1alpha1.DRPlacementControl{}
 	if err := c.Get(ctx, key, d); err != nil {
-		return ReadError("DRPlacementControl "+key.String(), err)
+		return cli.ReadError("DRPlacementControl "+key.String(), err)
 	}
-	return WriteStructured(w, format, AsObject(d))
+	return cli.WriteStructured(w, format, cli.AsObject(d))
 }

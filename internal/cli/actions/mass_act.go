@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/quantile"
 )
 
@@ -54,7 +55,7 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 		return MassResult{}, err
 	}
 	out := w
-	w = ProgressWriter(w, o.Output, o.Log)
+	w = cli.ProgressWriter(w, o.Output, o.Log)
 	printMassPlan(w, &o, entries)
 	n := countOf(entries)
 	if n.refused > 0 && !o.SkipRefused {
@@ -75,8 +76,8 @@ func ActAll(ctx context.Context, c client.Client, w io.Writer, o MassOptions) (M
 		case "nothing to do":
 			t.result, t.detail = resultNoop, detail
 			// An action already under way to the target is followed like an asked one.
-			if !Settled(e.a.DRPC.Status.Phase) {
-				t.result, t.follow, t.generation, t.asked = "", true, e.a.DRPC.Generation, Now(o.Now)
+			if !cli.Settled(e.a.DRPC.Status.Phase) {
+				t.result, t.follow, t.generation, t.asked = "", true, e.a.DRPC.Generation, cli.Now(o.Now)
 			}
 		}
 		ts = append(ts, t)
@@ -148,7 +149,7 @@ func askAll(ctx context.Context, c client.Client, o *MassOptions, ts []*tracked)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			t.asked = Now(o.Now)
+			t.asked = cli.Now(o.Now)
 			if _, err := askHub(ctx, c, t.a.DRPC, o.Action, o.To); err != nil {
 				t.result, t.detail = resultFailed, err.Error()
 				return
@@ -181,25 +182,25 @@ func massError(o *MassOptions, ts []*tracked) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	return Partial(fmt.Errorf("the %s of %d of %d applications did not complete: %s (see the summary above; the hub goes on: follow them with `drover status -A`)",
+	return cli.Partial(fmt.Errorf("the %s of %d of %d applications did not complete: %s (see the summary above; the hub goes on: follow them with `drover status -A`)",
 		strings.ToLower(string(o.Action)), len(failed), len(ts), strings.Join(failed, ", ")))
 }
 
 // waitAll follows the asked actions with one list of the DRPlacementControls per poll until
 // every one is done or failed, or the timeout passes.
 func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, ts []*tracked) {
-	timeout, interval := OrDefault(o.Timeout, DefaultTimeout), OrDefault(o.PollInterval, DefaultPollInterval)
-	stallAfter, every := OrDefault(o.StallAfter, DefaultStallAfter), OrDefault(o.ProgressInterval, DefaultProgressInterval)
-	start := Now(o.Now)
+	timeout, interval := cli.OrDefault(o.Timeout, DefaultTimeout), cli.OrDefault(o.PollInterval, cli.DefaultPollInterval)
+	stallAfter, every := cli.OrDefault(o.StallAfter, cli.DefaultStallAfter), cli.OrDefault(o.ProgressInterval, DefaultProgressInterval)
+	start := cli.Now(o.Now)
 	lastLine := start
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		if err := pollAll(ctx, c, w, o, ts, stallAfter); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(w, "%7s  failed to list the DRPlacementControls: %v (retrying)\n", seconds(Now(o.Now).Sub(start)), err)
+			fmt.Fprintf(w, "%7s  failed to list the DRPlacementControls: %v (retrying)\n", seconds(cli.Now(o.Now).Sub(start)), err)
 		}
 		running := runningOf(ts)
-		t := Now(o.Now)
+		t := cli.Now(o.Now)
 		if len(running) == 0 || t.Sub(lastLine) >= every {
 			fmt.Fprintln(w, massProgressLine(t.Sub(start), ts, running, t))
 			lastLine = t
@@ -211,13 +212,13 @@ func waitAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		select {
 		case <-ctx.Done():
 			stop = fmt.Sprintf("stopped waiting: %v", ctx.Err())
-		case <-time.After(timeout - Now(o.Now).Sub(start)):
+		case <-time.After(timeout - cli.Now(o.Now).Sub(start)):
 			stop = fmt.Sprintf("timed out after %s", timeout)
 		case <-ticker.C:
 		}
 		if stop != "" {
 			for _, r := range running {
-				r.result, r.took = resultTimedOut, Now(o.Now).Sub(r.asked)
+				r.result, r.took = resultTimedOut, cli.Now(o.Now).Sub(r.asked)
 				r.detail = fmt.Sprintf("%s at phase %s, step %s, %s", stop, r.last.phase, r.last.progression, r.last.available)
 			}
 			return
@@ -244,7 +245,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 	for i := range metas.Items {
 		versions[metas.Items[i].Namespace+"/"+metas.Items[i].Name] = metas.Items[i].ResourceVersion
 	}
-	t := Now(o.Now)
+	t := cli.Now(o.Now)
 	for _, r := range runningOf(ts) {
 		version, ok := versions[r.key()]
 		if !ok {
@@ -267,7 +268,7 @@ func pollAll(ctx context.Context, c client.Reader, w io.Writer, o *MassOptions, 
 		ao := ActionOptions{Namespace: d.Namespace, App: d.Name, Action: o.Action, To: o.To}
 		done, err := outcome(d, &ao, r.generation)
 		if err == nil && !done && t.Sub(r.asked) >= stallAfter && !observed(d, r.generation) {
-			err = fmt.Errorf("the hub has not observed the change in %s: %s", t.Sub(r.asked).Round(time.Second), HubHint)
+			err = fmt.Errorf("the hub has not observed the change in %s: %s", t.Sub(r.asked).Round(time.Second), cli.HubHint)
 		}
 		switch {
 		case err != nil:
@@ -320,7 +321,7 @@ func massProgressLine(elapsed time.Duration, ts []*tracked, running []*tracked, 
 // printSummary prints a row per application: its result, how long it took and why it failed.
 func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
 	fmt.Fprintln(w, "\nSummary:")
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "NAMESPACE\tAPP\tRESULT\tDURATION\tDETAIL")
 	var slowest time.Duration
 	for _, t := range ts {
@@ -333,7 +334,7 @@ func printSummary(w io.Writer, o *MassOptions, ts []*tracked) {
 		if result == resultAvailable {
 			result += " on " + o.To
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.a.DRPC.Namespace, t.a.DRPC.Name, result, took, Dash(t.detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.a.DRPC.Namespace, t.a.DRPC.Name, result, took, cli.Dash(t.detail))
 	}
 	_ = tw.Flush()
 	byResult := map[string]int{}

@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // Defaults of the action verbs.
@@ -52,14 +53,14 @@ type ActionOptions struct {
 
 // Validate checks the options that do not need the cluster.
 func (o *ActionOptions) Validate() error {
-	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if err := validateAction(o.Action, o.App, o.To); err != nil {
 		return err
 	}
 	if o.Timeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 {
-		return Usage(errors.New("--timeout must not be negative"))
+		return cli.Usage(errors.New("--timeout must not be negative"))
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := act(ctx, c, ProgressWriter(w, o.Output, o.Log), o); err != nil || o.Output == "" {
+	if err := act(ctx, c, cli.ProgressWriter(w, o.Output, o.Log), o); err != nil || o.Output == "" {
 		return err
 	}
 	return printActed(ctx, c, w, o.Output, client.ObjectKey{Namespace: o.Namespace, Name: o.App})
@@ -81,22 +82,22 @@ func Act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 
 // act is Act without its output.
 func act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) error {
-	a, err := LoadApp(ctx, c, o.Namespace, o.App)
+	a, err := cli.LoadApp(ctx, c, o.Namespace, o.App)
 	if err != nil {
 		return err
 	}
 	verb := strings.ToLower(string(o.Action))
-	p := preview(a, o.Action, o.To, Now(o.Now))
+	p := preview(a, o.Action, o.To, cli.Now(o.Now))
 	key := a.DRPC.Namespace + "/" + a.DRPC.Name
 	if p.Noop {
 		fmt.Fprintf(w, "Nothing to ask: %s.\n", p.NoopReason)
-		if !o.Wait || Settled(a.DRPC.Status.Phase) {
+		if !o.Wait || cli.Settled(a.DRPC.Status.Phase) {
 			return nil
 		}
 		return wait(ctx, c, w, o, a.DRPC.Generation)
 	}
 	if err := p.Refusal(); err != nil {
-		return Refused(err)
+		return cli.Refused(err)
 	}
 	for _, c := range p.Warnings() {
 		fmt.Fprintf(w, "Warning: %s: %s\n", c.Name, c.Detail)
@@ -106,7 +107,7 @@ func act(ctx context.Context, c client.Client, w io.Writer, o ActionOptions) err
 		return err
 	}
 	fmt.Fprintf(w, "Asked the hub to %s %s from %s to %s (spec.action %s, spec.%s %s). Expected data loss: %s.\n",
-		verb, key, Dash(p.From), o.To, o.Action, field, o.To, p.Loss)
+		verb, key, cli.Dash(p.From), o.To, o.Action, field, o.To, p.Loss)
 	if !o.Wait {
 		fmt.Fprintf(w, "Follow it with `drover status %s -n %s`.\n", a.DRPC.Name, a.DRPC.Namespace)
 		return nil
@@ -129,7 +130,7 @@ func askHub(ctx context.Context, c client.Client, d *v1alpha1.DRPlacementControl
 	}
 	if err := c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return "", Refused(fmt.Errorf("the API server refused the %s of %s: %w", strings.ToLower(string(action)), key, err))
+			return "", cli.Refused(fmt.Errorf("the API server refused the %s of %s: %w", strings.ToLower(string(action)), key, err))
 		}
 		return "", fmt.Errorf("failed to patch DRPlacementControl %s: %w", key, err)
 	}
@@ -142,7 +143,7 @@ type progress struct {
 }
 
 func progressOf(d *v1alpha1.DRPlacementControl) progress {
-	p := progress{phase: Dash(string(d.Status.Phase)), progression: Dash(d.Status.Progression), available: "Available not reported"}
+	p := progress{phase: cli.Dash(string(d.Status.Phase)), progression: cli.Dash(d.Status.Progression), available: "Available not reported"}
 	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
 		p.available = c.Message
 		if c.Status != metav1.ConditionTrue {
@@ -170,11 +171,11 @@ func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64)
 		return false, fmt.Errorf("the DRPlacementControl is being deleted; stopped waiting for the %s", verb)
 	}
 	if want, got := o.To, specTarget(d, o.Action); d.Spec.Action != o.Action || got != want {
-		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", Asked(d), verb, want)
+		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", cli.Asked(d), verb, want)
 	}
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
 		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
-		return false, Refused(fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message))
+		return false, cli.Refused(fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message))
 	}
 	done := st.Phase == settledPhase(o.Action) && st.CurrentPrimary == o.To &&
 		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable)
@@ -190,8 +191,8 @@ func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string
 
 // wait follows the action, printing a line on every change, until it is done, fails or times out.
 func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
-	timeout, interval, stallAfter := OrDefault(o.Timeout, DefaultTimeout), OrDefault(o.PollInterval, DefaultPollInterval), OrDefault(o.StallAfter, DefaultStallAfter)
-	start := Now(o.Now)
+	timeout, interval, stallAfter := cli.OrDefault(o.Timeout, DefaultTimeout), cli.OrDefault(o.PollInterval, cli.DefaultPollInterval), cli.OrDefault(o.StallAfter, cli.DefaultStallAfter)
+	start := cli.Now(o.Now)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	ticker := time.NewTicker(interval)
@@ -210,24 +211,24 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 		case err != nil && ctx.Err() == nil:
 			// A read can fail while the API server restarts; the timeout bounds the retries.
 			if err.Error() != lastErr {
-				fmt.Fprintf(w, "%7s  failed to read the DRPlacementControl: %v (retrying)\n", fmt.Sprintf("%.1fs", Now(o.Now).Sub(start).Seconds()), err)
+				fmt.Fprintf(w, "%7s  failed to read the DRPlacementControl: %v (retrying)\n", fmt.Sprintf("%.1fs", cli.Now(o.Now).Sub(start).Seconds()), err)
 				lastErr = err.Error()
 			}
 		case err == nil:
 			lastSeen, lastErr = d, ""
 			p := progressOf(d)
 			if last == nil || p != *last {
-				fmt.Fprintln(w, progressLine(Now(o.Now).Sub(start), p))
+				fmt.Fprintln(w, progressLine(cli.Now(o.Now).Sub(start), p))
 				last = &p
 			}
 			done, err := outcome(d, &o, generation)
 			if err != nil {
 				return err
 			}
-			if elapsed := Now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
-				return TimedOut(fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
+			if elapsed := cli.Now(o.Now).Sub(start); !done && elapsed >= stallAfter && !observed(d, generation) {
+				return cli.TimedOut(fmt.Errorf("the hub has not observed the %s of %s to %s in %s (no condition is stamped with generation %d): %s; "+
 					"the spec keeps asking for it, and a hub that starts acts on it: follow it with `drover status %s -n %s`",
-					verb, key, o.To, elapsed.Round(time.Second), generation, HubHint, key.Name, key.Namespace))
+					verb, key, o.To, elapsed.Round(time.Second), generation, cli.HubHint, key.Name, key.Namespace))
 			}
 			if done {
 				took := ""
@@ -271,9 +272,9 @@ func waitTimeout(key client.ObjectKey, o ActionOptions, timeout time.Duration, g
 		p := progressOf(d)
 		where = fmt.Sprintf("phase %s, step %s, %s", p.phase, p.progression, p.available)
 		if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionActionAccepted); c == nil || c.ObservedGeneration < generation {
-			where += "; the hub has not observed the change: " + HubHint
+			where += "; the hub has not observed the change: " + cli.HubHint
 		}
 	}
-	return TimedOut(fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
+	return cli.TimedOut(fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
 		timeout, verb, key, o.To, where, key.Name, key.Namespace))
 }

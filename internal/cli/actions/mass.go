@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // Defaults of the mass actions (`drover failover --all`, `drover relocate --all`).
@@ -65,30 +65,30 @@ type MassOptions struct {
 	Log io.Writer
 	// Confirm, when set, is asked after the plan is printed and before anything is patched;
 	// nil asks nothing.
-	Confirm *Confirmation
+	Confirm *cli.Confirmation
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
 // Validate checks the options that do not need the cluster.
 func (o *MassOptions) Validate() error {
-	if err := CheckOutput(o.Output, OutputName, OutputJSON, OutputYAML); err != nil {
+	if err := cli.CheckOutput(o.Output, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if err := validateAction(o.Action, "--all", o.To); err != nil {
 		return err
 	}
 	if o.Action == v1alpha1.ActionFailover && o.From == "" {
-		return Usage(errors.New("name the cluster to fail over from with --from: failover --all moves every application whose primary is that cluster"))
+		return cli.Usage(errors.New("name the cluster to fail over from with --from: failover --all moves every application whose primary is that cluster"))
 	}
 	if o.From != "" && o.From == o.To {
-		return Usage(fmt.Errorf("--from and --to both name %s: name two clusters", o.To))
+		return cli.Usage(fmt.Errorf("--from and --to both name %s: name two clusters", o.To))
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
-		return Usage(fmt.Errorf("--selector %q is not a label selector: %w", o.Selector, err))
+		return cli.Usage(fmt.Errorf("--selector %q is not a label selector: %w", o.Selector, err))
 	}
 	if o.Timeout < 0 || o.PollInterval < 0 || o.StallAfter < 0 || o.ProgressInterval < 0 || o.Workers < 0 {
-		return Usage(errors.New("--timeout and --workers must not be negative"))
+		return cli.Usage(errors.New("--timeout and --workers must not be negative"))
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (o *MassOptions) describe() string {
 
 // entry is one selected application and what the action would do to it.
 type entry struct {
-	a *App
+	a *cli.App
 	p Preview
 }
 
@@ -118,7 +118,7 @@ func (e *entry) key() string { return e.a.DRPC.Namespace + "/" + e.a.DRPC.Name }
 
 // selectApps lists the DRPlacementControls that the options select, with their policies and
 // clusters, sorted by namespace and name. None is an error that says what was looked for.
-func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*App, error) {
+func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*cli.App, error) {
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*App, e
 		opts = append(opts, client.InNamespace(o.Namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, ReadError("DRPlacementControls", err)
+		return nil, cli.ReadError("DRPlacementControls", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := list.Items[i], list.Items[j]
@@ -137,17 +137,17 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*App, e
 	})
 	policies := map[string]*v1alpha1.DRPolicy{}
 	clusters := map[string]*v1alpha1.DRCluster{}
-	var apps []*App
+	var apps []*cli.App
 	for i := range list.Items {
 		d := &list.Items[i]
 		if o.From != "" && d.Status.CurrentPrimary != o.From {
 			continue
 		}
-		a := &App{DRPC: d, Clusters: map[string]*v1alpha1.DRCluster{}}
+		a := &cli.App{DRPC: d, Clusters: map[string]*v1alpha1.DRCluster{}}
 		if err := a.LoadPolicy(ctx, c, policies); err != nil {
 			return nil, err
 		}
-		if err := a.loadClusters(ctx, c, clusters); err != nil {
+		if err := a.LoadClusters(ctx, c, clusters); err != nil {
 			return nil, err
 		}
 		apps = append(apps, a)
@@ -159,32 +159,6 @@ func selectApps(ctx context.Context, c client.Reader, o *MassOptions) ([]*App, e
 	return apps, nil
 }
 
-// loadClusters sets the app's clusters from its policy, reading each DRCluster once per call
-// of a verb (a nil entry in cache: it does not exist).
-func (a *App) loadClusters(ctx context.Context, c client.Reader, cache map[string]*v1alpha1.DRCluster) error {
-	if a.Policy == nil {
-		return nil
-	}
-	for _, name := range a.Policy.Spec.DRClusters {
-		cl, ok := cache[name]
-		if !ok {
-			cl = &v1alpha1.DRCluster{}
-			err := c.Get(ctx, client.ObjectKey{Name: name}, cl)
-			switch {
-			case apierrors.IsNotFound(err):
-				cl = nil
-			case err != nil:
-				return ReadError("DRCluster "+name, err)
-			}
-			cache[name] = cl
-		}
-		if cl != nil {
-			a.Clusters[name] = cl
-		}
-	}
-	return nil
-}
-
 // massPreview selects the applications and previews the action on each.
 func massPreview(ctx context.Context, c client.Reader, o *MassOptions) ([]*entry, error) {
 	if err := o.Validate(); err != nil {
@@ -194,7 +168,7 @@ func massPreview(ctx context.Context, c client.Reader, o *MassOptions) ([]*entry
 	if err != nil {
 		return nil, err
 	}
-	t := Now(o.Now)
+	t := cli.Now(o.Now)
 	out := make([]*entry, 0, len(apps))
 	for _, a := range apps {
 		out = append(out, &entry{a: a, p: preview(a, o.Action, o.To, t)})
@@ -240,11 +214,11 @@ func countOf(entries []*entry) counts {
 func printMassPlan(w io.Writer, o *MassOptions, entries []*entry) {
 	verb := strings.ToLower(string(o.Action))
 	fmt.Fprintf(w, "Plan: %s %d applications to %s (%s)\n\n", verb, len(entries), o.To, o.describe())
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "NAMESPACE\tAPP\tFROM\tTO\tVERDICT\tDETAIL")
 	for _, e := range entries {
 		v, detail := e.verdict()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.a.DRPC.Namespace, e.a.DRPC.Name, Dash(e.p.From), o.To, v, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.a.DRPC.Namespace, e.a.DRPC.Name, cli.Dash(e.p.From), o.To, v, detail)
 	}
 	_ = tw.Flush()
 	n := countOf(entries)
@@ -254,7 +228,7 @@ func printMassPlan(w io.Writer, o *MassOptions, entries []*entry) {
 // refusedBatch is the error of a batch refused whole.
 func refusedBatch(o *MassOptions, n counts) error {
 	verb := strings.ToLower(string(o.Action))
-	return Refused(fmt.Errorf("%s refused for the whole batch: %d of %d applications would be refused (listed above with the reason and what to do); "+
+	return cli.Refused(fmt.Errorf("%s refused for the whole batch: %d of %d applications would be refused (listed above with the reason and what to do); "+
 		"nothing was changed: fix them, narrow the batch with --selector, or add --skip-refused to %s the %d that can start",
 		verb, n.refused, n.start+n.refused+n.noop, verb, n.start))
 }

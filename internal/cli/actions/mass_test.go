@@ -1,4 +1,4 @@
-package cli
+package actions
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
@@ -235,7 +236,7 @@ func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
 		}
 		clitest.SetStatus(t, d, e.Deployed(e.East, e.West), failingOver("PromotingTarget"))
 		cur = clitest.Get(t, d)
-		ts = append(ts, &tracked{entry: &entry{a: &App{DRPC: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
+		ts = append(ts, &tracked{entry: &entry{a: &cli.App{DRPC: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
 	}
 	r := &countingReader{Reader: k8sClient}
 	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.West, Namespace: e.NS}

@@ -1,8 +1,7 @@
-package cli
+package actions
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
@@ -54,8 +54,8 @@ func TestProtectCreatesTheDRPCAndADryRunCreatesNothing(t *testing.T) {
 	}
 
 	err = Protect(t.Context(), k8sClient, &out, o)
-	if ExitCodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "protect/db is already protected") {
-		t.Errorf("protecting again: exit %d, %v", ExitCodeOf(err), err)
+	if cli.ExitCodeOf(err) != cli.ExitRefused || !strings.Contains(err.Error(), "protect/db is already protected") {
+		t.Errorf("protecting again: exit %d, %v", cli.ExitCodeOf(err), err)
 	}
 }
 
@@ -67,8 +67,8 @@ func TestProtectRefusesBadInputBeforeSendingAnything(t *testing.T) {
 		"placement and spaces": {App: "db", Policy: "p", Cluster: "east", Placement: "db", ProtectedNamespaces: []string{"x"}},
 		"an unknown output":    {App: "db", Policy: "p", Cluster: "east", Output: "wide"},
 	} {
-		if err := o.Validate(); ExitCodeOf(err) != ExitUsage {
-			t.Errorf("%s: exit %d, %v; want a usage error", name, ExitCodeOf(err), err)
+		if err := o.Validate(); cli.ExitCodeOf(err) != cli.ExitUsage {
+			t.Errorf("%s: exit %d, %v; want a usage error", name, cli.ExitCodeOf(err), err)
 		}
 	}
 }
@@ -86,21 +86,21 @@ func TestUnprotectAsksDeletesAndADryRunChangesNothing(t *testing.T) {
 		t.Fatalf("--dry-run deleted the DRPlacementControl: %v", err)
 	}
 
-	noTerminal := &Confirmation{In: strings.NewReader(""), Out: &out, Terminal: func() bool { return false }}
+	noTerminal := &cli.Confirmation{In: strings.NewReader(""), Out: &out, Terminal: func() bool { return false }}
 	err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: noTerminal})
-	if ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "add --yes") {
-		t.Errorf("without a terminal and --yes: exit %d, %v", ExitCodeOf(err), err)
+	if cli.ExitCodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "add --yes") {
+		t.Errorf("without a terminal and --yes: exit %d, %v", cli.ExitCodeOf(err), err)
 	}
-	wrong := &Confirmation{In: strings.NewReader("web\n"), Out: &out, Terminal: func() bool { return true }}
-	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: wrong}); ExitCodeOf(err) != ExitRefused {
-		t.Errorf("a wrong answer: exit %d, %v", ExitCodeOf(err), err)
+	wrong := &cli.Confirmation{In: strings.NewReader("web\n"), Out: &out, Terminal: func() bool { return true }}
+	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: wrong}); cli.ExitCodeOf(err) != cli.ExitRefused {
+		t.Errorf("a wrong answer: exit %d, %v", cli.ExitCodeOf(err), err)
 	}
 	if err := k8sClient.Get(t.Context(), key, &v1alpha1.DRPlacementControl{}); err != nil {
 		t.Fatalf("an unconfirmed unprotect deleted the DRPlacementControl: %v", err)
 	}
 
 	out.Reset()
-	typed := &Confirmation{In: strings.NewReader("db\n"), Out: &out, Terminal: func() bool { return true }}
+	typed := &cli.Confirmation{In: strings.NewReader("db\n"), Out: &out, Terminal: func() bool { return true }}
 	if err := Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "db", Confirm: typed}); err != nil {
 		t.Fatalf("a confirmed unprotect failed: %v", err)
 	}
@@ -110,65 +110,7 @@ func TestUnprotectAsksDeletesAndADryRunChangesNothing(t *testing.T) {
 		t.Fatal("the DRPlacementControl is still there and not deleting")
 	}
 	err = Unprotect(t.Context(), k8sClient, &out, UnprotectOptions{Namespace: e.NS, App: "web", Confirm: typed})
-	if ExitCodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "unprotect/web is not protected") {
-		t.Errorf("an application that is not protected: exit %d, %v", ExitCodeOf(err), err)
-	}
-}
-
-func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
-	e := clitest.NewEnv(t, "clusters")
-	e.SetReachable(t, e.West, false)
-	var out bytes.Buffer
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Now: clitest.ClockAt}); err != nil {
-		t.Fatalf("cluster list failed: %v", err)
-	}
-	clitest.MustContain(t, out.String(), "NAME", "VALIDATED  REACHABLE  LOST  POLICIES")
-	lines := map[string]string{}
-	for _, l := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(l); len(f) > 0 {
-			lines[f[0]] = strings.Join(f, " ")
-		}
-	}
-	if !strings.HasPrefix(lines[e.East], e.East+" Unknown True - clusters") || !strings.HasPrefix(lines[e.West], e.West+" Unknown False - clusters") {
-		t.Errorf("cluster list printed:\n%s", out.String())
-	}
-
-	out.Reset()
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "wide", Now: clitest.ClockAt}); err != nil {
-		t.Fatal(err)
-	}
-	clitest.MustContain(t, out.String(), "S3 PROFILE", "s3-"+e.West, "Reachable: unreachable since 12:03:55: connection refused")
-
-	out.Reset()
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "name"}); err != nil {
-		t.Fatal(err)
-	}
-	clitest.MustContain(t, out.String(), "drcluster.drover.io/"+e.East+"\n", "drcluster.drover.io/"+e.West+"\n")
-
-	for _, format := range []string{"json", "yaml"} {
-		out.Reset()
-		if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: format}); err != nil {
-			t.Fatal(err)
-		}
-		raw := out.Bytes()
-		if format == "yaml" {
-			var err error
-			if raw, err = yaml.YAMLToJSON(raw); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var list struct {
-			APIVersion, Kind string
-			Items            []v1alpha1.DRCluster
-		}
-		if err := json.Unmarshal(raw, &list); err != nil {
-			t.Fatalf("-o %s printed no list: %v", format, err)
-		}
-		if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) < 2 || list.Items[0].Kind != "DRCluster" {
-			t.Errorf("-o %s printed apiVersion %q kind %q, %d items", format, list.APIVersion, list.Kind, len(list.Items))
-		}
-	}
-	if err := ClusterList(t.Context(), k8sClient, &out, ClusterListOptions{Output: "table"}); ExitCodeOf(err) != ExitUsage {
-		t.Errorf("an unknown format: exit %d, %v", ExitCodeOf(err), err)
+	if cli.ExitCodeOf(err) != cli.ExitRefused || !strings.Contains(err.Error(), "unprotect/web is not protected") {
+		t.Errorf("an application that is not protected: exit %d, %v", cli.ExitCodeOf(err), err)
 	}
 }
