@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/actions"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // kubectlPluginName is the binary's name when installed as a kubectl plugin (`kubectl drover`).
@@ -39,7 +40,7 @@ func adaptToPluginName(root *cobra.Command, argv0 string) {
 
 func newStatusCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.StatusOptions{}
+	o := status.Options{}
 	watch := false
 	cmd := &cobra.Command{
 		Use:   "status [APP]",
@@ -64,9 +65,9 @@ DRPlacementControl changes, until interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = argAt(args, 0)
 			if watch {
-				return runVerb(cmd, conn, &o, &o.Namespace, cli.StatusWatch)
+				return runVerb(cmd, conn, &o, &o.Namespace, status.Watch)
 			}
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Status)
+			return runVerb(cmd, conn, &o, &o.Namespace, status.Status)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

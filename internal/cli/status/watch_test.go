@@ -1,4 +1,4 @@
-package cli
+package status
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestStatusWatchListsAgainWhenItsWatchExpires(t *testing.T) {
 	c := &expiringWatches{Client: k8sClient, expired: make(chan struct{})}
 	out := &labtest.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- StatusWatch(ctx, c, out, StatusOptions{Namespace: e.NS, Now: clitest.ClockAt}) }()
+	go func() { done <- Watch(ctx, c, out, Options{Namespace: e.NS, Now: clitest.ClockAt}) }()
 	clitest.WaitFor(t, "the first table", func() bool { return strings.Contains(out.String(), "Completed") })
 
 	clitest.UpdateStatus(t, client.ObjectKeyFromObject(db), db, func() { db.Status.Progression = "ChangedUnwatched" })

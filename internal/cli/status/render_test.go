@@ -1,4 +1,4 @@
-package cli
+package status
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
@@ -54,18 +55,18 @@ func TestRowOf(t *testing.T) {
 	cases := []struct {
 		name string
 		d    *v1alpha1.DRPlacementControl
-		want StatusRow
+		want Row
 	}{
 		{"a deployed, protected application", deployed,
-			StatusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
+			Row{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "-", "-", "no action"}},
 		{"during a failover the primary's group tells the last sync", failing,
-			StatusRow{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
+			Row{"app", "db", "FailingOver", "east", "True", "True", "25s ago", "25s/10s STALE", "PromotingTarget", "-", "-", "no action"}},
 		{"an application the hub never reported", never,
-			StatusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
+			Row{"app", "new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "no action"}},
 		{"an application the hub does not act on says why", invalid,
-			StatusRow{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
+			Row{"app", "new", "-", "-", "-", "-", "-", "-", "-", "Validated: NotFound", "-", "no action"}},
 		{"an action the hub refuses says why", refused,
-			StatusRow{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
+			Row{"app", "db", "Deployed", "east", "True", "True", "8s ago", "8s/10s", "Completed", "ActionAccepted: PeerNotReady", "-", "no action"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,8 +83,8 @@ func TestOptionsAreValidatedBeforeAnyRead(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"an unknown output", (&StatusOptions{Output: "table"}).Validate(), `unknown output format "table": use wide, name, json, yaml or jsonpath=TEMPLATE, or leave -o out for a table`},
-		{"APP with -A", (&StatusOptions{App: "db", AllNamespaces: true}).Validate(), "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
+		{"an unknown output", (&Options{Output: "table"}).Validate(), `unknown output format "table": use wide, name, json, yaml or jsonpath=TEMPLATE, or leave -o out for a table`},
+		{"APP with -A", (&Options{App: "db", AllNamespaces: true}).Validate(), "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestTheClustersTableTellsEachGroupsDataStatusesAndWhatIsWrongWithIt(t *test
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.Deployed("east", "west")}
 	clitest.Unprotected(d, v1alpha1.ReasonProgressing, "1 of 3 PVCs has not synced yet")
 	var out bytes.Buffer
-	printGroups(&out, &App{DRPC: d}, clitest.ClockAt())
+	printGroups(&out, &cli.App{DRPC: d}, clitest.ClockAt())
 	clitest.MustContain(t, out.String(),
 		"east     -          primary    Primary    True        False           8s ago",
 		"west     -          secondary  Secondary  True        Unknown         -",
@@ -113,7 +114,7 @@ func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval
 	e := clitest.Env{NS: "app", East: "east", West: "west", Policy: "p"}
 	d := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Status: e.Deployed("east", "west")}
 	var out bytes.Buffer
-	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
+	printGroups(&out, &cli.App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
 	if strings.Contains(out.String(), "PVCs:") {
 		t.Errorf("a status whose groups list no PVC prints a PVC table:\n%s", out.String())
 	}
@@ -132,7 +133,7 @@ func TestTheStatusOfAnApplicationListsItsPVCsWithTheirLastSyncAgainstTheInterval
 			DataProtected: metav1.ConditionTrue, LastSyncTime: clitest.Ago(8 * time.Second)})
 	}
 	out.Reset()
-	printGroups(&out, &App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
+	printGroups(&out, &cli.App{DRPC: d, Interval: 10 * time.Second}, clitest.ClockAt())
 	clitest.MustContain(t, out.String(),
 		"PVC             CLUSTER  LAST SYNC / INTERVAL          TOOK  DATA PROTECTED  REASON",
 		"app/data-db-0   east     8s/10s (12:04:22 UTC)         1.2s  True            -",

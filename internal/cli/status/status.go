@@ -1,4 +1,4 @@
-package cli
+package status
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
-// StatusOptions are the options of `drover status`.
-type StatusOptions struct {
+// Options are the options of `drover status`.
+type Options struct {
 	// Namespace of the DRPlacementControls; ignored with AllNamespaces.
 	Namespace string
 	// AllNamespaces lists the DRPlacementControls of every namespace.
@@ -31,12 +32,12 @@ type StatusOptions struct {
 }
 
 // Validate checks the options that do not need the cluster.
-func (o *StatusOptions) Validate() error {
-	if err := CheckOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+func (o *Options) Validate() error {
+	if err := cli.CheckOutput(o.Output, cli.OutputWide, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	if o.App != "" && o.AllNamespaces {
-		return Usage(errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n"))
+		return cli.Usage(errors.New("APP names one DRPlacementControl: drop -A and name its namespace with -n"))
 	}
 	return nil
 }
@@ -44,7 +45,7 @@ func (o *StatusOptions) Validate() error {
 // Status prints the protected applications: a table of them, or for one APP the table, its
 // conditions and its groups; with Output json or yaml, the DRPlacementControls as Kubernetes
 // objects (a List, or the object for one APP); with name, kind.group/name lines.
-func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) error {
+func Status(ctx context.Context, c client.Reader, w io.Writer, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 	if err != nil {
 		return err
 	}
-	if len(apps) == 0 && !Structured(o.Output) {
+	if len(apps) == 0 && !cli.Structured(o.Output) {
 		where := "namespace " + o.Namespace
 		if o.AllNamespaces {
 			where = "any namespace"
@@ -60,26 +61,26 @@ func Status(ctx context.Context, c client.Reader, w io.Writer, o StatusOptions) 
 		fmt.Fprintf(w, "No DRPlacementControls in %s.\n", where)
 		return nil
 	}
-	return printStatus(w, apps, o, Now(o.Now))
+	return printStatus(w, apps, o, cli.Now(o.Now))
 }
 
 // printStatus prints the applications loaded in the format of o.Output.
-func printStatus(w io.Writer, apps []*App, o StatusOptions, t time.Time) error {
+func printStatus(w io.Writer, apps []*cli.App, o Options, t time.Time) error {
 	switch {
-	case Structured(o.Output):
+	case cli.Structured(o.Output):
 		return printStatusObjects(w, apps, o.App != "", o.Output)
-	case o.Output == OutputName:
+	case o.Output == cli.OutputName:
 		names := make([]string, 0, len(apps))
 		for _, a := range apps {
 			names = append(names, a.DRPC.Name)
 		}
-		return WriteNames(w, "DRPlacementControl", names)
+		return cli.WriteNames(w, "DRPlacementControl", names)
 	}
-	rows := make([]StatusRow, 0, len(apps))
+	rows := make([]Row, 0, len(apps))
 	for _, a := range apps {
 		rows = append(rows, rowOf(a.DRPC, a.Interval, t))
 	}
-	printTable(w, rows, tableColumns{namespace: o.AllNamespaces, wide: o.Output == OutputWide, header: true})
+	printTable(w, rows, tableColumns{namespace: o.AllNamespaces, wide: o.Output == cli.OutputWide, header: true})
 	if o.App != "" {
 		printDetails(w, apps[0], t)
 	}
@@ -89,13 +90,13 @@ func printStatus(w io.Writer, apps []*App, o StatusOptions, t time.Time) error {
 // loadStatusApps reads the DRPlacementControl APP, or those of the namespace (every namespace
 // with AllNamespaces) sorted by namespace and name, each with its policy; and the resource
 // version of the read, from which a watch misses no change.
-func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*App, string, error) {
+func loadStatusApps(ctx context.Context, c client.Reader, o *Options) ([]*cli.App, string, error) {
 	if o.App != "" {
-		a, err := LoadApp(ctx, c, o.Namespace, o.App)
+		a, err := cli.LoadApp(ctx, c, o.Namespace, o.App)
 		if err != nil {
 			return nil, "", err
 		}
-		return []*App{a}, a.DRPC.ResourceVersion, nil
+		return []*cli.App{a}, a.DRPC.ResourceVersion, nil
 	}
 	list := &v1alpha1.DRPlacementControlList{}
 	opts := []client.ListOption{}
@@ -103,16 +104,16 @@ func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*
 		opts = append(opts, client.InNamespace(o.Namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, "", ReadError("DRPlacementControls", err)
+		return nil, "", cli.ReadError("DRPlacementControls", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := list.Items[i], list.Items[j]
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
 	policies := map[string]*v1alpha1.DRPolicy{}
-	apps := make([]*App, 0, len(list.Items))
+	apps := make([]*cli.App, 0, len(list.Items))
 	for i := range list.Items {
-		a := &App{DRPC: &list.Items[i]}
+		a := &cli.App{DRPC: &list.Items[i]}
 		if err := a.LoadPolicy(ctx, c, policies); err != nil {
 			return nil, "", err
 		}
@@ -123,20 +124,20 @@ func loadStatusApps(ctx context.Context, c client.Reader, o *StatusOptions) ([]*
 
 // printStatusObjects prints the DRPlacementControls as Kubernetes objects: one object for one
 // APP, else a List, as kubectl get -o json|yaml does.
-func printStatusObjects(w io.Writer, apps []*App, one bool, format string) error {
+func printStatusObjects(w io.Writer, apps []*cli.App, one bool, format string) error {
 	items := make([]*v1alpha1.DRPlacementControl, 0, len(apps))
 	for _, a := range apps {
-		items = append(items, AsObject(a.DRPC))
+		items = append(items, cli.AsObject(a.DRPC))
 	}
 	if !one {
-		return PrintList(w, items, format)
+		return cli.PrintList(w, items, format)
 	}
-	return WriteStructured(w, format, items[0])
+	return cli.WriteStructured(w, format, items[0])
 }
 
-// StatusRow is one line of the status table, for front ends other than the terminal (the
+// Row is one line of the status table, for front ends other than the terminal (the
 // dashboard) too: the same cells, computed by the same code.
-type StatusRow struct {
+type Row struct {
 	Namespace, App, Phase, Primary, PeerReady, Protected, LastSync, RPOLag, Progression string
 	// Problem is "Validated: <reason>" or "ActionAccepted: <reason>" while the hub does not act
 	// on the spec or refuses its action; "-" otherwise.
@@ -146,20 +147,20 @@ type StatusRow struct {
 }
 
 // rowOf computes the table line of a DRPlacementControl at now; interval 0 means unknown.
-func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time) StatusRow {
-	r := StatusRow{
-		Namespace: d.Namespace, App: d.Name, Phase: Dash(string(d.Status.Phase)), Primary: Dash(d.Status.CurrentPrimary),
-		PeerReady: CondStatus(d.Status.Conditions, v1alpha1.ConditionPeerReady),
-		Protected: CondStatus(d.Status.Conditions, v1alpha1.ConditionProtected),
-		LastSync:  "-", RPOLag: "-", Progression: Dash(d.Status.Progression), Problem: "-",
-		Policy: Dash(d.Spec.DRPolicyRef.Name), Asked: Asked(d),
+func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time) Row {
+	r := Row{
+		Namespace: d.Namespace, App: d.Name, Phase: cli.Dash(string(d.Status.Phase)), Primary: cli.Dash(d.Status.CurrentPrimary),
+		PeerReady: cli.CondStatus(d.Status.Conditions, v1alpha1.ConditionPeerReady),
+		Protected: cli.CondStatus(d.Status.Conditions, v1alpha1.ConditionProtected),
+		LastSync:  "-", RPOLag: "-", Progression: cli.Dash(d.Status.Progression), Problem: "-",
+		Policy: cli.Dash(d.Spec.DRPolicyRef.Name), Asked: cli.Asked(d),
 	}
-	if c := Problem(d); c != nil {
+	if c := cli.Problem(d); c != nil {
 		r.Problem = c.Type + ": " + c.Reason
 	}
-	if t := LastSync(d); t != nil {
+	if t := cli.LastSync(d); t != nil {
 		lag := now.Sub(t.Time)
-		r.LastSync = Age(lag) + " ago"
+		r.LastSync = cli.Age(lag) + " ago"
 		r.RPOLag = rpoLag(lag, interval, d.Status.SyncRefreshInterval)
 	}
 	return r
@@ -170,9 +171,9 @@ func rowOf(d *v1alpha1.DRPlacementControl, interval time.Duration, now time.Time
 // False with SyncStale, v1alpha1.SyncStaleAfter).
 func rpoLag(lag, interval time.Duration, refresh *metav1.Duration) string {
 	if interval <= 0 {
-		return Age(lag) + "/?"
+		return cli.Age(lag) + "/?"
 	}
-	s := Age(lag) + "/" + Age(interval)
+	s := cli.Age(lag) + "/" + cli.Age(interval)
 	if lag > v1alpha1.SyncStaleAfter(interval, refresh) {
 		s += " STALE"
 	}
@@ -183,8 +184,8 @@ func rpoLag(lag, interval time.Duration, refresh *metav1.Duration) string {
 // columns (-o wide) and the header line (left out of the rows a watch prints after the first).
 type tableColumns struct{ namespace, wide, header bool }
 
-func printTable(w io.Writer, rows []StatusRow, cols tableColumns) {
-	tw := NewTabWriter(w)
+func printTable(w io.Writer, rows []Row, cols tableColumns) {
+	tw := cli.NewTabWriter(w)
 	if cols.header {
 		fmt.Fprintln(tw, strings.Join(headerCells(cols), "\t"))
 	}
@@ -207,7 +208,7 @@ func headerCells(cols tableColumns) []string {
 }
 
 // cells are the row's cells under headerCells(cols).
-func (r StatusRow) cells(cols tableColumns) []string {
+func (r Row) cells(cols tableColumns) []string {
 	c := []string{r.App, r.Phase, r.Primary, r.PeerReady, r.Protected, r.LastSync, r.RPOLag, r.Progression, r.Problem}
 	if cols.namespace {
 		c = append([]string{r.Namespace}, c...)
@@ -219,11 +220,11 @@ func (r StatusRow) cells(cols tableColumns) []string {
 }
 
 // printDetails prints one application's policy, action, conditions and groups.
-func printDetails(w io.Writer, a *App, now time.Time) {
+func printDetails(w io.Writer, a *cli.App, now time.Time) {
 	d := a.DRPC
 	fmt.Fprintln(w)
-	if !Reported(d) {
-		fmt.Fprintf(w, "The hub has not reported on %s/%s yet (its status is empty): %s\n", d.Namespace, d.Name, HubHint)
+	if !cli.Reported(d) {
+		fmt.Fprintf(w, "The hub has not reported on %s/%s yet (its status is empty): %s\n", d.Namespace, d.Name, cli.HubHint)
 		return
 	}
 	policy := d.Spec.DRPolicyRef.Name
@@ -233,7 +234,7 @@ func printDetails(w io.Writer, a *App, now time.Time) {
 		policy += fmt.Sprintf(" (clusters %s, every %s)", strings.Join(a.Policy.Spec.DRClusters, " and "), a.Policy.Spec.SchedulingInterval)
 	}
 	fmt.Fprintf(w, "Policy:  %s\n", policy)
-	if c := Problem(d); c != nil {
+	if c := cli.Problem(d); c != nil {
 		what := "The hub does not act on this DRPlacementControl"
 		if c.Type == v1alpha1.ConditionActionAccepted {
 			what = "The hub refuses or postpones the action asked for"
@@ -241,22 +242,22 @@ func printDetails(w io.Writer, a *App, now time.Time) {
 		fmt.Fprintf(w, "Problem: %s (%s %s, %s): %s\n", what, c.Type, c.Status, c.Reason, c.Message)
 	}
 	if d.Spec.Action != v1alpha1.ActionNone {
-		fmt.Fprintf(w, "Asked:   %s\n", Asked(d))
+		fmt.Fprintf(w, "Asked:   %s\n", cli.Asked(d))
 	}
 	if st := d.Status; st.ActionTarget != "" && st.ActionStartTime != nil && st.Phase != v1alpha1.PhaseDeployed && st.Phase != v1alpha1.PhaseDeploying {
-		line := fmt.Sprintf("%s to %s, started %s", ActionOf(st.Phase), st.ActionTarget, Clock(st.ActionStartTime.Time))
-		if st.ActionDuration != nil && !InAction(st.Phase) {
+		line := fmt.Sprintf("%s to %s, started %s", cli.ActionOf(st.Phase), st.ActionTarget, cli.Clock(st.ActionStartTime.Time))
+		if st.ActionDuration != nil && !cli.InAction(st.Phase) {
 			line += ", took " + st.ActionDuration.Duration.String()
 		} else {
-			line += fmt.Sprintf(", running for %s", Age(now.Sub(st.ActionStartTime.Time)))
+			line += fmt.Sprintf(", running for %s", cli.Age(now.Sub(st.ActionStartTime.Time)))
 		}
 		fmt.Fprintf(w, "Action:  %s\n", line)
 	}
 	fmt.Fprintln(w, "\nConditions:")
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
 	for _, c := range d.Status.Conditions {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, Age(now.Sub(c.LastTransitionTime.Time)), c.Message)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, cli.Age(now.Sub(c.LastTransitionTime.Time)), c.Message)
 	}
 	_ = tw.Flush()
 	printGroups(w, a, now)
@@ -264,14 +265,14 @@ func printDetails(w io.Writer, a *App, now time.Time) {
 
 // printGroups prints the hub's summary of each cluster's group, then what any condition of a
 // group that is not True says.
-func printGroups(w io.Writer, a *App, now time.Time) {
+func printGroups(w io.Writer, a *cli.App, now time.Time) {
 	d := a.DRPC
 	fmt.Fprintln(w, "\nClusters:")
 	if len(d.Status.VRGs) == 0 {
 		fmt.Fprintln(w, "  no VolumeReplicationGroup reported yet")
 		return
 	}
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "  CLUSTER\tREACHABLE\tASKED\tSTATE\tDATA READY\tDATA PROTECTED\tLAST SYNC")
 	var notes []string
 	for _, s := range d.Status.VRGs {
@@ -286,10 +287,10 @@ func printGroups(w io.Writer, a *App, now time.Time) {
 		}
 		last := "-"
 		if s.LastGroupSyncTime != nil {
-			last = Age(now.Sub(s.LastGroupSyncTime.Time)) + " ago"
+			last = cli.Age(now.Sub(s.LastGroupSyncTime.Time)) + " ago"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, reach, Dash(string(s.ReplicationState)), Dash(string(s.State)),
-			Dash(string(s.DataReady)), Dash(string(s.DataProtected)), last)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Cluster, reach, cli.Dash(string(s.ReplicationState)), cli.Dash(string(s.State)),
+			cli.Dash(string(s.DataReady)), cli.Dash(string(s.DataProtected)), last)
 		for _, c := range s.Problems {
 			notes = append(notes, fmt.Sprintf("  %s: %s %s (%s): %s", s.Cluster, c.Type, c.Status, c.Reason, c.Message))
 		}
@@ -304,19 +305,19 @@ func printGroups(w io.Writer, a *App, now time.Time) {
 // printPVCs prints the PVCs the hub lists for each group with their last sync against the
 // policy's interval (as RPO LAG is shown), and what holds a PVC back; nothing when no group
 // lists any.
-func printPVCs(w io.Writer, a *App, now time.Time) {
+func printPVCs(w io.Writer, a *cli.App, now time.Time) {
 	var lines, notes []string
 	for _, s := range a.DRPC.Status.VRGs {
 		for _, p := range s.PVCs {
 			last, took := "not synced yet", "-"
 			if p.LastSyncTime != nil {
-				last = rpoLag(now.Sub(p.LastSyncTime.Time), a.Interval, a.DRPC.Status.SyncRefreshInterval) + " (" + Clock(p.LastSyncTime.Time) + ")"
+				last = rpoLag(now.Sub(p.LastSyncTime.Time), a.Interval, a.DRPC.Status.SyncRefreshInterval) + " (" + cli.Clock(p.LastSyncTime.Time) + ")"
 			}
 			if p.LastSyncDuration != nil {
 				took = p.LastSyncDuration.Duration.String()
 			}
 			lines = append(lines, fmt.Sprintf("  %s/%s\t%s\t%s\t%s\t%s\t%s", p.Namespace, p.Name, s.Cluster, last, took,
-				Dash(string(p.DataProtected)), Dash(p.Reason)))
+				cli.Dash(string(p.DataProtected)), cli.Dash(p.Reason)))
 		}
 		if s.ProtectedPVCs != nil && len(s.PVCs) >= v1alpha1.MaxPVCSummaries && int(*s.ProtectedPVCs) > len(s.PVCs) {
 			notes = append(notes, fmt.Sprintf("  %s: %d of its %d PVCs listed (not protected first, then the least recently synced); "+
@@ -327,7 +328,7 @@ func printPVCs(w io.Writer, a *App, now time.Time) {
 		return
 	}
 	fmt.Fprintln(w, "\nPVCs:")
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	fmt.Fprintln(tw, "  PVC\tCLUSTER\tLAST SYNC / INTERVAL\tTOOK\tDATA PROTECTED\tREASON")
 	for _, l := range lines {
 		fmt.Fprintln(tw, l)
@@ -341,19 +342,19 @@ func printPVCs(w io.Writer, a *App, now time.Time) {
 // AppView is one application as `drover status` judges it: the application, its line and the
 // age of its recovery point.
 type AppView struct {
-	App
-	Row StatusRow
+	cli.App
+	Row Row
 	// Lag is the time since the last sync; negative when no sync is recorded.
 	Lag time.Duration
 }
 
 // LoadAppViews reads the applications that o selects (as Status does) and judges each at now.
-func LoadAppViews(ctx context.Context, c client.Reader, o StatusOptions) ([]AppView, error) {
+func LoadAppViews(ctx context.Context, c client.Reader, o Options) ([]AppView, error) {
 	apps, _, err := loadStatusApps(ctx, c, &o)
 	if err != nil {
 		return nil, err
 	}
-	t := Now(o.Now)
+	t := cli.Now(o.Now)
 	out := make([]AppView, 0, len(apps))
 	for _, a := range apps {
 		out = append(out, viewOf(a, t))
@@ -363,16 +364,16 @@ func LoadAppViews(ctx context.Context, c client.Reader, o StatusOptions) ([]AppV
 
 // LoadAppView reads one application with its policy and clusters, judged at t.
 func LoadAppView(ctx context.Context, c client.Reader, namespace, name string, t time.Time) (AppView, error) {
-	a, err := LoadApp(ctx, c, namespace, name)
+	a, err := cli.LoadApp(ctx, c, namespace, name)
 	if err != nil {
 		return AppView{}, err
 	}
 	return viewOf(a, t), nil
 }
 
-func viewOf(a *App, t time.Time) AppView {
+func viewOf(a *cli.App, t time.Time) AppView {
 	v := AppView{App: *a, Row: rowOf(a.DRPC, a.Interval, t), Lag: -1}
-	if s := LastSync(a.DRPC); s != nil {
+	if s := cli.LastSync(a.DRPC); s != nil {
 		v.Lag = t.Sub(s.Time)
 	}
 	return v

@@ -1,4 +1,4 @@
-package cli
+package status
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
-// StatusWatch prints the applications as Status does (the table without the details of one
+// Watch prints the applications as Status does (the table without the details of one
 // APP), then, as kubectl get -w does, a row (or an object, or a name) each time one of them
 // changes, is created or is deleted, until ctx ends. It returns nil when ctx ends.
-func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusOptions) error {
+func Watch(ctx context.Context, c client.WithWatch, w io.Writer, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -27,13 +28,13 @@ func StatusWatch(ctx context.Context, c client.WithWatch, w io.Writer, o StatusO
 	if err != nil {
 		return err
 	}
-	p := &watchPrinter{w: w, o: o, cols: tableColumns{namespace: o.AllNamespaces, wide: o.Output == OutputWide, header: true},
+	p := &watchPrinter{w: w, o: o, cols: tableColumns{namespace: o.AllNamespaces, wide: o.Output == cli.OutputWide, header: true},
 		policies: map[string]*v1alpha1.DRPolicy{}, printed: map[string]string{}}
 	p.widths = widthsOf(headerCells(p.cols))
 	for _, a := range apps {
 		p.grow(a)
 	}
-	if !Structured(o.Output) && o.Output != OutputName {
+	if !cli.Structured(o.Output) && o.Output != cli.OutputName {
 		fmt.Fprintln(w, padded(headerCells(p.cols), p.widths))
 	}
 	for _, a := range apps {
@@ -81,7 +82,7 @@ func keyOf(o client.Object) string { return o.GetNamespace() + "/" + o.GetName()
 // watchPrinter prints what a watch delivers in the status's format.
 type watchPrinter struct {
 	w        io.Writer
-	o        StatusOptions
+	o        Options
 	cols     tableColumns
 	widths   []int
 	policies map[string]*v1alpha1.DRPolicy
@@ -107,7 +108,7 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			return rv, errWatchExpired
 		}
-		return rv, ReadError("DRPlacementControls", err)
+		return rv, cli.ReadError("DRPlacementControls", err)
 	}
 	defer wi.Stop()
 	for ev := range wi.ResultChan() {
@@ -126,7 +127,7 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 			continue
 		}
 		rv = d.ResourceVersion
-		a := &App{DRPC: d}
+		a := &cli.App{DRPC: d}
 		if err := a.LoadPolicy(ctx, c, p.policies); err != nil {
 			return rv, err
 		}
@@ -138,22 +139,22 @@ func (p *watchPrinter) follow(ctx context.Context, c client.WithWatch, rv string
 }
 
 // grow widens the columns to fit the application's row.
-func (p *watchPrinter) grow(a *App) {
-	for i, cell := range rowOf(a.DRPC, a.Interval, Now(p.o.Now)).cells(p.cols) {
+func (p *watchPrinter) grow(a *cli.App) {
+	for i, cell := range rowOf(a.DRPC, a.Interval, cli.Now(p.o.Now)).cells(p.cols) {
 		p.widths[i] = max(p.widths[i], len(cell))
 	}
 }
 
 // print prints one application: its row, its object or its name.
-func (p *watchPrinter) print(a *App) error {
+func (p *watchPrinter) print(a *cli.App) error {
 	p.printed[keyOf(a.DRPC)] = a.DRPC.ResourceVersion
 	switch {
-	case Structured(p.o.Output):
-		return WriteStructured(p.w, p.o.Output, AsObject(a.DRPC))
-	case p.o.Output == OutputName:
-		return WriteNames(p.w, "DRPlacementControl", []string{a.DRPC.Name})
+	case cli.Structured(p.o.Output):
+		return cli.WriteStructured(p.w, p.o.Output, cli.AsObject(a.DRPC))
+	case p.o.Output == cli.OutputName:
+		return cli.WriteNames(p.w, "DRPlacementControl", []string{a.DRPC.Name})
 	}
-	_, err := fmt.Fprintln(p.w, padded(rowOf(a.DRPC, a.Interval, Now(p.o.Now)).cells(p.cols), p.widths))
+	_, err := fmt.Fprintln(p.w, padded(rowOf(a.DRPC, a.Interval, cli.Now(p.o.Now)).cells(p.cols), p.widths))
 	return err
 }
 
