@@ -5,6 +5,7 @@ import (
 
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/actions"
+	"github.com/drover-io/drover/internal/cli/cluster"
 )
 
 func newProtectCommand() *cobra.Command {
@@ -71,7 +72,7 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
 
 func newClusterListCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.ClusterListOptions{}
+	o := cluster.ListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the hub's DRClusters: validated, reachable, declared lost, their policies",
@@ -81,7 +82,7 @@ func newClusterListCommand() *cobra.Command {
   drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVerb(cmd, conn, &o, nil, cli.ClusterList)
+			return runVerb(cmd, conn, &o, nil, cluster.List)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

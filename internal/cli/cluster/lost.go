@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
 // LostOptions are the options of `drover cluster lost`.
@@ -36,11 +37,11 @@ const notConfirmed = "Nothing changed: run again with --yes to confirm."
 func (o *LostOptions) Validate() error {
 	switch {
 	case o.Cluster == "":
-		return Usage(errors.New("name the DRCluster to declare lost"))
+		return cli.Usage(errors.New("name the DRCluster to declare lost"))
 	case !o.Undo && strings.TrimSpace(o.Reason) == "":
-		return Usage(errors.New("--reason is required: say why the cluster is lost (it is recorded in the DRCluster and its events)"))
+		return cli.Usage(errors.New("--reason is required: say why the cluster is lost (it is recorded in the DRCluster and its events)"))
 	case o.Undo && o.Reason != "":
-		return Usage(errors.New("--reason applies to declaring a cluster lost, not to --undo"))
+		return cli.Usage(errors.New("--reason applies to declaring a cluster lost, not to --undo"))
 	}
 	return nil
 }
@@ -58,7 +59,7 @@ func DeclareLost(ctx context.Context, c client.Client, w io.Writer, o LostOption
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("DRCluster %s does not exist on the hub: check the name (kubectl get drclusters)", o.Cluster)
 		}
-		return ReadError("DRCluster "+o.Cluster, err)
+		return cli.ReadError("DRCluster "+o.Cluster, err)
 	}
 	if o.Undo {
 		return undoLost(ctx, c, w, drc, o.Yes)
@@ -75,7 +76,7 @@ func DeclareLost(ctx context.Context, c client.Client, w io.Writer, o LostOption
 	if err != nil {
 		return err
 	}
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	p.Linef("Declaring cluster %s lost (%s):", o.Cluster, o.Reason)
 	for _, l := range lines {
 		p.Linef("  - %s", l)
@@ -103,11 +104,11 @@ func lostPlan(ctx context.Context, c client.Client, drc *v1alpha1.DRCluster) ([]
 	}
 	policies := &v1alpha1.DRPolicyList{}
 	if err := c.List(ctx, policies); err != nil {
-		return nil, ReadError("DRPolicies", err)
+		return nil, cli.ReadError("DRPolicies", err)
 	}
 	drpcs := &v1alpha1.DRPlacementControlList{}
 	if err := c.List(ctx, drpcs); err != nil {
-		return nil, ReadError("DRPlacementControls", err)
+		return nil, cli.ReadError("DRPlacementControls", err)
 	}
 	for i := range drpcs.Items {
 		d := &drpcs.Items[i]
@@ -132,7 +133,7 @@ func lostPlan(ctx context.Context, c client.Client, drc *v1alpha1.DRCluster) ([]
 
 // undoLost removes spec.lost.
 func undoLost(ctx context.Context, c client.Client, w io.Writer, drc *v1alpha1.DRCluster, yes bool) error {
-	p := &Printer{W: w}
+	p := &cli.Printer{W: w}
 	if drc.Spec.Lost == nil {
 		p.Linef("DRCluster %s is not declared lost.", drc.Name)
 		return p.Err

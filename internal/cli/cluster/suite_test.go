@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 // k8sClient talks to the one API server that TestMain starts for the package, with drover's
 // CRDs installed: it stands for the hub cluster. No hub runs: the tests write the status the
-// hub would write, to put each DRPlacementControl in the situation a test needs.
+// hub would write, to put each DRCluster in the situation a test needs.
 var k8sClient client.Client
 
 func TestMain(m *testing.M) {

@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	"context"
@@ -14,20 +14,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 )
 
-// ClusterListOptions are what `drover cluster list` asks for.
-type ClusterListOptions struct {
+// ListOptions are what `drover cluster list` asks for.
+type ListOptions struct {
 	// Output is "" (a table), wide, name, json, yaml or jsonpath=TEMPLATE.
 	Output string
 	// Now is the clock, for the ages; nil means time.Now.
 	Now func() time.Time
 }
 
-// ClusterList prints the hub's DRClusters: whether each is validated, reachable and declared
+// List prints the hub's DRClusters: whether each is validated, reachable and declared
 // lost, and the DRPolicies that pair it. JSON and YAML print a Kubernetes List of the DRClusters.
-func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterListOptions) error {
-	if err := CheckOutput(o.Output, OutputWide, OutputName, OutputJSON, OutputYAML); err != nil {
+func List(ctx context.Context, c client.Reader, w io.Writer, o ListOptions) error {
+	if err := cli.CheckOutput(o.Output, cli.OutputWide, cli.OutputName, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
 	clusters := &v1alpha1.DRClusterList{}
@@ -43,22 +44,22 @@ func ClusterList(ctx context.Context, c client.Reader, w io.Writer, o ClusterLis
 		clusters.Items[i].ManagedFields = nil
 	}
 	switch {
-	case Structured(o.Output):
-		return PrintList(w, clusters.Items, o.Output)
-	case o.Output == OutputName:
+	case cli.Structured(o.Output):
+		return cli.PrintList(w, clusters.Items, o.Output)
+	case o.Output == cli.OutputName:
 		names := make([]string, 0, len(clusters.Items))
 		for _, cl := range clusters.Items {
 			names = append(names, cl.Name)
 		}
-		return WriteNames(w, "DRCluster", names)
+		return cli.WriteNames(w, "DRCluster", names)
 	}
-	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", Now(o.Now))
+	printClusterTable(w, clusters.Items, policies.Items, o.Output == "wide", cli.Now(o.Now))
 	return nil
 }
 
 // printClusterTable prints one line per DRCluster.
 func printClusterTable(w io.Writer, clusters []v1alpha1.DRCluster, policies []v1alpha1.DRPolicy, wide bool, t time.Time) {
-	tw := NewTabWriter(w)
+	tw := cli.NewTabWriter(w)
 	header := "NAME\tVALIDATED\tREACHABLE\tLOST\tPOLICIES\tAGE"
 	if wide {
 		header += "\tS3 PROFILE\tMESSAGE"
@@ -76,10 +77,10 @@ func printClusterTable(w io.Writer, clusters []v1alpha1.DRCluster, policies []v1
 			lost = "yes"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cl.Name, conditionStatus(cl.Status.Conditions, v1alpha1.ConditionValidated),
-			conditionStatus(cl.Status.Conditions, v1alpha1.ConditionReachable), lost, Dash(strings.Join(paired, ",")),
+			conditionStatus(cl.Status.Conditions, v1alpha1.ConditionReachable), lost, cli.Dash(strings.Join(paired, ",")),
 			duration.HumanDuration(t.Sub(cl.CreationTimestamp.Time)))
 		if wide {
-			line += fmt.Sprintf("\t%s\t%s", Dash(cl.Spec.S3ProfileName), Dash(clusterMessage(cl)))
+			line += fmt.Sprintf("\t%s\t%s", cli.Dash(cl.Spec.S3ProfileName), cli.Dash(clusterMessage(cl)))
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/version"
 )
 
@@ -61,11 +62,11 @@ type VersionOptions struct {
 // Version prints the client's version and, unless ClientOnly, the hub cluster's Kubernetes
 // version and the versions drover's hub and agents record in the status of the DRClusters and
 // the DRPlacementControls. Nothing the hub does not answer is an error: it is said.
-func Version(conn *Connection, w io.Writer, o VersionOptions) error {
-	if err := CheckOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+func Version(conn *cli.Connection, w io.Writer, o VersionOptions) error {
+	if err := cli.CheckOutput(o.Output, cli.OutputJSON, cli.OutputYAML); err != nil {
 		return err
 	}
-	r := VersionReport{APIVersion: CLIGroupVersion, Kind: "Version",
+	r := VersionReport{APIVersion: cli.CLIGroupVersion, Kind: "Version",
 		Client:     BuildInfo{Version: version.Version, Commit: version.Commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH},
 		HubCluster: notAsked, Hub: notAsked, AgentsUnknown: notAsked}
 	if !o.ClientOnly {
@@ -77,7 +78,7 @@ func Version(conn *Connection, w io.Writer, o VersionOptions) error {
 		}
 	}
 	if o.Output != "" {
-		return WriteStructured(w, o.Output, r)
+		return cli.WriteStructured(w, o.Output, r)
 	}
 	return writeVersionLines(w, r)
 }
@@ -104,7 +105,7 @@ func writeVersionLines(w io.Writer, r VersionReport) error {
 
 // hubClusterVersion is the Kubernetes version of the hub cluster, or why it is not known, and
 // whether the hub cluster answered.
-func hubClusterVersion(conn *Connection) (string, bool) {
+func hubClusterVersion(conn *cli.Connection) (string, bool) {
 	cfg, _, err := conn.Resolve()
 	if err != nil {
 		return "unknown: " + err.Error(), false
@@ -125,7 +126,7 @@ func hubClusterVersion(conn *Connection) (string, bool) {
 
 // droverVersions fills the hub's and the agents' versions from the DRClusters' status and the
 // DRPlacementControls' summaries of their groups.
-func droverVersions(conn *Connection, r *VersionReport) {
+func droverVersions(conn *cli.Connection, r *VersionReport) {
 	cl, _, err := conn.Client()
 	if err != nil {
 		r.Hub, r.AgentsUnknown = "unknown: "+err.Error(), "unknown: "+err.Error()
