@@ -278,3 +278,16 @@ func waitTimeout(key client.ObjectKey, o ActionOptions, timeout time.Duration, g
 	return cli.TimedOut(fmt.Errorf("timed out after %s waiting for the %s of %s to %s: %s; the hub goes on: follow it with `drover status %s -n %s`",
 		timeout, verb, key, o.To, where, key.Name, key.Namespace))
 }
+
+// printActed prints the DRPlacementControl after an action (asked, or followed to its end) in
+// the format of -o: the object or its name.
+func printActed(ctx context.Context, c client.Reader, w io.Writer, format string, key client.ObjectKey) error {
+	if format == cli.OutputName {
+		return cli.WriteNames(w, "DRPlacementControl", []string{key.Name})
+	}
+	d := &v1alpha1.DRPlacementControl{}
+	if err := c.Get(ctx, key, d); err != nil {
+		return cli.ReadError("DRPlacementControl "+key.String(), err)
+	}
+	return cli.WriteStructured(w, format, cli.AsObject(d))
+}

@@ -29,7 +29,7 @@ func label(t *testing.T, d *v1alpha1.DRPlacementControl, key, value string) {
 		cur.Labels = map[string]string{}
 	}
 	cur.Labels[key] = value
-	if err := k8sClient.Patch(t.Context(), cur, client.MergeFrom(before)); err != nil {
+	if err := clitest.Hub.Patch(t.Context(), cur, client.MergeFrom(before)); err != nil {
 		t.Fatalf("failed to label %s: %v", d.Name, err)
 	}
 }
@@ -44,7 +44,7 @@ func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
 	o := MassOptions{Namespace: e.NS, Action: v1alpha1.ActionFailover, From: e.East, To: e.West, Now: clitest.ClockAt}
 
 	var out bytes.Buffer
-	if err := PlanAll(t.Context(), k8sClient, &out, o); err != nil {
+	if err := PlanAll(t.Context(), clitest.Hub, &out, o); err != nil {
 		t.Fatalf("plan --all failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -60,7 +60,7 @@ func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
 	out.Reset()
 	sel := o
 	sel.Selector = "tier=web"
-	if err := PlanAll(t.Context(), k8sClient, &out, sel); err != nil {
+	if err := PlanAll(t.Context(), clitest.Hub, &out, sel); err != nil {
 		t.Fatalf("plan --all -l tier=web failed: %v", err)
 	}
 	if !strings.Contains(out.String(), "Plan: failover 1 applications") || strings.Contains(out.String(), " db ") {
@@ -68,14 +68,14 @@ func TestMassFailoverSelectsTheApplicationsOfTheLostCluster(t *testing.T) {
 	}
 
 	sel.Selector = "tier=none"
-	_, err := ActAll(t.Context(), k8sClient, &out, sel)
+	_, err := ActAll(t.Context(), clitest.Hub, &out, sel)
 	want := "no DRPlacementControl matches (namespace mass-select, selector tier=none, current primary mass-select-east): 0 in the scope before the filter; list them with `drover status -A`"
 	if err == nil || err.Error() != want {
 		t.Errorf("a selector matching nothing returned %v\nwant: %s", err, want)
 	}
 
 	out.Reset()
-	if _, err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+	if _, err := ActAll(t.Context(), clitest.Hub, &out, o); err != nil {
 		t.Fatalf("failover --all failed: %v", err)
 	}
 	for _, d := range []*v1alpha1.DRPlacementControl{db, web} {
@@ -101,7 +101,7 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 	o := MassOptions{Namespace: e.NS, Action: v1alpha1.ActionRelocate, To: e.East, Now: clitest.ClockAt}
 
 	var out bytes.Buffer
-	_, err := ActAll(t.Context(), k8sClient, &out, o)
+	_, err := ActAll(t.Context(), clitest.Hub, &out, o)
 	want := "relocate refused for the whole batch: 1 of 3 applications would be refused (listed above with the reason and what to do); " +
 		"nothing was changed: fix them, narrow the batch with --selector, or add --skip-refused to relocate the 1 that can start"
 	if err == nil || err.Error() != want {
@@ -119,7 +119,7 @@ func TestMassActionRefusesTheWholeBatchUnlessSkipRefused(t *testing.T) {
 
 	out.Reset()
 	o.SkipRefused = true
-	if _, err := ActAll(t.Context(), k8sClient, &out, o); err != nil {
+	if _, err := ActAll(t.Context(), clitest.Hub, &out, o); err != nil {
 		t.Fatalf("relocate --all --skip-refused failed: %v", err)
 	}
 	if got := clitest.Get(t, db); got.Spec.Action != v1alpha1.ActionRelocate || got.Spec.PreferredCluster != e.East {
@@ -168,7 +168,7 @@ func TestMassFailoverWaitPrintsProgressFailuresAndASummary(t *testing.T) {
 		clitest.SetStatus(t, apps[2], clitest.Get(t, apps[2]).Status, failedOver)
 	}()
 	began := time.Now()
-	res, err := ActAll(t.Context(), k8sClient, out, MassOptions{Namespace: e.NS, Action: v1alpha1.ActionFailover, From: e.East, To: e.West,
+	res, err := ActAll(t.Context(), clitest.Hub, out, MassOptions{Namespace: e.NS, Action: v1alpha1.ActionFailover, From: e.East, To: e.West,
 		Wait: true, Timeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ProgressInterval: 200 * time.Millisecond})
 	elapsed := time.Since(began)
 	<-hub
@@ -231,14 +231,14 @@ func TestMassWaitReadsOnlyTheDRPCsThatChanged(t *testing.T) {
 	for _, d := range apps {
 		cur := clitest.Get(t, d)
 		cur.Spec.Action, cur.Spec.FailoverCluster = v1alpha1.ActionFailover, e.West
-		if err := k8sClient.Update(t.Context(), cur); err != nil {
+		if err := clitest.Hub.Update(t.Context(), cur); err != nil {
 			t.Fatal(err)
 		}
 		clitest.SetStatus(t, d, e.Deployed(e.East, e.West), failingOver("PromotingTarget"))
 		cur = clitest.Get(t, d)
 		ts = append(ts, &tracked{entry: &entry{a: &cli.App{DRPC: cur}}, follow: true, generation: cur.Generation, asked: time.Now()})
 	}
-	r := &countingReader{Reader: k8sClient}
+	r := &countingReader{Reader: clitest.Hub}
 	o := &MassOptions{Action: v1alpha1.ActionFailover, To: e.West, Namespace: e.NS}
 	poll := func() {
 		t.Helper()

@@ -17,7 +17,7 @@ func TestPlanRelocateOfAProtectedApplication(t *testing.T) {
 	db := e.NewApp(t, "db")
 	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
+	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -49,7 +49,7 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		d.Status.LastGroupSyncTime = clitest.Ago(42 * time.Second)
 	})
 	var out bytes.Buffer
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
+	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -62,7 +62,7 @@ func TestPlanFailoverWithThePrimaryLost(t *testing.T) {
 		"Verdict: failover can start",
 	)
 	out.Reset()
-	if err := Plan(t.Context(), k8sClient, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
+	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -132,7 +132,7 @@ func TestRelocateRefusalsSayWhatToDo(t *testing.T) {
 			d := e.NewApp(t, "db")
 			tc.arrange(t, e, d)
 			var out bytes.Buffer
-			err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt})
+			err := Act(t.Context(), clitest.Hub, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt})
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("relocate returned %v\nwant: %s", err, tc.want)
 			}
@@ -148,7 +148,7 @@ func TestFailoverToAClusterOutsideThePolicyIsRefused(t *testing.T) {
 	d := e.NewApp(t, "db")
 	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: "north"})
+	err := Act(t.Context(), clitest.Hub, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: "north"})
 	want := "failover refused: north is not a cluster of DRPolicy failover-outside, which pairs failover-outside-east and failover-outside-west: name one of those with --to"
 	if err == nil || err.Error() != want {
 		t.Errorf("failover returned %v\nwant: %s", err, want)
@@ -161,7 +161,7 @@ func TestFailoverPatchesTheSpec(t *testing.T) {
 	e.SetReachable(t, e.East, false)
 	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
+	if err := Act(t.Context(), clitest.Hub, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("failover failed: %v", err)
 	}
 	got := clitest.Get(t, d)
@@ -177,7 +177,7 @@ func TestFailoverPatchesTheSpec(t *testing.T) {
 		d.Status.Phase, d.Status.ActionTarget = v1alpha1.PhaseFailingOver, e.West
 	})
 	out.Reset()
-	if err := Act(t.Context(), k8sClient, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West}); err != nil {
+	if err := Act(t.Context(), clitest.Hub, &out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West}); err != nil {
 		t.Fatalf("failover again failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "Nothing to ask: a failover to failover-patch-west is already in progress")

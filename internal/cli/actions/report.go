@@ -1,10 +1,7 @@
 package actions
 
 import (
-	"context"
 	"io"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
@@ -72,17 +69,4 @@ func printMassReports(w io.Writer, o *MassOptions, entries []*entry, ts []*track
 			Action: o.Action, To: o.To, Result: t.result, DurationSeconds: t.took.Seconds(), Detail: t.detail})
 	}
 	return cli.PrintList(w, items, o.Output)
-}
-
-// printActed prints the DRPlacementControl after an action (asked, or followed to its end) in
-// the format of -o: the object or its name.
-func printActed(ctx context.Context, c client.Reader, w io.Writer, format string, key client.ObjectKey) error {
-	if format == cli.OutputName {
-		return cli.WriteNames(w, "DRPlacementControl", []string{key.Name})
-	}
-	d := &v1alpha1.DRPlacementControl{}
-	if err := c.Get(ctx, key, d); err != nil {
-		return cli.ReadError("DRPlacementControl "+key.String(), err)
-	}
-	return cli.WriteStructured(w, format, cli.AsObject(d))
 }

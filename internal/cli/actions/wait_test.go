@@ -57,7 +57,7 @@ func TestFailoverWaitPrintsEachStepUntilAvailable(t *testing.T) {
 			clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on wait-failover-west"))
 		}, "FailedOver DemotingOldPrimary the application runs on wait-failover-west"},
 	})
-	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
+	err := Act(t.Context(), clitest.Hub, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
 		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
 	<-hub
 	if err != nil {
@@ -86,7 +86,7 @@ func TestRelocateWaitFailsWhenTheHubRefuses(t *testing.T) {
 		clitest.SetCond(d, metav1.Condition{Type: v1alpha1.ConditionActionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPeerUnreachable,
 			Message: refusal, ObservedGeneration: d.Generation, LastTransitionTime: *clitest.Ago(0)})
 	}, ""}})
-	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West,
+	err := Act(t.Context(), clitest.Hub, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West,
 		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
 	<-hub
 	want := "the hub refused the relocate (PeerUnreachable): " + refusal
@@ -100,7 +100,7 @@ func TestWaitTimesOutWhenNoHubAnswers(t *testing.T) {
 	d := e.NewApp(t, "db")
 	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	out := &labtest.SyncBuffer{}
-	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
+	err := Act(t.Context(), clitest.Hub, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
 		Wait: true, Timeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	want := "timed out after 300ms waiting for the failover of wait-timeout/db to wait-timeout-west: phase Deployed, step Completed, " +
 		"the application runs on wait-timeout-east; the hub has not observed the change: is `drover hub` running against this cluster?; " +
@@ -119,7 +119,7 @@ func TestWaitNoticesAHubThatDoesNotObserveTheChange(t *testing.T) {
 	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	out := &labtest.SyncBuffer{}
 	start := time.Now()
-	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
+	err := Act(t.Context(), clitest.Hub, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West,
 		Wait: true, Timeout: time.Minute, PollInterval: 20 * time.Millisecond, StallAfter: 300 * time.Millisecond})
 	want := "the hub has not observed the failover of wait-stall/db to wait-stall-west in "
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "is `drover hub` running against this cluster?") {
@@ -149,7 +149,7 @@ func TestRelocateWaitFollowsTheFinalSyncUntilRelocated(t *testing.T) {
 			clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the application runs on wait-relocate-west"))
 		}, "Relocated Completed the application runs on wait-relocate-west"},
 	})
-	err := Act(t.Context(), k8sClient, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West,
+	err := Act(t.Context(), clitest.Hub, out, ActionOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West,
 		Wait: true, Timeout: 20 * time.Second, PollInterval: 20 * time.Millisecond})
 	<-hub
 	if err != nil {

@@ -17,7 +17,7 @@ func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
 	e := clitest.NewEnv(t, "clusters")
 	e.SetReachable(t, e.West, false)
 	var out bytes.Buffer
-	if err := List(t.Context(), k8sClient, &out, ListOptions{Now: clitest.ClockAt}); err != nil {
+	if err := List(t.Context(), clitest.Hub, &out, ListOptions{Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("cluster list failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "NAME", "VALIDATED  REACHABLE  LOST  POLICIES")
@@ -32,20 +32,20 @@ func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := List(t.Context(), k8sClient, &out, ListOptions{Output: "wide", Now: clitest.ClockAt}); err != nil {
+	if err := List(t.Context(), clitest.Hub, &out, ListOptions{Output: "wide", Now: clitest.ClockAt}); err != nil {
 		t.Fatal(err)
 	}
 	clitest.MustContain(t, out.String(), "S3 PROFILE", "s3-"+e.West, "Reachable: unreachable since 12:03:55: connection refused")
 
 	out.Reset()
-	if err := List(t.Context(), k8sClient, &out, ListOptions{Output: "name"}); err != nil {
+	if err := List(t.Context(), clitest.Hub, &out, ListOptions{Output: "name"}); err != nil {
 		t.Fatal(err)
 	}
 	clitest.MustContain(t, out.String(), "drcluster.drover.io/"+e.East+"\n", "drcluster.drover.io/"+e.West+"\n")
 
 	for _, format := range []string{"json", "yaml"} {
 		out.Reset()
-		if err := List(t.Context(), k8sClient, &out, ListOptions{Output: format}); err != nil {
+		if err := List(t.Context(), clitest.Hub, &out, ListOptions{Output: format}); err != nil {
 			t.Fatal(err)
 		}
 		raw := out.Bytes()
@@ -66,7 +66,7 @@ func TestClusterListPrintsEachClusterInEveryFormat(t *testing.T) {
 			t.Errorf("-o %s printed apiVersion %q kind %q, %d items", format, list.APIVersion, list.Kind, len(list.Items))
 		}
 	}
-	if err := List(t.Context(), k8sClient, &out, ListOptions{Output: "table"}); cli.ExitCodeOf(err) != cli.ExitUsage {
+	if err := List(t.Context(), clitest.Hub, &out, ListOptions{Output: "table"}); cli.ExitCodeOf(err) != cli.ExitUsage {
 		t.Errorf("an unknown format: exit %d, %v", cli.ExitCodeOf(err), err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 func getCluster(t *testing.T, name string) *v1alpha1.DRCluster {
 	t.Helper()
 	drc := &v1alpha1.DRCluster{}
-	if err := k8sClient.Get(t.Context(), client.ObjectKey{Name: name}, drc); err != nil {
+	if err := clitest.Hub.Get(t.Context(), client.ObjectKey{Name: name}, drc); err != nil {
 		t.Fatal(err)
 	}
 	return drc
@@ -25,7 +25,7 @@ func TestClusterLostSaysWhatItDoesAndChangesNothingWithoutYes(t *testing.T) {
 	d := e.NewApp(t, "db")
 	clitest.SetStatus(t, d, e.Deployed(e.East, e.West))
 	var out bytes.Buffer
-	err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Reason: "flooded"})
+	err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Reason: "flooded"})
 	if err != nil {
 		t.Fatalf("without --yes (a preview): got %v, want no error", err)
 	}
@@ -39,10 +39,10 @@ func TestClusterLostSaysWhatItDoesAndChangesNothingWithoutYes(t *testing.T) {
 	if got := getCluster(t, e.East); got.Spec.Lost != nil {
 		t.Errorf("without --yes the DRCluster was changed: %+v", got.Spec.Lost)
 	}
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East}); err == nil || !strings.Contains(err.Error(), "--reason is required") {
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East}); err == nil || !strings.Contains(err.Error(), "--reason is required") {
 		t.Errorf("no reason: got %v", err)
 	}
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: "nowhere", Reason: "x", Yes: true}); err == nil ||
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: "nowhere", Reason: "x", Yes: true}); err == nil ||
 		err.Error() != "DRCluster nowhere does not exist on the hub: check the name (kubectl get drclusters)" {
 		t.Errorf("unknown cluster: got %v", err)
 	}
@@ -52,7 +52,7 @@ func TestClusterLostWithYesSetsTheSpecAndUndoRemovesIt(t *testing.T) {
 	e := clitest.NewEnv(t, "lost-yes")
 	e.SetReachable(t, e.East, false)
 	var out bytes.Buffer
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Reason: "flooded", Yes: true}); err != nil {
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Reason: "flooded", Yes: true}); err != nil {
 		t.Fatalf("declare lost: %v\n%s", err, out.String())
 	}
 	clitest.MustContain(t, out.String(), "DRCluster lost-yes-east is declared lost")
@@ -63,11 +63,11 @@ func TestClusterLostWithYesSetsTheSpecAndUndoRemovesIt(t *testing.T) {
 		t.Fatalf("spec.lost is %+v, want reason flooded", got.Spec.Lost)
 	}
 	out.Reset()
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Reason: "flooded", Yes: true}); err != nil {
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Reason: "flooded", Yes: true}); err != nil {
 		t.Fatalf("declare again: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "is already declared lost (flooded)")
-	err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Reason: "burnt", Yes: true})
+	err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Reason: "burnt", Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "run drover cluster lost lost-yes-east --undo --yes first to change the reason") {
 		t.Errorf("another reason: got %v", err)
 	}
@@ -75,23 +75,23 @@ func TestClusterLostWithYesSetsTheSpecAndUndoRemovesIt(t *testing.T) {
 	// The API server itself refuses to change the reason in place, or an empty one (CEL).
 	drc := getCluster(t, e.East)
 	drc.Spec.Lost.Reason = "burnt"
-	if err := k8sClient.Update(t.Context(), drc); err == nil || !strings.Contains(err.Error(), "spec.lost cannot be changed once set") {
+	if err := clitest.Hub.Update(t.Context(), drc); err == nil || !strings.Contains(err.Error(), "spec.lost cannot be changed once set") {
 		t.Errorf("changing the reason in place: got %v", err)
 	}
 	west := getCluster(t, e.West)
 	west.Spec.Lost = &v1alpha1.DRClusterLost{Reason: "   "}
-	if err := k8sClient.Update(t.Context(), west); err == nil || !strings.Contains(err.Error(), "spec.lost.reason must say why the cluster is lost") {
+	if err := clitest.Hub.Update(t.Context(), west); err == nil || !strings.Contains(err.Error(), "spec.lost.reason must say why the cluster is lost") {
 		t.Errorf("a blank reason: got %v", err)
 	}
 
 	out.Reset()
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Undo: true}); err != nil || !strings.Contains(out.String(), "Nothing changed") {
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Undo: true}); err != nil || !strings.Contains(out.String(), "Nothing changed") {
 		t.Fatalf("undo without --yes: got %v", err)
 	}
 	if got := getCluster(t, e.East); got.Spec.Lost == nil {
 		t.Fatal("undo without --yes removed spec.lost")
 	}
-	if err := DeclareLost(t.Context(), k8sClient, &out, LostOptions{Cluster: e.East, Undo: true, Yes: true}); err != nil {
+	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Undo: true, Yes: true}); err != nil {
 		t.Fatalf("undo: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "DRCluster lost-yes-east is no longer declared lost.")

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
 // refusingClient answers every List of one kind as an API server does when RBAC forbids it.
@@ -31,7 +33,7 @@ func TestGatherSaysWhatTheHubCredentialMayNotList(t *testing.T) {
 	for _, kind := range []string{"DRPolicy", "Secret", "Deployment"} {
 		t.Run("a refused "+kind+" list is recorded as what the person may not do on the hub", func(t *testing.T) {
 			g := &gathering{at: time.Now(), files: map[string][]byte{}, red: newRedactor()}
-			if _, err := g.hub(t.Context(), refusingClient{Client: k8sClient, kind: kind}, nil, GatherOptions{}); err != nil {
+			if _, err := g.hub(t.Context(), refusingClient{Client: clitest.Hub, kind: kind}, nil, GatherOptions{}); err != nil {
 				t.Fatalf("gathering the hub failed: %v", err)
 			}
 			want := "you may not list " + plural(kind) + " on the hub"

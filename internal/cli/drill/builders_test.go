@@ -19,7 +19,7 @@ import (
 // drillsOf lists the application's DRDrills, newest first.
 func drillsOf(t *testing.T, e clitest.Env, app string) []v1alpha1.DRDrill {
 	t.Helper()
-	drills, err := listDrills(t.Context(), k8sClient, e.NS, app)
+	drills, err := listDrills(t.Context(), clitest.Hub, e.NS, app)
 	if err != nil {
 		t.Fatalf("failed to list the drills of %s: %v", app, err)
 	}

@@ -23,7 +23,7 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		t.Fatalf("reading a Job as kubectl prints it failed: %v", err)
 	}
 	var out bytes.Buffer
-	err = Run(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", To: e.West, KeepFor: 10 * time.Minute,
+	err = Run(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "db", To: e.West, KeepFor: 10 * time.Minute,
 		Check: check, CheckSource: "check.yaml", CheckNamespace: "db"})
 	if err != nil {
 		t.Fatalf("drill failed: %v\n%s", err, out.String())
@@ -55,7 +55,7 @@ func TestDrillCreatesTheDRDrillAsked(t *testing.T) {
 		t.Fatalf("reading a JobSpec failed: %v", err)
 	}
 	out.Reset()
-	if err := Run(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", Check: check, Output: cli.OutputName}); err != nil {
+	if err := Run(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "db", Check: check, Output: cli.OutputName}); err != nil {
 		t.Fatalf("drill -o name failed: %v", err)
 	}
 	drills = drillsOf(t, e, "db")
@@ -102,7 +102,7 @@ func TestDrillRefusesBadInputAndCreatesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Namespace = e.NS
 			var out bytes.Buffer
-			err := Run(t.Context(), k8sClient, &out, tc.o)
+			err := Run(t.Context(), clitest.Hub, &out, tc.o)
 			if err == nil || cli.ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("drill returned %v (exit %d), want exit %d and %q", err, cli.ExitCodeOf(err), tc.code, tc.want)
 			}
@@ -183,7 +183,7 @@ func TestDrillWaitPrintsEachStepThenTheReport(t *testing.T) {
 		},
 		passedDrill(e),
 	}, []string{"CopyingVolumes        running", "Checking              Passed       12s  job/check succeeded", "TearingDown: the result is Passed"})
-	err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+	err := Run(t.Context(), clitest.Hub, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 	<-hub
 	if err != nil {
@@ -245,7 +245,7 @@ func TestDrillWaitFailsWithTheHubsReason(t *testing.T) {
 			clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 			out := &labtest.SyncBuffer{}
 			hub := playDrillHub(t, e, out, []func(*v1alpha1.DRDrillStatus){tc.status(e)}, nil)
-			err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+			err := Run(t.Context(), clitest.Hub, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 				WaitTimeout: 20 * time.Second, Now: clitest.ClockAt})
 			<-hub
 			if err == nil || cli.ExitCodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
@@ -263,7 +263,7 @@ func TestDrillWaitNoticesThatNoHubRuns(t *testing.T) {
 	e := clitest.NewEnv(t, "drill-stall")
 	clitest.SetStatus(t, e.NewApp(t, "db"), e.Deployed(e.East, e.West))
 	out := &labtest.SyncBuffer{}
-	err := Run(t.Context(), k8sClient, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
+	err := Run(t.Context(), clitest.Hub, out, Options{Namespace: e.NS, App: "db", Wait: true, PollInterval: 20 * time.Millisecond,
 		StallAfter: 300 * time.Millisecond})
 	if err == nil || cli.ExitCodeOf(err) != cli.ExitTimedOut || !strings.Contains(err.Error(), "the hub has written nothing on DRDrill drill-stall/db-") ||
 		!strings.Contains(err.Error(), cli.HubHint) {
@@ -289,7 +289,7 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	createDrill(t, e, "db", "db-ccccc")
 
 	var out bytes.Buffer
-	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "db"}); err != nil {
+	if err := History(t.Context(), clitest.Hub, &out, HistoryOptions{Namespace: e.NS, App: "db"}); err != nil {
 		t.Fatalf("drill history failed: %v", err)
 	}
 	var rows []string
@@ -308,7 +308,7 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "db", Output: cli.OutputJSON}); err != nil {
+	if err := History(t.Context(), clitest.Hub, &out, HistoryOptions{Namespace: e.NS, App: "db", Output: cli.OutputJSON}); err != nil {
 		t.Fatalf("drill history -o json failed: %v", err)
 	}
 	var list struct {
@@ -324,10 +324,10 @@ func TestDrillHistoryListsNewestFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "web", Output: cli.OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
+	if err := History(t.Context(), clitest.Hub, &out, HistoryOptions{Namespace: e.NS, App: "web", Output: cli.OutputName}); err != nil || out.String() != "drdrill.drover.io/web-other\n" {
 		t.Errorf("drill history web -o name: %v, %q", err, out.String())
 	}
-	err := History(t.Context(), k8sClient, &out, HistoryOptions{Namespace: e.NS, App: "dbb"})
+	err := History(t.Context(), clitest.Hub, &out, HistoryOptions{Namespace: e.NS, App: "dbb"})
 	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "drill-history"; it has: db, web` {
 		t.Errorf("drill history of an unknown application: %v", err)
 	}
@@ -342,7 +342,7 @@ func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
 	setDrillStatus(t, d, passedDrill(e))
 
 	var out bytes.Buffer
-	if err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Format: ReportMarkdown, Now: clitest.ClockAt}); err != nil {
+	if err := Report(t.Context(), clitest.Hub, &out, ReportOptions{Namespace: e.NS, App: "db", Format: ReportMarkdown, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -372,17 +372,17 @@ func TestDrillReportRendersTheRecordForAnAuditor(t *testing.T) {
 	)
 
 	out.Reset()
-	if err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: "db-aaaaa", Now: clitest.ClockAt}); err != nil {
+	if err := Report(t.Context(), clitest.Hub, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: "db-aaaaa", Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("drill report --format text failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "DR drill of drill-report/db: Passed\n", "RTO:              1m12s", "  db/wal-db-0   volsync-wal-db-0-dst-20261130120410",
 		"    rows in orders: 1042\n")
 
-	err := Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: other.Name})
+	err := Report(t.Context(), clitest.Hub, &out, ReportOptions{Namespace: e.NS, App: "db", Drill: other.Name})
 	if err == nil || !strings.Contains(err.Error(), "DRDrill drill-report/web-aaaaa is a drill of web, not of db") {
 		t.Errorf("a report of another application's drill: %v", err)
 	}
-	err = Report(t.Context(), k8sClient, &out, ReportOptions{Namespace: e.NS, App: "db", Format: "html"})
+	err = Report(t.Context(), clitest.Hub, &out, ReportOptions{Namespace: e.NS, App: "db", Format: "html"})
 	if err == nil || cli.ExitCodeOf(err) != cli.ExitUsage {
 		t.Errorf("--format html: %v", err)
 	}

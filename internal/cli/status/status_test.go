@@ -32,7 +32,7 @@ func TestStatusListsTheApplicationsOfANamespace(t *testing.T) {
 	e.NewApp(t, "new") // the hub never reported
 
 	var out bytes.Buffer
-	if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, Now: clitest.ClockAt}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status failed: %v", err)
 	}
 	want := `APP  PHASE        PRIMARY           PEER READY  PROTECTED  LAST SYNC  RPO LAG        PROGRESSION      PROBLEM
@@ -45,13 +45,13 @@ web  FailingOver  status-list-east  False       False      35s ago    35s/10s ST
 	}
 
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, Options{AllNamespaces: true, Now: clitest.ClockAt}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{AllNamespaces: true, Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status -A failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "NAMESPACE    APP", "status-list  db   Deployed")
 
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, Output: "json"}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, Output: "json"}); err != nil {
 		t.Fatalf("status -o json failed: %v", err)
 	}
 	var list struct {
@@ -77,7 +77,7 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 		clitest.SetCond(d, clitest.Cond(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable, "peer status-one-west is unreachable: timeout"))
 	})
 	var out bytes.Buffer
-	if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", Now: clitest.ClockAt}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "db", Now: clitest.ClockAt}); err != nil {
 		t.Fatalf("status db failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(),
@@ -92,7 +92,7 @@ func TestStatusOfOneApplicationPrintsConditionsAndGroups(t *testing.T) {
 
 	for _, format := range []string{"json", "yaml"} {
 		out.Reset()
-		if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db", Output: format}); err != nil {
+		if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "db", Output: format}); err != nil {
 			t.Fatalf("status -o %s failed: %v", format, err)
 		}
 		var got v1alpha1.DRPlacementControl
@@ -117,16 +117,16 @@ func TestStatusErrorsSayWhatToDo(t *testing.T) {
 	e.NewApp(t, "db")
 	e.NewApp(t, "web")
 	var out bytes.Buffer
-	err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "dbb"})
+	err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "dbb"})
 	if err == nil || err.Error() != `no DRPlacementControl "dbb" in namespace "status-errors"; it has: db, web` {
 		t.Errorf("status of a missing DRPC: %v", err)
 	}
-	err = Status(t.Context(), k8sClient, &out, Options{Namespace: "default", App: "db"})
+	err = Status(t.Context(), clitest.Hub, &out, Options{Namespace: "default", App: "db"})
 	if err == nil || !strings.Contains(err.Error(), "which has none: name its namespace with -n, or list all with `drover status -A`") {
 		t.Errorf("status of a DRPC in an empty namespace: %v", err)
 	}
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "db"}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "db"}); err != nil {
 		t.Fatalf("status db failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "The hub has not reported on status-errors/db yet (its status is empty): is `drover hub` running against this cluster?")
@@ -137,7 +137,7 @@ func TestStatusErrorsSayWhatToDo(t *testing.T) {
 	clitest.SetStatus(t, web, v1alpha1.DRPlacementControlStatus{Conditions: []metav1.Condition{clitest.Cond(v1alpha1.ConditionValidated, metav1.ConditionFalse,
 		v1alpha1.ReasonClusterNotInPolicy, "spec.preferredCluster north is not one of the clusters of DRPolicy p (east, west): name one of them")}})
 	out.Reset()
-	if err := Status(t.Context(), k8sClient, &out, Options{Namespace: e.NS, App: "web"}); err != nil {
+	if err := Status(t.Context(), clitest.Hub, &out, Options{Namespace: e.NS, App: "web"}); err != nil {
 		t.Fatalf("status web failed: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "web  -      -        -           -          -          -        -            Validated: ClusterNotInPolicy",

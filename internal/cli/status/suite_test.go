@@ -3,18 +3,12 @@ package status
 import (
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/drover-io/drover/internal/cli/clitest"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
-// k8sClient talks to the one API server that TestMain starts for the package, with drover's
-// CRDs installed: it stands for the hub cluster. No hub runs: the tests write the status the
-// hub would write, to put each DRPlacementControl in the situation a test needs.
-var k8sClient client.Client
-
+// TestMain starts the package's API server, with drover's CRDs installed, for clitest.Hub: it
+// stands for the hub cluster. No hub runs: the tests write the status the hub would write.
 func TestMain(m *testing.M) {
-	labtest.MainWithAPIServer(m, clitest.CRDs, clitest.Schemes,
-		func(cl client.Client) { k8sClient = cl; clitest.Use(cl) })
+	labtest.MainWithAPIServer(m, clitest.CRDs, clitest.Schemes, clitest.Use)
 }

@@ -51,7 +51,7 @@ func TestStatusWatchListsAgainWhenItsWatchExpires(t *testing.T) {
 	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	c := &expiringWatches{Client: k8sClient, expired: make(chan struct{})}
+	c := &expiringWatches{Client: clitest.Hub, expired: make(chan struct{})}
 	out := &labtest.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- Watch(ctx, c, out, Options{Namespace: e.NS, Now: clitest.ClockAt}) }()
