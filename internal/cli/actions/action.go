@@ -137,58 +137,6 @@ func askHub(ctx context.Context, c client.Client, d *v1alpha1.DRPlacementControl
 	return field, nil
 }
 
-// progress is what a --wait line shows; a line is printed when it changes.
-type progress struct {
-	phase, progression, available string
-}
-
-func progressOf(d *v1alpha1.DRPlacementControl) progress {
-	p := progress{phase: cli.Dash(string(d.Status.Phase)), progression: cli.Dash(d.Status.Progression), available: "Available not reported"}
-	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
-		p.available = c.Message
-		if c.Status != metav1.ConditionTrue {
-			// During an action the hub's message repeats the phase, target and step that the
-			// line already shows: "Relocating to west, step PromotingTarget: <what it waits for>".
-			msg := strings.TrimPrefix(c.Message, fmt.Sprintf("%s to %s, step %s: ", d.Status.Phase, d.Status.ActionTarget, d.Status.Progression))
-			p.available = "waiting: " + msg
-		}
-	}
-	return p
-}
-
-// progressLine is one --wait line: the elapsed time, the phase, the step and what the hub
-// waits for (the Available condition's message).
-func progressLine(elapsed time.Duration, p progress) string {
-	return fmt.Sprintf("%7s  %-11s  %-24s  %s", fmt.Sprintf("%.1fs", elapsed.Seconds()), p.phase, p.progression, p.available)
-}
-
-// outcome judges the DRPlacementControl during --wait: done, failed (with an error that says
-// why and what to do), or neither. generation is the spec generation the patch produced.
-func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64) (bool, error) {
-	st := d.Status
-	verb := strings.ToLower(string(o.Action))
-	if d.DeletionTimestamp != nil {
-		return false, fmt.Errorf("the DRPlacementControl is being deleted; stopped waiting for the %s", verb)
-	}
-	if want, got := o.To, specTarget(d, o.Action); d.Spec.Action != o.Action || got != want {
-		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", cli.Asked(d), verb, want)
-	}
-	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
-		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
-		return false, cli.Refused(fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message))
-	}
-	done := st.Phase == settledPhase(o.Action) && st.CurrentPrimary == o.To &&
-		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable)
-	return done, nil
-}
-
-func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string {
-	if action == v1alpha1.ActionRelocate {
-		return d.Spec.PreferredCluster
-	}
-	return d.Spec.FailoverCluster
-}
-
 // wait follows the action, printing a line on every change, until it is done, fails or times out.
 func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, generation int64) error {
 	timeout, interval, stallAfter := cli.OrDefault(o.Timeout, DefaultTimeout), cli.OrDefault(o.PollInterval, cli.DefaultPollInterval), cli.OrDefault(o.StallAfter, cli.DefaultStallAfter)
@@ -248,6 +196,58 @@ func wait(ctx context.Context, c client.Reader, w io.Writer, o ActionOptions, ge
 		case <-ticker.C:
 		}
 	}
+}
+
+// progress is what a --wait line shows; a line is printed when it changes.
+type progress struct {
+	phase, progression, available string
+}
+
+func progressOf(d *v1alpha1.DRPlacementControl) progress {
+	p := progress{phase: cli.Dash(string(d.Status.Phase)), progression: cli.Dash(d.Status.Progression), available: "Available not reported"}
+	if c := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionAvailable); c != nil {
+		p.available = c.Message
+		if c.Status != metav1.ConditionTrue {
+			// During an action the hub's message repeats the phase, target and step that the
+			// line already shows: "Relocating to west, step PromotingTarget: <what it waits for>".
+			msg := strings.TrimPrefix(c.Message, fmt.Sprintf("%s to %s, step %s: ", d.Status.Phase, d.Status.ActionTarget, d.Status.Progression))
+			p.available = "waiting: " + msg
+		}
+	}
+	return p
+}
+
+// progressLine is one --wait line: the elapsed time, the phase, the step and what the hub
+// waits for (the Available condition's message).
+func progressLine(elapsed time.Duration, p progress) string {
+	return fmt.Sprintf("%7s  %-11s  %-24s  %s", fmt.Sprintf("%.1fs", elapsed.Seconds()), p.phase, p.progression, p.available)
+}
+
+// outcome judges the DRPlacementControl during --wait: done, failed (with an error that says
+// why and what to do), or neither. generation is the spec generation the patch produced.
+func outcome(d *v1alpha1.DRPlacementControl, o *ActionOptions, generation int64) (bool, error) {
+	st := d.Status
+	verb := strings.ToLower(string(o.Action))
+	if d.DeletionTimestamp != nil {
+		return false, fmt.Errorf("the DRPlacementControl is being deleted; stopped waiting for the %s", verb)
+	}
+	if want, got := o.To, specTarget(d, o.Action); d.Spec.Action != o.Action || got != want {
+		return false, fmt.Errorf("the DRPlacementControl's spec changed while waiting: it now asks for %s; stopped waiting for the %s to %s", cli.Asked(d), verb, want)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil &&
+		c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation {
+		return false, cli.Refused(fmt.Errorf("the hub refused the %s (%s): %s", verb, c.Reason, c.Message))
+	}
+	done := st.Phase == settledPhase(o.Action) && st.CurrentPrimary == o.To &&
+		apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable)
+	return done, nil
+}
+
+func specTarget(d *v1alpha1.DRPlacementControl, action v1alpha1.DRAction) string {
+	if action == v1alpha1.ActionRelocate {
+		return d.Spec.PreferredCluster
+	}
+	return d.Spec.FailoverCluster
 }
 
 // observed says whether the hub has reconciled the spec of generation: it stamps every condition
