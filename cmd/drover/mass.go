@@ -56,7 +56,7 @@ func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a act
 	return runVerb(cmd, conn, &o, &o.Namespace, actAll)
 }
 
-// actAll is cli.ActAll for runVerb: the verb needs only its error, as ActAll prints the plan,
+// actAll is actions.ActAll for runVerb: the verb needs only its error, as ActAll prints the plan,
 // the progress and the summary itself.
 func actAll(ctx context.Context, c client.Client, w io.Writer, o actions.MassOptions) error {
 	_, err := actions.ActAll(ctx, c, w, o)
