@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/cluster"
 )
 
 func newClusterLostCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.LostOptions{}
+	o := cluster.LostOptions{}
 	cmd := &cobra.Command{
 		Use:   "lost NAME --reason TEXT --yes",
 		Short: "Declare the managed cluster NAME permanently lost, so that nothing waits for it",
@@ -27,7 +28,7 @@ without --yes. --undo removes the declaration, once the cluster is back and clea
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Cluster = args[0]
-			return runVerb(cmd, conn, &o, nil, cli.DeclareLost)
+			return runVerb(cmd, conn, &o, nil, cluster.DeclareLost)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

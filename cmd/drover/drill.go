@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/drill"
 )
 
 func newDrillCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.DrillOptions{}
+	o := drill.Options{}
 	checkJob := ""
 	cmd := &cobra.Command{
 		Use:   "drill APP [--check-job FILE] [--keep DURATION] [--to CLUSTER] [--wait]",
@@ -41,7 +42,7 @@ codes (docs/cli.md): 0 asked or passed, 1 failed or aborted, 2 bad usage, 3 refu
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Log = args[0], cmd.ErrOrStderr()
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Drill, func() error { return readCheckJob(&o, checkJob) })
+			return runVerb(cmd, conn, &o, &o.Namespace, drill.Run, func() error { return readCheckJob(&o, checkJob) })
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -50,7 +51,7 @@ codes (docs/cli.md): 0 asked or passed, 1 failed or aborted, 2 bad usage, 3 refu
 	cmd.Flags().DurationVar(&o.KeepFor, "keep", 0, "keep the sandbox this long after the result, at most 24h (default: torn down at once)")
 	cmd.Flags().StringVar(&o.To, "to", "", "the cluster of the sandbox (default: the peer of the current primary)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the drill, printing each step, then its report")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", cli.DefaultDrillTimeout, "the drill fails when it has no result by then; --wait waits this, --keep and the teardown")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", drill.DefaultTimeout, "the drill fails when it has no result by then; --wait waits this, --keep and the teardown")
 	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the DRDrill once asked (with --wait, once ended); the text goes to stderr (default: text)")
 	_ = cmd.MarkFlagFilename("check-job", "yaml", "yml", "json")
 	completeFlags(cmd, conn, []string{"to"})
@@ -60,11 +61,11 @@ codes (docs/cli.md): 0 asked or passed, 1 failed or aborted, 2 bad usage, 3 refu
 }
 
 // readCheckJob puts the check Job of --check-job FILE in the options, when a file is named.
-func readCheckJob(o *cli.DrillOptions, file string) error {
+func readCheckJob(o *drill.Options, file string) error {
 	if file == "" {
 		return nil
 	}
-	spec, err := cli.ReadCheckJob(file)
+	spec, err := drill.ReadCheckJob(file)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func readCheckJob(o *cli.DrillOptions, file string) error {
 
 func newDrillHistoryCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.DrillHistoryOptions{}
+	o := drill.HistoryOptions{}
 	cmd := &cobra.Command{
 		Use:   "history APP",
 		Short: "List an application's drills, newest first, with their result, RTO and RPO",
@@ -88,7 +89,7 @@ them as a Kubernetes List; -o name prints drdrill.drover.io/NAME lines.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.DrillHistory)
+			return runVerb(cmd, conn, &o, &o.Namespace, drill.History)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -99,7 +100,7 @@ them as a Kubernetes List; -o name prints drdrill.drover.io/NAME lines.`,
 
 func newDrillReportCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.DrillReportOptions{}
+	o := drill.ReportOptions{}
 	cmd := &cobra.Command{
 		Use:   "report APP [DRILL] [--format markdown|text]",
 		Short: "Print the report of an application's drill (the newest by default) for an auditor",
@@ -113,12 +114,12 @@ the drill. --format markdown prints it as a Markdown document to keep as evidenc
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Drill = args[0], argAt(args, 1)
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.DrillReport)
+			return runVerb(cmd, conn, &o, &o.Namespace, drill.Report)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.Format, "format", cli.ReportText, "markdown or text")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{cli.ReportMarkdown, cli.ReportText}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVar(&o.Format, "format", drill.ReportText, "markdown or text")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{drill.ReportMarkdown, drill.ReportText}, cobra.ShellCompDirectiveNoFileComp))
 	apps := completeFirstArg(conn, cli.KindApp)
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) != 1 {
@@ -128,7 +129,7 @@ the drill. --format markdown prints it as a Markdown document to keep as evidenc
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		names, err := cli.DrillNames(cmd.Context(), c, ns, args[0], toComplete)
+		names, err := drill.Names(cmd.Context(), c, ns, args[0], toComplete)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 )
 
 func newEventsCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.EventsOptions{}
+	o := day2.EventsOptions{}
 	cmd := &cobra.Command{
 		Use:   "events APP",
 		Short: "Show an application's events from the hub and both clusters, oldest first",
@@ -23,7 +24,7 @@ which may not list Events: pass --cluster-kubeconfig NAME=FILE with a kubeconfig
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Notes = args[0], cmd.ErrOrStderr()
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Events)
+			return runVerb(cmd, conn, &o, &o.Namespace, day2.Events)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 )
 
 func newGatherCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.GatherOptions{}
+	o := day2.GatherOptions{}
 	cmd := &cobra.Command{
 		Use:   "gather [APP]",
 		Short: "Write a tarball of what a bug report needs, secrets redacted",
@@ -35,7 +36,7 @@ which may read only drover's groups; --cluster-kubeconfig NAME=FILE uses one of 
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = argAt(args, 0)
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Gather)
+			return runVerb(cmd, conn, &o, &o.Namespace, day2.Gather)
 		},
 	}
 	conn.AddFlags(cmd.Flags())

@@ -9,12 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 )
 
 // massFlags are the flags of failover --all, relocate --all and plan ... --all.
 type massFlags struct {
 	all bool
-	o   cli.MassOptions
+	o   actions.MassOptions
 }
 
 // add registers --all, --from, --selector and -A; withAct adds the flags only the action verbs
@@ -27,8 +28,8 @@ func (m *massFlags) add(cmd *cobra.Command, withAct bool) {
 	fs.BoolVarP(&m.o.AllNamespaces, "all-namespaces", "A", false, "with --all: the DRPlacementControls of every namespace")
 	if withAct {
 		fs.BoolVar(&m.o.SkipRefused, "skip-refused", false, "with --all: act on the applications that can start even when others are refused (default: refuse the whole batch)")
-		fs.IntVar(&m.o.Workers, "workers", cli.DefaultWorkers, "with --all: how many DRPlacementControls to patch at once")
-		fs.DurationVar(&m.o.ProgressInterval, "progress-interval", cli.DefaultProgressInterval, "with --all --wait: how often to print a progress line")
+		fs.IntVar(&m.o.Workers, "workers", actions.DefaultWorkers, "with --all: how many DRPlacementControls to patch at once")
+		fs.DurationVar(&m.o.ProgressInterval, "progress-interval", actions.DefaultProgressInterval, "with --all --wait: how often to print a progress line")
 	}
 }
 
@@ -49,15 +50,15 @@ func (m *massFlags) args(cmd *cobra.Command, args []string, want int) error {
 }
 
 // runMassAction is the RunE of failover --all and relocate --all.
-func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a cli.ActionOptions) error {
+func runMassAction(cmd *cobra.Command, conn *cli.Connection, m *massFlags, a actions.ActionOptions) error {
 	o := m.o
 	o.Action, o.To, o.Wait, o.Timeout, o.Output, o.Log = a.Action, a.To, a.Wait, a.Timeout, a.Output, cmd.ErrOrStderr()
 	return runVerb(cmd, conn, &o, &o.Namespace, actAll)
 }
 
-// actAll is cli.ActAll for runVerb: the verb needs only its error, as ActAll prints the plan,
+// actAll is actions.ActAll for runVerb: the verb needs only its error, as ActAll prints the plan,
 // the progress and the summary itself.
-func actAll(ctx context.Context, c client.Client, w io.Writer, o cli.MassOptions) error {
-	_, err := cli.ActAll(ctx, c, w, o)
+func actAll(ctx context.Context, c client.Client, w io.Writer, o actions.MassOptions) error {
+	_, err := actions.ActAll(ctx, c, w, o)
 	return err
 }

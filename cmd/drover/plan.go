@@ -7,11 +7,12 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 )
 
 func newPlanCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.PlanOptions{}
+	o := actions.PlanOptions{}
 	m := &massFlags{}
 	cmd := &cobra.Command{
 		Use:   "plan failover|relocate (APP | --all [--from CLUSTER]) --to CLUSTER",
@@ -59,5 +60,5 @@ select: where it runs, whether it can start, is refused (and why) or has nothing
 func runMassPlan(cmd *cobra.Command, conn *cli.Connection, m *massFlags, action v1alpha1.DRAction, to string) error {
 	o := m.o
 	o.Action, o.To = action, to
-	return runVerb(cmd, conn, &o, &o.Namespace, cli.PlanAll)
+	return runVerb(cmd, conn, &o, &o.Namespace, actions.PlanAll)
 }

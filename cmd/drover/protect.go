@@ -4,11 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
+	"github.com/drover-io/drover/internal/cli/cluster"
 )
 
 func newProtectCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.ProtectOptions{}
+	o := actions.ProtectOptions{}
 	cmd := &cobra.Command{
 		Use:   "protect APP --policy POLICY --cluster CLUSTER",
 		Short: "Protect an application: create its DRPlacementControl on the hub",
@@ -26,7 +28,7 @@ printed (-o yaml), and nothing is created.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = argAt(args, 0)
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Protect)
+			return runVerb(cmd, conn, &o, &o.Namespace, actions.Protect)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -44,7 +46,7 @@ printed (-o yaml), and nothing is created.`,
 
 func newUnprotectCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.UnprotectOptions{}
+	o := actions.UnprotectOptions{}
 	s := &safetyFlags{}
 	cmd := &cobra.Command{
 		Use:   "unprotect APP",
@@ -58,7 +60,7 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.DryRun, o.Confirm = args[0], s.dryRun, s.confirmation(cmd)
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Unprotect)
+			return runVerb(cmd, conn, &o, &o.Namespace, actions.Unprotect)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -70,7 +72,7 @@ terminal it needs --yes. --dry-run says what it would remove and changes nothing
 
 func newClusterListCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.ClusterListOptions{}
+	o := cluster.ListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the hub's DRClusters: validated, reachable, declared lost, their policies",
@@ -80,7 +82,7 @@ func newClusterListCommand() *cobra.Command {
   drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVerb(cmd, conn, &o, nil, cli.ClusterList)
+			return runVerb(cmd, conn, &o, nil, cluster.List)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

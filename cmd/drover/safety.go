@@ -5,6 +5,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 )
 
 // stdinIsTerminal decides whether a confirmation can be asked on the command's stdin; tests
@@ -40,7 +41,7 @@ func newActionCommand(action v1alpha1.DRAction, cmd *cobra.Command) *cobra.Comma
 	conn := &cli.Connection{}
 	m := &massFlags{}
 	s := &safetyFlags{}
-	o := cli.ActionOptions{Action: action}
+	o := actions.ActionOptions{Action: action}
 	cmd.Args = func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) }
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runActionVerb(cmd, args, conn, m, s, o) }
 	actionFlags(cmd, conn, &o)
@@ -53,13 +54,13 @@ func newActionCommand(action v1alpha1.DRAction, cmd *cobra.Command) *cobra.Comma
 
 // runActionVerb is the RunE of failover and relocate: the plan with --dry-run, else the action
 // on one application or, with --all and after confirmation, on every one selected.
-func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *massFlags, s *safetyFlags, o cli.ActionOptions) error {
+func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *massFlags, s *safetyFlags, o actions.ActionOptions) error {
 	switch {
 	case s.dryRun && m.all:
 		m.o.Output = o.Output
 		return runMassPlan(cmd, conn, m, o.Action, o.To)
 	case s.dryRun:
-		return runPlan(cmd, conn, cli.PlanOptions{App: args[0], Action: o.Action, To: o.To, Output: o.Output})
+		return runPlan(cmd, conn, actions.PlanOptions{App: args[0], Action: o.Action, To: o.To, Output: o.Output})
 	case m.all:
 		m.o.Confirm = s.confirmation(cmd)
 		return runMassAction(cmd, conn, m, o)
@@ -68,8 +69,8 @@ func runActionVerb(cmd *cobra.Command, args []string, conn *cli.Connection, m *m
 }
 
 // runPlan prints the plan of one application's action.
-func runPlan(cmd *cobra.Command, conn *cli.Connection, o cli.PlanOptions) error {
-	return runVerb(cmd, conn, &o, &o.Namespace, cli.Plan)
+func runPlan(cmd *cobra.Command, conn *cli.Connection, o actions.PlanOptions) error {
+	return runVerb(cmd, conn, &o, &o.Namespace, actions.Plan)
 }
 
 // actionOf names the action of a plan's first argument.

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // kubectlPluginName is the binary's name when installed as a kubectl plugin (`kubectl drover`).
@@ -38,7 +40,7 @@ func adaptToPluginName(root *cobra.Command, argv0 string) {
 
 func newStatusCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.StatusOptions{}
+	o := status.Options{}
 	watch := false
 	cmd := &cobra.Command{
 		Use:   "status [APP]",
@@ -63,9 +65,9 @@ DRPlacementControl changes, until interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = argAt(args, 0)
 			if watch {
-				return runVerb(cmd, conn, &o, &o.Namespace, cli.StatusWatch)
+				return runVerb(cmd, conn, &o, &o.Namespace, status.Watch)
 			}
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.Status)
+			return runVerb(cmd, conn, &o, &o.Namespace, status.Status)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -77,20 +79,20 @@ DRPlacementControl changes, until interrupted.`,
 }
 
 // actionFlags registers the flags failover and relocate share.
-func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *cli.ActionOptions) {
+func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *actions.ActionOptions) {
 	conn.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the action, printing each step, until it completes or fails")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", cli.DefaultTimeout, "how long --wait waits before giving up (the hub goes on)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", actions.DefaultTimeout, "how long --wait waits before giving up (the hub goes on)")
 	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the DRPlacementControl once asked (with --wait, once done), "+
 		"with --all the summary as a List of ActionResult, with --dry-run the plan; the progress goes to stderr (default: text)")
 	_ = cmd.MarkFlagRequired("to")
 }
 
 // runAction is the RunE of failover and relocate.
-func runAction(cmd *cobra.Command, args []string, conn *cli.Connection, o cli.ActionOptions) error {
+func runAction(cmd *cobra.Command, args []string, conn *cli.Connection, o actions.ActionOptions) error {
 	o.App, o.Log = args[0], cmd.ErrOrStderr()
-	return runVerb(cmd, conn, &o, &o.Namespace, cli.Act)
+	return runVerb(cmd, conn, &o, &o.Namespace, actions.Act)
 }
 
 // outputFlag registers -o/--output; formats says which the verb prints.

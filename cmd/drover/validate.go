@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 )
 
 func newValidateCommand() *cobra.Command {
@@ -25,7 +26,7 @@ of its storage classes, agent and PVCs can be made.`,
 
 func newValidateClustersCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.ValidateOptions{}
+	o := day2.ValidateOptions{}
 	cmd := &cobra.Command{
 		Use:   "clusters",
 		Short: "Check the hub and every managed cluster",
@@ -41,7 +42,7 @@ store itself).`,
   drover validate clusters -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVerb(cmd, conn, &o, nil, cli.ValidateClusters)
+			return runVerb(cmd, conn, &o, nil, day2.ValidateClusters)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())
@@ -51,7 +52,7 @@ store itself).`,
 
 func newValidateApplicationCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.ValidateOptions{}
+	o := day2.ValidateOptions{}
 	cmd := &cobra.Command{
 		Use:   "application APP",
 		Short: "Check one protected application",
@@ -66,7 +67,7 @@ its objects, and what a failover to the peer would need now (as drover plan fail
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App = args[0]
-			return runVerb(cmd, conn, &o, &o.Namespace, cli.ValidateApplication)
+			return runVerb(cmd, conn, &o, &o.Namespace, day2.ValidateApplication)
 		},
 	}
 	conn.AddFlags(cmd.Flags())
@@ -74,7 +75,7 @@ its objects, and what a failover to the peer would need now (as drover plan fail
 	return cmd
 }
 
-func validateFlags(cmd *cobra.Command, o *cli.ValidateOptions) {
+func validateFlags(cmd *cobra.Command, o *day2.ValidateOptions) {
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a table)")
 	cmd.Flags().Var(&o.Kubeconfigs, "cluster-kubeconfig", "NAME=FILE: reach DRCluster NAME with your kubeconfig FILE instead of the hub's credential (repeatable)")
 }

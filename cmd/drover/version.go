@@ -4,11 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/cluster"
 )
 
 func newVersionCommand() *cobra.Command {
 	conn := &cli.Connection{}
-	o := cli.VersionOptions{}
+	o := cluster.VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print drover's version, and the hub's and the agents' when the hub answers",
@@ -25,7 +26,7 @@ reports yet (no application protected there) is said to be unknown.`,
   drover version --client -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cli.Version(conn, cmd.OutOrStdout(), o)
+			return cluster.Version(conn, cmd.OutOrStdout(), o)
 		},
 	}
 	conn.AddHubFlags(cmd.Flags())

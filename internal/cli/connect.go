@@ -18,10 +18,13 @@ import (
 // defaultNamespace is the namespace when neither --namespace nor the kubeconfig context names one.
 const defaultNamespace = "default"
 
-// The CLI's client rate limit, unless the kubeconfig sets one.
+// The CLI's client rate limit, to the hub and to the managed clusters, unless the kubeconfig
+// sets one.
 const (
-	cliQPS   = 50
-	cliBurst = 100
+	// QPS is the requests per second a client of the CLI sends.
+	QPS = 50
+	// Burst is the requests a client of the CLI may send at once.
+	Burst = 100
 )
 
 // Connection selects the hub cluster and the namespace the way kubectl does: the kubeconfig
@@ -83,8 +86,8 @@ func (c *Connection) Describe() string {
 	}
 	out := "kubeconfig " + path
 	if raw, err := cc.RawConfig(); err == nil {
-		name := orDefault(c.Context, raw.CurrentContext)
-		user := orDefault(c.Overrides.Context.AuthInfo, "")
+		name := OrDefault(c.Context, raw.CurrentContext)
+		user := OrDefault(c.Overrides.Context.AuthInfo, "")
 		if ctx, ok := raw.Contexts[name]; ok && user == "" {
 			user = ctx.AuthInfo
 		}
@@ -132,7 +135,7 @@ func (c *Connection) Client() (client.WithWatch, string, error) {
 	// client-go's default (5 requests/s) would make a mass action over 100 applications
 	// take 20 s just to patch them; a person's CLI is not the hub's load.
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = cliQPS, cliBurst
+		cfg.QPS, cfg.Burst = QPS, Burst
 	}
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {

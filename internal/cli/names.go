@@ -26,7 +26,7 @@ func Names(ctx context.Context, c client.Reader, kind, namespace, prefix string)
 	case KindApp:
 		l := &v1alpha1.DRPlacementControlList{}
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
-			return nil, readError("DRPlacementControls", err)
+			return nil, ReadError("DRPlacementControls", err)
 		}
 		for _, o := range l.Items {
 			names = append(names, o.Name)
@@ -34,7 +34,7 @@ func Names(ctx context.Context, c client.Reader, kind, namespace, prefix string)
 	case KindCluster:
 		l := &v1alpha1.DRClusterList{}
 		if err := c.List(ctx, l); err != nil {
-			return nil, readError("DRClusters", err)
+			return nil, ReadError("DRClusters", err)
 		}
 		for _, o := range l.Items {
 			names = append(names, o.Name)
@@ -42,7 +42,7 @@ func Names(ctx context.Context, c client.Reader, kind, namespace, prefix string)
 	case KindPolicy:
 		l := &v1alpha1.DRPolicyList{}
 		if err := c.List(ctx, l); err != nil {
-			return nil, readError("DRPolicies", err)
+			return nil, ReadError("DRPolicies", err)
 		}
 		for _, o := range l.Items {
 			names = append(names, o.Name)

@@ -29,9 +29,9 @@ const (
 // -o json|yaml|jsonpath reads alike on every verb.
 const CLIGroupVersion = "cli.drover.io/v1alpha1"
 
-// checkOutput refuses an -o format the verb does not print; formats lists those it does besides
+// CheckOutput refuses an -o format the verb does not print; formats lists those it does besides
 // the table and jsonpath=TEMPLATE, which every verb with -o takes.
-func checkOutput(value string, formats ...string) error {
+func CheckOutput(value string, formats ...string) error {
 	if value == "" || slices.Contains(formats, value) {
 		return nil
 	}
@@ -44,8 +44,8 @@ func checkOutput(value string, formats ...string) error {
 	return Usage(fmt.Errorf("unknown output format %q: use %s or jsonpath=TEMPLATE, or leave -o out for a table", value, strings.Join(formats, ", ")))
 }
 
-// structured says whether the format prints objects (json, yaml, jsonpath) rather than text.
-func structured(value string) bool {
+// Structured says whether the format prints objects (json, yaml, jsonpath) rather than text.
+func Structured(value string) bool {
 	return value == OutputJSON || value == OutputYAML || strings.HasPrefix(value, outputJSONPath)
 }
 
@@ -64,8 +64,8 @@ func parseJSONPath(tmpl string) (*jsonpath.JSONPath, error) {
 	return jp, nil
 }
 
-// writeStructured prints obj as JSON, YAML or through a JSONPath template.
-func writeStructured(w io.Writer, format string, obj any) error {
+// WriteStructured prints obj as JSON, YAML or through a JSONPath template.
+func WriteStructured(w io.Writer, format string, obj any) error {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("failed to encode the output: %w", err)
@@ -112,9 +112,9 @@ func listOf[T any](items []T) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{}, "items": items}
 }
 
-// printList prints items as a Kubernetes List in format (json, yaml or jsonpath=).
-func printList[T any](w io.Writer, items []T, format string) error {
-	return writeStructured(w, format, listOf(items))
+// PrintList prints items as a Kubernetes List in format (json, yaml or jsonpath=).
+func PrintList[T any](w io.Writer, items []T, format string) error {
+	return WriteStructured(w, format, listOf(items))
 }
 
 // resourceName is kubectl's -o name of one of drover's objects: kind.group/name.
@@ -122,8 +122,8 @@ func resourceName(kind, name string) string {
 	return strings.ToLower(kind) + "." + v1alpha1.GroupVersion.Group + "/" + name
 }
 
-// writeNames prints the -o name line of each of drover's objects of kind.
-func writeNames(w io.Writer, kind string, names []string) error {
+// WriteNames prints the -o name line of each of drover's objects of kind.
+func WriteNames(w io.Writer, kind string, names []string) error {
 	for _, n := range names {
 		if _, err := fmt.Fprintln(w, resourceName(kind, n)); err != nil {
 			return err
@@ -136,4 +136,13 @@ func writeNames(w io.Writer, kind string, names []string) error {
 type ObjectMeta struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// AsObject is a copy of the DRPlacementControl as kubectl prints it: with its kind and
+// apiVersion, without its managed fields.
+func AsObject(d *v1alpha1.DRPlacementControl) *v1alpha1.DRPlacementControl {
+	d = d.DeepCopy()
+	d.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DRPlacementControl"))
+	d.ManagedFields = nil
+	return d
 }

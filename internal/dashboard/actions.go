@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 )
 
 // planData is the page of a plan: `drover plan`'s text and the form that confirms it.
@@ -62,7 +63,7 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, code int, ns
 	if err == nil {
 		d.Action, d.What = string(action), fmt.Sprintf("%s %s/%s to %s", verbOf(action), ns, name, to)
 		var buf bytes.Buffer
-		err = cli.Plan(r.Context(), s.c, &buf, cli.PlanOptions{Namespace: ns, App: name, Action: action, To: to, Now: s.opts.Now})
+		err = actions.Plan(r.Context(), s.c, &buf, actions.PlanOptions{Namespace: ns, App: name, Action: action, To: to, Now: s.opts.Now})
 		d.Plan = buf.String()
 		d.CanStart = err == nil && strings.Contains(d.Plan, "can start: ")
 	}
@@ -91,7 +92,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	err = cli.Act(r.Context(), s.c, &buf, cli.ActionOptions{Namespace: ns, App: name, Action: action, To: to, Now: s.opts.Now})
+	err = actions.Act(r.Context(), s.c, &buf, actions.ActionOptions{Namespace: ns, App: name, Action: action, To: to, Now: s.opts.Now})
 	if err != nil {
 		s.render(w, r, codeOf(err, http.StatusConflict), "result", "Not done", false, resultData{Heading: "The " + strings.ToLower(string(action)) + " was not asked",
 			Output: strings.TrimSpace(buf.String() + "\n" + err.Error()), Back: "/apps/" + ns + "/" + name})
@@ -103,8 +104,8 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 }
 
 // massOptions are the mass action of a request on the applications of cluster from.
-func (s *Server) massOptions(action v1alpha1.DRAction, from, to string) cli.MassOptions {
-	return cli.MassOptions{Action: action, From: from, To: to, Namespace: s.opts.Namespace, AllNamespaces: s.opts.AllNamespaces, Now: s.opts.Now}
+func (s *Server) massOptions(action v1alpha1.DRAction, from, to string) actions.MassOptions {
+	return actions.MassOptions{Action: action, From: from, To: to, Namespace: s.opts.Namespace, AllNamespaces: s.opts.AllNamespaces, Now: s.opts.Now}
 }
 
 func (s *Server) massPlanPage(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +119,7 @@ func (s *Server) renderMassPlan(w http.ResponseWriter, r *http.Request, code int
 	if err == nil {
 		d.Action, d.What = string(action), fmt.Sprintf("%s every application of cluster %s to %s", verbOf(action), from, to)
 		var buf bytes.Buffer
-		err = cli.PlanAll(r.Context(), s.c, &buf, s.massOptions(action, from, to))
+		err = actions.PlanAll(r.Context(), s.c, &buf, s.massOptions(action, from, to))
 		d.Plan = buf.String()
 		d.CanStart = err == nil && strings.Contains(d.Plan, "can start for")
 	}
@@ -146,7 +147,7 @@ func (s *Server) massAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	_, err = cli.ActAll(r.Context(), s.c, &buf, s.massOptions(action, from, to))
+	_, err = actions.ActAll(r.Context(), s.c, &buf, s.massOptions(action, from, to))
 	d := resultData{Heading: fmt.Sprintf("Asked to %s the applications of %s to %s", strings.ToLower(string(action)), from, to),
 		Output: buf.String(), Back: "/", OK: err == nil}
 	code := http.StatusOK

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // appData is one application's page.
@@ -61,7 +62,7 @@ type actionLink struct{ Label, Href string }
 func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	v, err := cli.LoadAppView(ctx, s.c, ns, name, s.now())
+	v, err := status.LoadAppView(ctx, s.c, ns, name, s.now())
 	if err != nil {
 		code := http.StatusNotFound
 		if isForbidden(err) {
@@ -87,7 +88,7 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "app", ns+"/"+name, true, d)
 }
 
-func groupsOf(v cli.AppView, now time.Time) []groupRow {
+func groupsOf(v status.AppView, now time.Time) []groupRow {
 	var out []groupRow
 	for _, g := range v.DRPC.Status.VRGs {
 		row := groupRow{Cluster: g.Cluster, Asked: dash(string(g.ReplicationState)), State: dash(string(g.State)),
@@ -114,7 +115,7 @@ func groupsOf(v cli.AppView, now time.Time) []groupRow {
 
 // pvcsOf lists the PVCs of each group as the hub summarises them, and a note for a group that
 // has more PVCs than its summary lists.
-func pvcsOf(v cli.AppView, now time.Time) ([]pvcRow, []string) {
+func pvcsOf(v status.AppView, now time.Time) ([]pvcRow, []string) {
 	var rows []pvcRow
 	var notes []string
 	for _, g := range v.DRPC.Status.VRGs {
@@ -189,7 +190,7 @@ func (s *Server) timeline(ctx context.Context, d *v1alpha1.DRPlacementControl) [
 
 // actionsOf are the failover and relocation the application can be asked for: to each other
 // cluster of its policy.
-func actionsOf(v cli.AppView) []actionLink {
+func actionsOf(v status.AppView) []actionLink {
 	var out []actionLink
 	base := "/apps/" + v.DRPC.Namespace + "/" + v.DRPC.Name + "/plan"
 	for name := range v.Clusters {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // The RPO-lag chart: drover's hub exports drover_drpc_rpo_lag_intervals per application; with
@@ -36,7 +36,7 @@ type chart struct {
 }
 
 // lagChart queries the lag's history; with no --prometheus it returns a note saying so.
-func (s *Server) lagChart(ctx context.Context, v cli.AppView) (*chart, string) {
+func (s *Server) lagChart(ctx context.Context, v status.AppView) (*chart, string) {
 	if s.opts.Prometheus == "" {
 		return nil, "History needs a Prometheus that scrapes drover's hub: start the dashboard with --prometheus URL to see the RPO lag of the last hour."
 	}

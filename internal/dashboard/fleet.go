@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // fleetData is the fleet page: the clusters, the policies and every application in scope.
@@ -73,7 +74,7 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	for i := range clusters.Items {
 		d.Clusters = append(d.Clusters, clusterRowOf(&clusters.Items[i], policies.Items))
 	}
-	views, err := cli.LoadAppViews(ctx, s.c, cli.StatusOptions{Namespace: s.opts.Namespace, AllNamespaces: s.opts.AllNamespaces, Now: s.opts.Now})
+	views, err := status.LoadAppViews(ctx, s.c, status.Options{Namespace: s.opts.Namespace, AllNamespaces: s.opts.AllNamespaces, Now: s.opts.Now})
 	if err != nil {
 		d.AppsError = readProblem("DRPlacementControls", err)
 	}
@@ -113,7 +114,7 @@ func clusterRowOf(cl *v1alpha1.DRCluster, policies []v1alpha1.DRPolicy) clusterR
 	return row
 }
 
-func appRowOf(v cli.AppView) appRow {
+func appRowOf(v status.AppView) appRow {
 	step := "-"
 	if cli.InAction(v.DRPC.Status.Phase) {
 		step = v.Row.Progression
@@ -125,7 +126,7 @@ func appRowOf(v cli.AppView) appRow {
 
 // lastAction is the application's last failover or relocation: what, where, and its result
 // with its duration, or how long it has run.
-func lastAction(d *v1alpha1.DRPlacementControl, row cli.StatusRow) actionView {
+func lastAction(d *v1alpha1.DRPlacementControl, row status.Row) actionView {
 	st := d.Status
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionActionAccepted); c != nil && c.Status == metav1.ConditionFalse {
 		return actionView{Text: row.Asked + ": " + c.Reason, Result: stateOf("refused", levelCritical)}

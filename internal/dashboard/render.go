@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/status"
 )
 
 // state is a status shown as a word with a symbol beside it and a class for its colour, so
@@ -59,7 +60,7 @@ func lagLevel(lag, interval time.Duration) string {
 }
 
 // lagState is the RPO lag as status prints it, with its level.
-func lagState(v cli.AppView) state {
+func lagState(v status.AppView) state {
 	level := lagLevel(v.Lag, v.Interval)
 	word := v.Row.RPOLag
 	if level == levelNone {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -89,7 +89,7 @@ func (a *app) pvcsListedWithTheirSyncs(d *v1alpha1.DRPlacementControl, cluster s
 // plan prints the failover plan to west as `drover plan failover` does, logs it and returns it.
 func (a *app) plan(t *testing.T, when string) string {
 	var out bytes.Buffer
-	a.g.Expect(cli.Plan(context.Background(), a.hub, &out, cli.PlanOptions{Namespace: a.ns, App: a.key.Name,
+	a.g.Expect(actions.Plan(context.Background(), a.hub, &out, actions.PlanOptions{Namespace: a.ns, App: a.key.Name,
 		Action: v1alpha1.ActionFailover, To: lab.West})).To(Succeed())
 	t.Logf("drover plan failover %s -n %s --to %s, %s:\n%s", a.key.Name, a.ns, lab.West, when, strings.TrimRight(out.String(), "\n"))
 	return out.String()

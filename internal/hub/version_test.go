@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/cluster"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -33,7 +34,7 @@ func TestVersionReportsTheRunningHubAndAgents(t *testing.T) {
 	c, err := testLab.Cluster(lab.Hub)
 	a.g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
-	a.g.Expect(cli.Version(&cli.Connection{Kubeconfig: c.KubeconfigPath()}, &out, cli.VersionOptions{})).To(Succeed())
+	a.g.Expect(cluster.Version(&cli.Connection{Kubeconfig: c.KubeconfigPath()}, &out, cluster.VersionOptions{})).To(Succeed())
 	t.Logf("drover version:\n%s", out.String())
 	a.g.Expect(out.String()).To(ContainSubstring("hub cluster: Kubernetes v"))
 	a.g.Expect(out.String()).To(ContainSubstring("\nhub: "+suiteVersion+"\n"), "every DRCluster's status names the running hub")
@@ -42,6 +43,6 @@ func TestVersionReportsTheRunningHubAndAgents(t *testing.T) {
 	}
 
 	out.Reset()
-	a.g.Expect(cli.Version(&cli.Connection{Kubeconfig: c.KubeconfigPath()}, &out, cli.VersionOptions{Output: "jsonpath={.hub} {.agents.east} {.agents.west}"})).To(Succeed())
+	a.g.Expect(cluster.Version(&cli.Connection{Kubeconfig: c.KubeconfigPath()}, &out, cluster.VersionOptions{Output: "jsonpath={.hub} {.agents.east} {.agents.west}"})).To(Succeed())
 	a.g.Expect(out.String()).To(Equal(suiteVersion+" "+suiteVersion+" "+suiteVersion), "-o jsonpath reads the same")
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/drill"
-	"github.com/drover-io/drover/internal/cli"
+	clidrill "github.com/drover-io/drover/internal/cli/drill"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/story"
@@ -177,7 +177,7 @@ func TestADrillWhoseCheckFailsReportsItsLogTail(t *testing.T) {
 	g.Expect(d.Status.Check.LogTail).To(ContainSubstring("unknown flag: --no-such-flag"), "the end of the check's log")
 
 	var report strings.Builder
-	g.Expect(cli.DrillReport(ctx, p.env.Hub, &report, cli.DrillReportOptions{Namespace: p.ns, App: "db", Drill: d.Name})).To(Succeed())
+	g.Expect(clidrill.Report(ctx, p.env.Hub, &report, clidrill.ReportOptions{Namespace: p.ns, App: "db", Drill: d.Name})).To(Succeed())
 	g.Expect(report.String()).To(ContainSubstring("unknown flag: --no-such-flag"), "the report prints the log tail:\n%s", report.String())
 
 	g.Expect(d.Status.Namespaces).To(HaveLen(1))

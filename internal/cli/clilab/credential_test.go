@@ -14,7 +14,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/config/rbac"
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -26,15 +26,15 @@ import (
 func TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings(t *testing.T) {
 	useHubCredential(t, lab.East)
 
-	got, out, err := rows(t, validateClusters(t), cli.ValidateOptions{})
+	got, out, err := rows(t, validateClusters(t), day2.ValidateOptions{})
 	if err != nil {
 		t.Errorf("validate clusters returned %v:\n%s", err, out)
 	}
-	expect(t, got, out, map[string]cli.Result{
-		"east: credential": cli.Pass, "east: API server": cli.Pass, "east: CRDs drover.io/v1alpha1": cli.Pass,
-		"east: StorageClass lab-block (VolRep, day2)": cli.Warn,
-		"east: drover-agent":                          cli.Warn,
-		"S3 profile s3-east":                          cli.Pass,
+	expect(t, got, out, map[string]day2.Result{
+		"east: credential": day2.Pass, "east: API server": day2.Pass, "east: CRDs drover.io/v1alpha1": day2.Pass,
+		"east: StorageClass lab-block (VolRep, day2)": day2.Warn,
+		"east: drover-agent":                          day2.Warn,
+		"S3 profile s3-east":                          day2.Pass,
 	})
 	if d := got["east: StorageClass lab-block (VolRep, day2)"].Detail; !strings.Contains(d, "may not list StorageClasses on east") ||
 		!strings.Contains(d, "--cluster-kubeconfig east=FILE") {
@@ -45,12 +45,12 @@ func TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, out, _ = rows(t, validateClusters(t), cli.ValidateOptions{Kubeconfigs: cli.ClusterKubeconfigs{lab.East: east.KubeconfigPath()}})
-	expect(t, got, out, map[string]cli.Result{"east: StorageClass lab-block (VolRep, day2)": cli.Pass, "east: credential": cli.Pass})
+	got, out, _ = rows(t, validateClusters(t), day2.ValidateOptions{Kubeconfigs: day2.ClusterKubeconfigs{lab.East: east.KubeconfigPath()}})
+	expect(t, got, out, map[string]day2.Result{"east: StorageClass lab-block (VolRep, day2)": day2.Pass, "east: credential": day2.Pass})
 
 	file := filepath.Join(t.TempDir(), "gather.tar.gz")
 	var buf bytes.Buffer
-	if err := cli.Gather(t.Context(), restConfig(lab.Hub), &buf, cli.GatherOptions{File: file}); err != nil {
+	if err := day2.Gather(t.Context(), restConfig(lab.Hub), &buf, day2.GatherOptions{File: file}); err != nil {
 		t.Fatalf("gather failed: %v", err)
 	}
 	files := untar(t, file)

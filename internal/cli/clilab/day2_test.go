@@ -23,42 +23,43 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/labtest"
 )
 
 // rows runs a validate verb with -o yaml and returns its rows by check, and its error.
-func rows(t *testing.T, run func(io.Writer, cli.ValidateOptions) error, o cli.ValidateOptions) (map[string]cli.Row, string, error) {
+func rows(t *testing.T, run func(io.Writer, day2.ValidateOptions) error, o day2.ValidateOptions) (map[string]day2.Row, string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	o.Output = "yaml"
 	err := run(&out, o)
-	var parsed struct{ Checks []cli.Row }
+	var parsed struct{ Checks []day2.Row }
 	if uerr := yaml.Unmarshal(out.Bytes(), &parsed); uerr != nil {
 		t.Fatalf("validate printed no YAML (%v):\n%s", uerr, out.String())
 	}
-	byCheck := map[string]cli.Row{}
+	byCheck := map[string]day2.Row{}
 	for _, r := range parsed.Checks {
 		byCheck[r.Check] = r
 	}
 	return byCheck, out.String(), err
 }
 
-func validateClusters(t *testing.T) func(io.Writer, cli.ValidateOptions) error {
-	return func(w io.Writer, o cli.ValidateOptions) error {
-		return cli.ValidateClusters(t.Context(), restConfig(lab.Hub), w, o)
+func validateClusters(t *testing.T) func(io.Writer, day2.ValidateOptions) error {
+	return func(w io.Writer, o day2.ValidateOptions) error {
+		return day2.ValidateClusters(t.Context(), restConfig(lab.Hub), w, o)
 	}
 }
 
-func validateApp(t *testing.T) func(io.Writer, cli.ValidateOptions) error {
-	return func(w io.Writer, o cli.ValidateOptions) error {
+func validateApp(t *testing.T) func(io.Writer, day2.ValidateOptions) error {
+	return func(w io.Writer, o day2.ValidateOptions) error {
 		o.Namespace, o.App = appNamespace, appName
-		return cli.ValidateApplication(t.Context(), restConfig(lab.Hub), w, o)
+		return day2.ValidateApplication(t.Context(), restConfig(lab.Hub), w, o)
 	}
 }
 
 // expect asserts the result of each named check.
-func expect(t *testing.T, got map[string]cli.Row, out string, want map[string]cli.Result) {
+func expect(t *testing.T, got map[string]day2.Row, out string, want map[string]day2.Result) {
 	t.Helper()
 	for check, r := range want {
 		row, ok := got[check]
@@ -73,10 +74,10 @@ func expect(t *testing.T, got map[string]cli.Row, out string, want map[string]cl
 }
 
 // noFailures asserts that no row failed.
-func noFailures(t *testing.T, got map[string]cli.Row, out string, err error) {
+func noFailures(t *testing.T, got map[string]day2.Row, out string, err error) {
 	t.Helper()
 	for _, r := range got {
-		if r.Result == cli.Fail {
+		if r.Result == day2.Fail {
 			t.Errorf("check %q failed: %s", r.Check, r.Detail)
 		}
 	}
@@ -86,40 +87,40 @@ func noFailures(t *testing.T, got map[string]cli.Row, out string, err error) {
 }
 
 func TestValidateClustersPassesOnAHealthyLab(t *testing.T) {
-	got, out, err := rows(t, validateClusters(t), cli.ValidateOptions{})
+	got, out, err := rows(t, validateClusters(t), day2.ValidateOptions{})
 	noFailures(t, got, out, err)
-	expect(t, got, out, map[string]cli.Result{
-		"hub: API server": cli.Pass, "hub: clock": cli.Pass, "hub: CRDs drover.io/v1alpha1": cli.Pass,
-		"hub: DRPolicy day2": cli.Pass,
-		"east: credential":   cli.Pass, "east: hub's view": cli.Pass, "east: API server": cli.Pass, "east: clock": cli.Pass,
-		"west: API server": cli.Pass, "west: clock": cli.Pass,
-		"east: CRDs drover.io/v1alpha1":                        cli.Pass,
-		"east: CRDs replication.storage.openshift.io/v1alpha1": cli.Pass,
-		"west: CRDs volsync.backube/v1alpha1":                  cli.Pass,
-		"west: CRDs snapshot.storage.k8s.io/v1":                cli.Pass,
-		"east: StorageClass lab-block (VolRep, day2)":          cli.Pass,
-		"west: StorageClass lab-file (VolSync, day2)":          cli.Pass,
-		"S3 profile s3-east":                                   cli.Pass,
-		"S3 profile s3-west":                                   cli.Pass,
+	expect(t, got, out, map[string]day2.Result{
+		"hub: API server": day2.Pass, "hub: clock": day2.Pass, "hub: CRDs drover.io/v1alpha1": day2.Pass,
+		"hub: DRPolicy day2": day2.Pass,
+		"east: credential":   day2.Pass, "east: hub's view": day2.Pass, "east: API server": day2.Pass, "east: clock": day2.Pass,
+		"west: API server": day2.Pass, "west: clock": day2.Pass,
+		"east: CRDs drover.io/v1alpha1":                        day2.Pass,
+		"east: CRDs replication.storage.openshift.io/v1alpha1": day2.Pass,
+		"west: CRDs volsync.backube/v1alpha1":                  day2.Pass,
+		"west: CRDs snapshot.storage.k8s.io/v1":                day2.Pass,
+		"east: StorageClass lab-block (VolRep, day2)":          day2.Pass,
+		"west: StorageClass lab-file (VolSync, day2)":          day2.Pass,
+		"S3 profile s3-east":                                   day2.Pass,
+		"S3 profile s3-west":                                   day2.Pass,
 		// The lab runs drover as processes, if at all: no Deployment tells its version.
-		"east: drover-agent": cli.Warn,
+		"east: drover-agent": day2.Warn,
 	})
 	t.Logf("validate clusters on the healthy lab:\n%s", out)
 }
 
 func TestValidateApplicationPassesOnAHealthyLab(t *testing.T) {
-	got, out, err := rows(t, validateApp(t), cli.ValidateOptions{Now: statusTimeNow})
+	got, out, err := rows(t, validateApp(t), day2.ValidateOptions{Now: statusTimeNow})
 	noFailures(t, got, out, err)
-	expect(t, got, out, map[string]cli.Result{
-		"DRPlacementControl: PeerReady":                         cli.Pass,
-		"group on east (primary)":                               cli.Pass,
-		"group on west (secondary)":                             cli.Pass,
-		"group on east: ClusterDataProtected":                   cli.Pass,
-		"PVC shop/data":                                         cli.Pass,
-		"capture of the objects":                                cli.Pass,
-		"failover to west: reachability of target west":         cli.Pass,
-		"failover to west: age of the last group sync":          cli.Pass,
-		"failover to west: the hub's report on the application": cli.Pass,
+	expect(t, got, out, map[string]day2.Result{
+		"DRPlacementControl: PeerReady":                         day2.Pass,
+		"group on east (primary)":                               day2.Pass,
+		"group on west (secondary)":                             day2.Pass,
+		"group on east: ClusterDataProtected":                   day2.Pass,
+		"PVC shop/data":                                         day2.Pass,
+		"capture of the objects":                                day2.Pass,
+		"failover to west: reachability of target west":         day2.Pass,
+		"failover to west: age of the last group sync":          day2.Pass,
+		"failover to west: the hub's report on the application": day2.Pass,
 	})
 }
 
@@ -150,29 +151,29 @@ func TestValidateFailsOnABrokenLab(t *testing.T) {
 		}
 	})
 
-	got, out, err := rows(t, validateClusters(t), cli.ValidateOptions{})
-	if !errors.Is(err, cli.ErrValidationFailed) || cli.ExitCodeOf(err) == cli.ExitOK {
+	got, out, err := rows(t, validateClusters(t), day2.ValidateOptions{})
+	if !errors.Is(err, day2.ErrValidationFailed) || cli.ExitCodeOf(err) == cli.ExitOK {
 		t.Errorf("validate clusters returned %v (exit %d), want a failure", err, cli.ExitCodeOf(err))
 	}
-	expect(t, got, out, map[string]cli.Result{
-		"east: credential": cli.Pass,
-		"east: API server": cli.Fail,
-		"west: API server": cli.Pass,
-		"west: StorageClass lab-file (VolSync, day2)": cli.Fail,
-		"west: StorageClass lab-block (VolRep, day2)": cli.Pass,
+	expect(t, got, out, map[string]day2.Result{
+		"east: credential": day2.Pass,
+		"east: API server": day2.Fail,
+		"west: API server": day2.Pass,
+		"west: StorageClass lab-file (VolSync, day2)": day2.Fail,
+		"west: StorageClass lab-block (VolRep, day2)": day2.Pass,
 	})
 	if d := got["west: StorageClass lab-file (VolSync, day2)"].Detail; !strings.Contains(d, "no such StorageClass on west") {
 		t.Errorf("the storage check says %q, want it to name the missing StorageClass", d)
 	}
 	t.Logf("validate clusters on the broken lab:\n%s", out)
 
-	got, out, err = rows(t, validateApp(t), cli.ValidateOptions{Now: statusTimeNow})
-	if !errors.Is(err, cli.ErrValidationFailed) {
+	got, out, err = rows(t, validateApp(t), day2.ValidateOptions{Now: statusTimeNow})
+	if !errors.Is(err, day2.ErrValidationFailed) {
 		t.Errorf("validate application returned %v, want a failure", err)
 	}
-	expect(t, got, out, map[string]cli.Result{
-		"group on east (primary)":   cli.Fail,
-		"group on west (secondary)": cli.Pass,
+	expect(t, got, out, map[string]day2.Result{
+		"group on east (primary)":   day2.Fail,
+		"group on west (secondary)": day2.Pass,
 	})
 }
 
@@ -193,7 +194,7 @@ func TestGatherLeavesNoSecretValueInTheTarball(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "gather.tar.gz")
 	var out bytes.Buffer
-	if err := cli.Gather(t.Context(), restConfig(lab.Hub), &out, cli.GatherOptions{File: file}); err != nil {
+	if err := day2.Gather(t.Context(), restConfig(lab.Hub), &out, day2.GatherOptions{File: file}); err != nil {
 		t.Fatalf("gather failed: %v\n%s", err, out.String())
 	}
 	files := untar(t, file)
@@ -307,7 +308,7 @@ func TestEventsMergesTheHubAndBothClusters(t *testing.T) {
 	write(lab.Hub, "DRPlacementControl", "ProtectionStarted", base)
 	write(lab.East, "VolumeReplicationGroup", "PrimaryReady", base.Add(time.Second))
 	var out bytes.Buffer
-	if err := cli.Events(t.Context(), restConfig(lab.Hub), &out, cli.EventsOptions{Namespace: appNamespace, App: appName}); err != nil {
+	if err := day2.Events(t.Context(), restConfig(lab.Hub), &out, day2.EventsOptions{Namespace: appNamespace, App: appName}); err != nil {
 		t.Fatalf("events failed: %v", err)
 	}
 	text := out.String()
@@ -329,8 +330,8 @@ func TestEventsMergesTheHubAndBothClusters(t *testing.T) {
 // annotated with its cluster.
 func checkEventList(t *testing.T) {
 	var out bytes.Buffer
-	o := cli.EventsOptions{Namespace: appNamespace, App: appName, Output: "json"}
-	if err := cli.Events(t.Context(), restConfig(lab.Hub), &out, o); err != nil {
+	o := day2.EventsOptions{Namespace: appNamespace, App: appName, Output: "json"}
+	if err := day2.Events(t.Context(), restConfig(lab.Hub), &out, o); err != nil {
 		t.Fatalf("events -o json failed: %v", err)
 	}
 	list := &corev1.EventList{}
@@ -340,7 +341,7 @@ func checkEventList(t *testing.T) {
 	var order []string
 	for _, ev := range list.Items {
 		if strings.HasPrefix(ev.Name, "order-") {
-			order = append(order, ev.Reason+"@"+ev.Annotations[cli.AnnotationEventCluster])
+			order = append(order, ev.Reason+"@"+ev.Annotations[day2.AnnotationEventCluster])
 		}
 	}
 	want := []string{"ProtectionStarted@hub", "PrimaryReady@east", "SecondaryReady@west"}
@@ -353,9 +354,9 @@ func checkEventList(t *testing.T) {
 // that does not load to be refused as bad usage (exit 2), before anything is read.
 func TestAnUnreadableClusterKubeconfigIsAUsageError(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nothing.kubeconfig")
-	o := cli.EventsOptions{Namespace: appNamespace, App: appName,
-		Kubeconfigs: cli.ClusterKubeconfigs{lab.East: missing}}
-	err := cli.Events(t.Context(), restConfig(lab.Hub), io.Discard, o)
+	o := day2.EventsOptions{Namespace: appNamespace, App: appName,
+		Kubeconfigs: day2.ClusterKubeconfigs{lab.East: missing}}
+	err := day2.Events(t.Context(), restConfig(lab.Hub), io.Discard, o)
 	if code := cli.ExitCodeOf(err); code != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), missing) {
 		t.Fatalf("events with an unreadable --cluster-kubeconfig = exit %d (%v), want %d naming %s", code, err, cli.ExitUsage, missing)
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -68,7 +68,7 @@ func TestGatherLeavesNoEnvironmentValueArgumentOrCommandOfAPodTemplate(t *testin
 
 	file := filepath.Join(t.TempDir(), "gather.tar.gz")
 	var out bytes.Buffer
-	if err := cli.Gather(ctx, restConfig(lab.Hub), &out, cli.GatherOptions{File: file}); err != nil {
+	if err := day2.Gather(ctx, restConfig(lab.Hub), &out, day2.GatherOptions{File: file}); err != nil {
 		t.Fatalf("gather failed: %v\n%s", err, out.String())
 	}
 	files := untar(t, file)

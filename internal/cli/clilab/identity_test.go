@@ -9,7 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -45,12 +45,12 @@ func TestValidateFailsWhenAnIdentityPolicyIsDeleted(t *testing.T) {
 			}
 		})
 	}
-	got, out, err := rows(t, validateClusters(t), cli.ValidateOptions{})
+	got, out, err := rows(t, validateClusters(t), day2.ValidateOptions{})
 	t.Logf("validate clusters:\n%s", out)
-	if !errors.Is(err, cli.ErrValidationFailed) {
+	if !errors.Is(err, day2.ErrValidationFailed) {
 		t.Errorf("validate clusters returned %v, want a failure", err)
 	}
-	expect(t, got, out, map[string]cli.Result{"east: identity policies": cli.Fail, "west: identity policies": cli.Fail})
+	expect(t, got, out, map[string]day2.Result{"east: identity policies": day2.Fail, "west: identity policies": day2.Fail})
 	for check, want := range map[string]string{
 		"east: identity policies": "ValidatingAdmissionPolicyBinding drover-hub-on-managed-cluster",
 		"west: identity policies": "ValidatingAdmissionPolicy drover-agent-identity",

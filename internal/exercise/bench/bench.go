@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/actions"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/quantile"
 	"github.com/drover-io/drover/internal/story"
@@ -400,9 +400,9 @@ func (r *run) sampleSettled(ctx context.Context, end time.Time) error {
 // mass asks for action on every application of the run with drover's mass action and waits.
 // It returns the median of the applications' own times to Available.
 func (r *run) mass(ctx context.Context, action v1alpha1.DRAction, from, to string) (time.Duration, error) {
-	o := cli.MassOptions{Action: action, From: from, To: to, Selector: RunLabel + "=" + r.selector[RunLabel], AllNamespaces: true,
+	o := actions.MassOptions{Action: action, From: from, To: to, Selector: RunLabel + "=" + r.selector[RunLabel], AllNamespaces: true,
 		Wait: true, Timeout: r.env.Timeout, PollInterval: 250 * time.Millisecond, ProgressInterval: 10 * time.Second}
-	res, err := cli.ActAll(ctx, r.env.Hub, r.o.Out, o)
+	res, err := actions.ActAll(ctx, r.env.Hub, r.o.Out, o)
 	return quantile.NearestRank(res.Available, 0.5), err
 }
 
