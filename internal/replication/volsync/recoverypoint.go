@@ -3,6 +3,7 @@ package volsync
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +28,8 @@ import (
 // appears, moves it to AnnotationRecoveryPoint, which Status reports. A completion the agent
 // never saw (it was down for two syncs) only keeps the reported point older than it could be.
 const (
-	// AnnotationSyncSeen on a ReplicationSource is the start (RFC 3339) of the last completed
-	// sync the agent saw.
+	// AnnotationSyncSeen on a ReplicationSource is the last completed sync the agent saw: its
+	// start (RFC 3339), then its lastSyncTime, lastSyncDuration and lastManualSync (syncSeen).
 	AnnotationSyncSeen = "drover.io/volsync-sync-seen"
 	// AnnotationRecoveryPoint on a ReplicationSource is the start (RFC 3339) of the sync before
 	// it: the newest one the destination is proven to hold an image of.
@@ -36,24 +37,29 @@ const (
 )
 
 // recordSyncs records the source's last completion in its annotations when it is new, the one
-// recorded before becoming the recovery point.
+// recorded before becoming the recovery point. A completion is told from the one before by its
+// lastSyncTime, lastSyncDuration and lastManualSync together: the starts of two quick syncs
+// fall in the same second (a relocation's final and confirming syncs do), and a completion
+// missed so would leave the recovery point before the final sync.
 func (b *Backend) recordSyncs(ctx context.Context, rs *volsyncv1alpha1.ReplicationSource) replication.Result {
 	point := recoveryPoint(rs.Status)
 	if point == nil {
 		return replication.Done()
 	}
-	latest := point.UTC().Format(time.RFC3339)
-	seen := rs.Annotations[AnnotationSyncSeen]
-	if seen == latest {
+	latest := syncSeen(point, rs.Status)
+	seen := strings.Fields(rs.Annotations[AnnotationSyncSeen])
+	if strings.Join(seen, " ") == latest {
 		return replication.Done()
 	}
-	if at, err := time.Parse(time.RFC3339, seen); err == nil && !at.Before(point.Time) {
-		// A stale read of the source: its completions only move forward.
-		return replication.Done()
+	if len(seen) > 1 {
+		if done, err := time.Parse(time.RFC3339, seen[1]); err == nil && done.After(rs.Status.LastSyncTime.Time) {
+			// A stale read of the source: its completions only move forward.
+			return replication.Done()
+		}
 	}
 	before := rs.DeepCopy()
-	if seen != "" {
-		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, AnnotationRecoveryPoint, seen)
+	if len(seen) > 0 {
+		metav1.SetMetaDataAnnotation(&rs.ObjectMeta, AnnotationRecoveryPoint, seen[0])
 	}
 	metav1.SetMetaDataAnnotation(&rs.ObjectMeta, AnnotationSyncSeen, latest)
 	if err := b.client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
@@ -61,6 +67,20 @@ func (b *Backend) recordSyncs(ctx context.Context, rs *volsyncv1alpha1.Replicati
 			"failed to record the last sync of ReplicationSource %s/%s: %v", rs.Namespace, rs.Name, err))
 	}
 	return replication.Done()
+}
+
+// syncSeen is the value of AnnotationSyncSeen for a completion: its start (the recovery point
+// it gives once proven), then what tells it from others: lastSyncTime, lastSyncDuration and
+// lastManualSync, separated by spaces.
+func syncSeen(start *metav1.Time, st *volsyncv1alpha1.ReplicationSourceStatus) string {
+	fields := []string{start.UTC().Format(time.RFC3339), st.LastSyncTime.UTC().Format(time.RFC3339)}
+	if st.LastSyncDuration != nil {
+		fields = append(fields, st.LastSyncDuration.Duration.String())
+	}
+	if st.LastManualSync != "" {
+		fields = append(fields, st.LastManualSync)
+	}
+	return strings.Join(fields, " ")
 }
 
 // provenPoint is the recovery point recorded on the source (AnnotationRecoveryPoint), nil

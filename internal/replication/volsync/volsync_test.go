@@ -405,6 +405,32 @@ func TestStatusReportsTheSyncBeforeTheSourcesLastCompletion(t *testing.T) {
 	g.Expect(point().Time).To(BeTemporally("==", first.Add(10*time.Second)))
 }
 
+// A relocation's final and confirming syncs may start within one second: the confirming
+// sync's completion still proves the final sync's image, so the final sync's start becomes the
+// recovery point (the agent records the final sync only once the point reaches the demotion).
+func TestTheConfirmingSyncMakesTheFinalSyncTheRecoveryPointWithinOneSecond(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	vrg := group()
+	b, cl := protectedSource(g, vrg)
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	complete := func(completed time.Duration, took time.Duration, manual string) {
+		rs := &volsyncv1alpha1.ReplicationSource{}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rs)).To(Succeed())
+		rs.Status = &volsyncv1alpha1.ReplicationSourceStatus{LastSyncTime: &metav1.Time{Time: at.Add(completed)},
+			LastSyncDuration: &metav1.Duration{Duration: took}, LastManualSync: manual}
+		g.Expect(cl.Status().Update(ctx, rs)).To(Succeed())
+		g.Expect(b.Protect(ctx, pvcContext(vrg)).IsDone()).To(BeTrue())
+	}
+	complete(5*time.Second, 2500*time.Millisecond, "r-drain")  // started 12:00:02.5, stored 12:00:03
+	complete(6*time.Second, 700*time.Millisecond, "r-final")   // started 12:00:05.3, stored 12:00:06
+	complete(6*time.Second, 300*time.Millisecond, "r-confirm") // started 12:00:05.7, stored 12:00:06
+	st, err := b.Status(ctx, pvcContext(vrg))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.LastSyncTime).NotTo(BeNil())
+	g.Expect(st.LastSyncTime.Time).To(BeTemporally("==", at.Add(6*time.Second)), "the final sync's start, proven by the confirming sync")
+}
+
 func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
