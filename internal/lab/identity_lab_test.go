@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -110,6 +111,13 @@ func TestTheAgentsServiceAccountWritesRoleBindingsOnlyWhereItProtects(t *testing
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}}}
 	}
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	// The API server resolves a policy's paramKind (the VolumeReplicationGroup CRD) through its
+	// discovery, refreshed periodically: until then it refuses every request the policy
+	// matches with "failed to configure policy" (failurePolicy Fail), whatever the request.
+	g.Eventually(func() error {
+		_, err = asAgent.RbacV1().RoleBindings(protected).Create(ctx, binding(protected), dryRun)
+		return err
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "the policy drover-agent-rbac resolves its paramKind")
 	_, err = asAgent.RbacV1().RoleBindings(other).Create(ctx, binding(other), dryRun)
 	t.Logf("the agent's identity binds mallory to a Role of %s: %v", other, err)
 	g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'drover-agent-rbac'")))
