@@ -104,14 +104,7 @@ func TestTheHubsCredentialCannotTakeOverAnApplicationsSecretNorAskForPrivilegedM
 	}()
 	var c metav1.Condition
 	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(eastAdmin.Get(ctx, client.ObjectKeyFromObject(vrg), got)).To(Succeed())
-		g.Expect(got.Status.Conditions).NotTo(BeEmpty())
-		for _, cc := range got.Status.Conditions {
-			if cc.Type == v1alpha1.ConditionDataReady {
-				c = cc
-			}
-		}
+		c = dataReadyOf(ctx, g, eastAdmin, vrg)
 		g.Expect(c.Reason).NotTo(BeEmpty(), "the agent says something of the group")
 	}).Should(Succeed(), "the agent looks at the group")
 	time.Sleep(2 * time.Second) // a pass that would annotate the namespace has had its chance

@@ -296,15 +296,20 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 	}()
 	var c metav1.Condition
 	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(eastAdmin.Get(ctx, client.ObjectKeyFromObject(vrg), got)).To(Succeed())
-		for _, cc := range got.Status.Conditions {
-			if cc.Type == v1alpha1.ConditionDataReady {
-				c = cc
-			}
-		}
+		c = dataReadyOf(ctx, g, eastAdmin, vrg)
 		g.Expect(c.Message).To(ContainSubstring("namespace kube-system is a system namespace"), "%s %s: %s", c.Status, c.Reason, c.Message)
 	}).Should(Succeed(), "the agent refuses the group")
 	t.Logf("DataReady %s %s: %s", c.Status, c.Reason, c.Message)
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+}
+
+// dataReadyOf is the DataReady condition a managed cluster's agent set on vrg, read as cl;
+// the zero condition while there is none.
+func dataReadyOf(ctx context.Context, g Gomega, cl client.Client, vrg *v1alpha1.VolumeReplicationGroup) metav1.Condition {
+	got := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(vrg), got)).To(Succeed())
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDataReady); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
 }
