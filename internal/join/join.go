@@ -68,7 +68,8 @@ func Join(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// applyHub obtains the hub's token and applies the hub's objects.
+// applyHub obtains the hub's token, waits until the managed cluster bounds it, and applies the
+// hub's objects.
 func (o Options) applyHub(ctx context.Context, r *run, hub, managed *target, hubNS bool) error {
 	token, ca, err := o.hubToken(ctx, hub, managed)
 	if err != nil {
@@ -76,6 +77,9 @@ func (o Options) applyHub(ctx context.Context, r *run, hub, managed *target, hub
 	}
 	kubeconfig, err := o.hubKubeconfig([]byte(token), ca)
 	if err != nil {
+		return err
+	}
+	if err := o.awaitCredentialBounds(ctx, managed, kubeconfig); err != nil {
 		return err
 	}
 	objs, err := o.hubObjects(kubeconfig)

@@ -93,6 +93,9 @@ type Options struct {
 	// DefaultTokenLifetime. The managed cluster may shorten it
 	// (--service-account-max-token-expiration).
 	TokenLifetime time.Duration
+	// BoundsTimeout bounds the wait for the managed cluster to enforce the admission policy
+	// that bounds the hub's credential; zero means DefaultBoundsTimeout.
+	BoundsTimeout time.Duration
 	// Out receives the report (and, with DryRun, the objects); nil means os.Stdout.
 	Out io.Writer
 }
@@ -136,6 +139,9 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.TokenTimeout == 0 {
 		o.TokenTimeout = DefaultTokenTimeout
+	}
+	if o.BoundsTimeout == 0 {
+		o.BoundsTimeout = DefaultBoundsTimeout
 	}
 	if o.TokenLifetime == 0 {
 		o.TokenLifetime = DefaultTokenLifetime

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -181,4 +182,39 @@ func refusals(t *testing.T, bare join.Cluster) []refusal {
 		change: func(o *join.Options) {},
 		want:   []string{"is already joined as east", "drover cluster unjoin east"},
 	}}
+}
+
+// An API server loads a new ValidatingAdmissionPolicy some time after it is created, and one
+// whose admission plugin is off never enforces it: the hub's credential would then write all
+// that RBAC lets it. Join hands the hub the credential only once the managed cluster refuses it
+// what drover-hub-on-managed-cluster forbids; on a cluster that never does, it fails, says why
+// and deletes what it created.
+func TestJoinRefusesAClusterThatDoesNotEnforceTheHubCredentialsPolicy(t *testing.T) {
+	root, err := labtest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin"),
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ValidatingAdmissionPolicy")
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("failed to start an API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	var out bytes.Buffer
+	o := joinOptions(t, "unbounded", lab.West, &out)
+	o.Managed = join.Cluster{Config: cfg, Source: "the unbounded API server's kubeconfig"}
+	o.BoundsTimeout = 3 * time.Second
+	err = join.Join(t.Context(), o)
+	t.Logf("join of a cluster that does not enforce admission policies: %v", err)
+	if err == nil {
+		t.Fatalf("join gave the hub an unbounded credential:\n%s", out.String())
+	}
+	mustContain(t, err.Error(), "managed cluster unbounded does not enforce ValidatingAdmissionPolicy drover-hub-on-managed-cluster after 3s",
+		"last answer to the probe: admitted", "join did not give it to the hub", "deleted what this run created")
+	mustContain(t, out.String(), "Waiting for managed cluster unbounded to enforce ValidatingAdmissionPolicy drover-hub-on-managed-cluster")
+	if got := labelled(t, lab.Hub, "unbounded"); len(got) > 0 {
+		t.Errorf("the refused join left on the hub: %v", got)
+	}
 }
