@@ -166,7 +166,9 @@ func TestVerifyOfALiveVolumeKeepsTheIndexInvariant(t *testing.T) {
 		case <-stop:
 		default:
 			close(stop)
-			<-done
+			if err := <-done; err != nil {
+				t.Logf("the writer stopped: %v", err)
+			}
 		}
 	})
 	reads := 0
