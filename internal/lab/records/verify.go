@@ -83,6 +83,11 @@ type Corruption struct {
 // a volume by its records, while gaps and corrupt lines are findings in the report.
 func Verify(dir string) (Report, error) {
 	report, err := read(dir)
+	if err == nil && report.CheckIndex() != nil {
+		// A volume replaced by renames between the read of an index and of its log (a resync
+		// that puts an older copy in place) reads as broken once; a torn copy stays broken.
+		report, err = read(dir)
+	}
 	if err != nil {
 		return report, err
 	}
