@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -105,3 +106,14 @@ func processInterval(flag time.Duration, env string) (time.Duration, error) {
 
 // StatusPath is the writer's status file; empty when it writes none.
 func (w *Writer) StatusPath() string { return w.opts.StatusPath }
+
+// PodEnv is the environment a writer pod's container takes from the downward API, which
+// NewProcess reads as the pod's identity.
+func PodEnv() []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return []corev1.EnvVar{
+		field(EnvNamespace, "metadata.namespace"), field(EnvPod, "metadata.name"), field(EnvUID, "metadata.uid"),
+	}
+}

@@ -99,3 +99,20 @@ func TestNewProcess(t *testing.T) {
 		})
 	}
 }
+
+// A pod that sets PodEnv gives the process the id the storage controller's writer gives it.
+func TestPodEnvNamesThePodsIdentity(t *testing.T) {
+	g := NewWithT(t)
+	fields := map[string]string{"metadata.namespace": "app", "metadata.name": "db-1", "metadata.uid": "9f8e7d6c-0000-4000-8000-000000000000"}
+	env := map[string]string{}
+	for _, e := range PodEnv() {
+		g.Expect(e.ValueFrom).NotTo(BeNil())
+		g.Expect(e.ValueFrom.FieldRef).NotTo(BeNil())
+		env[e.Name] = fields[e.ValueFrom.FieldRef.FieldPath]
+	}
+	w, err := NewProcess(ProcessOptions{Volumes: []string{t.TempDir()}, StatusDir: "/st"}, func(k string) string { return env[k] })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Status().WriterID).To(Equal(ID("app", "db-1", "9f8e7d6c-0000-4000-8000-000000000000")))
+	g.Expect(w.Status().WriterID).To(Equal("app.db-1.9f8e7d6c"))
+	g.Expect(w.StatusPath()).To(Equal("/st/app.db-1.json"))
+}
