@@ -39,7 +39,8 @@ type VolumeStatus struct {
 	Written  uint64 `json:"written"`
 	Rejected uint64 `json:"rejected"`
 	Failed   uint64 `json:"failed"`
-	// LastSeq is the last record this writer committed (0: none yet).
+	// LastSeq is the writer's last record in the volume: the last it committed, or, before its
+	// first commit since it (re)started, the last its log held then (0: none).
 	LastSeq   uint64 `json:"lastSeq"`
 	LastError string `json:"lastError,omitempty"`
 }

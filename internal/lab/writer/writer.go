@@ -189,6 +189,7 @@ func (w *Writer) advance(i int) outcome {
 			return fail(err)
 		}
 		st.known, st.last = true, rep.LastSeq
+		v.LastSeq = rep.LastSeq
 	}
 	target, ok := w.target(i)
 	var got outcome
