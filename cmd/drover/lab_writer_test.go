@@ -5,8 +5,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,4 +120,109 @@ func TestLabWriterProcessCommitsRecordsStopsOnSIGTERMAndContinuesAfterARestart(t
 	g.Expect(st.Running).To(BeFalse())
 	g.Expect(st.Volumes[0].LastSeq).To(Equal(wa.LastSeq))
 	g.Expect(st.Volumes[0].Written).To(Equal(wa.LastSeq-crashedA.LastSeq), "the third writer wrote from the record after the crash's last")
+}
+
+// copyVolume copies the volume from into to file by file in file-name order, as the lab's
+// storage copies a volume, calling between after each file: a copy that takes time.
+func copyVolume(g Gomega, from, to string, between func(copied string)) {
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		raw, err := os.ReadFile(path) //nolint:gosec // the test's own volume
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(to, rel)), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, rel), raw, 0o600); err != nil {
+			return err
+		}
+		between(rel)
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// liveLast is the writer's last record in a live volume.
+func liveLast(g Gomega, dir, id string) uint64 {
+	w, err := records.VerifyWriter(dir, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	return w.LastSeq
+}
+
+// The dependent records catch a torn copy of a real process's volumes: a copy of a volume
+// whose log is copied before the writer's next commits and its index after holds an index ahead
+// of its log, and two volumes copied one after the other break the twin order. The same paced
+// copies of the process stopped (SIGSTOP, as a freezer stops it) never do.
+func TestLabWriterProcessVolumesCopiedWhileItWritesAreTornAndFrozenAreNot(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	a, b := t.TempDir(), t.TempDir()
+	const id = "ns.db-0.0a1b2c3d"
+	p := startWriterProcess(t, g, a, b, t.TempDir())
+	g.Eventually(func() uint64 { return liveLast(g, b, id) }).Should(BeNumerically(">=", 5), "the writer commits: %s", &p.stderr)
+
+	// One volume: the writer commits between the copy of its log and of its index.
+	torn := t.TempDir()
+	copyVolume(g, a, torn, func(rel string) {
+		if filepath.Ext(rel) == ".log" {
+			copied := liveLast(g, torn, id)
+			g.Eventually(func() uint64 { return liveLast(g, a, id) }).Should(BeNumerically(">", copied))
+		}
+	})
+	_, err := records.Verify(torn)
+	var ie *records.IndexError
+	g.Expect(errors.As(err, &ie)).To(BeTrue(), "the torn copy breaks the index invariant: %v", err)
+	t.Logf("a torn copy of one volume: %v", err)
+
+	// Two volumes, each copied at its own instant: the writer commits between the copies.
+	tornA, tornB := t.TempDir(), t.TempDir()
+	copyVolume(g, a, tornA, func(string) {})
+	copiedA := liveLast(g, tornA, id)
+	g.Eventually(func() uint64 { return liveLast(g, b, id) }).Should(BeNumerically(">", copiedA+1))
+	copyVolume(g, b, tornB, func(string) {})
+	wa, err := records.VerifyWriter(tornA, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	wb, err := records.VerifyWriter(tornB, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	err = records.CheckTwins(wa, wb)
+	g.Expect(err).To(HaveOccurred(), "copies of A and B taken at different instants break the twin order")
+	t.Logf("copies of two volumes at two instants: %v", err)
+
+	// Frozen: the same copies, paced, of the stopped process.
+	const frozenCopies = 10
+	for i := range frozenCopies {
+		g.Expect(p.cmd.Process.Signal(syscall.SIGSTOP)).To(Succeed())
+		g.Eventually(func() string { return processState(g, p.cmd.Process.Pid) }).Should(Equal("T"))
+		copyA, copyB := t.TempDir(), t.TempDir()
+		pace := func(string) { time.Sleep(20 * time.Millisecond) }
+		copyVolume(g, a, copyA, pace)
+		copyVolume(g, b, copyB, pace)
+		g.Expect(p.cmd.Process.Signal(syscall.SIGCONT)).To(Succeed())
+		ra, err := records.Verify(copyA)
+		g.Expect(err).NotTo(HaveOccurred(), "frozen copy %d of A", i)
+		rb, err := records.Verify(copyB)
+		g.Expect(err).NotTo(HaveOccurred(), "frozen copy %d of B", i)
+		wa, _ := ra.Writer(id)
+		wb, _ := rb.Writer(id)
+		g.Expect(records.CheckTwins(wa, wb)).To(Succeed(), "frozen copy %d", i)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d paced copies of the stopped process: index and twin order held in every one", frozenCopies)
+	g.Expect(p.stop(g, syscall.SIGTERM)).To(BeZero(), "%s", &p.stderr)
+}
+
+// processState is the state letter of a process in /proc/PID/stat (R, S, D, T, ...).
+func processState(g Gomega, pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	g.Expect(err).NotTo(HaveOccurred())
+	// pid (comm) state ...: the comm may hold spaces, the state follows its closing parenthesis.
+	rest := string(raw[bytes.LastIndexByte(raw, ')')+1:])
+	return strings.Fields(rest)[0]
 }
