@@ -75,7 +75,7 @@ with "make tools".`,
 	cmd.AddCommand(
 		newLabUpCommand(f), newLabDownCommand(f), newLabStatusCommand(f),
 		newLabStopCommand(f), newLabStartCommand(f), newLabKubeconfigCommand(f),
-		newLabRecordsCommand(f), newLabAuditCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(),
+		newLabRecordsCommand(f), newLabAuditCommand(f), newLabBenchCommand(f), newLabSoakCommand(f), newLabStorageControllerCommand(), newLabKubeletCommand(), newLabWriterCommand(),
 		newLabPartitionCommand(f), newLabHealCommand(f), newLabProxyCommand(),
 	)
 	return cmd

@@ -42,10 +42,12 @@ func newLabRecordsCommand(f *labFlags) *cobra.Command {
 		Short: "Verify the workload records in the image behind a PVC, or compare two clusters' copies",
 		Long: `Reads the records that lab writers (pods labelled lab.drover.io/writer=true) appended to
 the image behind the PVC on CLUSTER and reports, per writer, the records, the last sequence
-number, gaps, corrupt and torn records and the last write. With --compare, also reads the copy on
+number, gaps, corrupt and torn records, the index beside the log (which a copy of one instant
+never holds ahead of the log) and the last write. With --compare, also reads the copy on
 OTHER_CLUSTER (its PVC of the same name, or else the image of the same handle, as mirroring keeps
-it) and reports which records one copy has and the other lacks. Gaps are findings, not errors:
-the command fails only when it cannot read the records.`,
+it) and reports which records one copy has and the other lacks. Gaps and an index ahead of its
+log (a torn copy) are findings, not errors: the command fails only when it cannot read the
+records.`,
 		Example: `  drover lab records east app/data
   drover lab records west app/data --compare east -o json`,
 		Args: cobra.ExactArgs(2),
@@ -69,7 +71,7 @@ the command fails only when it cannot read the records.`,
 				return err
 			}
 			out := recordsOutput{Volume: volumeRecords{Cluster: args[0], PVC: args[1], Image: filepath.Base(dir), Dir: dir}}
-			if out.Volume.Report, err = records.Verify(dir); err != nil {
+			if out.Volume.Report, err = inspectRecords(dir); err != nil {
 				return err
 			}
 			if compare != "" {
@@ -108,10 +110,34 @@ func otherCopy(cmd *cobra.Command, l *lab.Lab, cluster, namespace, pvc, handle s
 		v.Note = fmt.Sprintf("read by image handle, the PVC did not resolve: %v", err)
 	}
 	v.Dir, v.Image = dir, filepath.Base(dir)
-	if v.Report, err = records.Verify(dir); err != nil {
+	if v.Report, err = inspectRecords(dir); err != nil {
 		return nil, fmt.Errorf("cluster %s has no copy of image %s: %w", cluster, handle, err)
 	}
 	return v, nil
+}
+
+// inspectRecords verifies the records of the volume dir; a broken index invariant is a finding
+// the report shows (indexColumn), not an error.
+func inspectRecords(dir string) (records.Report, error) {
+	report, err := records.Verify(dir)
+	if ie := (*records.IndexError)(nil); errors.As(err, &ie) {
+		return report, nil
+	}
+	return report, err
+}
+
+// indexColumn says what a writer's index holds: its last sequence number, and whether it is
+// ahead of the log or damaged (a torn copy).
+func indexColumn(r records.WriterReport) string {
+	switch {
+	case r.IndexDamaged != "":
+		return "damaged: " + r.IndexDamaged
+	case r.Index == 0:
+		return "-"
+	case r.CheckIndex() != nil:
+		return fmt.Sprintf("%d, ahead of the log: a torn copy", r.Index)
+	}
+	return fmt.Sprint(r.Index)
 }
 
 // printRecords writes a table of writers per copy and the divergence between them.
@@ -150,7 +176,7 @@ func printVolumeRecords(w io.Writer, v volumeRecords) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WRITER\tRECORDS\tLAST SEQ\tGAPS\tCORRUPT\tTORN\tLAST WRITE")
+	fmt.Fprintln(tw, "WRITER\tRECORDS\tLAST SEQ\tINDEX\tGAPS\tCORRUPT\tTORN\tLAST WRITE")
 	for _, r := range v.Report.Writers {
 		gaps := "-"
 		if len(r.Gaps) > 0 {
@@ -165,7 +191,7 @@ func printVolumeRecords(w io.Writer, v volumeRecords) error {
 			last = r.LastWrite.Local().Format("2006-01-02 15:04:05.000")
 			last += fmt.Sprintf(" (%s ago)", time.Since(r.LastWrite).Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", r.Writer, r.Records, r.LastSeq, gaps, len(r.Corrupt), torn, last)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", r.Writer, r.Records, r.LastSeq, indexColumn(r), gaps, len(r.Corrupt), torn, last)
 	}
 	return tw.Flush()
 }

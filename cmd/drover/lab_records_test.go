@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,30 @@ func TestPrintRecordsSaysIdenticalCopiesHoldTheSameRecords(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "east and west hold the same records") {
 		t.Errorf("identical copies not reported as such:\n%s", out.String())
+	}
+}
+
+func TestRecordsShowAnIndexAheadOfItsLogAsATornCopy(t *testing.T) {
+	const writer = "app.db-0.1234abcd"
+	dir := t.TempDir()
+	for seq := uint64(1); seq <= 5; seq++ {
+		if err := records.Commit(dir, writer, seq, 16, time.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The index names record 7, which the log lacks: its log was copied before its index.
+	if err := os.WriteFile(records.IndexPath(dir, writer), []byte("6\n7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report, err := inspectRecords(dir)
+	if err != nil {
+		t.Fatalf("an index ahead of its log is a finding, not an error: %v", err)
+	}
+	var out strings.Builder
+	if err := printRecords(&out, recordsOutput{Volume: volumeRecords{Cluster: "west", Report: report}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "7, ahead of the log: a torn copy") {
+		t.Errorf("the index ahead of the log is not shown:\n%s", out.String())
 	}
 }

@@ -295,18 +295,30 @@ func (r *Run) relocated(ctx context.Context, from, to string, ws []writer) (kept
 		if st.Running {
 			errs = append(errs, fmt.Errorf("the writer of %s on %s still runs after the relocation", w.pod, from))
 		}
+		// prev is the writer's records in the volume before, on to: the writer had stopped
+		// before the final sync, so its volumes there are copies of one instant, which keep the
+		// twin order (records.CheckTwins).
+		var prev *records.WriterReport
 		for _, v := range st.Volumes {
 			h, ok := toHandles[v.PVC]
 			if !ok {
 				errs = append(errs, fmt.Errorf("PVC %s is not Bound on %s", v.PVC, to))
+				prev = nil
 				continue
 			}
 			rep, err := r.report(to, h)
 			if err != nil {
 				errs = append(errs, err)
+				prev = nil
 				continue
 			}
 			got, _ := rep.Writer(st.WriterID)
+			if prev != nil {
+				if err := records.CheckTwins(*prev, got); err != nil {
+					errs = append(errs, fmt.Errorf("%s on %s after the relocation: %w", v.PVC, to, err))
+				}
+			}
+			prev = &got
 			kept += got.LastSeq
 			lost += v.LastSeq - min(v.LastSeq, got.LastSeq)
 			if got.LastSeq < v.LastSeq || len(got.Gaps) > 0 {

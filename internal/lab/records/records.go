@@ -15,6 +15,24 @@
 //
 // Every record of one writer is written by one process, so two copies of a volume that both
 // hold a writer's record n hold the same record; comparing copies compares sequence numbers.
+//
+// Dependent records, which a copy of a volume taken at one instant (a crash-consistent point,
+// what a power loss leaves) always keeps and a copy of its files taken at different instants (a
+// torn copy) can break, as a database's log and control file:
+//
+//   - Within a volume, beside each log, an index <volume>/records/<writer>.log.index, one
+//     sequence number a line, appended after the record it names (Commit). Its last whole line
+//     is the index; invariant: index ≤ the log's last valid record. The name sorts after the
+//     log's, so a copy in file-name order (a directory walk, rsync) copies the log first and
+//     the index later: the order in which a torn copy breaks the invariant. Verify checks it.
+//   - Across the volumes A, B, ... of one writer (a pod with several volumes, in the order it
+//     names them), record n is committed to A, then to B, and A takes n+1 only once B holds n.
+//     Invariant on copies of A and B taken at one instant: B ≤ A ≤ B + 1 (CheckTwins). Copies
+//     taken volume by volume, each at its own instant, as per-volume mirroring takes them, may
+//     break it with no fault anywhere: holding it across volumes is a consistency group's
+//     promise. So Verify does not check it; CheckTwins is for copies of one instant (a
+//     consistency group's, or volumes whose writer had stopped before they were copied).
+//
 // The package is pure logic over files: no Kubernetes.
 package records
 
@@ -80,26 +98,63 @@ func Format(writerID string, seq uint64, payloadSize int, now time.Time) []byte 
 }
 
 // Append appends writer's record seq, with a payload of payloadSize bytes stamped now, to its
-// log in the volume directory dir, which must exist. It does not sync: the lab's volumes are
-// directories whose copies are taken by the same machine. When the log ends in a torn line,
-// Append first ends that line, so the new record stays whole (the torn line is then reported
-// as corrupt, no longer as torn).
+// log in the volume directory dir, which must exist. It does not sync and leaves the index as
+// it is: Commit is a writer's whole write. When the log ends in a torn line, Append first ends
+// that line, so the new record stays whole (the torn line is then reported as corrupt, no
+// longer as torn).
 func Append(dir, writerID string, seq uint64, payloadSize int, now time.Time) error {
+	return appendRecord(dir, writerID, seq, payloadSize, now, false)
+}
+
+// Commit is one write of a writer, as a database commits: it appends record seq to the log,
+// then appends seq to the index (IndexPath), so that the index never names a record the log
+// lacks. With sync, the log is fsynced before the index is written and the index after it
+// (and each directory an entry was created in), so a record Commit returned for survives a
+// power loss: the records a writer acknowledges are the records it synced.
+func Commit(dir, writerID string, seq uint64, payloadSize int, now time.Time, sync bool) error {
+	if err := appendRecord(dir, writerID, seq, payloadSize, now, sync); err != nil {
+		return err
+	}
+	path := IndexPath(dir, writerID)
+	if err := appendLine(path, []byte(strconv.FormatUint(seq, 10)+"\n"), sync); err != nil {
+		return fmt.Errorf("failed to index record %d in %s: %w", seq, path, err)
+	}
+	return nil
+}
+
+func appendRecord(dir, writerID string, seq uint64, payloadSize int, now time.Time, sync bool) error {
 	if err := ValidateWriterID(writerID); err != nil {
 		return err
 	}
 	if seq == 0 || payloadSize < 0 {
 		return fmt.Errorf("record %d of %s with payload size %d: sequence numbers start at 1 and sizes are not negative", seq, writerID, payloadSize)
 	}
-	if err := os.Mkdir(filepath.Join(dir, Dir), 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+	recordsDir := filepath.Join(dir, Dir)
+	err := os.Mkdir(recordsDir, 0o750)
+	switch {
+	case err == nil && sync:
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	case err != nil && !errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("failed to create the records directory in %s: %w", dir, err)
 	}
 	path := LogPath(dir, writerID)
+	if err := appendLine(path, Format(writerID, seq, payloadSize, now), sync); err != nil {
+		return fmt.Errorf("failed to append record %d to %s: %w", seq, path, err)
+	}
+	return nil
+}
+
+// appendLine appends line to the file at path, created when missing, after ending a torn last
+// line. With sync it fsyncs the file, and its directory when it created the file.
+func appendLine(path string, line []byte, sync bool) error {
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("failed to open log %s: %w", path, err)
+		return err
 	}
-	line := Format(writerID, seq, payloadSize, now)
 	torn, err := endsTorn(f)
 	if err == nil {
 		if torn {
@@ -107,11 +162,30 @@ func Append(dir, writerID string, seq uint64, payloadSize int, now time.Time) er
 		}
 		_, err = f.Write(line)
 	}
+	if err == nil && sync {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && sync && created {
+		err = syncDir(filepath.Dir(path))
+	}
+	return err
+}
+
+// syncDir fsyncs a directory, so that the entries created in it survive a power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("failed to append record %d to %s: %w", seq, path, err)
+		return fmt.Errorf("failed to open directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("failed to sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -47,6 +47,10 @@ type WriterReport struct {
 	Torn bool `json:"torn,omitempty"`
 	// LastWrite is the time of the record LastSeq.
 	LastWrite time.Time `json:"lastWrite,omitzero"`
+	// Index is the last sequence number of the writer's index (IndexPath), 0 when it has none;
+	// IndexDamaged says why the index is not one, when it is not. CheckIndex judges them.
+	Index        uint64 `json:"index,omitempty"`
+	IndexDamaged string `json:"indexDamaged,omitempty"`
 }
 
 // Range is the sequence numbers First to Last, both included.
@@ -72,9 +76,29 @@ type Corruption struct {
 	Reason string `json:"reason"`
 }
 
-// Verify reads every writer's log in the volume directory dir. A volume without records has
-// an empty report; a missing volume directory is an error.
+// Verify reads every writer's log and index in the volume directory dir and checks the index
+// invariant (Report.CheckIndex). A volume without records has an empty report; a missing
+// volume directory is an error. A broken invariant is an error too, with the whole report
+// returned beside it: its errors are *IndexError (errors.As), found by every caller that judges
+// a volume by its records, while gaps and corrupt lines are findings in the report.
 func Verify(dir string) (Report, error) {
+	report, err := read(dir)
+	if err == nil && report.CheckIndex() != nil {
+		// A volume replaced by renames between the read of an index and of its log (a resync
+		// that puts an older copy in place) reads as broken once; a torn copy stays broken.
+		report, err = read(dir)
+	}
+	if err != nil {
+		return report, err
+	}
+	if err := report.CheckIndex(); err != nil {
+		return report, fmt.Errorf("the records of volume %s break their index invariant: %w", dir, err)
+	}
+	return report, nil
+}
+
+// read reads every writer's log and index in the volume directory dir.
+func read(dir string) (Report, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return Report{}, fmt.Errorf("failed to read volume %s: %w", dir, err)
 	}
@@ -86,11 +110,19 @@ func Verify(dir string) (Report, error) {
 		return Report{}, fmt.Errorf("failed to list the records of %s: %w", dir, err)
 	}
 	report := Report{Writers: []WriterReport{}}
+	// A writer has a log, an index, or both (an index alone names records a log lacks).
+	var ids []string
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), logSuffix)
-		if !ok || !e.Type().IsRegular() {
-			continue
+		if !ok {
+			id, ok = strings.CutSuffix(e.Name(), indexSuffix)
 		}
+		if ok && e.Type().IsRegular() && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
 		w, err := VerifyWriter(dir, id)
 		if err != nil {
 			return Report{}, err
@@ -100,10 +132,22 @@ func Verify(dir string) (Report, error) {
 	return report, nil
 }
 
-// VerifyWriter reads one writer's log in the volume directory dir. A writer without a log has
-// an empty report.
+// VerifyWriter reads one writer's log and index in the volume directory dir; it reports the
+// index and does not judge it (WriterReport.CheckIndex does). A writer without a log has an
+// empty report.
 func VerifyWriter(dir, writerID string) (WriterReport, error) {
 	w := WriterReport{Writer: writerID}
+	// The index first, the log after: a writer appends to the log first and the index after,
+	// so reading them in the other order keeps the invariant while the writer runs.
+	index, err := readIndex(dir, writerID)
+	var damaged *damagedIndexError
+	switch {
+	case errors.As(err, &damaged):
+		w.IndexDamaged = damaged.reason
+	case err != nil:
+		return w, err
+	}
+	w.Index = index
 	raw, err := os.ReadFile(LogPath(dir, writerID))
 	if errors.Is(err, fs.ErrNotExist) {
 		return w, nil

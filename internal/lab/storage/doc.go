@@ -11,8 +11,9 @@
 //
 // This folder runs them all (storage.go, Run) and holds the lab's own part:
 //
-//   - writer.go: workload writers that append checksummed records for pods labelled
-//     lab.drover.io/writer=true, refused on secondary images.
+//   - writer.go: workload writers (internal/lab/writer, run as goroutines here) that commit
+//     checksummed records for pods labelled lab.drover.io/writer=true, refused on secondary
+//     images; a pod that runs `drover lab writer` itself needs none of them.
 //   - images.go, csiaddons_exports.go, volsync_exports.go: the names of driver/, state/,
 //     csiaddons/ and volsync/ that drover's lab tests use through this package.
 //

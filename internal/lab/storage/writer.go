@@ -1,33 +1,22 @@
 package storage
 
-// The lab's workload writer. A pod labelled WriterLabel=true that is Running gets one goroutine
-// that appends a record (internal/lab/records) every interval to each of its lab volumes, as a
-// database would, so that scenarios can prove which writes a failover kept.
+// The lab's workload writer as a goroutine of the storage controller: a pod labelled
+// WriterLabel=true that is Running gets one writer (internal/lab/writer, the loop that
+// `drover lab writer` runs inside a pod too) that commits a record every interval to each of its
+// lab volumes, on the pod's behalf, for pods on fake nodes that run no process.
 //
-// Decisions:
-//   - Writer id: <namespace>.<pod>.<first 8 characters of the pod UID>. A pod recreated on the
-//     peer after a failover (a StatefulSet keeps the name) writes a new log, so every log has
-//     exactly one writing process and two copies that both hold record n of a log hold the same
-//     record: comparing copies compares sequence numbers, and after a failover the old log
-//     shows exactly what the peer lost.
-//   - Sequence: the next record is the last valid one in the log plus one, read from the log
-//     whenever writing (re)starts: at start (a restarted storage controller continues its pods'
-//     logs), and after a rejected or failed write (a resync may have replaced the log with the
-//     peer's copy meanwhile). While writes succeed the sequence is kept in memory.
+// Decisions (the writer's own are in internal/lab/writer):
 //   - Each write takes the image's lock (the mirror's point-in-time copy takes it too, so a copy
-//     never holds half a record) and reads the image's state; a secondary image rejects the
-//     write, which is counted, not written.
-//   - Counters go to a status file, <dataDir>/writers/<namespace>.<pod>.json, rewritten at most
-//     every writerStatusInterval and once more when the writer stops (running: false); pod
+//     never holds half a record, nor a record without its index entry) and reads the image's
+//     state; a secondary image rejects the write, which is counted, not written. Records are
+//     not fsynced: the copies are taken by the same machine under the same lock.
+//   - Status files are <dataDir>/writers/<namespace>.<pod>.json (WriterStatusPath); pod
 //     annotations would cost an API write every two seconds per pod. A status whose updatedAt
 //     is old belongs to a storage controller that was killed (its cluster was stopped).
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -38,8 +27,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage/driver"
+	"github.com/drover-io/drover/internal/lab/writer"
 )
 
 const (
@@ -49,67 +38,36 @@ const (
 	// duration ("200ms"); DefaultWriterInterval when absent or not valid.
 	WriterIntervalAnnotation = "lab.drover.io/writer-interval"
 	// DefaultWriterInterval is the time between two records when the pod does not set one.
-	DefaultWriterInterval = 200 * time.Millisecond
+	DefaultWriterInterval = writer.DefaultInterval
 	// WriterPayloadSize is the payload of every record, in bytes.
-	WriterPayloadSize = 256
+	WriterPayloadSize = writer.PayloadSize
 
-	// minWriterInterval keeps a mistyped interval from spinning.
-	minWriterInterval = 10 * time.Millisecond
-	// writerStatusInterval is how often a writer rewrites its status file.
-	writerStatusInterval = 2 * time.Second
 	// writersDir holds the writers' status files under the data directory.
 	writersDir = "writers"
 )
 
-// WriterStatus is what a pod's writer reports in its status file.
-type WriterStatus struct {
-	Namespace string    `json:"namespace"`
-	Pod       string    `json:"pod"`
-	UID       types.UID `json:"uid"`
-	// WriterID names the writer's log in each volume.
-	WriterID string `json:"writerID"`
-	Interval string `json:"interval"`
-	// Running is false once the writer stopped (pod deleted or not Running, controller stopping).
-	Running   bool                 `json:"running"`
-	UpdatedAt time.Time            `json:"updatedAt"`
-	Volumes   []VolumeWriterStatus `json:"volumes"`
-}
+// WriterStatus is what a pod's writer reports in its status file (writer.Status).
+type WriterStatus = writer.Status
 
-// VolumeWriterStatus counts one volume's writes.
-type VolumeWriterStatus struct {
-	// Volume is the pod's volume name, PVC the claim it names, Handle the image.
-	Volume string `json:"volume"`
-	PVC    string `json:"pvc"`
-	Handle string `json:"handle"`
-	// Written counts appended records; Rejected writes refused because the image is a
-	// secondary; Failed writes that failed otherwise, the last of them described in LastError.
-	Written   uint64 `json:"written"`
-	Rejected  uint64 `json:"rejected"`
-	Failed    uint64 `json:"failed"`
-	LastSeq   uint64 `json:"lastSeq"`
-	LastError string `json:"lastError,omitempty"`
-}
+// VolumeWriterStatus counts one volume's writes (writer.VolumeStatus).
+type VolumeWriterStatus = writer.VolumeStatus
 
-// WriterID is the id of the pod's writer, which names its log in each volume.
-func WriterID(pod *corev1.Pod) string {
-	uid := string(pod.UID)
-	return fmt.Sprintf("%s.%s.%s", pod.Namespace, pod.Name, uid[:min(8, len(uid))])
-}
+// WriterID is the id of the pod's writer, which names its log in each volume (writer.ID).
+func WriterID(pod *corev1.Pod) string { return writer.ID(pod.Namespace, pod.Name, pod.UID) }
+
+// WriterStatusDir is the directory of the writers' status files in a cluster's data dir.
+func WriterStatusDir(dataDir string) string { return filepath.Join(dataDir, writersDir) }
 
 // WriterStatusPath is the status file of the writer of pod namespace/name in a cluster's data dir.
 func WriterStatusPath(dataDir, namespace, pod string) string {
-	return filepath.Join(dataDir, writersDir, namespace+"."+pod+".json")
+	return writer.StatusFile(WriterStatusDir(dataDir), namespace, pod)
 }
 
 // ReadWriterStatus reads the status file of the writer of pod namespace/name.
 func ReadWriterStatus(dataDir, namespace, pod string) (WriterStatus, error) {
-	var st WriterStatus
-	raw, err := os.ReadFile(WriterStatusPath(dataDir, namespace, pod))
+	st, err := writer.ReadStatus(WriterStatusPath(dataDir, namespace, pod))
 	if err != nil {
 		return st, fmt.Errorf("failed to read the writer status of pod %s/%s: %w", namespace, pod, err)
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, fmt.Errorf("writer status of pod %s/%s is damaged: %w", namespace, pod, err)
 	}
 	return st, nil
 }
@@ -201,8 +159,8 @@ func writerInterval(pod *corev1.Pod) (time.Duration, error) {
 		return DefaultWriterInterval, nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < minWriterInterval {
-		return DefaultWriterInterval, fmt.Errorf("annotation %s=%q is not a duration of at least %s", WriterIntervalAnnotation, v, minWriterInterval)
+	if err != nil || d < writer.MinInterval {
+		return DefaultWriterInterval, fmt.Errorf("annotation %s=%q is not a duration of at least %s", WriterIntervalAnnotation, v, writer.MinInterval)
 	}
 	return d, nil
 }
@@ -227,6 +185,19 @@ func (w *writers) stop(ctx context.Context, key types.NamespacedName) {
 }
 
 func (w *writers) start(ctx context.Context, pod *corev1.Pod, interval time.Duration, vols []VolumeWriterStatus) {
+	images := make(imageVolumes, len(vols))
+	for i, v := range vols {
+		images[i] = imageVolume{images: w.store.Images, handle: v.Handle}
+	}
+	st := WriterStatus{Namespace: pod.Namespace, Pod: pod.Name, UID: pod.UID, WriterID: WriterID(pod), Volumes: vols}
+	run, err := writer.New(st, images, writer.Options{
+		Interval: interval, PayloadSize: WriterPayloadSize,
+		StatusPath: WriterStatusPath(w.store.Opts.DataDir, pod.Namespace, pod.Name),
+	})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to start writer")
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
@@ -237,20 +208,11 @@ func (w *writers) start(ctx context.Context, pod *corev1.Pod, interval time.Dura
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &podWriter{uid: pod.UID, interval: interval, cancel: cancel, done: make(chan struct{})}
 	w.running[client.ObjectKeyFromObject(pod)] = p
-	run := &writerRun{
-		images:  w.store.Images,
-		dataDir: w.store.Opts.DataDir,
-		status: WriterStatus{
-			Namespace: pod.Namespace, Pod: pod.Name, UID: pod.UID, WriterID: WriterID(pod),
-			Interval: interval.String(), Running: true, Volumes: vols,
-		},
-		next: make([]uint64, len(vols)),
-	}
 	go func() {
 		defer close(p.done)
-		run.loop(wctx, interval)
+		run.Run(wctx)
 	}()
-	ctrl.LoggerFrom(ctx).Info("Started writer", "writer", run.status.WriterID, "volumes", len(vols), "interval", interval.String())
+	ctrl.LoggerFrom(ctx).Info("Started writer", "writer", st.WriterID, "volumes", len(vols), "interval", interval.String())
 }
 
 // writerVolumes returns the pod's volumes that are lab volumes of this storage.
@@ -285,127 +247,28 @@ func (s *store) writerVolumes(ctx context.Context, pod *corev1.Pod) ([]VolumeWri
 	return vols, nil
 }
 
-// writeOutcome is what became of one write.
-type writeOutcome int
-
-const (
-	writeOK writeOutcome = iota + 1
-	writeRejected
-	writeFailed
-)
-
-// writerRun is the state of one running writer, owned by its goroutine.
-type writerRun struct {
-	images  *driver.Images
-	dataDir string
-	status  WriterStatus
-	// next is each volume's next sequence number; 0: read it from the log first.
-	next []uint64
-	// last is each volume's last outcome, to log changes only.
-	last []writeOutcome
+// imageVolume is a lab volume's image, which a writer writes under the image's lock while the
+// image is writable.
+type imageVolume struct {
+	images *driver.Images
+	handle string
 }
 
-func (r *writerRun) loop(ctx context.Context, interval time.Duration) {
-	log := ctrl.LoggerFrom(ctx)
-	r.last = make([]writeOutcome, len(r.status.Volumes))
-	r.saveStatus(ctx)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	saved := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			r.status.Running = false
-			r.saveStatus(ctx)
-			return
-		case <-tick.C:
-		}
-		for i := range r.status.Volumes {
-			outcome := r.write(i)
-			if outcome == r.last[i] {
-				continue
-			}
-			// Changes of outcome only: a rejected write every 200 ms is not news.
-			v := &r.status.Volumes[i]
-			switch outcome {
-			case writeOK:
-				log.Info("Writing records", "volume", v.Volume, "handle", v.Handle, "seq", v.LastSeq)
-			case writeRejected:
-				log.Info("Image is a secondary: writes are rejected", "volume", v.Volume, "handle", v.Handle)
-			case writeFailed:
-				log.Error(errors.New(v.LastError), "Write failed", "volume", v.Volume, "handle", v.Handle)
-			}
-			r.last[i] = outcome
-		}
-		if time.Since(saved) >= writerStatusInterval {
-			r.saveStatus(ctx)
-			saved = time.Now()
-		}
-	}
-}
+// imageVolumes are a pod's lab volumes, in the order of its volumes.
+type imageVolumes []imageVolume
 
-// write appends the next record to volume i, unless its image is a secondary.
-func (r *writerRun) write(i int) writeOutcome {
-	v := &r.status.Volumes[i]
-	unlock := r.images.Lock(v.Handle)
-	defer unlock()
-	fail := func(err error) writeOutcome {
-		v.Failed++
-		v.LastError = err.Error()
-		r.next[i] = 0
-		return writeFailed
-	}
-	st, err := r.images.State(v.Handle)
+// Open takes the image's lock and refuses a write to a secondary image.
+func (vs imageVolumes) Open(i int) (string, func(), error) {
+	v := vs[i]
+	unlock := v.images.Lock(v.handle)
+	st, err := v.images.State(v.handle)
 	if err != nil {
-		return fail(err)
+		unlock()
+		return "", nil, err
 	}
 	if !st.Writable() {
-		v.Rejected++
-		// The image may be replaced by the peer's copy before it is writable again.
-		r.next[i] = 0
-		return writeRejected
+		unlock()
+		return "", nil, writer.ErrRejected
 	}
-	dir := r.images.VolumeDir(v.Handle)
-	if r.next[i] == 0 {
-		w, err := records.VerifyWriter(dir, r.status.WriterID)
-		if err != nil {
-			return fail(err)
-		}
-		r.next[i] = w.LastSeq + 1
-	}
-	if err := records.Append(dir, r.status.WriterID, r.next[i], WriterPayloadSize, time.Now()); err != nil {
-		return fail(err)
-	}
-	v.Written++
-	v.LastSeq = r.next[i]
-	r.next[i]++
-	return writeOK
-}
-
-// saveStatus replaces the writer's status file; a failure is logged, the writer goes on.
-func (r *writerRun) saveStatus(ctx context.Context) {
-	r.status.UpdatedAt = time.Now().UTC()
-	path := WriterStatusPath(r.dataDir, r.status.Namespace, r.status.Pod)
-	if err := writeWriterStatusFile(path, r.status); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to write the writer status", "path", path)
-	}
-}
-
-// writeWriterStatusFile writes st as JSON to path through a rename, so readers never see half a file.
-func writeWriterStatusFile(path string, st WriterStatus) error {
-	raw, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return fmt.Errorf("failed to create %s: %w", filepath.Dir(path), err)
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("failed to write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	return nil
+	return v.images.VolumeDir(v.handle), unlock, nil
 }
