@@ -4,7 +4,8 @@
 //   - driver.go: Options, the Store every controller is a method set on (API client and reader,
 //     options, images) and the storage's timing (poll, retry, workers).
 //   - images.go: the images on disk, the peer's reachability (its storage process runs and no
-//     lab partition flag cuts it off), point-in-time copies and atomic replacement.
+//     lab partition flag cuts it off), the image lock and atomic replacement.
+//   - copy.go: CopyTree, a copy of a tree as `cp -a` makes it (owners, modes, links, times).
 //   - wait.go: a precondition not met yet, reported in a status and retried.
 //   - volumes.go: the lab PV bound to a PVC.
 //   - files.go: JSON state files written atomically, scratch directories.
