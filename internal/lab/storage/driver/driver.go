@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,6 +27,43 @@ type Options struct {
 	// lab's multi-cluster network (internal/lab/storage/volsync/serviceexport.go): ServiceExports
 	// are exported and clusterset addresses resolve. Empty: never.
 	MultiClusterFlag string
+	// CopyFreeze is how a copy of a volume (CopyVolume: a mirror, a snapshot, VolSync's source
+	// copy) keeps the volume's users from writing during it: CopyFreezeProcesses (the default)
+	// or CopyFreezeNone, which tears a copy that a process writes into while it runs.
+	CopyFreeze CopyFreezeMode
+	// CopyPacing is slept before every file a copy of a volume copies, so that a copy takes as
+	// long as a real volume's (seconds) and a torn copy shows; zero does not pace.
+	CopyPacing time.Duration
+}
+
+const (
+	// CopyFreezeEnv sets `drover lab storage-controller --copy-freeze` when the flag is not
+	// given; the lab's processes inherit the environment of the command or test that starts it.
+	CopyFreezeEnv = "DROVER_LAB_COPY_FREEZE"
+	// CopyPacingEnv sets `drover lab storage-controller --copy-pacing` ("5ms") likewise.
+	CopyPacingEnv = "DROVER_LAB_COPY_PACING"
+)
+
+// CopyFreezeMode says what a copy of a volume stops while it runs.
+type CopyFreezeMode string
+
+const (
+	// CopyFreezeProcesses stops every process that uses the volume (internal/lab/freeze).
+	CopyFreezeProcesses CopyFreezeMode = "processes"
+	// CopyFreezeNone stops none: the lab's own writer is still held off by the image lock, a
+	// process is not.
+	CopyFreezeNone CopyFreezeMode = "none"
+)
+
+// ParseCopyFreeze reads a CopyFreezeMode; empty is the default, CopyFreezeProcesses.
+func ParseCopyFreeze(s string) (CopyFreezeMode, error) {
+	switch m := CopyFreezeMode(s); m {
+	case "":
+		return CopyFreezeProcesses, nil
+	case CopyFreezeProcesses, CopyFreezeNone:
+		return m, nil
+	}
+	return "", fmt.Errorf("copy freeze %q is not one of %q, %q", s, CopyFreezeProcesses, CopyFreezeNone)
 }
 
 const (

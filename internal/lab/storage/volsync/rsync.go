@@ -10,8 +10,8 @@ package volsync
 // PVC with some files new, some old, and files the source deleted still there; no snapshot is
 // taken, so only status.latestImage stays a consistent point.
 //
-// The lab does the same from the source's storage process: it takes the point-in-time copy of
-// the source volume (under Images.Lock, into its staging directory), then writes it file by
+// The lab does the same from the source's storage process: it takes the crash-consistent copy
+// of the source volume (CopyVolume, into its staging directory), then writes it file by
 // file into the destination's volume (named by the destination's listener, as the mover's
 // mount) in the peer's data directory, pacing every file it writes or deletes, and writes
 // transfer.json last, the control file. Killing the source's storage process (`drover lab
@@ -115,7 +115,7 @@ func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sour
 	}
 	staging := driver.StagingPath(s.Opts.DataDir, filepath.Base(dir))
 	defer func() { _ = os.RemoveAll(staging) }()
-	n, err := s.CopyPointInTime(pv.Spec.CSI.VolumeHandle, staging)
+	n, err := s.CopyVolume(pv.Spec.CSI.VolumeHandle, staging)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(dir), 0o750)
 	}
