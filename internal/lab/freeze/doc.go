@@ -16,8 +16,8 @@
 //
 // It stops each with SIGSTOP and waits until every thread of each shows state T in
 // /proc/<pid>/task/<tid>/stat; a write under way when the signal came completes first. Then it
-// scans again, for processes forked just before their parent stopped, until a scan finds no one
-// new. The thaw sends SIGCONT. Holds are counted per process (freeze.go, Freezer): a process
+// scans again, for processes forked just before their parent stopped (reading only processes it
+// has not examined), until a scan finds no one new. The thaw sends SIGCONT. Holds are counted per process (freeze.go, Freezer): a process
 // found by two freezes at once (a pod with two volumes, each copied) resumes at the last thaw; a
 // process that was stopped already (a debugger, job control) is left stopped. The caller and its
 // ancestors are never stopped. Processes are named by PID and start time, so a thaw never

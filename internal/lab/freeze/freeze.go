@@ -113,7 +113,7 @@ func newScan(abs string) (*scan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &scan{t: target{dir: abs, loc: loc}, ownNS: ownNS, exclude: exclude, mountedNS: map[string]bool{}}, nil
+	return &scan{t: target{dir: abs, loc: loc}, ownNS: ownNS, exclude: exclude, mountedNS: map[string]bool{}, seen: map[proc]bool{}}, nil
 }
 
 // take holds the found processes this freeze does not hold yet, stopping those no freeze holds,

@@ -22,9 +22,12 @@ type scan struct {
 	exclude map[int]bool
 	// mountedNS records, per mount namespace, whether it mounts the target.
 	mountedNS map[string]bool
+	// seen are the processes an earlier pass examined: a later pass looks only for new ones
+	// (forked meanwhile), as reading every process's open files is what a pass costs.
+	seen map[proc]bool
 }
 
-// users returns the processes that use the target: those of another mount namespace that has
+// users returns the processes, not returned or examined by an earlier pass, that use the target: those of another mount namespace that has
 // the directory (or a directory inside it) mounted, as a pod's namespace has its volumes bind
 // mounted; and, in any namespace, those whose working directory, root or an open file lies in
 // it. The processes of this process's own mount namespace are not taken for users only because
@@ -42,11 +45,13 @@ func (s *scan) users() ([]proc, error) {
 			continue
 		}
 		st, err := readStat(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil || st.state == 'Z' || st.state == 'X' {
-			continue // gone, or exited
+		p := proc{pid: pid, start: st.start}
+		if err != nil || st.state == 'Z' || st.state == 'X' || s.seen[p] {
+			continue // gone, exited, or examined
 		}
+		s.seen[p] = true
 		if s.mounts(pid) || s.holds(pid) {
-			found = append(found, proc{pid: pid, start: st.start})
+			found = append(found, p)
 		}
 	}
 	return found, nil
