@@ -16,7 +16,8 @@ import (
 const copyPace = 30 * time.Millisecond
 
 // startPod runs a pod's process as the lab kubelet does: in its own mount namespace, the volume
-// bind mounted, appending the same counter to a then to b. Any instant of the volume has
+// bind mounted, appending the same counter to a then to b from a child process forked for each
+// counter (so a freeze must find the children too). Any instant of the volume has
 // b ≤ a ≤ b+1; a copy made file by file while it writes has b ahead of a.
 func startPod(t *testing.T, vol string) {
 	t.Helper()
@@ -26,7 +27,7 @@ func startPod(t *testing.T, vol string) {
 	m := filepath.Join(t.TempDir(), "mnt")
 	must(t, os.Mkdir(m, 0o755))
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", fmt.Sprintf(
-		"mount --bind %s %[2]s && cd / && i=0; while :; do i=$((i+1)); echo $i >> %[2]s/a; echo $i >> %[2]s/b; sleep 0.002; done", vol, m))
+		"mount --bind %s %[2]s && cd / && i=0; while :; do i=$((i+1)); (echo $i >> %[2]s/a; sleep 0.001; echo $i >> %[2]s/b); done", vol, m))
 	cmd.Stderr = os.Stderr
 	must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
