@@ -45,8 +45,8 @@ var ErrNotLabVolume = errors.New("not a lab volume")
 // its image lock (no writer of this process writes) and, unless Options.CopyFreeze says none,
 // with every process that uses the volume stopped (internal/lab/freeze: the pods that mount it),
 // so the copy is the state a power loss at that instant would leave, save the page cache. Each
-// volume is copied at its own instant, as per-volume mirroring and snapshots are. Options.
-// CopyPacing makes the copy take as long as a real volume's.
+// volume is copied at its own instant, as per-volume mirroring and snapshots are. The pacing
+// (Options.CopyPacing) makes the copy, and so the freeze, take as long as a real volume's copy.
 func (s *Store) CopyVolume(handle, dst string) (int64, error) {
 	unlock := s.Images.Lock(handle)
 	defer unlock()
