@@ -22,9 +22,8 @@
 // process that was stopped already (a debugger, job control) is left stopped. The caller and its
 // ancestors are never stopped. Processes are named by PID and start time, so a thaw never
 // signals a process that reused a PID. The counts are per freezing process: a process stopped by
-// another cluster's storage controller is "stopped already" to this one, which then resumes it
-// no sooner than its own thaw and leaves it to the other; should the other thaw first, the
-// process runs during the rest of this copy. The lab's pods use the volumes of one cluster only.
+// another cluster's storage controller is "stopped already" to this one, which leaves it to the
+// other to resume; should the other thaw first, the process runs during the rest of this copy. The lab's pods use the volumes of one cluster only.
 //
 // Why signals and not the cgroup freezer: the freezer stops a cgroup, and the lab kubelet gives a
 // pod no cgroup of its own (its processes share the lab's), so freezing one would stop the lab
