@@ -17,13 +17,14 @@
 // It stops each with SIGSTOP and waits until every thread of each shows state T in
 // /proc/<pid>/task/<tid>/stat; a write under way when the signal came completes first. Then it
 // scans again, for processes forked just before their parent stopped (reading only processes it
-// has not examined), until a scan finds no one new. The thaw sends SIGCONT. Holds are counted per process (freeze.go, Freezer): a process
-// found by two freezes at once (a pod with two volumes, each copied) resumes at the last thaw; a
-// process that was stopped already (a debugger, job control) is left stopped. The caller and its
-// ancestors are never stopped. Processes are named by PID and start time, so a thaw never
-// signals a process that reused a PID. The counts are per freezing process: a process stopped by
-// another cluster's storage controller is "stopped already" to this one, which leaves it to the
-// other to resume; should the other thaw first, the process runs during the rest of this copy. The lab's pods use the volumes of one cluster only.
+// has not examined), until a scan finds no one new. The thaw sends SIGCONT. Holds are counted per
+// process (freeze.go, Freezer): a process found by two freezes at once (a pod with two volumes,
+// each copied) resumes at the last thaw; a process that was stopped already (a debugger, job
+// control) is left stopped. The caller and its ancestors are never stopped. Processes are named by
+// PID and start time, so a thaw never signals a process that reused a PID. The counts are per
+// freezing process: a process stopped by another cluster's storage controller is "stopped already"
+// to this one, which leaves it to the other to resume; should the other thaw first, the process
+// runs during the rest of this copy. The lab's pods use the volumes of one cluster only.
 //
 // Why signals and not the cgroup freezer: the freezer stops a cgroup, and the lab kubelet gives a
 // pod no cgroup of its own (its processes share the lab's), so freezing one would stop the lab
