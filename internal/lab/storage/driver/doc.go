@@ -1,9 +1,9 @@
 // Package driver is the lab storage's shared driver context: what every controller of the lab's
 // CSI-like drivers works with, whichever upstream project it stands in for.
 //
-//   - driver.go: Options (the copies' freeze and pacing among them), the Store every controller
-//     is a method set on (API client and reader, options, images) and the storage's timing
-//     (poll, retry, workers).
+//   - driver.go: Options (the copies' freeze and pacing among them, overridden in a running
+//     storage by its CopySettings file), the Store every controller is a method set on (API
+//     client and reader, options, images) and the storage's timing (poll, retry, workers).
 //   - images.go: the images on disk, the peer's reachability (its storage process runs and no
 //     lab partition flag cuts it off), the image lock and atomic replacement.
 //   - copy.go: CopyTree, a copy of a tree as `cp -a` makes it (owners, modes, links, times).

@@ -42,21 +42,26 @@ func (s *Store) BoundVolume(ctx context.Context, namespace, name string) (*corev
 var ErrNotLabVolume = errors.New("not a lab volume")
 
 // CopyVolume copies a volume into dst (created) at one instant, returning the bytes copied: under
-// its image lock (no writer of this process writes) and, unless Options.CopyFreeze says none,
-// with every process that uses the volume stopped (internal/lab/freeze: the pods that mount it),
-// so the copy is the state a power loss at that instant would leave, save the page cache. Each
-// volume is copied at its own instant, as per-volume mirroring and snapshots are. The pacing
-// (Options.CopyPacing) makes the copy, and so the freeze, take as long as a real volume's copy.
+// its image lock (no writer of this process writes) and, unless Options.CopyFreeze (or the
+// running storage's CopySettings) says none, with every process that uses the volume stopped
+// (internal/lab/freeze: the pods that mount it), so the copy is the state a power loss at that
+// instant would leave, save the page cache. Each volume is copied at its own instant, as
+// per-volume mirroring and snapshots are. The pacing (Options.CopyPacing, CopySettings) makes
+// the copy, and so the freeze, take as long as a real volume's copy.
 func (s *Store) CopyVolume(handle, dst string) (int64, error) {
+	cs, err := s.copySettings()
+	if err != nil {
+		return 0, err
+	}
 	unlock := s.Images.Lock(handle)
 	defer unlock()
 	src := s.Images.VolumeDir(handle)
-	if s.Opts.CopyFreeze != CopyFreezeNone {
+	if cs.Freeze != CopyFreezeNone {
 		thaw, err := freeze.Freeze(src)
 		if err != nil {
 			return 0, fmt.Errorf("failed to freeze the users of volume %s: %w", handle, err)
 		}
 		defer thaw()
 	}
-	return copyTree(src, dst, s.Opts.CopyPacing)
+	return copyTree(src, dst, cs.Pacing)
 }

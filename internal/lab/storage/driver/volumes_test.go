@@ -57,14 +57,20 @@ func counters(dir string) (a, b int, err error) {
 	return a, b, err
 }
 
-// copies copies the pod's volume n times with the freeze mode given, returning the copies' a
-// and b, and how many were torn (b ahead of a, or a more than one ahead of b).
-func copies(t *testing.T, mode CopyFreezeMode, n int) (torn int) {
+// copies copies the pod's volume n times with the storage's options and, unless nil, the copy
+// settings of the running storage, returning how many copies were torn (b ahead of a, or a more
+// than one ahead of b).
+func copies(t *testing.T, opts Options, settings *CopySettings, n int) (torn int) {
 	t.Helper()
-	data := t.TempDir()
-	images, err := NewImages(data, "")
+	opts.DataDir = t.TempDir()
+	images, err := NewImages(opts.DataDir, "")
 	must(t, err)
-	s := &Store{Images: images, Opts: Options{CopyFreeze: mode, CopyPacing: copyPace}}
+	s := &Store{Images: images, Opts: opts}
+	if settings != nil {
+		must(t, WriteCopySettings(opts.DataDir, *settings))
+	}
+	mode, err := s.copySettings()
+	must(t, err)
 	vol := images.VolumeDir("vol-1")
 	must(t, os.MkdirAll(vol, 0o750))
 	startPod(t, vol)
@@ -79,25 +85,40 @@ func copies(t *testing.T, mode CopyFreezeMode, n int) (torn int) {
 		if !ok {
 			torn++
 		}
-		t.Logf("copy %d (%s, freeze %s): a=%d b=%d consistent=%t", i, time.Since(began).Round(time.Millisecond), mode, a, b, ok)
+		t.Logf("copy %d (%s, settings %+v): a=%d b=%d consistent=%t", i, time.Since(began).Round(time.Millisecond), mode, a, b, ok)
 	}
 	return torn
 }
 
 // TestCopyVolumeIsCrashConsistent: a pod writes a then b, and every copy, paced as a real
-// volume's copy is slow, holds b ≤ a ≤ b+1, because the pod is stopped while it runs.
+// volume's copy is slow, holds b ≤ a ≤ b+1, because the pod is stopped while it runs: by
+// default, and when the running storage's settings turn the freeze back on.
 func TestCopyVolumeIsCrashConsistent(t *testing.T) {
-	if torn := copies(t, CopyFreezeProcesses, 10); torn > 0 {
-		t.Errorf("%d of 10 copies taken with the pod frozen are torn", torn)
-	}
+	t.Run("by default", func(t *testing.T) {
+		if torn := copies(t, Options{CopyPacing: copyPace}, nil, 10); torn > 0 {
+			t.Errorf("%d of 10 copies taken with the pod frozen are torn", torn)
+		}
+	})
+	t.Run("with the settings' freeze over the options' none", func(t *testing.T) {
+		if torn := copies(t, Options{CopyFreeze: CopyFreezeNone}, &CopySettings{Freeze: CopyFreezeProcesses, Pacing: copyPace}, 10); torn > 0 {
+			t.Errorf("%d of 10 copies taken with the pod frozen are torn", torn)
+		}
+	})
 }
 
 // TestCopyVolumeWithoutFreezeTears: the same copies without the freeze are torn, which is what
-// makes the test above able to fail.
+// makes the test above able to fail; by the options, or by the running storage's settings.
 func TestCopyVolumeWithoutFreezeTears(t *testing.T) {
-	if torn := copies(t, CopyFreezeNone, 10); torn == 0 {
-		t.Error("none of 10 copies taken while the pod writes is torn: the copies do not show a torn copy, and the freeze's test proves nothing")
-	}
+	t.Run("by the options", func(t *testing.T) {
+		if torn := copies(t, Options{CopyFreeze: CopyFreezeNone, CopyPacing: copyPace}, nil, 10); torn == 0 {
+			t.Error("none of 10 copies taken while the pod writes is torn: the copies do not show a torn copy, and the freeze's test proves nothing")
+		}
+	})
+	t.Run("by the settings over the options' freeze", func(t *testing.T) {
+		if torn := copies(t, Options{}, &CopySettings{Freeze: CopyFreezeNone, Pacing: copyPace}, 10); torn == 0 {
+			t.Error("none of 10 copies taken while the pod writes is torn: the settings did not turn the freeze off")
+		}
+	})
 }
 
 func TestParseCopyFreeze(t *testing.T) {
