@@ -25,6 +25,7 @@ import (
 	"github.com/drover-io/drover/internal/lab/crds/upstream"
 	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
+	"github.com/drover-io/drover/internal/lab/storage/driver"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -343,7 +344,8 @@ func newLabKubeconfigCommand(f *labFlags) *cobra.Command {
 
 // newLabStorageControllerCommand runs the lab storage of one cluster; the lab starts it.
 func newLabStorageControllerCommand() *cobra.Command {
-	var cluster, kubeconfigPath, dataDir, peerDataDir, partitionFlag, peerPartitionFlag, multiClusterFlag string
+	var cluster, kubeconfigPath, dataDir, peerDataDir, partitionFlag, peerPartitionFlag, multiClusterFlag, copyFreeze string
+	var copyPacing time.Duration
 	cmd := &cobra.Command{
 		Use:    "storage-controller",
 		Short:  "Run the lab storage of one managed cluster (started by the lab)",
@@ -351,6 +353,15 @@ func newLabStorageControllerCommand() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
+			freeze, err := driver.ParseCopyFreeze(copyFreeze)
+			if err != nil {
+				return fmt.Errorf("invalid --copy-freeze: %w", err)
+			}
+			if v := os.Getenv(driver.CopyPacingEnv); v != "" && !cmd.Flags().Changed("copy-pacing") {
+				if copyPacing, err = time.ParseDuration(v); err != nil {
+					return fmt.Errorf("invalid $%s: %w", driver.CopyPacingEnv, err)
+				}
+			}
 			cfg, err := kubeconfig.FromFile(kubeconfigPath)
 			if err != nil {
 				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfigPath, err)
@@ -361,6 +372,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 			return storage.Run(cmd.Context(), cfg, storage.Options{
 				Cluster: cluster, DataDir: dataDir, PeerDataDir: peerDataDir, Drivers: []string{lab.BlockDriver, lab.FileDriver},
 				PartitionFlags: nonEmpty(partitionFlag, peerPartitionFlag), MultiClusterFlag: multiClusterFlag,
+				CopyFreeze: freeze, CopyPacing: copyPacing,
 			})
 		},
 	}
@@ -371,6 +383,11 @@ func newLabStorageControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&partitionFlag, "partition-flag", "", "file whose existence partitions this cluster from its peer")
 	cmd.Flags().StringVar(&peerPartitionFlag, "peer-partition-flag", "", "file whose existence partitions the peer cluster from this one")
 	cmd.Flags().StringVar(&multiClusterFlag, "multicluster-network-flag", "", "file whose existence joins this cluster and its peer in the multi-cluster network")
+	cmd.Flags().StringVar(&copyFreeze, "copy-freeze", os.Getenv(driver.CopyFreezeEnv),
+		fmt.Sprintf("what a copy of a volume stops while it runs: %q (every process using the volume) or %q; default $%s, else %[1]q",
+			driver.CopyFreezeProcesses, driver.CopyFreezeNone, driver.CopyFreezeEnv))
+	cmd.Flags().DurationVar(&copyPacing, "copy-pacing", 0,
+		fmt.Sprintf("time slept before every file a copy of a volume copies, to make it take as long as a real volume's; default $%s", driver.CopyPacingEnv))
 	for _, name := range []string{"cluster", "kubeconfig", "data-dir"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -5,7 +5,8 @@ package csi
 // The lab storage plays snapshot-controller and the CSI snapshotter for its drivers, with real
 // VolumeSnapshot objects (snapshot.storage.k8s.io/v1):
 //   - A VolumeSnapshot of a bound lab PVC (spec.source.persistentVolumeClaimName) gets the
-//     finalizer lab.drover.io/snapshot, then a copy of the volume taken under Images.Lock into
+//     finalizer lab.drover.io/snapshot, then a crash-consistent copy of the volume (CopyVolume:
+//     under Images.Lock, the pods using it stopped) into
 //     <dataDir>/snapshots/snapshot-<vs uid>/ (staged, renamed into place), a
 //     VolumeSnapshotContent snapcontent-<vs uid> (driver, source.volumeHandle, deletionPolicy,
 //     volumeSnapshotRef; status snapshotHandle, readyToUse, restoreSize = the PV's capacity),
@@ -177,8 +178,8 @@ func (s *store) failSnapshot(ctx context.Context, vs *snapshotv1.VolumeSnapshot,
 	return nil
 }
 
-// takeSnapshot copies the volume under its image lock into the snapshot's directory, staged
-// and renamed, so a snapshot directory is always complete.
+// takeSnapshot copies the volume at one instant (CopyVolume) into the snapshot's directory,
+// staged and renamed, so a snapshot directory is always complete.
 func (s *store) takeSnapshot(ctx context.Context, volume, handle string) error {
 	dst := state.SnapshotPath(s.Opts.DataDir, handle)
 	if ok, err := driver.Exists(dst); err != nil || ok {
@@ -189,7 +190,7 @@ func (s *store) takeSnapshot(ctx context.Context, volume, handle string) error {
 		return err
 	}
 	began := time.Now()
-	n, err := s.CopyPointInTime(volume, staging)
+	n, err := s.CopyVolume(volume, staging)
 	if err != nil {
 		return fmt.Errorf("failed to snapshot volume %s: %w", volume, err)
 	}

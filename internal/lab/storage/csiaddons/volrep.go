@@ -420,16 +420,15 @@ func nextMirror(st state.ImageState, interval time.Duration) time.Time {
 	return st.LastSyncTime.Add(interval)
 }
 
-// mirror sends a point-in-time copy of the image to the peer and applies it there atomically.
-// The copy is taken under the image lock, so it holds whole records only; the peer's image
-// becomes a secondary of this epoch.
+// mirror sends a crash-consistent copy of the image to the peer (CopyVolume: under the image
+// lock, the pods using it stopped, as an RBD mirror snapshot is taken at one instant) and
+// applies it there atomically; the peer's image becomes a secondary of this epoch.
 func (s *store) mirror(handle string, epoch int64) (state.ImageState, error) {
 	began := time.Now()
 	staged := filepath.Join(filepath.Dir(s.Images.PeerVolumeDir(handle)), fmt.Sprintf(".incoming-%s-%d", handle, began.UnixNano()))
-	unlock := s.Images.Lock(handle)
+	// No write acknowledged before now is missing from the copy, taken after this.
 	taken := time.Now()
-	n, err := driver.CopyTree(s.Images.VolumeDir(handle), staged)
-	unlock()
+	n, err := s.CopyVolume(handle, staged)
 	if err != nil {
 		_ = os.RemoveAll(staged)
 		return state.ImageState{}, err

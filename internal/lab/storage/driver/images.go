@@ -3,8 +3,6 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,66 +137,6 @@ func (im *Images) UpdateState(handle string, change func(*state.ImageState)) (st
 // UpdatePeerState changes the peer's state of the image like UpdateState.
 func (im *Images) UpdatePeerState(handle string, change func(*state.ImageState)) (state.ImageState, error) {
 	return state.Update(state.ImagePath(im.peerDir, handle), change)
-}
-
-// CopyTree copies the regular files (with their modification times) and directories under src
-// into dst (created), returning the bytes copied. A missing src copies nothing.
-func CopyTree(src, dst string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && path == src {
-				return fs.SkipAll
-			}
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o750)
-		case d.Type().IsRegular():
-			n, err := CopyFile(path, target)
-			total += n
-			if err != nil {
-				return err
-			}
-			// Keep the modification time, as a snapshot or rsync -a does: rsync's quick check
-			// (internal/lab/storage/volsync/rsync.go) compares it.
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			return os.Chtimes(target, info.ModTime(), info.ModTime())
-		default:
-			return nil
-		}
-	})
-	if err != nil {
-		return total, fmt.Errorf("failed to copy %s to %s: %w", src, dst, err)
-	}
-	return total, os.MkdirAll(dst, 0o750)
-}
-
-// CopyFile copies the regular file src to dst (created or truncated), returning the bytes copied.
-func CopyFile(src, dst string) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
 }
 
 // ReplaceDir makes dst hold exactly what staged holds, by renames on one file system, so a

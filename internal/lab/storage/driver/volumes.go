@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/internal/lab/freeze"
 )
 
 // BoundVolume returns the lab PV bound to a PVC, or a wait while there is none.
@@ -39,9 +41,27 @@ func (s *Store) BoundVolume(ctx context.Context, namespace, name string) (*corev
 // the lab cannot copy.
 var ErrNotLabVolume = errors.New("not a lab volume")
 
-// CopyPointInTime copies a volume under its image lock, so no record writer tears the copy.
-func (s *Store) CopyPointInTime(handle, dst string) (int64, error) {
+// CopyVolume copies a volume into dst (created) at one instant, returning the bytes copied: under
+// its image lock (no writer of this process writes) and, unless Options.CopyFreeze (or the
+// running storage's CopySettings) says none, with every process that uses the volume stopped
+// (internal/lab/freeze: the pods that mount it), so the copy is the state a power loss at that
+// instant would leave, save the page cache. Each volume is copied at its own instant, as
+// per-volume mirroring and snapshots are. The pacing (Options.CopyPacing, CopySettings) makes
+// the copy, and so the freeze, take as long as a real volume's copy.
+func (s *Store) CopyVolume(handle, dst string) (int64, error) {
+	cs, err := s.copySettings()
+	if err != nil {
+		return 0, err
+	}
 	unlock := s.Images.Lock(handle)
 	defer unlock()
-	return CopyTree(s.Images.VolumeDir(handle), dst)
+	src := s.Images.VolumeDir(handle)
+	if cs.Freeze != CopyFreezeNone {
+		thaw, err := freeze.Freeze(src)
+		if err != nil {
+			return 0, fmt.Errorf("failed to freeze the users of volume %s: %w", handle, err)
+		}
+		defer thaw()
+	}
+	return copyTree(src, dst, cs.Pacing)
 }

@@ -10,8 +10,8 @@ package volsync
 // PVC with some files new, some old, and files the source deleted still there; no snapshot is
 // taken, so only status.latestImage stays a consistent point.
 //
-// The lab does the same from the source's storage process: it takes the point-in-time copy of
-// the source volume (under Images.Lock, into its staging directory), then writes it file by
+// The lab does the same from the source's storage process: it takes the crash-consistent copy
+// of the source volume (CopyVolume, into its staging directory), then writes it file by
 // file into the destination's volume (named by the destination's listener, as the mover's
 // mount) in the peer's data directory, pacing every file it writes or deletes, and writes
 // transfer.json last, the control file. Killing the source's storage process (`drover lab
@@ -115,7 +115,7 @@ func (s *store) sourceCopyOf(ctx context.Context, sc *rsScope, take bool) (*sour
 	}
 	staging := driver.StagingPath(s.Opts.DataDir, filepath.Base(dir))
 	defer func() { _ = os.RemoveAll(staging) }()
-	n, err := s.CopyPointInTime(pv.Spec.CSI.VolumeHandle, staging)
+	n, err := s.CopyVolume(pv.Spec.CSI.VolumeHandle, staging)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(dir), 0o750)
 	}
@@ -226,11 +226,17 @@ type rsyncStats struct {
 }
 
 // sync makes dst hold what src holds: a copy pass (files that differ in size or modification
-// time, each written to a temporary name and renamed), then a delete pass (what src lacks).
+// time, each written to a temporary name and renamed; links that differ), then a delete pass
+// (what src lacks). As rsync -aAhHSxz (upstream's client.sh), owners, modes and times of
+// everything below dst are kept, of unchanged files too, and symbolic links are links (upstream
+// munges them in transit and restores them before the mover exits); dst's own directory keeps
+// its own, as upstream's first pass leaves the volume's root out. Hard links arrive as separate
+// files (CopyTree's limits).
 func (r *rsyncRun) sync(src, dst string) (rsyncStats, error) {
 	if err := os.MkdirAll(dst, 0o750); err != nil {
 		return r.stats, err
 	}
+	var dirs []string
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -242,27 +248,68 @@ func (r *rsyncRun) sync(src, dst string) (rsyncStats, error) {
 		target := filepath.Join(dst, rel)
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, 0o750)
+			dirs = append(dirs, rel)
+			return r.ensureDir(target)
 		case d.Type().IsRegular():
 			return r.copyIfChanged(path, target)
+		case d.Type()&fs.ModeSymlink != 0:
+			return r.linkIfChanged(path, target)
 		}
 		return nil
 	})
+	for _, rel := range slices.Backward(dirs) {
+		if err != nil {
+			break
+		}
+		err = driver.CopyMeta(filepath.Join(src, rel), filepath.Join(dst, rel))
+	}
 	if err == nil {
 		err = r.deleteExtra(src, dst)
 	}
 	return r.stats, err
 }
 
+// ensureDir makes target a directory, replacing what else is there.
+func (r *rsyncRun) ensureDir(target string) error {
+	if ti, err := os.Lstat(target); err == nil && !ti.IsDir() {
+		if err := os.Remove(target); err != nil {
+			return err
+		}
+	}
+	return os.MkdirAll(target, 0o700)
+}
+
+// linkIfChanged makes target the symbolic link src is unless it is already, paced and checked.
+func (r *rsyncRun) linkIfChanged(src, target string) error {
+	link, err := os.Readlink(src)
+	if err != nil {
+		return err
+	}
+	if have, err := os.Readlink(target); err == nil && have == link {
+		return driver.CopyMeta(src, target)
+	}
+	if err := r.step(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return err
+	}
+	if err := os.Symlink(link, target); err != nil {
+		return err
+	}
+	r.stats.written++
+	return driver.CopyMeta(src, target)
+}
+
 // copyIfChanged copies one file unless the target has its size and modification time
-// (rsync's quick check), paced and checked.
+// (rsync's quick check), paced and checked; the target gets the file's metadata either way.
 func (r *rsyncRun) copyIfChanged(src, target string) error {
 	si, err := os.Stat(src)
 	if err != nil {
 		return err
 	}
-	if ti, err := os.Stat(target); err == nil && ti.Mode().IsRegular() && ti.Size() == si.Size() && ti.ModTime().Equal(si.ModTime()) {
-		return nil
+	if ti, err := os.Lstat(target); err == nil && ti.Mode().IsRegular() && ti.Size() == si.Size() && ti.ModTime().Equal(si.ModTime()) {
+		return driver.CopyMeta(src, target)
 	}
 	if err := r.step(); err != nil {
 		return err
@@ -277,7 +324,7 @@ func (r *rsyncRun) copyIfChanged(src, target string) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := os.Chtimes(tmp, si.ModTime(), si.ModTime()); err != nil {
+	if err := driver.CopyMeta(src, tmp); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}

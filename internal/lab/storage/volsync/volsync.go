@@ -93,9 +93,9 @@ package volsync
 //     key Secret is copied to the source's cluster by whoever sets up the pair (drover, a test,
 //     a person) without the destination's ownerReferences, which the garbage collector there
 //     would act on;
-//   - the copy (rsync.go): the source volume is copied under Images.Lock (a
-//     point-in-time copy that no record writer can tear; copyMethod Snapshot, Clone and Direct
-//     all take it this way) into the source's staging directory, then written by the lab's
+//   - the copy (rsync.go): the source volume is copied at one instant (CopyVolume: under
+//     Images.Lock, the pods using it stopped, a crash-consistent copy; copyMethod Snapshot,
+//     Clone and Direct all take it this way) into the source's staging directory, then written by the lab's
 //     rsync into the destination's volume in <peerDataDir>/volumes/ as rsync-tls does: a copy
 //     pass (files whose size or modification time differ, each to a temporary name renamed into
 //     place), then a delete pass, every file written or deleted taking the source's pace
