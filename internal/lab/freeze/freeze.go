@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -167,7 +168,7 @@ func waitStopped(procs []proc) error {
 	for _, p := range procs {
 		for !stopped(p) {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("process %d did not stop within %s", p.pid, stopTimeout)
+				return fmt.Errorf("process %d did not stop within %s (%s)", p.pid, stopTimeout, describeProc(p.pid))
 			}
 			time.Sleep(stopPoll)
 		}
@@ -175,7 +176,10 @@ func waitStopped(procs []proc) error {
 	return nil
 }
 
-// stopped reports whether every thread of p has stopped or exited (p gone included).
+// stopped reports whether every thread of p has stopped or exited (p gone included), or waits
+// for a child it vforked: such a thread runs no code of its own until that child execs or exits,
+// and cannot stop before (a shell such as dash vforks its commands), while the child is one the
+// freeze stops too, found by its rescans.
 func stopped(p proc) bool {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.pid))
 	if err != nil {
@@ -189,11 +193,37 @@ func stopped(p proc) bool {
 		if err != nil {
 			continue
 		}
-		switch st.state {
-		case 'T', 't', 'Z', 'X':
+		switch {
+		case st.state == 'T', st.state == 't', st.state == 'Z', st.state == 'X':
+		case st.state == 'D' && inVfork(p.pid, t.Name()):
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// describeProc says, for an error, what process pid runs and the state of each of its threads.
+func describeProc(pid int) string {
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	states := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		if st, err := readStat(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); err == nil {
+			wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, t.Name()))
+			states = append(states, t.Name()+":"+string(st.state)+" in "+string(wchan))
+		}
+	}
+	return fmt.Sprintf("%s, threads %v", strings.TrimSpace(string(comm)), states)
+}
+
+// inVfork reports whether thread tid of pid sleeps in the kernel waiting for a vforked child
+// (wait_for_vfork_done, inlined into kernel_clone on recent kernels).
+func inVfork(pid int, tid string) bool {
+	wchan, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, tid))
+	if err != nil {
+		return false
+	}
+	w := string(wchan)
+	return w == "kernel_clone" || strings.Contains(w, "vfork")
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,8 +30,14 @@ func startPod(t *testing.T, vol string) {
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", fmt.Sprintf(
 		"mount --bind %s %[2]s && cd / && i=0; while :; do i=$((i+1)); (echo $i >> %[2]s/a; sleep 0.001; echo $i >> %[2]s/b); done", vol, m))
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		// The whole group: a subshell forked for a counter outlives its parent's kill and would
+		// write into the volume while the test removes it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if a, _, _ := counters(vol); a > 3 {
 			return
