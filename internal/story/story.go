@@ -357,27 +357,29 @@ func pollUntil(ctx context.Context, timeout, every time.Duration, check func(ctx
 	}
 }
 
-// await polls the DRPlacementControl until done says it is, printing a line whenever the phase,
-// the step or what drover waits for changes. It fails at the timeout with the last state.
+// await polls the DRPlacementControl until done says it is, printing a line (progressLine: short,
+// in words) whenever the phase, the step or what drover waits for changes. It fails at the
+// timeout with the last state.
 func (r *Run) await(ctx context.Context, what string, done func(*v1alpha1.DRPlacementControl) bool) error {
-	last := ""
+	last, lastFull := "", ""
 	return r.poll(ctx, 250*time.Millisecond, func(ctx context.Context) error {
 		if d, err := r.drpc(ctx); err == nil {
 			av := condition(d, v1alpha1.ConditionAvailable)
-			line := fmt.Sprintf("%s/%s: %s", d.Status.Phase, d.Status.Progression, av.Message)
+			full := fmt.Sprintf("%s/%s: %s", d.Status.Phase, d.Status.Progression, av.Message)
 			if av.Status == metav1.ConditionTrue {
 				pr := condition(d, v1alpha1.ConditionPeerReady)
-				line = fmt.Sprintf("%s/%s on %s; PeerReady %s: %s", d.Status.Phase, d.Status.Progression, d.Status.CurrentPrimary, pr.Status, pr.Message)
+				full = fmt.Sprintf("%s/%s on %s; PeerReady %s: %s", d.Status.Phase, d.Status.Progression, d.Status.CurrentPrimary, pr.Status, pr.Message)
 			}
-			if line != last {
+			if line := progressLine(full); line != last {
 				r.say("  %s", line)
 				last = line
 			}
+			lastFull = full
 			if done(d) {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s: not done after %s; last seen: %s", what, r.env.Timeout, last)
+		return fmt.Errorf("%s: not done after %s; last seen: %s", what, r.env.Timeout, lastFull)
 	})
 }
 
