@@ -8,10 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/identitypolicy"
+	"github.com/drover-io/drover/internal/kubeconfig"
 )
 
 const (
@@ -30,8 +31,11 @@ const (
 // forbids: a namespace labelled as a drill's sandbox, asked as a dry run. RBAC alone lets that
 // credential write far more than drover does; an API server enforces a policy only some time
 // after it was created, and join hands the hub its credential only once it is bounded.
-func (o Options) awaitCredentialBounds(ctx context.Context, managed *target, kubeconfig []byte) error {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+func (o Options) awaitCredentialBounds(ctx context.Context, managed *target, raw []byte) error {
+	// The hub reads its kubeconfig Secret through kubeconfig.FromSecret: the probe does too.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: KubeconfigSecretName(o.Name)},
+		Data: map[string][]byte{v1alpha1.KubeconfigSecretKey: raw}}
+	cfg, err := kubeconfig.FromSecret(secret)
 	if err != nil {
 		return fmt.Errorf("failed to read the hub's kubeconfig for %s: %w", managed.role, err)
 	}
