@@ -24,12 +24,17 @@ const (
 	minBackOff   = time.Second
 	maxBackOff   = 30 * time.Second
 	backOffReset = 10 * time.Second
-	// mountScript runs inside a new mount namespace: with a read-only root filesystem it makes
-	// every mount but /proc, /sys and /dev read-only; it binds each (source, target, ro|rw)
-	// triple up to "--" (targets exist: the kubelet created them), changes to the working
-	// directory and execs the command, so the pid the kubelet started is the container's process.
+	// mountScript runs as PID 1 of the container's new PID namespace, in its new mount
+	// namespace: it mounts a /proc of that PID namespace and a /dev/shm of its own (as a
+	// container runtime does: a container's POSIX shared memory goes with it); with a read-only
+	// root filesystem it makes every mount but /proc, /sys and /dev read-only; it binds each
+	// (source, target, ro|rw) triple up to "--" (targets exist: the kubelet created them),
+	// changes to the working directory and execs the command (through setpriv when the
+	// container runs as another user), so the pid the kubelet started is the container's process.
 	mountScript = `set -e
 wd=$1; roroot=$2; shift 2
+mount -t proc -o nosuid,nodev,noexec proc /proc
+mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m shm /dev/shm
 if [ "$roroot" = 1 ]; then
   for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
     case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue;; esac
@@ -96,10 +101,11 @@ func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerSt
 	return c
 }
 
+// startSupervisor starts the container's supervisor, unless it runs or the container ended.
 func (c *container) startSupervisor() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.terminated != nil {
+	if c.terminated != nil || c.supervising {
 		return
 	}
 	c.supervising = true
@@ -163,71 +169,28 @@ func launchReason(err error) string {
 	return "CreateContainerError"
 }
 
-// launch starts the container's process in a mount namespace of its own, with its mounts bound.
+// launch starts the container's process in namespaces of its own, with its mounts bound.
 func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	w := c.w
-	pod := w.currentPod()
-	binary, ok := imageBinary(w.k.opts.Images, c.spec.Image)
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: the lab kubelet runs only the images %s, not %s: map it in the lab kubelet's Images", errUnknownImage, knownImages(w.k.opts.Images), c.spec.Image)
-	}
-	ctx := context.Background()
-	env, vars, err := w.containerEnv(ctx, pod, c.spec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
-	}
-	mounts, err := w.mounts(pod, c.spec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
-	}
-	termination, err := c.terminationMount()
+	spec, err := c.prepare()
 	if err != nil {
 		return nil, nil, err
 	}
-	mounts = append(mounts, termination...)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return nil, nil, fmt.Errorf("unshare (util-linux) is missing: install it to run pods: %w", err)
-	}
-	wd := c.spec.WorkingDir
-	if wd == "" {
-		wd = "/"
-	}
-	roRoot := "0"
-	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-		roRoot = "1"
-	}
-	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountScript, "sh", wd, roRoot}
-	for _, m := range mounts {
-		if err := mountTarget(m); err != nil {
-			return nil, nil, err
-		}
-		mode := "rw"
-		if m.readOnly {
-			mode = "ro"
-		}
-		args = append(args, m.source, m.target, mode)
-	}
-	command := argv(binary, c.spec, vars)
-	if !w.k.opts.KeepWildcardBinds {
-		command = narrowWildcardBinds(command, c.spec, w.ip.String())
-	}
-	args = append(append(args, "--"), command...)
 	logFile, err := c.openLog()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(command, " "))
+	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(spec.command, " "))
 	logStart, err := logFile.Seek(0, io.SeekEnd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to find the end of log %s: %w", c.logPath(), err)
 	}
-	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd := exec.Command("/bin/sh", spec.scriptArgs()...) //nolint:gosec // the lab runs binaries it was given
+	cmd.Env, cmd.Stdout, cmd.Stderr = spec.env, logFile, logFile
+	cmd.SysProcAttr = containerSysProcAttr()
 	if err := start(cmd); err != nil {
-		return nil, nil, fmt.Errorf("failed to start %s: %w", binary, err)
+		return nil, nil, fmt.Errorf("failed to start %s: %w", spec.command[0], err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -239,8 +202,103 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	c.readyProbe, c.liveProbe = probeState{}, probeState{}
 	c.mu.Unlock()
 	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
-	w.k.writeState(ctx)
+	w.k.writeState(context.Background())
 	return cmd, exited, nil
+}
+
+// containerSysProcAttr puts a container's process in mount, PID and IPC namespaces of its own,
+// as a container runtime does: it is PID 1 of its PID namespace, so when it ends the kernel
+// kills every process it started, even those that left its process group (setsid), and it
+// gets SIGTERM only if it handles it, as a container's first process. Go makes the new mount
+// namespace's propagation private before the script binds the container's mounts. A
+// container's namespaces are its own: its pod's other containers do not share them (a real
+// pod's containers share the IPC namespace; they share a PID namespace only with
+// shareProcessNamespace, which the lab does not support).
+func containerSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Setpgid: true, Pdeathsig: syscall.SIGKILL,
+		Cloneflags:   syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+		Unshareflags: syscall.CLONE_NEWNS,
+	}
+}
+
+// launchSpec is what a container's start needs, resolved from the pod.
+type launchSpec struct {
+	env     []string
+	mounts  []mount
+	command []string // the container's command, as it runs
+	cred    *credential
+	setpriv string // the setpriv binary, when cred is set
+	wd      string
+	roRoot  bool
+}
+
+// scriptArgs are the mount script's arguments: sh -c mountScript sh wd roRoot (source target
+// mode)... -- [setpriv ... --] command...
+func (s *launchSpec) scriptArgs() []string {
+	roRoot := "0"
+	if s.roRoot {
+		roRoot = "1"
+	}
+	args := []string{"-c", mountScript, "sh", s.wd, roRoot}
+	for _, m := range s.mounts {
+		mode := "rw"
+		if m.readOnly {
+			mode = "ro"
+		}
+		args = append(args, m.source, m.target, mode)
+	}
+	args = append(args, "--")
+	if s.cred != nil {
+		args = append(args, s.cred.setprivArgs(s.setpriv)...)
+	}
+	return append(args, s.command...)
+}
+
+// prepare resolves the container's image, environment, mounts (creating their mount points),
+// identity and command.
+func (c *container) prepare() (*launchSpec, error) {
+	w := c.w
+	pod := w.currentPod()
+	binary, ok := imageBinary(w.k.opts.Images, c.spec.Image)
+	if !ok {
+		return nil, fmt.Errorf("%w: the lab kubelet runs only the images %s, not %s: map it in the lab kubelet's Images", errUnknownImage, knownImages(w.k.opts.Images), c.spec.Image)
+	}
+	env, vars, err := w.containerEnv(context.Background(), pod, c.spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	mounts, err := w.mounts(pod, c.spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	termination, err := c.terminationMount()
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, termination...)
+	for _, m := range mounts {
+		if err := mountTarget(m); err != nil {
+			return nil, err
+		}
+	}
+	spec := &launchSpec{env: env, mounts: mounts, wd: c.spec.WorkingDir, cred: containerCredential(pod, c.spec)}
+	if spec.wd == "" {
+		spec.wd = "/"
+	}
+	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		spec.roRoot = true
+	}
+	if spec.cred != nil {
+		if spec.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return nil, fmt.Errorf("setpriv (util-linux) is missing: install it to run pods with a runAsUser, runAsGroup or fsGroup: %w", err)
+		}
+	}
+	spec.command = argv(binary, c.spec, vars)
+	if !w.k.opts.KeepWildcardBinds {
+		spec.command = narrowWildcardBinds(spec.command, c.spec, w.ip.String())
+	}
+	return spec, nil
 }
 
 func (c *container) logPath() string {
@@ -343,11 +401,22 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 		if vol == nil {
 			return nil, fmt.Errorf("volume mount %s of container %s names no volume of the pod", vm.Name, c.Name)
 		}
-		src := w.volumeDir(vm.Name)
-		if vm.SubPath != "" {
-			src = filepath.Join(src, vm.SubPath)
+		src, ro := w.volumeDir(vm.Name), vm.ReadOnly || vol.EmptyDir == nil
+		if vol.PersistentVolumeClaim != nil {
+			if src = w.claimDir(vm.Name); src == "" {
+				return nil, fmt.Errorf("volume %s of container %s is not mounted yet", vm.Name, c.Name)
+			}
+			ro = vm.ReadOnly || vol.PersistentVolumeClaim.ReadOnly
 		}
-		ro := vm.ReadOnly || vol.EmptyDir == nil
+		if vm.SubPath != "" {
+			root := src
+			src = filepath.Join(src, vm.SubPath)
+			if vol.PersistentVolumeClaim != nil || vol.EmptyDir != nil {
+				if err := makeSubPath(root, src); err != nil {
+					return nil, err
+				}
+			}
+		}
 		out = append(out, mount{source: src, target: vm.MountPath, readOnly: ro})
 		saMounted = saMounted || filepath.Clean(vm.MountPath) == serviceAccountDir
 	}
@@ -355,6 +424,19 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 		out = append(out, mount{source: w.saDir(), target: serviceAccountDir, readOnly: true})
 	}
 	return out, nil
+}
+
+// makeSubPath creates a subPath of a writable volume that does not exist yet, with the mode of
+// the volume's root, as a kubelet does (pkg/kubelet/kubelet_pods.go makeMounts, SafeMakeDir).
+func makeSubPath(root, dir string) error {
+	info, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("failed to read volume %s: %w", root, err)
+	}
+	if err := os.MkdirAll(dir, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("failed to create subPath %s: %w", dir, err)
+	}
+	return nil
 }
 
 // mountTarget creates the directory (or, for a file, the empty file) that m is bound onto. It is
@@ -366,12 +448,12 @@ func mountTarget(m mount) error {
 		return fmt.Errorf("failed to find the source %s of mount %s: %w", m.source, m.target, err)
 	}
 	if info.IsDir() {
-		if err := os.MkdirAll(m.target, 0o750); err != nil {
+		if err := os.MkdirAll(m.target, 0o755); err != nil { //nolint:gosec // a container's user of any uid traverses it
 			return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(m.target), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(m.target), 0o755); err != nil { //nolint:gosec // a container's user of any uid traverses it
 		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 	}
 	f, err := os.OpenFile(m.target, os.O_CREATE|os.O_RDONLY, 0o600)
