@@ -62,6 +62,7 @@ type mount struct {
 type container struct {
 	w    *podWorker
 	spec *corev1.Container
+	init bool // an init container: it runs to completion before the pod's containers start
 
 	stopCh chan time.Duration
 	done   chan struct{}
@@ -81,10 +82,17 @@ type container struct {
 	liveProbe   probeState
 }
 
-func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerStatus) *container {
+func newContainer(w *podWorker, spec *corev1.Container, init bool, prev *corev1.ContainerStatus) *container {
+	// Until it starts, a container waits in ContainerCreating, or PodInitializing in a pod with
+	// init containers (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
+	// convertToAPIContainerStatuses).
+	reason := "ContainerCreating"
+	if len(w.pod.Spec.InitContainers) > 0 {
+		reason = "PodInitializing"
+	}
 	c := &container{
-		w: w, spec: spec, stopCh: make(chan time.Duration, 1), done: make(chan struct{}),
-		waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"},
+		w: w, spec: spec, init: init, stopCh: make(chan time.Duration, 1), done: make(chan struct{}),
+		waiting: &corev1.ContainerStateWaiting{Reason: reason},
 	}
 	if prev != nil {
 		// A kubelet that stopped took its processes with it: starting them again is a restart.
@@ -94,11 +102,30 @@ func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerSt
 		}
 		c.last = prev.LastTerminationState.Terminated
 		// A process that ended for good stays ended, as with a kubelet that restarts.
-		if t := prev.State.Terminated; t != nil && !restarts(w.pod.Spec.RestartPolicy, t.ExitCode) {
+		if t := prev.State.Terminated; t != nil && !restarts(c.restartPolicy(w.pod), t.ExitCode) {
 			c.terminated, c.waiting = t, nil
 		}
 	}
 	return c
+}
+
+// restartPolicy is the pod's restartPolicy for a container, OnFailure for an init container of
+// a pod whose policy is Always: an init container that completed is not run again.
+func (c *container) restartPolicy(pod *corev1.Pod) corev1.RestartPolicy {
+	if c.init && pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return corev1.RestartPolicyOnFailure
+	}
+	return pod.Spec.RestartPolicy
+}
+
+// completion says whether the container ended for good: completed (exit 0) or failed.
+func (c *container) completion() (completed, failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminated == nil {
+		return false, false
+	}
+	return c.terminated.ExitCode == 0, c.terminated.ExitCode != 0
 }
 
 // startSupervisor starts the container's supervisor, unless it runs or the container ended.
@@ -338,7 +365,7 @@ func (c *container) exited(cmd *exec.Cmd, started time.Time) bool {
 	logStart := c.logStart
 	c.mu.Unlock()
 	term.Message = c.terminationMessage(term.ExitCode, logStart)
-	restart := restarts(c.w.currentPod().Spec.RestartPolicy, term.ExitCode)
+	restart := restarts(c.restartPolicy(c.w.currentPod()), term.ExitCode)
 	c.mu.Lock()
 	c.running, c.ready, c.pid = false, false, 0
 	if restart {

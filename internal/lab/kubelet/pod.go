@@ -24,6 +24,7 @@ type podWorker struct {
 	ip         netip.Addr
 	dir        string
 	containers []*container
+	inits      []*container // the init containers, run one after another before containers
 	startTime  time.Time
 	tokens     map[string]*tokenFile // by volume/source, "" for the ServiceAccount directory; used by run only
 	setUp      map[string]bool       // emptyDir volumes created and owned for the pod's fsGroup; used by run only
@@ -59,9 +60,13 @@ func (k *Kubelet) newPodWorker(ctx context.Context, pod *corev1.Pod) (*podWorker
 	if pod.Status.StartTime != nil {
 		w.startTime = pod.Status.StartTime.Time
 	}
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		w.inits = append(w.inits, newContainer(w, spec, true, previousStatus(pod.Status.InitContainerStatuses, spec.Name)))
+	}
 	for i := range pod.Spec.Containers {
 		spec := &pod.Spec.Containers[i]
-		w.containers = append(w.containers, newContainer(w, spec, previousStatus(pod.Status.ContainerStatuses, spec.Name)))
+		w.containers = append(w.containers, newContainer(w, spec, false, previousStatus(pod.Status.ContainerStatuses, spec.Name)))
 	}
 	klog.FromContext(ctx).Info("Running pod", "pod", klog.KObj(pod), "podIP", ip)
 	return w, nil
@@ -76,11 +81,29 @@ func previousStatus(statuses []corev1.ContainerStatus, name string) *corev1.Cont
 	return nil
 }
 
-// startContainers starts the pod's containers.
+// startContainers starts the pod's init containers one at a time, each once the one before it
+// completed, and then its containers, as a kubelet's computePodActions does
+// (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go). An init container
+// that failed and is not started again (restartPolicy Never) starts nothing more: the pod fails.
 func (w *podWorker) startContainers() {
+	for _, c := range w.inits {
+		completed, failed := c.completion()
+		if failed {
+			return
+		}
+		if !completed {
+			c.startSupervisor()
+			return
+		}
+	}
 	for _, c := range w.containers {
 		c.startSupervisor()
 	}
+}
+
+// allContainers are the pod's init containers and containers.
+func (w *podWorker) allContainers() []*container {
+	return append(append([]*container{}, w.inits...), w.containers...)
 }
 
 // start prepares the pod's files and starts its containers and its sync loop.
@@ -157,7 +180,7 @@ func (w *podWorker) stop(ctx context.Context, grace time.Duration) {
 		<-w.done
 	}
 	var wg sync.WaitGroup
-	for _, c := range w.containers {
+	for _, c := range w.allContainers() {
 		wg.Go(func() { c.stop(grace) })
 	}
 	wg.Wait()
