@@ -80,6 +80,8 @@ type container struct {
 	ready       bool
 	readyProbe  probeState
 	liveProbe   probeState
+	env         []string    // the running process's environment, for exec probes
+	cred        *credential // the running process's identity, for exec probes
 }
 
 func newContainer(w *podWorker, spec *corev1.Container, init bool, prev *corev1.ContainerStatus) *container {
@@ -227,6 +229,7 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	c.mu.Lock()
 	c.pid, c.startedAt, c.running, c.waiting, c.ready, c.logStart = cmd.Process.Pid, time.Now(), true, nil, false, logStart
 	c.readyProbe, c.liveProbe = probeState{}, probeState{}
+	c.env, c.cred = spec.env, spec.cred
 	c.mu.Unlock()
 	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
 	w.k.writeState(context.Background())
