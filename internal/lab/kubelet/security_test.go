@@ -89,3 +89,34 @@ func TestSecurityContextSetsTheProcessIdentityAndTheVolumesGroup(t *testing.T) {
 	g.Expect(gid).To(BeZero(), "OnRootMismatch skips the walk when the root matches")
 	g.Expect(mode.Perm()).To(Equal(os.FileMode(0o600)))
 }
+
+func TestContainerCredentialTakesTheContainersUserOverThePods(t *testing.T) {
+	podSC := &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),
+		FSGroup: ptr.To[int64](2000), SupplementalGroups: []int64{4000}}
+	for _, c := range []struct {
+		name      string
+		pod       *corev1.PodSecurityContext
+		container *corev1.SecurityContext
+		want      []string
+	}{
+		{"nothing set runs as the kubelet's root", nil, nil, nil},
+		{"the pod's user, group, fsGroup and supplemental groups", podSC, nil,
+			[]string{"setpriv", "--pdeathsig=keep", "--reuid=1000", "--regid=3000", "--groups=2000,4000", "--"}},
+		{"the container's user and group win", podSC, &corev1.SecurityContext{RunAsUser: ptr.To[int64](26), RunAsGroup: ptr.To[int64](26)},
+			[]string{"setpriv", "--pdeathsig=keep", "--reuid=26", "--regid=26", "--groups=2000,4000", "--"}},
+		{"a user without a group runs with gid 0 and no supplementary groups", nil, &corev1.SecurityContext{RunAsUser: ptr.To[int64](26)},
+			[]string{"setpriv", "--pdeathsig=keep", "--reuid=26", "--regid=0", "--clear-groups", "--"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: c.pod}}
+			cred := containerCredential(pod, &corev1.Container{SecurityContext: c.container})
+			if c.want == nil {
+				g.Expect(cred).To(BeNil())
+				return
+			}
+			g.Expect(cred).NotTo(BeNil())
+			g.Expect(cred.setprivArgs("setpriv")).To(Equal(c.want))
+		})
+	}
+}
