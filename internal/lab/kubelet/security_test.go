@@ -78,6 +78,7 @@ func TestSecurityContextSetsTheProcessIdentityAndTheVolumesGroup(t *testing.T) {
 	// The root matches now: a file the fsGroup does not own is left as it is.
 	later := filepath.Join(dir, "later")
 	g.Expect(os.WriteFile(later, []byte("root's"), 0o600)).To(Succeed())
+	g.Expect(os.Chown(later, 0, 0)).To(Succeed()) // not the setgid root's group it inherited
 	g.Expect(cs.CoreV1().Pods(ns).Delete(ctx, "db", metav1.DeleteOptions{})).To(Succeed())
 	g.Eventually(func() bool {
 		_, err := cs.CoreV1().Pods(ns).Get(ctx, "db", metav1.GetOptions{})
