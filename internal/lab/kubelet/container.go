@@ -31,10 +31,17 @@ const (
 	// (source, target, ro|rw) triple up to "--" (targets exist: the kubelet created them),
 	// changes to the working directory and execs the command (through setpriv when the
 	// container runs as another user), so the pid the kubelet started is the container's process.
+	// For a container of another user than root, the image's binary, whose host path that user
+	// may not reach, is bound under entryDir, by its own name, in a tmpfs of the container's own.
 	mountScript = `set -e
-wd=$1; roroot=$2; shift 2
+wd=$1; roroot=$2; entry=$3; shift 3
 mount -t proc -o nosuid,nodev,noexec proc /proc
 mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m shm /dev/shm
+if [ -n "$entry" ]; then
+  mount -t tmpfs -o nosuid,nodev,mode=0755,size=64k lab-kubelet "${entryDir}"
+  : > "${entryDir}/${entry##*/}"
+  mount --bind "$entry" "${entryDir}/${entry##*/}"
+fi
 if [ "$roroot" = 1 ]; then
   for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
     case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue;; esac
@@ -50,6 +57,11 @@ shift
 cd "$wd"
 exec "$@"`
 )
+
+// entryDir is where a container of another user than root finds its image's binary, by the
+// binary's name: a directory of the machine, created once, on which each such container mounts
+// a tmpfs of its own.
+const entryDir = "/run/lab-kubelet"
 
 // mount is a host directory (or file) bound at a path inside a container's mount namespace.
 type mount struct {
@@ -259,6 +271,7 @@ type launchSpec struct {
 	command []string // the container's command, as it runs
 	cred    *credential
 	setpriv string // the setpriv binary, when cred is set
+	entry   string // the image's binary, bound at entrypointPath, when cred is set
 	wd      string
 	roRoot  bool
 }
@@ -270,7 +283,7 @@ func (s *launchSpec) scriptArgs() []string {
 	if s.roRoot {
 		roRoot = "1"
 	}
-	args := []string{"-c", mountScript, "sh", s.wd, roRoot}
+	args := []string{"-c", strings.ReplaceAll(mountScript, "${entryDir}", entryDir), "sh", s.wd, roRoot, s.entry}
 	for _, m := range s.mounts {
 		mode := "rw"
 		if m.readOnly {
@@ -282,7 +295,39 @@ func (s *launchSpec) scriptArgs() []string {
 	if s.cred != nil {
 		args = append(args, s.cred.setprivArgs(s.setpriv)...)
 	}
+	if s.entry != "" {
+		return append(append(args, filepath.Join(entryDir, filepath.Base(s.entry))), s.command[1:]...)
+	}
 	return append(args, s.command...)
+}
+
+// reachableAs makes what a container of another user than root needs reachable by that user:
+// its image's binary, bound under entryDir, and its mount points, whose directories on the
+// machine get search permission for every user (a container runtime creates them 0755 in the
+// container's own root filesystem; here they are the machine's, and one made 0750 would keep
+// the user out of the volume mounted below it).
+func (s *launchSpec) reachableAs(binary string) error {
+	if err := os.MkdirAll(entryDir, 0o755); err != nil { //nolint:gosec // every container's user traverses it
+		return fmt.Errorf("failed to create %s: %w", entryDir, err)
+	}
+	s.entry = binary
+	for _, m := range s.mounts {
+		for dir := filepath.Dir(m.target); ; dir = filepath.Dir(dir) {
+			info, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("failed to read mount point directory %s: %w", dir, err)
+			}
+			if info.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(dir, info.Mode()|0o001); err != nil {
+					return fmt.Errorf("failed to let every user search mount point directory %s: %w", dir, err)
+				}
+			}
+			if dir == "/" {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // prepare resolves the container's image, environment, mounts (creating their mount points),
@@ -327,6 +372,11 @@ func (c *container) prepare() (*launchSpec, error) {
 	spec.command = argv(binary, c.spec, vars)
 	if !w.k.opts.KeepWildcardBinds {
 		spec.command = narrowWildcardBinds(spec.command, c.spec, w.ip.String())
+	}
+	if spec.cred != nil {
+		if err := spec.reachableAs(binary); err != nil {
+			return nil, err
+		}
 	}
 	return spec, nil
 }
