@@ -73,6 +73,7 @@ func TestInitContainersRunInOrderToCompletionBeforeTheContainers(t *testing.T) {
 	g.Expect(os.WriteFile(gate, nil, 0o600)).To(Succeed())
 	got := readyPod(g, ns, "initialized")
 	g.Expect(condition(got, corev1.PodInitialized).Status).To(Equal(corev1.ConditionTrue))
+	g.Expect(got.Status.InitContainerStatuses).To(HaveLen(2))
 	g.Expect(got.Status.InitContainerStatuses[1].State.Terminated).NotTo(BeNil())
 	g.Eventually(func() (string, error) {
 		data, err := os.ReadFile(order)
@@ -95,6 +96,7 @@ func TestAFailedInitContainerIsRestartedOrFailsThePod(t *testing.T) {
 	createPod(g, never)
 
 	got := readyPod(g, ns, "retried")
+	g.Expect(got.Status.InitContainerStatuses).To(HaveLen(1))
 	init := got.Status.InitContainerStatuses[0]
 	g.Expect(init.RestartCount).To(BeEquivalentTo(1))
 	g.Expect(init.State.Terminated).NotTo(BeNil())
