@@ -60,14 +60,16 @@
 // pod, as kube-proxy would: that is how the API server reaches a webhook here.
 //
 // What differs from a real kubelet: processes share the machine's root filesystem, users and
-// network namespace, with no resource limits, capabilities beyond root's or non-root's defaults,
-// or seccomp profile; a pod's containers do not share an IPC namespace (each has its own) and
+// network namespace, with no resource limits, no seccomp profile and the capabilities of their
+// user (root's all, another user's none) whatever securityContext.capabilities says; a pod's containers do not share an IPC namespace (each has its own) and
 // shareProcessNamespace is not supported; images are binaries (a container's command[0] is
 // ignored); a runAsUser without runAsGroup runs with gid 0 (no image /etc/passwd to look up);
 // FailedMount events come at each failed attempt rather than after syncPod's two-minute wait;
 // gRPC probes are not run; envFrom and hostPath volumes, subPathExpr and restartable (sidecar)
 // init containers are not supported; mount points are created (empty) on the machine's
-// filesystem.
+// filesystem, and for a container of another user than root the directories above them are
+// made searchable by every user and its image's binary is bound in a tmpfs of its own at
+// /run/lab-kubelet/<binary name> (its host path may be one that user cannot reach).
 //
 // Production code never imports this package; the lab does.
 package kubelet
