@@ -61,8 +61,9 @@
 //
 // What differs from a real kubelet: processes share the machine's root filesystem, users and
 // network namespace, with no resource limits, no seccomp profile and the capabilities of their
-// user (root's all, another user's none) whatever securityContext.capabilities says; a pod's containers do not share an IPC namespace (each has its own) and
-// shareProcessNamespace is not supported; images are binaries (a container's command[0] is
+// user (root's all, another user's none) whatever securityContext.capabilities says; a pod's
+// containers do not share an IPC namespace (each has its own) and shareProcessNamespace is not
+// supported; images are binaries (a container's command[0] is
 // ignored); a runAsUser without runAsGroup runs with gid 0 (no image /etc/passwd to look up);
 // FailedMount events come at each failed attempt rather than after syncPod's two-minute wait;
 // gRPC probes are not run; envFrom and hostPath volumes, subPathExpr and restartable (sidecar)
