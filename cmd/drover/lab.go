@@ -397,8 +397,8 @@ func newLabStorageControllerCommand() *cobra.Command {
 // newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet), which runs
 // drover's pods.
 func newLabKubeletCommand() *cobra.Command {
-	var kubeconfigPath, stateDir, logDir, podCIDR string
-	var images, pins []string
+	var kubeconfigPath, stateDir, logDir, podCIDR, storageDir string
+	var images, pins, storageDrivers []string
 	cmd := &cobra.Command{
 		Use:    "kubelet",
 		Short:  "Run the lab kubelet of one cluster (started by the lab)",
@@ -409,7 +409,8 @@ func newLabKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("failed to load kubeconfig %s: %w", kubeconfigPath, err)
 			}
-			opts := kubelet.Options{Config: rest.AddUserAgent(cfg, "lab-kubelet"), StateDir: stateDir, LogDir: logDir, Images: map[string]string{}}
+			opts := kubelet.Options{Config: rest.AddUserAgent(cfg, "lab-kubelet"), StateDir: stateDir, LogDir: logDir, Images: map[string]string{},
+				StorageDir: storageDir, StorageDrivers: storageDrivers}
 			if opts.PodCIDR, err = netip.ParsePrefix(podCIDR); err != nil {
 				return fmt.Errorf("invalid --pod-cidr %q: %w", podCIDR, err)
 			}
@@ -436,6 +437,8 @@ func newLabKubeletCommand() *cobra.Command {
 	cmd.Flags().StringVar(&podCIDR, "pod-cidr", kubelet.DefaultPodCIDR.String(), "loopback range of pod IPs")
 	cmd.Flags().StringArrayVar(&images, "image", nil, "IMAGE=BINARY: the binary that stands for an image (repeatable)")
 	cmd.Flags().StringArrayVar(&pins, "pin-pod-ip", nil, "NAME=IP: the pod IP of pods labelled app.kubernetes.io/name=NAME (repeatable)")
+	cmd.Flags().StringVar(&storageDir, "storage-dir", "", "data directory of the cluster's lab storage, whose volumes PVC volumes mount")
+	cmd.Flags().StringArrayVar(&storageDrivers, "storage-driver", nil, "a CSI driver whose PVs are volumes of --storage-dir (repeatable)")
 	for _, name := range []string{"kubeconfig", "state-dir", "log-dir", "image"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

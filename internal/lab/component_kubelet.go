@@ -13,7 +13,8 @@ func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubele
 
 // kubeletStep is `drover lab kubelet` for the cluster (internal/lab/kubelet): it runs the pods
 // of drover's Deployments, with the drover binary as the image DroverImage and their logs in the
-// cluster's log directory; starting it is enough (the install waits for drover's pods).
+// cluster's log directory; on a managed cluster it mounts PVC volumes from the cluster's lab
+// storage. Starting it is enough (the install waits for drover's pods).
 func (c *Cluster) kubeletStep() step {
 	args := []string{
 		"lab", kubeletVerb,
@@ -24,7 +25,8 @@ func (c *Cluster) kubeletStep() step {
 		"--image=" + DroverImage + "=" + c.lab.opts.DroverBinary,
 	}
 	if c.Role == RoleManaged {
-		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String())
+		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String(),
+			"--storage-dir="+c.storageDir(), "--storage-driver="+BlockDriver, "--storage-driver="+FileDriver)
 	}
 	return step{component: component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}}
 }

@@ -2,6 +2,8 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,6 +103,11 @@ func TestDroverRunsFromItsReleaseManifestsOnTheLabKubeletsNode(t *testing.T) {
 	}
 	agent := readyPod(ctx, g, lab.East)
 	g.Expect(agent.Status.PodIP).To(Equal(cluster(g, lab.East).AgentPodIP().String()), "the agent's pinned pod IP")
+	pid, _ := agentProcess(g, cluster(g, lab.East))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).To(MatchRegexp(`(?m)^Uid:\s+65532\s+65532\s`), "the agent runs as its manifest's runAsUser")
+	g.Expect(string(status)).To(MatchRegexp(`(?m)^Gid:\s+65532\s+65532\s`), "and runAsGroup")
 }
 
 func TestTheAPIServerEnforcesTheFenceThroughItsService(t *testing.T) {

@@ -24,12 +24,24 @@ const (
 	minBackOff   = time.Second
 	maxBackOff   = 30 * time.Second
 	backOffReset = 10 * time.Second
-	// mountScript runs inside a new mount namespace: with a read-only root filesystem it makes
-	// every mount but /proc, /sys and /dev read-only; it binds each (source, target, ro|rw)
-	// triple up to "--" (targets exist: the kubelet created them), changes to the working
-	// directory and execs the command, so the pid the kubelet started is the container's process.
+	// mountScript runs as PID 1 of the container's new PID namespace, in its new mount
+	// namespace: it mounts a /proc of that PID namespace and a /dev/shm of its own (as a
+	// container runtime does: a container's POSIX shared memory goes with it); with a read-only
+	// root filesystem it makes every mount but /proc, /sys and /dev read-only; it binds each
+	// (source, target, ro|rw) triple up to "--" (targets exist: the kubelet created them),
+	// changes to the working directory and execs the command (through setpriv when the
+	// container runs as another user), so the pid the kubelet started is the container's process.
+	// For a container of another user than root, the image's binary, whose host path that user
+	// may not reach, is bound under entryDir, by its own name, in a tmpfs of the container's own.
 	mountScript = `set -e
-wd=$1; roroot=$2; shift 2
+wd=$1; roroot=$2; entry=$3; shift 3
+mount -t proc -o nosuid,nodev,noexec proc /proc
+mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m shm /dev/shm
+if [ -n "$entry" ]; then
+  mount -t tmpfs -o nosuid,nodev,mode=0755,size=64k lab-kubelet "${entryDir}"
+  : > "${entryDir}/${entry##*/}"
+  mount --bind "$entry" "${entryDir}/${entry##*/}"
+fi
 if [ "$roroot" = 1 ]; then
   for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
     case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue;; esac
@@ -46,6 +58,11 @@ cd "$wd"
 exec "$@"`
 )
 
+// entryDir is where a container of another user than root finds its image's binary, by the
+// binary's name: a directory of the machine, created once, on which each such container mounts
+// a tmpfs of its own.
+const entryDir = "/run/lab-kubelet"
+
 // mount is a host directory (or file) bound at a path inside a container's mount namespace.
 type mount struct {
 	source, target string
@@ -57,6 +74,7 @@ type mount struct {
 type container struct {
 	w    *podWorker
 	spec *corev1.Container
+	init bool // an init container: it runs to completion before the pod's containers start
 
 	stopCh chan time.Duration
 	done   chan struct{}
@@ -74,12 +92,21 @@ type container struct {
 	ready       bool
 	readyProbe  probeState
 	liveProbe   probeState
+	env         []string    // the running process's environment, for exec probes
+	cred        *credential // the running process's identity, for exec probes
 }
 
-func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerStatus) *container {
+func newContainer(w *podWorker, spec *corev1.Container, init bool, prev *corev1.ContainerStatus) *container {
+	// Until it starts, a container waits in ContainerCreating, or PodInitializing in a pod with
+	// init containers (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
+	// convertToAPIContainerStatuses).
+	reason := "ContainerCreating"
+	if len(w.pod.Spec.InitContainers) > 0 {
+		reason = "PodInitializing"
+	}
 	c := &container{
-		w: w, spec: spec, stopCh: make(chan time.Duration, 1), done: make(chan struct{}),
-		waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"},
+		w: w, spec: spec, init: init, stopCh: make(chan time.Duration, 1), done: make(chan struct{}),
+		waiting: &corev1.ContainerStateWaiting{Reason: reason},
 	}
 	if prev != nil {
 		// A kubelet that stopped took its processes with it: starting them again is a restart.
@@ -89,17 +116,37 @@ func newContainer(w *podWorker, spec *corev1.Container, prev *corev1.ContainerSt
 		}
 		c.last = prev.LastTerminationState.Terminated
 		// A process that ended for good stays ended, as with a kubelet that restarts.
-		if t := prev.State.Terminated; t != nil && !restarts(w.pod.Spec.RestartPolicy, t.ExitCode) {
+		if t := prev.State.Terminated; t != nil && !restarts(c.restartPolicy(w.pod), t.ExitCode) {
 			c.terminated, c.waiting = t, nil
 		}
 	}
 	return c
 }
 
+// restartPolicy is the pod's restartPolicy for a container, OnFailure for an init container of
+// a pod whose policy is Always: an init container that completed is not run again.
+func (c *container) restartPolicy(pod *corev1.Pod) corev1.RestartPolicy {
+	if c.init && pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return corev1.RestartPolicyOnFailure
+	}
+	return pod.Spec.RestartPolicy
+}
+
+// completion says whether the container ended for good: completed (exit 0) or failed.
+func (c *container) completion() (completed, failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminated == nil {
+		return false, false
+	}
+	return c.terminated.ExitCode == 0, c.terminated.ExitCode != 0
+}
+
+// startSupervisor starts the container's supervisor, unless it runs or the container ended.
 func (c *container) startSupervisor() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.terminated != nil {
+	if c.terminated != nil || c.supervising {
 		return
 	}
 	c.supervising = true
@@ -163,71 +210,28 @@ func launchReason(err error) string {
 	return "CreateContainerError"
 }
 
-// launch starts the container's process in a mount namespace of its own, with its mounts bound.
+// launch starts the container's process in namespaces of its own, with its mounts bound.
 func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	w := c.w
-	pod := w.currentPod()
-	binary, ok := imageBinary(w.k.opts.Images, c.spec.Image)
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: the lab kubelet runs only the images %s, not %s: map it in the lab kubelet's Images", errUnknownImage, knownImages(w.k.opts.Images), c.spec.Image)
-	}
-	ctx := context.Background()
-	env, vars, err := w.containerEnv(ctx, pod, c.spec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
-	}
-	mounts, err := w.mounts(pod, c.spec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
-	}
-	termination, err := c.terminationMount()
+	spec, err := c.prepare()
 	if err != nil {
 		return nil, nil, err
 	}
-	mounts = append(mounts, termination...)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return nil, nil, fmt.Errorf("unshare (util-linux) is missing: install it to run pods: %w", err)
-	}
-	wd := c.spec.WorkingDir
-	if wd == "" {
-		wd = "/"
-	}
-	roRoot := "0"
-	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-		roRoot = "1"
-	}
-	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountScript, "sh", wd, roRoot}
-	for _, m := range mounts {
-		if err := mountTarget(m); err != nil {
-			return nil, nil, err
-		}
-		mode := "rw"
-		if m.readOnly {
-			mode = "ro"
-		}
-		args = append(args, m.source, m.target, mode)
-	}
-	command := argv(binary, c.spec, vars)
-	if !w.k.opts.KeepWildcardBinds {
-		command = narrowWildcardBinds(command, c.spec, w.ip.String())
-	}
-	args = append(append(args, "--"), command...)
 	logFile, err := c.openLog()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(command, " "))
+	fmt.Fprintf(logFile, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(spec.command, " "))
 	logStart, err := logFile.Seek(0, io.SeekEnd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to find the end of log %s: %w", c.logPath(), err)
 	}
-	cmd := exec.Command(unshare, args...) //nolint:gosec // the lab runs binaries it was given
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd := exec.Command("/bin/sh", spec.scriptArgs()...) //nolint:gosec // the lab runs binaries it was given
+	cmd.Env, cmd.Stdout, cmd.Stderr = spec.env, logFile, logFile
+	cmd.SysProcAttr = containerSysProcAttr()
 	if err := start(cmd); err != nil {
-		return nil, nil, fmt.Errorf("failed to start %s: %w", binary, err)
+		return nil, nil, fmt.Errorf("failed to start %s: %w", spec.command[0], err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -237,10 +241,144 @@ func (c *container) launch() (*exec.Cmd, chan struct{}, error) {
 	c.mu.Lock()
 	c.pid, c.startedAt, c.running, c.waiting, c.ready, c.logStart = cmd.Process.Pid, time.Now(), true, nil, false, logStart
 	c.readyProbe, c.liveProbe = probeState{}, probeState{}
+	c.env, c.cred = spec.env, spec.cred
 	c.mu.Unlock()
 	klog.Background().Info("Started container", "pod", w.key, "container", c.spec.Name, "pid", cmd.Process.Pid)
-	w.k.writeState(ctx)
+	w.k.writeState(context.Background())
 	return cmd, exited, nil
+}
+
+// containerSysProcAttr puts a container's process in mount, PID and IPC namespaces of its own,
+// as a container runtime does: it is PID 1 of its PID namespace, so when it ends the kernel
+// kills every process it started, even those that left its process group (setsid), and it
+// gets SIGTERM only if it handles it, as a container's first process. Go makes the new mount
+// namespace's propagation private before the script binds the container's mounts. A
+// container's namespaces are its own: its pod's other containers do not share them (a real
+// pod's containers share the IPC namespace; they share a PID namespace only with
+// shareProcessNamespace, which the lab does not support).
+func containerSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Setpgid: true, Pdeathsig: syscall.SIGKILL,
+		Cloneflags:   syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+		Unshareflags: syscall.CLONE_NEWNS,
+	}
+}
+
+// launchSpec is what a container's start needs, resolved from the pod.
+type launchSpec struct {
+	env     []string
+	mounts  []mount
+	command []string // the container's command, as it runs
+	cred    *credential
+	setpriv string // the setpriv binary, when cred is set
+	entry   string // the image's binary, bound at entrypointPath, when cred is set
+	wd      string
+	roRoot  bool
+}
+
+// scriptArgs are the mount script's arguments: sh -c mountScript sh wd roRoot (source target
+// mode)... -- [setpriv ... --] command...
+func (s *launchSpec) scriptArgs() []string {
+	roRoot := "0"
+	if s.roRoot {
+		roRoot = "1"
+	}
+	args := []string{"-c", strings.ReplaceAll(mountScript, "${entryDir}", entryDir), "sh", s.wd, roRoot, s.entry}
+	for _, m := range s.mounts {
+		mode := "rw"
+		if m.readOnly {
+			mode = "ro"
+		}
+		args = append(args, m.source, m.target, mode)
+	}
+	args = append(args, "--")
+	if s.cred != nil {
+		args = append(args, s.cred.setprivArgs(s.setpriv)...)
+	}
+	if s.entry != "" {
+		return append(append(args, filepath.Join(entryDir, filepath.Base(s.entry))), s.command[1:]...)
+	}
+	return append(args, s.command...)
+}
+
+// reachableAs makes what a container of another user than root needs reachable by that user:
+// its image's binary, bound under entryDir, and its mount points, whose directories on the
+// machine get search permission for every user (a container runtime creates them 0755 in the
+// container's own root filesystem; here they are the machine's, and one made 0750 would keep
+// the user out of the volume mounted below it).
+func (s *launchSpec) reachableAs(binary string) error {
+	if err := os.MkdirAll(entryDir, 0o755); err != nil { //nolint:gosec // every container's user traverses it
+		return fmt.Errorf("failed to create %s: %w", entryDir, err)
+	}
+	s.entry = binary
+	for _, m := range s.mounts {
+		for dir := filepath.Dir(m.target); ; dir = filepath.Dir(dir) {
+			info, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("failed to read mount point directory %s: %w", dir, err)
+			}
+			if info.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(dir, info.Mode()|0o001); err != nil {
+					return fmt.Errorf("failed to let every user search mount point directory %s: %w", dir, err)
+				}
+			}
+			if dir == "/" {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// prepare resolves the container's image, environment, mounts (creating their mount points),
+// identity and command.
+func (c *container) prepare() (*launchSpec, error) {
+	w := c.w
+	pod := w.currentPod()
+	binary, ok := imageBinary(w.k.opts.Images, c.spec.Image)
+	if !ok {
+		return nil, fmt.Errorf("%w: the lab kubelet runs only the images %s, not %s: map it in the lab kubelet's Images", errUnknownImage, knownImages(w.k.opts.Images), c.spec.Image)
+	}
+	env, vars, err := w.containerEnv(context.Background(), pod, c.spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	mounts, err := w.mounts(pod, c.spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	termination, err := c.terminationMount()
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, termination...)
+	for _, m := range mounts {
+		if err := mountTarget(m); err != nil {
+			return nil, err
+		}
+	}
+	spec := &launchSpec{env: env, mounts: mounts, wd: c.spec.WorkingDir, cred: containerCredential(pod, c.spec)}
+	if spec.wd == "" {
+		spec.wd = "/"
+	}
+	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		spec.roRoot = true
+	}
+	if spec.cred != nil {
+		if spec.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return nil, fmt.Errorf("setpriv (util-linux) is missing: install it to run pods with a runAsUser, runAsGroup or fsGroup: %w", err)
+		}
+	}
+	spec.command = argv(binary, c.spec, vars)
+	if !w.k.opts.KeepWildcardBinds {
+		spec.command = narrowWildcardBinds(spec.command, c.spec, w.ip.String())
+	}
+	if spec.cred != nil {
+		if err := spec.reachableAs(binary); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
 }
 
 func (c *container) logPath() string {
@@ -280,7 +418,7 @@ func (c *container) exited(cmd *exec.Cmd, started time.Time) bool {
 	logStart := c.logStart
 	c.mu.Unlock()
 	term.Message = c.terminationMessage(term.ExitCode, logStart)
-	restart := restarts(c.w.currentPod().Spec.RestartPolicy, term.ExitCode)
+	restart := restarts(c.restartPolicy(c.w.currentPod()), term.ExitCode)
 	c.mu.Lock()
 	c.running, c.ready, c.pid = false, false, 0
 	if restart {
@@ -343,11 +481,22 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 		if vol == nil {
 			return nil, fmt.Errorf("volume mount %s of container %s names no volume of the pod", vm.Name, c.Name)
 		}
-		src := w.volumeDir(vm.Name)
-		if vm.SubPath != "" {
-			src = filepath.Join(src, vm.SubPath)
+		src, ro := w.volumeDir(vm.Name), vm.ReadOnly || vol.EmptyDir == nil
+		if vol.PersistentVolumeClaim != nil {
+			if src = w.claimDir(vm.Name); src == "" {
+				return nil, fmt.Errorf("volume %s of container %s is not mounted yet", vm.Name, c.Name)
+			}
+			ro = vm.ReadOnly || vol.PersistentVolumeClaim.ReadOnly
 		}
-		ro := vm.ReadOnly || vol.EmptyDir == nil
+		if vm.SubPath != "" {
+			root := src
+			src = filepath.Join(src, vm.SubPath)
+			if vol.PersistentVolumeClaim != nil || vol.EmptyDir != nil {
+				if err := makeSubPath(root, src); err != nil {
+					return nil, err
+				}
+			}
+		}
 		out = append(out, mount{source: src, target: vm.MountPath, readOnly: ro})
 		saMounted = saMounted || filepath.Clean(vm.MountPath) == serviceAccountDir
 	}
@@ -355,6 +504,19 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 		out = append(out, mount{source: w.saDir(), target: serviceAccountDir, readOnly: true})
 	}
 	return out, nil
+}
+
+// makeSubPath creates a subPath of a writable volume that does not exist yet, with the mode of
+// the volume's root, as a kubelet does (pkg/kubelet/kubelet_pods.go makeMounts, SafeMakeDir).
+func makeSubPath(root, dir string) error {
+	info, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("failed to read volume %s: %w", root, err)
+	}
+	if err := os.MkdirAll(dir, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("failed to create subPath %s: %w", dir, err)
+	}
+	return nil
 }
 
 // mountTarget creates the directory (or, for a file, the empty file) that m is bound onto. It is
@@ -366,12 +528,12 @@ func mountTarget(m mount) error {
 		return fmt.Errorf("failed to find the source %s of mount %s: %w", m.source, m.target, err)
 	}
 	if info.IsDir() {
-		if err := os.MkdirAll(m.target, 0o750); err != nil {
+		if err := os.MkdirAll(m.target, 0o755); err != nil { //nolint:gosec // a container's user of any uid traverses it
 			return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(m.target), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(m.target), 0o755); err != nil { //nolint:gosec // a container's user of any uid traverses it
 		return fmt.Errorf("failed to create mount point %s: %w", m.target, err)
 	}
 	f, err := os.OpenFile(m.target, os.O_CREATE|os.O_RDONLY, 0o600)

@@ -12,8 +12,26 @@
 //     pod's own projected volume there);
 //   - its Secret, ConfigMap, projected, downwardAPI and emptyDir volumes at their mount paths,
 //     written atomically (a "..data" symlink swap) and refreshed when the objects change;
-//   - each process in a mount namespace of its own (unshare, then bind mounts, then exec), with
-//     the whole filesystem read-only but for its volumes when readOnlyRootFilesystem is set;
+//   - its persistentVolumeClaim volumes (pvc.go): the directory of the lab storage's volume
+//     behind the claim's PV (Options.StorageDir, driver.PVVolume) bound read-write, or read-only
+//     when the volume or the mount says readOnly. A claim that is not bound, or whose image is a
+//     mirror's secondary (not writable, as the storage's writer.go decides), keeps the pod's
+//     containers waiting (ContainerCreating) with a FailedMount Warning event on the pod, retried
+//     with a kubelet's back-off (500 ms doubling to 2m2s) until it mounts; once mounted a volume
+//     stays mounted for the pod's life;
+//   - the securityContext's identity (security.go): runAsUser and runAsGroup (the container's
+//     over the pod's), the pod's fsGroup and supplementalGroups as supplementary groups, dropped
+//     to by setpriv once the mounts are bound; fsGroup ownership of PVC and emptyDir volumes as
+//     pkg/volume/volume_linux.go sets it (group, g+rw, setgid directories), skipped with
+//     fsGroupChangePolicy OnRootMismatch while the volume's root matches;
+//   - each container's process in mount, PID and IPC namespaces of its own (clone flags, then
+//     a script mounts /proc and /dev/shm, binds the mounts and execs): it is PID 1 there, so
+//     when it ends the kernel kills every process it started, those that called setsid too;
+//     the whole filesystem is read-only but for its volumes when readOnlyRootFilesystem is set;
+//   - initContainers, one after another to completion before the containers, restarted on
+//     failure unless the restartPolicy is Never (then the pod fails), reported in
+//     initContainerStatuses with the Initialized condition and PodInitializing waits a kubelet
+//     reports;
 //   - the pod's restartPolicy: Always restarts an exited process, OnFailure one that failed, with
 //     back-off (1 s doubling to 30 s, reset after 10 s running); a process not started again
 //     leaves its container Terminated, and once every container is, the pod Succeeded (all
@@ -23,8 +41,12 @@
 //     last 4 KiB become state.terminated.message or, when it is empty, the policy is
 //     FallbackToLogsOnError and the exit code non-zero, the end of that run's log (80 lines,
 //     2 KiB); a pod's messages share 12 KiB;
-//   - readiness and liveness probes (HTTP GET, TCP), SIGTERM then SIGKILL after the grace period
-//     on deletion, then the pod's removal; processes die with the kubelet (Pdeathsig).
+//   - readiness and liveness probes (HTTP GET, TCP, exec), a failure an Unhealthy event; an exec
+//     probe's command runs in the container's mount, PID and IPC namespaces (nsenter into those of
+//     its process), in its working directory, with its environment and as its user;
+//   - SIGTERM then SIGKILL after the grace period on deletion (a container's process, PID 1 of
+//     its namespace, gets SIGTERM only if it handles it, as in a container), then the pod's
+//     removal; processes die with the kubelet (Pdeathsig).
 //
 // An image is not pulled: Options.Images maps an image name (without tag) to a binary on this
 // machine, which stands for the image's one entrypoint. Pods of other images stay Waiting with
@@ -37,10 +59,18 @@
 // externalName is a pod IP of this node gets its ports forwarded to their target ports on that
 // pod, as kube-proxy would: that is how the API server reaches a webhook here.
 //
-// What differs from a real kubelet: processes run as root whatever runAsUser says, with no
-// resource limits and no seccomp profile; images are binaries; exec and gRPC probes are not run;
-// envFrom and hostPath volumes are not supported; mount points are created (empty) on the
-// machine's filesystem.
+// What differs from a real kubelet: processes share the machine's root filesystem, users and
+// network namespace, with no resource limits, no seccomp profile and the capabilities of their
+// user (root's all, another user's none) whatever securityContext.capabilities says; a pod's
+// containers do not share an IPC namespace (each has its own) and shareProcessNamespace is not
+// supported; images are binaries (a container's command[0] is
+// ignored); a runAsUser without runAsGroup runs with gid 0 (no image /etc/passwd to look up);
+// FailedMount events come at each failed attempt rather than after syncPod's two-minute wait;
+// gRPC probes are not run; envFrom and hostPath volumes, subPathExpr and restartable (sidecar)
+// init containers are not supported; mount points are created (empty) on the machine's
+// filesystem, and for a container of another user than root the directories above them are
+// made searchable by every user and its image's binary is bound in a tmpfs of its own at
+// /run/lab-kubelet/<binary name> (its host path may be one that user cannot reach).
 //
 // Production code never imports this package; the lab does.
 package kubelet

@@ -19,8 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -79,6 +82,11 @@ type Options struct {
 	// change when the pod is replaced. A proposal that is taken or outside PodCIDR falls back to
 	// the pool.
 	PodIP func(*corev1.Pod) netip.Addr
+	// StorageDir is the data directory of the cluster's lab storage (internal/lab/storage), where
+	// a PVC volume's data lives; StorageDrivers are the CSI drivers whose PVs are its volumes.
+	// Without them a pod's PVC volumes fail to mount.
+	StorageDir     string
+	StorageDrivers []string
 }
 
 // Kubelet runs the pods bound to one node of one cluster. Create it with New and run it with Run.
@@ -91,6 +99,8 @@ type Kubelet struct {
 	ips       *ipPool
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	podLister func(types.NamespacedName) (*corev1.Pod, error)
+	events    record.EventBroadcaster
+	recorder  record.EventRecorder
 
 	mu          sync.Mutex
 	workers     map[types.NamespacedName]*podWorker
@@ -138,10 +148,12 @@ func New(opts Options) (*Kubelet, error) {
 			return nil, fmt.Errorf("failed to create directory %s: %w", dir, err)
 		}
 	}
+	events := record.NewBroadcaster()
 	return &Kubelet{
 		opts: opts, client: cs, apiHost: host, apiPort: port, caData: caData,
-		ips:     newIPPool(opts.PodCIDR),
-		workers: map[types.NamespacedName]*podWorker{}, terminating: map[types.UID]bool{},
+		ips: newIPPool(opts.PodCIDR), events: events,
+		recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: opts.NodeName}),
+		workers:  map[types.NamespacedName]*podWorker{}, terminating: map[types.UID]bool{},
 	}, nil
 }
 
@@ -193,6 +205,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return nil // stopped while starting
 	default:
 	}
+	k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	defer k.events.Shutdown()
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.opts.NodeName).String()

@@ -38,6 +38,7 @@ type report struct {
 	ListSecrets string            `json:"listSecrets"`
 	Files       map[string]string `json:"files"`
 	Writes      map[string]string `json:"writes"`
+	IDs         string            `json:"ids"`
 }
 
 // newNamespace creates a namespace with a ServiceAccount "probe" that may get pods (and nothing

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -23,12 +24,16 @@ type podWorker struct {
 	ip         netip.Addr
 	dir        string
 	containers []*container
+	inits      []*container // the init containers, run one after another before containers
 	startTime  time.Time
 	tokens     map[string]*tokenFile // by volume/source, "" for the ServiceAccount directory; used by run only
+	setUp      map[string]bool       // emptyDir volumes created and owned for the pod's fsGroup; used by run only
+	mountRetry mountBackOff          // used by run only
 
 	mu         sync.Mutex
 	pod        *corev1.Pod // latest seen
 	lastStatus *corev1.PodStatus
+	claims     map[string]string // host directory of each mounted PVC volume, by volume name
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -50,25 +55,55 @@ func (k *Kubelet) newPodWorker(ctx context.Context, pod *corev1.Pod) (*podWorker
 		k: k, key: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, uid: pod.UID, ip: ip,
 		dir: filepath.Join(k.opts.StateDir, "pods", string(pod.UID)), startTime: time.Now(),
 		pod: pod, done: make(chan struct{}), tokens: map[string]*tokenFile{},
+		setUp: map[string]bool{}, claims: map[string]string{},
 	}
 	if pod.Status.StartTime != nil {
 		w.startTime = pod.Status.StartTime.Time
 	}
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		w.inits = append(w.inits, newContainer(w, spec, true, previousStatus(pod.Status.InitContainerStatuses, spec.Name)))
+	}
 	for i := range pod.Spec.Containers {
-		c := newContainer(w, &pod.Spec.Containers[i], previousStatus(pod, pod.Spec.Containers[i].Name))
-		w.containers = append(w.containers, c)
+		spec := &pod.Spec.Containers[i]
+		w.containers = append(w.containers, newContainer(w, spec, false, previousStatus(pod.Status.ContainerStatuses, spec.Name)))
 	}
 	klog.FromContext(ctx).Info("Running pod", "pod", klog.KObj(pod), "podIP", ip)
 	return w, nil
 }
 
-func previousStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
+func previousStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
 		}
 	}
 	return nil
+}
+
+// startContainers starts the pod's init containers one at a time, each once the one before it
+// completed, and then its containers, as a kubelet's computePodActions does
+// (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go). An init container
+// that failed and is not started again (restartPolicy Never) starts nothing more: the pod fails.
+func (w *podWorker) startContainers() {
+	for _, c := range w.inits {
+		completed, failed := c.completion()
+		if failed {
+			return
+		}
+		if !completed {
+			c.startSupervisor()
+			return
+		}
+	}
+	for _, c := range w.containers {
+		c.startSupervisor()
+	}
+}
+
+// allContainers are the pod's init containers and containers.
+func (w *podWorker) allContainers() []*container {
+	return append(append([]*container{}, w.inits...), w.containers...)
 }
 
 // start prepares the pod's files and starts its containers and its sync loop.
@@ -108,18 +143,18 @@ func (w *podWorker) run(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	tick := time.NewTicker(w.k.opts.SyncPeriod)
 	defer tick.Stop()
-	started := false
+	filesReady := false
 	for {
 		pod := w.currentPod()
 		err := w.refreshFiles(ctx, pod)
-		if err != nil {
+		if err != nil && !errors.Is(err, errMount) {
 			log.Error(err, "Failed to prepare pod files")
 		}
-		if !started && err == nil {
-			for _, c := range w.containers {
-				c.startSupervisor()
-			}
-			started = true
+		// Once its files were ready the pod's containers run; files refreshed later that fail
+		// (a Secret deleted) leave them as they are, as a kubelet keeps a volume it mounted.
+		filesReady = filesReady || err == nil
+		if filesReady {
+			w.startContainers()
 		}
 		for _, c := range w.containers {
 			c.probe(ctx, w.ip)
@@ -145,7 +180,7 @@ func (w *podWorker) stop(ctx context.Context, grace time.Duration) {
 		<-w.done
 	}
 	var wg sync.WaitGroup
-	for _, c := range w.containers {
+	for _, c := range w.allContainers() {
 		wg.Go(func() { c.stop(grace) })
 	}
 	wg.Wait()
@@ -163,5 +198,8 @@ func (w *podWorker) refreshFiles(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	return w.refreshVolumes(ctx, pod)
+	if err := w.refreshVolumes(ctx, pod); err != nil {
+		return err
+	}
+	return w.mountClaims(ctx, pod)
 }

@@ -29,18 +29,23 @@ func (c *container) probe(ctx context.Context, podIP netip.Addr) {
 	c.liveness(ctx, podIP)
 }
 
+// runnable says whether the lab runs the probe: HTTP GET, TCP and exec probes, not gRPC ones.
+func runnable(p *corev1.Probe) bool {
+	return p != nil && (p.HTTPGet != nil || p.TCPSocket != nil || p.Exec != nil)
+}
+
 // readiness makes a container Ready after a probe's success and not Ready after
-// failureThreshold failures in a row. A container without a readiness probe (or with an exec or
-// gRPC probe, which the lab does not run) is Ready while its process runs.
+// failureThreshold failures in a row. A container without a readiness probe (or with a gRPC
+// probe, which the lab does not run) is Ready while its process runs.
 func (c *container) readiness(ctx context.Context, podIP netip.Addr) {
 	p := c.spec.ReadinessProbe
-	if p == nil || (p.HTTPGet == nil && p.TCPSocket == nil) {
+	if !runnable(p) {
 		c.mu.Lock()
 		c.ready = c.running
 		c.mu.Unlock()
 		return
 	}
-	ran, ok, failed := c.runProbe(ctx, p, podIP, &c.readyProbe)
+	ran, ok, failed := c.runProbe(ctx, "Readiness", p, podIP, &c.readyProbe)
 	if !ran {
 		return
 	}
@@ -57,10 +62,10 @@ func (c *container) readiness(ctx context.Context, podIP netip.Addr) {
 // then SIGKILL after the pod's termination grace period, as a kubelet does.
 func (c *container) liveness(ctx context.Context, podIP netip.Addr) {
 	p := c.spec.LivenessProbe
-	if p == nil || (p.HTTPGet == nil && p.TCPSocket == nil) {
+	if !runnable(p) {
 		return
 	}
-	_, _, failed := c.runProbe(ctx, p, podIP, &c.liveProbe)
+	_, _, failed := c.runProbe(ctx, "Liveness", p, podIP, &c.liveProbe)
 	if !failed {
 		return
 	}
@@ -85,8 +90,10 @@ func (c *container) liveness(ctx context.Context, podIP netip.Addr) {
 }
 
 // runProbe runs p when the process runs, its initial delay and period have passed; it reports
-// whether it ran, whether it succeeded, and whether failures reached the threshold.
-func (c *container) runProbe(ctx context.Context, p *corev1.Probe, podIP netip.Addr, st *probeState) (ran, ok, failed bool) {
+// whether it ran, whether it succeeded, and whether failures reached the threshold. A failure
+// is an Unhealthy Warning event on the pod, as a kubelet's prober records it
+// (pkg/kubelet/prober/prober.go).
+func (c *container) runProbe(ctx context.Context, kind string, p *corev1.Probe, podIP netip.Addr, st *probeState) (ran, ok, failed bool) {
 	c.mu.Lock()
 	running, startedAt, last := c.running, c.startedAt, st.last
 	c.mu.Unlock()
@@ -96,6 +103,9 @@ func (c *container) runProbe(ctx context.Context, p *corev1.Probe, podIP netip.A
 		return false, false, false
 	}
 	err := c.check(ctx, p, podIP, time.Duration(max(p.TimeoutSeconds, 1))*time.Second)
+	if err != nil {
+		c.w.k.recorder.Eventf(c.w.currentPod(), corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.last = now
@@ -110,6 +120,9 @@ func (c *container) runProbe(ctx context.Context, p *corev1.Probe, podIP netip.A
 func (c *container) check(ctx context.Context, p *corev1.Probe, podIP netip.Addr, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if p.Exec != nil {
+		return c.execProbe(ctx, p.Exec.Command)
+	}
 	if p.TCPSocket != nil {
 		port, err := c.port(p.TCPSocket.Port)
 		if err != nil {

@@ -44,7 +44,7 @@ func (k *Kubelet) Pods() []PodState {
 	out := make([]PodState, 0, len(workers))
 	for _, w := range workers {
 		ps := PodState{Namespace: w.key.Namespace, Name: w.key.Name, UID: string(w.uid), PodIP: w.ip.String()}
-		for _, c := range w.containers {
+		for _, c := range append(append([]*container{}, w.containers...), w.inits...) {
 			c.mu.Lock()
 			cs := ContainerState{Name: c.spec.Name, PID: c.pid, Restarts: c.restarts, Ready: c.ready, LogPath: c.logPath()}
 			if c.running {

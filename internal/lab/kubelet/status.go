@@ -37,9 +37,10 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod, filesErr e
 	return nil
 }
 
-// podStatus is what a kubelet reports: Running once a container started (and while it restarts),
-// Ready when every container is; Succeeded or Failed once every container ended and none is
-// started again (restartPolicy Never or OnFailure), Failed when one of them failed.
+// podStatus is what a kubelet reports: Pending while init containers run; Running once a
+// container started (and while it restarts), Ready when every container is; Succeeded or Failed
+// once every container ended and none is started again (restartPolicy Never or OnFailure),
+// Failed when one of them failed, or when an init container failed and is not started again.
 func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus {
 	ip := w.ip.String()
 	st := &corev1.PodStatus{
@@ -50,6 +51,7 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	if pod.Status.QOSClass != "" {
 		st.QOSClass = pod.Status.QOSClass
 	}
+	incomplete, initFailed := w.initStatuses(st)
 	allReady, anyStarted, ended, failed := true, false, 0, 0
 	for _, c := range w.containers {
 		cs := c.status()
@@ -65,6 +67,8 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	}
 	limitMessages(pod, st)
 	switch {
+	case initFailed:
+		st.Phase = corev1.PodFailed
 	case ended > 0 && ended == len(w.containers) && failed > 0:
 		st.Phase = corev1.PodFailed
 	case ended > 0 && ended == len(w.containers):
@@ -72,11 +76,43 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	case anyStarted:
 		st.Phase = corev1.PodRunning
 	}
-	initialized := corev1.ConditionTrue
+	st.Conditions = podConditions(st, filesErr, incomplete, allReady)
+	return st
+}
+
+// initStatuses records the init containers' statuses in st and returns the names of those that
+// did not complete, and whether one failed and is not started again. A completed init container
+// is Ready (pkg/kubelet/prober/prober_manager.go UpdatePodStatus).
+func (w *podWorker) initStatuses(st *corev1.PodStatus) ([]string, bool) {
+	var incomplete []string
+	failed := false
+	for _, c := range w.inits {
+		cs := c.status()
+		completed, f := c.completion()
+		cs.Ready = completed
+		failed = failed || f
+		if !completed {
+			incomplete = append(incomplete, c.spec.Name)
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	return incomplete, failed
+}
+
+// podConditions are the pod's conditions; PodInitialized is False while init containers have not
+// completed, worded as pkg/kubelet/status/generate.go GeneratePodInitializedCondition does.
+func podConditions(st *corev1.PodStatus, filesErr error, incomplete []string, allReady bool) []corev1.PodCondition {
+	sandbox := corev1.ConditionTrue
 	if filesErr != nil {
-		initialized = corev1.ConditionFalse
+		sandbox = corev1.ConditionFalse
 		st.Message = filesErr.Error()
 		st.Reason = "VolumesNotReady"
+	}
+	initialized := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	if len(incomplete) > 0 {
+		initialized.Status, initialized.Reason = corev1.ConditionFalse, "ContainersNotInitialized"
+		initialized.Message = fmt.Sprintf("containers with incomplete status: %v", incomplete)
+		allReady = false
 	}
 	ready, notReady := corev1.ConditionFalse, ""
 	if allReady {
@@ -85,14 +121,13 @@ func (w *podWorker) podStatus(pod *corev1.Pod, filesErr error) *corev1.PodStatus
 	if terminal(st.Phase) {
 		notReady = "PodCompleted"
 	}
-	st.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodReadyToStartContainers, Status: initialized},
-		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+	return []corev1.PodCondition{
+		{Type: corev1.PodReadyToStartContainers, Status: sandbox},
+		initialized,
 		{Type: corev1.ContainersReady, Status: ready, Reason: notReady},
 		{Type: corev1.PodReady, Status: ready, Reason: notReady},
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
-	return st
 }
 
 // terminal says whether a pod in this phase has ended for good.

@@ -17,8 +17,14 @@ import (
 	"github.com/drover-io/drover/internal/modroot"
 )
 
-// probeImage is the image name the tests' kubelet maps to the podprobe binary.
-const probeImage = "example.com/lab/podprobe"
+const (
+	// probeImage is the image name the tests' kubelet maps to the podprobe binary.
+	probeImage = "example.com/lab/podprobe"
+	// shellImage is the image name the tests' kubelet maps to /bin/sh.
+	shellImage = "example.com/lab/shell"
+	// testDriver is the CSI driver of the tests' lab volumes.
+	testDriver = "block.test.lab.drover.io"
+)
 
 var (
 	cfg        *rest.Config
@@ -26,6 +32,10 @@ var (
 	testKube   *Kubelet
 	probeBin   string
 	testLogDir string
+	// testTmp is the suite's directory, where the tests' mount points live.
+	testTmp string
+	// testStorageDir is the lab storage data directory the suite's kubelet mounts PVCs from.
+	testStorageDir string
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +64,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	// Left 0700: pods that run as another user than root exec podprobe from here all the same.
+	testTmp = tmp
 	probeBin = filepath.Join(tmp, "podprobe")
 	secretMount = filepath.Join(tmp, "mnt", "lab-secret")
 	build := exec.Command("go", "build", "-o", probeBin, "./internal/lab/kubelet/testdata/podprobe")
@@ -70,9 +82,11 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	cs = kubernetes.NewForConfigOrDie(cfg)
 	testLogDir = filepath.Join(tmp, "logs")
+	testStorageDir = filepath.Join(tmp, "storage")
 	testKube, err = New(Options{
-		Config: cfg, Images: map[string]string{probeImage: probeBin},
+		Config: cfg, Images: map[string]string{probeImage: probeBin, shellImage: "/bin/sh"},
 		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
+		StorageDir: testStorageDir, StorageDrivers: []string{testDriver},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)

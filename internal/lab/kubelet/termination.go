@@ -134,12 +134,20 @@ func limitMessages(pod *corev1.Pod, st *corev1.PodStatus) {
 		return
 	}
 	share := maxPodTerminationMessages / n
-	for i := range st.ContainerStatuses {
-		cs := &st.ContainerStatuses[i]
+	statuses := append(append([]*corev1.ContainerStatus{}, pointers(st.InitContainerStatuses)...), pointers(st.ContainerStatuses)...)
+	for _, cs := range statuses {
 		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 			if t != nil && len(t.Message) > share {
 				t.Message = t.Message[:share]
 			}
 		}
 	}
+}
+
+func pointers(statuses []corev1.ContainerStatus) []*corev1.ContainerStatus {
+	out := make([]*corev1.ContainerStatus, len(statuses))
+	for i := range statuses {
+		out[i] = &statuses[i]
+	}
+	return out
 }

@@ -98,10 +98,12 @@ func (w *podWorker) refreshVolumes(ctx context.Context, pod *corev1.Pod) error {
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			if err := os.MkdirAll(dir, 0o777); err != nil { //nolint:gosec // an emptyDir is world-writable, as a kubelet makes it
-				return fmt.Errorf("failed to create emptyDir %s: %w", dir, err)
+			if err := w.setUpEmptyDir(pod, v.Name); err != nil {
+				return err
 			}
 			continue
+		case v.PersistentVolumeClaim != nil:
+			continue // mountClaims
 		case v.Secret != nil:
 			files, err = w.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
 		case v.ConfigMap != nil:
@@ -111,7 +113,7 @@ func (w *podWorker) refreshVolumes(ctx context.Context, pod *corev1.Pod) error {
 		case v.DownwardAPI != nil:
 			files, err = w.downwardFiles(pod, v.DownwardAPI.Items)
 		default:
-			return fmt.Errorf("volume %s of pod %s/%s has a type the lab kubelet does not support (only emptyDir, secret, configMap, projected, downwardAPI)", v.Name, pod.Namespace, pod.Name)
+			return fmt.Errorf("volume %s of pod %s/%s has a type the lab kubelet does not support (only emptyDir, persistentVolumeClaim, secret, configMap, projected, downwardAPI)", v.Name, pod.Namespace, pod.Name)
 		}
 		if err != nil {
 			return err

@@ -8,9 +8,10 @@
 //     lab partition flag cuts it off), the image lock and atomic replacement.
 //   - copy.go: CopyTree, a copy of a tree as `cp -a` makes it (owners, modes, links, times).
 //   - wait.go: a precondition not met yet, reported in a status and retried.
-//   - volumes.go: the lab PV bound to a PVC; CopyVolume, every copy of a volume (a mirror, a
-//     snapshot, VolSync's source copy) taken at one instant with its users frozen
-//     (internal/lab/freeze) and paced by Options.CopyPacing.
+//   - volumes.go: the lab PV bound to a PVC; the directory of a PV's volume for a consumer
+//     outside the storage (PVVolume: the lab kubelet mounting a PVC); CopyVolume, every copy of a
+//     volume (a mirror, a snapshot, VolSync's source copy) taken at one instant with its users
+//     frozen (internal/lab/freeze) and paced by Options.CopyPacing.
 //   - files.go: JSON state files written atomically, scratch directories.
 //
 // The on-disk layout itself is internal/lab/storage/state.

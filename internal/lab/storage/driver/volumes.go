@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab/freeze"
+	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // BoundVolume returns the lab PV bound to a PVC, or a wait while there is none.
@@ -35,6 +38,21 @@ func (s *Store) BoundVolume(ctx context.Context, namespace, name string) (*corev
 		}
 	}
 	return pv, nil
+}
+
+// PVVolume is, for a consumer outside the storage controller (the lab kubelet mounting a PVC),
+// the directory that holds the data of the lab volume behind pv in the storage data directory
+// dataDir, and the state of its image: the consumer may write it only while st.Writable(). A PV
+// of a CSI driver not in drivers is not a lab volume (ErrNotLabVolume).
+func PVVolume(dataDir string, pv *corev1.PersistentVolume, drivers []string) (dir string, st state.ImageState, err error) {
+	if pv.Spec.CSI == nil || !slices.Contains(drivers, pv.Spec.CSI.Driver) {
+		return "", st, fmt.Errorf("PV %s is not a volume of the lab storage's drivers %s: %w", pv.Name, strings.Join(drivers, ", "), ErrNotLabVolume)
+	}
+	handle := pv.Spec.CSI.VolumeHandle
+	if st, err = state.Read(state.ImagePath(dataDir, handle)); err != nil {
+		return "", st, err
+	}
+	return state.VolumePath(dataDir, handle), st, nil
 }
 
 // ErrNotLabVolume is the cause of a wait for a PVC bound to a volume of another storage, which

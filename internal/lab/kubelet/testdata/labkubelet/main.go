@@ -17,13 +17,16 @@ import (
 )
 
 func main() {
+	// Flags of its own: packages the kubelet imports (controller-runtime's) register a global
+	// --kubeconfig.
+	flag := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	kubeconfigPath := flag.String("kubeconfig", "", "kubeconfig of the kubelet's identity")
 	node := flag.String("node", kubelet.DefaultNodeName, "node name")
 	image := flag.String("image", "", "image=binary")
 	stateDir := flag.String("state-dir", "", "state directory")
 	logDir := flag.String("log-dir", "", "log directory")
 	podCIDR := flag.String("pod-cidr", kubelet.DefaultPodCIDR.String(), "loopback range of pod IPs")
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 	if err := run(*kubeconfigPath, *node, *image, *stateDir, *logDir, *podCIDR); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

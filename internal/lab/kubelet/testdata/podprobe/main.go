@@ -34,6 +34,8 @@ type Report struct {
 	ListSecrets string            `json:"listSecrets"`
 	Files       map[string]string `json:"files"`
 	Writes      map[string]string `json:"writes"`
+	// IDs is the process's identity: "uid=U gid=G groups=[...]".
+	IDs string `json:"ids"`
 }
 
 func main() {
@@ -73,6 +75,8 @@ func main() {
 		r.Env[name] = os.Getenv(name)
 	}
 	r.WorkDir, _ = os.Getwd()
+	groups, _ := os.Getgroups()
+	r.IDs = fmt.Sprintf("uid=%d gid=%d groups=%v", os.Getuid(), os.Getgid(), groups)
 	ns, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 	r.SANamespace = string(ns)
 	if *files != "" {
