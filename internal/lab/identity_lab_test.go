@@ -44,6 +44,7 @@ func TestTheAgentRefusesToStartWithoutTheIdentityPolicies(t *testing.T) {
 	}
 	east, err := testLab.Client(lab.East)
 	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { awaitAgentIdentityEnforced(t, asAgent) }) // cleanups run last first: after the restores below
 	for _, obj := range []client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "drover-hub-on-managed-cluster"}},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "drover-agent-identity"}},
@@ -160,4 +161,25 @@ func TestTheAgentsServiceAccountWritesRoleBindingsOnlyWhereItProtects(t *testing
 		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 	t.Logf("the agent's identity labels %s drover.io/restore-rbac: %v", other, err)
 	g.Expect(err).To(MatchError(ContainSubstring("never sets or removes a namespace's drover.io/restore-rbac label")))
+}
+
+// awaitAgentIdentityEnforced waits until the API server enforces drover-agent-identity again
+// (a policy or binding created anew is loaded some time later): the next test relies on it. The
+// probe: the agent's identity labelling namespace default drover.io/restore-rbac, as a dry run.
+func awaitAgentIdentityEnforced(t *testing.T, asAgent *rest.Config) {
+	cs := kubernetes.NewForConfigOrDie(asAgent)
+	patch := []byte(`{"metadata":{"labels":{"drover.io/restore-rbac":"true"}}}`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := cs.CoreV1().Namespaces().Patch(context.Background(), "default", types.MergePatchType, patch,
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'drover-agent-identity'") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the API server does not enforce drover-agent-identity a minute after it was restored: %v", err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
