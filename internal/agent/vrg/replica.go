@@ -46,8 +46,8 @@ import (
 // pvc-protection finalizer and retries with a backoff that grows to many minutes
 // (volrep.Backend.Cleanup). After a failover the old primary's volume is first resynced, and
 // replays the new primary only once it holds its first snapshot. So the VolumeReplication is
-// deleted only once csi-addons reports the volume resyncing from the primary (volrep.Releasable:
-// in sync with a demoted peer is not enough, see there); until then,
+// deleted only once csi-addons reports the volume resyncing from the primary, or in sync with a
+// demoted peer, which the peer's promotion ends a moment later (volrep.Releasable); until then,
 // and while the storage has not yet released it, the PVC keeps drover's marks and its message
 // says what it waits for (pending), so that the group reports it rather than a PVC silently
 // Terminating.

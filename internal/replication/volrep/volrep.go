@@ -472,15 +472,13 @@ func NotReleased(vr *replicationv1alpha1.VolumeReplication, now time.Time) repli
 // VolumeReplication is gone (finalizers.go).
 const pvcProtectionFinalizer = "replication.storage.openshift.io/pvc-protection"
 
-// Releasable reports whether the storage lets a secondary VolumeReplication go now: csi-addons
-// reports it replaying a live primary (Replays). Deleted in any other state, csi-addons retries
-// for as long as the state lasts, with a backoff that grows to many minutes, and a deleted
-// VolumeReplication can no longer be promoted. In sync with a demoted peer is not enough: after a
-// relocation's final sync the peer's promotion follows and makes it replay, but when this cluster
-// is the one promoted next (a failover back, whose source the hub demotes first), no primary is
-// left to replay and the deletion would hold the PVC, and the restore waiting for it, for good.
+// Releasable reports whether the storage lets a secondary VolumeReplication go now or in a
+// moment: csi-addons reports it replaying a live primary (Replays), or in sync with a demoted
+// peer (a relocation's final sync: the peer's promotion, which follows, makes it replay).
+// Deleted in any other state, csi-addons retries for as long as the state lasts, with a backoff
+// that grows to many minutes.
 func Releasable(vr *replicationv1alpha1.VolumeReplication) bool {
-	return Replays(vr)
+	return Replays(vr) || demotedInSync(vr)
 }
 
 // Replays reports whether csi-addons reports a secondary VolumeReplication, at its current

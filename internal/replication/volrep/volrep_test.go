@@ -501,37 +501,3 @@ func TestReplaysOnlyOnResyncTriggeredAtTheCurrentGeneration(t *testing.T) {
 		})
 	}
 }
-
-// A secondary VolumeReplication is deleted only while its volume replays a live primary: in
-// sync with a demoted peer, the next promotion may be this cluster's own (a failover back whose
-// source the hub demotes first), and a deletion then holds the PVC for good.
-func TestASecondaryIsReleasableOnlyWhileItReplaysALivePrimary(t *testing.T) {
-	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, ObservedGeneration: 2}
-	}
-	secondary := func(conds ...metav1.Condition) *replicationv1alpha1.VolumeReplication {
-		vr := &replicationv1alpha1.VolumeReplication{}
-		vr.Generation = 2
-		vr.Spec.ReplicationState = replicationv1alpha1.Secondary
-		vr.Status.State = replicationv1alpha1.SecondaryState
-		vr.Status.ObservedGeneration = 2
-		vr.Status.Conditions = conds
-		return vr
-	}
-	for _, c := range []struct {
-		name string
-		vr   *replicationv1alpha1.VolumeReplication
-		want bool
-	}{
-		{"replaying a live primary", secondary(cond(replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, "Demoted"),
-			cond(replicationv1alpha1.ConditionResyncing, metav1.ConditionTrue, replicationv1alpha1.ReasonResyncTriggered)), true},
-		{"in sync with a demoted peer", secondary(cond(replicationv1alpha1.ConditionCompleted, metav1.ConditionTrue, "Demoted"),
-			cond(replicationv1alpha1.ConditionDegraded, metav1.ConditionFalse, "Healthy"),
-			cond(replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, "NotResyncing")), false},
-		{"demoted, not reported yet", secondary(), false},
-	} {
-		if got := Releasable(c.vr); got != c.want {
-			t.Errorf("%s: Releasable = %t, want %t", c.name, got, c.want)
-		}
-	}
-}
