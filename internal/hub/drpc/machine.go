@@ -303,6 +303,11 @@ func untilStale(sc *scope, primary *clusterView) (time.Duration, bool) {
 func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	st := &sc.drpc.Status
 	target, old := sc.view(st.ActionTarget), sc.view(sc.peer(st.ActionTarget))
+	if waiting := targetReleasing(target, old); waiting != "" {
+		st.Progression = string(ProgressionWaitingForTarget)
+		sc.waiting = waiting
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
 	if old.reachable() {
 		if err := r.ensureGroup(ctx, sc, old, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover, "")); err != nil {
 			return ctrl.Result{}, err
@@ -372,6 +377,24 @@ func demotionAwaited(sc *scope, old *clusterView) string {
 }
 
 // askedPrimary reports whether a group is asked to be the failover's primary already.
+// targetReleasing says what a failover waits for before it demotes a reachable old primary: a
+// PVC the application deleted on the target that its storage has not released yet. The storage
+// releases it only while the volume replays a live primary (ceph-csi); once the old primary is
+// demoted none is left, a VolumeReplication being deleted can no longer be promoted, and the
+// Terminating PVC would stand for good in the way of the one the promotion restores. Empty when
+// the old primary does not answer (a disaster: nothing to wait for), its demotion is asked
+// already, or nothing is pending.
+func targetReleasing(target, old *clusterView) string {
+	if !old.reachable() || !target.reachable() || old.vrg == nil || target.vrg == nil ||
+		old.vrg.Spec.ReplicationState != v1alpha1.ReplicationStatePrimary {
+		return ""
+	}
+	if waiting := releasePending(target); waiting != "" {
+		return fmt.Sprintf("%s; %s is demoted once it is released: its storage releases it only while it replays a primary", waiting, old.name)
+	}
+	return ""
+}
+
 func askedPrimary(vrg *v1alpha1.VolumeReplicationGroup) bool {
 	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionFailover
 }
