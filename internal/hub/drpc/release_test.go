@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -105,4 +106,36 @@ func TestUnprotectRemovesThePrimarysGroupBeforeTheSecondarys(t *testing.T) {
 		w.g.Expect(msg).To(ContainSubstring("east is unreachable"))
 		w.g.Expect(msg).To(ContainSubstring("west's group is secondary"))
 	})
+}
+
+// A failover whose source answers demotes it only once the target has released the PVCs the
+// application deleted there: the storage releases one only while the volume replays a live
+// primary, and the demoted source would leave none. A source that does not answer is not waited
+// for.
+func TestAFailoverWaitsForTheTargetsReleasesBeforeDemotingAReachableSource(t *testing.T) {
+	w := newWorld(t, appDRPC())
+	w.deployed()
+	west := w.vrg("west")
+	west.Status.ProtectedPVCs = []v1alpha1.ProtectedPVC{{Namespace: west.Namespace, Name: "data-db",
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionDataReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReleasePending,
+			Message: "it was deleted here; its VolumeReplication is deleted once the storage replays the peer's primary", LastTransitionTime: metav1.NewTime(w.now)}}}}
+	w.g.Expect(w.clusters["west"].Status().Update(context.Background(), west)).To(Succeed())
+
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.FailoverCluster = v1alpha1.ActionFailover, "west"
+	})
+	w.reconcile()
+	d := w.drpc()
+	t.Logf("%s/%s: %s", d.Status.Phase, d.Status.Progression, w.cond(v1alpha1.ConditionAvailable).Message)
+	w.g.Expect(d.Status.Progression).To(Equal(string(ProgressionWaitingForTarget)))
+	w.g.Expect(w.vrg("east").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary), "east is not demoted while west waits for its storage")
+	w.g.Expect(w.cond(v1alpha1.ConditionAvailable).Message).To(ContainSubstring("release PVC"))
+
+	// Released: the failover goes on, demoting east first.
+	west = w.vrg("west")
+	west.Status.ProtectedPVCs = nil
+	w.g.Expect(w.clusters["west"].Status().Update(context.Background(), west)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.vrg("east").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "promoted only once east is demoted")
 }
