@@ -526,17 +526,11 @@ func (s *store) ensureLatestImage(ctx context.Context, sc *rdScope) (*corev1.Typ
 	return nil, nil
 }
 
-// patchDestinationStatus stores the status this pass computed, refused (a conflict, retried)
-// when the pass read the destination from a cache older than the stored status: VolSync
-// updates its status with the resourceVersion it read (Status().Update in
-// internal/controller/replicationdestination_controller.go). A merge patch from a stale read
-// would replace the whole condition list: the refusal of a transfer, reported once, was then
-// overwritten by "Listening" for good.
 func (s *store) patchDestinationStatus(ctx context.Context, sc *rdScope) error {
 	if equality.Semantic.DeepEqual(sc.base.Status, sc.rd.Status) {
 		return nil
 	}
-	if err := s.Client.Status().Patch(ctx, sc.rd, client.MergeFromWithOptions(sc.base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := s.Client.Status().Patch(ctx, sc.rd, client.MergeFrom(sc.base)); err != nil {
 		return fmt.Errorf("failed to patch status of ReplicationDestination %s: %w", klog.KObj(sc.rd), err)
 	}
 	return nil
