@@ -286,7 +286,12 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	}
 	poll := ctrl.Result{RequeueAfter: volsyncPoll}
 	if t == nil {
-		if !lastTransferRefused(rd.Status.Conditions) {
+		// The refusal is read from the transfers' answers on disk, not from the status a
+		// stale cache may hold: a pass that reads an older status would report "Listening"
+		// over the refusal, which is then never reported again.
+		if refused := lastRefusal(incomingPath(s.Opts.DataDir, sc.address)); refused != "" {
+			setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, refused)
+		} else if !lastTransferRefused(rd.Status.Conditions) {
 			s.setListening(sc)
 		}
 		return poll, nil
@@ -475,6 +480,23 @@ func nextTransfer(dir string) (*transfer, string, error) {
 		}
 	}
 	return oldest, oldestDir, nil
+}
+
+// lastRefusal returns the error of the newest answered transfer in dir when that answer was a
+// refusal, else "".
+func lastRefusal(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var newest ack
+	for _, e := range entries {
+		var a ack
+		if e.IsDir() && driver.ReadJSON(filepath.Join(dir, e.Name(), ackFile), &a) == nil && a.Time.After(newest.Time) {
+			newest = a
+		}
+	}
+	return newest.Error
 }
 
 // snapshotNameFor names the snapshot of one transfer like VolSync (volsync-<rd>-dst-<time>),
