@@ -280,7 +280,7 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 	}
 	sc.received = true
 	startDestinationSync(rd)
-	t, dir, err := nextTransfer(incomingPath(s.Opts.DataDir, sc.address))
+	t, dir, refused, err := nextTransfer(incomingPath(s.Opts.DataDir, sc.address))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -289,7 +289,7 @@ func (s *store) receive(ctx context.Context, sc *rdScope) (ctrl.Result, error) {
 		// The refusal is read from the transfers' answers on disk, not from the status a
 		// stale cache may hold: a pass that reads an older status would report "Listening"
 		// over the refusal, which is then never reported again.
-		if refused := lastRefusal(incomingPath(s.Opts.DataDir, sc.address)); refused != "" {
+		if refused != "" {
 			setSynchronizing(&rd.Status.Conditions, rd.Generation, metav1.ConditionFalse, volsyncv1alpha1.SynchronizingReasonError, refused)
 		} else if !lastTransferRefused(rd.Status.Conditions) {
 			s.setListening(sc)
@@ -447,18 +447,20 @@ func manualTrigger(t *volsyncv1alpha1.TriggerSpec) string {
 	return t.Manual
 }
 
-// nextTransfer returns the oldest completed transfer in dir that has no ack yet, and removes
-// acknowledged transfers that no source collected.
-func nextTransfer(dir string) (*transfer, string, error) {
+// nextTransfer returns the oldest completed transfer in dir that has no ack yet, and the error
+// of the newest ack when that answer was a refusal (else ""); it removes acknowledged transfers
+// that no source collected.
+func nextTransfer(dir string) (*transfer, string, string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", nil
+		return nil, "", "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("failed to read incoming transfers: %w", err)
+		return nil, "", "", fmt.Errorf("failed to read incoming transfers: %w", err)
 	}
 	var oldest *transfer
 	var oldestDir string
+	var newest ack
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -466,6 +468,9 @@ func nextTransfer(dir string) (*transfer, string, error) {
 		d := filepath.Join(dir, e.Name())
 		var a ack
 		if err := driver.ReadJSON(filepath.Join(d, ackFile), &a); err == nil {
+			if a.Time.After(newest.Time) {
+				newest = a
+			}
 			if time.Since(a.Time) > staleAckAge {
 				_ = os.RemoveAll(d)
 			}
@@ -479,24 +484,7 @@ func nextTransfer(dir string) (*transfer, string, error) {
 			oldest, oldestDir = &t, d
 		}
 	}
-	return oldest, oldestDir, nil
-}
-
-// lastRefusal returns the error of the newest answered transfer in dir when that answer was a
-// refusal, else "".
-func lastRefusal(dir string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	var newest ack
-	for _, e := range entries {
-		var a ack
-		if e.IsDir() && driver.ReadJSON(filepath.Join(dir, e.Name(), ackFile), &a) == nil && a.Time.After(newest.Time) {
-			newest = a
-		}
-	}
-	return newest.Error
+	return oldest, oldestDir, newest.Error, nil
 }
 
 // snapshotNameFor names the snapshot of one transfer like VolSync (volsync-<rd>-dst-<time>),

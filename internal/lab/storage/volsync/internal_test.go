@@ -180,7 +180,7 @@ func TestVolSyncDestinationTakesTheOldestCompletedTransferFirst(t *testing.T) {
 	put("newer", &transfer{StartTime: now, Source: "newer"}, nil)
 	put("older", &transfer{StartTime: now.Add(-time.Minute), Source: "older"}, nil)
 
-	got, gotDir, err := nextTransfer(dir)
+	got, gotDir, _, err := nextTransfer(dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).NotTo(BeNil())
 	g.Expect(got.Source).To(Equal("older"))
@@ -189,7 +189,7 @@ func TestVolSyncDestinationTakesTheOldestCompletedTransferFirst(t *testing.T) {
 	g.Expect(filepath.Join(dir, "acknowledged")).To(BeADirectory())
 	g.Expect(filepath.Join(dir, "being-copied")).To(BeADirectory(), "a copy in progress is its source's")
 
-	none, _, err := nextTransfer(filepath.Join(dir, "missing"))
+	none, _, _, err := nextTransfer(filepath.Join(dir, "missing"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(none).To(BeNil())
 	g.Expect(validAddress("volsync-db.ns.lab")).To(Succeed())
