@@ -15,7 +15,8 @@ type EnsureOptions struct {
 	IfMissing bool
 	// UnavailableOK makes a download that fails for want of an answer (no network, a server
 	// error) a warning on Log: the tests that need the files then skip. A file with another
-	// sum is an error all the same.
+	// sum is an error all the same, and so is any failure while RequireEnv requires the files
+	// (Required): CI then stops at once instead of after the whole suite.
 	UnavailableOK bool
 }
 
@@ -42,8 +43,13 @@ func Ensure(ctx context.Context, opts EnsureOptions, sources []Source) error {
 	if _, mismatch := errors.AsType[*MismatchError](err); mismatch {
 		return err
 	}
-	if !opts.UnavailableOK {
-		return fmt.Errorf("%w\nthe upstream CRDs could not be downloaded: check the network (or HTTPS_PROXY), or set %s to a directory that holds them", err, DirEnv)
+	if !opts.UnavailableOK || Required() {
+		why := ""
+		if Required() {
+			why = fmt.Sprintf(" (%s is set: they are required)", RequireEnv)
+		}
+		return fmt.Errorf("%w\nthe upstream CRDs could not be downloaded%s: check the network (or HTTPS_PROXY), or set %s to a directory that holds them",
+			err, why, DirEnv)
 	}
 	fmt.Fprintf(opts.Log, "warning: %v\nwarning: the tests that compare with the upstream CRDs will skip; run `%s` when the repositories are reachable\n",
 		err, FetchCommand)

@@ -186,3 +186,22 @@ func TestEnsureDownloadsNothingWhenTheSharedCopyHoldsTheFiles(t *testing.T) {
 		t.Fatalf("without IfMissing the cache holds %q, want a.yaml downloaded", got)
 	}
 }
+
+// CI requires the upstream CRDs: there a failed download stops make test at its first line,
+// with what to do, instead of after the whole suite.
+func TestEnsureFailsWithoutNetworkWhenTheFilesAreRequired(t *testing.T) {
+	srv, _ := server(t, nil)
+	srv.Close()
+	root := checkout(t)
+	t.Setenv(upstream.RequireEnv, "1")
+	opts := upstream.EnsureOptions{FetchOptions: upstream.FetchOptions{BaseURL: srv.URL, Log: &strings.Builder{}},
+		Root: root, IfMissing: true, UnavailableOK: true}
+	err := upstream.Ensure(context.Background(), opts, []upstream.Source{source("a.yaml", "a")})
+	if err == nil {
+		t.Fatal("Ensure with UnavailableOK, no server and the files required succeeded")
+	}
+	if !strings.Contains(err.Error(), upstream.RequireEnv) || !strings.Contains(err.Error(), upstream.DirEnv) {
+		t.Fatalf("Ensure's error %q says neither why the files are required nor what to set", err)
+	}
+	t.Log(err)
+}
