@@ -5,13 +5,17 @@
 //
 // Its folders:
 //
-//   - process/: the one process runner: start detached, find in /proc, stop, ports, RSS and CPU.
+//   - process/: the one process runner: start detached, find in /proc, stop, ports, RSS and CPU,
+//     and what the freezer reads of /proc (a process's state and parent, its mounts).
+//   - freeze/: stops every process that uses a volume while the storage copies it
+//     (crash-consistent points), and resumes them.
 //   - storage/: the lab storage (CSI side, csi-addons, VolSync), `drover lab storage-controller`.
 //   - kubelet/: the lab kubelet that runs drover's pods as processes, `drover lab kubelet`.
 //   - netproxy/: the loopback proxies in front of a managed cluster, cut by a partition.
 //   - labtest/: the one test harness: a lab per test package, started in TestMain.
 //   - crds/: the external CRDs the clusters serve; upstream/ finds the upstream projects' own.
 //   - records/: workload records, an append-only checksummed log per writer in a volume.
+//   - writer/: the workload writer, run by `drover lab writer` in a pod or by the storage for it.
 //   - ocm/: the stand-in for OCM's placement controller on the hub.
 //   - deployer/: the stand-in for a GitOps tool in placement mode.
 //   - argocd/: a real Argo CD in placement mode (`drover lab up --gitops argocd`).

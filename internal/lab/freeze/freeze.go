@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 const (
@@ -130,11 +132,11 @@ func (f *Freezer) take(found, mine []proc) []proc {
 			fresh = append(fresh, p)
 			continue
 		}
-		st, err := readStat(fmt.Sprintf("/proc/%d/stat", p.pid))
-		if err != nil || st.start != p.start {
+		st, err := process.ReadStat(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if err != nil || st.Start != p.start {
 			continue // gone since the scan
 		}
-		h := &hold{count: 1, theirs: st.state == 'T' || st.state == 't'}
+		h := &hold{count: 1, theirs: st.State == 'T' || st.State == 't'}
 		if !h.theirs && syscall.Kill(p.pid, syscall.SIGSTOP) != nil {
 			continue // gone since the scan
 		}
@@ -156,7 +158,7 @@ func (f *Freezer) release(mine []proc) {
 			continue
 		}
 		delete(f.held, p)
-		if st, err := readStat(fmt.Sprintf("/proc/%d/stat", p.pid)); err == nil && st.start == p.start && !h.theirs {
+		if st, err := process.ReadStat(fmt.Sprintf("/proc/%d/stat", p.pid)); err == nil && st.Start == p.start && !h.theirs {
 			_ = syscall.Kill(p.pid, syscall.SIGCONT)
 		}
 	}
@@ -185,17 +187,17 @@ func stopped(p proc) bool {
 	if err != nil {
 		return true
 	}
-	if st, err := readStat(fmt.Sprintf("/proc/%d/stat", p.pid)); err != nil || st.start != p.start {
+	if st, err := process.ReadStat(fmt.Sprintf("/proc/%d/stat", p.pid)); err != nil || st.Start != p.start {
 		return true
 	}
 	for _, t := range tasks {
-		st, err := readStat(fmt.Sprintf("/proc/%d/task/%s/stat", p.pid, t.Name()))
+		st, err := process.ReadStat(fmt.Sprintf("/proc/%d/task/%s/stat", p.pid, t.Name()))
 		if err != nil {
 			continue
 		}
 		switch {
-		case st.state == 'T', st.state == 't', st.state == 'Z', st.state == 'X':
-		case st.state == 'D' && inVfork(p.pid, t.Name()):
+		case st.State == 'T', st.State == 't', st.State == 'Z', st.State == 'X':
+		case st.State == 'D' && inVfork(p.pid, t.Name()):
 		default:
 			return false
 		}
@@ -209,9 +211,9 @@ func describeProc(pid int) string {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	states := make([]string, 0, len(tasks))
 	for _, t := range tasks {
-		if st, err := readStat(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); err == nil {
+		if st, err := process.ReadStat(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); err == nil {
 			wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, t.Name()))
-			states = append(states, t.Name()+":"+string(st.state)+" in "+string(wchan))
+			states = append(states, t.Name()+":"+string(st.State)+" in "+string(wchan))
 		}
 	}
 	return fmt.Sprintf("%s, threads %v", strings.TrimSpace(string(comm)), states)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // settle is how long a frozen writer is watched for a write it must not make: it writes every
@@ -117,14 +119,14 @@ func (w *writer) waitMoving(t *testing.T) {
 // assertFrozen checks that the writer is stopped and its logs do not change over settle.
 func (w *writer) assertFrozen(t *testing.T) {
 	t.Helper()
-	st, err := readStat(fmt.Sprintf("/proc/%d/stat", w.cmd.Process.Pid))
+	st, err := process.ReadStat(fmt.Sprintf("/proc/%d/stat", w.cmd.Process.Pid))
 	must(t, err)
 	before := w.sizes(t)
 	time.Sleep(settle)
 	after := w.sizes(t)
-	t.Logf("pid %d state %c, logs %v bytes, %s later %v", w.cmd.Process.Pid, st.state, before, settle, after)
-	if st.state != 'T' {
-		t.Errorf("the writer (pid %d) is in state %c, want T (stopped)", w.cmd.Process.Pid, st.state)
+	t.Logf("pid %d state %c, logs %v bytes, %s later %v", w.cmd.Process.Pid, st.State, before, settle, after)
+	if st.State != 'T' {
+		t.Errorf("the writer (pid %d) is in state %c, want T (stopped)", w.cmd.Process.Pid, st.State)
 	}
 	for i := range after {
 		if after[i] != before[i] {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/drover-io/drover/internal/lab/process"
 )
 
 // target is a directory whose users a scan looks for.
@@ -44,9 +46,9 @@ func (s *scan) users() ([]proc, error) {
 		if err != nil || s.exclude[pid] {
 			continue
 		}
-		st, err := readStat(filepath.Join("/proc", e.Name(), "stat"))
-		p := proc{pid: pid, start: st.start}
-		if err != nil || st.state == 'Z' || st.state == 'X' || s.seen[p] {
+		st, err := process.ReadStat(filepath.Join("/proc", e.Name(), "stat"))
+		p := proc{pid: pid, start: st.Start}
+		if err != nil || st.State == 'Z' || st.State == 'X' || s.seen[p] {
 			continue // gone, exited, or examined
 		}
 		s.seen[p] = true
@@ -66,7 +68,7 @@ func (s *scan) mounts(pid int) bool {
 	if mounted, ok := s.mountedNS[ns]; ok {
 		return mounted
 	}
-	mounts, err := readMountinfo(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	mounts, err := process.ReadMountinfo(fmt.Sprintf("/proc/%d/mountinfo", pid))
 	if err != nil {
 		return false // gone: the namespace is read again from its next process
 	}
@@ -101,11 +103,11 @@ func lineage() (map[int]bool, error) {
 	out := map[int]bool{}
 	for pid := os.Getpid(); pid > 0 && !out[pid]; {
 		out[pid] = true
-		st, err := readStat(fmt.Sprintf("/proc/%d/stat", pid))
+		st, err := process.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			return nil, fmt.Errorf("failed to read process %d, an ancestor of this one: %w", pid, err)
 		}
-		pid = st.ppid
+		pid = st.PPID
 	}
 	return out, nil
 }
