@@ -139,6 +139,10 @@ func writerProcess(pod *corev1.PodTemplateSpec, claim string) {
 	pod.Labels[storage.WriterLabel] = storage.WriterProcess
 	pod.Spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	// The writer never calls the API server: no token, as a database's pod needs none. (The
+	// lab's API servers run without the ServiceAccount admission plugin, so the pod names no
+	// ServiceAccount a token could be bound to.)
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	c := &pod.Spec.Containers[0]
 	c.Image = storage.WriterImage
 	c.Command = []string{"drover", "lab", "writer"}

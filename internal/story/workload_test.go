@@ -58,6 +58,7 @@ func TestTheWorkloadsPodsWriteThemselvesOnTheLabKubeletsNodeOnlyWithAppProcesses
 			g.Expect(pod.Labels).To(HaveKeyWithValue(storage.WriterLabel, storage.WriterProcess), "the storage writes nothing for the pods")
 			g.Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue(kubelet.NodeLabel, "true"))
 			g.Expect(pod.Spec.Tolerations).To(ContainElement(HaveField("Key", kubelet.NodeLabel)))
+			g.Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()), "the writer needs no token")
 			g.Expect(c.Command).To(Equal([]string{"drover", "lab", "writer"}))
 			g.Expect(c.Args).To(Equal([]string{"--volume", tc.volume}))
 			g.Expect(c.Env).To(ContainElements(
