@@ -69,11 +69,7 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 		},
 	}
 	if processes {
-		claim := "data-$(" + labwriter.EnvPod + ")" // a StatefulSet's claim: <template>-<pod>
-		if w == DeploymentWithPVC {
-			claim = deploymentClaim
-		}
-		writerProcess(&pod, claim)
+		writerProcess(&pod, w)
 	}
 	pvcSpec := corev1.PersistentVolumeClaimSpec{
 		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -129,13 +125,17 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 
 // writerProcess makes the pod template's writer a real process: the container runs
 // `drover lab writer` (the image storage.WriterImage, which the lab kubelet maps to the drover
-// binary) over the PVC claim mounted at /data, with its identity from the downward API, its
+// binary) over the workload's PVC mounted at /data, with its identity from the downward API, its
 // interval from the pod's annotation, its status file in the directory the lab kubelet binds
 // at storage.WriterStatusMountPath (the storage's, which the story's judge reads); the pod is
 // labelled WriterLabel=process, so the storage writes nothing on its behalf, and it selects and
 // tolerates the lab kubelet's node, where its process runs. The restricted Pod Security level
 // still holds: nothing here names the machine's paths.
-func writerProcess(pod *corev1.PodTemplateSpec, claim string) {
+func writerProcess(pod *corev1.PodTemplateSpec, w Workload) {
+	claim := "data-$(" + labwriter.EnvPod + ")" // a StatefulSet's claim: <template>-<pod>
+	if w == DeploymentWithPVC {
+		claim = deploymentClaim
+	}
 	pod.Labels[storage.WriterLabel] = storage.WriterProcess
 	pod.Spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
