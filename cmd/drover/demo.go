@@ -27,6 +27,8 @@ type demoFlags struct {
 	keep    bool
 	backend string
 	mode    string
+	// appProcesses runs the application's pods as processes (story.Case.AppProcesses).
+	appProcesses bool
 }
 
 // newDemoCommand runs drover's story in the lab.
@@ -44,7 +46,10 @@ nobody deletes anything by hand), fails back to east with a relocation and reloc
 west. It prints a line per step and what drover waits for, and at the end a table: each action,
 its duration, the records kept and lost, and the loss allowed (for the drill: its RTO, the
 records seen in the sandbox's copies and its RPO). It exits
-non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.`,
+non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.
+--app-processes runs the application's pods as real processes on the lab kubelet's node, each
+running drover lab writer over its mounted PVC, in place of pods on fake nodes for which the
+lab's storage writes the records.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
@@ -57,6 +62,7 @@ non-zero if any check fails. --keep leaves the lab running for exploring with ku
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
 	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
+	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", false, "run the application's pods as drover lab writer processes on the lab kubelet's node")
 	return cmd
 }
 
@@ -70,7 +76,7 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--mode %q: use self-contained or placement", f.mode)
 	}
-	c.Replicas = 3
+	c.Replicas, c.AppProcesses = 3, f.appProcesses
 	began := time.Now()
 	fmt.Fprintln(out, "== drover demo: bringing the lab up")
 	sess, err := f.lab.session(ctx, out)
@@ -82,6 +88,9 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	if c.AppProcesses {
+		fmt.Fprintln(out, "== its pods run drover lab writer as processes on the lab kubelet's node")
+	}
 	r := story.New(env, c, lab.East)
 	if err := r.Start(ctx); err != nil {
 		return err

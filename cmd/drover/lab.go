@@ -398,7 +398,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 // drover's pods.
 func newLabKubeletCommand() *cobra.Command {
 	var kubeconfigPath, stateDir, logDir, podCIDR, storageDir string
-	var images, pins, storageDrivers []string
+	var images, pins, storageDrivers, nodeDirs []string
 	cmd := &cobra.Command{
 		Use:    "kubelet",
 		Short:  "Run the lab kubelet of one cluster (started by the lab)",
@@ -424,6 +424,13 @@ func newLabKubeletCommand() *cobra.Command {
 			if opts.PodIP, err = pinnedPodIPs(pins); err != nil {
 				return err
 			}
+			for _, d := range nodeDirs {
+				src, target, ok := strings.Cut(d, "=")
+				if !ok || !filepath.IsAbs(src) || !filepath.IsAbs(target) {
+					return fmt.Errorf("invalid --node-dir %q: want SOURCE=TARGET, both absolute paths", d)
+				}
+				opts.NodeDirs = append(opts.NodeDirs, kubelet.NodeDir{Source: src, Target: target})
+			}
 			k, err := kubelet.New(opts)
 			if err != nil {
 				return err
@@ -439,6 +446,7 @@ func newLabKubeletCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&pins, "pin-pod-ip", nil, "NAME=IP: the pod IP of pods labelled app.kubernetes.io/name=NAME (repeatable)")
 	cmd.Flags().StringVar(&storageDir, "storage-dir", "", "data directory of the cluster's lab storage, whose volumes PVC volumes mount")
 	cmd.Flags().StringArrayVar(&storageDrivers, "storage-driver", nil, "a CSI driver whose PVs are volumes of --storage-dir (repeatable)")
+	cmd.Flags().StringArrayVar(&nodeDirs, "node-dir", nil, "SOURCE=TARGET: a directory of the machine bound read-write at TARGET in every container (repeatable)")
 	for _, name := range []string{"kubeconfig", "state-dir", "log-dir", "image"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

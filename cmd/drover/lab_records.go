@@ -40,7 +40,7 @@ func newLabRecordsCommand(f *labFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "records CLUSTER NAMESPACE/PVC",
 		Short: "Verify the workload records in the image behind a PVC, or compare two clusters' copies",
-		Long: `Reads the records that lab writers (pods labelled lab.drover.io/writer=true) appended to
+		Long: `Reads the records that lab writers (pods labelled lab.drover.io/writer) appended to
 the image behind the PVC on CLUSTER and reports, per writer, the records, the last sequence
 number, gaps, corrupt and torn records, the index beside the log (which a copy of one instant
 never holds ahead of the log) and the last write. With --compare, also reads the copy on

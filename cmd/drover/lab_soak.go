@@ -25,7 +25,7 @@ type soakFlags struct {
 	restarts, keepGoing    bool
 	killEvery              string
 	out                    string
-	keep                   bool
+	keep, appProcesses     bool
 }
 
 func newLabSoakCommand(f *labFlags) *cobra.Command {
@@ -62,6 +62,7 @@ It stops at the first failed cycle and leaves the lab running with its logs (unl
 	fl.StringVar(&s.workload, "workload", string(story.StatefulSetKeepsPVCs), "the application: sts-retain, sts-delete or deployment")
 	fl.StringVar(&s.policy, "policy", lab.PolicyVolRep, "the DRPolicy: "+lab.PolicyVolRep+" or "+lab.PolicyVolSync)
 	fl.StringVar(&s.mode, "mode", string(story.SelfContained), "self-contained or placement")
+	fl.BoolVar(&s.appProcesses, "app-processes", false, "run the application's pods as drover lab writer processes on the lab kubelet's node")
 	fl.Uint64Var(&s.seed, "seed", 0, "seed of the kills' times and targets (default: from the clock, printed)")
 	fl.BoolVar(&s.restarts, "restarts", true, "kill drover's hub and agents at random times (--restarts=false: never)")
 	fl.StringVar(&s.killEvery, "kill-every", soak.DefaultKillEvery.String(), "mean time between two kills")
@@ -81,6 +82,7 @@ func (s *soakFlags) options(seedSet bool) (soak.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	c.AppProcesses = s.appProcesses
 	o.Case = c
 	if s.restarts {
 		if o.KillEvery, err = parseDuration("kill-every", s.killEvery); err != nil {

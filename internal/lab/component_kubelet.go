@@ -1,6 +1,10 @@
 package lab
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/drover-io/drover/internal/lab/storage"
+)
 
 const (
 	// componentKubelet runs the lab kubelet: `drover lab kubelet`.
@@ -14,7 +18,10 @@ func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubele
 // kubeletStep is `drover lab kubelet` for the cluster (internal/lab/kubelet): it runs the pods
 // of drover's Deployments, with the drover binary as the image DroverImage and their logs in the
 // cluster's log directory; on a managed cluster it mounts PVC volumes from the cluster's lab
-// storage. Starting it is enough (the install waits for drover's pods).
+// storage and runs the application pods that write the lab's records themselves
+// (storage.WriterProcess): the drover binary is the image storage.WriterImage too, and the
+// storage's status directory of the writers is bound in every container at
+// storage.WriterStatusMountPath. Starting it is enough (the install waits for drover's pods).
 func (c *Cluster) kubeletStep() step {
 	args := []string{
 		"lab", kubeletVerb,
@@ -26,7 +33,9 @@ func (c *Cluster) kubeletStep() step {
 	}
 	if c.Role == RoleManaged {
 		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String(),
-			"--storage-dir="+c.storageDir(), "--storage-driver="+BlockDriver, "--storage-driver="+FileDriver)
+			"--storage-dir="+c.storageDir(), "--storage-driver="+BlockDriver, "--storage-driver="+FileDriver,
+			"--image="+storage.WriterImage+"="+c.lab.opts.DroverBinary,
+			"--node-dir="+storage.WriterStatusDir(c.storageDir())+"="+storage.WriterStatusMountPath)
 	}
 	return step{component: component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}}
 }

@@ -12,6 +12,11 @@
 // lab's placement controller schedules it until drover disables its scheduling, and a GitOps
 // tool (the lab's deployer, or Argo CD) deploys the application where the decision says.
 //
+// The application's pods run on kwok's fake nodes and the lab storage writes their records on
+// their behalf; with Case.AppProcesses (workload.go, writerProcess) they run `drover lab writer`
+// as real processes on the lab kubelet's node, writing into their mounted PVCs, and every check
+// reads their records and status files as it reads the storage's.
+//
 // The end-to-end suite (test/e2e) runs it for a matrix of workloads, backends and modes;
 // `drover demo` runs it once and prints its table. It is lab code: production code never
 // imports it.

@@ -79,7 +79,7 @@ func (f *Fleet) Deploy(ctx context.Context) error {
 		if r.c.Mode != SelfContained {
 			return errors.New("a fleet runs self-contained applications only")
 		}
-		objs, err := manifests(r.c.Workload, r.c.Replicas, r.c.StorageClass)
+		objs, err := manifests(r.c.Workload, r.c.Replicas, r.c.StorageClass, r.c.AppProcesses)
 		if err != nil {
 			return err
 		}

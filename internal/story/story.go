@@ -49,6 +49,11 @@ type Case struct {
 	// Placement names the placement of placement mode (db when empty); PlacementNamespace is
 	// where its decision lives, the namespace a GitOps tool reads (Namespace when empty).
 	Placement, PlacementNamespace string
+	// AppProcesses runs the application's pods as real processes on the lab kubelet's node,
+	// each running `drover lab writer` over its mounted PVCs, in place of pods on kwok's fake
+	// nodes for which the lab storage writes the records. It needs a lab that runs drover (its
+	// kubelets); off by default.
+	AppProcesses bool
 }
 
 // placement is the placement's name.
@@ -180,7 +185,7 @@ func (r *Run) Start(ctx context.Context) error {
 	r.t0 = time.Now()
 	bg, cancel := context.WithCancel(context.Background())
 	r.stopBackground = cancel
-	objs, err := manifests(r.c.Workload, r.c.Replicas, r.c.StorageClass)
+	objs, err := manifests(r.c.Workload, r.c.Replicas, r.c.StorageClass, r.c.AppProcesses)
 	if err != nil {
 		return err
 	}

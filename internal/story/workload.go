@@ -10,7 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/storage"
+	labwriter "github.com/drover-io/drover/internal/lab/writer"
 )
 
 // Workload is the kind of application a case protects.
@@ -33,6 +35,9 @@ var AppLabel = map[string]string{"app": "db"}
 // WriterInterval is the time between two records of each writer.
 const WriterInterval = "200ms"
 
+// deploymentClaim is the PVC of the DeploymentWithPVC workload.
+const deploymentClaim = "data-db"
+
 // AppUser is the user, group and fsGroup the application's pods run as: non-root, as a real
 // database's, so that drover takes its VolSync movers' user from them, and the pods meet the
 // restricted Pod Security Standard.
@@ -40,8 +45,9 @@ const AppUser int64 = 1000
 
 // manifests returns the application's objects, without a namespace: a workload named db whose
 // pods write records (the lab's writer) into PVCs of storageClass labelled app=db, and a headless
-// Service.
-func manifests(w Workload, replicas int32, storageClass string) ([]client.Object, error) {
+// Service. With processes the pods run `drover lab writer` themselves on the lab kubelet's node
+// (writerProcess); else they run on kwok's fake nodes and the lab storage writes for them.
+func manifests(w Workload, replicas int32, storageClass string, processes bool) ([]client.Object, error) {
 	labels := func() map[string]string { return map[string]string{"app": "db"} }
 	pod := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
@@ -61,6 +67,9 @@ func manifests(w Workload, replicas int32, storageClass string) ([]client.Object
 				},
 			}},
 		},
+	}
+	if processes {
+		writerProcess(&pod, w)
 	}
 	pvcSpec := corev1.PersistentVolumeClaimSpec{
 		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -96,7 +105,7 @@ func manifests(w Workload, replicas int32, storageClass string) ([]client.Object
 	case DeploymentWithPVC:
 		pvc := &corev1.PersistentVolumeClaim{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: "data-db", Labels: labels()}, Spec: pvcSpec,
+			ObjectMeta: metav1.ObjectMeta{Name: deploymentClaim, Labels: labels()}, Spec: pvcSpec,
 		}
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
@@ -112,4 +121,34 @@ func manifests(w Workload, replicas int32, storageClass string) ([]client.Object
 		return []client.Object{service, pvc, dep}, nil
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
+}
+
+// writerProcess makes the pod template's writer a real process: the container runs
+// `drover lab writer` (the image storage.WriterImage, which the lab kubelet maps to the drover
+// binary) over the workload's PVC mounted at /data, with its identity from the downward API, its
+// interval from the pod's annotation, its status file in the directory the lab kubelet binds
+// at storage.WriterStatusMountPath (the storage's, which the story's judge reads); the pod is
+// labelled WriterLabel=process, so the storage writes nothing on its behalf, and it selects and
+// tolerates the lab kubelet's node, where its process runs. The restricted Pod Security level
+// still holds: nothing here names the machine's paths.
+func writerProcess(pod *corev1.PodTemplateSpec, w Workload) {
+	claim := "data-$(" + labwriter.EnvPod + ")" // a StatefulSet's claim: <template>-<pod>
+	if w == DeploymentWithPVC {
+		claim = deploymentClaim
+	}
+	pod.Labels[storage.WriterLabel] = storage.WriterProcess
+	pod.Spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	// The writer never calls the API server: no token, as a database's pod needs none. (The
+	// lab's API servers run without the ServiceAccount admission plugin, so the pod names no
+	// ServiceAccount a token could be bound to.)
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	c := &pod.Spec.Containers[0]
+	c.Image = storage.WriterImage
+	c.Command = []string{"drover", "lab", "writer"}
+	c.Args = []string{"--volume", claim + "=/data"}
+	c.Env = append(labwriter.PodEnv(),
+		corev1.EnvVar{Name: labwriter.EnvInterval, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['" + storage.WriterIntervalAnnotation + "']"}}},
+		corev1.EnvVar{Name: labwriter.EnvStatusDir, Value: storage.WriterStatusMountPath})
 }

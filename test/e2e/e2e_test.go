@@ -17,8 +17,13 @@ import (
 	"github.com/drover-io/drover/internal/story"
 )
 
-// FullEnv selects the whole matrix when set to "full".
-const FullEnv = "DROVER_E2E"
+const (
+	// FullEnv selects the whole matrix when set to "full".
+	FullEnv = "DROVER_E2E"
+	// AppProcessesEnv, set to "1", runs the cases' application pods as writer processes on the
+	// lab kubelets' nodes (story.Case.AppProcesses).
+	AppProcessesEnv = "DROVER_E2E_APP_PROCESSES"
+)
 
 var testLab *labtest.Lab
 
@@ -99,6 +104,7 @@ var runs = map[string]int{}
 
 func TestTheWholeStory(t *testing.T) {
 	for _, c := range cases() {
+		c.AppProcesses = os.Getenv(AppProcessesEnv) == "1"
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
 			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy] +
 			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass]

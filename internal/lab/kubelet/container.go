@@ -471,8 +471,8 @@ func containerID(w *podWorker, name string, pid int) string {
 	return fmt.Sprintf("lab://%s/%s/%d", w.uid, name, pid)
 }
 
-// mounts lists what a container sees: its volumeMounts and, unless a volume is mounted there or
-// automounting is off, the ServiceAccount directory.
+// mounts lists what a container sees: its volumeMounts, unless a volume is mounted there or
+// automounting is off the ServiceAccount directory, and the node's directories (NodeDirs).
 func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error) {
 	var out []mount
 	saMounted := false
@@ -502,6 +502,9 @@ func (w *podWorker) mounts(pod *corev1.Pod, c *corev1.Container) ([]mount, error
 	}
 	if !saMounted && automountToken(pod) {
 		out = append(out, mount{source: w.saDir(), target: serviceAccountDir, readOnly: true})
+	}
+	for _, d := range w.k.opts.NodeDirs {
+		out = append(out, mount{source: d.Source, target: d.Target})
 	}
 	return out, nil
 }

@@ -19,6 +19,9 @@
 //     containers waiting (ContainerCreating) with a FailedMount Warning event on the pod, retried
 //     with a kubelet's back-off (500 ms doubling to 2m2s) until it mounts; once mounted a volume
 //     stays mounted for the pod's life;
+//   - the node's own directories (Options.NodeDirs), bound read-write into every container
+//     outside the pod's spec, as a node's agent shares a directory with its pods: the lab's
+//     writer processes report their counts to the cluster's storage through one;
 //   - the securityContext's identity (security.go): runAsUser and runAsGroup (the container's
 //     over the pod's), the pod's fsGroup and supplementalGroups as supplementary groups, dropped
 //     to by setpriv once the mounts are bound; fsGroup ownership of PVC and emptyDir volumes as

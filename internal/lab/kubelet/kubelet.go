@@ -87,6 +87,17 @@ type Options struct {
 	// Without them a pod's PVC volumes fail to mount.
 	StorageDir     string
 	StorageDrivers []string
+	// NodeDirs are directories of the machine bound read-write into every container, each at its
+	// Target, outside the pod's spec: a directory the node shares with its pods, as a node's
+	// agent would through a hostPath that the pod's Pod Security level forbids it to name. The
+	// lab's writer processes report their counts to the cluster's storage through one. A missing
+	// Source is created (0755); its owner's mode decides who writes there.
+	NodeDirs []NodeDir
+}
+
+// NodeDir is a directory of the machine bound into every container at Target.
+type NodeDir struct {
+	Source, Target string
 }
 
 // Kubelet runs the pods bound to one node of one cluster. Create it with New and run it with Run.
@@ -128,6 +139,11 @@ func New(opts Options) (*Kubelet, error) {
 	}
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = defaultSyncPeriod
+	}
+	for _, d := range opts.NodeDirs {
+		if err := os.MkdirAll(d.Source, 0o755); err != nil { //nolint:gosec // its owner sets who writes there
+			return nil, fmt.Errorf("failed to create node directory %s: %w", d.Source, err)
+		}
 	}
 	host, port, err := apiEndpoint(opts.Config.Host)
 	if err != nil {

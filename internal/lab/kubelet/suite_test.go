@@ -36,6 +36,9 @@ var (
 	testTmp string
 	// testStorageDir is the lab storage data directory the suite's kubelet mounts PVCs from.
 	testStorageDir string
+	// testNodeDir is the node directory (Options.NodeDirs) the suite's kubelet binds into every
+	// container at testNodeDirTarget, writable by every user.
+	testNodeDir, testNodeDirTarget string
 )
 
 func TestMain(m *testing.M) {
@@ -83,10 +86,20 @@ func run(m *testing.M) int {
 	cs = kubernetes.NewForConfigOrDie(cfg)
 	testLogDir = filepath.Join(tmp, "logs")
 	testStorageDir = filepath.Join(tmp, "storage")
+	testNodeDir, testNodeDirTarget = filepath.Join(tmp, "node"), filepath.Join(tmp, "mnt", "node")
+	if err := os.Mkdir(testNodeDir, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	if err := os.Chmod(testNodeDir, 0o777|os.ModeSticky); err != nil { //nolint:gosec // every container's user writes there
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	testKube, err = New(Options{
 		Config: cfg, Images: map[string]string{probeImage: probeBin, shellImage: "/bin/sh"},
 		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
 		StorageDir: testStorageDir, StorageDrivers: []string{testDriver},
+		NodeDirs: []NodeDir{{Source: testNodeDir, Target: testNodeDirTarget}},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)

@@ -5,6 +5,14 @@ package storage
 // `drover lab writer` runs inside a pod too) that commits a record every interval to each of its
 // lab volumes, on the pod's behalf, for pods on fake nodes that run no process.
 //
+// A pod labelled WriterLabel=process writes itself: it runs `drover lab writer` (the image
+// WriterImage, which the lab kubelet maps to the drover binary) on the lab kubelet's node, over
+// its mounted PVCs, and the storage controller starts no writer for it. Its status file goes to
+// the same directory: the lab kubelet binds WriterStatusDir into every container at
+// WriterStatusMountPath, and the pod names that path in $LAB_WRITER_STATUS_DIR. The storage
+// controller creates the directory writable by every user (sticky, as /tmp), since the pods'
+// writers run as their own users.
+//
 // Decisions (the writer's own are in internal/lab/writer):
 //   - Each write takes the image's lock (the mirror's point-in-time copy takes it too, so a copy
 //     never holds half a record, nor a record without its index entry) and reads the image's
@@ -17,6 +25,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -32,8 +41,18 @@ import (
 )
 
 const (
-	// WriterLabel marks a pod whose lab volumes get a writer when its value is "true".
+	// WriterLabel marks a pod whose lab volumes get a writer when its value is "true", and a
+	// pod that writes them itself when it is WriterProcess.
 	WriterLabel = "lab.drover.io/writer"
+	// WriterProcess is the WriterLabel value of a pod that runs `drover lab writer` itself: the
+	// storage controller writes nothing on its behalf.
+	WriterProcess = "process"
+	// WriterImage is the image of the lab's writer pods; the lab kubelet maps it to the drover
+	// binary, whose `lab writer` command a pod names.
+	WriterImage = "lab/writer"
+	// WriterStatusMountPath is where the lab kubelet binds WriterStatusDir in every container,
+	// for the status files of writer processes ($LAB_WRITER_STATUS_DIR).
+	WriterStatusMountPath = "/run/drover-lab/writers"
 	// WriterIntervalAnnotation sets the time between two records of a pod's writer, as a Go
 	// duration ("200ms"); DefaultWriterInterval when absent or not valid.
 	WriterIntervalAnnotation = "lab.drover.io/writer-interval"
@@ -72,7 +91,24 @@ func ReadWriterStatus(dataDir, namespace, pod string) (WriterStatus, error) {
 	return st, nil
 }
 
+// EnsureWriterStatusDir creates WriterStatusDir of a cluster's data dir, writable by every user
+// (sticky, as /tmp), so that writer processes of any user write their status files there.
+func EnsureWriterStatusDir(dataDir string) error {
+	dir := WriterStatusDir(dataDir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("failed to create the writers' status directory %s: %w", dir, err)
+	}
+	//nolint:gosec // pods' writer processes of any user write their status files here
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		return fmt.Errorf("failed to let every user write in the writers' status directory %s: %w", dir, err)
+	}
+	return nil
+}
+
 func setupWriters(mgr ctrl.Manager, s *store) error {
+	if err := EnsureWriterStatusDir(s.Opts.DataDir); err != nil {
+		return err
+	}
 	w := &writers{store: s, running: map[types.NamespacedName]*podWriter{}}
 	// As a runnable, w learns when the manager stops and stops every writer.
 	if err := mgr.Add(w); err != nil {
