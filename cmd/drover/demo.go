@@ -47,9 +47,9 @@ west. It prints a line per step and what drover waits for, and at the end a tabl
 its duration, the records kept and lost, and the loss allowed (for the drill: its RTO, the
 records seen in the sandbox's copies and its RPO). It exits
 non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.
---app-processes runs the application's pods as real processes on the lab kubelet's node, each
-running drover lab writer over its mounted PVC, in place of pods on fake nodes for which the
-lab's storage writes the records.`,
+The application's pods are real processes on the lab kubelet's node, each running drover lab
+writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
+the lab's storage writes the records.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
@@ -62,7 +62,7 @@ lab's storage writes the records.`,
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
 	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
-	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", false, "run the application's pods as drover lab writer processes on the lab kubelet's node")
+	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
 	return cmd
 }
 

@@ -62,7 +62,7 @@ It stops at the first failed cycle and leaves the lab running with its logs (unl
 	fl.StringVar(&s.workload, "workload", string(story.StatefulSetKeepsPVCs), "the application: sts-retain, sts-delete or deployment")
 	fl.StringVar(&s.policy, "policy", lab.PolicyVolRep, "the DRPolicy: "+lab.PolicyVolRep+" or "+lab.PolicyVolSync)
 	fl.StringVar(&s.mode, "mode", string(story.SelfContained), "self-contained or placement")
-	fl.BoolVar(&s.appProcesses, "app-processes", false, "run the application's pods as drover lab writer processes on the lab kubelet's node")
+	fl.BoolVar(&s.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
 	fl.Uint64Var(&s.seed, "seed", 0, "seed of the kills' times and targets (default: from the clock, printed)")
 	fl.BoolVar(&s.restarts, "restarts", true, "kill drover's hub and agents at random times (--restarts=false: never)")
 	fl.StringVar(&s.killEvery, "kill-every", soak.DefaultKillEvery.String(), "mean time between two kills")

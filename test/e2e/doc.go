@@ -10,8 +10,9 @@
 // that downloads them; DROVER_REQUIRE_UPSTREAM_APIS=1 (CI) makes that a failure.
 //
 // `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
-// `make test-e2e` (DROVER_E2E=full) runs the whole matrix. DROVER_E2E_APP_PROCESSES=1 runs the
-// application's pods of TestTheWholeStory's cases as real `drover lab writer` processes on the
-// lab kubelets' nodes (story.Case.AppProcesses) in place of pods on fake nodes; the Argo CD
-// case deploys its own manifests and keeps its pods on fake nodes.
+// `make test-e2e` (DROVER_E2E=full) runs the whole matrix. The application's pods of
+// TestTheWholeStory's cases are real `drover lab writer` processes on the lab kubelets' nodes
+// (story.Case.AppProcesses), writing into their mounted PVCs; DROVER_E2E_APP_PROCESSES=0 puts
+// them on fake nodes instead, the lab's storage writing for them. The Argo CD case deploys its
+// own manifests and keeps its pods on fake nodes.
 package e2e

@@ -20,8 +20,9 @@ import (
 const (
 	// FullEnv selects the whole matrix when set to "full".
 	FullEnv = "DROVER_E2E"
-	// AppProcessesEnv, set to "1", runs the cases' application pods as writer processes on the
-	// lab kubelets' nodes (story.Case.AppProcesses).
+	// AppProcessesEnv, set to "0", runs the cases' application pods on kwok's fake nodes, the
+	// lab's storage writing their records, in place of writer processes on the lab kubelets'
+	// nodes (story.Case.AppProcesses, the default).
 	AppProcessesEnv = "DROVER_E2E_APP_PROCESSES"
 )
 
@@ -104,7 +105,7 @@ var runs = map[string]int{}
 
 func TestTheWholeStory(t *testing.T) {
 	for _, c := range cases() {
-		c.AppProcesses = os.Getenv(AppProcessesEnv) == "1"
+		c.AppProcesses = os.Getenv(AppProcessesEnv) != "0"
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
 			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy] +
 			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass]
