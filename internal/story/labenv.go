@@ -79,9 +79,9 @@ func labClass(policy string) string {
 func LabCase(w, policy, m string) (Case, error) {
 	c := Case{Workload: Workload(w), Policy: policy, Mode: Mode(m)}
 	switch c.Workload {
-	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC:
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres:
 	default:
-		return c, fmt.Errorf("workload %q: use %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC)
+		return c, fmt.Errorf("workload %q: use %s, %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres)
 	}
 	if c.StorageClass = labClass(policy); c.StorageClass == "" {
 		return c, fmt.Errorf("policy %q: use %s or %s", policy, lab.PolicyVolRep, lab.PolicyVolSync)

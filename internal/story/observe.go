@@ -70,7 +70,7 @@ func (r *Run) writers(ctx context.Context, cluster string) ([]writer, error) {
 
 // expectedPods is how many writer pods the application runs.
 func (r *Run) expectedPods() int {
-	if r.c.Workload == DeploymentWithPVC {
+	if r.c.Workload == DeploymentWithPVC || r.c.Workload == Postgres {
 		return 1
 	}
 	return int(r.c.Replicas)
