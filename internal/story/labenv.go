@@ -30,7 +30,14 @@ func LabEnv(l *lab.Lab, out io.Writer) (Env, error) {
 	}
 	return Env{
 		Hub: hub, Clusters: clusters, Out: out,
-		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		DataDir: func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		LogDir: func(cluster string) string {
+			c, err := l.Cluster(cluster)
+			if err != nil {
+				return ""
+			}
+			return c.LogDir()
+		},
 		StopCluster:  l.Stop,
 		StartCluster: l.Start,
 		Partition:    l.Partition,

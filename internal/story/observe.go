@@ -92,6 +92,9 @@ func (r *Run) writing(ctx context.Context, cluster string) ([]writer, map[string
 }
 
 func (r *Run) writingNow(ctx context.Context, cluster string) ([]writer, map[string]string, error) {
+	if r.c.Workload == Postgres {
+		return r.pgWritingNow(ctx, cluster)
+	}
 	ws, err := r.writers(ctx, cluster)
 	if err != nil {
 		return nil, nil, err
