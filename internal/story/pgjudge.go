@@ -70,26 +70,33 @@ const pgPod = "db-0"
 // pgServer waits until the application's pod on cluster is Running with an IP and its server
 // answers, and returns it.
 func (r *Run) pgServer(ctx context.Context, cluster string) (pgsql.Server, error) {
-	pg, err := pgsql.Find()
-	if err != nil {
-		return pgsql.Server{}, err
-	}
-	server := pgsql.Server{Install: pg}
-	err = r.poll(ctx, pollInterval, func(ctx context.Context) error {
-		pod := &corev1.Pod{}
-		if err := r.env.Clusters[cluster].Get(ctx, client.ObjectKey{Namespace: r.c.Namespace, Name: pgPod}, pod); err != nil {
-			return fmt.Errorf("PostgreSQL's pod on %s: %w", cluster, err)
-		}
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("PostgreSQL's pod on %s is %s", cluster, pod.Status.Phase)
-		}
-		server.Host = pod.Status.PodIP
-		return server.Ready(ctx)
+	var server pgsql.Server
+	err := r.poll(ctx, pollInterval, func(ctx context.Context) (err error) {
+		server, err = r.pgServerNow(ctx, cluster)
+		return err
 	})
 	if err != nil {
 		return server, fmt.Errorf("PostgreSQL does not answer on %s: %w", cluster, err)
 	}
 	return server, nil
+}
+
+// pgServerNow returns the application's server on cluster when its pod is Running with an IP
+// and the server answers.
+func (r *Run) pgServerNow(ctx context.Context, cluster string) (pgsql.Server, error) {
+	pg, err := pgsql.Find()
+	if err != nil {
+		return pgsql.Server{}, err
+	}
+	pod := &corev1.Pod{}
+	if err := r.env.Clusters[cluster].Get(ctx, client.ObjectKey{Namespace: r.c.Namespace, Name: pgPod}, pod); err != nil {
+		return pgsql.Server{}, fmt.Errorf("PostgreSQL's pod on %s: %w", cluster, err)
+	}
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+		return pgsql.Server{}, fmt.Errorf("PostgreSQL's pod on %s is %s", cluster, pod.Status.Phase)
+	}
+	server := pgsql.Server{Install: pg, Host: pod.Status.PodIP}
+	return server, server.Ready(ctx)
 }
 
 // pgWritingNow checks that PostgreSQL answers on cluster and that pgbench committed there in the
@@ -106,7 +113,7 @@ func (r *Run) pgWritingNow(ctx context.Context, cluster string) ([]writer, map[s
 	if err != nil {
 		return nil, nil, err
 	}
-	server, err := r.pgServer(ctx, cluster)
+	server, err := r.pgServerNow(ctx, cluster)
 	if err != nil {
 		return nil, nil, err
 	}
