@@ -178,7 +178,7 @@ func (r *Run) pgJudge(ctx context.Context, step *Step, by time.Time) error {
 	step.Kept, step.Lost = uint64(j.Present), uint64(j.Lost) //nolint:gosec // counts
 	r.pg.judgements = append(r.pg.judgements, j)
 	r.pg.since = began
-	r.say("  postgres on %s: %s; invariant holds (%d); pg_amcheck clean; %d runs of pgbench on %s committed %d (%d before the recovery point), %d on %s, %d lost",
+	r.say("  postgres on %s: %s; invariant holds (%d); pg_amcheck clean; %d runs of pgbench on %s committed %d transactions, %d of them to keep; %d on %s, %d lost",
 		step.To, j.Recovery, j.Sums.History, j.Runs, step.From, j.Committed, j.MustKeep, j.Present, step.To, j.Lost)
 	return errors.Join(errs...)
 }
