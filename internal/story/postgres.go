@@ -46,9 +46,15 @@ func PgbenchLogDir(dataDir, namespace, pod string) string {
 func pgbenchLogDirName(namespace, pod string) string { return namespace + "." + pod + ".pgbench" }
 
 // initdbScript initialises the data directory when it is missing or empty, and only then: the
-// PVC of a failover's target holds the source's database, which PostgreSQL recovers.
+// PVC of a failover's target holds the source's database, which PostgreSQL recovers. A data
+// directory there is made the user's alone again, as the PostgreSQL image's entrypoint does
+// (docker-library/postgres docker-entrypoint.sh, chmod 00700 "$PGDATA"): a volume whose root
+// does not match the pod's fsGroup (a VolSync restore keeps the destination's own root) gets the
+// kubelet's recursive fsGroup change, which opens the data directory to the group, and
+// PostgreSQL refuses to start on a group-writable one.
 const initdbScript = `set -e
 if [ -n "$(ls -A "$PGDATA" 2>/dev/null)" ]; then
+  chmod 0700 "$PGDATA"
   echo "$PGDATA holds a database: no initdb"
   exit 0
 fi

@@ -33,6 +33,7 @@ func TestThePostgresWorkloadRunsPostgreSQLAsItsUserWithItsDataOnThePVCUnderRestr
 	g.Expect(initdb.Image).To(Equal(pgsql.ImageShell))
 	script := initdb.Command[2]
 	g.Expect(script).To(ContainSubstring(`if [ -n "$(ls -A "$PGDATA" 2>/dev/null)" ]`), "initdb only into an empty directory")
+	g.Expect(script).To(ContainSubstring(`chmod 0700 "$PGDATA"`), "a data directory an fsGroup change opened is closed again")
 	g.Expect(script).To(ContainSubstring("initdb -D \"$PGDATA\" --wal-segsize=1 --data-checksums --auth=trust"))
 	g.Expect(initdb.Env).To(ContainElements(corev1.EnvVar{Name: "PATH", Value: pg.PATH()}, corev1.EnvVar{Name: "PGDATA", Value: pgData}))
 	g.Expect(strings.HasPrefix(pgData, pgMount+"/")).To(BeTrue(), "the data directory is a subdirectory of the PVC")
