@@ -38,7 +38,7 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 			g.Expect(r.Start(ctx)).To(Succeed())
 			defer func() {
 				g.Expect(r.Close()).To(Succeed())
-				story.PrintTable(os.Stderr, r.Steps)
+				story.PrintTableOf(os.Stderr, r.Steps, "TRANSACTIONS")
 			}()
 			runSteps(t, g, func() story.Step { return r.Protect(ctx) })
 			failover := r.Failover(ctx, lab.East)
