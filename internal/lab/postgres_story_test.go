@@ -16,8 +16,8 @@ import (
 // PostgreSQL 15 as the story's application, on real processes: postgres over its PVC and a
 // pgbench sidecar committing continuously. Protected, failed over with east stopped, recovered,
 // relocated back; after the failover and the relocation the judge checks the target (the story's
-// Postgres judge): PostgreSQL answers, having recovered its copy by crash recovery (failover) or
-// started clean (relocation), pgbench's invariant holds, pg_amcheck finds nothing, and no
+// Postgres judge): PostgreSQL answers, having started from its copy (cleanly after a
+// relocation), pgbench's invariant holds, pg_amcheck finds nothing, and no
 // transaction pgbench logged committed is missing: none on the relocation, none committed
 // before the last group sync on the failover.
 func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testing.T) {
@@ -58,7 +58,10 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 				g.Expect(j.Runs).To(BeNumerically(">", 0))
 				g.Expect(j.Committed).To(BeNumerically(">", 0))
 			}
-			g.Expect(js[0].Recovery).To(Equal("crash recovery"), "the failover's target starts from a copy of a running database")
+			// A stopped cluster's lab kubelet stops its pods with a short grace (5 s): a pgbench run
+			// that ends within it lets PostgreSQL shut down cleanly before the loss, else both are
+			// killed and the target recovers from a crash.
+			g.Expect(js[0].Recovery).To(BeElementOf("crash recovery", "clean start"), "the failover's target started from the copy")
 			g.Expect(js[0].MustKeep).To(BeNumerically(">", 0), "the failover keeps what was committed before the last group sync")
 			g.Expect(js[1].Recovery).To(Equal("clean start"), "the relocation's source shut PostgreSQL down before the final sync")
 			g.Expect(js[1].Lost).To(BeZero())
