@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 const (
@@ -40,7 +41,12 @@ type Install struct {
 
 // Find looks PostgreSQL up: the directory `pg_config --bindir` names when it holds postgres,
 // else DebianBinDir, and the postgres user. It returns ErrNotInstalled when either is missing.
-func Find() (Install, error) {
+// It looks once per process: the judge asks at every poll.
+func Find() (Install, error) { return findOnce() }
+
+var findOnce = sync.OnceValues(find)
+
+func find() (Install, error) {
 	dir := DebianBinDir
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil { //nolint:gosec // a fixed program
 		if d := strings.TrimSpace(string(out)); isProgram(filepath.Join(d, "postgres")) {
