@@ -28,6 +28,10 @@ tools-demo: ## Build what the demo runs into bin/ (the lab's binaries without ku
 tools-argocd: ## Build Argo CD into bin/ and install redis-server, for `drover lab up --gitops argocd` (7-15 min cold)
 	@hack/build-tools.sh argocd
 
+.PHONY: tools-postgres
+tools-postgres: ## Install Debian's postgresql-15 when PostgreSQL is missing (as root, with apt-get), for the lab's PostgreSQL workload (tools and tools-demo do it too)
+	@hack/build-tools.sh postgres
+
 .PHONY: tools-monitoring
 tools-monitoring: ## Build a Prometheus server into bin/ (the module of promtool), for make test-monitoring
 	@hack/build-tools.sh monitoring

@@ -6,6 +6,8 @@
 # (hack/tools/modules_test.go reads the demo's builds from it).
 # lab = etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize kubectl
 # promtool (promtool unit-tests the alert rules of config/prometheus in make test).
+# lab and demo also install Debian's postgresql-15 when PostgreSQL is missing (the lab's
+# PostgreSQL workload runs the machine's postgres, initdb and pgbench): `postgres`, alone too.
 # argocd (Argo CD's multi-call binary, its git helper scripts, and Debian's redis-server) is
 # opt-in, `make tools-argocd`, and not part of all: CI does not need it. monitoring (a Prometheus
 # server, from the module promtool comes from) is opt-in too: `make tools-monitoring`.
@@ -47,6 +49,10 @@ spec() {
   esac
 }
 
+# is_package says whether a target is a Debian package (redis-server, postgres) rather than a
+# Go build.
+is_package() { [[ $1 == redis-server || $1 == postgres ]]; }
+
 # toolchain prints the Go toolchain a tools module builds with.
 toolchain() {
   local tc
@@ -86,7 +92,7 @@ build() {
 # promtool. The whole first make demo took 17 min 09 s on 2 cores with empty module and build
 # caches (2026-12-05, 8f283bd): kube-apiserver 11 min 21 s beside versitygw, then
 # kube-controller-manager and kube-scheduler 4 min beside etcd, kwok and kustomize (2 min).
-demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize)
+demo=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw kustomize postgres)
 lab=("${demo[@]}" kubectl promtool)
 list=false
 [[ ${1:-} == --list ]] && { list=true; shift; }
@@ -106,7 +112,7 @@ for arg in "$@"; do
 done
 if $list; then
   for t in "${targets[@]}"; do
-    [[ $t == redis-server ]] && continue
+    is_package "$t" && continue
     IFS='|' read -r dir pkg _ < <(spec "$t")
     echo "$t|$dir|$pkg"
   done
@@ -128,11 +134,29 @@ install_redis() {
   echo "build-tools: installed $(redis-server --version | cut -d' ' -f1-3)"
 }
 
+# postgres is Debian's postgresql-15 (postgres, initdb, pgbench, psql, pg_isready, pg_amcheck),
+# found as internal/lab/pgsql finds it; installed like redis-server.
+postgres_installed() { [[ -x /usr/lib/postgresql/15/bin/postgres ]] || [[ -x "$(pg_config --bindir 2>/dev/null)/postgres" ]]; }
+install_postgres() {
+  postgres_installed && return 0
+  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    echo "build-tools: PostgreSQL is missing; install it as root: apt-get install -y postgresql-15 (the lab's PostgreSQL workload needs it)" >&2
+    return 1
+  fi
+  echo "build-tools: installing postgresql-15 with apt-get..."
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 >/dev/null; then
+    apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 >/dev/null ||
+      { echo "build-tools: apt-get install postgresql-15 failed; see the errors above" >&2; return 1; }
+  fi
+  echo "build-tools: installed $(/usr/lib/postgresql/15/bin/postgres --version)"
+}
+
 # stale prints the targets that are missing or out of date, without building them.
 stale() {
   local t dir pkg ldflags hint
   for t in "$@"; do
     [[ $t == redis-server ]] && { command -v redis-server >/dev/null || echo "$t"; continue; }
+    [[ $t == postgres ]] && { postgres_installed || echo "$t"; continue; }
     IFS='|' read -r dir pkg ldflags hint < <(spec "$t")
     [[ -x "$bin/$t" && "$(cat "$bin/.stamps/$t" 2>/dev/null)" == "$(stamp "$dir" "$ldflags")" ]] || echo "$t"
   done
@@ -151,7 +175,7 @@ download() {
   local t dir pkg ldflags hint
   local -A seen=()
   for t in "$@"; do
-    [[ $t == redis-server ]] && continue
+    is_package "$t" && continue
     IFS='|' read -r dir pkg ldflags hint < <(spec "$t")
     [[ -n ${seen[$dir]:-} ]] && continue
     seen[$dir]=1
@@ -165,6 +189,7 @@ lane() {
   for t in "$@"; do
     case "$t" in
       redis-server) install_redis || return 1 ;;
+      postgres) install_postgres || return 1 ;;
       *) build "$t" || return 1 ;;
     esac
   done
@@ -180,14 +205,14 @@ lane() {
 # mostly what kube-apiserver compiled (after_kube).
 after_kube=" etcd kwok kustomize "
 for t in "${targets[@]}"; do
-  [[ $t == redis-server ]] || spec "$t" >/dev/null
+  is_package "$t" || spec "$t" >/dev/null
 done
 todo=()
 while read -r t; do todo+=("$t"); done < <(stale "${targets[@]}")
 first=() kube_rest=() beside=() after=()
 for t in "${todo[@]}"; do
   if [[ $t == kube-apiserver ]]; then first+=("$t")
-  elif [[ $t != redis-server && $(spec "$t" | cut -d'|' -f1) == kube ]]; then kube_rest+=("$t")
+  elif ! is_package "$t" && [[ $(spec "$t" | cut -d'|' -f1) == kube ]]; then kube_rest+=("$t")
   elif [[ $after_kube == *" $t "* ]]; then after+=("$t")
   else beside+=("$t"); fi
 done

@@ -29,6 +29,8 @@ type demoFlags struct {
 	mode    string
 	// appProcesses runs the application's pods as processes (story.Case.AppProcesses).
 	appProcesses bool
+	// app is the application: writer (the lab's writer) or postgres (story.Postgres).
+	app string
 }
 
 // newDemoCommand runs drover's story in the lab.
@@ -49,7 +51,10 @@ records seen in the sandbox's copies and its RPO). It exits
 non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.
 The application's pods are real processes on the lab kubelet's node, each running drover lab
 writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
-the lab's storage writes the records.`,
+the lab's storage writes the records. --app postgres protects PostgreSQL 15 under pgbench instead
+(one pod, real processes, the machine's PostgreSQL), without the drill: after the failover and
+each relocation it checks that PostgreSQL answers, that pgbench's invariant holds, that
+pg_amcheck finds nothing, and counts the transactions pgbench committed and the target lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
@@ -63,6 +68,7 @@ the lab's storage writes the records.`,
 	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
 	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
+	cmd.Flags().StringVar(&f.app, "app", "writer", "the application: writer (a StatefulSet of the lab's writers) or postgres (PostgreSQL under pgbench)")
 	return cmd
 }
 
@@ -72,11 +78,10 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	if policy == "" {
 		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
 	}
-	c, err := story.LabCase(string(story.StatefulSetKeepsPVCs), policy, f.mode)
+	c, err := f.demoCase(policy)
 	if err != nil {
-		return fmt.Errorf("--mode %q: use self-contained or placement", f.mode)
+		return err
 	}
-	c.Replicas, c.AppProcesses = 3, f.appProcesses
 	began := time.Now()
 	fmt.Fprintln(out, "== drover demo: bringing the lab up")
 	sess, err := f.lab.session(ctx, out)
@@ -87,7 +92,11 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	if c.Namespace, err = freeNamespace(ctx, env.Hub, "demo"); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	if c.Workload == story.Postgres {
+		fmt.Fprintf(out, "== the story of PostgreSQL under pgbench (1 pod, 1 PVC, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	} else {
+		fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	}
 	if c.AppProcesses {
 		fmt.Fprintln(out, "== its pods run drover lab writer as processes on the lab kubelet's node")
 	}
@@ -103,18 +112,28 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 		func() story.Step { return r.Relocate(ctx, lab.West) },
 		func() story.Step { return r.Relocate(ctx, lab.East) },
 	}
+	if c.Workload == story.Postgres {
+		steps = append(steps[:1], steps[2:]...) // the drill checks the writer's records
+	}
 	for _, step := range steps {
 		if s := step(); s.Err != nil {
 			break
 		}
 	}
 	// The first relocation brings the application home: the fail-back.
-	if len(r.Steps) > 4 {
-		r.Steps[4].Action = "fail back (relocate)"
+	for i := range r.Steps {
+		if r.Steps[i].Action == "relocate" {
+			r.Steps[i].Action = "fail back (relocate)"
+			break
+		}
 	}
 	watchErr := r.Close()
 	fmt.Fprintln(out)
-	story.PrintTable(out, r.Steps)
+	unit := "RECORDS"
+	if c.Workload == story.Postgres {
+		unit = "TRANSACTIONS"
+	}
+	story.PrintTableOf(out, r.Steps, unit)
 	fmt.Fprintf(out, "\nwall time %s; the longest time both clusters ran the application after a lost cluster returned: %s\n",
 		time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond))
 	storyErr := errors.Join(r.Err(), watchErr)
@@ -128,6 +147,23 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "all checks passed")
 	return nil
+}
+
+// demoCase is the demo's case of policy: --app's workload in --mode.
+func (f *demoFlags) demoCase(policy string) (story.Case, error) {
+	workload := map[string]story.Workload{"writer": story.StatefulSetKeepsPVCs, "postgres": story.Postgres}[f.app]
+	if workload == "" {
+		return story.Case{}, fmt.Errorf("--app %q: use writer or postgres", f.app)
+	}
+	c, err := story.LabCase(string(workload), policy, f.mode)
+	if err != nil {
+		return c, fmt.Errorf("--mode %q: use self-contained or placement", f.mode)
+	}
+	c.Replicas, c.AppProcesses = 3, f.appProcesses
+	if workload == story.Postgres {
+		c.Replicas, c.AppProcesses = 1, true
+	}
+	return c, nil
 }
 
 // freeNamespace returns base, or base-2, base-3... when an earlier run (--keep) left its

@@ -78,6 +78,10 @@ func (c *Cluster) logDir() string         { return filepath.Join(c.dir, "logs") 
 func (c *Cluster) storageDir() string     { return filepath.Join(c.dir, "storage") }
 func (c *Cluster) bin(name string) string { return filepath.Join(c.lab.opts.BinDir, name) }
 
+// LogDir holds the logs of the cluster's processes, its lab kubelet's containers' among them
+// (kubelet.LogPath).
+func (c *Cluster) LogDir() string { return c.logDir() }
+
 // peer returns the other managed cluster (the mirroring peer) of a managed cluster.
 func (c *Cluster) peer() *Cluster {
 	for _, o := range c.lab.clusters {

@@ -1,8 +1,11 @@
 package lab
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 
+	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
@@ -21,7 +24,8 @@ func (c *Cluster) KubeletStateDir() string { return filepath.Join(c.dir, "kubele
 // storage and runs the application pods that write the lab's records themselves
 // (storage.WriterProcess): the drover binary is the image storage.WriterImage too, and the
 // storage's status directory of the writers is bound in every container at
-// storage.WriterStatusMountPath. Starting it is enough (the install waits for drover's pods).
+// storage.WriterStatusMountPath; PostgreSQL's images (pgsql.Install.Images) when PostgreSQL is
+// installed on this machine. Starting it is enough (the install waits for drover's pods).
 func (c *Cluster) kubeletStep() step {
 	args := []string{
 		"lab", kubeletVerb,
@@ -36,6 +40,22 @@ func (c *Cluster) kubeletStep() step {
 			"--storage-dir="+c.storageDir(), "--storage-driver="+BlockDriver, "--storage-driver="+FileDriver,
 			"--image="+storage.WriterImage+"="+c.lab.opts.DroverBinary,
 			"--node-dir="+storage.WriterStatusDir(c.storageDir())+"="+storage.WriterStatusMountPath)
+		args = append(args, postgresImages()...)
 	}
 	return step{component: component{name: componentKubelet, binary: c.lab.opts.DroverBinary, args: args}}
+}
+
+// postgresImages are the --image flags of PostgreSQL's images, none when PostgreSQL is not
+// installed: the lab runs without it, and a pod of those images then waits in ErrImagePull,
+// whose message names the images the lab kubelet knows.
+func postgresImages() []string {
+	pg, err := pgsql.Find()
+	if err != nil {
+		return nil
+	}
+	var args []string
+	for _, image := range slices.Sorted(maps.Keys(pg.Images())) {
+		args = append(args, "--image="+image+"="+pg.Images()[image])
+	}
+	return args
 }

@@ -30,7 +30,14 @@ func LabEnv(l *lab.Lab, out io.Writer) (Env, error) {
 	}
 	return Env{
 		Hub: hub, Clusters: clusters, Out: out,
-		DataDir:      func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		DataDir: func(cluster string) string { return filepath.Join(l.Dir(), cluster, "storage") },
+		LogDir: func(cluster string) string {
+			c, err := l.Cluster(cluster)
+			if err != nil {
+				return ""
+			}
+			return c.LogDir()
+		},
 		StopCluster:  l.Stop,
 		StartCluster: l.Start,
 		Partition:    l.Partition,
@@ -79,9 +86,9 @@ func labClass(policy string) string {
 func LabCase(w, policy, m string) (Case, error) {
 	c := Case{Workload: Workload(w), Policy: policy, Mode: Mode(m)}
 	switch c.Workload {
-	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC:
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres:
 	default:
-		return c, fmt.Errorf("workload %q: use %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC)
+		return c, fmt.Errorf("workload %q: use %s, %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres)
 	}
 	if c.StorageClass = labClass(policy); c.StorageClass == "" {
 		return c, fmt.Errorf("policy %q: use %s or %s", policy, lab.PolicyVolRep, lab.PolicyVolSync)

@@ -148,6 +148,9 @@ func (r *Run) failOverTo(ctx context.Context, to string) error {
 // in between, none written after the cut, and no more is lost than was written after the
 // sync. It adds the records kept and lost to step.
 func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time, cut string) error {
+	if r.c.Workload == Postgres {
+		return r.pgCheckFailover(ctx, step, lastSync)
+	}
 	from, to := step.From, step.To
 	return r.onTarget(ctx, to, ws, func(pvc string, w writer, kept records.WriterReport) error {
 		before, _ := wrote[pvc].Writer(w.id)
@@ -268,7 +271,11 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
-	step.Kept, step.Lost, step.Err = r.relocated(ctx, from, to, ws)
+	if r.c.Workload == Postgres {
+		step.Err = r.pgJudge(ctx, &step, time.Time{})
+	} else {
+		step.Kept, step.Lost, step.Err = r.relocated(ctx, from, to, ws)
+	}
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, to)
 	}

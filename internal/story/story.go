@@ -81,8 +81,9 @@ type Env struct {
 	// clients of east and west with drover's and client-go's types.
 	Hub      client.Client
 	Clusters map[string]client.Client
-	// DataDir returns a managed cluster's lab storage directory, where the records are read.
-	DataDir func(cluster string) string
+	// DataDir returns a managed cluster's lab storage directory, where the records are read;
+	// LogDir, when set, the directory of its lab kubelet's container logs.
+	DataDir, LogDir func(cluster string) string
 	// StopCluster loses a cluster (control plane, storage, agent); StartCluster brings it back.
 	StopCluster  func(cluster string) error
 	StartCluster func(ctx context.Context, cluster string) error
@@ -156,6 +157,8 @@ type Run struct {
 	stopBackground context.CancelFunc
 	background     sync.WaitGroup
 	deployer       *deployer.Deployer
+	// pg is what the Postgres workload's judge learned (pgjudge.go).
+	pg pgState
 }
 
 // New prepares a story of case c whose application starts on home.

@@ -36,9 +36,13 @@ func (r *Run) Full(ctx context.Context, unprotect bool) error {
 
 // PrintTable writes a table of the steps: action, duration, records kept and lost, the loss
 // bound of a failover and the verdict.
-func PrintTable(w io.Writer, steps []Step) {
+func PrintTable(w io.Writer, steps []Step) { PrintTableOf(w, steps, "RECORDS") }
+
+// PrintTableOf is PrintTable counting units of the workload's data: RECORDS of the lab's
+// writer, TRANSACTIONS of the Postgres workload's pgbench.
+func PrintTableOf(w io.Writer, steps []Step, unit string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTION\tFROM → TO\tDURATION\tRECORDS KEPT\tRECORDS LOST\tEXPECTED LOSS BOUND\tCHECK")
+	fmt.Fprintf(tw, "ACTION\tFROM → TO\tDURATION\t%[1]s KEPT\t%[1]s LOST\tEXPECTED LOSS BOUND\tCHECK\n", unit)
 	for _, s := range steps {
 		kept, lost, bound := "-", "-", "-"
 		switch {

@@ -119,6 +119,8 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 			},
 		}
 		return []client.Object{service, pvc, dep}, nil
+	case Postgres:
+		return postgresObjects(storageClass)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }

@@ -60,7 +60,8 @@ func TestMain(m *testing.M) {
 	labtest.MainWith(m, opts, func(l *labtest.Lab) { testLab = l })
 }
 
-// cases is the matrix: every workload × backend × mode with DROVER_E2E=full, and the seed's case
+// cases is the matrix: every workload × backend × mode with DROVER_E2E=full (PostgreSQL under
+// pgbench among the workloads, judged by its own invariants), and the seed's case
 // in each mode on the WaitForFirstConsumer variant of the VolSync class (a restored PVC binds only
 // when the application's pod is scheduled); else the seed's case (a StatefulSet that keeps its
 // PVCs) for each backend, one in each mode.
@@ -76,7 +77,7 @@ func cases() []story.Case {
 		}
 	}
 	var out []story.Case
-	for _, w := range []story.Workload{story.StatefulSetKeepsPVCs, story.StatefulSetDeletesPVCs, story.DeploymentWithPVC} {
+	for _, w := range []story.Workload{story.StatefulSetKeepsPVCs, story.StatefulSetDeletesPVCs, story.DeploymentWithPVC, story.Postgres} {
 		for _, b := range backends {
 			for _, m := range []story.Mode{story.SelfContained, story.Placement} {
 				out = append(out, story.Case{Workload: w, Policy: b.policy, StorageClass: b.class, Mode: m})

@@ -440,10 +440,15 @@ func (c *container) setWaiting(reason, message string) {
 	c.mu.Unlock()
 }
 
-// terminate sends SIGTERM to the process group and SIGKILL after grace.
+// terminate sends SIGTERM to the container's process and SIGKILL to its process group after
+// grace. SIGTERM goes to the process alone, as a container runtime signals a container's first
+// process only (runc kill without --all): a shell that traps it lets the command it waits for
+// finish (pgbench ends its run and flushes its log), and a process it started does not die of
+// it. SIGKILL ends the whole container: the first process of a PID namespace takes every other
+// with it.
 func (c *container) terminate(cmd *exec.Cmd, exited chan struct{}, grace time.Duration) {
 	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
 	case <-exited:
 	case <-time.After(grace):

@@ -47,8 +47,9 @@
 //   - readiness and liveness probes (HTTP GET, TCP, exec), a failure an Unhealthy event; an exec
 //     probe's command runs in the container's mount, PID and IPC namespaces (nsenter into those of
 //     its process), in its working directory, with its environment and as its user;
-//   - SIGTERM then SIGKILL after the grace period on deletion (a container's process, PID 1 of
-//     its namespace, gets SIGTERM only if it handles it, as in a container), then the pod's
+//   - SIGTERM then SIGKILL after the grace period on deletion (SIGTERM to the container's
+//     process alone, as a runtime signals a container's first process; PID 1 of its
+//     namespace, it gets it only if it handles it, as in a container), then the pod's
 //     removal; processes die with the kubelet (Pdeathsig).
 //
 // An image is not pulled: Options.Images maps an image name (without tag) to a binary on this

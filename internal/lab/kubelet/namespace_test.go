@@ -81,3 +81,26 @@ func TestStoppingAContainerKillsEveryProcessItStarted(t *testing.T) {
 	g.Expect(processesWithArgs("sleep", marker)).To(BeEmpty(), "a process the container started outlived it")
 	g.Expect(syscall.Kill(shell, 0)).To(MatchError(syscall.ESRCH))
 }
+
+// TestSIGTERMGoesToTheContainersFirstProcessAlone follows a container runtime, which signals a
+// container's first process only: a shell that traps SIGTERM lets the command it waits for
+// finish (as pgbench's loop in the lab's PostgreSQL pods ends its run and flushes its log),
+// and that command does not die of the signal.
+func TestSIGTERMGoesToTheContainersFirstProcessAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, g)
+	done := filepath.Join(t.TempDir(), "done")
+	// The subshell keeps no trap: a SIGTERM sent to the process group would end it.
+	script := fmt.Sprintf("trap 'echo trapped >> %[1]s' TERM; echo started > %[1]s; (sleep 2; echo finished >> %[1]s); echo end >> %[1]s", done)
+	createPod(g, shellPod(ns, "trapping", script))
+	g.Eventually(func() (string, error) { b, err := os.ReadFile(done); return string(b), err }).Should(Equal("started\n"))
+	g.Expect(cs.CoreV1().Pods(ns).Delete(ctx, "trapping", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() bool {
+		_, err := cs.CoreV1().Pods(ns).Get(ctx, "trapping", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue())
+	b, err := os.ReadFile(done)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(Equal("started\nfinished\ntrapped\nend\n"), "the subshell ran to its end, then the shell ran its trap")
+}

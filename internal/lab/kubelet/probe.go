@@ -78,7 +78,7 @@ func (c *container) liveness(ctx context.Context, podIP netip.Addr) {
 	}
 	grace := time.Duration(ptr.Deref(c.w.currentPod().Spec.TerminationGracePeriodSeconds, 30)) * time.Second
 	klog.FromContext(ctx).Info("Liveness probe failed, restarting container", "container", c.spec.Name, "pid", pid)
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(pid, syscall.SIGTERM) // the container's process alone, as terminate signals it
 	time.AfterFunc(grace, func() {
 		c.mu.Lock()
 		same := c.pid == pid
