@@ -26,7 +26,7 @@ import (
 func TestAWorkloadOfWriterProcessesFailsOverAndRelocatesWithItsRecords(t *testing.T) {
 	for _, c := range []story.Case{
 		{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "app-processes-volrep"},
-		{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "app-processes-volsync"},
+		// VolSync with writer processes: the e2e subset's placement case (test/e2e).
 	} {
 		c.Mode, c.Replicas, c.AppProcesses = story.SelfContained, 2, true
 		t.Run(c.Policy, func(t *testing.T) {

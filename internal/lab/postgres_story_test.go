@@ -25,8 +25,8 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 		t.Fatalf("the PostgreSQL workload needs PostgreSQL on this machine: %v", err)
 	}
 	for _, c := range []story.Case{
+		// make test's one PostgreSQL case; the e2e matrix runs it on both backends in both modes.
 		{Workload: story.Postgres, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "postgres-volrep"},
-		{Workload: story.Postgres, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "postgres-volsync"},
 	} {
 		c.Mode = story.SelfContained
 		t.Run(c.Policy, func(t *testing.T) {

@@ -52,7 +52,7 @@ type Case struct {
 	// AppProcesses runs the application's pods as real processes on the lab kubelet's node,
 	// each running `drover lab writer` over its mounted PVCs, in place of pods on kwok's fake
 	// nodes for which the lab storage writes the records. It needs a lab that runs drover (its
-	// kubelets); off by default.
+	// kubelets). The demo, the soak and the e2e suite set it; the packages' story tests do not.
 	AppProcesses bool
 }
 
