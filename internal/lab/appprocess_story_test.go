@@ -32,10 +32,7 @@ func TestAWorkloadOfWriterProcessesFailsOverAndRelocatesWithItsRecords(t *testin
 		t.Run(c.Policy, func(t *testing.T) {
 			g := newG(t)
 			ctx := context.Background()
-			env, err := story.LabEnv(testLab.Lab, testWriter{t})
-			g.Expect(err).NotTo(HaveOccurred())
-			r := story.New(env, c, lab.East)
-			g.Expect(r.Start(ctx)).To(Succeed())
+			r := startCase(ctx, g, t, c, nil)
 			defer func() {
 				g.Expect(r.Close()).To(Succeed())
 				story.PrintTable(os.Stderr, r.Steps)

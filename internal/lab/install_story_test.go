@@ -57,15 +57,21 @@ func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
 // keeps its PVCs, replicated by VolRep in self-contained mode; stop stops a cluster (testLab.Stop
 // when nil). The caller closes it.
 func newStory(ctx context.Context, g Gomega, t *testing.T, ns string, stop func(string) error) *story.Run {
+	return startCase(ctx, g, t, story.Case{
+		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Mode: story.SelfContained, Namespace: ns,
+	}, stop)
+}
+
+// startCase starts the story of case c on east of the package's lab, its progress in the test's
+// log; stop stops a cluster (testLab.Stop when nil). The caller closes it.
+func startCase(ctx context.Context, g Gomega, t *testing.T, c story.Case, stop func(string) error) *story.Run {
 	env, err := story.LabEnv(testLab.Lab, testWriter{t})
 	g.Expect(err).NotTo(HaveOccurred())
 	if stop != nil {
 		env.StopCluster = stop
 	}
-	r := story.New(env, story.Case{
-		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
-		Mode: story.SelfContained, Namespace: ns,
-	}, lab.East)
+	r := story.New(env, c, lab.East)
 	g.Expect(r.Start(ctx)).To(Succeed())
 	return r
 }

@@ -86,14 +86,11 @@ func TestTheSyncDelayAlertFiresWhileThePrimaryIsLostAndClearsAfterFailoverAndRet
 // its sandbox and starts the workloads (Full mode): the one drill that measures an RTO and an
 // RPO (a VolRep drill runs in Readiness mode); it waits until Prometheus scraped them.
 func fullDrill(ctx context.Context, t *testing.T, g Gomega, prom *prometheus) {
-	env, err := story.LabEnv(testLab.Lab, testWriter{t})
-	g.Expect(err).NotTo(HaveOccurred())
 	const ns = "monitoring-drill"
-	r := story.New(env, story.Case{
+	r := startCase(ctx, g, t, story.Case{
 		Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass,
 		Mode: story.SelfContained, Namespace: ns,
-	}, lab.East)
-	g.Expect(r.Start(ctx)).To(Succeed())
+	}, nil)
 	defer func() { g.Expect(r.Close()).To(Succeed()) }()
 	runSteps(t, g,
 		func() story.Step { return r.Protect(ctx) },
