@@ -59,7 +59,9 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 			// that ends within it lets PostgreSQL shut down cleanly before the loss, else both are
 			// killed and the target recovers from a crash.
 			g.Expect(js[0].Recovery).To(BeElementOf("crash recovery", "clean start"), "the failover's target started from the copy")
-			g.Expect(js[0].MustKeep).To(BeNumerically(">", 0), "the failover keeps what was committed before the last group sync")
+			// What was committed before the last group sync must be on the target; that may be
+			// nothing, when pgbench's run began after it (a run lasts 10 s, the interval is 5 s).
+			g.Expect(js[0].Present).To(BeNumerically(">=", js[0].MustKeep), "the failover keeps what was committed before the last group sync")
 			g.Expect(js[1].Recovery).To(Equal("clean start"), "the relocation's source shut PostgreSQL down before the final sync")
 			g.Expect(js[1].Lost).To(BeZero())
 		})
