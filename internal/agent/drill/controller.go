@@ -144,7 +144,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, sb *v1alpha1.Drill
 func (r *Reconciler) loadGroup(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	group := &v1alpha1.VolumeReplicationGroup{}
 	key := client.ObjectKey{Namespace: sc.sandbox.Namespace, Name: sc.sandbox.Spec.VRGName}
-	if err := r.Client.Get(ctx, key, group); err != nil {
+	err := r.Client.Get(ctx, key, group)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen yet a group created just before its sandbox: a drill
+		// fails for good, so only the API server's answer says the group is not there.
+		err = r.APIReader.Get(ctx, key, group)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			sc.fail(StepCopyingVolumes, fmt.Sprintf("VolumeReplicationGroup %s does not exist on this cluster: a drill runs where the application's secondary is", key))
 			return ctrl.Result{}, nil
