@@ -53,9 +53,10 @@ func postgresImages() []string {
 	if err != nil {
 		return nil
 	}
+	images := pg.Images()
 	var args []string
-	for _, image := range slices.Sorted(maps.Keys(pg.Images())) {
-		args = append(args, "--image="+image+"="+pg.Images()[image])
+	for _, image := range slices.Sorted(maps.Keys(images)) {
+		args = append(args, "--image="+image+"="+images[image])
 	}
 	return args
 }

@@ -6,12 +6,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
@@ -94,26 +92,15 @@ func postgresObjects(storageClass string) ([]client.Object, error) {
 // fsGroup, changed only when the volume's root does not match (PostgreSQL refuses a data
 // directory others in its group may write). The restricted Pod Security level holds.
 func postgresManifests(storageClass string, pg pgsql.Install) []client.Object {
-	labels := func() map[string]string { return map[string]string{"app": "db"} }
-	service := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels(),
-			Ports: []corev1.ServicePort{{Name: "postgres", Port: 5432}}},
-	}
+	service := headlessService("postgres")
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1), ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: labels()},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels()}, Spec: postgresPod(pg)},
+			Replicas: ptr.To[int32](1), ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: appLabels()},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: appLabels()}, Spec: postgresPod(pg)},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels()},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(storageClass),
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
+				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: appLabels()}, Spec: claimSpec(storageClass),
 			}},
 		},
 	}
@@ -122,9 +109,7 @@ func postgresManifests(storageClass string, pg pgsql.Install) []client.Object {
 
 // postgresPod is the pod of the Postgres workload: initdb (initContainer), postgres, pgbench.
 func postgresPod(pg pgsql.Install) corev1.PodSpec {
-	restricted := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
+	restricted := restrictedContainer()
 	env := []corev1.EnvVar{{Name: "PATH", Value: pg.PATH()}, {Name: "PGDATA", Value: pgData}, {Name: "PGHOST", Value: pgSocketDir},
 		{Name: "PGUSER", Value: pgsql.User}, {Name: "PGDATABASE", Value: "postgres"}}
 	data := corev1.VolumeMount{Name: "data", MountPath: pgMount}
@@ -134,15 +119,12 @@ func postgresPod(pg pgsql.Install) corev1.PodSpec {
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 	}
-	return corev1.PodSpec{
+	spec := corev1.PodSpec{
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(pg.UID), RunAsGroup: ptr.To(pg.GID), FSGroup: ptr.To(pg.GID),
 			FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
 			SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		NodeSelector:                  map[string]string{kubelet.NodeLabel: "true"},
-		Tolerations:                   []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		AutomountServiceAccountToken:  ptr.To(false),
 		TerminationGracePeriodSeconds: ptr.To[int64](3 * pgbenchRun),
 		InitContainers: []corev1.Container{{
 			Name: "initdb", Image: pgsql.ImageShell, Command: []string{"sh", "-c", initdbScript},
@@ -166,4 +148,6 @@ func postgresPod(pg pgsql.Install) corev1.PodSpec {
 			{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		},
 	}
+	onLabKubelet(&spec)
+	return spec
 }

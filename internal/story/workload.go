@@ -48,7 +48,6 @@ const AppUser int64 = 1000
 // Service. With processes the pods run `drover lab writer` themselves on the lab kubelet's node
 // (writerProcess); else they run on kwok's fake nodes and the lab storage writes for them.
 func manifests(w Workload, replicas int32, storageClass string, processes bool) ([]client.Object, error) {
-	labels := func() map[string]string { return map[string]string{"app": "db"} }
 	pod := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{"app": "db", storage.WriterLabel: "true"},
@@ -61,38 +60,27 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 			},
 			Containers: []corev1.Container{{
 				Name: "db", Image: "lab/writer",
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+				SecurityContext: restrictedContainer(),
 			}},
 		},
 	}
 	if processes {
 		writerProcess(&pod, w)
 	}
-	pvcSpec := corev1.PersistentVolumeClaimSpec{
-		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		StorageClassName: ptr.To(storageClass),
-		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}
-	service := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels(),
-			Ports: []corev1.ServicePort{{Name: "db", Port: 5432}}},
-	}
+	pvcSpec := claimSpec(storageClass)
+	service := headlessService("db")
 	switch w {
 	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs:
 		sts := &appsv1.StatefulSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
 			Spec: appsv1.StatefulSetSpec{
 				Replicas: ptr.To(replicas), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
-				Selector: &metav1.LabelSelector{MatchLabels: labels()},
+				Selector: &metav1.LabelSelector{MatchLabels: appLabels()},
 				Template: pod,
 				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-					ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels()}, Spec: pvcSpec,
+					ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: appLabels()}, Spec: pvcSpec,
 				}},
 			},
 		}
@@ -105,16 +93,16 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 	case DeploymentWithPVC:
 		pvc := &corev1.PersistentVolumeClaim{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: deploymentClaim, Labels: labels()}, Spec: pvcSpec,
+			ObjectMeta: metav1.ObjectMeta{Name: deploymentClaim, Labels: appLabels()}, Spec: pvcSpec,
 		}
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
 		}}}
 		dep := &appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: labels()},
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
 			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels()}, Template: pod,
+				Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: appLabels()}, Template: pod,
 				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			},
 		}
@@ -139,12 +127,7 @@ func writerProcess(pod *corev1.PodTemplateSpec, w Workload) {
 		claim = deploymentClaim
 	}
 	pod.Labels[storage.WriterLabel] = storage.WriterProcess
-	pod.Spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	// The writer never calls the API server: no token, as a database's pod needs none. (The
-	// lab's API servers run without the ServiceAccount admission plugin, so the pod names no
-	// ServiceAccount a token could be bound to.)
-	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	onLabKubelet(&pod.Spec)
 	c := &pod.Spec.Containers[0]
 	c.Image = storage.WriterImage
 	c.Command = []string{"drover", "lab", "writer"}
@@ -153,4 +136,44 @@ func writerProcess(pod *corev1.PodTemplateSpec, w Workload) {
 		corev1.EnvVar{Name: labwriter.EnvInterval, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			FieldPath: "metadata.annotations['" + storage.WriterIntervalAnnotation + "']"}}},
 		corev1.EnvVar{Name: labwriter.EnvStatusDir, Value: storage.WriterStatusMountPath})
+}
+
+// appLabels select the application's pods, PVCs and Service: app=db (AppLabel).
+func appLabels() map[string]string { return map[string]string{"app": "db"} }
+
+// headlessService is the application's headless Service db, its port 5432 named port.
+func headlessService(port string) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: appLabels(),
+			Ports: []corev1.ServicePort{{Name: port, Port: 5432}}},
+	}
+}
+
+// claimSpec is the spec of the application's PVCs: 1Gi, ReadWriteOnce, of storageClass.
+func claimSpec(storageClass string) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: ptr.To(storageClass),
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}
+}
+
+// restrictedContainer is the security context the restricted Pod Security level asks of every
+// container of the application: no privilege escalation, no capability.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// onLabKubelet places a pod whose containers run as processes on the lab kubelet's node: it
+// selects and tolerates the node. Its processes never call the API server: no token, as a
+// database's pod needs none (the lab's API servers run without the ServiceAccount admission
+// plugin, so the pod names no ServiceAccount a token could be bound to).
+func onLabKubelet(spec *corev1.PodSpec) {
+	spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
+	spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	spec.AutomountServiceAccountToken = ptr.To(false)
 }

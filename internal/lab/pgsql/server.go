@@ -89,10 +89,10 @@ func (s Server) Sums(ctx context.Context) (Sums, error) {
 		return Sums{}, fmt.Errorf("the invariant query on %s returned %q", s.Host, rows)
 	}
 	fields := strings.Split(rows[0], "|")
+	if len(fields) != len(n) {
+		return Sums{}, fmt.Errorf("the invariant query on %s returned %q", s.Host, rows[0])
+	}
 	for i := range n {
-		if len(fields) != 4 {
-			return Sums{}, fmt.Errorf("the invariant query on %s returned %q", s.Host, rows[0])
-		}
 		if n[i], err = strconv.ParseInt(fields[i], 10, 64); err != nil {
 			return Sums{}, fmt.Errorf("the invariant query on %s returned %q: %w", s.Host, rows[0], err)
 		}
