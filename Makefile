@@ -7,6 +7,9 @@ GO ?= go
 BIN := $(CURDIR)/bin
 # make test stays under ~20 minutes on a warm 2-core machine; the long matrix is test-e2e.
 TEST_TIMEOUT ?= 25m
+# TEST_PARALLEL is how many packages make test runs at once (go test -p): its lab packages wait
+# more than they compute.
+TEST_PARALLEL ?= 4
 GO_TEST_FLAGS ?=
 DEMO_FLAGS ?=
 
@@ -57,8 +60,7 @@ upstream-apis: ## Download the upstream projects' CRDs the tests compare with, a
 # out of drover's go.mod), which ./... does not enter: a line of its own runs it.
 test: tools ## Run all tests (unit tests, tests against the lab's real API servers, the e2e subset)
 	@$(GO) run ./hack/upstream-apis -if-missing -unavailable-ok
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
-	cd hack/helm && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+	@hack/test.sh $(GO) $(TEST_TIMEOUT) $(TEST_PARALLEL) $(GO_TEST_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode) and the Argo CD case (~25 min)
