@@ -343,6 +343,9 @@ const (
 	ReasonNotProtected = "NotProtected"
 	// ReasonDrillRunning: another drill of the application runs.
 	ReasonDrillRunning = "DrillRunning"
+	// ReasonDrillWaiting: another drill of the application, created before this one, waits to
+	// start: one drill of an application runs or waits at a time.
+	ReasonDrillWaiting = "DrillWaiting"
 	// ReasonBadTarget: the target cluster is the primary or not one of the policy's clusters.
 	ReasonBadTarget = "BadTarget"
 	// ReasonCheckNotAllowed: the check Job would run a pod the sandbox's Pod Security level

@@ -52,6 +52,9 @@ type agentFlags struct {
 
 	storeLimits vrg.StoreLimits
 
+	restoreQuota          map[string]string
+	restoreDefaultRequest map[string]string
+
 	drillQuota        map[string]string
 	drillDNSNamespace string
 	drillDNSPods      map[string]string
@@ -114,6 +117,10 @@ installs the fence's configuration itself with a self-signed certificate for --w
 		"the largest other object (a PV's or PVC's metadata, a primary marker) read from an S3 store")
 	fl.IntVar(&f.storeLimits.Keys, "s3-max-keys", vrg.DefaultMaxKeys,
 		"the most keys a listing of one group's objects in an S3 store may return; more is refused")
+	fl.StringToStringVar(&f.restoreQuota, "restore-quota", nil,
+		"the hard limits of the ResourceQuota drover-floor that every namespace a failover or relocation restores into gets before anything is restored there, whatever the capture holds, resource=quantity (empty: none)")
+	fl.StringToStringVar(&f.restoreDefaultRequest, "restore-default-request", nil,
+		"what a container that requests nothing requests in those namespaces (LimitRange drover-floor), resource=quantity, so that a --restore-quota of requests admits its pod (empty: none)")
 	fl.StringToStringVar(&f.drillQuota, "drill-sandbox-quota", quotaFlag(drill.DefaultQuota),
 		"the hard limits of the ResourceQuota of each DR drill's sandbox namespace, resource=quantity (a resource left out is not limited; empty: the default)")
 	fl.StringVar(&f.drillDNSNamespace, "drill-dns-namespace", drill.DefaultDNS.Namespace,
@@ -132,17 +139,35 @@ func quotaFlag(l corev1.ResourceList) map[string]string {
 	return out
 }
 
-// parseDrillQuota parses --drill-sandbox-quota; empty, the agent's default.
-func (f *agentFlags) parseDrillQuota() (corev1.ResourceList, error) {
+// parseResources parses a flag of resource=quantity pairs.
+func parseResources(flag string, values map[string]string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
-	for name, v := range f.drillQuota {
+	for name, v := range values {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return nil, fmt.Errorf("--drill-sandbox-quota %s=%s: not a quantity: %w", name, v, err)
+			return nil, fmt.Errorf("--%s %s=%s: not a quantity: %w", flag, name, v, err)
 		}
 		out[corev1.ResourceName(name)] = q
 	}
 	return out, nil
+}
+
+// parseDrillQuota parses --drill-sandbox-quota; empty, the agent's default.
+func (f *agentFlags) parseDrillQuota() (corev1.ResourceList, error) {
+	return parseResources("drill-sandbox-quota", f.drillQuota)
+}
+
+// parseRestoreFloor parses --restore-quota and --restore-default-request.
+func (f *agentFlags) parseRestoreFloor() (vrg.NamespaceFloor, error) {
+	quota, err := parseResources("restore-quota", f.restoreQuota)
+	if err != nil {
+		return vrg.NamespaceFloor{}, err
+	}
+	requests, err := parseResources("restore-default-request", f.restoreDefaultRequest)
+	if err != nil {
+		return vrg.NamespaceFloor{}, err
+	}
+	return vrg.NamespaceFloor{Quota: quota, DefaultRequest: requests}, nil
 }
 
 // options checks the flags and turns them into the agent's options.
@@ -162,6 +187,9 @@ func (f *agentFlags) options() (agent.Options, error) {
 	}
 	quota, err := f.parseDrillQuota()
 	if err != nil {
+		return opts, err
+	}
+	if opts.RestoreFloor, err = f.parseRestoreFloor(); err != nil {
 		return opts, err
 	}
 	if (f.drillDNSNamespace == "") != (len(f.drillDNSPods) == 0) {

@@ -110,6 +110,10 @@ metrics:
 	if agent {
 		v["podDisruptionBudget"] = map[string]any{"enabled": false}
 		v["fence"] = map[string]any{"certificate": map[string]any{"source": "cert-manager"}}
+		v["restoreFloor"] = map[string]any{
+			"quota":          map[string]any{"pods": "50", "requests.cpu": "16"},
+			"defaultRequest": map[string]any{"cpu": "10m", "memory": "32Mi"},
+		}
 	}
 	return v
 }
@@ -229,7 +233,10 @@ template:
 		args = append(args, a.(string))
 	}
 	wantArgs := []string{"--admin-namespaces=platform-dr,dr-ops", "--system-namespaces=vault", "--zap-log-level=debug"}
-	if !slices.Equal(args[len(args)-3:], wantArgs) {
+	if d.GetName() == "drover-agent" {
+		wantArgs = append([]string{"--restore-quota=pods=50,requests.cpu=16", "--restore-default-request=cpu=10m,memory=32Mi"}, wantArgs...)
+	}
+	if !slices.Equal(args[len(args)-len(wantArgs):], wantArgs) {
 		t.Errorf("args %q, want them to end with %q", args, wantArgs)
 	}
 }
@@ -304,6 +311,7 @@ func TestTheSchemaRefusesWhatTheChartsDoNotKnow(t *testing.T) {
 		{"drover-hub", "metrics: {serviceMonitor: {enable: true}}", "enable"},
 		{"drover-agent", "fence: {certificate: {source: vault}}", "source"},
 		{"drover-agent", "replicas: 0", "replicas"},
+		{"drover-agent", "restoreFloor: {quota: {pods: 1000000}}", "pods"},
 	} {
 		c, err := Load(ChartDir(root, tc.chart))
 		if err != nil {

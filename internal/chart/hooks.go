@@ -116,6 +116,18 @@ func argItems(indent, _ string) string {
 		"{{- end }}")
 }
 
+// agentArgItems are argItems of the agent's chart: the namespace floor (restoreFloor), then the
+// others.
+func agentArgItems(indent, key string) string {
+	return lines(indent,
+		"{{- with .Values.restoreFloor.quota }}",
+		`- --restore-quota={{ include "drover.resourceList" . }}`,
+		"{{- end }}",
+		"{{- with .Values.restoreFloor.defaultRequest }}",
+		`- --restore-default-request={{ include "drover.resourceList" . }}`,
+		"{{- end }}") + argItems(indent, key)
+}
+
 // escapeActions makes text that holds `{{` (the PrometheusRule's annotations, Prometheus's own
 // templates) print itself through Helm's engine.
 func escapeActions(text string) string {

@@ -128,7 +128,11 @@ func deploymentHooks(h *hooks, u *unstructured.Unstructured) error {
 	c["imagePullPolicy"] = h.add(optionalScalar(".Values.image.pullPolicy"))
 	c["resources"] = h.add(optionalBlock(".Values.resources"))
 	args, _ := c["args"].([]any)
-	c["args"] = append(args, h.add(argItems))
+	items := argItems
+	if u.GetName() == "drover-agent" {
+		items = agentArgItems
+	}
+	c["args"] = append(args, h.add(items))
 	pod["containers"] = []any{c}
 	tmpl := map[string]any{"metadata": tmeta, "spec": pod}
 	spec["template"] = tmpl

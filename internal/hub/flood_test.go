@@ -1,19 +1,14 @@
 package hub_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -111,30 +106,7 @@ func unflood(g *WithT, h client.Client, ns string, keys []client.ObjectKey) {
 }
 
 // drpcLists reads the hub API server's count of LIST requests of DRPlacementControls.
-func drpcLists(g Gomega) float64 {
-	c, err := testLab.Cluster(lab.Hub)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	cs, err := kubernetes.NewForConfig(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="drplacementcontrols"`) ||
-			!strings.Contains(line, `verb="LIST"`) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
+func drpcLists(g Gomega) float64 { return hubLists(g, "drplacementcontrols") }
 
 // failoverTime fails the application over to cluster and returns the time from the ask to the
 // DRPlacementControl FailedOver and Available there.

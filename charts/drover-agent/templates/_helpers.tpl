@@ -9,3 +9,15 @@ release's version); with a digest, repository@digest, or repository:tag@digest w
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+A map of resource names to quantities as a flag of `drover agent` takes it: name=quantity,...
+in the names' order.
+*/}}
+{{- define "drover.resourceList" -}}
+{{- $items := list -}}
+{{- range $name, $q := . -}}
+{{- $items = append $items (printf "%s=%v" $name $q) -}}
+{{- end -}}
+{{- join "," $items -}}
+{{- end -}}

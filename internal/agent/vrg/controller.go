@@ -107,6 +107,9 @@ type Reconciler struct {
 	NewStore StoreFactory
 	// StoreLimits bound what the agent reads from a store; the zero value is the defaults.
 	StoreLimits StoreLimits
+	// Floor is the administrator's bound on every namespace a promotion restores into
+	// (floor.go); the zero value is none.
+	Floor NamespaceFloor
 	// Fence is true when the agent serves the fence (internal/agent/webhook) and has installed
 	// its configuration: a relocation demotes only behind it. False refuses to demote for a
 	// relocation (FenceNotAvailable).

@@ -68,32 +68,66 @@ const (
 // ensureNamespaces creates the protected namespaces that do not exist on a cluster being
 // promoted, before restorePVCs creates PVCs in them. Both modes need it: in self-contained
 // mode the application's namespaces exist only where it ran. The namespaces are created bare;
-// the kube-object restore adds their stored labels.
+// the kube-object restore adds their stored labels. Each then gets the administrator's floor
+// (floor.go), whether the agent created it or found it; the restore is not complete until the
+// floor's quota is counted in each (sc.floorWaiting).
 func (r *Reconciler) ensureNamespaces(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	if !promoting(sc.vrg) || restoreCompleted(sc.vrg) {
 		return ctrl.Result{}, nil
 	}
 	var errs []error
 	for _, name := range protectedNamespaces(sc.vrg) {
-		if _, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: name}); ok {
-			continue // it exists; a namespace deleted since fails the PVCs' creation, retried
-		}
-		ns := &corev1.Namespace{}
-		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
-		if !apierrors.IsNotFound(err) {
-			if err != nil {
-				errs = append(errs, fmt.Errorf("failed to get namespace %s: %w", name, err))
+		if err := r.ensureNamespace(ctx, name); err != nil {
+			errs = append(errs, err)
+			if !r.Floor.IsZero() {
+				sc.floorWaiting = append(sc.floorWaiting, fmt.Sprintf("the namespace floor of %s (%v)", name, err))
 			}
 			continue
 		}
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := r.Client.Create(ctx, ns, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("failed to create namespace %s: %w", name, err))
+		if r.Floor.IsZero() {
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("Created a protected namespace for the restore", "namespace", name)
+		waiting, err := r.applyFloor(ctx, name)
+		if err != nil {
+			errs = append(errs, err)
+			waiting = fmt.Sprintf("the namespace floor of %s (%v)", name, err)
+		}
+		if waiting != "" {
+			sc.floorWaiting = append(sc.floorWaiting, waiting)
+		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(sc.floorWaiting) > 0 {
+		return ctrl.Result{RequeueAfter: requeueWaitingForFloor}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// requeueWaitingForFloor: the quota controller counts a new ResourceQuota within a second or
+// so, and nothing the agent watches says when.
+const requeueWaitingForFloor = time.Second
+
+// ensureNamespace creates a protected namespace unless it exists.
+func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
+	if _, ok := r.cachedMetadata(ctx, namespaceGVK, client.ObjectKey{Name: name}); ok {
+		return nil // it exists; a namespace deleted since fails the PVCs' creation, retried
+	}
+	ns := &corev1.Namespace{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if !apierrors.IsNotFound(err) {
+		if err != nil {
+			return fmt.Errorf("failed to get namespace %s: %w", name, err)
+		}
+		return nil
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.Client.Create(ctx, ns, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create namespace %s: %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created a protected namespace for the restore", "namespace", name)
+	return nil
 }
 
 // protectKubeObjects, the last phase of a primary, restores the objects once after a promotion

@@ -56,6 +56,8 @@ type restoreState struct {
 	restored, adopted int
 	// since is when this promotion claimed the group (its epoch); zero when unknown.
 	since metav1.Time
+	// floorWaiting is the scope's: what the namespace floor still waits for (floor.go).
+	floorWaiting []string
 	// leftovers name the adopted PVs and PVCs created before this promotion: what an earlier
 	// failover left here (the others were created by an earlier pass of this promotion).
 	leftovers []string
@@ -86,7 +88,7 @@ func (rs *restoreState) conflict(key string) (restoreConflict, bool) {
 
 // complete reports whether every stored PVC is restored or adopted and Bound.
 func (rs *restoreState) complete() bool {
-	return rs.done || (rs.store != "" && len(rs.conflicts) == 0 && len(rs.unbound) == 0)
+	return rs.done || (rs.store != "" && len(rs.conflicts) == 0 && len(rs.unbound) == 0 && len(rs.floorWaiting) == 0)
 }
 
 // promoting reports whether the group asks to become primary by a failover or a relocation,
@@ -110,7 +112,7 @@ func (r *Reconciler) restorePVCs(ctx context.Context, sc *scope) (ctrl.Result, e
 	if !promoting(sc.vrg) {
 		return ctrl.Result{}, nil
 	}
-	sc.restore = &restoreState{conflicts: map[string]restoreConflict{}}
+	sc.restore = &restoreState{conflicts: map[string]restoreConflict{}, floorWaiting: sc.floorWaiting}
 	if sc.epoch != nil {
 		sc.restore.since = sc.epoch.own.Since
 	}
@@ -477,6 +479,11 @@ func clusterDataReadyCondition(rs *restoreState) metav1.Condition {
 	if len(rs.unbound) > 0 {
 		return condition(t, false, v1alpha1.ReasonProgressing, fmt.Sprintf(
 			"restored from S3 profile %s; waiting for PVCs %s to bind%s", rs.store, strings.Join(rs.unbound, ", "), skipped))
+	}
+	if len(rs.floorWaiting) > 0 {
+		return condition(t, false, v1alpha1.ReasonProgressing, fmt.Sprintf(
+			"restored from S3 profile %s; nothing runs in the namespaces before the administrator's floor (ResourceQuota and LimitRange %s) is in force: waiting for %s%s",
+			rs.store, FloorName, strings.Join(rs.floorWaiting, ", "), skipped))
 	}
 	if len(rs.awaitingConsumer) > 0 {
 		skipped = fmt.Sprintf("; PVCs %s bind on their first consumer, restored from VolSync images held until they are Bound",

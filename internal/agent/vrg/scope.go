@@ -40,6 +40,9 @@ type scope struct {
 	keptOnly []string
 	// metadataObjects counts the objects written to every store.
 	metadataObjects int
+	// floorWaiting names what the namespace floor of a promotion still waits for (a quota to be
+	// counted, an object that could not be made): the restore is not complete while any.
+	floorWaiting []string
 	// restore is what the restore of a promotion observed; nil when the group is not promoting
 	// (a primary without action, or a secondary).
 	restore *restoreState

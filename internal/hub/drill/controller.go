@@ -43,6 +43,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now returns the time; nil means time.Now. Unit tests set it.
 	Now func() time.Time
+
+	// drills indexes every application's drills and its turn, from the informer's events
+	// (turns.go); nil until SetupWithManager, and then the drills are listed.
+	drills *drillIndex
 }
 
 // +kubebuilder:rbac:groups=drover.io,resources=drdrills,verbs=get;list;watch;patch;delete
@@ -64,9 +68,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	case r.Gateway == nil:
 		return errors.New("the DRDrill reconciler needs a Gateway")
 	}
+	r.drills = newDrillIndex()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drdrill").
-		For(&v1alpha1.DRDrill{}).
+		// Not For: the handler indexes each drill before it queues it.
+		Watches(&v1alpha1.DRDrill{}, r.drillEvents()).
 		Watches(&v1alpha1.DRPlacementControl{}, handler.EnqueueRequestsFromMapFunc(r.drpcToDrills)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
@@ -149,6 +155,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope) error {
 	if err := r.Client.Status().Patch(ctx, sc.drill, client.MergeFrom(sc.before), client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("failed to patch status of DRDrill %s: %w", klog.KObj(sc.drill), err)
 	}
+	if r.drills != nil && running(sc.drill.Status.Phase) && !running(sc.before.Status.Phase) {
+		// Accepted: the next drill judged sees it, before its event arrives.
+		r.drills.markRunning(sc.drill)
+	}
 	r.recordTransition(sc)
 	return nil
 }
@@ -168,8 +178,16 @@ func (r *Reconciler) event(sc *scope, eventType, reason, note string, args ...an
 	}
 }
 
-// drpcToDrills maps a DRPlacementControl to its drills that are not final.
+// drpcToDrills maps a DRPlacementControl to its drills that are not final: from the index, or
+// a list without one.
 func (r *Reconciler) drpcToDrills(ctx context.Context, obj client.Object) []reconcile.Request {
+	if r.drills != nil {
+		var out []reconcile.Request
+		for _, k := range r.drills.openDrills(obj.GetNamespace(), obj.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: k})
+		}
+		return out
+	}
 	list := &v1alpha1.DRDrillList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list DRDrills for a DRPlacementControl", "drpc", klog.KObj(obj))

@@ -10,7 +10,7 @@
 //
 // The states (status.phase), one function each in machine.go:
 //
-//	Pending ──(refused: CheckNotAllowed, DRPCNotFound, NotProtected, DrillRunning, BadTarget)──► Refused
+//	Pending ──(refused: CheckNotAllowed, DRPCNotFound, DrillRunning, DrillWaiting, NotProtected, BadTarget)──► Refused
 //	   │
 //	   └──► Running ──(sandbox result, then keepFor; or timeout; or action overtook)──► TearingDown
 //	                                                                                      │
@@ -23,7 +23,9 @@
 // timeout as its deadline when it has none (sandbox.go).
 //
 // A drill waits in Pending while the DRPlacementControl's Protected is Unknown (a hub just
-// started, a primary that does not answer), up to its timeout. Refused, Passed, Failed and
+// started, a primary that does not answer), up to its timeout; only the drill holding the
+// application's turn does (the drill that runs, else the oldest that is not final, from the
+// hub's own index, turns.go): another is refused at once, DrillRunning or DrillWaiting. Refused, Passed, Failed and
 // Aborted are final. Every step is idempotent and all state lives
 // in the API objects (the DRDrill's status, the DrillSandbox named from the DRDrill's UID): a
 // hub restarted at any point observes the same objects and continues. The hub does not watch

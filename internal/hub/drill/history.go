@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,35 +37,52 @@ func (r *Reconciler) pruneHistory(ctx context.Context, namespace, drpcName strin
 		}
 		drpc = nil
 	}
-	list := &v1alpha1.DRDrillList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("failed to list the DRDrills of namespace %s: %w", namespace, err)
-	}
-	var done []*v1alpha1.DRDrill
-	for i := range list.Items {
-		d := &list.Items[i]
-		if d.Spec.DRPCName == drpcName && final(d.Status.Phase) && d.DeletionTimestamp.IsZero() {
-			done = append(done, d)
-		}
+	done, err := r.finishedDrills(ctx, namespace, drpcName)
+	if err != nil {
+		return err
 	}
 	limit := historyLimit(drpc)
 	if len(done) <= limit {
 		return nil
 	}
-	slices.SortFunc(done, func(a, b *v1alpha1.DRDrill) int {
+	slices.SortFunc(done, func(a, b entry) int {
 		switch {
-		case older(a, b):
+		case a.before(b):
 			return 1
-		case older(b, a):
+		case b.before(a):
 			return -1
 		}
 		return 0
 	})
-	for _, d := range done[limit:] {
-		if err := r.Client.Delete(ctx, d, client.Preconditions{UID: &d.UID}); client.IgnoreNotFound(err) != nil {
+	for _, e := range done[limit:] {
+		d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: e.key.Namespace, Name: e.key.Name, UID: e.uid}}
+		if err := r.Client.Delete(ctx, d, client.Preconditions{UID: &e.uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("failed to delete DRDrill %s beyond the history limit: %w", klog.KObj(d), err)
+		}
+		if r.drills != nil {
+			r.drills.deleting(namespace, drpcName, e.key)
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted a drill beyond the history limit", "drill", klog.KObj(d), "limit", limit)
 	}
 	return nil
+}
+
+// finishedDrills are an application's final drills that are not being deleted: from the index
+// (turns.go), or listed without one.
+func (r *Reconciler) finishedDrills(ctx context.Context, namespace, drpcName string) ([]entry, error) {
+	if r.drills != nil {
+		return r.drills.finished(namespace, drpcName), nil
+	}
+	list := &v1alpha1.DRDrillList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("failed to list the DRDrills of namespace %s: %w", namespace, err)
+	}
+	var done []entry
+	for i := range list.Items {
+		d := &list.Items[i]
+		if d.Spec.DRPCName == drpcName && final(d.Status.Phase) && d.DeletionTimestamp.IsZero() {
+			done = append(done, entryOf(d))
+		}
+	}
+	return done, nil
 }

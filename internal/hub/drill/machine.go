@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,10 +139,23 @@ func (r *Reconciler) refusal(ctx context.Context, sc *scope) (reason, message st
 			return v1alpha1.ReasonCheckNotAllowed, drillcheck.Message(problems, level), nil
 		}
 	}
-	switch {
-	case sc.drpc == nil:
+	if sc.drpc == nil {
 		return v1alpha1.ReasonDRPCNotFound, fmt.Sprintf("no DRPlacementControl %s in namespace %s: "+
 			"name the application's DRPlacementControl in spec.drpcName (drills live in its namespace) and create another drill", name, sc.drill.Namespace), nil
+	}
+	// Before anything that may make the drill wait: only the drill holding the application's
+	// turn ever waits (turns.go).
+	other, runs, err := r.otherDrill(ctx, sc)
+	switch {
+	case err != nil:
+		return "", "", err
+	case other != "" && runs:
+		return v1alpha1.ReasonDrillRunning, fmt.Sprintf("drill %s of %s runs: one drill of an application runs at a time; create another drill once it has finished", other, name), nil
+	case other != "":
+		return v1alpha1.ReasonDrillWaiting, fmt.Sprintf("drill %s of %s, created before this one, waits to start: one drill of an application runs or waits at a time; "+
+			"create another drill once it has finished (or delete it)", other, name), nil
+	}
+	switch {
 	case sc.policy == nil:
 		return v1alpha1.ReasonNotProtected, fmt.Sprintf("the DRPolicy %s of DRPlacementControl %s cannot be read: fix the application's policy, then create another drill",
 			sc.drpc.Spec.DRPolicyRef.Name, name), nil
@@ -168,11 +182,7 @@ func (r *Reconciler) refusal(ctx context.Context, sc *scope) (reason, message st
 		return v1alpha1.ReasonBadTarget, fmt.Sprintf("the target %s is not a cluster of the DRPolicy %s (%v): leave spec.targetCluster empty or name the peer of %s",
 			target, sc.policy.Name, sc.policy.Spec.DRClusters, primary), nil
 	}
-	other, err := r.runningDrill(ctx, sc)
-	if err != nil || other == "" {
-		return "", "", err
-	}
-	return v1alpha1.ReasonDrillRunning, fmt.Sprintf("drill %s of %s runs: one drill of an application runs at a time; create another drill once it has finished", other, name), nil
+	return "", "", nil
 }
 
 func orNone(s string) string {
@@ -182,24 +192,47 @@ func orNone(s string) string {
 	return s
 }
 
-// runningDrill names another drill of the same application that runs, or that waits and was
-// created before this one (it is decided first); empty when there is none. It reads the API
-// server, not the cache, so a drill accepted a moment ago is seen.
-func (r *Reconciler) runningDrill(ctx context.Context, sc *scope) (string, error) {
+// otherDrill names the drill of the same application that holds its turn when it is not this
+// one: the drill that runs (runs is true), else the oldest that is not final; empty when this
+// drill holds it. It reads the hub's index (turns.go), in O(1).
+func (r *Reconciler) otherDrill(ctx context.Context, sc *scope) (name string, runs bool, err error) {
+	if r.drills == nil {
+		return r.listedOtherDrill(ctx, sc)
+	}
+	holder, known := r.drills.turn(sc.drill)
+	if !known {
+		return "", false, fmt.Errorf("failed to find the turn of DRDrill %s: the hub has not indexed it yet", klog.KObj(sc.drill))
+	}
+	if holder.key.Name == sc.drill.Name {
+		return "", false, nil
+	}
+	return holder.key.Name, holder.running, nil
+}
+
+// listedOtherDrill is otherDrill for a Reconciler set up without a manager (unit tests): it
+// lists the namespace's drills from the API server, so a drill accepted a moment ago is seen.
+func (r *Reconciler) listedOtherDrill(ctx context.Context, sc *scope) (string, bool, error) {
 	list := &v1alpha1.DRDrillList{}
 	if err := r.apiReader().List(ctx, list, client.InNamespace(sc.drill.Namespace)); err != nil {
-		return "", fmt.Errorf("failed to list the DRDrills of namespace %s: %w", sc.drill.Namespace, err)
+		return "", false, fmt.Errorf("failed to list the DRDrills of namespace %s: %w", sc.drill.Namespace, err)
 	}
+	var oldest *v1alpha1.DRDrill
 	for i := range list.Items {
 		d := &list.Items[i]
 		if d.UID == sc.drill.UID || d.Spec.DRPCName != sc.drill.Spec.DRPCName || final(d.Status.Phase) {
 			continue
 		}
-		if running(d.Status.Phase) || older(d, sc.drill) {
-			return d.Name, nil
+		if running(d.Status.Phase) {
+			return d.Name, true, nil
+		}
+		if older(d, sc.drill) && (oldest == nil || older(d, oldest)) {
+			oldest = d
 		}
 	}
-	return "", nil
+	if oldest != nil {
+		return oldest.Name, false, nil
+	}
+	return "", false, nil
 }
 
 // older reports whether a was created before b (by name when in the same second).

@@ -460,6 +460,8 @@ func TestADrillWaitsWhileProtectedIsUnknown(t *testing.T) {
 	w.reconcile(key)
 	w.g.Expect(w.drill(key).Status.Phase).To(Equal(v1alpha1.DrillRunning))
 
+	// Another application's world, no drill running: a drill that waits past its timeout.
+	w = newWorld(t)
 	w.setDRPC(unknown)
 	late := w.create("late", nil)
 	w.tick(31 * time.Minute)
