@@ -477,6 +477,11 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if s.losesDemotionReports() {
+			// The demotion's status write fails (volrep_lostreport.go): csi-addons retries.
+			sc.report = false
+			return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
+		}
 	}
 	if local.FinalMirrorPending {
 		if local, err = s.finalMirror(sc.handle, local, peerUp, peer); err != nil {
