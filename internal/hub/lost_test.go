@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
 // lostReason is why the tests declare east lost.
@@ -85,7 +87,14 @@ func TestAClusterDeclaredLostHoldsNoDeletionAndIsDemotedWhenItReturns(t *testing
 	a.g.Expect(drc.Status.GroupsToRemove).To(Equal([]v1alpha1.GroupRef{{Namespace: a.ns, Name: "db", Demote: true}}),
 		"east's group is recorded, to be demoted first: the application ran on west")
 
-	// East returns, still declared lost, with its group primary and its workload.
+	// East returns, still declared lost, with its group primary and its workload. Its storage
+	// loses the status write of its demotions (csi-addons' write fails after the driver demoted
+	// the image, and csi-addons retries): rbd-mirror deletes each demoted image, whose primary
+	// on west had its mirroring disabled, before the VolumeReplication ever reports Secondary,
+	// and ceph-csi answers every later demotion NotFound. The group is removed all the same.
+	eastStorage := filepath.Join(testLab.Dir(), lab.East, "storage")
+	a.g.Expect(csiaddons.LoseDemotionReports(eastStorage, true)).To(Succeed())
+	t.Cleanup(func() { NewWithT(t).Expect(csiaddons.LoseDemotionReports(eastStorage, false)).To(Succeed()) })
 	returned := time.Now()
 	a.restore(lab.East)
 	a.gone(lab.East)

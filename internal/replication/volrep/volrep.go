@@ -501,8 +501,9 @@ func Replays(vr *replicationv1alpha1.VolumeReplication) bool {
 
 // Demote sets the PVC's VolumeReplication to secondary, with autoResync when resync is asked (the
 // old primary of a failover: the storage discards its writes since the peer's promotion and
-// takes the peer's data), and is Done once the storage reports it Secondary. A PVC without a
-// VolumeReplication gets a secondary one. The agent calls it only once nothing uses the PVC.
+// takes the peer's data), and is Done once the storage reports it Secondary, or answers that
+// the volume no longer exists (volumeGone). A PVC without a VolumeReplication gets a secondary
+// one. The agent calls it only once nothing uses the PVC.
 func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, resync bool) replication.Result {
 	key := client.ObjectKeyFromObject(pc.PVC)
 	vr := &replicationv1alpha1.VolumeReplication{}
@@ -543,13 +544,16 @@ func (b *Backend) IsDemoted(ctx context.Context, pc *replication.PVCContext, res
 }
 
 // observeSecondary judges a VolumeReplication asked to be secondary: Done once the storage has
-// acted on its current generation and reports it Secondary.
+// acted on its current generation and reports it Secondary, or reports that the volume no
+// longer exists (volumeGone).
 func observeSecondary(vr *replicationv1alpha1.VolumeReplication) replication.Result {
 	key := vr.Namespace + "/" + vr.Name
 	switch {
 	case vr.Status.ObservedGeneration < vr.Generation:
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("waiting for the storage to act on VolumeReplication %s", key))
+	case vr.Status.State != replicationv1alpha1.SecondaryState && volumeGone(vr):
+		return replication.Done()
 	case vr.Status.State != replicationv1alpha1.SecondaryState:
 		msg := fmt.Sprintf("VolumeReplication %s reports state %q, waiting for Secondary", key, vr.Status.State)
 		if c := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionCompleted); c != nil && c.Status != metav1.ConditionTrue {
@@ -558,4 +562,37 @@ func observeSecondary(vr *replicationv1alpha1.VolumeReplication) replication.Res
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
 	}
 	return replication.Done()
+}
+
+// grpcNotFound is how a driver's gRPC NotFound reads in the message csi-addons writes: grpc-go's
+// status error text, "rpc error: code = NotFound desc = ...".
+const grpcNotFound = "code = NotFound desc ="
+
+// volumeGone reports whether the storage answered the demotion of a VolumeReplication's current
+// generation that its volume does not exist: Completed False (FailedToDemote) and Degraded True
+// (Error) with the driver's gRPC NotFound. A volume that no longer exists (RBD mirroring deletes a
+// non-primary image whose primary's mirroring was disabled, as when the application was
+// unprotected on the peer after a failover) holds no data, cannot be written, mounted or
+// mirrored to the peer: what a demotion is for holds, so the PVC counts as demoted whatever
+// state the status still shows. csi-addons keeps status.state as it was when a request fails
+// (Primary when the image went before the demotion was reported) and calls Demote at every
+// reconcile of a secondary, so this may follow a Secondary report too.
+//
+// The NotFound is told by the message text because upstream gives nothing else: ceph-csi answers
+// gRPC NotFound for a missing image or pool (ceph/ceph-csi internal/csi-addons/rbd/replication.go,
+// DemoteVolume through getGRPCError; the CSI-Addons specification's NOT_FOUND, "volume does not
+// exist"), and csi-addons records only that error's text in Degraded's message
+// (csi-addons/kubernetes-csi-addons internal/controller/replication.storage/
+// volumereplication_controller.go, markVolumeAsSecondary; status.go, setFailedDemotionCondition:
+// "<source> failed to demote: " followed by the error), with no code of its own in the status.
+func volumeGone(vr *replicationv1alpha1.VolumeReplication) bool {
+	if vr.Spec.ReplicationState != replicationv1alpha1.Secondary || vr.Status.ObservedGeneration != vr.Generation {
+		return false
+	}
+	completed := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionCompleted)
+	degraded := apimeta.FindStatusCondition(vr.Status.Conditions, replicationv1alpha1.ConditionDegraded)
+	return completed != nil && completed.Status == metav1.ConditionFalse && completed.Reason == replicationv1alpha1.ReasonFailedToDemote &&
+		completed.ObservedGeneration == vr.Generation &&
+		degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == replicationv1alpha1.ReasonError &&
+		degraded.ObservedGeneration == vr.Generation && strings.Contains(degraded.Message, grpcNotFound)
 }

@@ -501,3 +501,49 @@ func TestReplaysOnlyOnResyncTriggeredAtTheCurrentGeneration(t *testing.T) {
 		})
 	}
 }
+
+// A volume whose image is gone is demoted for the agent only on the storage's NotFound answer
+// to the demotion of the current generation, as csi-addons writes it (FailedToDemote, Degraded
+// Error ending with the driver's gRPC error), whatever state the status still shows.
+func TestDemoteCountsAVolumeTheStorageNoLongerHasAsDemoted(t *testing.T) {
+	notFound := "volume failed to demote: rpc error: code = NotFound desc = volume pvc-1 not found: image not found"
+	gone := func() *replicationv1alpha1.VolumeReplication {
+		vr := &replicationv1alpha1.VolumeReplication{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", Generation: 3,
+			Labels: map[string]string{LabelVRGName: "db", LabelVRGNamespace: "app"}}}
+		vr.Spec = replicationv1alpha1.VolumeReplicationSpec{VolumeReplicationClass: "vrc-5s", ReplicationState: replicationv1alpha1.Secondary, AutoResync: true,
+			DataSource: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "data-db-0"}}
+		vr.Status.State, vr.Status.ObservedGeneration = replicationv1alpha1.PrimaryState, 3
+		vr.Status.Conditions = []metav1.Condition{
+			{Type: replicationv1alpha1.ConditionCompleted, Status: metav1.ConditionFalse, Reason: replicationv1alpha1.ReasonFailedToDemote, Message: "failed to demote volume", ObservedGeneration: 3},
+			{Type: replicationv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: replicationv1alpha1.ReasonError, Message: notFound, ObservedGeneration: 3},
+		}
+		return vr
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*replicationv1alpha1.VolumeReplication)
+		want   bool
+	}{
+		{name: "NotFound while the status still says Primary (the image went before the demotion was reported)", change: func(*replicationv1alpha1.VolumeReplication) {}, want: true},
+		{name: "NotFound with no state reported yet", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.State = replicationv1alpha1.UnknownState }, want: true},
+		{name: "NotFound after a Secondary report", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.State = replicationv1alpha1.SecondaryState }, want: true},
+		{name: "another failure of the demotion", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Status.Conditions[1].Message = "volume failed to demote: rpc error: code = Internal desc = failed to demote image"
+		}},
+		{name: "a NotFound of an earlier generation", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.Conditions[0].ObservedGeneration = 2 }},
+		{name: "the storage has not acted on the demotion", change: func(vr *replicationv1alpha1.VolumeReplication) { vr.Status.ObservedGeneration = 2 }},
+		{name: "a promotion that failed", change: func(vr *replicationv1alpha1.VolumeReplication) {
+			vr.Status.Conditions[0].Reason = "FailedToPromote"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			vr := gone()
+			tc.change(vr)
+			b := New(newClient(t, vr))
+			res := b.Demote(context.Background(), pvcContext(5*time.Second, nil), true)
+			g.Expect(res.IsDone()).To(Equal(tc.want), res.String())
+			g.Expect(b.IsDemoted(context.Background(), pvcContext(5*time.Second, nil), true)).To(Equal(tc.want))
+		})
+	}
+}

@@ -49,6 +49,13 @@ const (
 // primary (up+replaying); other states fail the resync (FailedToResync).
 const ReasonResyncTriggered = "ResyncTriggered"
 
+// ReasonFailedToDemote is the reason of Completed False when the driver refused or failed a
+// demotion; Degraded is then True with ReasonError and a message ending with the driver's error.
+const ReasonFailedToDemote = "FailedToDemote"
+
+// ReasonError is the reason of Degraded True when the last request to the driver failed.
+const ReasonError = "Error"
+
 // VolumeReplicationSpec is the desired replication of one volume.
 type VolumeReplicationSpec struct {
 	// volumeReplicationClass names the VolumeReplicationClass. It cannot change.

@@ -48,6 +48,9 @@ package csiaddons
 //     primary becomes an ordinary volume and rbd-mirror deletes the peer's non-primary copy; a
 //     secondary is released only while its image replays a live primary, and otherwise the
 //     deletion is refused and retried, keeping both finalizers.
+//   - an image rbd-mirror deleted (a secondary whose peer's primary had its mirroring disabled)
+//     is answered NotFound at every later reconcile, as ceph-csi answers for a missing image;
+//     csi-addons reports FailedToDemote and keeps the state it reported before (volrep_gone.go).
 //
 // The storage of a stopped cluster runs no controller, so it neither sends nor receives; its
 // peer sees it unreachable through the liveness lock.
@@ -211,22 +214,23 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 			return ctrl.Result{}, err
 		}
 	}
-	if problem == "" {
-		st, err := s.Images.State(sc.handle)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if st.Deleted {
-			problem = fmt.Sprintf("image %s not found: rbd-mirror deleted it when its primary's mirroring was disabled", sc.handle)
-		}
-	}
 	if problem != "" {
-		// csi-addons returns the error and retries with a backoff, reporting it every time.
+		// csi-addons returns the error and retries with a backoff, reporting it every time; the
+		// state stays what it was (GetCurrentReplicationState), Unknown only before any.
 		sc.report, sc.requeueReport = true, volRepWaitRetry
-		sc.vr.Status.State = replicationv1alpha1.UnknownState
+		if sc.vr.Status.State == "" {
+			sc.vr.Status.State = replicationv1alpha1.UnknownState
+		}
 		sc.vr.Status.Message = problem
-		setFailedCondition(sc.vr, problem)
+		setFailedCondition(sc.vr, problem, problem)
 		return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
+	}
+	st, err := s.Images.State(sc.handle)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if st.Deleted {
+		return reportImageGone(sc)
 	}
 	switch sc.vr.Spec.ReplicationState {
 	case replicationv1alpha1.Primary:
@@ -237,7 +241,7 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 		sc.report = true
 		msg := fmt.Sprintf("replicationState %q is not primary, secondary or resync", sc.vr.Spec.ReplicationState)
 		sc.vr.Status.Message = msg
-		setFailedCondition(sc.vr, msg)
+		setFailedCondition(sc.vr, msg, msg)
 		return ctrl.Result{}, nil
 	}
 }
@@ -458,8 +462,11 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); deleted || err != nil {
-		return ctrl.Result{RequeueAfter: volRepWaitRetry}, err
+	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); err != nil {
+		return ctrl.Result{}, err
+	} else if deleted {
+		// rbd-mirror deleted the image before csi-addons' call: the driver answers NotFound.
+		return reportImageGone(sc)
 	}
 	if sc.report && local.Role != state.RoleSecondary {
 		// A primary whose peer was promoted after it (a higher epoch) holds writes the new
@@ -476,6 +483,11 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		unlock()
 		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if s.losesDemotionReports() {
+			// The demotion's status write fails (volrep_lostreport.go): csi-addons retries.
+			sc.report = false
+			return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
 		}
 	}
 	if local.FinalMirrorPending {

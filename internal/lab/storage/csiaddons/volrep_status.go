@@ -69,14 +69,15 @@ func setFailedResyncConditions(vr *replicationv1alpha1.VolumeReplication, msg st
 }
 
 // setFailedCondition: the asked operation cannot be served (csi-addons' setFailedPromotionCondition
-// and setFailedDemotionCondition): Completed False, Degraded True (Error).
-func setFailedCondition(vr *replicationv1alpha1.VolumeReplication, msg string) {
+// and setFailedDemotionCondition): Completed False with completedMsg, Degraded True (Error) with
+// degradedMsg, which csi-addons ends with the driver's error.
+func setFailedCondition(vr *replicationv1alpha1.VolumeReplication, completedMsg, degradedMsg string) {
 	reason := ReasonFailedToDemote
 	if vr.Spec.ReplicationState == replicationv1alpha1.Primary {
 		reason = ReasonFailedToPromote
 	}
-	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionFalse, reason, msg)
-	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonError, msg)
+	setVRCondition(vr, replicationv1alpha1.ConditionCompleted, metav1.ConditionFalse, reason, completedMsg)
+	setVRCondition(vr, replicationv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonError, degradedMsg)
 	setVRCondition(vr, replicationv1alpha1.ConditionResyncing, metav1.ConditionFalse, ReasonNotResyncing, "volume is not resyncing")
 }
 

@@ -2,10 +2,12 @@ package csiaddons_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
@@ -13,17 +15,12 @@ import (
 	"github.com/drover-io/drover/internal/lab/storage/csiaddons"
 )
 
-// West is force-promoted while east is down, then its VolumeReplication is deleted (the
-// application unprotected there): its image is an ordinary volume with a newer epoch. East
-// returns still primary: it must neither mirror over west's image nor, once demoted, send it a
-// final mirror; west keeps what it wrote.
-func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrored(t *testing.T) {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ctx := context.Background()
-	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	ns, class, handle := newVolume(g, ctx, east, west, "unmirrored", time.Second)
+// stalePrimaryOfAnUnmirroredPeer mirrors east's volume "data" to west, stops east, force-promotes
+// west's image and deletes its VolumeReplication (the application unprotected there), so that
+// west's image is an ordinary volume with a newer epoch; it returns with east still stopped, and
+// what west's image then holds.
+func stalePrimaryOfAnUnmirroredPeer(g Gomega, ctx context.Context, east, west client.Client, prefix string) (ns, handle string, want map[string]string) {
+	ns, class, handle := newVolume(g, ctx, east, west, prefix, time.Second)
 	writeFile(g, volumeDir(lab.East, handle), "synced", "from east")
 	mirrored(g, ctx, east, ns, class, handle)
 
@@ -42,7 +39,37 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 		g.Expect(imageState(g, lab.West, handle).Role).To(Equal(storage.RoleNone))
 	}).Should(Succeed(), "west's image is no longer mirrored")
 	writeFile(g, volumeDir(lab.West, handle), "west", "written after the failover")
-	want := readFiles(g, volumeDir(lab.West, handle))
+	return ns, handle, readFiles(g, volumeDir(lab.West, handle))
+}
+
+// expectDemotionAnsweredNotFound waits for east's demoted image to be deleted by rbd-mirror (its
+// peer's primary had its mirroring disabled) and for its VolumeReplication to report what
+// csi-addons writes when ceph-csi answers the demotion NotFound, with the state it had reported.
+func expectDemotionAnsweredNotFound(g Gomega, ctx context.Context, east client.Client, ns, handle string, state replicationv1alpha1.State) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(imageState(g, lab.East, handle).Deleted).To(BeTrue(), "rbd-mirror deleted east's image")
+		vr := getVR(g, ctx, east, ns, "data")
+		g.Expect(vr.Status.ObservedGeneration).To(Equal(vr.Generation))
+		g.Expect(vr.Status.State).To(Equal(state), "csi-addons keeps the state it reported before (GetCurrentReplicationState)")
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionCompleted)).To(Equal("False/" + csiaddons.ReasonFailedToDemote))
+		g.Expect(conditionReason(g, vr, replicationv1alpha1.ConditionDegraded)).To(Equal("True/" + csiaddons.ReasonError))
+		g.Expect(conditionMessage(vr, replicationv1alpha1.ConditionDegraded)).To(ContainSubstring("rpc error: code = NotFound desc = volume " + handle + " not found"))
+		g.Expect(vr.Status.Message).To(HavePrefix("volume " + handle + " not found"))
+	}).Should(Succeed(), "every demotion of the deleted image is answered NotFound")
+}
+
+// West is force-promoted while east is down, then its VolumeReplication is deleted (the
+// application unprotected there): its image is an ordinary volume with a newer epoch. East
+// returns still primary: it must neither mirror over west's image nor, once demoted, send it a
+// final mirror; west keeps what it wrote. Once demoted, east's image is deleted by rbd-mirror
+// and every later demotion answered NotFound, the VolumeReplication still saying Secondary.
+func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrored(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+	ns, handle, want := stalePrimaryOfAnUnmirroredPeer(g, ctx, east, west, "unmirrored")
 
 	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -61,6 +88,28 @@ func TestAStalePrimaryNeverOverwritesAPeerImagePromotedAfterItAndNoLongerMirrore
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(want))
 	}).WithTimeout(2*time.Second).Should(Succeed(), "the demotion sent no final mirror over west's image")
+	expectDemotionAnsweredNotFound(g, ctx, east, ns, handle, replicationv1alpha1.SecondaryState)
+}
+
+// The same stale primary, whose demotion's status write is lost (csi-addons' write fails after
+// the driver demoted the image, and csi-addons retries): rbd-mirror deletes the demoted image
+// before any Secondary report, and the VolumeReplication keeps saying Primary while every
+// demotion is answered NotFound. West keeps what it wrote.
+func TestAnImageDeletedBeforeItsDemotionIsReportedStaysPrimaryInTheStatusAndAnswersNotFound(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctx := context.Background()
+	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+	ns, handle, want := stalePrimaryOfAnUnmirroredPeer(g, ctx, east, west, "lostreport")
+	eastStorage := filepath.Join(testLab.Dir(), lab.East, "storage")
+	g.Expect(csiaddons.LoseDemotionReports(eastStorage, true)).To(Succeed())
+	t.Cleanup(func() { NewWithT(t).Expect(csiaddons.LoseDemotionReports(eastStorage, false)).To(Succeed()) })
+
+	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
+	setReplicationState(g, ctx, east, ns, "data", replicationv1alpha1.Secondary, true)
+	expectDemotionAnsweredNotFound(g, ctx, east, ns, handle, replicationv1alpha1.PrimaryState)
+	g.Expect(readFiles(g, volumeDir(lab.West, handle))).To(Equal(want))
 }
 
 // A primary demoted while its peer is down cannot send its final mirror: it reports itself
