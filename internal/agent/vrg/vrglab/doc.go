@@ -1,5 +1,6 @@
 // Package vrglab is the one test harness of the VolumeReplicationGroup reconciler's lab tests,
-// for every test package that holds them. Each of them starts its own lab, so
+// shared by the test packages that hold them: internal/agent/vrg (every lab test but VolSync's)
+// and internal/agent/vrg/volsynclab (the VolSync lab tests). Each of them starts its own lab, so
 // `go test -p N ./...` runs them at once; a lab test stops and starts clusters, so the tests of
 // one package run one after another in its lab.
 //

@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -42,7 +42,8 @@ func volSyncClient(t testing.TB, cluster string) client.Client {
 }
 
 // fileStatefulSet is a writer StatefulSet whose claims use the lab's file class (VolSync). Its
-// pods run as a non-root user, which the group's VolSync movers take (volsync_identity.go).
+// pods run as a non-root user, which the group's VolSync movers take
+// (internal/agent/vrg/volsync_identity.go).
 func fileStatefulSet(namespace, name string, replicas int32) *appsv1.StatefulSet {
 	sts := vrglab.WriterStatefulSet(namespace, name, replicas, 100*time.Millisecond)
 	sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To(lab.FileStorageClass)
