@@ -2,7 +2,9 @@
 //
 // The layers (layers_test.go):
 //   - production code (cmd/drover aside, which also carries the lab's verbs) imports nothing of
-//     the lab, the story, the exercises or internal/metrics/metricstest;
+//     the lab, the story, the exercises or internal/metrics/metricstest; the one package of test
+//     code under internal/agent, the harness internal/agent/vrg/vrglab, may import the lab, and
+//     what imports it depends on the lab through it;
 //   - the lab (internal/lab/...) stands under everything that runs on it: it imports neither the
 //     story nor the exercises nor drover's hub, agent or CLI;
 //   - the hub (internal/hub/...) imports no replication backend (internal/replication/...): it

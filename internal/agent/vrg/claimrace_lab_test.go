@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
 )
@@ -22,7 +23,7 @@ import (
 func TestTwoConcurrentClaimsOfAStoreCannotBothWin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	_, stores := labS3Profiles(g)
+	_, stores := vrglab.S3Profiles(g)
 	const rounds = 20
 	for _, store := range stores {
 		wins := map[string]int{}

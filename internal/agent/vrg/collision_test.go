@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -37,7 +38,7 @@ func storedPV(name, namespace, claim string) *corev1.PersistentVolume {
 
 // storedPVC is the PVC a primary would have stored, bound to pv.
 func storedPVC(namespace, name, pv string, labels map[string]string) *corev1.PersistentVolumeClaim {
-	spec := pvcSpec()
+	spec := vrglab.PVCSpec()
 	spec.VolumeName = pv
 	spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
@@ -48,14 +49,14 @@ func TestAPromotionReportsAndLeavesUntouchedAPVCBoundToAnotherVolume(t *testing.
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 
 	ns := "promote-collision"
 	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	// A PVC of the name the restore wants, provisioned here: bound to another volume.
 	colliding := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-0", Labels: map[string]string{"app": "db"}},
-		Spec:       pvcSpec(),
+		Spec:       vrglab.PVCSpec(),
 	}
 	g.Expect(west.Create(ctx, colliding)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -65,7 +66,7 @@ func TestAPromotionReportsAndLeavesUntouchedAPVCBoundToAnotherVolume(t *testing.
 
 	// What the peer's primary stored: data-db-0 on PV restored-0 and, outside the selector so
 	// that only the restore touches it, data-db-1 on PV restored-1.
-	profiles, stores := labS3Profiles(g)
+	profiles, stores := vrglab.S3Profiles(g)
 	objects := map[string][]byte{}
 	prefix := ns + "/db/"
 	for _, o := range []struct {
@@ -82,19 +83,19 @@ func TestAPromotionReportsAndLeavesUntouchedAPVCBoundToAnotherVolume(t *testing.
 		g.Expect(vrg.SyncObjects(ctx, store, prefix, objects, nil)).To(Succeed())
 	}
 
-	group := primaryVRG(ns, "db", "db", "5s", profiles)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "5s", profiles)
 	group.Spec.Action = v1alpha1.ActionFailover
 	g.Expect(west.Create(ctx, group)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCConflict))
 		g.Expect(c.Message).To(ContainSubstring("PVC " + ns + "/data-db-0 exists on this cluster and is bound to PV \"" + colliding.Spec.VolumeName +
 			"\", not to the replicated PV \"restored-0-" + ns + "\""))
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(1))
-		g.Expect(conditionOf(got.Status.ProtectedPVCs[0].Conditions, v1alpha1.ConditionDataReady).Reason).To(Equal(v1alpha1.ReasonPVCConflict))
+		g.Expect(vrglab.ConditionOf(got.Status.ProtectedPVCs[0].Conditions, v1alpha1.ConditionDataReady).Reason).To(Equal(v1alpha1.ReasonPVCConflict))
 
 		restored := &corev1.PersistentVolumeClaim{}
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-1"}, restored)).To(Succeed())
@@ -119,6 +120,6 @@ func TestAPromotionReportsAndLeavesUntouchedAPVCBoundToAnotherVolume(t *testing.
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(body).To(MatchJSON(objects[vrg.PVCKey(prefix, ns, "data-db-0")]), "store %s keeps the peer's metadata", store.Name())
 	}
-	notes := expectEvents(ctx, g, west, group, v1alpha1.EventPVCConflict)
+	notes := vrglab.ExpectEvents(ctx, g, west, group, v1alpha1.EventPVCConflict)
 	g.Expect(notes[v1alpha1.EventPVCConflict]).To(ContainElement(ContainSubstring("PVCConflict: PVC " + ns + "/data-db-0 exists on this cluster")))
 }

@@ -34,4 +34,9 @@
 //
 // The reconciler follows STYLE.md: get → finalizer → scope → deferred status patch → phases.
 // Everything of one request lives in the scope; the Reconciler holds only dependencies.
+//
+// Tests: the unit tests sit beside the code (package vrg); the lab tests, against a lab's real
+// API servers with an agent in-process on east and west, are package vrg_test here and, for the
+// VolSync backend, package volsynclab_test in volsynclab/, each package with a lab of its own so
+// both run at once; their one harness is vrglab/.
 package vrg

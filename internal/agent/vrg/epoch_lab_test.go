@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -79,7 +80,7 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	const interval = 3 * time.Second
 
 	ns, groupNS := "epoch-app", "epoch-dr"
@@ -91,8 +92,8 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	for _, o := range appObjects(ns) {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, writerStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
 	g.Expect(stores[0].Name()).To(Equal("s3-east"))
 	eastStore, westStore := stores[0], stores[1]
 	eastGroup := selfContainedVRG(groupNS, ns, profiles)
@@ -114,21 +115,21 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	eastWriters := expectRunningWriters(g, ctx, east, lab.East, ns, 2, handles)
 	g.Eventually(func(g Gomega) {
 		for pvc, writer := range eastWriters {
-			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, handles[pvc]).Writer(writer)
 			g.Expect(ok).To(BeTrue())
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
 	}).Should(Succeed(), "the east writers' records are mirrored to west")
 
 	// Lose east, its agent first; its store goes with it.
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataReady, v1alpha1.ConditionDataReady, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		}
@@ -159,15 +160,15 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 	}).Should(Succeed(), "west's metadata and capture hold what only west wrote")
 
 	// East returns with its group still primary, and its agent runs. Nobody demotes it.
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	east = clusterClient(t, lab.East)
-	g.Expect(startAgent(lab.East)).To(Succeed())
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	east = vrglab.ClusterClient(t, lab.East)
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 	returned := time.Now()
 	expectStale := func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		// Its VolumeReplications are still primary: the agent tells the split brain from them and
 		// the stores' epochs (the storage reports none).
@@ -199,11 +200,11 @@ func TestAReturningStalePrimaryWritesNothingAndTheNewPrimaryCatchesUpItsStore(t 
 		"for %s, the stale primary overwrites nothing in either store", hold)
 
 	// The hub's part, which also leaves the lab clean for the next tests: demote east's group.
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonSecondary), "%s: %s", c.Reason, c.Message)
 	}).Should(Succeed(), "once demoted, east's group no longer reports itself stale")
 }

@@ -3,7 +3,6 @@ package vrg_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,30 +13,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
 
-// writerStatefulSet is statefulSet with writer pods: the lab appends a record to each pod's
-// volumes every interval.
-func writerStatefulSet(namespace, name string, replicas int32, interval time.Duration) *appsv1.StatefulSet {
-	sts := statefulSet(namespace, name, replicas)
-	sts.Spec.Template.Labels[storage.WriterLabel] = "true"
-	sts.Spec.Template.Annotations = map[string]string{storage.WriterIntervalAnnotation: interval.String()}
-	return sts
-}
-
 // writeOnTheOldPrimary starts a writer pod on the returned old primary, on the kept PVC of
 // handle, waits until the cluster's image holds its records, deletes it, and returns its writer
 // ID.
 func writeOnTheOldPrimary(ctx context.Context, g Gomega, cl client.Client, ns, handle string) string {
-	template := writerStatefulSet(ns, "stray", 1, 100*time.Millisecond).Spec.Template
+	template := vrglab.WriterStatefulSet(ns, "stray", 1, 100*time.Millisecond).Spec.Template
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stray", Labels: template.Labels, Annotations: template.Annotations},
 		Spec: template.Spec}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -49,38 +39,13 @@ func writeOnTheOldPrimary(ctx context.Context, g Gomega, cl client.Client, ns, h
 		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
 		g.Expect(got.Status.Phase).To(Equal(corev1.PodRunning))
 		id = storage.WriterID(got)
-		w, ok := imageReport(g, lab.East, handle).Writer(id)
+		w, ok := vrglab.ImageReport(g, lab.East, handle).Writer(id)
 		g.Expect(ok).To(BeTrue())
 		g.Expect(w.LastSeq).To(BeNumerically(">", 5))
 	}).Should(Succeed(), "a pod on the old primary writes to a kept PVC before the demotion")
 	g.Expect(cl.Delete(ctx, pod)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})) }).Should(BeTrue())
 	return id
-}
-
-// setRole sets a group's replicationState and action.
-func setRole(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup, state v1alpha1.ReplicationState, action v1alpha1.DRAction) {
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		got.Spec.ReplicationState, got.Spec.Action = state, action
-		g.Expect(cl.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
-}
-
-// scaleTo sets a StatefulSet's replicas with a merge patch, which carries no resourceVersion and
-// so cannot conflict with the StatefulSet controller's own writes.
-func scaleTo(ctx context.Context, g Gomega, cl client.Client, key client.ObjectKey, replicas int32) {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	g.Expect(cl.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-}
-
-// imageReport verifies the records of a PVC's image on a cluster's lab storage.
-func imageReport(g Gomega, cluster, handle string) records.Report {
-	report, err := records.Verify(storage.VolumePath(filepath.Join(testLab.Dir(), cluster, "storage"), handle))
-	g.Expect(err).NotTo(HaveOccurred())
-	return report
 }
 
 // The story of a failover driven through VolumeReplicationGroups: a StatefulSet writes records
@@ -96,7 +61,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	const interval = 3 * time.Second
 
 	ns := "failover-sts"
@@ -104,11 +69,11 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
-	g.Expect(east.Create(ctx, writerStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
-	eastGroup := primaryVRG(ns, "db", "db", "3s", profiles)
+	profiles, _ := vrglab.S3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
+	eastGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	westGroup := primaryVRG(ns, "db", "db", "3s", profiles)
+	westGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 
@@ -116,10 +81,10 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonSecondary))
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady).Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady).Status).To(Equal(metav1.ConditionUnknown))
 	}).Should(Succeed(), "west's group, protecting nothing locally, is Secondary")
 
 	g.Eventually(func(g Gomega) {
@@ -127,7 +92,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(3))
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 	}).Should(Succeed(), "east's group protects the StatefulSet's 3 PVCs")
@@ -152,7 +117,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		}
 		// Each east writer's records have reached west in a completed mirror.
 		for pvc, writer := range eastWriters {
-			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, handles[pvc]).Writer(writer)
 			g.Expect(ok).To(BeTrue(), "west's image of %s holds records of %s", pvc, writer)
 			g.Expect(w.LastSeq).To(BeNumerically(">", 10))
 		}
@@ -160,28 +125,28 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 
 	// Lose east between two mirrors. Its agent goes first: its API server is about to vanish.
 	time.Sleep(interval / 2)
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	lostOnEast, keptOnWest := map[string]records.Report{}, map[string]records.Report{}
 	for pvc, handle := range handles {
-		lostOnEast[pvc] = imageReport(g, lab.East, handle)
-		keptOnWest[pvc] = imageReport(g, lab.West, handle)
+		lostOnEast[pvc] = vrglab.ImageReport(g, lab.East, handle)
+		keptOnWest[pvc] = vrglab.ImageReport(g, lab.West, handle)
 	}
 
 	failover := time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	var clusterDataReady, dataReady time.Duration
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		if clusterDataReady == 0 && cdr.Status == metav1.ConditionTrue && cdr.ObservedGeneration == got.Generation {
 			clusterDataReady = time.Since(failover)
 		}
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.Message).To(ContainSubstring("from S3 profile s3-west"))
 		g.Expect(cdr.Message).To(ContainSubstring("skipped: S3 profile s3-east"), "the unreachable store is named")
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(dr.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
@@ -198,7 +163,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		// West's image holds every record of the east writer up to the last completed mirror,
 		// and none after.
 		writer := eastWriters[pvc]
-		promoted := imageReport(g, lab.West, handle)
+		promoted := vrglab.ImageReport(g, lab.West, handle)
 		g.Expect(records.Compare(keptOnWest[pvc], promoted).Identical).To(BeTrue(), "promotion changed no record of %s", pvc)
 		wrote, _ := lostOnEast[pvc].Writer(writer)
 		kept, ok := promoted.Writer(writer)
@@ -217,14 +182,14 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			pvc, wrote.LastSeq, kept.LastSeq, wrote.LastSeq-kept.LastSeq)
 	}
 
-	g.Expect(west.Create(ctx, writerStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
+	g.Expect(west.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		for i := range 3 {
 			pod := &corev1.Pod{}
 			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", fmt.Sprintf("data-db-%d", i))))
-			w, ok := imageReport(g, lab.West, handles[fmt.Sprintf("data-db-%d", i)]).Writer(storage.WriterID(pod))
+			w, ok := vrglab.ImageReport(g, lab.West, handles[fmt.Sprintf("data-db-%d", i)]).Writer(storage.WriterID(pod))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
@@ -232,24 +197,24 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 
 	// East returns. Its StatefulSet is deleted, its PVCs kept (the default); its group is
 	// demoted with action Failover, and nobody deletes a PVC.
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	g.Expect(startAgent(lab.East)).To(Succeed())
-	east = clusterClient(t, lab.East)
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
+	east = vrglab.ClusterClient(t, lab.East)
 	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
 
 	// Before its demotion the old primary is written to: a pod started there on a kept PVC (an
 	// editor, or a GitOps tool still targeting east; nothing fences a failover's old primary)
 	// writes records while east's group is still primary. None may ever reach west.
 	strayID := writeOnTheOldPrimary(ctx, g, east, ns, handles["data-db-0"])
-	_, onWest := imageReport(g, lab.West, handles["data-db-0"]).Writer(strayID)
+	_, onWest := vrglab.ImageReport(g, lab.West, handles["data-db-0"]).Writer(strayID)
 	g.Expect(onWest).To(BeFalse(), "a write on the returned old primary reached west before its demotion")
 	demoted := time.Now()
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	var waits []string
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		if said := dr.Reason + ": " + dr.Message; dr.Status != metav1.ConditionTrue && !slices.Contains(waits, said) {
 			waits = append(waits, said)
 		}
@@ -266,7 +231,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	// the west writers keep writing, so east trails them by at most a mirror.
 	g.Eventually(func(g Gomega) {
 		for pvc, handle := range handles {
-			onEast, onWest := imageReport(g, lab.East, handle), imageReport(g, lab.West, handle)
+			onEast, onWest := vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle)
 			diff := records.Compare(onEast, onWest)
 			for _, w := range diff.Writers {
 				g.Expect(w.OnlyInA).To(BeEmpty(), "%s: east holds records of %s that west lacks", pvc, w.Writer)
@@ -279,7 +244,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		}
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's")
 	for _, c := range []string{lab.West, lab.East} {
-		w, held := imageReport(g, c, handles["data-db-0"]).Writer(strayID)
+		w, held := vrglab.ImageReport(g, c, handles["data-db-0"]).Writer(strayID)
 		g.Expect(held).To(BeFalse(), "%s's image of data-db-0 holds %d records the old primary wrote before its demotion", c, w.LastSeq)
 	}
 	t.Logf("the records written on east before its demotion are on neither cluster after the resync")
@@ -294,7 +259,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		westPods[fmt.Sprintf("data-db-%d", i)] = storage.WriterID(pod)
 	}
 	g.Expect(west.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
@@ -302,33 +267,33 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "west's group reaches Secondary once its pods are gone")
 
 	failback := time.Now()
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(cdr.Message).To(ContainSubstring("(0 objects created, 6 adopted)"), "east's kept PVs and PVCs are adopted")
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
 	}).Should(Succeed(), "east's group adopts its leftovers and is primary again")
 	t.Logf("fail back: action Failover on east → ClusterDataReady and DataReady in %s", time.Since(failback).Round(time.Millisecond))
 
-	g.Expect(east.Create(ctx, writerStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
+	g.Expect(east.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		for i := range 3 {
 			pvc := fmt.Sprintf("data-db-%d", i)
 			pod := &corev1.Pod{}
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
-			onEast := imageReport(g, lab.East, handles[pvc])
+			onEast := vrglab.ImageReport(g, lab.East, handles[pvc])
 			// The west writer's records all came back: its demotion sent a final mirror.
 			fromWest, ok := onEast.Writer(westPods[pvc])
 			g.Expect(ok).To(BeTrue())
 			g.Expect(fromWest.Gaps).To(BeEmpty())
-			onWest := imageReport(g, lab.West, handles[pvc])
+			onWest := vrglab.ImageReport(g, lab.West, handles[pvc])
 			wrote, _ := onWest.Writer(westPods[pvc])
 			g.Expect(fromWest.LastSeq).To(Equal(wrote.LastSeq), "%s: east has every record the west writer wrote", pvc)
 			w, ok := onEast.Writer(storage.WriterID(pod))
@@ -347,7 +312,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 			eastWriters2[pvc] = storage.WriterID(pod)
-			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(eastWriters2[pvc])
+			w, ok := vrglab.ImageReport(g, lab.West, handles[pvc]).Writer(eastWriters2[pvc])
 			g.Expect(ok).To(BeTrue(), "west's image of %s holds records of %s", pvc, eastWriters2[pvc])
 			g.Expect(w.LastSeq).To(BeNumerically(">", 10))
 		}
@@ -357,26 +322,26 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	}
 
 	time.Sleep(interval / 2)
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	lostOnEast, keptOnWest = map[string]records.Report{}, map[string]records.Report{}
 	for pvc, handle := range handles {
-		lostOnEast[pvc] = imageReport(g, lab.East, handle)
-		keptOnWest[pvc] = imageReport(g, lab.West, handle)
+		lostOnEast[pvc] = vrglab.ImageReport(g, lab.East, handle)
+		keptOnWest[pvc] = vrglab.ImageReport(g, lab.West, handle)
 	}
 
 	failover = time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	var adoptedSaid string
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(cdr.Message).To(ContainSubstring("(0 objects created, 6 adopted)"), "west's kept PVs and PVCs are adopted")
 		g.Expect(cdr.Message).To(ContainSubstring("skipped: S3 profile s3-east"), "the unreachable store is named")
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(dr.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
@@ -391,7 +356,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 		// West holds every record of the second east writer up to the last completed mirror and
 		// none after; the writers of earlier rounds are the same on both.
 		writer := eastWriters2[pvc]
-		promoted := imageReport(g, lab.West, handle)
+		promoted := vrglab.ImageReport(g, lab.West, handle)
 		g.Expect(records.Compare(keptOnWest[pvc], promoted).Identical).To(BeTrue(), "promotion changed no record of %s", pvc)
 		wrote, _ := lostOnEast[pvc].Writer(writer)
 		kept, ok := promoted.Writer(writer)
@@ -414,7 +379,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			pvc, wrote.LastSeq, kept.LastSeq, wrote.LastSeq-kept.LastSeq)
 	}
 
-	g.Expect(west.Create(ctx, writerStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
+	g.Expect(west.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 3, 100*time.Millisecond))).To(Succeed())
 	westWriters2 := map[string]string{}
 	g.Eventually(func(g Gomega) {
 		for i := range 3 {
@@ -423,7 +388,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", pvc)))
-			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(storage.WriterID(pod))
+			w, ok := vrglab.ImageReport(g, lab.West, handles[pvc]).Writer(storage.WriterID(pod))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 			westWriters2[pvc] = storage.WriterID(pod)
@@ -432,17 +397,17 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 
 	// East returns a second time: its StatefulSet deleted, its PVCs kept, its group demoted with
 	// action Failover, and nobody deletes a PVC.
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	g.Expect(startAgent(lab.East)).To(Succeed())
-	east = clusterClient(t, lab.East)
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
+	east = vrglab.ClusterClient(t, lab.East)
 	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
 	demoted = time.Now()
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	waits = nil
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		if said := dr.Reason + ": " + dr.Message; dr.Status != metav1.ConditionTrue && !slices.Contains(waits, said) {
 			waits = append(waits, said)
 		}
@@ -459,7 +424,7 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	// stray records are discarded), and every writer but the running west ones is identical.
 	g.Eventually(func(g Gomega) {
 		for pvc, handle := range handles {
-			diff := records.Compare(imageReport(g, lab.East, handle), imageReport(g, lab.West, handle))
+			diff := records.Compare(vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle))
 			g.Expect(diff.Writers).To(HaveLen(4), "%s: two east writers and two west writers", pvc)
 			for _, w := range diff.Writers {
 				g.Expect(w.OnlyInA).To(BeEmpty(), "%s: east holds records of %s that west lacks", pvc, w.Writer)
@@ -471,11 +436,11 @@ func TestAFailedOverStatefulSetRunsOnWestAndTheOldPrimaryResyncsWithItsPVCsKept(
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "east's images resync to west's a second time")
 
 	// Every transition is an event on the group that made it.
-	notes := expectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted, v1alpha1.EventPVCAdopted)
+	notes := vrglab.ExpectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted, v1alpha1.EventPVCAdopted)
 	g.Expect(notes[v1alpha1.EventPVCAdopted]).To(ContainElement(And(ContainSubstring("PVC "+ns+"/data-db-0"), ContainSubstring("PV pvc-"))),
 		"east's fail back names what it adopted")
 	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Failover")))
-	notes = expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventPVCAdopted)
+	notes = vrglab.ExpectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventPVCAdopted)
 	g.Expect(notes[v1alpha1.EventPromoted]).To(ContainElement(ContainSubstring("Primary after Failover: 3 PVCs")))
 	g.Expect(notes).NotTo(HaveKey(v1alpha1.EventProtected), "west never protected without an action")
 }

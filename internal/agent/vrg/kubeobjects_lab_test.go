@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -43,10 +44,10 @@ func appObjects(ns string) []client.Object {
 	}
 }
 
-// selfContainedVRG is primaryVRG for an application in namespace app, the group living in
+// selfContainedVRG is vrglab.PrimaryVRG for an application in namespace app, the group living in
 // namespace groupNS and protecting app with kubeObjectProtection (every default kind).
 func selfContainedVRG(groupNS, app string, profiles []v1alpha1.S3Profile) *v1alpha1.VolumeReplicationGroup {
-	group := primaryVRG(groupNS, "db", "db", "3s", profiles)
+	group := vrglab.PrimaryVRG(groupNS, "db", "db", "3s", profiles)
 	group.Spec.ProtectedNamespaces = []string{app}
 	group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	return group
@@ -76,7 +77,7 @@ func captureKeys(c *kubeobjects.Capture) []string {
 // versions) compare across kinds, unlike timestamps of a second's resolution.
 func watchRestoreOrder(ctx context.Context, t *testing.T, cluster, ns string) func() (map[string]int64, int64) {
 	t.Helper()
-	c, err := testLab.Cluster(cluster)
+	c, err := vrglab.Lab().Cluster(cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func expectRunningWriters(g Gomega, ctx context.Context, cl client.Client, clust
 			pod := &corev1.Pod{}
 			g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
-			w, ok := imageReport(g, cluster, handles[pvc]).Writer(storage.WriterID(pod))
+			w, ok := vrglab.ImageReport(g, cluster, handles[pvc]).Writer(storage.WriterID(pod))
 			g.Expect(ok).To(BeTrue(), "%s's image of %s holds records of %s", cluster, pvc, storage.WriterID(pod))
 			g.Expect(w.LastSeq).To(BeNumerically(">", 5))
 			writers[pvc] = storage.WriterID(pod)
@@ -180,10 +181,10 @@ func expectCapturedAndProtected(g Gomega, ctx context.Context, cl client.Client,
 		g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(pvcs))
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
-		ko := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Message).To(ContainSubstring("is in S3 profiles s3-east, s3-west"))
 		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationKubeObjectsCapturedAt))
 		for _, store := range stores {
@@ -216,7 +217,7 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 
 	ns, groupNS := "ko-failover-app", "ko-failover-dr"
 	for _, cl := range []client.Client{east, west} {
@@ -227,8 +228,8 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	for _, o := range appObjects(ns) {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, writerStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
 	eastGroup := selfContainedVRG(groupNS, ns, profiles)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
 	westGroup := selfContainedVRG(groupNS, ns, profiles)
@@ -240,7 +241,7 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	eastWriters := expectRunningWriters(g, ctx, east, lab.East, ns, 2, handles)
 	g.Eventually(func(g Gomega) {
 		for pvc, writer := range eastWriters {
-			w, ok := imageReport(g, lab.West, handles[pvc]).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, handles[pvc]).Writer(writer)
 			g.Expect(ok).To(BeTrue())
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
@@ -249,24 +250,24 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	g.Expect(apierrors.IsNotFound(west.Get(ctx, client.ObjectKey{Name: ns}, ws))).To(BeTrue(), "the application's namespace exists only on east")
 
 	// Lose east, its agent first.
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	order := watchRestoreOrder(ctx, t, lab.West, ns)
 	failover := time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	var restored *v1alpha1.VolumeReplicationGroup
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataReady, v1alpha1.ConditionDataReady, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		}
 		g.Expect(got.Annotations).To(HaveKeyWithValue(vrg.AnnotationKubeObjectsRestored, fmt.Sprint(got.Generation)))
 		restored = got
 	}).Should(Succeed(), "west's group restores the PVCs and then the objects")
-	ko := conditionOf(restored.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+	ko := vrglab.ConditionOf(restored.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 	t.Logf("failover: action Failover → ClusterDataReady, DataReady and KubeObjectsReady in %s; %s",
 		time.Since(failover).Round(time.Millisecond), ko.Message)
 
@@ -293,7 +294,7 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 	}
 	westWriters := expectRunningWriters(g, ctx, west, lab.West, ns, 2, handles)
 	for pvc, handle := range handles {
-		kept, ok := imageReport(g, lab.West, handle).Writer(eastWriters[pvc])
+		kept, ok := vrglab.ImageReport(g, lab.West, handle).Writer(eastWriters[pvc])
 		g.Expect(ok).To(BeTrue(), "%s: west keeps the east writer's records", pvc)
 		g.Expect(kept.Gaps).To(BeEmpty())
 		g.Expect(westWriters[pvc]).NotTo(Equal(eastWriters[pvc]))
@@ -301,25 +302,25 @@ func TestASelfContainedApplicationFailsOverWithItsObjectsAndTheOldPrimaryRemoves
 
 	// East returns; the hub demotes its group before anything else runs there (its agent starts
 	// after), and the agent removes the StatefulSet itself.
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	east = clusterClient(t, lab.East)
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	east = vrglab.ClusterClient(t, lab.East)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	demoted := time.Now()
-	g.Expect(startAgent(lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 	var waits []string
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionKubeObjectsReady, v1alpha1.ConditionDataReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			if said := fmt.Sprintf("%s %s: %s", ct, c.Reason, c.Message); c.Status == metav1.ConditionFalse && !slices.Contains(waits, said) {
 				waits = append(waits, said)
 			}
 		}
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
-		ko := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ko.Reason, ko.Message)
 		g.Expect(ko.Reason).To(Equal(v1alpha1.ReasonSecondary))
 		g.Expect(ko.ObservedGeneration).To(Equal(got.Generation))
@@ -365,7 +366,7 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 
 	ns, groupNS := "ko-relocate-app", "ko-relocate-dr"
 	for _, cl := range []client.Client{east, west} {
@@ -376,8 +377,8 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 	for _, o := range appObjects(ns) {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, writerStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.WriterStatefulSet(ns, "db", 2, 100*time.Millisecond))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
 	eastGroup := selfContainedVRG(groupNS, ns, profiles)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
 	westGroup := selfContainedVRG(groupNS, ns, profiles)
@@ -406,7 +407,7 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
 		g.Expect(got.Status.FinalSync).NotTo(BeNil())
 		g.Expect(got.Status.FinalSync.Request).To(Equal(request))
-		ko := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ko.Reason, ko.Message)
 		g.Expect(ko.Reason).To(Equal(v1alpha1.ReasonSecondary))
 		demoted = got
@@ -423,7 +424,7 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 			"the final capture holds the late ConfigMap and the StatefulSet the agent then deleted")
 	}
 	for pvc, handle := range handles {
-		onEast, onWest := imageReport(g, lab.East, handle), imageReport(g, lab.West, handle)
+		onEast, onWest := vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle)
 		wrote, ok := onEast.Writer(eastWriters[pvc])
 		g.Expect(ok).To(BeTrue())
 		kept, ok := onWest.Writer(eastWriters[pvc])
@@ -437,12 +438,12 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 	}
 
 	promote := time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataReady, v1alpha1.ConditionDataReady, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		}
@@ -453,7 +454,7 @@ func TestASelfContainedRelocationRemovesTheWorkloadBeforeTheFinalSyncAndLosesNoR
 	westWriters := expectRunningWriters(g, ctx, west, lab.West, ns, 2, handles)
 	var lost []string
 	for pvc, handle := range handles {
-		diff := records.Compare(imageReport(g, lab.East, handle), imageReport(g, lab.West, handle))
+		diff := records.Compare(vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle))
 		for _, w := range diff.Writers {
 			if w.Writer == eastWriters[pvc] && len(w.OnlyInA) > 0 {
 				lost = append(lost, fmt.Sprint(pvc, w.OnlyInA))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/s3fault"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -52,13 +53,13 @@ func TestAStalePrimarysLateWriteIsNotWhatAFailoverBackRestores(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	ns := "late-write"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, stores := labS3Profiles(g)
+	profiles, stores := vrglab.S3Profiles(g)
 	profile, store := profiles[1], stores[1]
 	proxy, err := s3fault.Start(profile.Endpoint)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -66,10 +67,10 @@ func TestAStalePrimarysLateWriteIsNotWhatAFailoverBackRestores(t *testing.T) {
 	throughProxy := profile
 	throughProxy.Endpoint = proxy.URL()
 
-	g.Expect(east.Create(ctx, statefulSet(ns, "db", 1))).To(Succeed())
-	eastGroup := primaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{throughProxy})
+	g.Expect(east.Create(ctx, vrglab.StatefulSet(ns, "db", 1))).To(Succeed())
+	eastGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{throughProxy})
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	westGroup := primaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{profile})
+	westGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{profile})
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -81,17 +82,17 @@ func TestAStalePrimarysLateWriteIsNotWhatAFailoverBackRestores(t *testing.T) {
 	labelPVC(ctx, g, east, ns, "data-db-0", "written-by", "east-late")
 	g.Eventually(proxy.Delayed).Should(BeNumerically(">", 0), "east's metadata write is in flight")
 
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 	}).Should(Succeed(), "west is promoted while east still holds itself primary")
 	labelPVC(ctx, g, west, ns, "data-db-0", "written-by", "west")
 	extra := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra",
-		Labels: map[string]string{"app": "db"}}, Spec: pvcSpec()}
+		Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec()}
 	g.Expect(west.Create(ctx, extra)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		view := restoreView(ctx, g, store, westGroup)
@@ -110,7 +111,7 @@ func TestAStalePrimarysLateWriteIsNotWhatAFailoverBackRestores(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Reason).To(BeElementOf(v1alpha1.ReasonStalePrimary, v1alpha1.ReasonSplitBrain), c.Message)
 	}).Should(Succeed(), "east finds west's claim and stops writing")
 
@@ -121,8 +122,8 @@ func TestAStalePrimarysLateWriteIsNotWhatAFailoverBackRestores(t *testing.T) {
 // over to east: west demoted, east promoted. East's restore creates the PVC only west had, from
 // west's metadata.
 func failBackToEast(ctx context.Context, g Gomega, east, west client.Client, eastGroup, westGroup *v1alpha1.VolumeReplicationGroup, ns string) {
-	g.Expect(client.IgnoreNotFound(east.Delete(ctx, statefulSet(ns, "db", 1)))).To(Succeed())
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	g.Expect(client.IgnoreNotFound(east.Delete(ctx, vrglab.StatefulSet(ns, "db", 1)))).To(Succeed())
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
@@ -135,12 +136,12 @@ func failBackToEast(ctx context.Context, g Gomega, east, west client.Client, eas
 		g.Expect(west.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, westPV)).To(Succeed())
 	}).Should(Succeed())
 
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		pvc := &corev1.PersistentVolumeClaim{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/s3fault"
 )
@@ -26,21 +27,21 @@ func TestAFailoverWhileTheTargetsOwnStoreIsDownRestoresFromThePeersStore(t *test
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	ns := "own-store-down"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, statefulSet(ns, "db", 1))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.StatefulSet(ns, "db", 1))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
 	g.Expect(profiles[1].Name).To(Equal("s3-west"))
 	proxy, err := s3fault.Start(profiles[1].Endpoint)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = proxy.Close() }()
-	eastGroup := primaryVRG(ns, "db", "db", "3s", profiles)
+	eastGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	westGroup := primaryVRG(ns, "db", "db", "3s", nil)
+	westGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", nil)
 	westGroup.Spec.S3Profiles = []v1alpha1.S3Profile{profiles[1], profiles[0]}
 	westGroup.Spec.S3Profiles[0].Endpoint = proxy.URL()
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
@@ -49,28 +50,28 @@ func TestAFailoverWhileTheTargetsOwnStoreIsDownRestoresFromThePeersStore(t *test
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed(), "east protects the StatefulSet, its metadata in both stores")
 
 	// West's store goes down; east stops its workload and is demoted; west is promoted.
 	g.Expect(proxy.Set(s3fault.Refuse, 0)).To(Succeed())
-	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
 	}).Should(Succeed(), "east is demoted")
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		g.Expect(c.Message).To(And(ContainSubstring("restored from S3 profile s3-east"), ContainSubstring("skipped: "), ContainSubstring("s3-west")))
-		p := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		p := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(p.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(p.Reason).To(Equal("StoreUnreachable"), p.Message)
 		g.Expect(p.Message).To(ContainSubstring("s3-west"))
@@ -83,7 +84,7 @@ func TestAFailoverWhileTheTargetsOwnStoreIsDownRestoresFromThePeersStore(t *test
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		m, err := vrg.ReadMarker(ctx, stores[1], prefix)
 		g.Expect(err).NotTo(HaveOccurred())

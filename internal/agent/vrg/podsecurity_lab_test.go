@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 )
 
@@ -29,7 +30,7 @@ func editorClient(t *testing.T, g Gomega, admin client.Client, cluster, ns, user
 	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})).To(Succeed())
-	c, err := testLab.Cluster(cluster)
+	c, err := vrglab.Lab().Cluster(cluster)
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := c.Kubeconfig(user, nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -88,7 +89,7 @@ func TestAnEditorsPrivilegedDeploymentDoesNotRunOnThePeerAfterAFailover(t *testi
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	const ns = "psa-editor"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}})).To(Succeed())
@@ -98,21 +99,21 @@ func TestAnEditorsPrivilegedDeploymentDoesNotRunOnThePeerAfterAFailover(t *testi
 	g.Consistently(func(g Gomega) { g.Expect(privilegedPods(g, east, ns)).To(BeEmpty()) }).WithTimeout(3*time.Second).Should(Succeed(),
 		"east's namespace refuses the Deployment's pods")
 
-	profiles, _ := labS3Profiles(g)
-	eastGroup := primaryVRG(ns, "app", "none", "3s", profiles)
+	profiles, _ := vrglab.S3Profiles(g)
+	eastGroup := vrglab.PrimaryVRG(ns, "app", "none", "3s", profiles)
 	eastGroup.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 	}).Should(Succeed(), "east captures the objects, the Deployment included")
 
 	// The application moves to west: east's group demoted first (it removes the workloads there),
 	// then west's promoted by a failover.
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
-	westGroup := primaryVRG(ns, "app", "none", "3s", profiles)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	westGroup := vrglab.PrimaryVRG(ns, "app", "none", "3s", profiles)
 	westGroup.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	westGroup.Spec.Action = v1alpha1.ActionFailover
 	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -121,7 +122,7 @@ func TestAnEditorsPrivilegedDeploymentDoesNotRunOnThePeerAfterAFailover(t *testi
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		ko = conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko = vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Reason).NotTo(Or(Equal(v1alpha1.ReasonProgressing), Equal("Unknown"), BeEmpty()), ko.Message)
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "conf"}, &corev1.ConfigMap{})).To(Succeed(), "the ConfigMap is restored")
 	}).Should(Succeed(), "west restores the capture")

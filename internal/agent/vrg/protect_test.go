@@ -8,17 +8,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -36,114 +33,10 @@ func replicationClass(name, interval string) *replicationv1alpha1.VolumeReplicat
 	}
 }
 
-// statefulSet builds a StatefulSet with one volumeClaimTemplate "data" of the lab's block class;
-// its PVCs carry the label app=<name>.
-func statefulSet(namespace, name string, replicas int32) *appsv1.StatefulSet {
-	labels := map[string]string{"app": name}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(replicas),
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			ServiceName:         name,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "lab/writer",
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec:       pvcSpec(),
-			}},
-		},
-	}
-}
-
-func pvcSpec() corev1.PersistentVolumeClaimSpec {
-	return corev1.PersistentVolumeClaimSpec{
-		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		StorageClassName: ptr.To(lab.BlockStorageClass),
-		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceStorage: resource.MustParse("1Gi"),
-		}},
-	}
-}
-
-// labS3Profiles returns the VRG's view of every lab S3 profile and a store for each, to read
-// what the agent wrote: sealed under the profile's store keys, as the agent's.
-func labS3Profiles(g Gomega) ([]v1alpha1.S3Profile, []objectstore.Store) {
-	profiles, raw := labRawStores(g)
-	keys := labStoreKeys(g)
-	stores := make([]objectstore.Store, len(raw))
-	for i, s := range raw {
-		stores[i] = objectstore.Sealed(s, keys[i])
-	}
-	return profiles, stores
-}
-
-// labStoreKeys are the store keys of every lab S3 profile, in cluster order.
-func labStoreKeys(g Gomega) []objectstore.Keyring {
-	profiles, err := testLab.S3Profiles()
-	g.Expect(err).NotTo(HaveOccurred())
-	var keys []objectstore.Keyring
-	for _, p := range profiles {
-		keys = append(keys, p.StoreKeys)
-	}
-	return keys
-}
-
-// labRawStores returns the VRG's view of every lab S3 profile and a store for each that gives
-// the bytes its server holds, as a holder of the bucket's credentials sees them.
-func labRawStores(g Gomega) ([]v1alpha1.S3Profile, []objectstore.Store) {
-	profiles, err := testLab.S3Profiles()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(profiles).To(HaveLen(2))
-	var specs []v1alpha1.S3Profile
-	var stores []objectstore.Store
-	for _, p := range profiles {
-		specs = append(specs, v1alpha1.S3Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
-			SecretRef: v1alpha1.SecretRef{Namespace: lab.S3SecretNamespace, Name: p.Name},
-		})
-		store, err := objectstore.NewS3(objectstore.Profile{
-			Name: p.Name, Endpoint: p.Endpoint, Insecure: p.Insecure, Bucket: p.Bucket, Region: p.Region,
-			AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey,
-		})
-		g.Expect(err).NotTo(HaveOccurred())
-		stores = append(stores, store)
-	}
-	return specs, stores
-}
-
-// primaryVRG builds a primary VolumeReplicationGroup selecting PVCs labelled app=<app>, with
-// every lab S3 profile, the lab's block driver replicated by VolRep.
-func primaryVRG(namespace, name, app, interval string, profiles []v1alpha1.S3Profile) *v1alpha1.VolumeReplicationGroup {
-	return &v1alpha1.VolumeReplicationGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: v1alpha1.VolumeReplicationGroupSpec{
-			ReplicationState:     v1alpha1.ReplicationStatePrimary,
-			PVCSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			S3Profiles:           profiles,
-			SchedulingInterval:   v1alpha1.SchedulingInterval(interval),
-			StorageClassBackends: []v1alpha1.StorageClassBackend{{Provisioner: lab.BlockDriver, Backend: v1alpha1.BackendVolRep}},
-		},
-	}
-}
-
 func createOrKeep(ctx context.Context, g Gomega, cl client.Client, obj client.Object) {
 	if err := cl.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-}
-
-func conditionOf(conditions []metav1.Condition, t string) metav1.Condition {
-	if c := apimeta.FindStatusCondition(conditions, t); c != nil {
-		return *c
-	}
-	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown}
 }
 
 func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T) {
@@ -151,15 +44,15 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
 	createOrKeep(ctx, g, west, replicationClass("lab-block-5s", "5s"))
 	ns := "protect-sts"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(east.Create(ctx, statefulSet(ns, "db", 3))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
-	group := primaryVRG(ns, "db", "db", "5s", profiles)
+	g.Expect(east.Create(ctx, vrglab.StatefulSet(ns, "db", 3))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "5s", profiles)
 	created := time.Now()
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 
@@ -172,10 +65,10 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 		if east.Get(ctx, client.ObjectKeyFromObject(group), got) != nil || len(got.Status.ProtectedPVCs) != 3 {
 			return
 		}
-		if dataReady == 0 && conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status == metav1.ConditionTrue {
+		if dataReady == 0 && vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status == metav1.ConditionTrue {
 			dataReady = time.Since(created)
 		}
-		if dataProtected == 0 && conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status == metav1.ConditionTrue {
+		if dataProtected == 0 && vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status == metav1.ConditionTrue {
 			dataProtected = time.Since(created)
 		}
 	}
@@ -211,7 +104,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		}
@@ -224,7 +117,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 			g.Expect(p.ReplicationID).To(Equal("lab-block-5s"))
 			g.Expect(p.StorageClassName).To(Equal(lab.BlockStorageClass))
 			g.Expect(p.LastSyncTime).NotTo(BeNil())
-			g.Expect(conditionOf(p.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(vrglab.ConditionOf(p.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 			if p.LastSyncTime.Before(oldest) {
 				oldest = p.LastSyncTime
 			}
@@ -285,7 +178,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 
 	// The owner scales down and deletes a PVC: drover releases it (replication removed, policy
 	// restored, finalizer removed), so the deletion completes, and its metadata leaves the stores.
-	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 2)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 2)
 	released := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-db-2"}}
 	g.Expect(east.Delete(ctx, released)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -296,7 +189,7 @@ func TestPrimaryProtectsAStatefulSetsPVCsAndUnprotectsThemOnDelete(t *testing.T)
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 		for _, store := range stores {
 			prefix := dataPrefix(ctx, g, store, group)
 			keys, err := store.List(ctx, prefix+"pvcs/")
@@ -340,7 +233,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 
 	// Classes exist for 5s only (created here too, so the test stands alone); the group asks 7s.
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
@@ -348,18 +241,18 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo", Labels: map[string]string{"app": "solo"}},
-		Spec:       pvcSpec(),
+		Spec:       vrglab.PVCSpec(),
 	}
 	g.Expect(east.Create(ctx, pvc)).To(Succeed())
-	profiles, stores := labS3Profiles(g)
-	group := primaryVRG(ns, "solo", "solo", "7s", profiles)
+	profiles, stores := vrglab.S3Profiles(g)
+	group := vrglab.PrimaryVRG(ns, "solo", "solo", "7s", profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(1))
-		c := conditionOf(got.Status.ProtectedPVCs[0].Conditions, v1alpha1.ConditionDataReady)
+		c := vrglab.ConditionOf(got.Status.ProtectedPVCs[0].Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonNoReplicationClass))
 		g.Expect(c.Message).To(And(
@@ -368,7 +261,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 			ContainSubstring(`schedulingInterval "7s"`),
 			ContainSubstring("create a VolumeReplicationClass"),
 		))
-		ready := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		ready := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonNoReplicationClass))
 		g.Expect(ready.Message).To(Equal(c.Message))
@@ -378,7 +271,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 	t.Logf("DataReady of the group without a class: %s", func() string {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		_ = east.Get(ctx, client.ObjectKeyFromObject(group), got)
-		return conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Message
+		return vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Message
 	}())
 
 	err := east.Get(ctx, client.ObjectKeyFromObject(pvc), &replicationv1alpha1.VolumeReplication{})
@@ -396,7 +289,7 @@ func TestAPVCWithoutAMatchingReplicationClassIsReported(t *testing.T) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 		g.Expect(got.Status.ProtectedPVCs[0].ReplicationID).To(Equal("lab-block-7s"))
@@ -423,17 +316,17 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
 	ns := "protect-badstore"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo", Labels: map[string]string{"app": "solo"}},
-		Spec:       pvcSpec(),
+		Spec:       vrglab.PVCSpec(),
 	}
 	g.Expect(east.Create(ctx, pvc)).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	profiles, stores := vrglab.S3Profiles(g)
 	// A third profile: west's server, with a Secret whose secret key is wrong.
 	wrong := profiles[1]
 	wrong.Name, wrong.SecretRef.Name = "s3-wrong", "s3-wrong"
@@ -448,14 +341,14 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 			objectstore.SecretStoreKeyIDKey:      good.Data[objectstore.SecretStoreKeyIDKey],
 		},
 	})).To(Succeed())
-	group := primaryVRG(ns, "solo", "solo", "5s", append(profiles, wrong))
+	group := vrglab.PrimaryVRG(ns, "solo", "solo", "5s", append(profiles, wrong))
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(objectstore.ReasonStoreUnauthorized))
 		g.Expect(c.Message).To(ContainSubstring("S3 profile s3-wrong"))
@@ -479,7 +372,7 @@ func TestAStoreThatRefusesTheCredentialsIsNamedAndTheOthersAreStillWritten(t *te
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 	}).Should(Succeed(), "without the broken profile the pass succeeds and observedGeneration moves")
 	g.Expect(east.Delete(ctx, group)).To(Succeed())

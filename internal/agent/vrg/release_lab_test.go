@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
@@ -34,18 +35,18 @@ func TestAGroupWhoseStorageKeepsItsSecondaryVolumesSaysSoOrReleasesThemAsPrimary
 	g.SetDefaultEventuallyTimeout(2 * time.Minute)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	kept, asPrimary := "release-kept", "release-as-primary"
 	keptGroup, keptHandle := secondaryCopy(ctx, t, g, kept)
 	asPrimaryGroup, asPrimaryHandle := secondaryCopy(ctx, t, g, asPrimary)
 
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	eastBack := false
 	defer func() {
 		if !eastBack {
-			g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-			g.Expect(startAgent(lab.East)).To(Succeed())
+			g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+			g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 		}
 	}()
 
@@ -61,7 +62,7 @@ func TestAGroupWhoseStorageKeepsItsSecondaryVolumesSaysSoOrReleasesThemAsPrimary
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(keptGroup), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonReplicationNotReleased), c.Message)
 		g.Expect(c.Message).To(ContainSubstring("VolumeReplication " + kept + "/data"))
@@ -85,12 +86,12 @@ func TestAGroupWhoseStorageKeepsItsSecondaryVolumesSaysSoOrReleasesThemAsPrimary
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: asPrimary, Name: "data"}, pvc)).To(Succeed())
 	g.Expect(pvc.Finalizers).NotTo(ContainElement(storage.PVCProtectionFinalizer))
 	g.Expect(imageRole(g, lab.West, asPrimaryHandle)).To(Equal(storage.RoleNone), "west's copy is an ordinary volume")
-	data, err := os.ReadFile(filepath.Join(storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), asPrimaryHandle), "kept"))
+	data, err := os.ReadFile(filepath.Join(storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), asPrimaryHandle), "kept"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(Equal("written on east"), "and keeps the data")
 
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	g.Expect(startAgent(lab.East)).To(Succeed())
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 	eastBack = true
 	g.Eventually(func(g Gomega) {
 		err := west.Get(ctx, client.ObjectKeyFromObject(keptGroup), &v1alpha1.VolumeReplicationGroup{})
@@ -109,15 +110,15 @@ func TestAGroupWhoseStorageKeepsItsSecondaryVolumesSaysSoOrReleasesThemAsPrimary
 // returns west's group and the image's handle once west's copy holds the file.
 func secondaryCopy(ctx context.Context, t *testing.T, g Gomega, ns string) (*v1alpha1.VolumeReplicationGroup, string) {
 	t.Helper()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec()}
+	profiles, _ := vrglab.S3Profiles(g)
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec()}
 	g.Expect(east.Create(ctx, pvc)).To(Succeed())
-	g.Expect(east.Create(ctx, primaryVRG(ns, "db", "db", "3s", profiles))).To(Succeed())
+	g.Expect(east.Create(ctx, vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles))).To(Succeed())
 	var handle string
 	g.Eventually(func(g Gomega) {
 		got := &corev1.PersistentVolumeClaim{}
@@ -128,17 +129,17 @@ func secondaryCopy(ctx context.Context, t *testing.T, g Gomega, ns string) (*v1a
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(pvc), vr)).To(Succeed())
 		g.Expect(vr.Status.State).To(Equal(replicationv1alpha1.PrimaryState))
 	}).Should(Succeed(), "east protects PVC %s/data", ns)
-	eastDir := storage.VolumePath(filepath.Join(testLab.Dir(), lab.East, "storage"), handle)
+	eastDir := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.East, "storage"), handle)
 	g.Expect(os.WriteFile(filepath.Join(eastDir, "kept"), []byte("written on east"), 0o600)).To(Succeed())
 
 	g.Expect(west.Create(ctx, replicaPV(ns, "data", handle))).To(Succeed())
-	westPVC := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec()}
+	westPVC := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec()}
 	westPVC.Spec.VolumeName = handle
 	g.Expect(west.Create(ctx, westPVC)).To(Succeed())
-	group := primaryVRG(ns, "db", "db", "3s", profiles)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	group.Spec.ReplicationState, group.Spec.Action = v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover
 	g.Expect(west.Create(ctx, group)).To(Succeed())
-	westDir := storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), handle)
+	westDir := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), handle)
 	g.Eventually(func(g Gomega) {
 		vr := &replicationv1alpha1.VolumeReplication{}
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, vr)).To(Succeed())
@@ -152,7 +153,7 @@ func secondaryCopy(ctx context.Context, t *testing.T, g Gomega, ns string) (*v1a
 
 // imageRole is the role of an image in a lab cluster's storage.
 func imageRole(g Gomega, cluster, handle string) storage.ImageRole {
-	im, err := storage.NewImages(filepath.Join(testLab.Dir(), cluster, "storage"), "")
+	im, err := storage.NewImages(filepath.Join(vrglab.Lab().Dir(), cluster, "storage"), "")
 	g.Expect(err).NotTo(HaveOccurred())
 	st, err := im.State(handle)
 	g.Expect(err).NotTo(HaveOccurred())

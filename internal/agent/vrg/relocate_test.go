@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
@@ -39,7 +40,7 @@ func podMounting(namespace, name, claim string) *corev1.Pod {
 func protectedPVCCondition(vrg *v1alpha1.VolumeReplicationGroup, name, condType string) metav1.Condition {
 	for _, p := range vrg.Status.ProtectedPVCs {
 		if p.Name == name {
-			return conditionOf(p.Conditions, condType)
+			return vrglab.ConditionOf(p.Conditions, condType)
 		}
 	}
 	return metav1.Condition{Type: condType, Status: metav1.ConditionUnknown}
@@ -55,19 +56,19 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east, west := clusterClient(t, lab.East), clusterClient(t, lab.West)
+	east, west := vrglab.ClusterClient(t, lab.East), vrglab.ClusterClient(t, lab.West)
 
 	ns := "relocate-sts"
 	for _, cl := range []client.Client{east, west} {
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
-	sts := writerStatefulSet(ns, "db", 2, 100*time.Millisecond)
+	profiles, _ := vrglab.S3Profiles(g)
+	sts := vrglab.WriterStatefulSet(ns, "db", 2, 100*time.Millisecond)
 	g.Expect(east.Create(ctx, sts)).To(Succeed())
-	eastGroup := primaryVRG(ns, "db", "db", "3s", profiles)
+	eastGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
-	westGroup := primaryVRG(ns, "db", "db", "3s", profiles)
+	westGroup := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 
@@ -76,7 +77,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 		got = &v1alpha1.VolumeReplicationGroup{}
@@ -98,7 +99,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("db-%d", i)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 			eastWriters[pvcName] = storage.WriterID(pod)
-			w, ok := imageReport(g, lab.East, pv.Spec.CSI.VolumeHandle).Writer(storage.WriterID(pod))
+			w, ok := vrglab.ImageReport(g, lab.East, pv.Spec.CSI.VolumeHandle).Writer(storage.WriterID(pod))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(w.LastSeq).To(BeNumerically(">", 10))
 		}
@@ -132,7 +133,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	g.Expect(vr.Spec.ReplicationState).To(Equal(replicationv1alpha1.Primary), "nothing is demoted while a pod uses the PVC")
 
 	stop := time.Now()
-	scaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(east.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
@@ -175,7 +176,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 
 	// West's images hold every record east's writers wrote: the final mirror carried them.
 	for pvc, handle := range handles {
-		onEast, onWest := imageReport(g, lab.East, handle), imageReport(g, lab.West, handle)
+		onEast, onWest := vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle)
 		wrote, ok := onEast.Writer(eastWriters[pvc])
 		g.Expect(ok).To(BeTrue())
 		diff := records.Compare(onEast, onWest)
@@ -191,13 +192,13 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 
 	// West's group, promoted with action Relocate, restores the PVCs with every record.
 	promote := time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
 	}).Should(Succeed(), "west's group restores the PVCs and promotes them")
@@ -209,7 +210,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		pv := &corev1.PersistentVolume{}
 		g.Expect(west.Get(ctx, client.ObjectKey{Name: got.Spec.VolumeName}, pv)).To(Succeed())
 		g.Expect(pv.Spec.CSI.VolumeHandle).To(Equal(handle))
-		diff := records.Compare(imageReport(g, lab.East, handle), imageReport(g, lab.West, handle))
+		diff := records.Compare(vrglab.ImageReport(g, lab.East, handle), vrglab.ImageReport(g, lab.West, handle))
 		var lost []string
 		for _, w := range diff.Writers {
 			if w.Writer == eastWriters[pvc] && len(w.OnlyInA) > 0 {
@@ -218,10 +219,10 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		}
 		g.Expect(lost).To(BeEmpty(), "%s: records of the east writer only on east: %s", pvc, strings.Join(lost, ", "))
 	}
-	notes := expectEvents(ctx, g, east, eastGroup, v1alpha1.EventFenced, v1alpha1.EventDemoted, v1alpha1.EventFinalSyncCompleted)
+	notes := vrglab.ExpectEvents(ctx, g, east, eastGroup, v1alpha1.EventFenced, v1alpha1.EventDemoted, v1alpha1.EventFinalSyncCompleted)
 	g.Expect(notes[v1alpha1.EventFenced]).To(ContainElement(ContainSubstring("Fenced namespaces " + ns)))
 	g.Expect(notes[v1alpha1.EventDemoted]).To(ContainElement(ContainSubstring("Secondary after Relocate")))
-	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
+	vrglab.ExpectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted)
 
 	// Settled, east's demoted group receives west's mirrors (the lab storage records each), which
 	// change nothing of its VolumeReplication: a secondary reports no sync, as csi-addons, and
@@ -232,10 +233,10 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 	// turn, each patch waking the next pass) or its status (it copied each sync's time, which
 	// only the primary's group reports), and the namespace stays fenced.
 	g.Eventually(func(g Gomega) {
-		before, synced := writes.snapshot(), demotedSync(ctx, g, east, lab.East, ns, "data-db-0")
+		before, synced := vrglab.Writes(), demotedSync(ctx, g, east, lab.East, ns, "data-db-0")
 		time.Sleep(2 * 3 * time.Second)
 		g.Expect(demotedSync(ctx, g, east, lab.East, ns, "data-db-0")).To(BeTemporally(">", synced), "west mirrored to east's demoted PVC")
-		g.Expect(settledWork(lab.East, before, writes.snapshot(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
+		g.Expect(vrglab.SettledWork(lab.East, before, vrglab.Writes(), ns)).To(BeEmpty(), "east's settled secondary still checks the fence live or patches itself or its status")
 	}).Should(Succeed(), "two intervals in which east's settled secondary neither checks the fence live nor patches itself")
 	settled := &v1alpha1.VolumeReplicationGroup{}
 	g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), settled)).To(Succeed())
@@ -254,35 +255,10 @@ func demotedSync(ctx context.Context, g Gomega, cl client.Client, cluster, ns, p
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, claim)).To(Succeed())
 	pv := &corev1.PersistentVolume{}
 	g.Expect(cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv)).To(Succeed())
-	im, err := storage.NewImages(filepath.Join(testLab.Dir(), cluster, "storage"), "")
+	im, err := storage.NewImages(filepath.Join(vrglab.Lab().Dir(), cluster, "storage"), "")
 	g.Expect(err).NotTo(HaveOccurred())
 	st, err := im.State(pv.Spec.CSI.VolumeHandle)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.LastSyncTime).NotTo(BeNil())
 	return *st.LastSyncTime
-}
-
-// settledWork counts, between two snapshots, what a cluster's agent should not do for a settled
-// relocated group in namespace ns: check the fence live (its pods listed or probed with a
-// dry-run create, the namespace read), patch the group or patch its status.
-func settledWork(cluster string, before, after map[writeKey]int, ns string) map[string]int {
-	out := map[string]int{}
-	for k, v := range after {
-		if k.cluster != cluster || k.namespace != ns || v == before[k] {
-			continue
-		}
-		switch {
-		case k.what == "pods" && k.read:
-			out["read pods"] += v - before[k]
-		case k.what == "pods":
-			out["create pods"] += v - before[k]
-		case k.what == "namespaces" && k.read:
-			out["read namespace"] += v - before[k]
-		case k.what == "volumereplicationgroups" && !k.read:
-			out["patch group"] += v - before[k]
-		case k.what == "volumereplicationgroups/status" && !k.read:
-			out["patch status"] += v - before[k]
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -29,11 +30,11 @@ func TestARotatedStoreKeyIsReadWithoutARestartAndThePrimaryResealsItsObjects(t *
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	app, groupNS := "rotate-app", "rotate-dr"
 	appWithAConfigMapAndAPVC(ctx, g, east, app, groupNS)
 
-	profiles, raw := labRawStores(g)
+	profiles, raw := vrglab.RawStores(g)
 	profile := profiles[1]
 	profile.Name, profile.SecretRef.Name = "rotate-west", "rotate-west"
 	labSecret := &corev1.Secret{}
@@ -100,7 +101,7 @@ func expectProtected(g Gomega, cl client.Client, group *v1alpha1.VolumeReplicati
 	got := &v1alpha1.VolumeReplicationGroup{}
 	g.Expect(cl.Get(context.Background(), client.ObjectKeyFromObject(group), got)).To(Succeed())
 	for _, ct := range []string{v1alpha1.ConditionClusterDataProtected, v1alpha1.ConditionKubeObjectsReady} {
-		c := conditionOf(got.Status.Conditions, ct)
+		c := vrglab.ConditionOf(got.Status.Conditions, ct)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/quantile"
@@ -61,9 +62,9 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 	g.SetDefaultEventuallyTimeout(3*time.Minute + time.Duration(n)*3*time.Second)
 	g.SetDefaultEventuallyPollingInterval(time.Second)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	syncs := watchSyncTimes(ctx, t, lab.East, "scale-")
 
 	capture, settled := os.Getenv(scaleNoCaptureEnv) == "", []string{v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected}
@@ -76,10 +77,10 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 		g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		pvc := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}},
-			Spec:       pvcSpec(),
+			Spec:       vrglab.PVCSpec(),
 		}
 		g.Expect(east.Create(ctx, pvc)).To(Succeed())
-		group := primaryVRG(ns, "db", "db", "5s", profiles)
+		group := vrglab.PrimaryVRG(ns, "db", "db", "5s", profiles)
 		if capture {
 			group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 		}
@@ -93,7 +94,7 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 			g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 			g.Expect(got.Status.LastGroupSyncTime).NotTo(BeNil(), "group %s", group.Namespace)
 			for _, c := range settled {
-				cond := conditionOf(got.Status.Conditions, c)
+				cond := vrglab.ConditionOf(got.Status.Conditions, c)
 				g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "group %s %s: %s %s", group.Namespace, c, cond.Reason, cond.Message)
 			}
 		}
@@ -103,14 +104,14 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 	// objects' fingerprint once the watches have synced: from then on, their captures read
 	// nothing. Wait for two intervals without a capture read.
 	g.Eventually(func(g Gomega) {
-		before := writes.snapshot()
+		before := vrglab.Writes()
 		time.Sleep(2 * scaleInterval)
-		g.Expect(captureReads(before, writes.snapshot(), "scale-")).To(BeEmpty(), "groups whose capture still reads its objects")
+		g.Expect(captureReads(before, vrglab.Writes(), "scale-")).To(BeEmpty(), "groups whose capture still reads its objects")
 	}).Should(Succeed())
 
-	before, start, timesBefore := writes.snapshot(), time.Now(), reconcileTimes(t)
+	before, start, timesBefore := vrglab.Writes(), time.Now(), reconcileTimes(t)
 	time.Sleep(scaleWindow)
-	after, end, timesAfter := writes.snapshot(), time.Now(), reconcileTimes(t)
+	after, end, timesAfter := vrglab.Writes(), time.Now(), reconcileTimes(t)
 	lags, synced := syncs.lags(start, end)
 	reportScale(t, n, lags, before, after, end.Sub(start))
 	t.Logf("passes %d, average pass %s, average wait in the queue %s",
@@ -129,19 +130,19 @@ func TestManyGroupsFollowTheirStorageAndSettledGroupsWriteNothing(t *testing.T) 
 	}
 	for _, group := range groups {
 		for k, v := range after {
-			if k.cluster != lab.East || k.namespace != group.Namespace || v == before[k] {
+			if k.Cluster != lab.East || k.Namespace != group.Namespace || v == before[k] {
 				continue
 			}
-			if k.read {
+			if k.Read {
 				continue
 			}
 			wrote := v - before[k]
-			if k.what == "volumereplicationgroups/status" {
+			if k.What == "volumereplicationgroups/status" {
 				g.Expect(wrote).To(BeNumerically("<=", synced[group.Namespace]+1),
 					"group %s patched its status %d times for %d syncs", group.Namespace, wrote, synced[group.Namespace])
 				continue
 			}
-			g.Expect(wrote).To(BeZero(), "settled group %s wrote %s %d times", group.Namespace, k.what, wrote)
+			g.Expect(wrote).To(BeZero(), "settled group %s wrote %s %d times", group.Namespace, k.What, wrote)
 		}
 	}
 }
@@ -159,11 +160,11 @@ var capturedResources = []string{
 
 // captureReads returns, by namespace on east (those with a prefix), how many reads of
 // capturedResources were made between two snapshots.
-func captureReads(before, after map[writeKey]int, prefix string) map[string]int {
+func captureReads(before, after map[vrglab.WriteKey]int, prefix string) map[string]int {
 	out := map[string]int{}
 	for k, v := range after {
-		if k.cluster == lab.East && k.read && strings.HasPrefix(k.namespace, prefix) && v > before[k] && slices.Contains(capturedResources, k.what) {
-			out[k.namespace] += v - before[k]
+		if k.Cluster == lab.East && k.Read && strings.HasPrefix(k.Namespace, prefix) && v > before[k] && slices.Contains(capturedResources, k.What) {
+			out[k.Namespace] += v - before[k]
 		}
 	}
 	return out
@@ -171,13 +172,13 @@ func captureReads(before, after map[writeKey]int, prefix string) map[string]int 
 
 // reportScale logs the lag of the groups behind their storage and what they wrote, per group
 // and minute.
-func reportScale(t *testing.T, n int, lags []time.Duration, before, after map[writeKey]int, window time.Duration) {
+func reportScale(t *testing.T, n int, lags []time.Duration, before, after map[vrglab.WriteKey]int, window time.Duration) {
 	t.Helper()
 	byWhat := map[string]int{}
 	for k, v := range after {
-		if k.cluster == lab.East && strings.HasPrefix(k.namespace, "scale-") && v > before[k] {
-			what := k.what
-			if k.read {
+		if k.Cluster == lab.East && strings.HasPrefix(k.Namespace, "scale-") && v > before[k] {
+			what := k.What
+			if k.Read {
 				what = "read " + what
 			}
 			byWhat[what] += v - before[k]
@@ -279,7 +280,7 @@ type syncTimes struct {
 // watchSyncTimes starts the watches of syncTimes on a cluster; they stop with the test.
 func watchSyncTimes(ctx context.Context, t *testing.T, cluster, prefix string) *syncTimes {
 	t.Helper()
-	c, err := testLab.Cluster(cluster)
+	c, err := vrglab.Lab().Cluster(cluster)
 	if err != nil {
 		t.Fatal(err)
 	}

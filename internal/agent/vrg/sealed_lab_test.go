@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 )
@@ -40,9 +41,9 @@ func TestAnAlteredByteOfASealedCaptureIsRefusedAndCreatesNothing(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
-	_, raw := labRawStores(g)
-	keyID := labStoreKeys(g)[1].Current
+	west := vrglab.ClusterClient(t, lab.West)
+	_, raw := vrglab.RawStores(g)
+	keyID := vrglab.StoreKeys(g)[1].Current
 	groups := map[string]*v1alpha1.VolumeReplicationGroup{}
 	for _, name := range []string{"altered", "plain", "intact"} {
 		ns, app := "sealed-"+name+"-dr", "sealed-"+name+"-app"
@@ -94,7 +95,7 @@ func TestAnAlteredByteOfASealedCaptureIsRefusedAndCreatesNothing(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(intact), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		secret := &corev1.Secret{}
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: intact.Spec.ProtectedNamespaces[0], Name: "creds"}, secret)).To(Succeed())
@@ -110,7 +111,7 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	app, groupNS := "cleartext-app", "cleartext-dr"
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
@@ -120,9 +121,9 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: names[0]}, Data: map[string]string{"mode": "primary"}})).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: names[1]}, StringData: map[string]string{"password": value}})).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: names[2], Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: names[2], Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec(),
 	})).To(Succeed())
-	profiles, raw := labRawStores(g)
+	profiles, raw := vrglab.RawStores(g)
 	group := selfContainedVRG(groupNS, app, profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	t.Cleanup(func() { _ = east.Delete(context.Background(), group) })
@@ -131,7 +132,7 @@ func TestTheStoresHoldNoSecretValueOrObjectNameInClear(t *testing.T) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataProtected, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -176,11 +177,11 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	app, groupNS := "inclear-app", "inclear-dr"
 	appWithAConfigMapAndAPVC(ctx, g, east, app, groupNS)
-	profiles, sealed := labS3Profiles(g)
-	_, raw := labRawStores(g)
+	profiles, sealed := vrglab.S3Profiles(g)
+	_, raw := vrglab.RawStores(g)
 	group := selfContainedVRG(groupNS, app, profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	t.Cleanup(func() { _ = east.Delete(context.Background(), group) })
@@ -188,7 +189,7 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataProtected, v1alpha1.ConditionKubeObjectsReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 	}
@@ -206,7 +207,7 @@ func TestAStoreInClearIsRefusedUntilItsMarkerIsDeletedAndThePrimaryRewritesItSea
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", c.Reason, c.Message)
 		g.Expect(c.Message).To(ContainSubstring("S3 profile " + lab.S3ProfileName(lab.West)))
 		g.Expect(c.Message).To(ContainSubstring("has no drover envelope"))
@@ -236,6 +237,6 @@ func appWithAConfigMapAndAPVC(ctx context.Context, g Gomega, east client.Client,
 	g.Expect(east.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "conf"}, Data: map[string]string{"k": "v"}})).To(Succeed())
 	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec(),
 	})).To(Succeed())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/replication/volsync"
 )
@@ -24,11 +25,11 @@ func TestAnEmptySelectorProtectsTheApplicationsPVCsButNotDroversOrVolSyncsOwn(t 
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
 	ns := "select-all"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(east.Create(ctx, statefulSet(ns, "db", 1))).To(Succeed())
+	g.Expect(east.Create(ctx, vrglab.StatefulSet(ns, "db", 1))).To(Succeed())
 	dr := claim(ns, volsync.FinalSyncPVCName("data-db-0"))
 	dr.Annotations = map[string]string{volsync.AnnotationFinalSyncOf: "data-db-0"}
 	mover := claim(ns, "volsync-db-src")
@@ -36,8 +37,8 @@ func TestAnEmptySelectorProtectsTheApplicationsPVCsButNotDroversOrVolSyncsOwn(t 
 	for _, pvc := range []*corev1.PersistentVolumeClaim{dr, mover} {
 		g.Expect(east.Create(ctx, pvc)).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
-	group := primaryVRG(ns, "db", "db", "5s", profiles)
+	profiles, _ := vrglab.S3Profiles(g)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "5s", profiles)
 	group.Spec.PVCSelector = metav1.LabelSelector{}
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 
@@ -49,7 +50,7 @@ func TestAnEmptySelectorProtectsTheApplicationsPVCsButNotDroversOrVolSyncsOwn(t 
 			names = append(names, p.Name)
 		}
 		g.Expect(names).To(ConsistOf("data-db-0"))
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}).Should(Succeed(), "only the StatefulSet's PVC is protected")
 	for _, pvc := range []*corev1.PersistentVolumeClaim{dr, mover} {
@@ -63,5 +64,5 @@ func TestAnEmptySelectorProtectsTheApplicationsPVCsButNotDroversOrVolSyncsOwn(t 
 
 // claim is a PVC of the lab's block class.
 func claim(ns, name string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: pvcSpec()}
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: vrglab.PVCSpec()}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/s3fault"
@@ -24,16 +25,16 @@ import (
 func oneVolumeOnEast(ctx context.Context, t *testing.T, g *WithT, ns string, objs ...client.Object) (client.Client, []v1alpha1.S3Profile, []objectstore.Store) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "db"}}})).To(Succeed())
 	for _, o := range objs {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
 	g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: pvcSpec(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec(),
 	})).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	profiles, stores := vrglab.S3Profiles(g)
 	return east, profiles, stores
 }
 
@@ -41,9 +42,9 @@ func oneVolumeOnEast(ctx context.Context, t *testing.T, g *WithT, ns string, obj
 // captured kinds in namespace ns; who says whose reads they would be.
 func expectNoCaptureReads(g *WithT, ns, who string) {
 	g.Eventually(func(g Gomega) {
-		before := writes.snapshot()
+		before := vrglab.Writes()
 		time.Sleep(2 * 3 * time.Second)
-		g.Expect(captureReads(before, writes.snapshot(), ns)).To(BeEmpty(), "%s still reads its objects", who)
+		g.Expect(captureReads(before, vrglab.Writes(), ns)).To(BeEmpty(), "%s still reads its objects", who)
 	}).Should(Succeed(), "two intervals in which %s reads nothing", who)
 }
 
@@ -110,13 +111,13 @@ func TestASettledAgentReadsNoCredentialsYetAChangedSecretTakesEffect(t *testing.
 	ctx := context.Background()
 	const ns = "settled-credentials"
 	east, profiles, _ := oneVolumeOnEast(ctx, t, g, ns)
-	group := primaryVRG(ns, "db", "db", "3s", profiles)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	defer deleteGroups(ctx, g, east, []*v1alpha1.VolumeReplicationGroup{group})
 	protected := func(g Gomega) metav1.Condition {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		return conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		return vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(protected(g).Status).To(Equal(metav1.ConditionTrue))
@@ -124,10 +125,10 @@ func TestASettledAgentReadsNoCredentialsYetAChangedSecretTakesEffect(t *testing.
 
 	ref := profiles[0].SecretRef
 	g.Eventually(func(g Gomega) {
-		before := writes.snapshot()
+		before := vrglab.Writes()
 		time.Sleep(2 * 3 * time.Second)
-		after := writes.snapshot()
-		k := writeKey{cluster: lab.East, namespace: ref.Namespace, what: "secrets", read: true}
+		after := vrglab.Writes()
+		k := vrglab.WriteKey{Cluster: lab.East, Namespace: ref.Namespace, What: "secrets", Read: true}
 		g.Expect(after[k]-before[k]).To(BeZero(), "reads of the S3 profiles' Secrets in %s", ref.Namespace)
 	}).Should(Succeed(), "two intervals in which no S3 credentials are read")
 
@@ -188,7 +189,7 @@ func TestACaptureAStoreDownLacksIsKeptNotReadAgain(t *testing.T) {
 	ready := func(g Gomega) metav1.Condition {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		return conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		return vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 	}
 	noReads := func() { expectNoCaptureReads(g, ns, "the capture") }
 	g.Eventually(func(g Gomega) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/s3fault"
 )
@@ -26,26 +27,26 @@ func TestProtectionReportsAFaultyStoreAndResumesWhenItHeals(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-5s", "5s"))
-	createOrKeep(ctx, g, clusterClient(t, lab.West), replicationClass("lab-block-5s", "5s"))
+	createOrKeep(ctx, g, vrglab.ClusterClient(t, lab.West), replicationClass("lab-block-5s", "5s"))
 	ns := "store-faults"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(east.Create(ctx, statefulSet(ns, "db", 1))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	g.Expect(east.Create(ctx, vrglab.StatefulSet(ns, "db", 1))).To(Succeed())
+	profiles, stores := vrglab.S3Profiles(g)
 	g.Expect(profiles[0].Name).To(Equal("s3-east"))
 	proxy, err := s3fault.Start(profiles[0].Endpoint)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = proxy.Close() }()
 	profiles[0].Endpoint = proxy.URL()
-	group := primaryVRG(ns, "db", "db", "5s", profiles)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "5s", profiles)
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 	prefix := vrg.StorePrefix(group)
 
 	protected := func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		for _, s := range stores {
 			keys, err := s.List(ctx, prefix)
@@ -76,7 +77,7 @@ func TestProtectionReportsAFaultyStoreAndResumesWhenItHeals(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				got := &v1alpha1.VolumeReplicationGroup{}
 				g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-				c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+				c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(c.Reason).To(Equal(tc.reason), c.Message)
 				g.Expect(c.Message).To(And(ContainSubstring("s3-east"), ContainSubstring(tc.says)))

@@ -1,140 +1,14 @@
 package vrg_test
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
-	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/agent"
-	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
-	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/labtest"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 )
 
-// testLab is the one lab of this package, started once in TestMain. An agent runs in-process
-// on each managed cluster, east and west, for the whole package; a test that stops a cluster
-// stops its agent first (stopAgent) and starts a new one once the cluster is back (startAgent).
-var testLab *labtest.Lab
-
-// workersEnv sets the agents' workers (default agent.DefaultWorkers), to measure them.
-const workersEnv = "DROVER_AGENT_WORKERS"
-
-// agents holds the function that stops the running agent of each cluster.
-var (
-	agentsMu sync.Mutex
-	agents   = map[string]func(){}
-)
-
-// TestMain is labtest.Main plus the agent: the agent must stop after the tests and before the
-// lab is torn down, which labtest.Main has no place for.
+// TestMain starts the package's lab and an agent on east and west (vrglab.Run). The VolSync lab
+// tests have their own lab in internal/agent/vrg/volsynclab, so both run at once.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	logFile, err := os.CreateTemp("", "drover-agent-test-*.log")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "failed to create the agent's log file:", err)
-		return 1
-	}
-	defer func() { _ = logFile.Close() }()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	l, err := labtest.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "failed to start the lab:", err)
-		return 1
-	}
-	testLab = l
-	code := 1
-	if err := startAgent(lab.East); err != nil {
-		fmt.Fprintln(os.Stderr, "failed to start the agent of east:", err)
-	} else if err := startAgent(lab.West); err != nil {
-		fmt.Fprintln(os.Stderr, "failed to start the agent of west:", err)
-	} else {
-		code = m.Run()
-	}
-	// Every agent stops before the lab is torn down.
-	stopAgent(lab.East)
-	stopAgent(lab.West)
-	if code != 0 || os.Getenv(labtest.KeepEnv) != "" {
-		fmt.Fprintf(os.Stderr, "agent logs: %s\n", filepath.Clean(logFile.Name()))
-	} else {
-		_ = os.Remove(logFile.Name())
-	}
-	l.Teardown(code)
-	return code
-}
-
-// startAgent runs the agent of a lab cluster in-process, as `drover agent` would; stopAgent
-// stops it.
-func startAgent(cluster string) error {
-	agentsMu.Lock()
-	defer agentsMu.Unlock()
-	if agents[cluster] != nil {
-		return fmt.Errorf("the agent of %s is already running", cluster)
-	}
-	c, err := testLab.Cluster(cluster)
-	if err != nil {
-		return err
-	}
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	// Every API and S3 write of the agent is counted by namespace (scale_lab_test.go).
-	cfg.Wrap(writes.countAPI(cluster))
-	opts := agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster)}
-	if v := os.Getenv(workersEnv); v != "" {
-		if opts.Workers, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s=%q: %w", workersEnv, v, err)
-		}
-	}
-	mgr, err := agent.NewManager(cfg, opts)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	agents[cluster] = func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "the agent of %s stopped with an error: %v\n", cluster, err)
-		}
-	}
-	return nil
-}
-
-// stopAgent stops the agent of a lab cluster, if it runs, and waits until it has stopped.
-func stopAgent(cluster string) {
-	agentsMu.Lock()
-	stop := agents[cluster]
-	delete(agents, cluster)
-	agentsMu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
-// clusterClient returns a client of a lab cluster that knows the agent's types.
-func clusterClient(t *testing.T, name string) client.Client {
-	t.Helper()
-	cl, err := testLab.Client(name, v1alpha1.AddToScheme, replicationv1alpha1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
+	os.Exit(vrglab.Run(m))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/tenancy"
 )
@@ -34,8 +35,8 @@ func TestAGroupProtectsOnlyItsOwnNamespaceUnlessItIsInAnAdminNamespace(t *testin
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
-	profiles, _ := labS3Profiles(g)
+	east := vrglab.ClusterClient(t, lab.East)
+	profiles, _ := vrglab.S3Profiles(g)
 	createOrKeep(ctx, g, east, replicationClass("lab-block-3s", "3s"))
 	victim, attacker := "tenancy-victim", "tenancy-attacker"
 	for _, ns := range []string{victim, attacker} {
@@ -50,10 +51,10 @@ func TestAGroupProtectsOnlyItsOwnNamespaceUnlessItIsInAnAdminNamespace(t *testin
 	}
 	g.Expect(east.Create(ctx, pvc)).To(Succeed())
 
-	other := primaryVRG(attacker, "steal", "db", "3s", profiles)
+	other := vrglab.PrimaryVRG(attacker, "steal", "db", "3s", profiles)
 	other.Spec.ProtectedNamespaces = []string{victim}
 	other.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
-	system := primaryVRG(attacker, "system", "db", "3s", profiles)
+	system := vrglab.PrimaryVRG(attacker, "system", "db", "3s", profiles)
 	system.Spec.ProtectedNamespaces = []string{"kube-system"}
 	for _, group := range []*v1alpha1.VolumeReplicationGroup{other, system} {
 		g.Expect(east.Create(ctx, group)).To(Succeed())
@@ -65,7 +66,7 @@ func TestAGroupProtectsOnlyItsOwnNamespaceUnlessItIsInAnAdminNamespace(t *testin
 		g.Eventually(func(g Gomega) {
 			got := &v1alpha1.VolumeReplicationGroup{}
 			g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-			c := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+			c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", c.Reason, c.Message)
 			g.Expect(c.Reason).To(Equal(want[0]), c.Message)
 			for _, s := range want[1:] {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -31,14 +32,14 @@ func TestDeletingAStalePrimaryLeavesWhatTheNewerPrimaryWroteInTheStores(t *testi
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	east := clusterClient(t, lab.East)
+	east := vrglab.ClusterClient(t, lab.East)
 	ns := "stale-delete"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	profiles, stores := labS3Profiles(g)
+	profiles, stores := vrglab.S3Profiles(g)
 	g.Expect(stores[0].Name()).To(Equal("s3-east"))
 	eastStore, westStore := stores[0], stores[1]
 
-	group := primaryVRG(ns, "db", "db", "3s", profiles)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)
 	group.Annotations = map[string]string{vrg.AnnotationPrimaryEpoch: `{"epoch":1,"generation":1,"since":"2026-12-01T08:00:00Z"}`}
 	prefix := vrg.StorePrefix(group)
 	writeGroup := func(store objectstore.Store, m vrg.PrimaryMarker, by string) map[string]string {
@@ -62,7 +63,7 @@ func TestDeletingAStalePrimaryLeavesWhatTheNewerPrimaryWroteInTheStores(t *testi
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataProtected)
 		// SplitBrain once its storage made its PVCs primary.
 		g.Expect(c.Reason).To(BeElementOf(v1alpha1.ReasonStalePrimary, v1alpha1.ReasonSplitBrain), c.Message)
 		g.Expect(got.Finalizers).To(ContainElement(vrg.Finalizer))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -33,8 +34,8 @@ import (
 // forgedGroup is a group failing over to west that reads only west's store, whose objects the
 // test wrote: on a failover the lost peer's store is usually down anyway.
 func forgedGroup(g Gomega, ns, app string) (*v1alpha1.VolumeReplicationGroup, objectstore.Store) {
-	profiles, stores := labS3Profiles(g)
-	group := primaryVRG(ns, "db", "db", "3s", profiles[1:])
+	profiles, stores := vrglab.S3Profiles(g)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles[1:])
 	group.Spec.ProtectedNamespaces = []string{app}
 	group.Spec.Action = v1alpha1.ActionFailover
 	return group, stores[1]
@@ -53,7 +54,7 @@ func expectRefused(g Gomega, cl client.Client, group *v1alpha1.VolumeReplication
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(cl.Get(context.Background(), client.ObjectKeyFromObject(group), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, t)
+		c := vrglab.ConditionOf(got.Status.Conditions, t)
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonStoreObjectRefused), "%s: %s: %s", t, c.Reason, c.Message)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("S3 profile %s", lab.S3ProfileName(lab.West))))
@@ -80,7 +81,7 @@ func TestAForgedCaptureIsRefusedAndCreatesNothingInKubeSystem(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	ns, app := "forged-capture-dr", "forged-capture-app"
 	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
@@ -133,7 +134,7 @@ func TestAForgedCaptureIsRefusedAndCreatesNothingInKubeSystem(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(other), got)).To(Succeed())
-		c := conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: otherApp, Name: "conf"}, &corev1.ConfigMap{})).To(Succeed())
 	}).Should(Succeed(), "the other group restores its objects")
@@ -144,12 +145,12 @@ func TestAForgedPVIsRefusedAndItsSecretsComeFromTheStorageClass(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	app := "forged-pv-app"
 	g.Expect(west.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
 	// Another application's volume on west, which a forged PV names by its handle.
 	tenant := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "forged-pv-tenant-b"}, Spec: corev1.PersistentVolumeSpec{
-		Capacity: corev1.ResourceList{corev1.ResourceStorage: pvcSpec().Resources.Requests[corev1.ResourceStorage]}, AccessModes: pvcSpec().AccessModes,
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: vrglab.PVCSpec().Resources.Requests[corev1.ResourceStorage]}, AccessModes: vrglab.PVCSpec().AccessModes,
 		StorageClassName: lab.BlockStorageClass, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: lab.BlockDriver, VolumeHandle: "forged-pv-tenant-b-image"}},
 	}}
@@ -157,7 +158,7 @@ func TestAForgedPVIsRefusedAndItsSecretsComeFromTheStorageClass(t *testing.T) {
 	t.Cleanup(func() { _ = west.Delete(context.Background(), tenant) })
 
 	stored := func(name string, src corev1.PersistentVolumeSource) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim) {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: name, Labels: map[string]string{"app": "db"}}, Spec: pvcSpec()}
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: name, Labels: map[string]string{"app": "db"}}, Spec: vrglab.PVCSpec()}
 		pvc.Spec.VolumeName = "forged-pv-" + name
 		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvc.Spec.VolumeName}, Spec: corev1.PersistentVolumeSpec{
 			Capacity: tenant.Spec.Capacity, AccessModes: pvc.Spec.AccessModes, StorageClassName: lab.BlockStorageClass,
@@ -222,14 +223,14 @@ func TestAGigabyteCaptureIsRefusedBeforeItIsRead(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	ns, app := "huge-capture-dr", "huge-capture-app"
 	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
 	group.Spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	key := vrg.StorePrefix(group) + kubeobjects.StoreKey
 	g.Expect(store.Put(ctx, key, []byte("{}"))).To(Succeed())
-	c, err := testLab.Cluster(lab.West)
+	c, err := vrglab.Lab().Cluster(lab.West)
 	g.Expect(err).NotTo(HaveOccurred())
 	// A sparse file: the server serves 1 GiB, the disk holds nothing.
 	g.Expect(os.Truncate(c.S3ObjectPath(key), 1<<30)).To(Succeed())
@@ -245,11 +246,11 @@ func TestAMarkerOfEpochMaxInt64IsRefusedAndTheGroupClaimsFromTheOtherStore(t *te
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	ns := "maxint-epoch-dr"
 	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
-	profiles, stores := labS3Profiles(g)
-	group := primaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{profiles[1], profiles[0]})
+	profiles, stores := vrglab.S3Profiles(g)
+	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", []v1alpha1.S3Profile{profiles[1], profiles[0]})
 	group.Spec.Action = v1alpha1.ActionFailover
 	key := vrg.StorePrefix(group) + vrg.MarkerKey
 	putJSON(g, stores[1], key, vrg.PrimaryMarker{Cluster: lab.East, Epoch: math.MaxInt64, Since: metav1.Now()})
@@ -289,7 +290,7 @@ func TestAForgedCaptureCannotLowerTheRestoredNamespacesPodSecurity(t *testing.T)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	ns, app := "forged-psa-dr", "forged-psa-app"
 	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
@@ -310,7 +311,7 @@ func TestAForgedCaptureCannotLowerTheRestoredNamespacesPodSecurity(t *testing.T)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		ko = conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko = vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Reason).NotTo(Or(Equal(v1alpha1.ReasonProgressing), Equal("Unknown"), BeEmpty()), ko.Message)
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: app, Name: "conf"}, &corev1.ConfigMap{})).To(Succeed(), "the ConfigMap is restored")
 	}).Should(Succeed(), "west restores the capture")

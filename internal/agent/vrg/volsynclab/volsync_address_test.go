@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication/volsync"
@@ -30,7 +31,7 @@ func withAddress(mode v1alpha1.VolSyncAddress) func(*v1alpha1.VolumeReplicationG
 func conditionOn(ctx context.Context, g Gomega, cl client.Client, group *v1alpha1.VolumeReplicationGroup, t string) metav1.Condition {
 	got := &v1alpha1.VolumeReplicationGroup{}
 	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-	return conditionOf(got.Status.Conditions, t)
+	return vrglab.ConditionOf(got.Status.Conditions, t)
 }
 
 // replicates waits until east's group is protected and west's destination of data-db-0 holds a
@@ -57,8 +58,8 @@ func TestVolSyncAServiceExportDestinationIsUnreachableWithoutTheMultiClusterNetw
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
-	g.Expect(testLab.SetMultiClusterNetwork(false)).To(Succeed())
-	t.Cleanup(func() { _ = testLab.SetMultiClusterNetwork(false) })
+	g.Expect(vrglab.Lab().SetMultiClusterNetwork(false)).To(Succeed())
+	t.Cleanup(func() { _ = vrglab.Lab().SetMultiClusterNetwork(false) })
 	ns := "volsync-export"
 	p := startVolSyncPair(t, g, ns, 1, withAddress(v1alpha1.VolSyncAddressServiceExport))
 	hubReceive(ctx, g, p.east, p.eastGroup, p.west, p.westGroup, 1)
@@ -80,7 +81,7 @@ func TestVolSyncAServiceExportDestinationIsUnreachableWithoutTheMultiClusterNetw
 	g.Expect(p.west.Get(ctx, exportKey, se)).To(Succeed())
 	g.Expect(se.Status.Conditions).To(BeEmpty(), "without the network nothing marks the export")
 
-	g.Expect(testLab.SetMultiClusterNetwork(true)).To(Succeed())
+	g.Expect(vrglab.Lab().SetMultiClusterNetwork(true)).To(Succeed())
 	hubSend(ctx, g, p.east, p.eastGroup, p.west, p.westGroup, 1)
 	g.Expect(p.west.Get(ctx, client.ObjectKeyFromObject(p.westGroup), got)).To(Succeed())
 	g.Expect(got.Status.VolSyncDestinations).To(ConsistOf(HaveField("Address", volsync.ClustersetAddress(ns, "data-db-0"))))

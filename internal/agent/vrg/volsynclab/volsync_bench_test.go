@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
@@ -35,7 +36,7 @@ func BenchmarkVolSyncRelocate(b *testing.B) {
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := context.Background()
 	east, west := volSyncClient(b, lab.East), volSyncClient(b, lab.West)
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	for i := range b.N {
 		ns := fmt.Sprintf("volsync-bench-%d-%d", time.Now().Unix(), i)
 		for _, cl := range []client.Client{east, west} {
@@ -51,7 +52,7 @@ func BenchmarkVolSyncRelocate(b *testing.B) {
 			fill := make([]byte, volumeFill)
 			_, err := rand.Read(fill)
 			g.Expect(err).NotTo(HaveOccurred())
-			dir := storage.VolumePath(filepath.Join(testLab.Dir(), lab.East, "storage"), pvcImage(ctx, g, east, ns, fmt.Sprintf("data-db-%d", r)))
+			dir := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.East, "storage"), pvcImage(ctx, g, east, ns, fmt.Sprintf("data-db-%d", r)))
 			g.Expect(os.WriteFile(filepath.Join(dir, "fill.bin"), fill, 0o600)).To(Succeed())
 		}
 		hubCopy(ctx, g, east, eastGroup, west, westGroup, 3)
@@ -77,11 +78,11 @@ func BenchmarkVolSyncRelocate(b *testing.B) {
 			g.Expect(got.FinalSyncComplete()).To(BeTrue())
 		}).Should(Succeed(), "east records the final sync")
 		finalSync := time.Since(start)
-		setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+		vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 		g.Eventually(func(g Gomega) {
 			got := &v1alpha1.VolumeReplicationGroup{}
 			g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-			cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+			cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 			g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 			g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
 		}).Should(Succeed(), "west restores the PVCs")

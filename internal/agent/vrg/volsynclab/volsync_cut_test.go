@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -44,7 +45,7 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 	for _, cl := range []client.Client{east, west} {
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	sts := fileStatefulSet(ns, "db", 1)
 	g.Expect(east.Create(ctx, sts)).To(Succeed())
 	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
@@ -77,20 +78,20 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 	}).Should(Succeed(), "east syncs into west's kept PVC")
 
 	// A sync of the bulk takes 10 s; east is stopped once the first files reach west.
-	source := storage.VolumePath(filepath.Join(testLab.Dir(), lab.East, "storage"), pvcImage(ctx, g, east, ns, "data-db-0"))
+	source := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.East, "storage"), pvcImage(ctx, g, east, ns, "data-db-0"))
 	g.Expect(os.MkdirAll(filepath.Join(source, "zz-bulk"), 0o750)).To(Succeed())
 	for i := range cutBulkFiles {
 		g.Expect(os.WriteFile(filepath.Join(source, "zz-bulk", fmt.Sprintf("f%03d", i)), []byte("bulk\n"), 0o600)).To(Succeed())
 	}
-	replica := storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0"))
+	replica := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(bulkFiles(replica)).To(BeNumerically(">", 0))
 	}).Should(Succeed(), "a sync of the bulk begins writing into west's kept PVC")
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	t.Cleanup(func() {
-		_ = testLab.Start(context.Background(), lab.East)
-		_ = startAgent(lab.East)
+		_ = vrglab.Lab().Start(context.Background(), lab.East)
+		_ = vrglab.StartAgent(lab.East)
 	})
 	arrived := bulkFiles(replica)
 	g.Expect(arrived).To(BeNumerically("<", cutBulkFiles), "the sync was cut before its end (the pace is too fast for this machine)")
@@ -104,16 +105,16 @@ func TestVolSyncFailoverAfterACutTransferRestoresTheLatestImage(t *testing.T) {
 	t.Logf("cut: %d of %d bulk files reached west's kept PVC; its records: %s; the latest image %s: %s",
 		arrived, cutBulkFiles, lastSeq(mixed, writer), image, lastSeq(imageRecords, writer))
 
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 	}).Should(Succeed(), "west's group restores the PVC")
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, pvc)).To(Succeed())
-	restoredDir := storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0"))
+	restoredDir := storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0"))
 	restored, err := records.Verify(restoredDir)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("restored: PVC uid %s, volume %s, data source %+v, annotations %v: %s, %d bulk files, entries %v",
@@ -176,7 +177,7 @@ func snapshotRecords(ctx context.Context, g Gomega, cl client.Client, ns, name s
 	g.Expect(cl.Get(ctx, client.ObjectKey{Name: *vs.Status.BoundVolumeSnapshotContentName}, content)).To(Succeed())
 	g.Expect(content.Status).NotTo(BeNil())
 	g.Expect(content.Status.SnapshotHandle).NotTo(BeNil())
-	dir := storage.SnapshotPath(filepath.Join(testLab.Dir(), lab.West, "storage"), *content.Status.SnapshotHandle)
+	dir := storage.SnapshotPath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), *content.Status.SnapshotHandle)
 	report, err := records.Verify(dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	return report, bulkFiles(dir)
@@ -196,7 +197,7 @@ func (w *snapshotWatch) labelled(name string) bool {
 }
 
 func watchSnapshotLabels(ctx context.Context, t *testing.T, g Gomega, ns string) *snapshotWatch {
-	c, err := testLab.Cluster(lab.West)
+	c, err := vrglab.Lab().Cluster(lab.West)
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg, err := c.RESTConfig()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package vrg_test
+package vrglab
 
 import (
 	"context"
@@ -11,34 +11,35 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// writes counts every API and S3 write of the agents this package runs, by cluster and
-// namespace, so a test can prove what a settled group writes (scale_lab_test.go); and their
-// API reads, so it can prove what a settled group reads.
-var writes = &writeCounter{counts: map[writeKey]int{}}
+// writes counts every API and S3 write of the agents the test package runs, by cluster and
+// namespace, so a test can prove what a settled group writes; and their API reads, so it can
+// prove what a settled group reads.
+var writes = &writeCounter{counts: map[WriteKey]int{}}
 
-// writeKey names one kind of write (or read) of one namespace on one cluster: what is the API
+// WriteKey names one kind of write (or read) of one namespace on one cluster: What is the API
 // resource ("volumereplicationgroups/status") or "s3".
-type writeKey struct {
-	cluster, namespace, what string
-	read                     bool
+type WriteKey struct {
+	Cluster, Namespace, What string
+	Read                     bool
 }
 
 type writeCounter struct {
 	mu     sync.Mutex
-	counts map[writeKey]int
+	counts map[WriteKey]int
 }
 
-func (w *writeCounter) add(k writeKey) {
+func (w *writeCounter) add(k WriteKey) {
 	w.mu.Lock()
 	w.counts[k]++
 	w.mu.Unlock()
 }
 
-// snapshot returns the counts so far.
-func (w *writeCounter) snapshot() map[writeKey]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.counts)
+// Writes returns the counts so far of the agents' API requests and S3 writes; two of them,
+// before and after, tell what the agents did in between.
+func Writes() map[WriteKey]int {
+	writes.mu.Lock()
+	defer writes.mu.Unlock()
+	return maps.Clone(writes.counts)
 }
 
 // countAPI wraps an agent's transport: every request is counted by the namespace and resource
@@ -49,7 +50,7 @@ func (w *writeCounter) countAPI(cluster string) func(http.RoundTripper) http.Rou
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			ns, what := apiTarget(req.URL.Path)
 			read := req.Method == http.MethodGet || req.Method == http.MethodHead
-			w.add(writeKey{cluster: cluster, namespace: ns, what: what, read: read})
+			w.add(WriteKey{Cluster: cluster, Namespace: ns, What: what, Read: read})
 			return rt.RoundTrip(req)
 		})
 	}
@@ -101,7 +102,7 @@ func (w *writeCounter) countS3(cluster string) vrg.StoreFactory {
 		}
 		return &countedStore{Store: s, count: func(key string) {
 			ns, _, _ := strings.Cut(key, "/")
-			w.add(writeKey{cluster: cluster, namespace: ns, what: "s3"})
+			w.add(WriteKey{Cluster: cluster, Namespace: ns, What: "s3"})
 		}}, nil
 	}
 }

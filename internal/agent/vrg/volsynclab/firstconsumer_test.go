@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -48,7 +49,7 @@ func TestVolSyncFailoverToAWaitForFirstConsumerClassIsReadyBeforeItsPVCIsBound(t
 	for _, cl := range []client.Client{east, west} {
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	g.Expect(east.Create(ctx, wffcStatefulSet(ns, "db", 1))).To(Succeed())
 	groups := map[string]*v1alpha1.VolumeReplicationGroup{}
 	for cluster, state := range map[string]v1alpha1.ReplicationState{lab.East: v1alpha1.ReplicationStatePrimary, lab.West: v1alpha1.ReplicationStateSecondary} {
@@ -80,15 +81,15 @@ func TestVolSyncFailoverToAWaitForFirstConsumerClassIsReadyBeforeItsPVCIsBound(t
 		_, ok := inImage.Writer(writer)
 		g.Expect(ok).To(BeTrue(), "west's latest image holds records of %s", writer)
 	}).Should(Succeed(), "east's PVC of the WaitForFirstConsumer class syncs to west")
-	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
 
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	var image string
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionClusterDataReady, v1alpha1.ConditionDataReady} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
 		}
@@ -128,7 +129,7 @@ func TestVolSyncFailoverToAWaitForFirstConsumerClassIsReadyBeforeItsPVCIsBound(t
 		_, rds := countVolSync(ctx, g, west, ns)
 		g.Expect(rds).To(BeEmpty(), "the destination goes once the restore no longer needs it")
 	}).Should(Succeed(), "the first pod binds the PVC and the image is released")
-	restored, err := records.Verify(storage.VolumePath(filepath.Join(testLab.Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0")))
+	restored, err := records.Verify(storage.VolumePath(filepath.Join(vrglab.Lab().Dir(), lab.West, "storage"), pvcImage(ctx, g, west, ns, "data-db-0")))
 	g.Expect(err).NotTo(HaveOccurred())
 	kept, ok := restored.Writer(writer)
 	g.Expect(ok).To(BeTrue(), "the restored PVC holds east's records")

@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
@@ -78,8 +79,8 @@ func TestVolSyncPromotionNeverRestoresFromAnImageBeingDeleted(t *testing.T) {
 		g.Expect(rd.Status.LatestImage.Name).To(Equal(image))
 	}).Should(Succeed(), "the destination still names the image being deleted")
 
-	scaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
-	setRole(ctx, g, west, p.westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKey{Namespace: ns, Name: "db"}, 0)
+	vrglab.SetRole(ctx, g, west, p.westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Consistently(func(g Gomega) {
 		got := &corev1.PersistentVolumeClaim{}
 		if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, got); err == nil {
@@ -89,7 +90,7 @@ func TestVolSyncPromotionNeverRestoresFromAnImageBeingDeleted(t *testing.T) {
 	}).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "no PVC is restored from an image being deleted")
 	got := &v1alpha1.VolumeReplicationGroup{}
 	g.Expect(west.Get(ctx, client.ObjectKeyFromObject(p.westGroup), got)).To(Succeed())
-	c := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+	c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 	t.Logf("west's group: ClusterDataReady %s (%s): %s", c.Status, c.Reason, c.Message)
 	g.Expect(c.Status).NotTo(Equal(metav1.ConditionTrue), "the data is not restored")
 }

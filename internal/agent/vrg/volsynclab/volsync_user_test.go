@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 )
@@ -79,7 +80,7 @@ func TestVolSyncMoversRunAsTheApplicationsUserAndPassRestrictedPodSecurity(t *te
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(p.east.Get(ctx, client.ObjectKeyFromObject(p.eastGroup), got)).To(Succeed())
-		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		dp := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 		g.Expect(dp.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dp.Reason, dp.Message)
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(1))
 		g.Expect(got.Status.ProtectedPVCs[0].MoverSecurityContext).To(Equal(&v1alpha1.VolSyncMoverSecurityContext{
@@ -102,13 +103,13 @@ func TestVolSyncMoversRunAsTheApplicationsUserAndPassRestrictedPodSecurity(t *te
 		g.Eventually(func(g Gomega) {
 			got := &v1alpha1.VolumeReplicationGroup{}
 			g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-			dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+			dp := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 			g.Expect(dp.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonVolSyncMoverUserUnknown), dp.Message)
 			g.Expect(dp.Message).To(ContainSubstring("spec.volSyncMoverSecurityContext"))
 			if cluster == lab.East {
 				g.Expect(dp.Message).To(ContainSubstring("container app of pod db-0 states no runAsUser"))
-				g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue), "the PVC stays writable")
+				g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue), "the PVC stays writable")
 			}
 		}).Should(Succeed(), "%s says its movers have no user", cluster)
 	}
@@ -133,7 +134,7 @@ func TestVolSyncMoversRunAsTheApplicationsUserAndPassRestrictedPodSecurity(t *te
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(q.east.Get(ctx, client.ObjectKeyFromObject(q.eastGroup), got)).To(Succeed())
-		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		dp := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 		g.Expect(dp.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dp.Reason, dp.Message)
 	}).Should(Succeed(), "with the DRPlacementControl's user, the PVC replicates")
 	expectMoversOf(ctx, g, q, ns, "data-db-0", &corev1.PodSecurityContext{

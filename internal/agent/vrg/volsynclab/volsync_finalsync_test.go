@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
@@ -64,7 +65,7 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 			rs := &volsyncv1alpha1.ReplicationSource{}
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rs)).To(Succeed())
 			g.Expect(rs.Spec.Trigger).To(BeNil(), "below a minute the source syncs continuously")
-			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
 			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
@@ -83,13 +84,13 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 			g.Expect(cond.Message).To(ContainSubstring("held by annotation"))
 		}).Should(Succeed(), "the sync of %s is sent and held", pvc)
 		// The copy was taken before the hold was reported: it holds no later record.
-		w, ok := imageReport(g, lab.East, handles[pvc]).Writer(writer)
+		w, ok := vrglab.ImageReport(g, lab.East, handles[pvc]).Writer(writer)
 		g.Expect(ok).To(BeTrue())
 		copied[pvc] = w.LastSeq
 	}
 	g.Eventually(func(g Gomega) {
 		for pvc, writer := range writers {
-			w, _ := imageReport(g, lab.East, handles[pvc]).Writer(writer)
+			w, _ := vrglab.ImageReport(g, lab.East, handles[pvc]).Writer(writer)
 			g.Expect(w.LastSeq).To(BeNumerically(">", copied[pvc]))
 		}
 	}).Should(Succeed(), "the writers write past the copies in flight")
@@ -113,7 +114,7 @@ func TestVolSyncRelocationWithASyncInFlightWhenTheWorkloadStopsLosesNoRecord(t *
 	awaitFinalSync(ctx, g, east, eastGroup, request)
 
 	for pvc, writer := range writers {
-		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst"))
+		onWest := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst"))
 		w, _ := wrote[pvc].Writer(writer)
 		kept, ok := onWest.Writer(writer)
 		g.Expect(ok).To(BeTrue())
@@ -178,15 +179,15 @@ func TestVolSyncRelocationRestoresTheFinalSyncWhenTheDestinationsImagesAreLate(t
 	awaitFinalSync(ctx, g, east, eastGroup, request)
 
 	// Promoted at once, as the hub does.
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 	}).Should(Succeed(), "west restores the PVCs")
 	for pvc, writer := range writers {
-		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		onWest := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
 		w, _ := wrote[pvc].Writer(writer)
 		kept, ok := onWest.Writer(writer)
 		g.Expect(ok).To(BeTrue(), "west's restored %s holds records of %s", pvc, writer)
@@ -231,7 +232,7 @@ func stopForRelocation(ctx context.Context, g Gomega, cl client.Client, group *v
 		g.Expect(got.Annotations).To(HaveKey(vrg.AnnotationDemotedAt), "the consumer check passed behind the fence")
 		wrote = map[string]records.Report{}
 		for pvc, handle := range handles {
-			wrote[pvc] = imageReport(g, lab.East, handle)
+			wrote[pvc] = vrglab.ImageReport(g, lab.East, handle)
 		}
 	}).Should(Succeed(), "the workload is stopped: the writers' logs are final")
 	return wrote

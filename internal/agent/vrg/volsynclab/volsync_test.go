@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
@@ -33,7 +34,7 @@ import (
 // types.
 func volSyncClient(t testing.TB, cluster string) client.Client {
 	t.Helper()
-	cl, err := testLab.Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme)
+	cl, err := vrglab.Lab().Client(cluster, v1alpha1.AddToScheme, volsyncv1alpha1.AddToScheme, snapshotv1.AddToScheme, mcsv1alpha1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +42,10 @@ func volSyncClient(t testing.TB, cluster string) client.Client {
 }
 
 // fileStatefulSet is a writer StatefulSet whose claims use the lab's file class (VolSync). Its
-// pods run as a non-root user, which the group's VolSync movers take (volsync_identity.go).
+// pods run as a non-root user, which the group's VolSync movers take
+// (internal/agent/vrg/volsync_identity.go).
 func fileStatefulSet(namespace, name string, replicas int32) *appsv1.StatefulSet {
-	sts := writerStatefulSet(namespace, name, replicas, 100*time.Millisecond)
+	sts := vrglab.WriterStatefulSet(namespace, name, replicas, 100*time.Millisecond)
 	sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To(lab.FileStorageClass)
 	sts.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
 		RunAsUser: ptr.To(appUID), RunAsGroup: ptr.To(appUID), FSGroup: ptr.To(appFSGroup),
@@ -57,10 +59,10 @@ const (
 	appFSGroup int64 = 2000
 )
 
-// volSyncVRG is primaryVRG with the lab's file class replicated by VolSync, every minute (the
+// volSyncVRG is vrglab.PrimaryVRG with the lab's file class replicated by VolSync, every minute (the
 // finest VolSync schedule).
 func volSyncVRG(namespace string, profiles []v1alpha1.S3Profile, state v1alpha1.ReplicationState) *v1alpha1.VolumeReplicationGroup {
-	group := primaryVRG(namespace, "db", "db", "1m", profiles)
+	group := vrglab.PrimaryVRG(namespace, "db", "db", "1m", profiles)
 	group.Spec.ReplicationState = state
 	group.Spec.StorageClassBackends = []v1alpha1.StorageClassBackend{{StorageClassName: lab.FileStorageClass, Backend: v1alpha1.BackendVolSync}}
 	return group
@@ -82,7 +84,7 @@ func startVolSyncPair(t *testing.T, g Gomega, ns string, replicas int32, mutate 
 	for _, cl := range []client.Client{p.east, p.west} {
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	g.Expect(p.east.Create(ctx, fileStatefulSet(ns, "db", replicas))).To(Succeed())
 	p.eastGroup = volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
 	p.westGroup = volSyncVRG(ns, profiles, v1alpha1.ReplicationStateSecondary)
@@ -217,7 +219,7 @@ type volumeWatch struct {
 }
 
 func watchVolumes(ctx context.Context, t *testing.T, g Gomega, cluster, ns string) *volumeWatch {
-	c, err := testLab.Cluster(cluster)
+	c, err := vrglab.Lab().Cluster(cluster)
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg, err := c.RESTConfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -309,7 +311,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	for _, cl := range []client.Client{east, west} {
 		g.Expect(cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 	g.Expect(east.Create(ctx, fileStatefulSet(ns, "db", 2))).To(Succeed())
 	eastGroup := volSyncVRG(ns, profiles, v1alpha1.ReplicationStatePrimary)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
@@ -321,8 +323,8 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Status.ProtectedPVCs).To(HaveLen(2))
-		g.Expect(conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue))
-		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		g.Expect(vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue))
+		dp := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 		g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), dp.Message)
 		g.Expect(dp.Message).To(ContainSubstring("spec.volSync.destinations has no entry"))
 	}).Should(Succeed(), "east's PVCs wait for their destinations")
@@ -333,7 +335,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		for _, ct := range []string{v1alpha1.ConditionDataReady, v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
-			c := conditionOf(got.Status.Conditions, ct)
+			c := vrglab.ConditionOf(got.Status.Conditions, ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ct, c.Reason, c.Message)
 		}
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
@@ -347,7 +349,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 			g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, rd)).To(Succeed())
 			g.Expect(rd.Spec.RsyncTLS.VolumeSnapshotClassName).To(HaveValue(Equal(lab.FileSnapshotClass)))
 			g.Expect(rd.Status.LatestImage).NotTo(BeNil())
-			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, "volsync-"+pvc+"-dst")).Writer(writer)
 			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
@@ -359,24 +361,24 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	for pvc := range eastWriters {
 		eastHandles[pvc] = pvcImage(ctx, g, east, ns, pvc)
 	}
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	lostOnEast := map[string]records.Report{}
 	for pvc, handle := range eastHandles {
-		lostOnEast[pvc] = imageReport(g, lab.East, handle)
+		lostOnEast[pvc] = vrglab.ImageReport(g, lab.East, handle)
 	}
 	failover := time.Now()
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"))
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
-		dp := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		dp := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 		g.Expect(dp.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown), "with the peer lost, no destination: %s", dp.Message)
 		g.Expect(got.Status.VolSyncDestinations).To(BeEmpty(), "a primary receives nothing")
 		_, rds := countVolSync(ctx, g, west, ns)
@@ -389,7 +391,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(got.Status.Phase).To(Equal(corev1.ClaimBound))
 		g.Expect(got.Spec.DataSourceRef).NotTo(BeNil())
 		g.Expect(got.Spec.DataSourceRef.Kind).To(Equal("VolumeSnapshot"))
-		restored := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		restored := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
 		wrote, _ := lostOnEast[pvc].Writer(writer)
 		kept, ok := restored.Writer(writer)
 		g.Expect(ok).To(BeTrue())
@@ -409,12 +411,12 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 
 	// East returns; its StatefulSet is deleted, its PVCs kept; it is demoted with action
 	// Failover and becomes the destination.
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	g.Expect(startAgent(lab.East)).To(Succeed())
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 	east = volSyncClient(t, lab.East)
 	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
 	demoted := time.Now()
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		sources, _ := countVolSync(ctx, g, east, ns)
 		g.Expect(sources).To(BeEmpty(), "the old primary's sources are removed")
@@ -432,13 +434,13 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: pvc}, kept)).To(Succeed())
 			g.Expect(kept.DeletionTimestamp).To(BeNil())
 			g.Expect(pvcImage(ctx, g, east, ns, pvc)).To(Equal(eastHandles[pvc]), "the kept PVC is east's own volume")
-			w, ok := imageReport(g, lab.East, eastHandles[pvc]).Writer(westWriters[pvc])
+			w, ok := vrglab.ImageReport(g, lab.East, eastHandles[pvc]).Writer(westWriters[pvc])
 			g.Expect(ok).To(BeTrue(), "east's kept %s holds records of the west writer", pvc)
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
 		wg := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), wg)).To(Succeed())
-		dr := conditionOf(wg.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(wg.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(wg.Status.State).To(Equal(v1alpha1.StatePrimary))
 	}).Should(Succeed(), "east is the destination, receiving west's data into its kept PVCs")
@@ -479,7 +481,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		// Nothing writes any more: the writers' logs are final.
 		wroteOnWest = map[string]records.Report{}
 		for pvc, handle := range westHandles {
-			wroteOnWest[pvc] = imageReport(g, lab.West, handle)
+			wroteOnWest[pvc] = vrglab.ImageReport(g, lab.West, handle)
 		}
 	}).Should(Succeed(), "west's workload is stopped and its group fenced")
 	g.Eventually(func(g Gomega) {
@@ -507,11 +509,11 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	g.Expect(last.Annotations).NotTo(HaveKey(vrg.AnnotationOriginalReclaimPolicy))
 
 	promote := time.Now()
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"), "east restores its replica PVCs from the latest images")
 	}).Should(Succeed(), "east's group replaces the PVCs its destinations received into")
@@ -522,7 +524,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		eastHandles[pvc] = pvcImage(ctx, g, east, ns, pvc)
 	}
 	for pvc, handle := range eastHandles {
-		onEast := imageReport(g, lab.East, handle)
+		onEast := vrglab.ImageReport(g, lab.East, handle)
 		wrote, ok := wroteOnWest[pvc].Writer(westWriters[pvc])
 		g.Expect(ok).To(BeTrue())
 		kept, ok := onEast.Writer(westWriters[pvc])
@@ -538,7 +540,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		dr := conditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		dr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
 		g.Expect(dr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", dr.Reason, dr.Message)
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StatePrimary))
 		sources, rds := countVolSync(ctx, g, east, ns)
@@ -575,7 +577,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 			if pvc == "data-db-0" {
 				into = pvc // west's kept PVC
 			}
-			w, ok := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, into)).Writer(writer)
+			w, ok := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, into)).Writer(writer)
 			g.Expect(ok).To(BeTrue(), "west's destination of %s holds records of %s", pvc, writer)
 			g.Expect(w.LastSeq).To(BeNumerically(">", 0))
 		}
@@ -585,28 +587,28 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	// PVC's consumers from the API server (each pass did, five passes a second here, before the
 	// agent remembered its demotions), nor patch the group or its status.
 	g.Eventually(func(g Gomega) {
-		before, received := writes.snapshot(), destinationSync(ctx, g, west, ns, "data-db-0")
+		before, received := vrglab.Writes(), destinationSync(ctx, g, west, ns, "data-db-0")
 		time.Sleep(2 * 3 * time.Second)
-		after := writes.snapshot()
+		after := vrglab.Writes()
 		g.Expect(destinationSync(ctx, g, west, ns, "data-db-0")).To(BeTemporally(">", received), "east synced to west's destination")
-		g.Expect(settledWork(lab.West, before, after, ns)).To(BeEmpty(), "west's settled secondary still checks the fence live or patches itself or its status")
+		g.Expect(vrglab.SettledWork(lab.West, before, after, ns)).To(BeEmpty(), "west's settled secondary still checks the fence live or patches itself or its status")
 		// Nor do the destination's syncs wake its passes (destinationChangeMatters): each pass
 		// reads the key Secret of every PVC it receives (two), forty passes in these two
 		// intervals before; what else wakes it (its requeues) is a few.
-		read := writeKey{cluster: lab.West, namespace: ns, what: "secrets", read: true}
+		read := vrglab.WriteKey{Cluster: lab.West, Namespace: ns, What: "secrets", Read: true}
 		g.Expect(after[read]-before[read]).To(BeNumerically("<=", 8), "west's settled secondary passes at its destination's syncs")
 	}).Should(Succeed(), "two intervals in which west's settled secondary neither checks the fence live nor patches itself, nor passes at each sync")
-	stopAgent(lab.East)
-	g.Expect(testLab.Stop(lab.East)).To(Succeed())
+	vrglab.StopAgent(lab.East)
+	g.Expect(vrglab.Lab().Stop(lab.East)).To(Succeed())
 	lostOnEast = map[string]records.Report{}
 	for pvc, handle := range eastHandles {
-		lostOnEast[pvc] = imageReport(g, lab.East, handle)
+		lostOnEast[pvc] = vrglab.ImageReport(g, lab.East, handle)
 	}
-	setRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), got)).To(Succeed())
-		cdr := conditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
+		cdr := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionClusterDataReady)
 		g.Expect(cdr.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cdr.Reason, cdr.Message)
 		g.Expect(cdr.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(cdr.Message).To(ContainSubstring("(2 objects created, 0 adopted)"), "data-db-0 replaced, data-db-1 restored")
@@ -614,7 +616,7 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 	}).Should(Succeed(), "west's group restores both PVCs from the latest images")
 	g.Expect(pvcImage(ctx, g, west, ns, "data-db-0")).NotTo(Equal(westHandles["data-db-0"]), "west's kept replica is replaced, not adopted")
 	for pvc, writer := range eastWriters2 {
-		onWest := imageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
+		onWest := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, west, ns, pvc))
 		wrote, _ := lostOnEast[pvc].Writer(writer)
 		kept, ok := onWest.Writer(writer)
 		g.Expect(ok).To(BeTrue())
@@ -629,11 +631,11 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		}
 		t.Logf("second failover, %s: east wrote %d records, west kept %d", pvc, wrote.LastSeq, kept.LastSeq)
 	}
-	g.Expect(testLab.Start(ctx, lab.East)).To(Succeed())
-	g.Expect(startAgent(lab.East)).To(Succeed())
+	g.Expect(vrglab.Lab().Start(ctx, lab.East)).To(Succeed())
+	g.Expect(vrglab.StartAgent(lab.East)).To(Succeed())
 	east = volSyncClient(t, lab.East)
 	g.Expect(east.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})).To(Succeed())
-	setRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
+	vrglab.SetRole(ctx, g, east, eastGroup, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionFailover)
 	hubCopy(ctx, g, west, westGroup, east, eastGroup, 2)
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
@@ -644,12 +646,12 @@ func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
 		g.Expect(rds).To(ConsistOf("data-db-0", "data-db-1"))
 		wg := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(westGroup), wg)).To(Succeed())
-		g.Expect(conditionOf(wg.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(vrglab.ConditionOf(wg.Status.Conditions, v1alpha1.ConditionDataProtected).Status).To(Equal(metav1.ConditionTrue))
 	}).Should(Succeed(), "east is the destination again and west's PVCs are protected")
 
 	// The VolSync path tells its transitions as the VolRep path does.
-	expectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted)
-	expectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventFenced,
+	vrglab.ExpectEvents(ctx, g, east, eastGroup, v1alpha1.EventProtected, v1alpha1.EventDemoted, v1alpha1.EventPromoted)
+	vrglab.ExpectEvents(ctx, g, west, westGroup, v1alpha1.EventPromoted, v1alpha1.EventDemoted, v1alpha1.EventFenced,
 		v1alpha1.EventFinalSyncCompleted, v1alpha1.EventUnfenced)
 
 	// Unprotect both sides: nothing of VolSync is left, the reclaim policies are restored.

@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 )
@@ -33,7 +34,7 @@ func TestVolSyncSecondaryKeepsReceivingWhenTheWorkloadDeletesItsPVC(t *testing.T
 	east := volSyncClient(t, lab.East)
 	ns := "volsync-release"
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	profiles, _ := labS3Profiles(g)
+	profiles, _ := vrglab.S3Profiles(g)
 
 	// East was primary: its group protects the StatefulSet's PVC.
 	sts := fileStatefulSet(ns, "db", 1)
@@ -66,7 +67,7 @@ func TestVolSyncSecondaryKeepsReceivingWhenTheWorkloadDeletesItsPVC(t *testing.T
 		got.Spec.VolSync = &v1alpha1.VolSyncSpec{ReceivePVCs: []v1alpha1.VolSyncReceivePVC{receive}}
 		g.Expect(east.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
-	scaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
+	vrglab.ScaleTo(ctx, g, east, client.ObjectKeyFromObject(sts), 0)
 	rdKey := client.ObjectKey{Namespace: ns, Name: receive.PVCName}
 	var uid types.UID
 	g.Eventually(func(g Gomega) {

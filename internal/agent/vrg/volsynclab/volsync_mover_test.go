@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab/storage"
 )
@@ -29,7 +30,7 @@ func TestVolSyncAFailingMoverIsReportedOnTheGroup(t *testing.T) {
 	dataProtected := func(g Gomega) metav1.Condition {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
-		return conditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+		return vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataProtected)
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(dataProtected(g).Status).To(Equal(metav1.ConditionTrue))
