@@ -2,8 +2,6 @@ package vrg_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -20,44 +18,10 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/kubeobjects"
 	"github.com/drover-io/drover/internal/lab"
 )
-
-// startAgentWith is startAgent with options changed by change, as `drover agent` with more
-// flags: stopAgent stops it as any other.
-func startAgentWith(cluster string, change func(*agent.Options)) error {
-	agentsMu.Lock()
-	defer agentsMu.Unlock()
-	if agents[cluster] != nil {
-		return fmt.Errorf("the agent of %s is already running", cluster)
-	}
-	c, err := testLab.Cluster(cluster)
-	if err != nil {
-		return err
-	}
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		return err
-	}
-	cfg.Wrap(writes.countAPI(cluster))
-	opts := agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster)}
-	change(&opts)
-	mgr, err := agent.NewManager(cfg, opts)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	agents[cluster] = func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "the agent of %s stopped with an error: %v\n", cluster, err)
-		}
-	}
-	return nil
-}
 
 // podsOf lists the names of a namespace's pods that are not finished.
 func podsOf(g Gomega, cl client.Client, ns string) []string {
@@ -90,15 +54,15 @@ func TestAForgedQuotalessCaptureGetsTheAdministratorsFloorOnThePeer(t *testing.T
 			corev1.ResourceRequestsMemory: resource.MustParse("1Gi")},
 		DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 	}
-	stopAgent(lab.West)
-	g.Expect(startAgentWith(lab.West, func(o *agent.Options) { o.RestoreFloor = floor })).To(Succeed())
+	vrglab.StopAgent(lab.West)
+	g.Expect(vrglab.StartAgentWith(lab.West, func(o *agent.Options) { o.RestoreFloor = floor })).To(Succeed())
 	t.Cleanup(func() {
-		stopAgent(lab.West)
-		if err := startAgent(lab.West); err != nil {
+		vrglab.StopAgent(lab.West)
+		if err := vrglab.StartAgent(lab.West); err != nil {
 			t.Errorf("failed to start west's agent again: %v", err)
 		}
 	})
-	west := clusterClient(t, lab.West)
+	west := vrglab.ClusterClient(t, lab.West)
 	ns, app := "forged-floor-dr", "forged-floor-app"
 	g.Expect(west.Create(ctx, adminNamespace(ns))).To(Succeed())
 	group, store := forgedGroup(g, ns, app)
@@ -119,7 +83,7 @@ func TestAForgedQuotalessCaptureGetsTheAdministratorsFloorOnThePeer(t *testing.T
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(west.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
-		ko = conditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
+		ko = vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionKubeObjectsReady)
 		g.Expect(ko.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ko.Reason, ko.Message)
 	}).Should(Succeed(), "west restores the capture")
 	t.Logf("KubeObjectsReady: %s", ko.Message)

@@ -81,7 +81,11 @@ func Run(m *testing.M) int {
 
 // StartAgent runs the agent of a lab cluster in-process, as `drover agent` would; StopAgent
 // stops it.
-func StartAgent(cluster string) error {
+func StartAgent(cluster string) error { return StartAgentWith(cluster, nil) }
+
+// StartAgentWith is StartAgent with the agent's options changed by change (nil for none), as
+// `drover agent` with more flags; StopAgent stops it as any other.
+func StartAgentWith(cluster string, change func(*agent.Options)) error {
 	agentsMu.Lock()
 	defer agentsMu.Unlock()
 	if agents[cluster] != nil {
@@ -102,6 +106,9 @@ func StartAgent(cluster string) error {
 		if opts.Workers, err = strconv.Atoi(v); err != nil {
 			return fmt.Errorf("%s=%q: %w", workersEnv, v, err)
 		}
+	}
+	if change != nil {
+		change(&opts)
 	}
 	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {
