@@ -33,8 +33,9 @@ import (
 // of the profile, for rotation) hold.
 //   - The secondary writes, after receiveVolSync, each destination's key to every store of the
 //     group, at <group prefix>volsync-keys/<pvc namespace>/<pvc>.json, with the time it wrote it.
-//     It reads a store's object once and remembers what it wrote (the ledger), so a settled
-//     secondary writes and reads nothing.
+//     It remembers what it wrote or found (the ledger) and reads each store's object again only
+//     every volSyncKeyRecheck, so a settled secondary writes nothing, and an object deleted or
+//     damaged in a store is written again within that time.
 //   - The primary, before protecting its PVCs, makes each spec.volSync.destinations entry's key
 //     Secret on its own cluster from the newest object of the stores that opens and is a key
 //     drover makes; a Secret it holds is checked against the stores every volSyncKeyRecheck, so a
@@ -56,8 +57,8 @@ const volSyncKeysDir = "volsync-keys/"
 // secondary wrote that key there: a store that missed a newer write never replaces it.
 const AnnotationVolSyncKeyWritten = "drover.io/volsync-key-written"
 
-// volSyncKeyRecheck is how often a primary holding a destination's key compares it with the
-// stores.
+// volSyncKeyRecheck is how often a secondary compares each key it wrote with each store, and a
+// primary holding a destination's key compares it with the stores: a GET per key and store.
 const volSyncKeyRecheck = time.Minute
 
 // pskFormat is the key VolSync reads from psk.txt and volsync.EnsureDestination makes.
@@ -79,8 +80,8 @@ type StoredVolSyncKey struct {
 	Written       metav1.Time `json:"written"`
 }
 
-// volSyncKeyRecord is what the ledger remembers of one key: its digest, and when the primary last
-// compared it with the stores (zero for what a secondary wrote).
+// volSyncKeyRecord is what the ledger remembers of one key: its digest, and when it was last
+// compared with the store (a secondary's write) or the stores (a primary's check).
 type volSyncKeyRecord struct {
 	sum     digest
 	checked time.Time
@@ -132,6 +133,9 @@ func (r *Reconciler) localKey(ctx context.Context, namespace, name string) (*cor
 func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	var errs []error
 	for _, d := range sc.vrg.Status.VolSyncDestinations {
+		if r.publishedEverywhere(sc, d) {
+			continue
+		}
 		secret, err := r.localKey(ctx, d.PVCNamespace, d.KeySecretName)
 		if err != nil {
 			errs = append(errs, err)
@@ -165,11 +169,25 @@ func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
+// publishedEverywhere reports whether every store of the group was found holding the
+// destination's key, or written it, within volSyncKeyRecheck: a settled secondary reads neither
+// the key Secret nor the stores. A key Secret replaced meanwhile reaches the stores at the next
+// check.
+func (r *Reconciler) publishedEverywhere(sc *scope, d v1alpha1.VolSyncDestination) bool {
+	for _, profile := range sc.vrg.Spec.S3Profiles {
+		rec := r.written.volSyncKey(sc.vrg, profile.Name+"/"+d.PVCNamespace+"/"+d.PVCName)
+		if rec.checked.IsZero() || time.Since(rec.checked) >= volSyncKeyRecheck {
+			return false
+		}
+	}
+	return true
+}
+
 // publishVolSyncKey writes one key to one store unless the ledger or the store shows it there.
 func (r *Reconciler) publishVolSyncKey(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, key StoredVolSyncKey) error {
 	name := profile.Name + "/" + key.PVCNamespace + "/" + key.PVCName
 	sum := pskDigest(key.PSK)
-	if r.written.volSyncKey(sc.vrg, name).sum == sum {
+	if rec := r.written.volSyncKey(sc.vrg, name); rec.sum == sum && time.Since(rec.checked) < volSyncKeyRecheck {
 		return nil
 	}
 	store, err := r.storeOf(ctx, sc, profile)
@@ -180,7 +198,7 @@ func (r *Reconciler) publishVolSyncKey(ctx context.Context, sc *scope, profile v
 	stored, current, err := readVolSyncKey(ctx, store, sc.vrg, objectKey)
 	switch {
 	case err == nil && stored != nil && current && stored.PSK == key.PSK:
-		r.written.setVolSyncKey(sc.vrg, name, volSyncKeyRecord{sum: sum})
+		r.written.setVolSyncKey(sc.vrg, name, volSyncKeyRecord{sum: sum, checked: time.Now()})
 		return nil
 	case err != nil && !errors.Is(err, objectstore.ErrRefused):
 		return err
@@ -195,7 +213,7 @@ func (r *Reconciler) publishVolSyncKey(ctx context.Context, sc *scope, profile v
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the VolSync key of a destination to the store", "store", profile.Name,
 		"pvc", types.NamespacedName{Namespace: key.PVCNamespace, Name: key.PVCName})
-	r.written.setVolSyncKey(sc.vrg, name, volSyncKeyRecord{sum: sum})
+	r.written.setVolSyncKey(sc.vrg, name, volSyncKeyRecord{sum: sum, checked: time.Now()})
 	return nil
 }
 
@@ -361,7 +379,7 @@ func missingVolSyncKey(pvcKey string, problems []keyProblem) replication.Result 
 	for _, p := range problems {
 		if errors.Is(p.err, objectstore.ErrRefused) {
 			return replication.Retry(requeueAfterFailure, v1alpha1.ReasonStoreObjectRefused, fmt.Sprintf(
-				"PVC %s cannot send: its VolSync key in S3 profile %s is refused (%v); drover's agents write it sealed under the profile's store key, so someone else wrote it or it was damaged: delete that object from the store, and the secondary's agent writes it again",
+				"PVC %s cannot send: its VolSync key in S3 profile %s is refused (%v); drover's agents write it sealed under the profile's store key, so someone else wrote it or it was damaged: delete that object from the store, and the secondary's agent writes it again within a minute",
 				pvcKey, p.store, p.err))
 		}
 	}
