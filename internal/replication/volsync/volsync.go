@@ -53,7 +53,7 @@ const (
 	pollInterval = 2 * time.Second
 	// retryAfterError is how soon to retry after an API failure.
 	retryAfterError = 5 * time.Second
-	// waitForHub is how soon to look again for what the hub copies between the clusters.
+	// waitForHub is how soon to look again for what the hub or the peer's agent hands over.
 	waitForHub = 5 * time.Second
 	// fieldOwner names drover in the objects' managedFields.
 	fieldOwner = "drover-agent"
