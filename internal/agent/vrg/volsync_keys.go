@@ -53,7 +53,7 @@ import (
 // keys belong to the group, not to a claim).
 const volSyncKeysDir = "volsync-keys/"
 
-// AnnotationVolSyncKeyWritten, on a key Secret a primary made from the stores, is when the
+// AnnotationVolSyncKeyWritten is, on a key Secret a primary made from the stores, when the
 // secondary wrote that key there: a store that missed a newer write never replaces it.
 const AnnotationVolSyncKeyWritten = "drover.io/volsync-key-written"
 
