@@ -27,6 +27,8 @@ import (
 // no Secret is made from it; deleted, the secondary writes the key again and the primary gets it.
 func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 	const ns = "volsync-keys"
 	p := startVolSyncPair(t, g, ns, 1, nil)
