@@ -25,6 +25,7 @@ import (
 // without the store key (by whoever may write to the bucket) is refused: the primary's PVC is
 // not protected, StoreObjectRefused naming the store and the object and saying to delete it, and
 // no Secret is made from it; deleted, the secondary writes the key again and the primary gets it.
+// A key the secondary replaces reaches the primary the same way, and the syncs go on with it.
 func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
@@ -92,6 +93,29 @@ func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 		g.Expect(string(have.Data[volsync.PSKKey])).To(Equal(psk), "east's key is west's")
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "west writes its key again and east makes its Secret from it")
 	replicates(ctx, g, p)
+
+	// West's key replaced (its Secret deleted: the agent makes a new one): east's syncs fail
+	// until east holds the new key, which reaches it through the stores.
+	g.Expect(p.west.Delete(ctx, westKey)).To(Succeed())
+	var replaced string
+	g.Eventually(func(g Gomega) {
+		key := &corev1.Secret{}
+		g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, key)).To(Succeed())
+		replaced = string(key.Data[volsync.PSKKey])
+		g.Expect(replaced).NotTo(BeEmpty())
+		g.Expect(replaced).NotTo(Equal(psk))
+	}).Should(Succeed(), "west makes a new key")
+	rotatedAt := time.Now()
+	g.Eventually(func(g Gomega) {
+		have := &corev1.Secret{}
+		g.Expect(p.east.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, have)).To(Succeed())
+		g.Expect(string(have.Data[volsync.PSKKey])).To(Equal(replaced), "east's key is west's new one")
+	}).WithTimeout(4*time.Minute).Should(Succeed(), "west's new key reaches east")
+	t.Logf("west's replaced key reached east in %s", time.Since(rotatedAt).Round(time.Second))
+	synced := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(destinationSync(ctx, g, p.west, ns, d.PVCName)).To(BeTemporally(">", synced))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "east syncs to west with the new key")
 }
 
 // setDestinations sets a group's spec.volSync.destinations, as the hub does from the peer's
