@@ -46,22 +46,9 @@ func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, westKey)).To(Succeed())
 	psk := string(westKey.Data[volsync.PSKKey])
 
-	_, sealed := labS3Profiles(g)
 	_, raw := labRawStores(g)
 	objectKey := vrg.VolSyncKeyKey(vrg.StorePrefix(p.westGroup), ns, d.PVCName)
-	for i := range sealed {
-		g.Eventually(func(g Gomega) {
-			body, err := sealed[i].Get(ctx, objectKey)
-			g.Expect(err).NotTo(HaveOccurred())
-			stored := vrg.StoredVolSyncKey{}
-			g.Expect(json.Unmarshal(body, &stored)).To(Succeed())
-			g.Expect(stored.PSK).To(Equal(psk))
-			g.Expect(stored.Cluster).To(Equal(lab.West), "the secondary wrote it")
-		}).Should(Succeed(), "store %s holds west's key", sealed[i].Name())
-		inClear, err := raw[i].Get(ctx, objectKey)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(string(inClear)).NotTo(ContainSubstring(strings.TrimPrefix(psk, "volsync:")), "store %s holds the key in clear", raw[i].Name())
-	}
+	keyInEveryStore(ctx, g, objectKey, psk)
 
 	// Whoever may write to the buckets, without the store key, plants a key of their own.
 	forged, err := json.Marshal(vrg.StoredVolSyncKey{PVCNamespace: ns, PVCName: d.PVCName, KeySecretName: d.KeySecretName,
@@ -94,28 +81,7 @@ func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "west writes its key again and east makes its Secret from it")
 	replicates(ctx, g, p)
 
-	// West's key replaced (its Secret deleted: the agent makes a new one): east's syncs fail
-	// until east holds the new key, which reaches it through the stores.
-	g.Expect(p.west.Delete(ctx, westKey)).To(Succeed())
-	var replaced string
-	g.Eventually(func(g Gomega) {
-		key := &corev1.Secret{}
-		g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, key)).To(Succeed())
-		replaced = string(key.Data[volsync.PSKKey])
-		g.Expect(replaced).NotTo(BeEmpty())
-		g.Expect(replaced).NotTo(Equal(psk))
-	}).Should(Succeed(), "west makes a new key")
-	rotatedAt := time.Now()
-	g.Eventually(func(g Gomega) {
-		have := &corev1.Secret{}
-		g.Expect(p.east.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, have)).To(Succeed())
-		g.Expect(string(have.Data[volsync.PSKKey])).To(Equal(replaced), "east's key is west's new one")
-	}).WithTimeout(4*time.Minute).Should(Succeed(), "west's new key reaches east")
-	t.Logf("west's replaced key reached east in %s", time.Since(rotatedAt).Round(time.Second))
-	synced := time.Now()
-	g.Eventually(func(g Gomega) {
-		g.Expect(destinationSync(ctx, g, p.west, ns, d.PVCName)).To(BeTemporally(">", synced))
-	}).WithTimeout(3*time.Minute).Should(Succeed(), "east syncs to west with the new key")
+	replaceWestsKey(ctx, t, g, p, westKey, d)
 }
 
 // setDestinations sets a group's spec.volSync.destinations, as the hub does from the peer's
@@ -130,4 +96,50 @@ func setDestinations(ctx context.Context, g Gomega, cl client.Client, group *v1a
 		got.Spec.VolSync.Destinations = dests
 		g.Expect(cl.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
+}
+
+// keyInEveryStore waits until every lab store holds psk at objectKey, sealed: written by west,
+// and nowhere in clear.
+func keyInEveryStore(ctx context.Context, g Gomega, objectKey, psk string) {
+	_, sealed := labS3Profiles(g)
+	_, raw := labRawStores(g)
+	for i := range sealed {
+		g.Eventually(func(g Gomega) {
+			body, err := sealed[i].Get(ctx, objectKey)
+			g.Expect(err).NotTo(HaveOccurred())
+			stored := vrg.StoredVolSyncKey{}
+			g.Expect(json.Unmarshal(body, &stored)).To(Succeed())
+			g.Expect(stored.PSK).To(Equal(psk))
+			g.Expect(stored.Cluster).To(Equal(lab.West), "the secondary wrote it")
+		}).Should(Succeed(), "store %s holds west's key", sealed[i].Name())
+		inClear, err := raw[i].Get(ctx, objectKey)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(inClear)).NotTo(ContainSubstring(strings.TrimPrefix(psk, "volsync:")), "store %s holds the key in clear", raw[i].Name())
+	}
+}
+
+// replaceWestsKey deletes west's key Secret (its agent makes a new key) and waits until east
+// holds the new key, through the stores, and syncs to west with it: until then east's syncs fail.
+func replaceWestsKey(ctx context.Context, t *testing.T, g Gomega, p volSyncPair, westKey *corev1.Secret, d v1alpha1.VolSyncDestination) {
+	key := client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}
+	g.Expect(p.west.Delete(ctx, westKey)).To(Succeed())
+	var replaced string
+	g.Eventually(func(g Gomega) {
+		have := &corev1.Secret{}
+		g.Expect(p.west.Get(ctx, key, have)).To(Succeed())
+		replaced = string(have.Data[volsync.PSKKey])
+		g.Expect(replaced).NotTo(BeEmpty())
+		g.Expect(replaced).NotTo(Equal(string(westKey.Data[volsync.PSKKey])))
+	}).Should(Succeed(), "west makes a new key")
+	rotatedAt := time.Now()
+	g.Eventually(func(g Gomega) {
+		have := &corev1.Secret{}
+		g.Expect(p.east.Get(ctx, key, have)).To(Succeed())
+		g.Expect(string(have.Data[volsync.PSKKey])).To(Equal(replaced), "east's key is west's new one")
+	}).WithTimeout(4*time.Minute).Should(Succeed(), "west's new key reaches east")
+	t.Logf("west's replaced key reached east in %s", time.Since(rotatedAt).Round(time.Second))
+	synced := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(destinationSync(ctx, g, p.west, d.PVCNamespace, d.PVCName)).To(BeTemporally(">", synced))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "east syncs to west with the new key")
 }
