@@ -379,8 +379,8 @@ func missingVolSyncKey(pvcKey string, problems []keyProblem) replication.Result 
 	for _, p := range problems {
 		if errors.Is(p.err, objectstore.ErrRefused) {
 			return replication.Retry(requeueAfterFailure, v1alpha1.ReasonStoreObjectRefused, fmt.Sprintf(
-				"PVC %s cannot send: its VolSync key in S3 profile %s is refused (%v); drover's agents write it sealed under the profile's store key, so someone else wrote it or it was damaged: delete that object from the store, and the secondary's agent writes it again within a minute",
-				pvcKey, p.store, p.err))
+				"PVC %s cannot send: its VolSync key in S3 profile %s is refused: %s; drover's agents write it sealed under the profile's store key, so someone else wrote it or it was damaged: delete that object from the store, and the secondary's agent writes it again within a minute",
+				pvcKey, p.store, refusedCause(p.err)))
 		}
 	}
 	if len(problems) > 0 {
@@ -403,6 +403,19 @@ func keyWritten(secret *corev1.Secret) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// refusedCause says which object a store refused and why, without the advice for a group's
+// metadata that the store's error carries.
+func refusedCause(err error) string {
+	var se *objectstore.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	if errors.Is(err, objectstore.ErrNotSealed) {
+		return fmt.Sprintf("object %q has no drover envelope (it was written without the store key)", se.Key)
+	}
+	return fmt.Sprintf("object %q: %v", se.Key, se.Err)
 }
 
 // replaceKeySecret makes the key Secret of a destination hold the key: created when there is none,

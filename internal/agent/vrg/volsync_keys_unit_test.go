@@ -62,3 +62,28 @@ func TestAVolSyncKeyIsReadOnlyAsTheKeyOfThePVCItsNameSays(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k).To(BeNil(), "no object, no key and no error")
 }
+
+// A key that does not open leaves the PVC waiting with StoreObjectRefused, naming the store and
+// the object and saying what to delete; one in no store yet is VolSyncDestinationUnknown.
+func TestAMissingOrRefusedVolSyncKeySaysWhatToDo(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	plain := objectstore.NewFake("s3-west")
+	store := objectstore.Sealed(plain, objectstore.NewKeyring("test"))
+	group := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"}}
+	objectKey := VolSyncKeyKey(StorePrefix(group), "app", "data-db-0")
+	g.Expect(plain.Put(ctx, objectKey, []byte(`{"psk":"volsync:planted"}`))).To(Succeed())
+	_, _, err := readVolSyncKey(ctx, store, group, objectKey)
+	g.Expect(err).To(MatchError(objectstore.ErrNotSealed))
+
+	res := missingVolSyncKey("app/data-db-0", []keyProblem{{store: "s3-west", err: err}})
+	t.Logf("%s: %s", res.Reason, res.Message)
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonStoreObjectRefused))
+	g.Expect(res.Message).To(ContainSubstring(`S3 profile s3-west is refused: object "app/db/volsync-keys/app/data-db-0.json" has no drover envelope`))
+	g.Expect(res.Message).To(ContainSubstring("delete that object from the store"))
+	g.Expect(res.Message).NotTo(ContainSubstring("primary marker"), "the advice for a group's metadata does not apply to a key")
+
+	res = missingVolSyncKey("app/data-db-0", nil)
+	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown))
+	g.Expect(res.Message).To(ContainSubstring("no S3 store of the group holds it yet"))
+}
