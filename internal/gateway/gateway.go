@@ -59,7 +59,7 @@ const requestTimeout = 5 * time.Second
 // Default client-side rate limits of each managed cluster's client. The hub reads the groups
 // from a watch, so these only bound its writes (and probes): a settled hub sends about one probe
 // per probe interval to each cluster; a mass failover or relocation sends a few writes per
-// application to each cluster (create or patch the group, a namespace, VolSync key Secrets).
+// application to each cluster (create or patch the group, a namespace).
 // 50/s with bursts of 100 lets 100 applications start an action within about 2 s without
 // queueing behind client-go's default 5/s, and still leaves the cluster's own API priority and
 // fairness the last word.

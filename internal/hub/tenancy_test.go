@@ -276,11 +276,11 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 	}{
 		{"a ServiceAccount token for the agent", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "agent-token",
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: "drover-agent"}}, Type: corev1.SecretTypeServiceAccountToken},
-			"the hub writes only the Secrets drover copies"},
+			"the hub's credential writes only the S3 profiles' credentials"},
 		{"a Secret in kube-system, even labelled as a key", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-key",
-			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, "the hub writes only the Secrets drover copies"},
-		{"an unlabelled Secret in an application's namespace", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "planted"}},
-			"the hub writes only the Secrets drover copies"},
+			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, `cannot create resource "secrets"`},
+		{"a Secret in an application's namespace", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "planted",
+			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, `cannot create resource "secrets"`},
 		{"a namespace labelled an admin namespace, whose groups the agent lets protect others", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: "tenancy-squat", Labels: map[string]string{tenancy.LabelAdminNamespace: "true"}}}, "the hub never labels a namespace drover.io/admin-namespace"},
 	} {

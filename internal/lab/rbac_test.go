@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,16 +138,12 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(hub.SubResource("status").Get(ctx, vrg, &v1alpha1.VolumeReplicationGroup{})).To(Succeed())
 
-	// Allowed: copy a VolSync key Secret (create, get, patch).
+	// No Secret of the application's namespace: the VolSync keys travel through the stores.
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0-volsync-key", Labels: map[string]string{"drover.io/vrg-name": "db"}},
 		StringData: map[string]string{"psk.txt": "volsync:0123456789abcdef"},
 	}
-	g.Expect(hub.Create(ctx, secret)).To(Succeed())
-	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-	secretPatch := client.MergeFrom(secret.DeepCopy())
-	secret.Labels = map[string]string{"drover.io/vrg-name": "db", "copied-by": "drover-hub"}
-	g.Expect(hub.Patch(ctx, secret, secretPatch)).To(Succeed())
+	g.Expect(admin.Create(ctx, secret.DeepCopy())).To(Succeed(), "a Secret that exists, so a refusal cannot be a NotFound")
 
 	// Forbidden: everything the agent owns, and what would destroy data.
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data-db-0"}}
@@ -165,6 +162,9 @@ func TestHubCredentialOnAManagedClusterManagesVRGsAndNothingElse(t *testing.T) {
 		"get a PVC":                  hub.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{}),
 		"delete the namespace":       hub.Delete(ctx, ns.DeepCopy()),
 		"list Secrets":               hub.List(ctx, &corev1.SecretList{}, client.InNamespace(ns.Name)),
+		"get a Secret":               hub.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}),
+		"create a Secret":            hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "planted", Labels: secret.Labels}}),
+		"patch a Secret":             hub.Patch(ctx, secret.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"copied-by":"drover-hub"}}}`))),
 		"delete a Secret":            hub.Delete(ctx, secret.DeepCopy()),
 		"patch the VRG's status":     hub.Status().Patch(ctx, vrg.DeepCopy(), client.MergeFrom(vrg)),
 		"list PersistentVolumes":     hub.List(ctx, &corev1.PersistentVolumeList{}),

@@ -98,6 +98,10 @@ func olderData(group, key string, own PrimaryMarker) bool {
 	if !ok || rest == MarkerKey {
 		return false
 	}
+	if strings.HasPrefix(rest, volSyncKeysDir) {
+		// The VolSync keys are the group's, whichever claim holds it (volsync_keys.go).
+		return false
+	}
 	if !strings.HasPrefix(rest, claimsDir) {
 		return true
 	}

@@ -46,6 +46,7 @@ func TestOnlyOlderClaimsAndDataFromBeforeKeysPerClaimAreRemoved(t *testing.T) {
 		"app/db-2/pvs/pv-1.json":                   false, // another group
 		"app/db/claims/not-a-claim":                false,
 		"app/db/claims/x-east/pvcs/app/data.json":  false,
+		"app/db/volsync-keys/app/data-db-0.json":   false, // the group's VolSync keys belong to no claim
 	} {
 		if got := olderData("app/db/", key, own); got != older {
 			t.Errorf("olderData(%q) = %v, want %v", key, got, older)

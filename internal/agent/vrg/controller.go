@@ -257,12 +257,12 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 			{"parseSpec", r.parseSpec}, {"selectPVCs", r.selectPVCs}, {"removeWorkloads", r.removeWorkloads},
 			{"prepareDemotions", r.prepareDemotions}, {"fenceRelocation", r.fenceRelocation}, {"demotePVCs", r.demotePVCs},
 			{"continueVolSyncFinalSyncs", r.continueVolSyncFinalSyncs}, {"finishRelocation", r.finishRelocation},
-			{"receiveVolSync", r.receiveVolSync}, {"volSyncMovers", r.volSyncMovers},
+			{"receiveVolSync", r.receiveVolSync}, {"publishVolSyncKeys", r.publishVolSyncKeys}, {"volSyncMovers", r.volSyncMovers},
 		}
 	}
 	return []namedPhase{
 		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
-		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"protectPVCs", r.protectPVCs},
+		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"fetchVolSyncKeys", r.fetchVolSyncKeys}, {"protectPVCs", r.protectPVCs},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"pointStores", r.pointStores},
 		{"primaryVolSync", r.primaryVolSync},
 		{"volSyncMovers", r.volSyncMovers}, {"checkWorkloads", r.checkWorkloads}, {"lookAgain", r.lookAgain},

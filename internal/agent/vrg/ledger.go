@@ -57,6 +57,9 @@ type groupRecord struct {
 	// demotedGeneration (demote.go).
 	demoted           map[types.UID]bool
 	demotedGeneration int64
+	// volSyncKeys are the VolSync keys written to or checked against the stores
+	// (volsync_keys.go).
+	volSyncKeys map[string]volSyncKeyRecord
 }
 
 // storeRecord is what one store holds of one group.

@@ -414,6 +414,9 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 		ps.moverUser = pc.MoverSecurityContext
 	}
 	ps.result, ps.protected = backend.Protect(ctx, pc), pc
+	if ps.backend == v1alpha1.BackendVolSync {
+		ps.result = volSyncKeyResult(sc, ps.key(), ps.result)
+	}
 	// The metadata of a PVC whose replication cannot work is not stored: restoring it on the
 	// peer would give the workload a volume without its data.
 	ps.writeMetadata = ps.result.Outcome != replication.OutcomeFailed

@@ -72,6 +72,9 @@ type scope struct {
 	// volSyncUnreachable, on a secondary, is DataProtected when a VolSync destination has no
 	// address the peer can use or no user for its mover (receiveVolSync); nil otherwise.
 	volSyncUnreachable *metav1.Condition
+	// volSyncKeys, on a primary, are the PVCs (by namespace/name) whose destination's key is not
+	// on this cluster, and why (fetchVolSyncKeys, volsync_keys.go).
+	volSyncKeys map[string]replication.Result
 	// built are the stores this pass built, by profile name (storeOf): each credentials Secret
 	// is read once per pass.
 	built map[string]builtStore

@@ -124,12 +124,6 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 		otherGroup = other.vrg
 	}
 	handOff(&desired, client.ObjectKeyFromObject(sc.drpc), cv.vrg, otherGroup)
-	if desired.VolSync != nil && len(desired.VolSync.Destinations) > 0 && otherGroup != nil && !keysInPlace(sc, cv.vrg, desired) {
-		// The primary's sources need the destinations' keys before they can send.
-		if err := copyKeySecrets(ctx, other, cv, desired.VolSync.Destinations); err != nil {
-			return err
-		}
-	}
 	if cv.vrg == nil {
 		if err := ensureNamespace(ctx, cv, sc.drpc.Namespace); err != nil {
 			return err
@@ -167,20 +161,6 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 	ctrl.LoggerFrom(ctx).Info("Updated VolumeReplicationGroup", "cluster", cv.name, "replicationState", desired.ReplicationState,
 		"action", desired.Action, "finalSyncRequest", desired.FinalSyncRequest)
 	return nil
-}
-
-// keysInPlace reports whether a primary evidently sends with its destinations' keys: its spec
-// names the desired destinations already, it is DataReady at its generation and its last group
-// sync is no older than twice the interval (a key the secondary replaced would stop the syncs,
-// and the copy is made again then). Copying reads a Secret on each cluster per destination;
-// the hub reconciles on every change of a group, so copying on every pass would cost each
-// cluster a read per application and sync.
-func keysInPlace(sc *scope, vrg *v1alpha1.VolumeReplicationGroup, desired v1alpha1.VolumeReplicationGroupSpec) bool {
-	if vrg == nil || vrg.Spec.VolSync == nil || !equality.Semantic.DeepEqual(vrg.Spec.VolSync.Destinations, desired.VolSync.Destinations) {
-		return false
-	}
-	last := vrg.Status.LastGroupSyncTime
-	return isTrue(vrg, v1alpha1.ConditionDataReady) && last != nil && sc.now.Sub(last.Time) <= 2*sc.interval
 }
 
 // ensureNamespace creates the group's namespace on a cluster when it is missing.
@@ -262,49 +242,4 @@ func acknowledged(vrg *v1alpha1.VolumeReplicationGroup) bool {
 func secondary(vrg *v1alpha1.VolumeReplicationGroup) bool {
 	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary &&
 		vrg.Status.State == v1alpha1.StateSecondary && vrg.Status.ObservedGeneration == vrg.Generation
-}
-
-// copyKeySecrets copies the rsync-tls key Secret of each VolSync destination from the
-// secondary's cluster to the primary's, under the same namespace and name, with its data and
-// type only (ownerReferences, uid and resourceVersion of the other cluster would make the copy
-// garbage-collected or refused). A Secret the secondary has not created yet is skipped: the
-// primary's agent waits for it, saying so.
-func copyKeySecrets(ctx context.Context, from, to *clusterView, destinations []v1alpha1.VolSyncDestination) error {
-	for _, d := range destinations {
-		if d.KeySecretName == "" {
-			continue
-		}
-		key := client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}
-		src := &corev1.Secret{}
-		if err := from.client.Get(ctx, key, src); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("failed to get key Secret %s on %s: %w", key, from.name, err)
-		}
-		dst := &corev1.Secret{}
-		err := to.client.Get(ctx, key, dst)
-		switch {
-		case apierrors.IsNotFound(err):
-			if err := ensureNamespace(ctx, to, key.Namespace); err != nil {
-				return err
-			}
-			dst = &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: src.Labels},
-				Type:       src.Type, Data: src.Data,
-			}
-			if err := to.client.Create(ctx, dst, client.FieldOwner(fieldOwner)); err != nil {
-				return fmt.Errorf("failed to copy key Secret %s to %s: %w", key, to.name, err)
-			}
-		case err != nil:
-			return fmt.Errorf("failed to get key Secret %s on %s: %w", key, to.name, err)
-		case !equality.Semantic.DeepEqual(dst.Data, src.Data):
-			before := dst.DeepCopy()
-			dst.Data = src.Data
-			if err := to.client.Patch(ctx, dst, client.MergeFrom(before), client.FieldOwner(fieldOwner)); err != nil {
-				return fmt.Errorf("failed to update key Secret %s on %s: %w", key, to.name, err)
-			}
-		}
-	}
-	return nil
 }

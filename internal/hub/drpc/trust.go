@@ -12,11 +12,12 @@ import (
 
 // A managed cluster is not trusted by its peer: what a secondary reports in its group's status
 // is data that cluster chose, and the hub hands some of it to the primary. A destination the hub
-// hands over makes the primary send a PVC's data to the destination's address with the key in the
-// destination's Secret, and makes the hub copy that Secret onto the primary and delete it on
-// unprotect. So each reported destination must name a namespace the group protects and the key
-// Secret drover derives for that PVC; any other is refused, and PeerReady names the cluster and
-// the entry (docs/security.md, "A compromised managed cluster").
+// hands over makes the primary send a PVC's data to the destination's address with the key the
+// primary's agent makes, under the destination's Secret name, from the group's stores. So each
+// reported destination must name a namespace the group protects and the key Secret drover derives
+// for that PVC; any other is refused, and PeerReady names the cluster and the entry
+// (docs/security.md, "A compromised managed cluster"). The primary's agent checks the same again
+// (internal/agent/vrg, volsync_keys.go): it trusts no writer of its group.
 
 // trustedDestinations splits the destinations a secondary reported into those the hub may hand
 // to the primary and the reasons the others are refused. group is the group's namespace and

@@ -14,19 +14,17 @@
 //     namespace (two kinds, so one name);
 //   - the rsync-tls key Secret is KeySecretName(group, PVC), in the PVC's namespace, holding
 //     psk.txt = "volsync:<64 hex digits>". The secondary's agent creates it once (random) and
-//     reuses it when it exists, so after the hub copied it to the other cluster the name and the
-//     key stay the same whichever cluster is secondary;
+//     reuses it when it exists; the agents pass it to the primary through the group's stores
+//     (internal/agent/vrg, volsync_keys.go), so the name and the key stay the same whichever
+//     cluster is secondary;
 //   - the DR-owned PVC of a relocation's final sync from a deleted PVC is FinalSyncPVCName(PVC).
 //
 // # What the hub must copy (the contract with the hub)
 //
 // Secondary → primary, for every PVC of backend VolSync:
 //   - status.volSyncDestinations[] of the secondary's group → spec.volSync.destinations[] of the
-//     primary's group (pvcNamespace, pvcName, address, keySecretName), as they are;
-//   - the Secret status.volSyncDestinations[].keySecretName in pvcNamespace on the secondary →
-//     the same name and namespace on the primary's cluster, data as it is, without
-//     ownerReferences, resourceVersion or uid (a copy that keeps them is garbage-collected or
-//     refused there).
+//     primary's group (pvcNamespace, pvcName, address, keySecretName), as they are. The key
+//     Secret itself is not the hub's to copy: the agents pass it through the group's stores.
 //
 // Primary → secondary:
 //   - every status.protectedPVCs[] entry of the primary's group whose backend is VolSync →

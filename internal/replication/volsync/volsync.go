@@ -53,7 +53,7 @@ const (
 	pollInterval = 2 * time.Second
 	// retryAfterError is how soon to retry after an API failure.
 	retryAfterError = 5 * time.Second
-	// waitForHub is how soon to look again for what the hub copies between the clusters.
+	// waitForHub is how soon to look again for what the hub or the peer's agent hands over.
 	waitForHub = 5 * time.Second
 	// fieldOwner names drover in the objects' managedFields.
 	fieldOwner = "drover-agent"
@@ -116,7 +116,7 @@ func DestinationOf(vrg *v1alpha1.VolumeReplicationGroup, namespace, name string)
 
 // Protect makes the PVC a replicating primary: a ReplicationSource sends it on the group's
 // schedule (Trigger) to the destination the hub gave in spec.volSync.destinations, with the key Secret the
-// hub copied. Done once the source exists as asked and VolSync reports no failure. The
+// agent made from the group's stores. Done once the source exists as asked and VolSync reports no failure. The
 // ReplicationDestination this cluster may still hold for the PVC from its time as secondary is
 // the agent's to remove, once its restore no longer needs it.
 func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
@@ -163,12 +163,12 @@ func (b *Backend) checkKeySecret(ctx context.Context, namespace, name string) re
 	switch {
 	case apierrors.IsNotFound(err):
 		return replication.Retry(waitForHub, v1alpha1.ReasonVolSyncDestinationUnknown, fmt.Sprintf(
-			"the VolSync key Secret %s/%s is not on this cluster yet: the hub copies it from the secondary cluster", namespace, name))
+			"the VolSync key Secret %s/%s is not on this cluster yet: the agent makes it from the group's S3 stores, where the secondary's agent writes it", namespace, name))
 	case err != nil:
 		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get Secret %s/%s: %v", namespace, name, err))
 	case len(secret.Data[PSKKey]) == 0:
 		return replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
-			"the VolSync key Secret %s/%s has no %s: copy it again from the secondary cluster", namespace, name, PSKKey))
+			"the VolSync key Secret %s/%s has no %s: delete it, and the agent makes it again from the group's S3 stores", namespace, name, PSKKey))
 	}
 	return replication.Done()
 }

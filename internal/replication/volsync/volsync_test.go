@@ -449,7 +449,7 @@ func TestEnsureDestinationMakesTheKeyOnceAndReportsTheAddress(t *testing.T) {
 	key := &corev1.Secret{}
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: KeySecretName("db", "data")}, key)).To(Succeed())
 	g.Expect(string(key.Data[PSKKey])).To(MatchRegexp("^volsync:[0-9a-f]{64}$"))
-	g.Expect(key.OwnerReferences).To(BeEmpty(), "the key outlives the destination: the hub copies it to the peer")
+	g.Expect(key.OwnerReferences).To(BeEmpty(), "the key outlives the destination: the peer's agent uses it through the stores")
 	rd := &volsyncv1alpha1.ReplicationDestination{}
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, rd)).To(Succeed())
 	g.Expect(rd.Spec.RsyncTLS.KeySecret).To(HaveValue(Equal(KeySecretName("db", "data"))))

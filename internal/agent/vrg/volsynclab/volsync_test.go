@@ -106,8 +106,8 @@ func startVolSyncPair(t *testing.T, g Gomega, ns string, replicas int32, mutate 
 // hubCopy does for VolSync what the hub does between a primary's and a secondary's groups (the
 // contract in internal/replication/volsync's package documentation): the primary's VolSync
 // protectedPVCs become the secondary's receivePVCs; once the secondary reports want
-// destinations, they become the primary's destinations and each key Secret is copied to the
-// primary's cluster (same name and namespace, data only).
+// destinations, they become the primary's destinations. The key Secrets are not copied: the
+// primary's agent makes each from the group's stores, where the secondary's agent wrote it.
 func hubCopy(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
 	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
 	hubReceive(ctx, g, primary, pGroup, secondary, sGroup, want)
@@ -146,8 +146,9 @@ func hubReceive(ctx context.Context, g Gomega, primary client.Client, pGroup *v1
 	}).Should(Succeed())
 }
 
-// hubSend is the second half of hubCopy: the secondary's destinations and their key Secrets
-// go to the primary.
+// hubSend is the second half of hubCopy: the secondary's destinations go to the primary, whose
+// agent then holds each destination's key Secret, equal to the secondary's, without anyone
+// copying it.
 func hubSend(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alpha1.VolumeReplicationGroup,
 	secondary client.Client, sGroup *v1alpha1.VolumeReplicationGroup, want int) {
 	var dests []v1alpha1.VolSyncDestination
@@ -157,32 +158,16 @@ func hubSend(ctx context.Context, g Gomega, primary client.Client, pGroup *v1alp
 		dests = got.Status.VolSyncDestinations
 		g.Expect(dests).To(HaveLen(want))
 	}).Should(Succeed(), "the secondary reports a destination per PVC")
+	setDestinations(ctx, g, primary, pGroup, dests)
 	for _, d := range dests {
 		g.Expect(d.KeySecretName).To(Equal(volsync.KeySecretName(sGroup.Name, d.PVCName)), "the key Secret's name is derived from the group and the PVC")
-		key := &corev1.Secret{}
-		g.Expect(secondary.Get(ctx, client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}, key)).To(Succeed())
-		copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: key.Labels}, Data: key.Data}
 		g.Eventually(func(g Gomega) {
-			have := &corev1.Secret{}
-			err := primary.Get(ctx, client.ObjectKeyFromObject(copied), have)
-			if apierrors.IsNotFound(err) {
-				g.Expect(primary.Create(ctx, copied.DeepCopy())).To(Succeed())
-				return
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			have.Data = key.Data
-			g.Expect(primary.Update(ctx, have)).To(Succeed())
-		}).Should(Succeed())
+			key, have := &corev1.Secret{}, &corev1.Secret{}
+			g.Expect(secondary.Get(ctx, client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}, key)).To(Succeed())
+			g.Expect(primary.Get(ctx, client.ObjectKey{Namespace: d.PVCNamespace, Name: d.KeySecretName}, have)).To(Succeed())
+			g.Expect(have.Data[volsync.PSKKey]).To(Equal(key.Data[volsync.PSKKey]), "the primary's key is the secondary's")
+		}).Should(Succeed(), "the primary's agent makes the key Secret of %s/%s from the stores", d.PVCNamespace, d.PVCName)
 	}
-	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(primary.Get(ctx, client.ObjectKeyFromObject(pGroup), got)).To(Succeed())
-		if got.Spec.VolSync == nil {
-			got.Spec.VolSync = &v1alpha1.VolSyncSpec{}
-		}
-		got.Spec.VolSync.Destinations = dests
-		g.Expect(primary.Update(ctx, got)).To(Succeed())
-	}).Should(Succeed())
 }
 
 // pvcImage is the lab volume handle of a PVC's PV.
