@@ -36,16 +36,6 @@ func podMounting(namespace, name, claim string) *corev1.Pod {
 	}
 }
 
-// protectedPVCCondition is a condition of a group's protectedPVCs entry; Unknown when absent.
-func protectedPVCCondition(vrg *v1alpha1.VolumeReplicationGroup, name, condType string) metav1.Condition {
-	for _, p := range vrg.Status.ProtectedPVCs {
-		if p.Name == name {
-			return vrglab.ConditionOf(p.Conditions, condType)
-		}
-	}
-	return metav1.Condition{Type: condType, Status: metav1.ConditionUnknown}
-}
-
 // The story of a relocation driven through VolumeReplicationGroups: a StatefulSet writes records
 // on east; east's group is demoted with action Relocate while the StatefulSet still runs, and
 // waits, naming the pod; once the StatefulSet is scaled to zero, the fence refuses a new pod of
@@ -119,7 +109,7 @@ func TestARelocatedStatefulSetLosesNoRecordAndTheFenceRefusesNewPods(t *testing.
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
 		g.Expect(got.Annotations).To(HaveKeyWithValue(webhook.AnnotationFence, webhook.FenceRelocate))
-		c := protectedPVCCondition(got, "data-db-0", v1alpha1.ConditionDataReady)
+		c := vrglab.PVCCondition(got, "data-db-0", v1alpha1.ConditionDataReady)
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPVCInUse), c.Message)
 		g.Expect(c.Message).To(ContainSubstring("pod " + ns + "/db-0"))
 		g.Expect(c.Message).To(ContainSubstring("the workload must be stopped"))

@@ -52,6 +52,17 @@ func ConditionOf(conditions []metav1.Condition, t string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown}
 }
 
+// PVCCondition is a condition of the group's protectedPVCs entry for PVC name; of status Unknown
+// when the entry or the condition is absent.
+func PVCCondition(vrg *v1alpha1.VolumeReplicationGroup, name, condType string) metav1.Condition {
+	for _, p := range vrg.Status.ProtectedPVCs {
+		if p.Name == name {
+			return ConditionOf(p.Conditions, condType)
+		}
+	}
+	return metav1.Condition{Type: condType, Status: metav1.ConditionUnknown}
+}
+
 // ExpectEvents waits until the group has an event of each reason (the agent's recorder sends
 // them asynchronously) and returns the notes by reason.
 func ExpectEvents(ctx context.Context, g gomega.Gomega, cl client.Client, group client.Object, reasons ...string) map[string][]string {

@@ -1,4 +1,4 @@
-package vrg_test
+package volsynclab_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg"
+	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/replication/volsync"
 )
@@ -46,7 +47,7 @@ func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	g.Expect(p.west.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.KeySecretName}, westKey)).To(Succeed())
 	psk := string(westKey.Data[volsync.PSKKey])
 
-	_, raw := labRawStores(g)
+	_, raw := vrglab.RawStores(g)
 	objectKey := vrg.VolSyncKeyKey(vrg.StorePrefix(p.westGroup), ns, d.PVCName)
 	keyInEveryStore(ctx, g, objectKey, psk)
 
@@ -62,7 +63,7 @@ func TestAVolSyncKeyReachesThePrimaryOnlySealedThroughTheStores(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(p.east.Get(ctx, client.ObjectKeyFromObject(p.eastGroup), got)).To(Succeed())
-		c = protectedPVCCondition(got, d.PVCName, v1alpha1.ConditionDataProtected)
+		c = vrglab.PVCCondition(got, d.PVCName, v1alpha1.ConditionDataProtected)
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonStoreObjectRefused), "%s %s: %s", c.Status, c.Reason, c.Message)
 	}).Should(Succeed(), "east refuses the planted key")
 	t.Logf("east's PVC with a planted key in every store: DataProtected %s %s: %s", c.Status, c.Reason, c.Message)
@@ -101,8 +102,8 @@ func setDestinations(ctx context.Context, g Gomega, cl client.Client, group *v1a
 // keyInEveryStore waits until every lab store holds psk at objectKey, sealed: written by west,
 // and nowhere in clear.
 func keyInEveryStore(ctx context.Context, g Gomega, objectKey, psk string) {
-	_, sealed := labS3Profiles(g)
-	_, raw := labRawStores(g)
+	_, sealed := vrglab.S3Profiles(g)
+	_, raw := vrglab.RawStores(g)
 	for i := range sealed {
 		g.Eventually(func(g Gomega) {
 			body, err := sealed[i].Get(ctx, objectKey)
