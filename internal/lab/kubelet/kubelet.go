@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -110,8 +112,11 @@ type Kubelet struct {
 	ips       *ipPool
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	podLister func(types.NamespacedName) (*corev1.Pod, error)
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
+	// services and endpointSlices, of every namespace, make the pods' hosts files (dns.go).
+	services       corelisters.ServiceLister
+	endpointSlices discoverylisters.EndpointSliceLister
+	events         record.EventBroadcaster
+	recorder       record.EventRecorder
 
 	mu          sync.Mutex
 	workers     map[types.NamespacedName]*podWorker
@@ -246,7 +251,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return fmt.Errorf("failed to watch pods of node %s: %w", k.opts.NodeName, err)
 	}
 	services := informers.NewSharedInformerFactory(k.client, 0)
-	services.Core().V1().Services().Informer()
+	k.services = services.Core().V1().Services().Lister()
+	k.endpointSlices = services.Discovery().V1().EndpointSlices().Lister()
 	factory.Start(ctx.Done())
 	services.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -255,6 +261,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { k.heartbeat(ctx) })
 	wg.Go(func() { k.runServiceProxy(ctx, services) })
+	wg.Go(func() { k.runHostsRefresh(ctx) })
 	wg.Go(func() {
 		for k.processNext(ctx) {
 		}
