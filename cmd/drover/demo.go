@@ -52,9 +52,12 @@ non-zero if any check fails. --keep leaves the lab running for exploring with ku
 The application's pods are real processes on the lab kubelet's node, each running drover lab
 writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
 the lab's storage writes the records. --app postgres protects PostgreSQL 15 under pgbench instead
-(one pod, real processes, the machine's PostgreSQL), without the drill: after the failover and
-each relocation it checks that PostgreSQL answers, that pgbench's invariant holds, that
-pg_amcheck finds nothing, and counts the transactions pgbench committed and the target lost.`,
+(one pod, real processes, the machine's PostgreSQL): its drill runs a check Job in the sandbox
+(pg_isready and pgbench's invariant against the copy, docs/examples/drill-check-postgres.yaml;
+with VolSync, its default backend: mirrored volumes give a readiness drill, which starts
+nothing to check); after the
+failover and each relocation it checks that PostgreSQL answers, that pgbench's invariant holds,
+that pg_amcheck finds nothing, and counts the transactions pgbench committed and the target lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
@@ -65,7 +68,7 @@ pg_amcheck finds nothing, and counts the transactions pgbench committed and the 
 	cmd.Flags().StringVar(&f.lab.dir, "dir", defaultDir, "lab state directory (default from $"+lab.DirEnv+")")
 	cmd.Flags().StringVar(&f.lab.binDir, "bin-dir", "", "directory of the control-plane binaries (default: the directory of this drover binary)")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
-	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes); default volrep, volsync with --app postgres (whose drill then starts the copy and runs its check)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
 	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
 	cmd.Flags().StringVar(&f.app, "app", "writer", "the application: writer (a StatefulSet of the lab's writers) or postgres (PostgreSQL under pgbench)")
@@ -74,6 +77,12 @@ pg_amcheck finds nothing, and counts the transactions pgbench committed and the 
 
 func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	ctrl.SetLogger(logr.Discard())
+	if f.backend == "" {
+		f.backend = map[string]string{"postgres": "volsync"}[f.app]
+	}
+	if f.backend == "" {
+		f.backend = "volrep"
+	}
 	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[f.backend]
 	if policy == "" {
 		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
@@ -111,9 +120,6 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 		func() story.Step { return r.Recover(ctx, lab.East) },
 		func() story.Step { return r.Relocate(ctx, lab.West) },
 		func() story.Step { return r.Relocate(ctx, lab.East) },
-	}
-	if c.Workload == story.Postgres {
-		steps = append(steps[:1], steps[2:]...) // the drill checks the writer's records
 	}
 	for _, step := range steps {
 		if s := step(); s.Err != nil {
