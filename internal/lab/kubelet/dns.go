@@ -2,18 +2,15 @@ package kubelet
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 )
 
 // The lab has no cluster DNS: pods share the machine's resolver. A container here gets instead
@@ -26,8 +23,8 @@ import (
 // endpoint has a hostname (a StatefulSet's pod db-0 behind its Service db is db-0.db). Each
 // name is listed in the forms the pod's DNS search path resolves (<ns>.svc.cluster.local,
 // svc.cluster.local, cluster.local): db, db.<ns>, db.<ns>.svc, db.<ns>.svc.cluster.local.
-// The file is rewritten in place as the EndpointSlices change, so a lookup sees what DNS would
-// answer within a sync period.
+// The file is rewritten in place at each sync of the pod (refreshFiles) when its content
+// changed, so a lookup sees what DNS would answer within a sync period.
 //
 // What differs from cluster DNS: only the pod's own namespace's headless Services are listed
 // (names of other namespaces and Services with a cluster IP, which the lab does not route, do
@@ -117,14 +114,17 @@ func (w *podWorker) writeHosts() error {
 	return nil
 }
 
-// hostsMount is the bind of the pod's hosts file at /etc/hosts, written first; none for a pod
-// on the host's network, which sees the machine's own, as on a real node.
+// hostsMount is the bind of the pod's hosts file at /etc/hosts (refreshFiles wrote it before
+// the containers start; written here only when missing); none for a pod on the host's network,
+// which sees the machine's own, as on a real node.
 func (w *podWorker) hostsMount() ([]mount, error) {
 	if w.currentPod().Spec.HostNetwork {
 		return nil, nil
 	}
-	if err := w.writeHosts(); err != nil {
-		return nil, err
+	if _, err := os.Stat(w.hostsPath()); err != nil {
+		if err := w.writeHosts(); err != nil {
+			return nil, err
+		}
 	}
 	return []mount{{source: w.hostsPath(), target: hostsMountPath, readOnly: true}}, nil
 }
@@ -145,32 +145,4 @@ func (k *Kubelet) namespaceEndpointSlices(namespace string) []*discoveryv1.Endpo
 	}
 	out, _ := k.endpointSlices.EndpointSlices(namespace).List(labels.Everything())
 	return out
-}
-
-// runHostsRefresh rewrites the hosts file of every pod that has one when its content changes,
-// each sync period, until ctx ends.
-func (k *Kubelet) runHostsRefresh(ctx context.Context) {
-	tick := time.NewTicker(k.opts.SyncPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		k.mu.Lock()
-		workers := make([]*podWorker, 0, len(k.workers))
-		for _, w := range k.workers {
-			workers = append(workers, w)
-		}
-		k.mu.Unlock()
-		for _, w := range workers {
-			if _, err := os.Stat(w.hostsPath()); err != nil {
-				continue // no container started yet, or the pod's directory is gone
-			}
-			if err := w.writeHosts(); err != nil {
-				klog.FromContext(ctx).V(2).Info("Hosts file not refreshed", "pod", w.key, "err", err)
-			}
-		}
-	}
 }

@@ -261,7 +261,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { k.heartbeat(ctx) })
 	wg.Go(func() { k.runServiceProxy(ctx, services) })
-	wg.Go(func() { k.runHostsRefresh(ctx) })
 	wg.Go(func() {
 		for k.processNext(ctx) {
 		}
