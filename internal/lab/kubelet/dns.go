@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -18,17 +17,23 @@ import (
 // /etc/hosts (kubernetes pkg/kubelet/kubelet_pods.go, managedHostsFileContent: localhost, then
 // the pod's IP with its hostname and, with a subdomain, its fully qualified name), with the
 // records cluster DNS would answer for the headless Services of the pod's namespace added
-// (kubernetes/dns docs/specification.md, as CoreDNS's kubernetes plugin serves them): each
-// ready endpoint's IP under the Service's name, and under <hostname>.<service> when the
-// endpoint has a hostname (a StatefulSet's pod db-0 behind its Service db is db-0.db). Each
-// name is listed in the forms the pod's DNS search path resolves (<ns>.svc.cluster.local,
-// svc.cluster.local, cluster.local): db, db.<ns>, db.<ns>.svc, db.<ns>.svc.cluster.local.
-// The file is rewritten in place at each sync of the pod (refreshFiles) when its content
-// changed, so a lookup sees what DNS would answer within a sync period.
+// (kubernetes/dns docs/specification.md, as CoreDNS's kubernetes plugin serves them from the
+// EndpointSlices): each ready pod the Service selects under the Service's name, and under
+// <hostname>.<service> when the pod's hostname is set and its subdomain is the Service (a
+// StatefulSet's pod db-0 behind its Service db is db-0.db). Each name is listed in the forms
+// the pod's DNS search path resolves (<ns>.svc.cluster.local, svc.cluster.local,
+// cluster.local): db, db.<ns>, db.<ns>.svc, db.<ns>.svc.cluster.local. The pods are read
+// directly rather than from EndpointSlices, which the API server refuses for the lab's loopback
+// pod IPs ("may not be in the loopback range"), as the EndpointSlice controller selects them
+// (pkg/controller/endpointslice: the selector, a pod IP, Ready unless the Service publishes
+// not-ready addresses, not being deleted). The file is rewritten in place at each sync of the
+// pod (refreshFiles) when its content changed, so a lookup sees what DNS would answer within a
+// sync period.
 //
-// What differs from cluster DNS: only the pod's own namespace's headless Services are listed
-// (names of other namespaces and Services with a cluster IP, which the lab does not route, do
-// not resolve), and a process that caches its lookups keeps them.
+// What differs from cluster DNS: only this node's pods are listed (those on kwok's nodes run
+// nothing to reach), only the pod's own namespace's headless Services (names of other
+// namespaces and Services with a cluster IP, which the lab does not route, do not resolve), and
+// a process that caches its lookups keeps them.
 
 // clusterDomain is the lab's cluster domain, a kubelet's default --cluster-domain.
 const clusterDomain = "cluster.local"
@@ -46,9 +51,9 @@ fe00::1	ip6-allnodes
 fe00::2	ip6-allrouters
 `
 
-// hostsContent is the hosts file of pod, whose IP is ip, given the headless Services and the
-// EndpointSlices of its namespace.
-func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) []byte {
+// hostsContent is the hosts file of pod, whose IP is ip, given the Services and this node's pods
+// of its namespace.
+func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, pods []*corev1.Pod) []byte {
 	var b bytes.Buffer
 	b.WriteString(hostsHeader)
 	hostname := pod.Spec.Hostname
@@ -60,27 +65,20 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, endpoi
 	} else {
 		fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
 	}
-	headless := map[string]bool{}
-	for _, s := range services {
-		if s.Spec.ClusterIP == corev1.ClusterIPNone {
-			headless[s.Name] = true
-		}
-	}
 	var lines []string
-	for _, slice := range endpointSlices {
-		svc := slice.Labels[discoveryv1.LabelServiceName]
-		if !headless[svc] {
+	for _, svc := range services {
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 {
 			continue
 		}
-		for _, ep := range slice.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+		selector := labels.SelectorFromSet(svc.Spec.Selector)
+		for _, p := range pods {
+			if !selector.Matches(labels.Set(p.Labels)) || p.Status.PodIP == "" || p.DeletionTimestamp != nil ||
+				!(svc.Spec.PublishNotReadyAddresses || podReady(p)) {
 				continue
 			}
-			for _, addr := range ep.Addresses {
-				lines = append(lines, addr+"\t"+strings.Join(searchForms(svc, pod.Namespace), " "))
-				if ep.Hostname != nil && *ep.Hostname != "" {
-					lines = append(lines, addr+"\t"+strings.Join(searchForms(*ep.Hostname+"."+svc, pod.Namespace), " "))
-				}
+			lines = append(lines, p.Status.PodIP+"\t"+strings.Join(searchForms(svc.Name, pod.Namespace), " "))
+			if p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name {
+				lines = append(lines, p.Status.PodIP+"\t"+strings.Join(searchForms(p.Spec.Hostname+"."+svc.Name, pod.Namespace), " "))
 			}
 		}
 	}
@@ -89,6 +87,16 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, endpoi
 		b.WriteString(l + "\n")
 	}
 	return b.Bytes()
+}
+
+// podReady says whether the pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // searchForms are the names under which name, a Service's (or an endpoint's below it), resolves
@@ -104,7 +112,7 @@ func (w *podWorker) hostsPath() string { return filepath.Join(w.dir, "etc-hosts"
 // containers' binds of it see the new content.
 func (w *podWorker) writeHosts() error {
 	pod := w.currentPod()
-	content := hostsContent(pod, w.ip.String(), w.k.namespaceServices(pod.Namespace), w.k.namespaceEndpointSlices(pod.Namespace))
+	content := hostsContent(pod, w.ip.String(), w.k.namespaceServices(pod.Namespace), w.k.namespacePods(pod.Namespace))
 	if old, err := os.ReadFile(w.hostsPath()); err == nil && bytes.Equal(old, content) {
 		return nil
 	}
@@ -138,11 +146,11 @@ func (k *Kubelet) namespaceServices(namespace string) []*corev1.Service {
 	return out
 }
 
-// namespaceEndpointSlices lists the EndpointSlices of namespace the kubelet has seen.
-func (k *Kubelet) namespaceEndpointSlices(namespace string) []*discoveryv1.EndpointSlice {
-	if k.endpointSlices == nil {
+// namespacePods lists the pods of namespace on this node.
+func (k *Kubelet) namespacePods(namespace string) []*corev1.Pod {
+	if k.pods == nil {
 		return nil
 	}
-	out, _ := k.endpointSlices.EndpointSlices(namespace).List(labels.Everything())
+	out, _ := k.pods.Pods(namespace).List(labels.Everything())
 	return out
 }
