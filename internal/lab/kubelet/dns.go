@@ -72,8 +72,8 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, pods [
 		}
 		selector := labels.SelectorFromSet(svc.Spec.Selector)
 		for _, p := range pods {
-			if !selector.Matches(labels.Set(p.Labels)) || p.Status.PodIP == "" || p.DeletionTimestamp != nil ||
-				!(svc.Spec.PublishNotReadyAddresses || podReady(p)) {
+			answered := svc.Spec.PublishNotReadyAddresses || podReady(p)
+			if !answered || !selector.Matches(labels.Set(p.Labels)) || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 				continue
 			}
 			lines = append(lines, p.Status.PodIP+"\t"+strings.Join(searchForms(svc.Name, pod.Namespace), " "))
