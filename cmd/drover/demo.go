@@ -77,17 +77,7 @@ that pg_amcheck finds nothing, and counts the transactions pgbench committed and
 
 func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	ctrl.SetLogger(logr.Discard())
-	if f.backend == "" {
-		f.backend = map[string]string{"postgres": "volsync"}[f.app]
-	}
-	if f.backend == "" {
-		f.backend = "volrep"
-	}
-	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[f.backend]
-	if policy == "" {
-		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
-	}
-	c, err := f.demoCase(policy)
+	c, err := f.demoCase()
 	if err != nil {
 		return err
 	}
@@ -106,7 +96,10 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	} else {
 		fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
 	}
-	if c.AppProcesses {
+	switch {
+	case c.Workload == story.Postgres:
+		fmt.Fprintln(out, "== its pod runs PostgreSQL and pgbench as processes on the lab kubelet's node; its drill runs docs/examples/drill-check-postgres.yaml's check")
+	case c.AppProcesses:
 		fmt.Fprintln(out, "== its pods run drover lab writer as processes on the lab kubelet's node")
 	}
 	r := story.New(env, c, lab.East)
@@ -155,8 +148,20 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// demoCase is the demo's case of policy: --app's workload in --mode.
-func (f *demoFlags) demoCase(policy string) (story.Case, error) {
+// demoCase is the demo's case: --app's workload in --mode with --backend's policy (by default
+// VolRep, VolSync for PostgreSQL, whose drill then starts the copy and runs its check).
+func (f *demoFlags) demoCase() (story.Case, error) {
+	backend := f.backend
+	if backend == "" {
+		backend = map[string]string{"postgres": "volsync"}[f.app]
+	}
+	if backend == "" {
+		backend = "volrep"
+	}
+	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[backend]
+	if policy == "" {
+		return story.Case{}, fmt.Errorf("--backend %q: use volrep or volsync", backend)
+	}
 	workload := map[string]story.Workload{"writer": story.StatefulSetKeepsPVCs, "postgres": story.Postgres}[f.app]
 	if workload == "" {
 		return story.Case{}, fmt.Errorf("--app %q: use writer or postgres", f.app)
