@@ -32,6 +32,10 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	target := r.other(cluster)
 	step := Step{Action: "drill", From: cluster, To: target}
 	ws, _, err := r.writing(ctx, cluster)
+	if err == nil && r.c.Workload == Postgres {
+		// A point taken after pgbench committed, so that the check has transactions to sum.
+		_, err = r.syncAfter(ctx, cluster, time.Now())
+	}
 	if err != nil {
 		step.Err = err
 		return r.record(step)
