@@ -52,9 +52,12 @@ non-zero if any check fails. --keep leaves the lab running for exploring with ku
 The application's pods are real processes on the lab kubelet's node, each running drover lab
 writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
 the lab's storage writes the records. --app postgres protects PostgreSQL 15 under pgbench instead
-(one pod, real processes, the machine's PostgreSQL), without the drill: after the failover and
-each relocation it checks that PostgreSQL answers, that pgbench's invariant holds, that
-pg_amcheck finds nothing, and counts the transactions pgbench committed and the target lost.`,
+(one pod, real processes, the machine's PostgreSQL): its drill runs a check Job in the sandbox
+(pg_isready and pgbench's invariant against the copy, docs/examples/drill-check-postgres.yaml;
+with VolSync, its default backend: mirrored volumes give a readiness drill, which starts
+nothing to check); after the
+failover and each relocation it checks that PostgreSQL answers, that pgbench's invariant holds,
+that pg_amcheck finds nothing, and counts the transactions pgbench committed and the target lost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), cmd.OutOrStdout()) },
 	}
@@ -65,7 +68,7 @@ pg_amcheck finds nothing, and counts the transactions pgbench committed and the 
 	cmd.Flags().StringVar(&f.lab.dir, "dir", defaultDir, "lab state directory (default from $"+lab.DirEnv+")")
 	cmd.Flags().StringVar(&f.lab.binDir, "bin-dir", "", "directory of the control-plane binaries (default: the directory of this drover binary)")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "leave the lab running at the end")
-	cmd.Flags().StringVar(&f.backend, "backend", "volrep", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes)")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes); default volrep, volsync with --app postgres (whose drill then starts the copy and runs its check)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
 	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
 	cmd.Flags().StringVar(&f.app, "app", "writer", "the application: writer (a StatefulSet of the lab's writers) or postgres (PostgreSQL under pgbench)")
@@ -74,11 +77,7 @@ pg_amcheck finds nothing, and counts the transactions pgbench committed and the 
 
 func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	ctrl.SetLogger(logr.Discard())
-	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[f.backend]
-	if policy == "" {
-		return fmt.Errorf("--backend %q: use volrep or volsync", f.backend)
-	}
-	c, err := f.demoCase(policy)
+	c, err := f.demoCase()
 	if err != nil {
 		return err
 	}
@@ -97,7 +96,10 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	} else {
 		fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
 	}
-	if c.AppProcesses {
+	switch {
+	case c.Workload == story.Postgres:
+		fmt.Fprintln(out, "== its pod runs PostgreSQL and pgbench as processes on the lab kubelet's node; its drill runs docs/examples/drill-check-postgres.yaml's check")
+	case c.AppProcesses:
 		fmt.Fprintln(out, "== its pods run drover lab writer as processes on the lab kubelet's node")
 	}
 	r := story.New(env, c, lab.East)
@@ -111,9 +113,6 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 		func() story.Step { return r.Recover(ctx, lab.East) },
 		func() story.Step { return r.Relocate(ctx, lab.West) },
 		func() story.Step { return r.Relocate(ctx, lab.East) },
-	}
-	if c.Workload == story.Postgres {
-		steps = append(steps[:1], steps[2:]...) // the drill checks the writer's records
 	}
 	for _, step := range steps {
 		if s := step(); s.Err != nil {
@@ -149,8 +148,20 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// demoCase is the demo's case of policy: --app's workload in --mode.
-func (f *demoFlags) demoCase(policy string) (story.Case, error) {
+// demoCase is the demo's case: --app's workload in --mode with --backend's policy (by default
+// VolRep, VolSync for PostgreSQL, whose drill then starts the copy and runs its check).
+func (f *demoFlags) demoCase() (story.Case, error) {
+	backend := f.backend
+	if backend == "" {
+		backend = map[string]string{"postgres": "volsync"}[f.app]
+	}
+	if backend == "" {
+		backend = "volrep"
+	}
+	policy := map[string]string{"volrep": lab.PolicyVolRep, "volsync": lab.PolicyVolSync}[backend]
+	if policy == "" {
+		return story.Case{}, fmt.Errorf("--backend %q: use volrep or volsync", backend)
+	}
 	workload := map[string]story.Workload{"writer": story.StatefulSetKeepsPVCs, "postgres": story.Postgres}[f.app]
 	if workload == "" {
 		return story.Case{}, fmt.Errorf("--app %q: use writer or postgres", f.app)

@@ -14,7 +14,9 @@ import (
 )
 
 // PostgreSQL 15 as the story's application, on real processes: postgres over its PVC and a
-// pgbench sidecar committing continuously. Protected, failed over with east stopped, recovered,
+// pgbench sidecar committing continuously. Protected, drilled on west (the copy started in a
+// sandbox, checked by the check Job PostgreSQL's drills use: it answers and pgbench's invariant
+// holds), failed over with east stopped, recovered,
 // relocated back; after the failover and the relocation the judge checks the target (the story's
 // Postgres judge): PostgreSQL answers, having started from its copy (cleanly after a
 // relocation), pgbench's invariant holds, pg_amcheck finds nothing, and no
@@ -26,7 +28,9 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 	}
 	for _, c := range []story.Case{
 		// make test's one PostgreSQL case; the e2e matrix runs it on both backends in both modes.
-		{Workload: story.Postgres, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "postgres-volrep"},
+		// VolSync, whose drill starts the copy and runs the check (a mirrored volume gets a
+		// readiness drill, which starts nothing).
+		{Workload: story.Postgres, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "postgres-volsync"},
 	} {
 		c.Mode = story.SelfContained
 		t.Run(c.Policy, func(t *testing.T) {
@@ -38,6 +42,12 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 				story.PrintTableOf(os.Stderr, r.Steps, "TRANSACTIONS")
 			}()
 			runSteps(t, g, func() story.Step { return r.Protect(ctx) })
+			drill := r.Drill(ctx, lab.East)
+			g.Expect(drill.Err).NotTo(HaveOccurred(), "drill on west")
+			t.Logf("drill on west: RTO %s, RPO %s, %d transactions in the sandbox's copy; %s", drill.Duration, drill.LossBound, drill.Kept, drill.Check)
+			g.Expect(drill.Action).To(Equal("drill"), "a Full drill: the copy started in the sandbox")
+			g.Expect(drill.Check).To(HavePrefix("check Job Passed: pg_isready, pgbench's invariant over "))
+			g.Expect(drill.Kept).To(BeNumerically(">", 0), "the copy holds pgbench's transactions")
 			failover := r.Failover(ctx, lab.East)
 			g.Expect(failover.Err).NotTo(HaveOccurred(), "failover east→west")
 			t.Logf("failover east→west in %s: kept %d, lost %d transactions, the last group sync %s before east's loss",

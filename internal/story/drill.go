@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/lab/records"
 )
 
@@ -23,18 +25,34 @@ const drillKeep = 10 * time.Minute
 // sandbox's copies (a Full drill: each a gap-free prefix of the primary's, no record the primary
 // had not written), ends the keep, and waits until the drill is Passed and its sandbox gone,
 // with the primary's writers still writing. Kept is the records seen in the sandbox, LossBound
-// the drill's RPO and Duration its RTO.
+// the drill's RPO and Duration its RTO. A drill of the Postgres workload is checked by its own
+// check Job instead (PostgresCheck: PostgreSQL answers in the sandbox and pgbench's invariant
+// holds there): Kept is the transactions it counted in the sandbox's copy, Check its verdict.
 func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	target := r.other(cluster)
 	step := Step{Action: "drill", From: cluster, To: target}
 	ws, _, err := r.writing(ctx, cluster)
+	if err == nil && r.c.Workload == Postgres {
+		// A point taken after pgbench committed, so that the check has transactions to sum.
+		_, err = r.syncAfter(ctx, cluster, time.Now())
+	}
 	if err != nil {
 		step.Err = err
 		return r.record(step)
 	}
 	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, GenerateName: r.key.Name + "-"},
 		Spec: v1alpha1.DRDrillSpec{DRPCName: r.key.Name, KeepFor: &metav1.Duration{Duration: drillKeep}}}
-	r.say("drill: DRDrill of %s, its sandbox on %s; the writers go on writing on %s", r.key, target, cluster)
+	if r.c.Workload == Postgres {
+		pg, err := pgsql.Find()
+		if err != nil {
+			step.Err = err
+			return r.record(step)
+		}
+		d.Spec.Check = &PostgresCheck(pg.BinDir).Spec
+		r.say("drill: DRDrill of %s, its sandbox on %s, checked by a Job that runs pg_isready and pgbench's invariant there; pgbench goes on writing on %s", r.key, target, cluster)
+	} else {
+		r.say("drill: DRDrill of %s, its sandbox on %s; the writers go on writing on %s", r.key, target, cluster)
+	}
 	if err := r.env.Hub.Create(ctx, d); err != nil {
 		step.Err = fmt.Errorf("failed to create the DRDrill: %w", err)
 		return r.record(step)
@@ -52,19 +70,64 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	} else {
 		r.say("drill: %s in %s mode, RTO %s, RPO %s", d.Status.Result, d.Status.Mode, step.Duration, step.LossBound)
 	}
-	handles, err := r.boundVolumes(ctx, cluster, ws)
-	var wrote map[string]records.Report
-	if err == nil {
-		wrote, err = r.reports(cluster, handles)
-	}
-	if err == nil && d.Status.Mode == v1alpha1.DrillModeFull {
-		step.Kept, err = r.sandboxRecords(ctx, target, d, ws, wrote)
+	if r.c.Workload == Postgres {
+		err = pgDrillCheck(&step, d)
+		r.say("drill: %s", step.Check)
+	} else {
+		step.Kept, err = r.drillRecords(ctx, cluster, target, d, ws)
 	}
 	step.Err = errors.Join(err, r.endDrill(ctx, key))
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, cluster)
 	}
 	return r.record(step)
+}
+
+// drillRecords reads the records of the writers' copies in a Full drill's sandbox on target
+// (sandboxRecords), after the primary's on cluster; a readiness drill copied none.
+func (r *Run) drillRecords(ctx context.Context, cluster, target string, d *v1alpha1.DRDrill, ws []writer) (uint64, error) {
+	handles, err := r.boundVolumes(ctx, cluster, ws)
+	if err != nil {
+		return 0, err
+	}
+	wrote, err := r.reports(cluster, handles)
+	if err != nil || d.Status.Mode != v1alpha1.DrillModeFull {
+		return 0, err
+	}
+	return r.sandboxRecords(ctx, target, d, ws, wrote)
+}
+
+// pgDrillCheck reads the result of the Postgres check (PostgresCheck) of a Full drill into step:
+// the transactions the check counted in the sandbox's copy, and its verdict. A readiness drill
+// started nothing to check.
+func pgDrillCheck(step *Step, d *v1alpha1.DRDrill) error {
+	if d.Status.Mode != v1alpha1.DrillModeFull {
+		step.Check = "check Job not run: a readiness drill starts nothing"
+		return nil
+	}
+	c := d.Status.Check
+	if c == nil {
+		step.Check = "no check recorded"
+		return errors.New("the drill recorded no result of its check Job")
+	}
+	verdict := lastLine(c.LogTail)
+	if c.Result != v1alpha1.DrillResultPassed {
+		step.Check = fmt.Sprintf("check Job %s: %s", c.Result, verdict)
+		return fmt.Errorf("the check Job %s: %s; %s", c.Result, c.Message, verdict)
+	}
+	n, err := postgresCheckTransactions(c.LogTail)
+	if err != nil {
+		step.Check = fmt.Sprintf("check Job %s: %s", c.Result, verdict)
+		return err
+	}
+	step.Kept, step.Check = n, fmt.Sprintf("check Job Passed: pg_isready, pgbench's invariant over %d transactions", n)
+	return nil
+}
+
+// lastLine is the last line of s that is not empty.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // sandboxRecords reads the records of each of the writers' PVCs copied into the drill's sandbox

@@ -112,6 +112,8 @@ type Step struct {
 	LossBound time.Duration
 	// Note, when set, replaces the bound in the table: what a readiness drill checked.
 	Note string
+	// Check, when set, is what a drill's check Job said; the table shows it with the verdict.
+	Check string
 	// Err is why the step's check failed; nil when it passed.
 	Err error
 }

@@ -62,6 +62,9 @@ func PrintTableOf(w io.Writer, steps []Step, unit string) {
 		if s.Err != nil {
 			check = "FAILED"
 		}
+		if s.Check != "" {
+			check += "; " + s.Check
+		}
 		fmt.Fprintf(tw, "%s\t%s → %s\t%s\t%s\t%s\t%s\t%s\n", s.Action, s.From, s.To, s.Duration.Round(10*time.Millisecond), kept, lost, bound, check)
 	}
 	_ = tw.Flush()

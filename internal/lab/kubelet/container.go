@@ -352,6 +352,11 @@ func (c *container) prepare() (*launchSpec, error) {
 		return nil, err
 	}
 	mounts = append(mounts, termination...)
+	hosts, err := w.hostsMount()
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, hosts...)
 	for _, m := range mounts {
 		if err := mountTarget(m); err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -110,8 +111,11 @@ type Kubelet struct {
 	ips       *ipPool
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	podLister func(types.NamespacedName) (*corev1.Pod, error)
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
+	// services, of every namespace, and pods, of this node, make the pods' hosts files (dns.go).
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
 
 	mu          sync.Mutex
 	workers     map[types.NamespacedName]*podWorker
@@ -228,6 +232,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.opts.NodeName).String()
 		}))
 	podInformer := factory.Core().V1().Pods()
+	k.pods = podInformer.Lister()
 	k.podLister = func(key types.NamespacedName) (*corev1.Pod, error) {
 		return podInformer.Lister().Pods(key.Namespace).Get(key.Name)
 	}
@@ -246,7 +251,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return fmt.Errorf("failed to watch pods of node %s: %w", k.opts.NodeName, err)
 	}
 	services := informers.NewSharedInformerFactory(k.client, 0)
-	services.Core().V1().Services().Informer()
+	k.services = services.Core().V1().Services().Lister()
 	factory.Start(ctx.Done())
 	services.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())

@@ -187,11 +187,16 @@ func (w *podWorker) stop(ctx context.Context, grace time.Duration) {
 	klog.FromContext(ctx).Info("Stopped pod", "pod", w.key)
 }
 
-// refreshFiles writes the ServiceAccount files and the pod's volumes; each write is a no-op when
-// nothing changed.
+// refreshFiles writes the pod's hosts file (dns.go), the ServiceAccount files and the pod's
+// volumes; each write is a no-op when nothing changed.
 func (w *podWorker) refreshFiles(ctx context.Context, pod *corev1.Pod) error {
 	if err := os.MkdirAll(w.dir, 0o750); err != nil {
 		return fmt.Errorf("failed to create pod directory %s: %w", w.dir, err)
+	}
+	if !pod.Spec.HostNetwork {
+		if err := w.writeHosts(); err != nil {
+			return err
+		}
 	}
 	if automountToken(pod) {
 		if err := w.refreshServiceAccount(ctx, pod); err != nil {
