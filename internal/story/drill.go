@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,12 +54,8 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	} else {
 		r.say("drill: DRDrill of %s, its sandbox on %s; the writers go on writing on %s", r.key, target, cluster)
 	}
-	if err := r.env.Hub.Create(ctx, d); err != nil {
-		step.Err = fmt.Errorf("failed to create the DRDrill: %w", err)
-		return r.record(step)
-	}
-	key := client.ObjectKeyFromObject(d)
-	if d, err = r.drillWhen(ctx, key, "its result", func(d *v1alpha1.DRDrill) bool { return d.Status.Result != "" }); err != nil {
+	key, d, err := r.askDrill(ctx, d)
+	if err != nil {
 		step.Err = err
 		return r.record(step)
 	}
@@ -176,6 +173,33 @@ func (r *Run) sandboxVolume(ctx context.Context, cluster, ns, pvc string) (recor
 		return records.Report{}, fmt.Errorf("the volume %s of the sandbox's copy %s/%s on %s is not a CSI volume", pv.Name, ns, pvc, cluster)
 	}
 	return r.report(cluster, pv.Spec.CSI.VolumeHandle)
+}
+
+// drillTries is how many drills askDrill creates, at most, while the hub refuses them because
+// the application is not Protected.
+const drillTries = 3
+
+// askDrill creates a drill from template and waits for its result. A drill the hub refuses
+// because the application is not Protected (a sync late on a loaded machine) is asked again once
+// the DRPlacementControl is Protected, as the refusal's message tells a user to do.
+func (r *Run) askDrill(ctx context.Context, template *v1alpha1.DRDrill) (client.ObjectKey, *v1alpha1.DRDrill, error) {
+	for try := 1; ; try++ {
+		d := template.DeepCopy()
+		if err := r.env.Hub.Create(ctx, d); err != nil {
+			return client.ObjectKey{}, nil, fmt.Errorf("failed to create the DRDrill: %w", err)
+		}
+		key := client.ObjectKeyFromObject(d)
+		d, err := r.drillWhen(ctx, key, "its result", func(d *v1alpha1.DRDrill) bool { return d.Status.Result != "" })
+		refused := apimeta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDrillAccepted)
+		if err == nil || d.Status.Phase != v1alpha1.DrillRefused || refused == nil ||
+			refused.Reason != v1alpha1.ReasonNotProtected || try == drillTries {
+			return key, d, err
+		}
+		r.say("drill: %s refused: %s; asking again once the application is Protected", key.Name, refused.Message)
+		if err := r.await(ctx, "Protected", func(d *v1alpha1.DRPlacementControl) bool { return isTrue(d, v1alpha1.ConditionProtected) }); err != nil {
+			return key, d, err
+		}
+	}
 }
 
 // endDrill shortens the drill's keep to nothing and waits until it is Passed and torn down.
