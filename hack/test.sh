@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # hack/test.sh runs make test's two Go modules at once: drover's packages in the foreground,
 # several at a time, and the Helm module (hack/helm) beside them, its output printed after.
-# Most of drover's tests wait on real API servers, intervals and syncs, not on the CPU: four
-# packages at a time keep two cores busy where two left one of them idle.
+# PARALLEL is go test's -p for drover's packages (the Makefile's TEST_PARALLEL).
 # Usage: hack/test.sh GO TIMEOUT PARALLEL [go test flags...]
 set -uo pipefail
 go_cmd=$1 timeout=$2 parallel=$3
