@@ -297,7 +297,7 @@ func (r *Reconciler) fetchVolSyncKey(ctx context.Context, sc *scope, d v1alpha1.
 	if err != nil {
 		return replication.Result{}, err
 	}
-	if secret != nil && !ownedByGroup(secret, sc.vrg) {
+	if secret != nil && !volsync.OwnedBy(secret, sc.vrg) {
 		return replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
 			"Secret %s/%s exists and is not the VolSync key of VolumeReplicationGroup %s/%s (label %s): delete or rename it, and drover makes it from the group's S3 stores",
 			d.PVCNamespace, d.KeySecretName, sc.vrg.Namespace, sc.vrg.Name, volsync.LabelVRGName)), nil
@@ -436,10 +436,4 @@ func (r *Reconciler) replaceKeySecret(ctx context.Context, sc *scope, old *corev
 		return fmt.Errorf("failed to create Secret %s/%s: %w", d.PVCNamespace, d.KeySecretName, err)
 	}
 	return nil
-}
-
-// ownedByGroup reports whether an object carries the group's VolSync labels.
-func ownedByGroup(obj client.Object, vrg *v1alpha1.VolumeReplicationGroup) bool {
-	l := obj.GetLabels()
-	return l[volsync.LabelVRGName] == vrg.Name && l[volsync.LabelVRGNamespace] == vrg.Namespace
 }

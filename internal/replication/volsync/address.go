@@ -100,7 +100,7 @@ func (b *Backend) exportedAddress(ctx context.Context, vrg *v1alpha1.VolumeRepli
 		return "", replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ServiceExport %s to be exported", key))
 	case err != nil:
 		return "", replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ServiceExport %s: %v", key, err))
-	case !ownedBy(se, vrg):
+	case !OwnedBy(se, vrg):
 		return "", replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
 			"ServiceExport %s exists and does not belong to VolumeReplicationGroup %s/%s: delete it so drover can export the Service of ReplicationDestination %s/%s",
 			key, vrg.Namespace, vrg.Name, rd.Namespace, rd.Name))
@@ -150,7 +150,7 @@ func (b *Backend) deleteServiceExport(ctx context.Context, vrg *v1alpha1.VolumeR
 		}
 		return fmt.Errorf("failed to get ServiceExport %s: %w", key, err)
 	}
-	if !ownedBy(se, vrg) || !se.DeletionTimestamp.IsZero() {
+	if !OwnedBy(se, vrg) || !se.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	if err := b.client.Delete(ctx, se); client.IgnoreNotFound(err) != nil {

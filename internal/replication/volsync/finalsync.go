@@ -131,7 +131,7 @@ func (b *Backend) FinalSync(ctx context.Context, pc *replication.PVCContext) rep
 		}
 		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationSource %s: %v", key, err))
 	}
-	if !ownedBy(rs, pc.VRG) {
+	if !OwnedBy(rs, pc.VRG) {
 		return replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf("ReplicationSource %s does not belong to this group", key))
 	}
 	// Every completion is recorded, so the final sync's becomes the recovery point once the

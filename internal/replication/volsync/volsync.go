@@ -86,8 +86,8 @@ func GroupLabels(vrg *v1alpha1.VolumeReplicationGroup) map[string]string {
 	return map[string]string{LabelVRGName: vrg.Name, LabelVRGNamespace: vrg.Namespace}
 }
 
-// ownedBy reports whether obj carries the group's labels.
-func ownedBy(obj client.Object, vrg *v1alpha1.VolumeReplicationGroup) bool {
+// OwnedBy reports whether obj carries the group's labels (GroupLabels).
+func OwnedBy(obj client.Object, vrg *v1alpha1.VolumeReplicationGroup) bool {
 	return obj.GetLabels()[LabelVRGName] == vrg.Name && obj.GetLabels()[LabelVRGNamespace] == vrg.Namespace
 }
 
@@ -217,7 +217,7 @@ func (b *Backend) ensureSource(ctx context.Context, pc *replication.PVCContext, 
 	case err != nil:
 		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationSource %s: %v", key, err))
 	}
-	if !ownedBy(rs, pc.VRG) {
+	if !OwnedBy(rs, pc.VRG) {
 		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
 			"ReplicationSource %s exists and does not belong to VolumeReplicationGroup %s/%s (labels %s, %s): delete or rename it so drover can replicate PVC %s",
 			key, pc.VRG.Namespace, pc.VRG.Name, LabelVRGNamespace, LabelVRGName, pc.PVC.Name))
@@ -354,7 +354,7 @@ func (b *Backend) deleteOwned(ctx context.Context, vrg *v1alpha1.VolumeReplicati
 		}
 		return replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get %s %s: %v", kind, key, err))
 	}
-	if !ownedBy(obj, vrg) {
+	if !OwnedBy(obj, vrg) {
 		return replication.Done()
 	}
 	if obj.GetDeletionTimestamp().IsZero() {
@@ -481,7 +481,7 @@ func (b *Backend) EnsureDestination(ctx context.Context, vrg *v1alpha1.VolumeRep
 		return nil, replication.Retry(pollInterval, v1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ReplicationDestination %s to publish its address", key))
 	case err != nil:
 		return nil, replication.Retry(retryAfterError, v1alpha1.ReasonError, fmt.Sprintf("failed to get ReplicationDestination %s: %v", key, err))
-	case !ownedBy(rd, vrg):
+	case !OwnedBy(rd, vrg):
 		return nil, replication.Failed(v1alpha1.ReasonReplicationConflict, fmt.Sprintf(
 			"ReplicationDestination %s exists and does not belong to VolumeReplicationGroup %s/%s: delete or rename it so drover can receive PVC %s",
 			key, vrg.Namespace, vrg.Name, pvcKey))
@@ -605,7 +605,7 @@ func (b *Backend) Destination(ctx context.Context, vrg *v1alpha1.VolumeReplicati
 		}
 		return nil, fmt.Errorf("failed to get ReplicationDestination %s/%s: %w", namespace, name, err)
 	}
-	if !ownedBy(rd, vrg) {
+	if !OwnedBy(rd, vrg) {
 		return nil, nil
 	}
 	return rd, nil
