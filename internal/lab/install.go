@@ -478,15 +478,7 @@ func (c *Cluster) waitDroverReady(ctx context.Context) error {
 }
 
 func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Spec.NodeName != kubelet.DefaultNodeName {
-		return false
-	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.DeletionTimestamp == nil && p.Spec.NodeName == kubelet.DefaultNodeName && kubelet.PodReady(p)
 }
 
 // DroverPods reports the pods of drover's Deployments that the cluster's lab kubelet runs, from

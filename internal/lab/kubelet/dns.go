@@ -72,7 +72,7 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, pods [
 		}
 		selector := labels.SelectorFromSet(svc.Spec.Selector)
 		for _, p := range pods {
-			answered := svc.Spec.PublishNotReadyAddresses || podReady(p)
+			answered := svc.Spec.PublishNotReadyAddresses || PodReady(p)
 			if !answered || !selector.Matches(labels.Set(p.Labels)) || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 				continue
 			}
@@ -89,8 +89,8 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service, pods [
 	return b.Bytes()
 }
 
-// podReady says whether the pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
