@@ -93,7 +93,7 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
 			Spec: appsv1.StatefulSetSpec{
 				Replicas: ptr.To(replicas), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
-				Selector: &metav1.LabelSelector{MatchLabels: appLabels()},
+				Selector:             &metav1.LabelSelector{MatchLabels: appLabels()},
 				Template:             pod,
 				VolumeClaimTemplates: claims,
 			},
