@@ -164,7 +164,7 @@ func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote 
 			return fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps))
 		case kept.LastSeq > before.LastSeq:
 			return fmt.Errorf("%s: %s holds record %d of %s, which %s had not written at %s (it wrote up to %d)", pvc, to, kept.LastSeq, w.id, from, cut, before.LastSeq)
-		case float64(before.LastSeq-kept.LastSeq)*parseInterval().Seconds() > (step.LossBound + time.Second + parseInterval()).Seconds():
+		case float64(before.LastSeq-kept.LastSeq)*r.interval().Seconds() > (step.LossBound + time.Second + r.interval()).Seconds():
 			// The writer writes one record per interval: losing more than the time since the
 			// last group sync holds (plus the second that metav1.Time truncates and one
 			// record) means records written before the sync were lost.
@@ -206,9 +206,9 @@ func (r *Run) onTarget(ctx context.Context, cluster string, ws []writer, check f
 	return errors.Join(errs...)
 }
 
-// parseInterval is the writer's interval.
-func parseInterval() time.Duration {
-	d, _ := time.ParseDuration(WriterInterval)
+// interval is the interval of the case's writers.
+func (r *Run) interval() time.Duration {
+	d, _ := time.ParseDuration(writerInterval(r.c.Workload))
 	return d
 }
 

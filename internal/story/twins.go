@@ -39,13 +39,16 @@ func (t TornTwin) Records() records.Range {
 
 // String says what the target holds, in a line.
 func (t TornTwin) String() string {
-	apart := t.WroteB.Sub(t.WroteA).Round(time.Millisecond)
+	apart, when := t.WroteB.Sub(t.WroteA).Round(time.Millisecond), "later"
+	if apart < 0 {
+		apart, when = -apart, "earlier"
+	}
 	missing := t.PVCA
 	if t.LastA > t.LastB {
 		missing = t.PVCB
 	}
-	return fmt.Sprintf("%s: %s ends at record %d (written %s), %s at record %d (written %s, %s later): records %s lack their twin in %s",
-		t.Pod, t.PVCA, t.LastA, t.WroteA.Format("15:04:05.000"), t.PVCB, t.LastB, t.WroteB.Format("15:04:05.000"), apart,
+	return fmt.Sprintf("%s: %s ends at record %d (written %s), %s at record %d (written %s, %s %s): records %s lack their twin in %s",
+		t.Pod, t.PVCA, t.LastA, t.WroteA.Format("15:04:05.000"), t.PVCB, t.LastB, t.WroteB.Format("15:04:05.000"), apart, when,
 		t.Records(), missing)
 }
 
@@ -85,10 +88,16 @@ func (r *Run) tornTwins(ctx context.Context, from, to string, ws []writer) ([]To
 				break
 			}
 			got, _ := rep.Writer(w.id)
-			var te *records.TwinError
-			if prev != nil && errors.As(records.CheckTwins(*prev, got), &te) {
-				torn = append(torn, TornTwin{Pod: w.pod, Writer: w.id, PVCA: prevPVC, PVCB: v.PVC,
-					LastA: te.LastA, LastB: te.LastB, WroteA: prev.LastWrite, WroteB: got.LastWrite})
+			if prev != nil {
+				pair := TornTwin{Pod: w.pod, Writer: w.id, PVCA: prevPVC, PVCB: v.PVC,
+					LastA: prev.LastSeq, LastB: got.LastSeq, WroteA: prev.LastWrite, WroteB: got.LastWrite}
+				var te *records.TwinError
+				if errors.As(records.CheckTwins(*prev, got), &te) {
+					torn = append(torn, pair)
+				} else {
+					r.say("failover: %s holds %s's volumes in twin order: %s ends at record %d (written %s), %s at record %d (written %s)",
+						to, w.pod, pair.PVCA, pair.LastA, pair.WroteA.Format("15:04:05.000"), pair.PVCB, pair.LastB, pair.WroteB.Format("15:04:05.000"))
+				}
 			}
 			prev, prevPVC = &got, v.PVC
 		}
@@ -114,7 +123,6 @@ func (r *Run) judgeTwins(ctx context.Context, step *Step, ws []writer) error {
 		return nil
 	}
 	if len(torn) == 0 {
-		r.say("failover: %s holds the volumes of every pod in twin order", step.To)
 		return nil
 	}
 	lines := make([]string, len(torn))

@@ -46,6 +46,20 @@ var AppLabel = map[string]string{"app": "db"}
 // WriterInterval is the time between two records of each writer.
 const WriterInterval = "200ms"
 
+// TwinWriterInterval is the time between two twin records of the StatefulSetTwoVolumes
+// workload's writers, shorter than WriterInterval as a database's log commits more often than
+// that: the two volumes' copies, each taken at its own instant, are rarely less than this apart,
+// so the records show what each instant holds.
+const TwinWriterInterval = "50ms"
+
+// writerInterval is the interval of workload w's writers.
+func writerInterval(w Workload) string {
+	if w == StatefulSetTwoVolumes {
+		return TwinWriterInterval
+	}
+	return WriterInterval
+}
+
 // deploymentClaim is the PVC of the DeploymentWithPVC workload.
 const deploymentClaim = "data-db"
 
@@ -62,7 +76,7 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 	pod := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{"app": "db", storage.WriterLabel: "true"},
-			Annotations: map[string]string{storage.WriterIntervalAnnotation: WriterInterval},
+			Annotations: map[string]string{storage.WriterIntervalAnnotation: writerInterval(w)},
 		},
 		Spec: corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{

@@ -2,6 +2,7 @@ package story
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,6 +94,8 @@ func TestTheTwoVolumeWorkloadsPodsMountADataAndALogClaimOfTheirOwn(t *testing.T)
 	g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(BeNil(), "the PVCs are kept when the StatefulSet goes")
 	g.Expect(sts.Spec.Template.Spec.Containers[0].VolumeMounts).To(HaveExactElements(
 		corev1.VolumeMount{Name: "data", MountPath: "/data"}, corev1.VolumeMount{Name: "log", MountPath: "/log"}))
+	g.Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue(storage.WriterIntervalAnnotation, TwinWriterInterval))
 	r := New(Env{}, Case{Workload: StatefulSetTwoVolumes, Replicas: 2}, "east")
+	g.Expect(r.interval()).To(Equal(50*time.Millisecond), "the failover's loss bound counts the twin writer's records")
 	g.Expect(r.keptPVCs()).To(Equal(4), "recover expects both claims of every replica left on the cluster")
 }
