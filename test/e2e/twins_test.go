@@ -22,8 +22,9 @@ import (
 // previous completes), and the cycles drift apart. So west holds each pod's two volumes from
 // instants apart and the twin order is broken there, with no fault anywhere, while every
 // volume passes the failover's own checks (every record up to the last group sync kept, no gap,
-// none from after the loss). Three pods, so three pairs of per-volume instants. The test prints
-// what west holds; it asserts that the order is broken for at least one pod.
+// none from after the loss). Three pods on VolRep, two on VolSync, so as many pairs of
+// per-volume instants. The test prints what west holds; it asserts that the order is broken for
+// at least one pod.
 //
 // It runs with DROVER_E2E=full (make test-e2e): about a minute and a half per backend.
 func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *testing.T) {
@@ -31,10 +32,11 @@ func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *
 		t.Skipf("runs with %s=full (make test-e2e): about a minute and a half per backend", FullEnv)
 	}
 	for _, c := range []story.Case{
-		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "e2e-twin-torn-volrep"},
-		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "e2e-twin-torn-volsync"},
+		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "e2e-twin-torn-volrep", Replicas: 3},
+		// Two pods: VolSync's movers, one pair a PVC, make protecting a third take half a minute more.
+		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "e2e-twin-torn-volsync", Replicas: 2},
 	} {
-		c.Mode, c.Replicas, c.AppProcesses = story.SelfContained, 3, os.Getenv(AppProcessesEnv) != "0"
+		c.Mode, c.AppProcesses = story.SelfContained, os.Getenv(AppProcessesEnv) != "0"
 		t.Run(c.Policy, func(t *testing.T) {
 			ctx := context.Background()
 			began := time.Now()
@@ -66,13 +68,8 @@ func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *
 			if len(failover.TornTwins) == 0 {
 				t.Errorf("west holds every pod's two volumes in twin order: without a consistency group they should come from instants apart")
 			}
-			// The lab as the next case expects it: east back, demoted, the application protected.
-			if err := r.Recover(ctx, lab.East).Failure(); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Unprotect(ctx).Failure(); err != nil {
-				t.Fatal(err)
-			}
+			// No recovery: Close starts east again and drover demotes it on its own, while the
+			// next case runs (a VolSync recovery of these volumes takes minutes).
 		})
 	}
 }
