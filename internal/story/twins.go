@@ -82,7 +82,12 @@ func (r *Run) tornTwins(ctx context.Context, from, to string, ws []writer) ([]To
 		var prev *records.WriterReport
 		prevPVC := ""
 		for _, v := range st.Volumes {
-			rep, err := r.report(to, handles[v.PVC])
+			h, ok := handles[v.PVC]
+			if !ok {
+				errs = append(errs, fmt.Errorf("PVC %s, which %s writes, is not Bound on %s", v.PVC, w.pod, to))
+				break
+			}
+			rep, err := r.report(to, h)
 			if err != nil {
 				errs = append(errs, err)
 				break
