@@ -2,11 +2,19 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/records"
+	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -55,6 +63,11 @@ func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *
 			if err := r.Protect(ctx).Failure(); err != nil {
 				t.Fatal(err)
 			}
+			if c.Policy == lab.PolicyVolSync {
+				if err := transfersOutOfStep(ctx, t, c.Namespace, lab.West); err != nil {
+					t.Fatal(err)
+				}
+			}
 			failover := r.Failover(ctx, lab.East)
 			if err := failover.Failure(); err != nil {
 				t.Fatalf("each volume's own checks: %v", err)
@@ -72,4 +85,80 @@ func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *
 			// next case runs (a VolSync recovery of these volumes takes minutes).
 		})
 	}
+}
+
+// transfersOutOfStep waits until the last transfers to cluster of some pod's two volumes were
+// copied at least half a second apart, read from the records in the ReplicationDestinations'
+// PVCs there (rsync writes each transfer into it), and says what it saw. drover creates a
+// group's ReplicationSources in one pass and, below a minute, each syncs again as soon as its
+// previous sync completed (no trigger): the two sources of a pod start together, and while
+// their cycles are in step the lab copies both volumes while the pod is stopped for the first
+// (internal/lab/freeze counts a process's holds: the second copy, begun before the first one's
+// thaw, sees the same instant), so the peer holds them in twin order. The cycles come apart
+// as their syncs' lengths vary; a real VolSync's snapshots, taken per PVC, are never of one
+// instant.
+func transfersOutOfStep(ctx context.Context, t *testing.T, namespace, cluster string) error {
+	cl, err := testLab.Client(cluster, volsyncv1alpha1.AddToScheme)
+	if err != nil {
+		return err
+	}
+	lc, err := testLab.Cluster(cluster)
+	if err != nil {
+		return err
+	}
+	began, last := time.Now(), ""
+	for time.Since(began) < outOfStepWithin {
+		wrote, err := transferred(ctx, cl, lc.StorageDir(), namespace)
+		if err != nil {
+			return err
+		}
+		last = ""
+		for claim, at := range wrote {
+			log, ok := wrote["log-"+strings.TrimPrefix(claim, "data-")]
+			if !strings.HasPrefix(claim, "data-") || !ok {
+				continue
+			}
+			apart := log.Sub(at)
+			last += fmt.Sprintf(" %s %s;", claim, apart.Round(time.Millisecond))
+			if apart.Abs() >= 500*time.Millisecond {
+				t.Logf("after %s the last transfers to %s of %s and its log were copied %s apart", time.Since(began).Round(time.Second), cluster, claim, apart.Round(time.Millisecond))
+				return nil
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("the transfers of every pod's two volumes stayed within half a second of each other for %s (log after data:%s): the lab copied them at one instant", outOfStepWithin, last)
+}
+
+// outOfStepWithin bounds the wait for a pod's two VolSync cycles to come apart.
+const outOfStepWithin = 3 * time.Minute
+
+// transferred returns, for each ReplicationDestination of namespace on a cluster, the time of
+// the last record its PVC holds: when the source copied the volume it transferred last.
+func transferred(ctx context.Context, cl client.Client, storageDir, namespace string) (map[string]time.Time, error) {
+	rds := &volsyncv1alpha1.ReplicationDestinationList{}
+	if err := cl.List(ctx, rds, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("failed to list the ReplicationDestinations of %s: %w", namespace, err)
+	}
+	out := map[string]time.Time{}
+	for _, rd := range rds.Items {
+		name := "volsync-" + rd.Name + "-dst"
+		if rd.Spec.RsyncTLS != nil && rd.Spec.RsyncTLS.DestinationPVC != nil {
+			name = *rd.Spec.RsyncTLS.DestinationPVC
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pvc); err != nil || pvc.Spec.VolumeName == "" {
+			continue
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil || pv.Spec.CSI == nil {
+			continue
+		}
+		rep, err := records.Verify(storage.VolumePath(storageDir, pv.Spec.CSI.VolumeHandle))
+		if err != nil || len(rep.Writers) != 1 {
+			continue
+		}
+		out[rd.Name] = rep.Writers[0].LastWrite
+	}
+	return out, nil
 }
