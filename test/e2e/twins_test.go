@@ -121,7 +121,8 @@ func transfersOutOfStep(ctx context.Context, t *testing.T, namespace, cluster st
 			apart := log.Sub(at)
 			last += fmt.Sprintf(" %s %s;", claim, apart.Round(time.Millisecond))
 			if apart.Abs() >= 500*time.Millisecond {
-				t.Logf("after %s the last transfers to %s of %s and its log were copied %s apart", time.Since(began).Round(time.Second), cluster, claim, apart.Round(time.Millisecond))
+				t.Logf("after %s the last transfers to %s of %s and its log were copied %s apart (log after data: %s)",
+					time.Since(began).Round(time.Second), cluster, claim, apart.Abs().Round(time.Millisecond), apart.Round(time.Millisecond))
 				return nil
 			}
 		}
