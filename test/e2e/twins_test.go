@@ -27,17 +27,18 @@ import (
 // (internal/lab/storage/csiaddons, volrep.go: nextMirror), and drover creates a pod's
 // VolumeReplications one PVC after another; each ReplicationSource syncs on its own cycle
 // (internal/lab/storage/volsync, source.go: without a trigger the next sync starts when the
-// previous completes), and the cycles drift apart. So west holds each pod's two volumes from
+// previous completes), and the cycles drift apart (the VolSync case waits until they have:
+// transfersOutOfStep). So west holds each pod's two volumes from
 // instants apart and the twin order is broken there, with no fault anywhere, while every
 // volume passes the failover's own checks (every record up to the last group sync kept, no gap,
 // none from after the loss). Three pods on VolRep, two on VolSync, so as many pairs of
 // per-volume instants. The test prints what west holds; it asserts that the order is broken for
 // at least one pod.
 //
-// It runs with DROVER_E2E=full (make test-e2e): about a minute and a half per backend.
+// It runs with DROVER_E2E=full (make test-e2e): 30 to 40 s per backend after the lab's start.
 func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *testing.T) {
 	if os.Getenv(FullEnv) != "full" {
-		t.Skipf("runs with %s=full (make test-e2e): about a minute and a half per backend", FullEnv)
+		t.Skipf("runs with %s=full (make test-e2e), 30 to 40 s per backend", FullEnv)
 	}
 	for _, c := range []story.Case{
 		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "e2e-twin-torn-volrep", Replicas: 3},
