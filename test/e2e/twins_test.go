@@ -28,10 +28,9 @@ import (
 // VolumeReplications one PVC after another; each ReplicationSource syncs on its own cycle
 // (internal/lab/storage/volsync, source.go: without a trigger the next sync starts when the
 // previous completes), and the cycles drift apart (the VolSync case waits until they have:
-// transfersOutOfStep). So west holds each pod's two volumes from
-// instants apart and the twin order is broken there, with no fault anywhere, while every
-// volume passes the failover's own checks (every record up to the last group sync kept, no gap,
-// none from after the loss). Three pods on VolRep, two on VolSync, so as many pairs of
+// transfersOutOfStep). So west holds each pod's two volumes from instants apart and the twin
+// order is broken there, with no fault anywhere, while every volume passes the failover's own
+// checks (every record up to the last group sync kept, no gap, none from after the loss). Three pods on VolRep, two on VolSync, so as many pairs of
 // per-volume instants. The test prints what west holds; it asserts that the order is broken for
 // at least one pod.
 //
