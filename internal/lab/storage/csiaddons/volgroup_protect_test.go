@@ -121,5 +121,5 @@ func TestGroupProtectsItsPVCsAndIsDeletedAsUpstream(t *testing.T) {
 		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: tw.ns, Name: "b"}, &corev1.PersistentVolumeClaim{})).NotTo(Succeed(), "the deleted member is released and goes")
 		g.Expect(groupState(g, lab.West, handle).Deleted).To(BeTrue(), "the primary group's mirroring was disabled: rbd-mirror deleted west's copy")
 		g.Expect(imageState(g, lab.West, tw.handles["a"]).Deleted).To(BeTrue())
-	}).Should(Succeed(), "the group is deleted as upstream deletes it")
+	}).WithTimeout(time.Minute).Should(Succeed(), "the group is deleted as upstream deletes it (its controllers requeue every 15 s while a dependent remains)")
 }
