@@ -70,8 +70,14 @@ func TestGroupProtectsItsPVCsAndIsDeletedAsUpstream(t *testing.T) {
 		g.Expect(groupState(g, lab.West, handle).LastSyncTime).NotTo(BeNil())
 	}).Should(Succeed(), "the group is formed, protected and mirrored")
 
-	// A PVC created with the label joins; its label removed, it leaves at the group's next
-	// reconcile (a label change is no generation change: a primary's status refresh brings it).
+	joinAndLeave(g, ctx, east, tw, content)
+	deleteGroup(g, ctx, east, tw, vgr, content, handle)
+}
+
+// joinAndLeave: a PVC created with the group's label joins; its label removed, it leaves at the
+// group's next reconcile (a label change is no generation change: a primary's status refresh
+// brings it).
+func joinAndLeave(g Gomega, ctx context.Context, east client.Client, tw twins, content *replicationv1alpha1.VolumeGroupReplicationContent) {
 	c := blockPVC(tw.ns, "c")
 	c.Labels = map[string]string{groupLabel: "db"}
 	g.Expect(east.Create(ctx, c)).To(Succeed())
@@ -91,6 +97,12 @@ func TestGroupProtectsItsPVCsAndIsDeletedAsUpstream(t *testing.T) {
 		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(content), content)).To(Succeed())
 		g.Expect(content.Spec.Source.VolumeHandles).NotTo(ContainElement(hc))
 	}).Should(Succeed(), "PVC c leaves the group")
+}
+
+// deleteGroup: a member deleted stays Terminating while in the group; deleting the group
+// deletes its VolumeReplication (disabling the mirroring of a primary group, so west's copies go)
+// and its content before it releases the PVCs.
+func deleteGroup(g Gomega, ctx context.Context, east client.Client, tw twins, vgr *replicationv1alpha1.VolumeGroupReplication, content *replicationv1alpha1.VolumeGroupReplicationContent, handle string) {
 
 	// Without its pod, nothing but the group holds b (Kubernetes' own pvc-protection holds a PVC
 	// a pod uses).
