@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
-	"github.com/drover-io/drover/internal/lab/storage/state"
 )
 
 // The group's VolumeReplication and the deletion of a group, as csi-addons does them
@@ -142,10 +141,4 @@ func (s *store) deleteVGR(ctx context.Context, vgr *replicationv1alpha1.VolumeGr
 	return ctrl.Result{}, client.IgnoreNotFound(patchMeta(ctx, s.Client, vgr, func() {
 		controllerutil.RemoveFinalizer(vgr, VGRProtectionFinalizer)
 	}))
-}
-
-// groupState reads the state of the group with handle in a storage's data directory: for tests
-// and the lab's own checks (GroupPoint).
-func groupState(dataDir, handle string) (state.ImageState, error) {
-	return state.Read(state.GroupPath(dataDir, handle))
 }
