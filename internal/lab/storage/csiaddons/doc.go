@@ -25,7 +25,7 @@
 // internal/controller/replication.storage/volumereplication_controller.go,
 // volumegroupreplication_controller.go, volumegroupreplicationcontent_controller.go, status.go,
 // finalizers.go and pvc.go; and of ceph/ceph-csi: internal/csi-addons/rbd/replication.go,
-// internal/rbd/replication.go and internal/rbd/group/group_mirror.go.
+// internal/rbd/replication.go and (at 0dad1762) internal/rbd/group/group_mirror.go.
 //
 // The storage controller (internal/lab/storage) registers it with Setup; it works on the shared
 // driver context (internal/lab/storage/driver) and the image state (internal/lab/storage/state).

@@ -4,7 +4,8 @@ package csiaddons
 // csi-addons/kubernetes-csi-addons d4d7fea4, internal/controller/replication.storage/
 // (volumegroupreplication_controller.go, volumegroupreplicationcontent_controller.go,
 // volumereplication_controller.go for a dataSource of kind VolumeGroupReplication, finalizers.go,
-// pvc.go) with ceph-csi's RBD group mirroring (ceph/ceph-csi internal/rbd/group/group_mirror.go):
+// pvc.go) with ceph-csi's RBD group mirroring (ceph/ceph-csi 0dad1762,
+// internal/rbd/group/group_mirror.go):
 //
 //   - a VolumeGroupReplication selects the PVCs of its namespace by label (spec.source.selector,
 //     immutable); PVCs being deleted without its finalizer are left out, at most 100 PVCs (the

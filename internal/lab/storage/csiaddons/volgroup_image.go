@@ -9,7 +9,7 @@ import (
 
 // groupImage is a consistency group of images: the volumes of a VolumeGroupReplicationContent,
 // replicated as one, as ceph-csi replicates an RBD group with group mirroring
-// (ceph/ceph-csi internal/rbd/group/group_mirror.go: MirrorGroupEnable, MirrorGroupPromote,
+// (ceph/ceph-csi 0dad1762, internal/rbd/group/group_mirror.go: MirrorGroupEnable, MirrorGroupPromote,
 // MirrorGroupDemote, MirrorGroupResync, MirrorGroupDisable act on the group, never on one of its
 // images; rbd-mirror takes one group snapshot of every image at one instant).
 //
