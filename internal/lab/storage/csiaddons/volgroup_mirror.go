@@ -16,8 +16,9 @@ import (
 
 // A group mirror: one crash-consistent point of every member of a group, applied on the peer as
 // one. rbd-mirror takes a group snapshot of all the group's images at one instant (ceph/ceph-csi
-// 0dad1762, internal/rbd/group/group_mirror.go; `rbd mirror group snapshot`) and the peer replays a group
-// snapshot whole or not at all. The lab does it in three steps, the second of which commits:
+// 0dad1762, internal/rbd/group/group_mirror.go; `rbd mirror group snapshot`) and the peer
+// replays a group snapshot whole or not at all. The lab does it in three steps, the second of
+// which commits:
 //
 //  1. copy: every member's image lock taken and every process that uses any member stopped
 //     (driver.Store.CopyVolumes), each member copied into a staging directory beside its image on
