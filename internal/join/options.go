@@ -126,6 +126,7 @@ func (o Options) complete() (Options, error) {
 				"and the token join creates; give %s the cluster's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", c.cluster.Source, c.flag))
 		}
 	}
+	problems = append(problems, insecurePeers(o.Peers, PeerKubeconfigFlag, o.AllowInsecureKubeconfig)...)
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}

@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -44,6 +45,19 @@ func LoadKubeconfigs(files map[string]string, flag string) (map[string]Cluster, 
 	return out, nil
 }
 
+// insecurePeers names each kubeconfig of clusters that skips TLS verification, unless allowed:
+// the S3 credentials and store keys written there would cross that connection.
+func insecurePeers(clusters map[string]Cluster, flag string, allowed bool) []string {
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
+		if c := clusters[name]; c.Config != nil && c.Config.Insecure && !allowed {
+			problems = append(problems, fmt.Sprintf("%s (%s %s=FILE) sets insecure-skip-tls-verify: anyone on the path could read the S3 credentials and store keys written there; "+
+				"give it the cluster's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", c.Source, flag, name))
+		}
+	}
+	return problems
+}
+
 // missingKubeconfigs refuses, before anything is written, when a cluster of names has no
 // kubeconfig in given, naming each and the flag; why says what the kubeconfigs are for. It
 // notes in out the kubeconfigs given for no cluster of names.
@@ -77,9 +91,8 @@ func missingKubeconfigs(out io.Writer, names []string, given map[string]Cluster,
 // name (joinedAs): a kubeconfig of another cluster given by mistake would otherwise leave name
 // without the copy, or a rotation would make a key current that name's agent lacks.
 func peerTarget(ctx context.Context, name string, c Cluster, namespace, flag string, allowInsecure bool) (*target, error) {
-	if c.Config.Insecure && !allowInsecure {
-		return nil, fmt.Errorf("%s, given for cluster %s, sets insecure-skip-tls-verify: anyone on the path could read the S3 credentials and store keys written there; "+
-			"give it the cluster's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", c.Source, name)
+	if problems := insecurePeers(map[string]Cluster{name: c}, flag, allowInsecure); len(problems) > 0 {
+		return nil, errors.New(problems[0])
 	}
 	t, err := newTarget("managed cluster "+name, c)
 	if err != nil {

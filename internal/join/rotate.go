@@ -70,6 +70,9 @@ func (o RotateOptions) complete() (RotateOptions, error) {
 		return o, fmt.Errorf("%s sets insecure-skip-tls-verify: anyone on the path to the hub could read the store keys this command writes there; "+
 			"give it the hub's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", o.Hub.Source)
 	}
+	if problems := insecurePeers(o.Clusters, ClusterKubeconfigFlag, o.AllowInsecureKubeconfig); len(problems) > 0 {
+		return o, errors.New(strings.Join(problems, "\n"))
+	}
 	return o, nil
 }
 
