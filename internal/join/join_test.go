@@ -214,6 +214,16 @@ func TestJoinAndRotationsNameTheClusterWhoseKubeconfigIsMissingOrWrong(t *testin
 		t.Errorf("the refused join wrote on the hub: %v", got)
 	}
 
+	insecure := labCluster(t, lab.East)
+	insecure.Config.Insecure, insecure.Config.CAData = true, nil
+	o.Peers = map[string]join.Cluster{lab.East: insecure}
+	err = join.Join(t.Context(), o)
+	t.Logf("join west with a kubeconfig of east that skips TLS verification: %v", err)
+	mustContain(t, errString(err), "(--peer-kubeconfig east=FILE) sets insecure-skip-tls-verify", "--allow-insecure-kubeconfig")
+	if got := labelled(t, lab.West, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on west: %v", got)
+	}
+
 	out.Reset()
 	o.Peers = map[string]join.Cluster{lab.East: labCluster(t, lab.West)}
 	mustJoin(t, o)
