@@ -11,6 +11,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/join"
 )
 
@@ -70,8 +71,9 @@ func newClusterJoinCommand() *cobra.Command {
 	f := &clusterFlags{}
 	o := join.Options{}
 	var credentialsFile, secretKeyFile, secretKeyOnArgv, deprecatedServer string
+	var peers day2.ClusterKubeconfigs
 	cmd := &cobra.Command{
-		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET",
+		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET [--peer-kubeconfig PEER=FILE ...]",
 		Short: "Register a managed cluster with the hub as the DRCluster NAME, with a least-privilege identity",
 		Long: `Creates on the managed cluster the hub's identity (ServiceAccount drover-hub in drover-system,
 bound to the role of config/rbac/hub-on-managed-cluster), an expiring token for it that the hub renews, and the
@@ -79,11 +81,20 @@ credentials Secret of the cluster's S3 profile; then on the hub a kubeconfig Sec
 token and the DRCluster NAME. Checks both clusters first and writes nothing when a check fails;
 a failed write deletes what the run created. Running it again changes nothing.
 
+Each cluster's agent writes to every S3 profile of its policy, so join copies the new profile's
+credentials Secret onto every cluster joined before, and theirs onto NAME. It reaches each
+cluster joined before with a kubeconfig of yours, --peer-kubeconfig PEER=FILE (repeatable; the
+user must get, create and patch Secrets in drover-system there): the hub's credential on a
+managed cluster has no right on Secrets. Join refuses, before writing anything, when a joined
+cluster has none, naming it.
+
 S3 credentials come from --s3-credentials-file, else --s3-access-key-id with
 --s3-secret-access-key-file, else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY. The secret key is
 never taken from the command line, where the process list and the shell history show it.`,
 		Example: `  drover cluster join east --cluster-kubeconfig east.kubeconfig \
     --s3-endpoint https://s3.east.example.com --s3-bucket drover-east --region eu-west
+  drover cluster join west --cluster-kubeconfig west.kubeconfig --peer-kubeconfig east=east.kubeconfig \
+    --s3-endpoint https://s3.west.example.com --s3-bucket drover-west --region eu-central
   drover cluster join east --cluster-kubeconfig east.kubeconfig ... --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,6 +107,9 @@ never taken from the command line, where the process list and the shell history 
 			}
 			var err error
 			if o.Hub, o.Managed, err = f.load(); err != nil {
+				return err
+			}
+			if o.Peers, err = join.LoadKubeconfigs(peers, join.PeerKubeconfigFlag); err != nil {
 				return err
 			}
 			if o.Server == "" {
@@ -115,6 +129,7 @@ never taken from the command line, where the process list and the shell history 
 	fs.StringVar(&o.Server, "cluster-server", "", "the managed cluster's API address as the hub reaches it (default: the server of --cluster-kubeconfig)")
 	fs.StringVar(&deprecatedServer, "server", "", "the managed cluster's API address as the hub reaches it")
 	_ = fs.MarkDeprecated("server", "use --cluster-server: --server names the hub's API server on the other verbs")
+	fs.Var(&peers, "peer-kubeconfig", "PEER=FILE: your kubeconfig of the joined cluster PEER, onto which join copies the new S3 profile's Secret (repeatable; one per cluster joined before)")
 	fs.StringVar(&o.Region, "region", "", "the cluster's failure domain, DRCluster spec.region (default: NAME)")
 	fs.StringVar(&o.S3.Name, "s3-profile", "", "name of the cluster's S3 profile and of its credentials Secret (default: s3-NAME)")
 	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "URL of the cluster's S3 store, such as https://s3.example.com:9000")
