@@ -102,10 +102,6 @@ type Options struct {
 	// value is vrg's defaults (64 MiB for a capture, 1 MiB for any other object, 10,000 keys).
 	StoreLimits vrg.StoreLimits
 
-	// VolSyncKeyRecheck is how often the agent compares the VolSync keys it wrote or received
-	// with the stores; 0 is a minute (vrg.Reconciler.VolSyncKeyRecheck).
-	VolSyncKeyRecheck time.Duration
-
 	// RestoreFloor is the ResourceQuota and LimitRange drover-floor that every namespace a
 	// failover or relocation restores into gets before anything is restored there, whatever
 	// the capture holds; the zero value is none.
@@ -252,7 +248,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces, AdminNamespaces: opts.AdminNamespaces},
-		StoreLimits: opts.StoreLimits, Floor: opts.RestoreFloor, VolSyncKeyRecheck: opts.VolSyncKeyRecheck,
+		StoreLimits: opts.StoreLimits, Floor: opts.RestoreFloor,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)

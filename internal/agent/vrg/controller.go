@@ -122,9 +122,6 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Workers is how many groups are reconciled at once; 0 means one.
 	Workers int
-	// VolSyncKeyRecheck is how often a VolSync key the agent wrote to the stores, or made a
-	// Secret from, is compared with the stores again (volsync_keys.go); 0 means a minute.
-	VolSyncKeyRecheck time.Duration
 
 	// written remembers what each store holds of each group (ledger.go); SetupWithManager
 	// makes it.

@@ -34,12 +34,12 @@ import (
 //   - The secondary writes, after receiveVolSync, each destination's key to every store of the
 //     group, at <group prefix>volsync-keys/<pvc namespace>/<pvc>.json, with the time it wrote it.
 //     It remembers what it wrote or found (the ledger) and reads each store's object again only
-//     every volSyncKeyRecheck (a minute unless set), so a settled secondary writes nothing, and an
-//     object deleted or damaged in a store is written again within that time.
+//     every volSyncKeyRecheck, so a settled secondary writes nothing, and an object deleted or
+//     damaged in a store is written again within that time.
 //   - The primary, before protecting its PVCs, makes each spec.volSync.destinations entry's key
 //     Secret on its own cluster from the newest object of the stores that opens and is a key
-//     drover makes; a Secret it holds is checked against the stores every volSyncKeyRecheck, so
-//     a key the secondary replaced (its Secret deleted) reaches the primary within that time.
+//     drover makes; a Secret it holds is checked against the stores every volSyncKeyRecheck, so a
+//     key the secondary replaced (its Secret deleted) reaches the primary within that time.
 //   - A key object that does not open or is not a key (written by someone without the store key,
 //     or damaged) is refused: with no key Secret on the primary, the PVC's DataProtected says
 //     StoreObjectRefused, naming the store and the object and saying what to delete; nothing is
@@ -57,18 +57,9 @@ const volSyncKeysDir = "volsync-keys/"
 // secondary wrote that key there: a store that missed a newer write never replaces it.
 const AnnotationVolSyncKeyWritten = "drover.io/volsync-key-written"
 
-// defaultVolSyncKeyRecheck is how often a secondary compares each key it wrote with each store,
-// and a primary holding a destination's key compares it with the stores (a GET per key and
-// store), unless Reconciler.VolSyncKeyRecheck says otherwise.
-const defaultVolSyncKeyRecheck = time.Minute
-
-// volSyncKeyRecheck is Reconciler.VolSyncKeyRecheck, or its default when unset.
-func (r *Reconciler) volSyncKeyRecheck() time.Duration {
-	if r.VolSyncKeyRecheck > 0 {
-		return r.VolSyncKeyRecheck
-	}
-	return defaultVolSyncKeyRecheck
-}
+// volSyncKeyRecheck is how often a secondary compares each key it wrote with each store, and a
+// primary holding a destination's key compares it with the stores: a GET per key and store.
+const volSyncKeyRecheck = time.Minute
 
 // pskFormat is the key VolSync reads from psk.txt and volsync.EnsureDestination makes.
 var pskFormat = regexp.MustCompile(`^volsync:[0-9a-f]{64}$`)
@@ -185,7 +176,7 @@ func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Re
 func (r *Reconciler) publishedEverywhere(sc *scope, d v1alpha1.VolSyncDestination) bool {
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		rec := r.written.volSyncKey(sc.vrg, profile.Name+"/"+d.PVCNamespace+"/"+d.PVCName)
-		if rec.checked.IsZero() || time.Since(rec.checked) >= r.volSyncKeyRecheck() {
+		if rec.checked.IsZero() || time.Since(rec.checked) >= volSyncKeyRecheck {
 			return false
 		}
 	}
@@ -196,7 +187,7 @@ func (r *Reconciler) publishedEverywhere(sc *scope, d v1alpha1.VolSyncDestinatio
 func (r *Reconciler) publishVolSyncKey(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, key StoredVolSyncKey) error {
 	name := profile.Name + "/" + key.PVCNamespace + "/" + key.PVCName
 	sum := pskDigest(key.PSK)
-	if rec := r.written.volSyncKey(sc.vrg, name); rec.sum == sum && time.Since(rec.checked) < r.volSyncKeyRecheck() {
+	if rec := r.written.volSyncKey(sc.vrg, name); rec.sum == sum && time.Since(rec.checked) < volSyncKeyRecheck {
 		return nil
 	}
 	store, err := r.storeOf(ctx, sc, profile)
@@ -316,7 +307,7 @@ func (r *Reconciler) fetchVolSyncKey(ctx context.Context, sc *scope, d v1alpha1.
 		have = string(secret.Data[volsync.PSKKey])
 	}
 	checkName := pvcKey
-	if rec := r.written.volSyncKey(sc.vrg, checkName); have != "" && rec.sum == pskDigest(have) && time.Since(rec.checked) < r.volSyncKeyRecheck() {
+	if rec := r.written.volSyncKey(sc.vrg, checkName); have != "" && rec.sum == pskDigest(have) && time.Since(rec.checked) < volSyncKeyRecheck {
 		return replication.Done(), nil
 	}
 	newest, problems := r.newestVolSyncKey(ctx, sc, d)

@@ -101,9 +101,7 @@ func StartAgentWith(cluster string, change func(*agent.Options)) error {
 	}
 	// Every API and S3 write of the agent is counted by namespace (Writes).
 	cfg.Wrap(writes.countAPI(cluster))
-	// The VolSync keys are compared with the stores every 10 s instead of every minute, so that
-	// a key deleted or replaced travels within a test's patience.
-	opts := agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster), VolSyncKeyRecheck: 10 * time.Second}
+	opts := agent.Options{ClusterName: cluster, InProcess: true, NewStore: writes.countS3(cluster)}
 	if v := os.Getenv(workersEnv); v != "" {
 		if opts.Workers, err = strconv.Atoi(v); err != nil {
 			return fmt.Errorf("%s=%q: %w", workersEnv, v, err)
