@@ -102,21 +102,10 @@ never taken from the command line, where the process list and the shell history 
 			if secretKeyOnArgv != "" {
 				return errSecretKeyOnArgv
 			}
-			if err := s3SecretKeyFromFile(&o, secretKeyFile); err != nil {
-				return err
-			}
-			var err error
-			if o.Hub, o.Managed, err = f.load(); err != nil {
-				return err
-			}
-			if o.Peers, err = join.LoadKubeconfigs(peers, join.PeerKubeconfigFlag); err != nil {
-				return err
-			}
 			if o.Server == "" {
 				o.Server = deprecatedServer
 			}
-			o.Namespace = f.namespace
-			if err := s3Credentials(&o, credentialsFile); err != nil {
+			if err := joinOptions(&o, f, peers, credentialsFile, secretKeyFile); err != nil {
 				return err
 			}
 			o.Out = cmd.OutOrStdout()
@@ -149,6 +138,23 @@ never taken from the command line, where the process list and the shell history 
 	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long obtaining the hub's token (and the cluster's CA, when --cluster-kubeconfig names none) may take")
 	fs.DurationVar(&o.TokenLifetime, "token-lifetime", join.DefaultTokenLifetime, "how long the hub's token is valid; the hub renews it after 80 % of that (drover hub --token-renew-after)")
 	return cmd
+}
+
+// joinOptions completes join's options from its flags: the kubeconfigs of the hub, the cluster
+// and its peers, and the S3 credentials.
+func joinOptions(o *join.Options, f *clusterFlags, peers day2.ClusterKubeconfigs, credentialsFile, secretKeyFile string) error {
+	if err := s3SecretKeyFromFile(o, secretKeyFile); err != nil {
+		return err
+	}
+	var err error
+	if o.Hub, o.Managed, err = f.load(); err != nil {
+		return err
+	}
+	if o.Peers, err = join.LoadKubeconfigs(peers, join.PeerKubeconfigFlag); err != nil {
+		return err
+	}
+	o.Namespace = f.namespace
+	return s3Credentials(o, credentialsFile)
 }
 
 // errSecretKeyOnArgv refuses --s3-secret-access-key: an argument is visible to every user of the
