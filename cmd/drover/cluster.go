@@ -11,6 +11,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/day2"
 	"github.com/drover-io/drover/internal/join"
 )
 
@@ -70,8 +71,9 @@ func newClusterJoinCommand() *cobra.Command {
 	f := &clusterFlags{}
 	o := join.Options{}
 	var credentialsFile, secretKeyFile, secretKeyOnArgv, deprecatedServer string
+	var peers day2.ClusterKubeconfigs
 	cmd := &cobra.Command{
-		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET",
+		Use:   "join NAME --cluster-kubeconfig FILE --s3-endpoint URL --s3-bucket BUCKET [--peer-kubeconfig PEER=FILE ...]",
 		Short: "Register a managed cluster with the hub as the DRCluster NAME, with a least-privilege identity",
 		Long: `Creates on the managed cluster the hub's identity (ServiceAccount drover-hub in drover-system,
 bound to the role of config/rbac/hub-on-managed-cluster), an expiring token for it that the hub renews, and the
@@ -79,11 +81,20 @@ credentials Secret of the cluster's S3 profile; then on the hub a kubeconfig Sec
 token and the DRCluster NAME. Checks both clusters first and writes nothing when a check fails;
 a failed write deletes what the run created. Running it again changes nothing.
 
+Each cluster's agent writes to every S3 profile of its policy, so join copies the new profile's
+credentials Secret onto every cluster joined before, and theirs onto NAME. It reaches each
+cluster joined before with a kubeconfig of yours, --peer-kubeconfig PEER=FILE (repeatable; the
+user must get, create and patch Secrets in drover-system there): the hub's credential on a
+managed cluster has no right on Secrets. Join refuses, before writing anything, when a joined
+cluster has none, naming it.
+
 S3 credentials come from --s3-credentials-file, else --s3-access-key-id with
 --s3-secret-access-key-file, else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY. The secret key is
 never taken from the command line, where the process list and the shell history show it.`,
 		Example: `  drover cluster join east --cluster-kubeconfig east.kubeconfig \
     --s3-endpoint https://s3.east.example.com --s3-bucket drover-east --region eu-west
+  drover cluster join west --cluster-kubeconfig west.kubeconfig --peer-kubeconfig east=east.kubeconfig \
+    --s3-endpoint https://s3.west.example.com --s3-bucket drover-west --region eu-central
   drover cluster join east --cluster-kubeconfig east.kubeconfig ... --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,18 +102,10 @@ never taken from the command line, where the process list and the shell history 
 			if secretKeyOnArgv != "" {
 				return errSecretKeyOnArgv
 			}
-			if err := s3SecretKeyFromFile(&o, secretKeyFile); err != nil {
-				return err
-			}
-			var err error
-			if o.Hub, o.Managed, err = f.load(); err != nil {
-				return err
-			}
 			if o.Server == "" {
 				o.Server = deprecatedServer
 			}
-			o.Namespace = f.namespace
-			if err := s3Credentials(&o, credentialsFile); err != nil {
+			if err := joinOptions(&o, f, peers, credentialsFile, secretKeyFile); err != nil {
 				return err
 			}
 			o.Out = cmd.OutOrStdout()
@@ -115,6 +118,7 @@ never taken from the command line, where the process list and the shell history 
 	fs.StringVar(&o.Server, "cluster-server", "", "the managed cluster's API address as the hub reaches it (default: the server of --cluster-kubeconfig)")
 	fs.StringVar(&deprecatedServer, "server", "", "the managed cluster's API address as the hub reaches it")
 	_ = fs.MarkDeprecated("server", "use --cluster-server: --server names the hub's API server on the other verbs")
+	fs.Var(&peers, "peer-kubeconfig", "PEER=FILE: your kubeconfig of the joined cluster PEER, onto which join copies the new S3 profile's Secret (repeatable; one per cluster joined before)")
 	fs.StringVar(&o.Region, "region", "", "the cluster's failure domain, DRCluster spec.region (default: NAME)")
 	fs.StringVar(&o.S3.Name, "s3-profile", "", "name of the cluster's S3 profile and of its credentials Secret (default: s3-NAME)")
 	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "URL of the cluster's S3 store, such as https://s3.example.com:9000")
@@ -134,6 +138,23 @@ never taken from the command line, where the process list and the shell history 
 	fs.DurationVar(&o.TokenTimeout, "token-timeout", join.DefaultTokenTimeout, "how long obtaining the hub's token (and the cluster's CA, when --cluster-kubeconfig names none) may take")
 	fs.DurationVar(&o.TokenLifetime, "token-lifetime", join.DefaultTokenLifetime, "how long the hub's token is valid; the hub renews it after 80 % of that (drover hub --token-renew-after)")
 	return cmd
+}
+
+// joinOptions completes join's options from its flags: the kubeconfigs of the hub, the cluster
+// and its peers, and the S3 credentials.
+func joinOptions(o *join.Options, f *clusterFlags, peers day2.ClusterKubeconfigs, credentialsFile, secretKeyFile string) error {
+	if err := s3SecretKeyFromFile(o, secretKeyFile); err != nil {
+		return err
+	}
+	var err error
+	if o.Hub, o.Managed, err = f.load(); err != nil {
+		return err
+	}
+	if o.Peers, err = join.LoadKubeconfigs(peers, join.PeerKubeconfigFlag); err != nil {
+		return err
+	}
+	o.Namespace = f.namespace
+	return s3Credentials(o, credentialsFile)
 }
 
 // errSecretKeyOnArgv refuses --s3-secret-access-key: an argument is visible to every user of the

@@ -21,7 +21,7 @@ import (
 )
 
 // drillFloodTestDrills is the number of drills a tenant creates at once in the flood test.
-const drillFloodTestDrills = 200
+const drillFloodTestDrills = 100
 
 // hubLists reads the hub API server's count of LIST requests of a resource.
 func hubLists(g Gomega, resource string) float64 {

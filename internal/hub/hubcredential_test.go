@@ -37,7 +37,7 @@ func hubCredential(g Gomega, name string) (drover, core client.Client) {
 	return drover, core
 }
 
-// The hub's credential on a managed cluster has no right on Secrets outside drover-system: it
+// The hub's credential on a managed cluster has no right on Secrets: it
 // cannot take over an application's own Secret by adding drover's label to it, nor ask for privileged VolSync
 // movers (root in the application's namespace) for a group outside an admin namespace, nor
 // create a namespace labelled as a drill's sandbox (which the agent deletes); and the agent

@@ -276,7 +276,7 @@ func TestTheAgentRefusesAGroupOfASystemNamespaceFromTheHubsCredential(t *testing
 	}{
 		{"a ServiceAccount token for the agent", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "drover-system", Name: "agent-token",
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: "drover-agent"}}, Type: corev1.SecretTypeServiceAccountToken},
-			"the hub's credential writes only the S3 profiles' credentials"},
+			`cannot create resource "secrets"`},
 		{"a Secret in kube-system, even labelled as a key", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns-key",
 			Labels: map[string]string{"drover.io/vrg-name": "db"}}}, `cannot create resource "secrets"`},
 		{"a Secret in an application's namespace", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenancy-agent", Name: "planted",

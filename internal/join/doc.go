@@ -4,10 +4,11 @@
 // rotate-store-key`, rotate.go and retire.go, which reseals what the retired key sealed) and
 // their access keys (`drover cluster rotate-s3-credentials`, s3creds.go).
 //
-// The clusters joined before are reached through the hub's kubeconfig Secrets, read here on
-// the operator's machine: only in drover-system and the hub's namespace, and only through
-// kubeconfig.FromSecret, which refuses plugins, files, insecure TLS, a proxy and impersonation
-// (profiles.go, peerTarget).
+// The clusters joined before (join's copies of a new profile, the rotations' rewrites of every
+// copy) are reached with a kubeconfig of the operator's for each (Options.Peers,
+// RotateOptions.Clusters), checked to reach the cluster of that name; never with the hub's
+// credential there, which has no right on Secrets, and the hub's kubeconfig Secrets are not
+// read for it (peers.go, docs/decisions/0010).
 //
 // Join creates, on the managed cluster, the hub's least-privilege identity (the ServiceAccount
 // drover-hub bound to config/rbac/hub-on-managed-cluster), the Secret its tokens are bound to

@@ -44,6 +44,10 @@ func Join(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	peers, err := o.joinedPeers(ctx, hub)
+	if err != nil {
+		return err
+	}
 	managedObjs = append(managedObjs, peerProfiles...)
 	if !managedNS {
 		managedObjs = prepend(namespace(o.Namespace), managedObjs)
@@ -63,7 +67,7 @@ func Join(ctx context.Context, opts Options) error {
 	if err := o.applyHub(ctx, r, hub, managed, hubNS); err != nil {
 		return r.undo(ctx, err)
 	}
-	o.shareProfile(ctx, hub)
+	o.shareProfile(ctx, peers)
 	o.printPolicyHint()
 	return nil
 }

@@ -190,3 +190,75 @@ func TestJoinDryRunPrintsTheObjectsAndChangesNothing(t *testing.T) {
 		t.Errorf("the dry run created on west: %v", got)
 	}
 }
+
+// The clusters joined before are reached with the operator's kubeconfigs, never with the hub's
+// credential, which may not read or write Secrets there. A joined cluster without one stops
+// join and the rotations before they write anything, naming the cluster and the flag to pass;
+// a kubeconfig of another cluster given by mistake is refused, naming the cluster it reaches,
+// and a rotation then makes no key current.
+func TestJoinAndRotationsNameTheClusterWhoseKubeconfigIsMissingOrWrong(t *testing.T) {
+	var out bytes.Buffer
+	mustJoin(t, joinOptions(t, lab.East, lab.East, &out))
+	eastBefore, hubBefore := labelled(t, lab.East, lab.East), labelled(t, lab.Hub, lab.East)
+
+	out.Reset()
+	o := joinOptions(t, lab.West, lab.West, &out)
+	o.Peers = nil
+	err := join.Join(t.Context(), o)
+	t.Logf("join west without east's kubeconfig: %v", err)
+	mustContain(t, errString(err), "no kubeconfig for joined cluster(s) east", "--peer-kubeconfig east=FILE", "drover cluster unjoin NAME")
+	if got := labelled(t, lab.West, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on west: %v", got)
+	}
+	if got := labelled(t, lab.Hub, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on the hub: %v", got)
+	}
+
+	insecure := labCluster(t, lab.East)
+	insecure.Config.Insecure, insecure.Config.CAData = true, nil
+	o.Peers = map[string]join.Cluster{lab.East: insecure}
+	err = join.Join(t.Context(), o)
+	t.Logf("join west with a kubeconfig of east that skips TLS verification: %v", err)
+	mustContain(t, errString(err), "(--peer-kubeconfig east=FILE) sets insecure-skip-tls-verify", "--allow-insecure-kubeconfig")
+	if got := labelled(t, lab.West, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on west: %v", got)
+	}
+
+	out.Reset()
+	o.Peers = map[string]join.Cluster{lab.East: labCluster(t, lab.West)}
+	mustJoin(t, o)
+	t.Logf("join west with west's kubeconfig given for east:\n%s", out.String())
+	mustContain(t, out.String(), "warning: cluster east did not get the credentials of S3 profile store-west",
+		"given for cluster east (--peer-kubeconfig east=FILE), reaches the cluster at", "which is joined as west")
+	if err := adminClient(t, lab.East).Get(t.Context(), client.ObjectKey{Namespace: join.DefaultNamespace, Name: profileName(lab.West)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("east holds S3 profile Secret %s after a join given another cluster's kubeconfig for it: %v", profileName(lab.West), err)
+	}
+
+	profile := profileName(lab.East)
+	ro := rotateOptions(t, profile, &out)
+	delete(ro.Clusters, lab.West)
+	out.Reset()
+	err = join.RotateStoreKey(t.Context(), ro)
+	t.Logf("rotate-store-key without west's kubeconfig: %v", err)
+	mustContain(t, errString(err), "no kubeconfig for joined cluster(s) west", "--cluster-kubeconfig west=FILE")
+	if after := labelled(t, lab.East, lab.East); !maps.Equal(after, eastBefore) {
+		t.Errorf("the refused rotation changed east's objects: %v, before %v", after, eastBefore)
+	}
+	if after := labelled(t, lab.Hub, lab.East); !maps.Equal(after, hubBefore) {
+		t.Errorf("the refused rotation changed the hub's objects: %v, before %v", after, hubBefore)
+	}
+
+	before, _ := copyKeys(t, lab.East, profile)
+	ro.Clusters[lab.West] = labCluster(t, lab.West)
+	ro.Clusters[lab.East] = labCluster(t, lab.West)
+	out.Reset()
+	err = join.RotateStoreKey(t.Context(), ro)
+	t.Logf("rotate-store-key with west's kubeconfig given for east: %v\n%s", err, out.String())
+	mustContain(t, errString(err), "cluster east: ", "given for cluster east (--cluster-kubeconfig east=FILE)", "which is joined as west",
+		"stopped before making it current")
+	for _, c := range []string{lab.Hub, lab.East, lab.West} {
+		if keys, _ := copyKeys(t, c, profile); keys.Current != before.Current {
+			t.Errorf("the stopped rotation made key %s current on %s, want %s", keys.Current, c, before.Current)
+		}
+	}
+}

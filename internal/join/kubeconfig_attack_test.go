@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/pem"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,13 +98,14 @@ func plantCluster(t *testing.T, name, namespace string, raw []byte) {
 	})
 }
 
-// The kubeconfig Secrets of the hub are read by the CLI on an operator's workstation, when
-// `drover cluster join` shares a profile with the clusters joined before and when
-// `rotate-store-key` writes the keys to every cluster. Whoever may write a Secret in the hub's
-// namespace (the hub's own ServiceAccount may patch drover-system's) must not make that
-// workstation run a command, send the operator's files away, or read a Secret of another
-// namespace as a kubeconfig: each such Secret is refused, naming the field, and its server
-// receives nothing.
+// The kubeconfig Secrets of the hub hold the hub's credential for each cluster; whoever may
+// write a Secret in the hub's namespace (the hub's own ServiceAccount may patch drover-system's)
+// may plant one, and a DRCluster naming it. `drover cluster join` (sharing a profile with the
+// clusters joined before) and `rotate-store-key` never read them: they reach every joined
+// cluster with a kubeconfig of the operator's, and refuse, naming the cluster and the flag,
+// when the operator gave none. A planted Secret's plugin never runs on the operator's
+// workstation, its tokenFile is never read, its server receives nothing, and nothing is
+// written anywhere.
 func TestAKubeconfigSecretOnTheHubCannotMakeTheOperatorsWorkstationRunOrSendAnything(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "the-plugin-ran")
@@ -111,6 +113,8 @@ func TestAKubeconfigSecretOnTheHubCannotMakeTheOperatorsWorkstationRunOrSendAnyt
 	if err := os.WriteFile(operatorToken, []byte("the-operators-own-token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var out bytes.Buffer
+	mustJoin(t, joinOptions(t, lab.East, lab.East, &out))
 	evil := newRecorder(t)
 	plantCluster(t, "mallory-exec", join.DefaultNamespace, evil.kubeconfigTo(t, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 		APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "touch " + marker},
@@ -118,23 +122,31 @@ func TestAKubeconfigSecretOnTheHubCannotMakeTheOperatorsWorkstationRunOrSendAnyt
 	}}))
 	plantCluster(t, "mallory-file", join.DefaultNamespace, evil.kubeconfigTo(t, &clientcmdapi.AuthInfo{TokenFile: operatorToken}))
 	plantCluster(t, "mallory-ns", "team-mallory", evil.kubeconfigTo(t, &clientcmdapi.AuthInfo{Token: "a-token-of-malloys"}))
-
-	var out bytes.Buffer
-	mustJoin(t, joinOptions(t, lab.East, lab.East, &out))
-	t.Logf("join east:\n%s", out.String())
-	mustContain(t, out.String(),
-		"cluster mallory-exec did not get the credentials", "users[u].user.exec",
-		"cluster mallory-file did not get the credentials", "users[u].user.tokenFile",
-		"cluster mallory-ns did not get the credentials", "team-mallory/kubeconfig-mallory-ns of DRCluster mallory-ns is not in drover-system")
+	eastBefore, hubBefore := labelled(t, lab.East, lab.East), labelled(t, lab.Hub, lab.East)
 
 	out.Reset()
-	err := join.RotateStoreKey(t.Context(), rotateOptions(t, profileName(lab.East), &out))
-	t.Logf("rotate-store-key: %v\n%s", err, out.String())
-	if err == nil {
-		t.Fatal("the rotation went on with clusters whose kubeconfig Secret was refused")
+	err := join.Join(t.Context(), joinOptions(t, lab.West, lab.West, &out))
+	t.Logf("join west: %v\n%s", err, out.String())
+	mustContain(t, errString(err), "no kubeconfig for joined cluster(s) mallory-exec, mallory-file, mallory-ns",
+		"--peer-kubeconfig mallory-exec=FILE --peer-kubeconfig mallory-file=FILE --peer-kubeconfig mallory-ns=FILE")
+	if got := labelled(t, lab.West, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on west: %v", got)
 	}
-	mustContain(t, err.Error(), "cluster mallory-exec", "users[u].user.exec", "cluster mallory-file", "users[u].user.tokenFile",
-		"cluster mallory-ns", "is not in drover-system")
+	if got := labelled(t, lab.Hub, lab.West); len(got) > 0 {
+		t.Errorf("the refused join wrote on the hub: %v", got)
+	}
+
+	out.Reset()
+	err = join.RotateStoreKey(t.Context(), rotateOptions(t, profileName(lab.East), &out))
+	t.Logf("rotate-store-key: %v\n%s", err, out.String())
+	mustContain(t, errString(err), "no kubeconfig for joined cluster(s) mallory-exec, mallory-file, mallory-ns",
+		"--cluster-kubeconfig mallory-exec=FILE")
+	if after := labelled(t, lab.East, lab.East); !maps.Equal(after, eastBefore) {
+		t.Errorf("the refused rotation changed east's objects: %v, before %v", after, eastBefore)
+	}
+	if after := labelled(t, lab.Hub, lab.East); !maps.Equal(after, hubBefore) {
+		t.Errorf("the refused rotation changed the hub's objects: %v, before %v", after, hubBefore)
+	}
 
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the exec plugin of a kubeconfig Secret ran on the operator's workstation")

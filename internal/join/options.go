@@ -80,7 +80,12 @@ type Options struct {
 	// S3 is the cluster's S3 profile. Name empty means DefaultS3ProfileName(Name); its Secret
 	// has the profile's name.
 	S3 objectstore.Profile
-	// AllowInsecureKubeconfig lets join use a hub or managed kubeconfig that skips TLS
+	// Peers are the clusters joined before, by DRCluster name, each reached with a kubeconfig
+	// of the operator's (--peer-kubeconfig NAME=FILE): join copies the new S3 profile's Secret
+	// onto each, and refuses before writing anything when one lacks a kubeconfig. The hub's
+	// credential on them may not write Secrets.
+	Peers map[string]Cluster
+	// AllowInsecureKubeconfig lets join use a hub, managed or peer kubeconfig that skips TLS
 	// verification (insecure-skip-tls-verify). The hub's kubeconfig for the managed cluster then
 	// trusts the CA the cluster publishes (ConfigMap kube-root-ca.crt), read over that unverified
 	// connection: it never skips verification itself, which the hub refuses.
@@ -121,6 +126,7 @@ func (o Options) complete() (Options, error) {
 				"and the token join creates; give %s the cluster's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", c.cluster.Source, c.flag))
 		}
 	}
+	problems = append(problems, insecurePeers(o.Peers, PeerKubeconfigFlag, o.AllowInsecureKubeconfig)...)
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}

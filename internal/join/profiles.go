@@ -3,6 +3,8 @@ package join
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
-	"github.com/drover-io/drover/internal/kubeconfig"
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
@@ -20,8 +21,8 @@ import (
 // managed cluster needs the credentials Secret of every joined cluster's profile, under the
 // name the policy's secretRef gives (the profile's name). Join keeps a copy of each profile's
 // Secret on the hub, where later joins read it: the joining cluster gets the copies of the
-// profiles already joined, and the clusters already joined get the new profile through the
-// hub's own credential for them (which may create and patch Secrets, for VolSync's keys).
+// profiles already joined, and the clusters already joined get the new profile through a
+// kubeconfig of the operator's for each (Options.Peers, peers.go).
 
 // LabelS3Profile marks an S3 credentials Secret join wrote, with the profile's name.
 const LabelS3Profile = "drover.io/s3-profile"
@@ -67,61 +68,53 @@ func otherProfiles(ctx context.Context, o Options, hub *target) ([]*unstructured
 	return out, nil
 }
 
-// shareProfile copies the joined cluster's profile Secret to every other joined cluster,
-// through the hub's credential for it. A cluster that cannot be reached now gets it when it is
-// joined again; the report says which.
-func (o Options) shareProfile(ctx context.Context, hub *target) {
+// joinedPeers are the clusters joined before (every DRCluster join made, but o.Name), which
+// get the new profile's Secret: it refuses, before anything is written, when the operator gave
+// no kubeconfig for one of them (Options.Peers).
+func (o Options) joinedPeers(ctx context.Context, hub *target) ([]string, error) {
 	list := &v1alpha1.DRClusterList{}
 	if err := hub.cl.List(ctx, list, client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
-		fmt.Fprintf(o.Out, "warning: could not list the other joined clusters to give them S3 profile %s: %v\n", o.S3.Name, hub.explain(err))
-		return
+		return nil, fmt.Errorf("failed to list the joined clusters on the hub: %w", hub.explain(err))
 	}
+	var names []string
 	for i := range list.Items {
-		drc := &list.Items[i]
-		if drc.Name == o.Name {
-			continue
+		if list.Items[i].Name != o.Name {
+			names = append(names, list.Items[i].Name)
 		}
-		if err := o.shareProfileWith(ctx, hub, drc); err != nil {
+	}
+	slices.Sort(names)
+	peers := maps.Clone(o.Peers)
+	delete(peers, o.Name)
+	why := fmt.Sprintf("join copies S3 profile %s's credentials onto each cluster joined before", o.S3.Name)
+	if err := missingKubeconfigs(o.Out, names, peers, PeerKubeconfigFlag, why); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// shareProfile copies the joined cluster's profile Secret to every cluster joined before, with
+// the operator's kubeconfig for it. A cluster that cannot be reached now gets it when it is
+// joined again; the report says which.
+func (o Options) shareProfile(ctx context.Context, peers []string) {
+	for _, name := range peers {
+		if err := o.shareProfileWith(ctx, name); err != nil {
 			fmt.Fprintf(o.Out, "warning: cluster %s did not get the credentials of S3 profile %s (%v): run `drover cluster join %s` again, which copies every joined profile onto it\n",
-				drc.Name, o.S3.Name, err, drc.Name)
+				name, o.S3.Name, err, name)
 		}
 	}
 }
 
-func (o Options) shareProfileWith(ctx context.Context, hub *target, drc *v1alpha1.DRCluster) error {
-	peer, err := peerTarget(ctx, hub, o.Namespace, drc)
+func (o Options) shareProfileWith(ctx context.Context, name string) error {
+	peer, err := peerTarget(ctx, name, o.Peers[name], o.Namespace, PeerKubeconfigFlag, o.AllowInsecureKubeconfig)
 	if err != nil {
 		return err
 	}
-	u, err := profileSecretFor(s3Secret(o.S3, o.Name), o.S3.Name, drc.Name)
+	u, err := profileSecretFor(s3Secret(o.S3, o.Name), o.S3.Name, name)
 	if err != nil {
 		return err
 	}
 	r := &run{out: o.Out}
 	return r.apply(ctx, peer, u)
-}
-
-// peerTarget is a joined cluster as the hub reaches it: through the hub's own credential for
-// it, the kubeconfig Secret of its DRCluster (which may get, create and patch the Secrets join
-// labelled in drover-system). That Secret is written by whoever may write Secrets in the hub's
-// namespace, the hub's own ServiceAccount among them, and is read here on the operator's machine:
-// it is read only in kubeconfig.SecretNamespaces(hubNamespace) and built only through
-// kubeconfig.FromSecret, which refuses plugins (a command run as the operator), files (the
-// operator's token or key sent away), insecure TLS, a proxy and impersonation, as the hub does.
-func peerTarget(ctx context.Context, hub *target, hubNamespace string, drc *v1alpha1.DRCluster) (*target, error) {
-	ref := drc.Spec.KubeconfigSecretRef
-	if err := kubeconfig.SecretRef(drc.Name, ref, kubeconfig.SecretNamespaces(hubNamespace)); err != nil {
-		return nil, err
-	}
-	secret := &corev1.Secret{}
-	if err := hub.cl.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("failed to get the hub's kubeconfig Secret %s/%s for cluster %s: %w", ref.Namespace, ref.Name, drc.Name, hub.explain(err))
-	}
-	cfg, err := kubeconfig.FromSecret(secret)
-	if err != nil {
-		return nil, fmt.Errorf("refusing the hub's kubeconfig Secret for cluster %s: %w", drc.Name, err)
-	}
-	return newTarget("managed cluster "+drc.Name, Cluster{Config: cfg, Source: "the hub's kubeconfig Secret " + ref.Namespace + "/" + ref.Name})
 }
 
 // printPolicyHint says what a DRPolicy that pairs the cluster must define for its profile:

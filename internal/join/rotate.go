@@ -35,16 +35,20 @@ const AnnotationRotating = "drover.io/store-key-rotating"
 type RotateOptions struct {
 	// Profile is the S3 profile, the name of its credentials Secret.
 	Profile string
-	// Hub is the hub cluster. The managed clusters are reached as join reaches the clusters
-	// joined before: through the hub's kubeconfig Secret of each DRCluster.
+	// Hub is the hub cluster.
 	Hub Cluster
+	// Clusters are the joined clusters, by DRCluster name, each reached with a kubeconfig of the
+	// operator's (--cluster-kubeconfig NAME=FILE), as join reaches the clusters joined before: a
+	// run refuses before writing anything when a DRCluster has none. The hub's credential on
+	// them may not read or write Secrets.
+	Clusters map[string]Cluster
 	// Namespace holds the profile's Secrets on every cluster; empty means DefaultNamespace.
 	Namespace string
 	// Force (RetireStoreKey) retires the key without checking that no object in the store is
 	// still sealed with it.
 	Force bool
-	// AllowInsecureKubeconfig lets the hub's kubeconfig skip TLS verification, which join
-	// refuses too: the store keys cross that connection.
+	// AllowInsecureKubeconfig lets the hub's and the clusters' kubeconfigs skip TLS
+	// verification, which join refuses too: the store keys cross those connections.
 	AllowInsecureKubeconfig bool
 	// Out receives the progress; nil means os.Stdout.
 	Out io.Writer
@@ -65,6 +69,9 @@ func (o RotateOptions) complete() (RotateOptions, error) {
 	case o.Hub.Config.Insecure && !o.AllowInsecureKubeconfig:
 		return o, fmt.Errorf("%s sets insecure-skip-tls-verify: anyone on the path to the hub could read the store keys this command writes there; "+
 			"give it the hub's CA (certificate-authority-data), or pass --allow-insecure-kubeconfig", o.Hub.Source)
+	}
+	if problems := insecurePeers(o.Clusters, ClusterKubeconfigFlag, o.AllowInsecureKubeconfig); len(problems) > 0 {
+		return o, errors.New(strings.Join(problems, "\n"))
 	}
 	return o, nil
 }
@@ -117,32 +124,51 @@ func (o RotateOptions) readCopies(ctx context.Context, hub *target) (*profileCop
 	if err != nil {
 		return nil, err
 	}
-	list := &v1alpha1.DRClusterList{}
-	if err := hub.cl.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("failed to list the DRClusters on the hub: %w", hub.explain(err))
+	names, err := o.joinedClusters(ctx, hub)
+	if err != nil {
+		return nil, err
 	}
 	out := &profileCopies{hub: hubCopy, failed: map[string]error{}}
-	for i := range list.Items {
-		drc := &list.Items[i]
-		peer, err := peerTarget(ctx, hub, o.Namespace, drc)
+	for _, name := range names {
+		peer, err := peerTarget(ctx, name, o.Clusters[name], o.Namespace, ClusterKubeconfigFlag, o.AllowInsecureKubeconfig)
 		if err != nil {
-			out.failed[drc.Name] = err
+			out.failed[name] = err
 			continue
 		}
 		c, err := o.readCopy(ctx, peer)
 		if c != nil {
-			c.cluster = drc.Name
+			c.cluster = name
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			out.without = append(out.without, drc.Name)
+			out.without = append(out.without, name)
 		case err != nil:
-			out.failed[drc.Name] = err
+			out.failed[name] = err
 		default:
 			out.managed = append(out.managed, c)
 		}
 	}
 	return out, nil
+}
+
+// joinedClusters are the names of every DRCluster of the hub, each of which may hold a copy of
+// the profile's Secret: it refuses, before anything is written, when the operator gave no
+// kubeconfig for one of them.
+func (o RotateOptions) joinedClusters(ctx context.Context, hub *target) ([]string, error) {
+	list := &v1alpha1.DRClusterList{}
+	if err := hub.cl.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("failed to list the DRClusters on the hub: %w", hub.explain(err))
+	}
+	names := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		names = append(names, list.Items[i].Name)
+	}
+	slices.Sort(names)
+	why := fmt.Sprintf("this command reads and rewrites the copy of S3 profile %s's Secret on every joined cluster", o.Profile)
+	if err := missingKubeconfigs(o.Out, names, o.Clusters, ClusterKubeconfigFlag, why); err != nil {
+		return nil, err
+	}
+	return names, nil
 }
 
 // readCopy reads the profile's Secret on t and its keys. A missing Secret is the API's

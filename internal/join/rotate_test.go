@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -17,9 +18,10 @@ import (
 	"github.com/drover-io/drover/internal/objectstore"
 )
 
-// rotateOptions rotates the store key of profile through the lab's hub, reporting into out.
+// rotateOptions rotates the store key of profile through the lab's hub, reaching the managed
+// clusters with the operator's kubeconfigs, reporting into out.
 func rotateOptions(t *testing.T, profile string, out *bytes.Buffer) join.RotateOptions {
-	return join.RotateOptions{Profile: profile, Hub: labCluster(t, lab.Hub), Out: out}
+	return join.RotateOptions{Profile: profile, Hub: labCluster(t, lab.Hub), Clusters: operatorKubeconfigs(t, lab.East, lab.West), Out: out}
 }
 
 // copyKeys reads the store keys of profile's Secret on cluster, and its annotation
@@ -189,7 +191,9 @@ func TestAHalfDoneRotationIsFinishedByTheNextRunWithTheSameKey(t *testing.T) {
 	ghost := unreachableCluster(t, "ghost")
 
 	out.Reset()
-	err := join.RotateStoreKey(t.Context(), rotateOptions(t, profile, &out))
+	o := rotateOptions(t, profile, &out)
+	o.Clusters["ghost"] = join.Cluster{Config: &rest.Config{Host: ghostServer, BearerToken: "not-a-token"}, Source: "the operator's kubeconfig of ghost"}
+	err := join.RotateStoreKey(t.Context(), o)
 	t.Logf("the first run:\n%s%v", out.String(), err)
 	mustContain(t, errString(err), "cluster ghost: ", "cannot reach managed cluster ghost", "as a reader only, which is harmless",
 		"drover cluster rotate-store-key --profile store-east")
@@ -221,12 +225,15 @@ func TestAHalfDoneRotationIsFinishedByTheNextRunWithTheSameKey(t *testing.T) {
 	}
 }
 
+// ghostServer is an address nothing listens on.
+const ghostServer = "https://127.0.0.1:1"
+
 // unreachableCluster creates on the hub a DRCluster whose kubeconfig names a port nothing
 // listens on, and deletes it with the test.
 func unreachableCluster(t *testing.T, name string) *v1alpha1.DRCluster {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: ghostServer}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "not-a-token"}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name

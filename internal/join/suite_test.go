@@ -66,10 +66,23 @@ func adminClient(t *testing.T, name string) client.Client {
 // Secrets the lab keeps on every cluster.
 func profileName(cluster string) string { return "store-" + cluster }
 
-// joinOptions joins the lab cluster managed as name, reporting into out.
+// operatorKubeconfigs are the lab's administrator kubeconfigs of the managed clusters, by
+// name: what an operator gives `--peer-kubeconfig` and `--cluster-kubeconfig`.
+func operatorKubeconfigs(t *testing.T, names ...string) map[string]join.Cluster {
+	out := map[string]join.Cluster{}
+	for _, n := range names {
+		out[n] = labCluster(t, n)
+	}
+	return out
+}
+
+// joinOptions joins the lab cluster managed as name, reporting into out, with the operator's
+// kubeconfigs of the lab's other managed clusters for those joined before.
 func joinOptions(t *testing.T, name, managed string, out *bytes.Buffer) join.Options {
+	peers := operatorKubeconfigs(t, lab.East, lab.West)
+	delete(peers, managed)
 	return join.Options{
-		Name: name, Hub: labCluster(t, lab.Hub), Managed: labCluster(t, managed),
+		Name: name, Hub: labCluster(t, lab.Hub), Managed: labCluster(t, managed), Peers: peers,
 		S3: objectstore.Profile{
 			Name: profileName(name), Endpoint: "http://127.0.0.1:9000", Insecure: true, Bucket: "drover-" + name, Region: "lab-1",
 			AccessKeyID: "AKID-" + name, SecretAccessKey: "not-a-real-secret-" + name,

@@ -220,10 +220,17 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 	if err != nil {
 		return err
 	}
+	peers, err := c.lab.peerKubeconfigs(managed.Name)
+	if err != nil {
+		return err
+	}
 	err = join.Join(ctx, join.Options{
 		Name:    managed.Name,
 		Hub:     join.Cluster{Config: hubCfg, Source: "lab kubeconfig " + c.KubeconfigPath()},
 		Managed: join.Cluster{Config: managedCfg, Source: "lab kubeconfig " + managed.KubeconfigPath()},
+		// The clusters joined before get the profile's Secret through the operator's
+		// kubeconfigs, here the lab's administrator ones (`--peer-kubeconfig`).
+		Peers: peers,
 		// The hub reaches the cluster through its API proxy, which a partition cuts.
 		Server: managed.ProxiedEndpoint(),
 		S3: objectstore.Profile{
@@ -237,6 +244,24 @@ func (c *Cluster) join(ctx context.Context, managed *Cluster, p S3Profile) error
 	}
 	c.lab.progress("%s: joined to the hub as DRCluster %s", managed.Name, managed.Name)
 	return nil
+}
+
+// peerKubeconfigs are the lab's administrator kubeconfigs of its managed clusters but name, by
+// cluster name: what an operator gives join for the clusters joined before. Join uses those
+// joined, and notes the others as unused.
+func (l *Lab) peerKubeconfigs(name string) (map[string]join.Cluster, error) {
+	peers := map[string]join.Cluster{}
+	for _, o := range l.clusters {
+		if o.Role != RoleManaged || o.Name == name {
+			continue
+		}
+		cfg, err := o.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		peers[o.Name] = join.Cluster{Config: cfg, Source: "lab kubeconfig " + o.KubeconfigPath()}
+	}
+	return peers, nil
 }
 
 // Installer installs drover's release on one cluster of a lab that runs drover, in place of the

@@ -34,11 +34,16 @@ func TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings(t *testing.T) {
 		"east: credential": day2.Pass, "east: API server": day2.Pass, "east: CRDs drover.io/v1alpha1": day2.Pass,
 		"east: StorageClass lab-block (VolRep, day2)": day2.Warn,
 		"east: drover-agent":                          day2.Warn,
-		"S3 profile s3-east":                          day2.Pass,
+		// The hub's credential may not read the profile's Secret on east (nor any Secret).
+		"S3 profile s3-east": day2.Warn,
 	})
 	if d := got["east: StorageClass lab-block (VolRep, day2)"].Detail; !strings.Contains(d, "may not list StorageClasses on east") ||
 		!strings.Contains(d, "--cluster-kubeconfig east=FILE") {
 		t.Errorf("the storage check says %q, want what the credential may not do and the flag", d)
+	}
+	if d := got["S3 profile s3-east"].Detail; !strings.Contains(d, "may not read Secret drover-system/s3-east on east") ||
+		!strings.Contains(d, "--cluster-kubeconfig east=FILE") {
+		t.Errorf("the S3 profile check says %q, want what the credential may not do and the flag", d)
 	}
 
 	east, err := testLab.Cluster(lab.East)
@@ -46,7 +51,8 @@ func TestTheHubsCredentialMakesTheChecksItMayNotMakeWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, out, _ = rows(t, validateClusters(t), day2.ValidateOptions{Kubeconfigs: day2.ClusterKubeconfigs{lab.East: east.KubeconfigPath()}})
-	expect(t, got, out, map[string]day2.Result{"east: StorageClass lab-block (VolRep, day2)": day2.Pass, "east: credential": day2.Pass})
+	expect(t, got, out, map[string]day2.Result{"east: StorageClass lab-block (VolRep, day2)": day2.Pass, "east: credential": day2.Pass,
+		"S3 profile s3-east": day2.Pass})
 
 	file := filepath.Join(t.TempDir(), "gather.tar.gz")
 	var buf bytes.Buffer

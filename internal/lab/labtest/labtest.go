@@ -28,10 +28,22 @@ const KeepEnv = "DROVER_TEST_KEEP_LAB"
 // RepoRoot finds the module root by walking up from the working directory to go.mod.
 func RepoRoot() (string, error) { return modroot.Find() }
 
-// BuildDrover builds the drover binary into dir and returns its path. Tests run the lab's
-// processes from the real binary, as a user does.
+// BuiltDroverEnv names an environment variable holding the path of a drover binary built from
+// this checkout for the whole run (hack/test.sh builds it once for make test): BuildDrover links
+// it instead of building drover again for every test package, which costs each package a link
+// of the binary (10-20 s of CPU).
+const BuiltDroverEnv = "DROVER_TEST_BUILT_DROVER"
+
+// BuildDrover builds the drover binary into dir and returns its path, or links the binary
+// BuiltDroverEnv names there. Tests run the lab's processes from the real binary, as a user does.
 func BuildDrover(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, "drover")
+	if built := os.Getenv(BuiltDroverEnv); built != "" {
+		if err := os.Link(built, out); err != nil && os.Symlink(built, out) != nil {
+			return "", fmt.Errorf("failed to link the drover binary %s (%s) into %s: %w", built, BuiltDroverEnv, dir, err)
+		}
+		return out, nil
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/drover")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {

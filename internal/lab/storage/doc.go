@@ -3,7 +3,8 @@
 // upstream project it stands in for, around a shared driver context:
 //
 //   - csi/: the CSI side: provisioner, deleter, attacher, WaitForFirstConsumer binding, snapshots.
-//   - csiaddons/: csi-addons with ceph-csi's RBD snapshot mirroring: VolumeReplication.
+//   - csiaddons/: csi-addons with ceph-csi's RBD snapshot mirroring: VolumeReplication, and
+//     VolumeGroupReplication for consistency groups (with their Content and Class).
 //   - volsync/: VolSync: rsyncTLS sources and destinations, their movers, ServiceExports.
 //   - driver/: the shared driver context: the Store, images on disk, peer reachability, waits.
 //   - state/: the on-disk state (volume, snapshot, image paths; image state), a leaf package.

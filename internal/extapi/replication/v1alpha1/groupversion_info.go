@@ -1,6 +1,7 @@
 // Package v1alpha1 is a minimal copy of csi-addons' replication.storage.openshift.io/v1alpha1
 // API (github.com/csi-addons/kubernetes-csi-addons, api/replication.storage/v1alpha1): the
-// fields of VolumeReplication and VolumeReplicationClass that drover uses.
+// fields of VolumeReplication and VolumeReplicationClass that drover uses, and of
+// VolumeGroupReplication, its Content and its Class that the lab's storage serves.
 //
 // +kubebuilder:object:generate=true
 // +groupName=replication.storage.openshift.io
@@ -27,6 +28,9 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&VolumeReplication{}, &VolumeReplicationList{},
 		&VolumeReplicationClass{}, &VolumeReplicationClassList{},
+		&VolumeGroupReplication{}, &VolumeGroupReplicationList{},
+		&VolumeGroupReplicationContent{}, &VolumeGroupReplicationContentList{},
+		&VolumeGroupReplicationClass{}, &VolumeGroupReplicationClassList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

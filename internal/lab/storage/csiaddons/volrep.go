@@ -135,9 +135,14 @@ type store struct {
 	reports reportSchedule
 }
 
-// Setup registers the VolumeReplication controller with the manager.
+// Setup registers the VolumeReplication controller and the VolumeGroupReplication controllers
+// (volgroup.go) with the manager.
 func Setup(mgr ctrl.Manager, d *driver.Store) error {
-	return setupVolRep(mgr, &store{Store: d})
+	s := &store{Store: d}
+	if err := setupVolRep(mgr, s); err != nil {
+		return err
+	}
+	return setupVolGroup(mgr, s)
 }
 
 func setupVolRep(mgr ctrl.Manager, s *store) error {
@@ -148,8 +153,9 @@ func setupVolRep(mgr ctrl.Manager, s *store) error {
 
 // volRepScope is the per-request state of one VolumeReplication reconcile.
 type volRepScope struct {
-	vr       *replicationv1alpha1.VolumeReplication
-	handle   string
+	vr *replicationv1alpha1.VolumeReplication
+	// img is the replicated image: the PVC's volume, or the VolumeGroupReplication's group.
+	img      image
 	interval time.Duration
 	// refresh is how often csi-addons refreshes the status of a primary of this class.
 	refresh time.Duration
@@ -210,7 +216,7 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 	if problem == "" {
-		if sc.handle, sc.interval, sc.refresh, problem, err = s.resolveImage(ctx, sc.vr); err != nil {
+		if sc.img, sc.interval, sc.refresh, problem, err = s.resolveImage(ctx, sc.vr); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -225,7 +231,7 @@ func (s *store) volRepPhase(ctx context.Context, sc *volRepScope) (ctrl.Result, 
 		setFailedCondition(sc.vr, problem, problem)
 		return ctrl.Result{RequeueAfter: volRepWaitRetry}, nil
 	}
-	st, err := s.Images.State(sc.handle)
+	st, err := sc.img.state()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -260,34 +266,39 @@ func ParseSchedulingInterval(raw string) (time.Duration, error) {
 	return time.ParseDuration(raw)
 }
 
-// resolveImage finds the image behind the VolumeReplication's PVC, its class's interval and
-// how often csi-addons refreshes a primary's status for that class. problem is non-empty when
-// something the user or a controller must provide is missing.
-func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (handle string, interval, refresh time.Duration, problem string, err error) {
+// resolveImage finds the image behind the VolumeReplication's PVC, or the group behind its
+// VolumeGroupReplication, its class's interval and how often csi-addons refreshes a primary's
+// status for that class. problem is non-empty when something the user or a controller must
+// provide is missing.
+func (s *store) resolveImage(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (img image, interval, refresh time.Duration, problem string, err error) {
 	class := &replicationv1alpha1.VolumeReplicationClass{}
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: vr.Spec.VolumeReplicationClass}, class); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return "", 0, 0, fmt.Sprintf("VolumeReplicationClass %s not found", vr.Spec.VolumeReplicationClass), nil
+			return nil, 0, 0, fmt.Sprintf("VolumeReplicationClass %s not found", vr.Spec.VolumeReplicationClass), nil
 		}
-		return "", 0, 0, "", err
+		return nil, 0, 0, "", err
 	}
 	interval = defaultSchedulingInterval
 	raw, ok := class.Spec.Parameters[SchedulingIntervalParameter]
 	if ok {
 		d, perr := ParseSchedulingInterval(raw)
 		if perr != nil || d < minSchedulingInterval {
-			return "", 0, 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a number of minutes, hours or days (5m, 1h, 1d) or a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
+			return nil, 0, 0, fmt.Sprintf("VolumeReplicationClass %s: %s %q must be a number of minutes, hours or days (5m, 1h, 1d) or a duration of at least %s", class.Name, SchedulingIntervalParameter, raw, minSchedulingInterval), nil //nolint:nilerr // a bad parameter is the user's to fix; the status says so
 		}
 		interval = d
 	}
+	if vr.Spec.DataSource.Kind == volumeGroupReplicationKind {
+		img, problem, err = s.resolveGroup(ctx, vr, class)
+		return img, interval, InfoReconcileInterval(raw), problem, err
+	}
 	pv, problem, err := s.boundPV(ctx, vr)
 	if problem != "" || err != nil {
-		return "", 0, 0, problem, err
+		return nil, 0, 0, problem, err
 	}
 	if pv.Spec.CSI == nil || !s.Ours(pv.Spec.CSI.Driver) || pv.Spec.CSI.Driver != class.Spec.Provisioner {
-		return "", 0, 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
+		return nil, 0, 0, fmt.Sprintf("PV %s is not a volume of VolumeReplicationClass %s's provisioner %s", pv.Name, class.Name, class.Spec.Provisioner), nil
 	}
-	return pv.Spec.CSI.VolumeHandle, interval, InfoReconcileInterval(raw), "", nil
+	return volumeImage{s: s, handle: pv.Spec.CSI.VolumeHandle}, interval, InfoReconcileInterval(raw), "", nil
 }
 
 // boundPV returns the PV of the VolumeReplication's PVC, or why there is none yet.
@@ -322,13 +333,13 @@ func (s *store) sourcePVC(ctx context.Context, vr *replicationv1alpha1.VolumeRep
 }
 
 // observe reads the image's local state and, when the peer is reachable, the peer's.
-func (s *store) observe(handle string) (peerUp bool, peer, local state.ImageState, err error) {
+func (s *store) observe(img image) (peerUp bool, peer, local state.ImageState, err error) {
 	if peerUp = s.Images.PeerReachable(); peerUp {
-		if peer, err = s.Images.PeerState(handle); err != nil {
+		if peer, err = img.peerState(); err != nil {
 			return false, peer, local, err
 		}
 	}
-	local, err = s.Images.State(handle)
+	local, err = img.state()
 	return peerUp, peer, local, err
 }
 
@@ -337,7 +348,7 @@ func (s *store) observe(handle string) (peerUp bool, peer, local state.ImageStat
 // csi-addons reads the storage's last completed sync, not the one it is about to take.
 func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 	vr := sc.vr
-	peerUp, peer, local, err := s.observe(sc.handle)
+	peerUp, peer, local, err := s.observe(sc.img)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -348,7 +359,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		if !peerUp || peer.Role != state.RoleSecondary || peer.FinalMirrorPending {
 			operation = opForcePromoted
 		}
-		if local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
+		if local, err = sc.img.update(func(st *state.ImageState) {
 			st.Epoch = max(st.Epoch, peer.Epoch) + 1
 			st.Role, st.NeedsResync, st.MirrorDisabled = state.RolePrimary, false, false
 			st.Operation, st.OperationTime = operation, &sc.now
@@ -362,7 +373,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		// Not promoted yet: csi-addons acts on the spec at its next reconcile.
 		return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
 	}
-	problem := notMirroring(sc.handle, peerUp, peer, local)
+	problem := notMirroring(sc.img, peerUp, peer, local)
 	if sc.report {
 		reportPrimary(vr, local, peerUp && peer.Role == state.RolePrimary, problem)
 		sc.requeueReport = sc.refresh
@@ -371,7 +382,7 @@ func (s *store) primary(sc *volRepScope) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: volRepStoragePoll}, nil
 	}
 	if due := nextMirror(local, sc.interval); !due.After(sc.now) {
-		if local, err = s.mirror(sc.handle, local.Epoch); err != nil {
+		if local, err = sc.img.mirror(local.Epoch); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -401,17 +412,17 @@ func reportPrimary(vr *replicationv1alpha1.VolumeReplication, local state.ImageS
 }
 
 // notMirroring says why a primary image cannot mirror to its peer now; empty when it can.
-func notMirroring(handle string, peerUp bool, peer, local state.ImageState) string {
+func notMirroring(img image, peerUp bool, peer, local state.ImageState) string {
 	switch {
 	case !peerUp:
 		return "the peer cluster's storage is unreachable; mirroring resumes when it returns"
 	case peer.Role == state.RolePrimary:
-		return fmt.Sprintf("split-brain: image %s is primary on both clusters (epochs %d here, %d on the peer)", handle, local.Epoch, peer.Epoch)
+		return fmt.Sprintf("split-brain: %s is primary on both clusters (epochs %d here, %d on the peer)", img, local.Epoch, peer.Epoch)
 	case peer.Epoch > local.Epoch:
 		// The peer was promoted after this primary and then had its mirroring disabled (its
 		// VolumeReplication deleted): its image is no replica to overwrite, as RBD mirroring
 		// never overwrites an image that is not a mirror of this one.
-		return fmt.Sprintf("image %s was promoted on the peer after this primary (epochs %d here, %d on the peer) and is not a mirror of it", handle, local.Epoch, peer.Epoch)
+		return fmt.Sprintf("%s was promoted on the peer after this primary (epochs %d here, %d on the peer) and is not a mirror of it", img, local.Epoch, peer.Epoch)
 	case peer.NeedsResync:
 		return "the peer's image diverged and waits for a resync before it receives mirrors"
 	}
@@ -424,10 +435,10 @@ func nextMirror(st state.ImageState, interval time.Duration) time.Time {
 	return st.LastSyncTime.Add(interval)
 }
 
-// mirror sends a crash-consistent copy of the image to the peer (CopyVolume: under the image
-// lock, the pods using it stopped, as an RBD mirror snapshot is taken at one instant) and
+// mirrorVolume sends a crash-consistent copy of the image to the peer (CopyVolume: under the
+// image lock, the pods using it stopped, as an RBD mirror snapshot is taken at one instant) and
 // applies it there atomically; the peer's image becomes a secondary of this epoch.
-func (s *store) mirror(handle string, epoch int64) (state.ImageState, error) {
+func (s *store) mirrorVolume(handle string, epoch int64) (state.ImageState, error) {
 	began := time.Now()
 	staged := filepath.Join(filepath.Dir(s.Images.PeerVolumeDir(handle)), fmt.Sprintf(".incoming-%s-%d", handle, began.UnixNano()))
 	// No write acknowledged before now is missing from the copy, taken after this.
@@ -458,11 +469,11 @@ func (s *store) mirror(handle string, epoch int64) (state.ImageState, error) {
 // whenever the peer can take it (rbd-mirror's work), and at csi-addons' reconciles runs its
 // resync step and reports the status (reportSecondary).
 func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
-	peerUp, peer, local, err := s.observe(sc.handle)
+	peerUp, peer, local, err := s.observe(sc.img)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if deleted, err := s.deleteIfUnmirrored(sc.handle, peerUp, peer, local); err != nil {
+	if deleted, err := s.deleteIfUnmirrored(sc.img, peerUp, peer, local); err != nil {
 		return ctrl.Result{}, err
 	} else if deleted {
 		// rbd-mirror deleted the image before csi-addons' call: the driver answers NotFound.
@@ -474,8 +485,8 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		// (The peer may be primary, or no longer mirrored: its image is not to be overwritten.)
 		diverged := local.Role == state.RolePrimary && peerUp && peer.Epoch > local.Epoch
 		// Read-only first, under the image lock: no write lands after this point.
-		unlock := s.Images.Lock(sc.handle)
-		local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
+		unlock := sc.img.lock()
+		local, err = sc.img.update(func(st *state.ImageState) {
 			st.Role, st.NeedsResync, st.MirrorDisabled = state.RoleSecondary, diverged, false
 			st.Operation, st.OperationTime = opDemoted, &sc.now
 			st.FinalMirrorPending = !diverged
@@ -491,7 +502,7 @@ func (s *store) secondary(sc *volRepScope) (ctrl.Result, error) {
 		}
 	}
 	if local.FinalMirrorPending {
-		if local, err = s.finalMirror(sc.handle, local, peerUp, peer); err != nil {
+		if local, err = s.finalMirror(sc.img, local, peerUp, peer); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -529,7 +540,7 @@ func (s *store) reportSecondary(sc *volRepScope, local state.ImageState, peerUp 
 	force := vr.Spec.ReplicationState == replicationv1alpha1.Resync || vr.Spec.AutoResync
 	if local.NeedsResync && force {
 		var err error
-		if local, err = s.Images.UpdateState(sc.handle, func(st *state.ImageState) {
+		if local, err = sc.img.update(func(st *state.ImageState) {
 			st.NeedsResync = false
 			// The local image is discarded and synced again from the primary.
 			st.LastSyncTime = nil
@@ -541,10 +552,10 @@ func (s *store) reportSecondary(sc *volRepScope, local state.ImageState, peerUp 
 	case resyncReady:
 		setInSyncConditions(vr)
 	case resyncSplitBrain, resyncNoSync, resyncPeerUnavailable:
-		setFailedResyncConditions(vr, r.message(sc.handle))
+		setFailedResyncConditions(vr, r.message(sc.img))
 		sc.requeueReport = secondaryRequeue(csiAddonsDemotedRequeue, sc.interval)
 	default:
-		setResyncingConditions(vr, r.message(sc.handle))
+		setResyncingConditions(vr, r.message(sc.img))
 		sc.requeueReport = secondaryRequeue(csiAddonsResyncRequeue, sc.interval)
 	}
 	return local, nil
@@ -582,33 +593,33 @@ func resyncReadiness(local state.ImageState, peerUp bool, peer state.ImageState)
 	return resyncPeerUnavailable
 }
 
-func (r resyncState) message(handle string) string {
+func (r resyncState) message(img image) string {
 	switch r {
 	case resyncSplitBrain:
-		return fmt.Sprintf("image %s is split-brained (up+error): it diverged from the peer's primary; set autoResync or replicationState resync to discard its local changes", handle)
+		return fmt.Sprintf("%s is split-brained (up+error): it diverged from the peer's primary; set autoResync or replicationState resync to discard its local changes", img)
 	case resyncNoSync:
-		return fmt.Sprintf("failed to get last sync info of image %s: it has not received a snapshot of the peer's current primary yet", handle)
+		return fmt.Sprintf("failed to get last sync info of %s: it has not received a snapshot of the peer's current primary yet", img)
 	case resyncPeerUnavailable:
-		return fmt.Sprintf("failed to get last sync info of image %s: it replays no primary (its peer is unreachable, or demoted with writes it could not send yet)", handle)
+		return fmt.Sprintf("failed to get last sync info of %s: it replays no primary (its peer is unreachable, or demoted with writes it could not send yet)", img)
 	}
-	return fmt.Sprintf("image %s is not ready: it replays the peer's primary (ceph-csi reports a secondary ready only when both sites are demoted and in sync)", handle)
+	return fmt.Sprintf("%s is not ready: it replays the peer's primary (ceph-csi reports a secondary ready only when both sites are demoted and in sync)", img)
 }
 
 // finalMirror sends a demoted image's final mirror once the peer can take it (reachable, not
 // primary, not waiting for a resync): the writes made while it was primary reach the peer before
 // it may be promoted without loss. A peer promoted since with a newer epoch never gets it: this
 // image then diverged from it and needs a resync.
-func (s *store) finalMirror(handle string, local state.ImageState, peerUp bool, peer state.ImageState) (state.ImageState, error) {
+func (s *store) finalMirror(img image, local state.ImageState, peerUp bool, peer state.ImageState) (state.ImageState, error) {
 	switch {
 	case peerUp && peer.Epoch > local.Epoch:
-		return s.Images.UpdateState(handle, func(st *state.ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
+		return img.update(func(st *state.ImageState) { st.FinalMirrorPending, st.NeedsResync = false, true })
 	case !peerUp || peer.Role == state.RolePrimary || peer.NeedsResync:
 		return local, nil
 	}
-	if _, err := s.mirror(handle, local.Epoch); err != nil {
+	if _, err := img.mirror(local.Epoch); err != nil {
 		return state.ImageState{}, err
 	}
-	return s.Images.UpdateState(handle, func(st *state.ImageState) { st.FinalMirrorPending = false })
+	return img.update(func(st *state.ImageState) { st.FinalMirrorPending = false })
 }
 
 func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st state.ImageState) {
@@ -622,17 +633,17 @@ func setSyncStatus(vr *replicationv1alpha1.VolumeReplication, st state.ImageStat
 	vr.Status.LastSyncBytes = &bytes
 }
 
-// patchStatusIfChanged patches the status of vr from before, and sends nothing when the patch
+// patchStatusIfChanged patches the status of obj from before, and sends nothing when the patch
 // is empty: a refresh that found nothing new (times compare as the API stores them, to the
 // second) costs the API server no request. A real driver updates a status when it changes.
-func patchStatusIfChanged(ctx context.Context, c client.Client, vr, before *replicationv1alpha1.VolumeReplication) error {
+func patchStatusIfChanged(ctx context.Context, c client.Client, obj, before client.Object) error {
 	patch := client.MergeFrom(before)
-	data, err := patch.Data(vr)
+	data, err := patch.Data(obj)
 	if err != nil {
 		return err
 	}
 	if string(data) == "{}" {
 		return nil
 	}
-	return c.Status().Patch(ctx, vr, client.RawPatch(patch.Type(), data))
+	return c.Status().Patch(ctx, obj, client.RawPatch(patch.Type(), data))
 }

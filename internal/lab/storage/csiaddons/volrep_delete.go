@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -48,12 +47,12 @@ func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.Volume
 		s.reports.forget(vr.UID)
 		return nil
 	}
-	handle, _, _, problem, err := s.resolveImage(ctx, vr)
+	img, _, _, problem, err := s.resolveImage(ctx, vr)
 	if err != nil {
 		return err
 	}
 	if problem == "" {
-		if err := s.disableMirroring(handle); err != nil {
+		if err := s.disableMirroring(img); err != nil {
 			return fmt.Errorf("failed to disable mirroring of the image of VolumeReplication %s/%s: %w", vr.Namespace, vr.Name, err)
 		}
 	}
@@ -68,16 +67,16 @@ func (s *store) deleteVolRep(ctx context.Context, vr *replicationv1alpha1.Volume
 	return nil
 }
 
-// disableMirroring is ceph-csi's DisableVolumeReplication of one image.
-func (s *store) disableMirroring(handle string) error {
-	peerUp, peer, local, err := s.observe(handle)
+// disableMirroring is ceph-csi's DisableVolumeReplication of one image, or of a group.
+func (s *store) disableMirroring(img image) error {
+	peerUp, peer, local, err := s.observe(img)
 	if err != nil {
 		return err
 	}
-	if _, err := s.deleteIfUnmirrored(handle, peerUp, peer, local); err != nil {
+	if _, err := s.deleteIfUnmirrored(img, peerUp, peer, local); err != nil {
 		return err
 	}
-	if local, err = s.Images.State(handle); err != nil {
+	if local, err = img.state(); err != nil {
 		return err
 	}
 	switch {
@@ -88,19 +87,16 @@ func (s *store) disableMirroring(handle string) error {
 		if replaying(local, peerUp, peer) {
 			return nil
 		}
-		return fmt.Errorf("%w: secondary image %s is not up+replaying (%s): only the primary's side can disable its mirroring",
-			errSecondaryNotReplaying, handle, notReplayingBecause(local, peerUp, peer))
+		return fmt.Errorf("%w: secondary %s is not up+replaying (%s): only the primary's side can disable its mirroring",
+			errSecondaryNotReplaying, img, notReplayingBecause(local, peerUp, peer))
 	}
-	if _, err := s.Images.UpdateState(handle, func(st *state.ImageState) {
+	if _, err := img.update(func(st *state.ImageState) {
 		st.Role, st.MirrorDisabled, st.FinalMirrorPending = state.RoleNone, true, false
 	}); err != nil {
 		return err
 	}
 	if peerUp && peer.Role == state.RoleSecondary && !peer.Deleted && peer.Epoch <= local.Epoch {
-		return s.deleteImage(s.Images.PeerVolumeDir(handle), func(change func(*state.ImageState)) error {
-			_, err := s.Images.UpdatePeerState(handle, change)
-			return err
-		})
+		return img.deleteData(true)
 	}
 	return nil
 }
@@ -131,26 +127,10 @@ func notReplayingBecause(local state.ImageState, peerUp bool, peer state.ImageSt
 // deleteIfUnmirrored is rbd-mirror deleting a non-primary image whose primary had its mirroring
 // disabled (the peer's image is MirrorDisabled, of this image's epoch or later). It reports
 // whether it deleted it.
-func (s *store) deleteIfUnmirrored(handle string, peerUp bool, peer, local state.ImageState) (bool, error) {
+func (s *store) deleteIfUnmirrored(img image, peerUp bool, peer, local state.ImageState) (bool, error) {
 	if !peerUp || !peer.MirrorDisabled || local.Role != state.RoleSecondary || local.Deleted || peer.Epoch < local.Epoch {
 		return false, nil
 	}
-	err := s.deleteImage(s.Images.VolumeDir(handle), func(change func(*state.ImageState)) error {
-		_, err := s.Images.UpdateState(handle, change)
-		return err
-	})
+	err := img.deleteData(false)
 	return err == nil, err
-}
-
-// deleteImage removes an image's data and marks its state deleted.
-func (s *store) deleteImage(dir string, update func(func(*state.ImageState)) error) error {
-	if err := update(func(st *state.ImageState) {
-		st.Role, st.Deleted, st.FinalMirrorPending, st.NeedsResync = state.RoleNone, true, false, false
-	}); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("failed to delete image data %s: %w", dir, err)
-	}
-	return nil
 }

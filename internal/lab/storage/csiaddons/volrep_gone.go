@@ -40,7 +40,7 @@ func goneDescription(handle string) string {
 func reportImageGone(sc *volRepScope) (ctrl.Result, error) {
 	vr := sc.vr
 	sc.report, sc.requeueReport = true, volRepWaitRetry
-	desc := goneDescription(sc.handle)
+	desc := sc.img.notFound()
 	grpcErr := "rpc error: code = NotFound desc = " + desc
 	switch vr.Spec.ReplicationState {
 	case replicationv1alpha1.Secondary:

@@ -10,11 +10,14 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 )
 
-// protectPVC marks the VolumeReplication's PVC as csi-addons does (finalizers.go, pvc.go): the
+// protectPVC marks the VolumeReplication's PVC (or group, protectGroup) as csi-addons does (finalizers.go, pvc.go): the
 // annotation naming its VolumeReplication, then the pvc-protection finalizer, which only the
 // VolumeReplication's deletion removes. A PVC another VolumeReplication owns is refused; a PVC
 // not found, or already being deleted (no finalizer may be added then), is left as it is.
 func (s *store) protectPVC(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) (problem string, err error) {
+	if vr.Spec.DataSource.Kind == volumeGroupReplicationKind {
+		return s.protectGroup(ctx, vr)
+	}
 	pvc, problem, err := s.sourcePVC(ctx, vr)
 	if problem != "" || err != nil || !pvc.DeletionTimestamp.IsZero() {
 		return "", err
@@ -23,6 +26,11 @@ func (s *store) protectPVC(ctx context.Context, vr *replicationv1alpha1.VolumeRe
 	if owner != "" && owner != vr.Name {
 		return fmt.Sprintf("PVC %s/%s is owned by VolumeReplication %s (annotation %s): a PVC has one VolumeReplication",
 			pvc.Namespace, pvc.Name, owner, VolumeReplicationNameAnnotation), nil
+	}
+	if group := pvc.Annotations[VolumeGroupReplicationNameAnnotation]; group != "" {
+		// csi-addons' annotatePVCWithOwner (pvc.go).
+		return fmt.Sprintf("PVC (%s/%s) can't be owned by both VolumeReplication and VolumeGroupReplication: VolumeGroupReplication %s owns it",
+			pvc.Namespace, pvc.Name, group), nil
 	}
 	if owner == vr.Name && controllerutil.ContainsFinalizer(pvc, PVCProtectionFinalizer) {
 		return "", nil
@@ -41,6 +49,9 @@ func (s *store) protectPVC(ctx context.Context, vr *replicationv1alpha1.VolumeRe
 
 // releasePVC removes what protectPVC put on the PVC, when this VolumeReplication owns it.
 func (s *store) releasePVC(ctx context.Context, vr *replicationv1alpha1.VolumeReplication) error {
+	if vr.Spec.DataSource.Kind == volumeGroupReplicationKind {
+		return s.releaseGroup(ctx, vr)
+	}
 	pvc, problem, err := s.sourcePVC(ctx, vr)
 	if problem != "" || err != nil {
 		return err

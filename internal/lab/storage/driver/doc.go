@@ -11,7 +11,8 @@
 //   - volumes.go: the lab PV bound to a PVC; the directory of a PV's volume for a consumer
 //     outside the storage (PVVolume: the lab kubelet mounting a PVC); CopyVolume, every copy of a
 //     volume (a mirror, a snapshot, VolSync's source copy) taken at one instant with its users
-//     frozen (internal/lab/freeze) and paced by Options.CopyPacing.
+//     frozen (internal/lab/freeze) and paced by Options.CopyPacing; CopyVolumes, the copies of a
+//     consistency group's volumes, all at one instant.
 //   - files.go: JSON state files written atomically, scratch directories.
 //
 // The on-disk layout itself is internal/lab/storage/state.

@@ -64,22 +64,52 @@ var ErrNotLabVolume = errors.New("not a lab volume")
 // running storage's CopySettings) says none, with every process that uses the volume stopped
 // (internal/lab/freeze: the pods that mount it), so the copy is the state a power loss at that
 // instant would leave, save the page cache. Each volume is copied at its own instant, as
-// per-volume mirroring and snapshots are. The pacing (Options.CopyPacing, CopySettings) makes
-// the copy, and so the freeze, take as long as a real volume's copy.
+// per-volume mirroring and snapshots are; CopyVolumes copies several at one. The pacing
+// (Options.CopyPacing, CopySettings) makes the copy, and so the freeze, take as long as a real
+// volume's copy.
 func (s *Store) CopyVolume(handle, dst string) (int64, error) {
+	return s.CopyVolumes([]string{handle}, []string{dst})
+}
+
+// CopyVolumes copies the volumes handles[i] into dsts[i] (created) at one instant, as a
+// consistency group's snapshot takes them (an RBD group mirror snapshot, a VolumeGroupSnapshot):
+// every volume's image lock taken (in handle order, so two group copies never deadlock), then
+// every process that uses any of them stopped, and only then the first file copied; nothing
+// resumes before the last volume is copied. The copies are one crash-consistent point of all the
+// volumes: a writer that commits to one volume and then to the next is seen between two commits,
+// never after the first and before the second.
+func (s *Store) CopyVolumes(handles, dsts []string) (int64, error) {
+	if len(handles) != len(dsts) {
+		return 0, fmt.Errorf("failed to copy volumes %v: %d destinations for %d volumes", handles, len(dsts), len(handles))
+	}
 	cs, err := s.copySettings()
 	if err != nil {
 		return 0, err
 	}
-	unlock := s.Images.Lock(handle)
-	defer unlock()
-	src := s.Images.VolumeDir(handle)
-	if cs.Freeze != CopyFreezeNone {
-		thaw, err := freeze.Freeze(src)
-		if err != nil {
-			return 0, fmt.Errorf("failed to freeze the users of volume %s: %w", handle, err)
-		}
-		defer thaw()
+	sorted := slices.Sorted(slices.Values(handles))
+	if len(slices.Compact(slices.Clone(sorted))) != len(sorted) {
+		return 0, fmt.Errorf("failed to copy volumes %v: a volume is named twice", handles)
 	}
-	return copyTree(src, dst, cs.Pacing)
+	for _, h := range sorted {
+		unlock := s.Images.Lock(h)
+		defer unlock()
+	}
+	if cs.Freeze != CopyFreezeNone {
+		for _, h := range handles {
+			thaw, err := freeze.Freeze(s.Images.VolumeDir(h))
+			if err != nil {
+				return 0, fmt.Errorf("failed to freeze the users of volume %s: %w", h, err)
+			}
+			defer thaw()
+		}
+	}
+	var total int64
+	for i, h := range handles {
+		n, err := copyTree(s.Images.VolumeDir(h), dsts[i], cs.Pacing)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }

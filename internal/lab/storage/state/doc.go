@@ -3,7 +3,9 @@
 // package pkg/state (kubernetes-csi/csi-driver-host-path pkg/state/state.go):
 //
 //   - paths.go: where a volume's data (volumes/<handle>), a snapshot's data
-//     (snapshots/<handle>) and an image's replication state (images/<handle>.json) live.
+//     (snapshots/<handle>), an image's replication state (images/<handle>.json) and a
+//     consistency group's (groups/<handle>.json, with the intent record of a group mirror being
+//     applied, groups/<handle>.intent.json, and its staged copies beside the volumes) live.
 //   - image.go: the image state (role, epoch, resync, last mirror), read, written and changed
 //     atomically.
 //

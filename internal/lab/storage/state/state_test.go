@@ -37,14 +37,23 @@ func TestAnImageStateIsZeroUntilWrittenAndAnUpdateKeepsWhatItDoesNotChange(t *te
 	}
 }
 
-func TestTheLayoutPutsVolumesSnapshotsAndImagesInTheirOwnDirectories(t *testing.T) {
+func TestTheLayoutPutsVolumesSnapshotsImagesAndGroupsInTheirOwnDirectories(t *testing.T) {
 	if got, want := VolumePath("/d", "h"), "/d/volumes/h"; got != want {
 		t.Errorf("VolumePath = %s, want %s", got, want)
 	}
 	if got, want := SnapshotPath("/d", "h"), "/d/snapshots/h"; got != want {
 		t.Errorf("SnapshotPath = %s, want %s", got, want)
 	}
-	if got := Dirs("/d"); len(got) != 3 || got[0] != "/d/volumes" || got[1] != "/d/images" || got[2] != "/d/snapshots" {
+	if got := Dirs("/d"); len(got) != 4 || got[0] != "/d/volumes" || got[1] != "/d/images" || got[2] != "/d/snapshots" || got[3] != "/d/groups" {
 		t.Errorf("Dirs = %v", got)
+	}
+	if got, want := GroupPath("/d", "g"), "/d/groups/g.json"; got != want {
+		t.Errorf("GroupPath = %s, want %s", got, want)
+	}
+	if got, want := GroupIntentPath("/d", "g"), "/d/groups/g.intent.json"; got != want {
+		t.Errorf("GroupIntentPath = %s, want %s", got, want)
+	}
+	if got, want := GroupStagingPrefix("/d", "g"), "/d/volumes/.incoming-group-g-"; got != want {
+		t.Errorf("GroupStagingPrefix = %s, want %s", got, want)
 	}
 }
