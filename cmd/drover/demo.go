@@ -29,7 +29,8 @@ type demoFlags struct {
 	mode    string
 	// appProcesses runs the application's pods as processes (story.Case.AppProcesses).
 	appProcesses bool
-	// app is the application: writer (the lab's writer) or postgres (story.Postgres).
+	// app is the application: writer (the lab's writer), twin (story.StatefulSetTwoVolumes) or
+	// postgres (story.Postgres).
 	app string
 }
 
@@ -51,7 +52,10 @@ records seen in the sandbox's copies and its RPO). It exits
 non-zero if any check fails. --keep leaves the lab running for exploring with kubectl.
 The application's pods are real processes on the lab kubelet's node, each running drover lab
 writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
-the lab's storage writes the records. --app postgres protects PostgreSQL 15 under pgbench instead
+the lab's storage writes the records. --app twin gives each pod two PVCs, data and log, its
+writer writing each record to data and then its twin to log: the failover shows which twins the
+target holds out of order, each volume failing over from its own instant (drover has no
+consistency groups yet), and a relocation must keep them in order. --app postgres protects PostgreSQL 15 under pgbench instead
 (one pod, real processes, the machine's PostgreSQL): its drill runs a check Job in the sandbox
 (pg_isready and pgbench's invariant against the copy, docs/examples/drill-check-postgres.yaml;
 with VolSync, its default backend: mirrored volumes give a readiness drill, which starts
@@ -71,7 +75,7 @@ that pg_amcheck finds nothing, and counts the transactions pgbench committed and
 	cmd.Flags().StringVar(&f.backend, "backend", "", "replication backend: volrep (lab-block volumes) or volsync (lab-file volumes); default volrep, volsync with --app postgres (whose drill then starts the copy and runs its check)")
 	cmd.Flags().StringVar(&f.mode, "mode", string(story.SelfContained), "self-contained (drover restores the objects) or placement (a GitOps tool deploys the app)")
 	cmd.Flags().BoolVar(&f.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")
-	cmd.Flags().StringVar(&f.app, "app", "writer", "the application: writer (a StatefulSet of the lab's writers) or postgres (PostgreSQL under pgbench)")
+	cmd.Flags().StringVar(&f.app, "app", "writer", "the application: writer (a StatefulSet of the lab's writers), twin (its pods each writing twin records across two PVCs) or postgres (PostgreSQL under pgbench)")
 	return cmd
 }
 
@@ -91,9 +95,12 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	if c.Namespace, err = freeNamespace(ctx, env.Hub, "demo"); err != nil {
 		return err
 	}
-	if c.Workload == story.Postgres {
+	switch c.Workload {
+	case story.Postgres:
 		fmt.Fprintf(out, "== the story of PostgreSQL under pgbench (1 pod, 1 PVC, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
-	} else {
+	case story.StatefulSetTwoVolumes:
+		fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 6 PVCs: data and log each, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
+	default:
 		fmt.Fprintf(out, "== the story of a StatefulSet (3 pods, 3 PVCs, %s) protected by %s in namespace %s, %s mode\n", c.StorageClass, c.Policy, c.Namespace, c.Mode)
 	}
 	switch {
@@ -162,9 +169,9 @@ func (f *demoFlags) demoCase() (story.Case, error) {
 	if policy == "" {
 		return story.Case{}, fmt.Errorf("--backend %q: use volrep or volsync", backend)
 	}
-	workload := map[string]story.Workload{"writer": story.StatefulSetKeepsPVCs, "postgres": story.Postgres}[f.app]
+	workload := map[string]story.Workload{"writer": story.StatefulSetKeepsPVCs, "twin": story.StatefulSetTwoVolumes, "postgres": story.Postgres}[f.app]
 	if workload == "" {
-		return story.Case{}, fmt.Errorf("--app %q: use writer or postgres", f.app)
+		return story.Case{}, fmt.Errorf("--app %q: use writer, twin or postgres", f.app)
 	}
 	c, err := story.LabCase(string(workload), policy, f.mode)
 	if err != nil {

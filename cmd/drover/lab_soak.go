@@ -59,7 +59,7 @@ It stops at the first failed cycle and leaves the lab running with its logs (unl
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&s.cycles, "cycles", 10, "number of cycles")
-	fl.StringVar(&s.workload, "workload", string(story.StatefulSetKeepsPVCs), "the application: sts-retain, sts-delete, deployment or postgres (PostgreSQL under pgbench)")
+	fl.StringVar(&s.workload, "workload", string(story.StatefulSetKeepsPVCs), "the application: sts-retain, sts-delete, deployment, sts-twin (two PVCs a pod, twin records across them) or postgres (PostgreSQL under pgbench)")
 	fl.StringVar(&s.policy, "policy", lab.PolicyVolRep, "the DRPolicy: "+lab.PolicyVolRep+" or "+lab.PolicyVolSync)
 	fl.StringVar(&s.mode, "mode", string(story.SelfContained), "self-contained or placement")
 	fl.BoolVar(&s.appProcesses, "app-processes", true, "run the application's pods as drover lab writer processes on the lab kubelet's node (=false: on fake nodes, the lab's storage writing for them)")

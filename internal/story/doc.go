@@ -12,6 +12,11 @@
 // lab's placement controller schedules it until drover disables its scheduling, and a GitOps
 // tool (the lab's deployer, or Argo CD) deploys the application where the decision says.
 //
+// The workload sts-twin (workload.go, StatefulSetTwoVolumes) gives each pod two PVCs and writes
+// twin records across them; a failover reports the pods whose volumes its target holds from
+// different instants, out of twin order (twins.go, TornTwin: each volume fails over from its own
+// instant, drover having no consistency groups), and a relocation fails on them.
+//
 // The application's pods run on kwok's fake nodes and the lab storage writes their records on
 // their behalf; with Case.AppProcesses (workload.go, writerProcess) they run `drover lab writer`
 // as real processes on the lab kubelet's node, writing into their mounted PVCs, and every check

@@ -86,9 +86,9 @@ func labClass(policy string) string {
 func LabCase(w, policy, m string) (Case, error) {
 	c := Case{Workload: Workload(w), Policy: policy, Mode: Mode(m)}
 	switch c.Workload {
-	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres:
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, StatefulSetTwoVolumes, Postgres:
 	default:
-		return c, fmt.Errorf("workload %q: use %s, %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, Postgres)
+		return c, fmt.Errorf("workload %q: use %s, %s, %s, %s or %s", w, StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, DeploymentWithPVC, StatefulSetTwoVolumes, Postgres)
 	}
 	if c.StorageClass = labClass(policy); c.StorageClass == "" {
 		return c, fmt.Errorf("policy %q: use %s or %s", policy, lab.PolicyVolRep, lab.PolicyVolSync)

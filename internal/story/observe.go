@@ -76,6 +76,18 @@ func (r *Run) expectedPods() int {
 	return int(r.c.Replicas)
 }
 
+// keptPVCs is how many PVCs a StatefulSet that keeps its PVCs leaves on a cluster it left: one
+// per replica and claim template; 0 for a workload that deletes them.
+func (r *Run) keptPVCs() int {
+	switch r.c.Workload {
+	case StatefulSetKeepsPVCs:
+		return int(r.c.Replicas)
+	case StatefulSetTwoVolumes:
+		return int(r.c.Replicas) * len(twinMounts)
+	}
+	return 0
+}
+
 // writing waits until the application runs its writers on a cluster and each has written into
 // its volume, and returns them.
 func (r *Run) writing(ctx context.Context, cluster string) ([]writer, map[string]string, error) {

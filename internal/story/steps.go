@@ -146,13 +146,14 @@ func (r *Run) failOverTo(ctx context.Context, to string) error {
 // writer had written on the source at the cut (wrote; cut names the moment: the loss of the
 // source, or its partition): every record up to the last group sync is there, none is missing
 // in between, none written after the cut, and no more is lost than was written after the
-// sync. It adds the records kept and lost to step.
+// sync. It adds the records kept and lost to step, and the writers whose volumes the target
+// holds out of twin order (judgeTwins).
 func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time, cut string) error {
 	if r.c.Workload == Postgres {
 		return r.pgCheckFailover(ctx, step, lastSync)
 	}
 	from, to := step.From, step.To
-	return r.onTarget(ctx, to, ws, func(pvc string, w writer, kept records.WriterReport) error {
+	err := r.onTarget(ctx, to, ws, func(pvc string, w writer, kept records.WriterReport) error {
 		before, _ := wrote[pvc].Writer(w.id)
 		step.Kept += kept.LastSeq
 		step.Lost += before.LastSeq - min(before.LastSeq, kept.LastSeq)
@@ -163,7 +164,7 @@ func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote 
 			return fmt.Errorf("%s: records of %s missing on %s: %s", pvc, w.id, to, records.FormatRanges(kept.Gaps))
 		case kept.LastSeq > before.LastSeq:
 			return fmt.Errorf("%s: %s holds record %d of %s, which %s had not written at %s (it wrote up to %d)", pvc, to, kept.LastSeq, w.id, from, cut, before.LastSeq)
-		case float64(before.LastSeq-kept.LastSeq)*parseInterval().Seconds() > (step.LossBound + time.Second + parseInterval()).Seconds():
+		case float64(before.LastSeq-kept.LastSeq)*r.interval().Seconds() > (step.LossBound + time.Second + r.interval()).Seconds():
 			// The writer writes one record per interval: losing more than the time since the
 			// last group sync holds (plus the second that metav1.Time truncates and one
 			// record) means records written before the sync were lost.
@@ -172,6 +173,9 @@ func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote 
 		}
 		return nil
 	})
+	// The twin order across a writer's volumes is reported, not judged: without consistency
+	// groups each volume fails over from its own instant (TornTwin).
+	return errors.Join(err, r.judgeTwins(ctx, step, ws))
 }
 
 // onTarget waits until every PVC the writers ws used is Bound on cluster, reads each writer's
@@ -202,9 +206,9 @@ func (r *Run) onTarget(ctx context.Context, cluster string, ws []writer, check f
 	return errors.Join(errs...)
 }
 
-// parseInterval is the writer's interval.
-func parseInterval() time.Duration {
-	d, _ := time.ParseDuration(WriterInterval)
+// interval is the interval of the case's writers.
+func (r *Run) interval() time.Duration {
+	d, _ := time.ParseDuration(writerInterval(r.c.Workload))
 	return d
 }
 
@@ -239,12 +243,12 @@ func (r *Run) Recover(ctx context.Context, cluster string) Step {
 			step.Err = fmt.Errorf("the application still runs on %s (pod %s) after its group is Secondary", cluster, ws[0].pod)
 		}
 	}
-	if step.Err == nil && r.c.Workload == StatefulSetKeepsPVCs {
+	if kept := r.keptPVCs(); step.Err == nil && kept > 0 {
 		list := &corev1.PersistentVolumeClaimList{}
 		if err := r.env.Clusters[cluster].List(ctx, list, client.InNamespace(r.c.Namespace), client.MatchingLabels(AppLabel)); err != nil {
 			step.Err = err
-		} else if len(list.Items) != int(r.c.Replicas) {
-			step.Err = fmt.Errorf("%d of the StatefulSet's %d PVCs are left on %s: nobody may delete them", len(list.Items), r.c.Replicas, cluster)
+		} else if len(list.Items) != kept {
+			step.Err = fmt.Errorf("%d of the StatefulSet's %d PVCs are left on %s: nobody may delete them", len(list.Items), kept, cluster)
 		}
 	}
 	return r.record(step)

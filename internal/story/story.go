@@ -112,8 +112,13 @@ type Step struct {
 	LossBound time.Duration
 	// Note, when set, replaces the bound in the table: what a readiness drill checked.
 	Note string
-	// Check, when set, is what a drill's check Job said; the table shows it with the verdict.
+	// Check, when set, is what a drill's check Job said, or what a failover's target holds
+	// out of twin order; the table shows it with the verdict.
 	Check string
+	// TornTwins are the writers whose volumes a failover's target holds from different
+	// instants, out of twin order (TornTwin): reported, not a failure, while drover has no
+	// consistency groups.
+	TornTwins []TornTwin
 	// Err is why the step's check failed; nil when it passed.
 	Err error
 }

@@ -27,13 +27,38 @@ const (
 	StatefulSetDeletesPVCs Workload = "sts-delete"
 	// DeploymentWithPVC is a Deployment of one pod with one PVC of its own, deleted with it.
 	DeploymentWithPVC Workload = "deployment"
+	// StatefulSetTwoVolumes is a StatefulSet whose pods each mount two PVCs, data and log (the
+	// default retention: kept when it is deleted), and write twin records across them
+	// (internal/lab/records: record n to data, then to log): the application whose data spans
+	// volumes, as a database with its log on a volume of its own. Each of its volumes fails over
+	// from its own instant (no consistency groups): the failover's judge reports the twins that
+	// breaks (Step.TornTwins); a relocation, whose final sync copies stopped volumes, keeps them.
+	StatefulSetTwoVolumes Workload = "sts-twin"
 )
+
+// twinMounts are the claim templates of the StatefulSetTwoVolumes workload and their mount
+// paths, in the order its writer writes them.
+var twinMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "log", MountPath: "/log"}}
 
 // AppLabel selects the application's pods and PVCs: app=db.
 var AppLabel = map[string]string{"app": "db"}
 
 // WriterInterval is the time between two records of each writer.
 const WriterInterval = "200ms"
+
+// TwinWriterInterval is the time between two twin records of the StatefulSetTwoVolumes
+// workload's writers, shorter than WriterInterval as a database's log commits more often than
+// that: the two volumes' copies, each taken at its own instant, are rarely less than this apart,
+// so the records show what each instant holds.
+const TwinWriterInterval = "50ms"
+
+// writerInterval is the interval of workload w's writers.
+func writerInterval(w Workload) string {
+	if w == StatefulSetTwoVolumes {
+		return TwinWriterInterval
+	}
+	return WriterInterval
+}
 
 // deploymentClaim is the PVC of the DeploymentWithPVC workload.
 const deploymentClaim = "data-db"
@@ -51,7 +76,7 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 	pod := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{"app": "db", storage.WriterLabel: "true"},
-			Annotations: map[string]string{storage.WriterIntervalAnnotation: WriterInterval},
+			Annotations: map[string]string{storage.WriterIntervalAnnotation: writerInterval(w)},
 		},
 		Spec: corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{
@@ -65,23 +90,26 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 			}},
 		},
 	}
+	claims := []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: appLabels()}, Spec: claimSpec(storageClass)}}
+	if w == StatefulSetTwoVolumes {
+		pod.Spec.Containers[0].VolumeMounts = twinMounts
+		claims = append(claims, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "log", Labels: appLabels()}, Spec: claimSpec(storageClass)})
+	}
 	if processes {
 		writerProcess(&pod, w)
 	}
 	pvcSpec := claimSpec(storageClass)
 	service := headlessService("db")
 	switch w {
-	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs:
+	case StatefulSetKeepsPVCs, StatefulSetDeletesPVCs, StatefulSetTwoVolumes:
 		sts := &appsv1.StatefulSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 			ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: appLabels()},
 			Spec: appsv1.StatefulSetSpec{
 				Replicas: ptr.To(replicas), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
-				Selector: &metav1.LabelSelector{MatchLabels: appLabels()},
-				Template: pod,
-				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-					ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: appLabels()}, Spec: pvcSpec,
-				}},
+				Selector:             &metav1.LabelSelector{MatchLabels: appLabels()},
+				Template:             pod,
+				VolumeClaimTemplates: claims,
 			},
 		}
 		if w == StatefulSetDeletesPVCs {
@@ -115,23 +143,28 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 
 // writerProcess makes the pod template's writer a real process: the container runs
 // `drover lab writer` (the image storage.WriterImage, which the lab kubelet maps to the drover
-// binary) over the workload's PVC mounted at /data, with its identity from the downward API, its
+// binary) over the workload's PVCs at their mount paths (/data; /data then /log, its twins,
+// for StatefulSetTwoVolumes), with its identity from the downward API, its
 // interval from the pod's annotation, its status file in the directory the lab kubelet binds
 // at storage.WriterStatusMountPath (the storage's, which the story's judge reads); the pod is
 // labelled WriterLabel=process, so the storage writes nothing on its behalf, and it selects and
 // tolerates the lab kubelet's node, where its process runs. The restricted Pod Security level
 // still holds: nothing here names the machine's paths.
 func writerProcess(pod *corev1.PodTemplateSpec, w Workload) {
-	claim := "data-$(" + labwriter.EnvPod + ")" // a StatefulSet's claim: <template>-<pod>
-	if w == DeploymentWithPVC {
-		claim = deploymentClaim
+	var args []string
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		claim := m.Name + "-$(" + labwriter.EnvPod + ")" // a StatefulSet's claim: <template>-<pod>
+		if w == DeploymentWithPVC {
+			claim = deploymentClaim
+		}
+		args = append(args, "--volume", claim+"="+m.MountPath)
 	}
 	pod.Labels[storage.WriterLabel] = storage.WriterProcess
 	onLabKubelet(&pod.Spec)
 	c := &pod.Spec.Containers[0]
 	c.Image = storage.WriterImage
 	c.Command = []string{"drover", "lab", "writer"}
-	c.Args = []string{"--volume", claim + "=/data"}
+	c.Args = args
 	c.Env = append(labwriter.PodEnv(),
 		corev1.EnvVar{Name: labwriter.EnvInterval, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			FieldPath: "metadata.annotations['" + storage.WriterIntervalAnnotation + "']"}}},

@@ -2,6 +2,7 @@ package story
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -32,13 +33,15 @@ func TestTheWorkloadsPodsWriteThemselvesOnTheLabKubeletsNodeOnlyWithAppProcesses
 	for _, tc := range []struct {
 		workload  Workload
 		processes bool
-		volume    string
+		volumes   []string
 	}{
-		{StatefulSetKeepsPVCs, false, ""},
-		{StatefulSetKeepsPVCs, true, "data-$(POD_NAME)=/data"},
-		{StatefulSetDeletesPVCs, true, "data-$(POD_NAME)=/data"},
-		{DeploymentWithPVC, false, ""},
-		{DeploymentWithPVC, true, "data-db=/data"},
+		{StatefulSetKeepsPVCs, false, nil},
+		{StatefulSetKeepsPVCs, true, []string{"data-$(POD_NAME)=/data"}},
+		{StatefulSetDeletesPVCs, true, []string{"data-$(POD_NAME)=/data"}},
+		{DeploymentWithPVC, false, nil},
+		{DeploymentWithPVC, true, []string{"data-db=/data"}},
+		{StatefulSetTwoVolumes, false, nil},
+		{StatefulSetTwoVolumes, true, []string{"data-$(POD_NAME)=/data", "log-$(POD_NAME)=/log"}},
 	} {
 		t.Run(string(tc.workload), func(t *testing.T) {
 			g := NewWithT(t)
@@ -60,10 +63,39 @@ func TestTheWorkloadsPodsWriteThemselvesOnTheLabKubeletsNodeOnlyWithAppProcesses
 			g.Expect(pod.Spec.Tolerations).To(ContainElement(HaveField("Key", kubelet.NodeLabel)))
 			g.Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()), "the writer needs no token")
 			g.Expect(c.Command).To(Equal([]string{"drover", "lab", "writer"}))
-			g.Expect(c.Args).To(Equal([]string{"--volume", tc.volume}))
+			var args []string
+			for _, v := range tc.volumes {
+				args = append(args, "--volume", v)
+			}
+			g.Expect(c.Args).To(Equal(args), "the writer writes its volumes in this order: record n to the first, then its twin to the next")
 			g.Expect(c.Env).To(ContainElements(
 				HaveField("Name", "POD_NAME"), HaveField("Name", "POD_UID"),
 				corev1.EnvVar{Name: "LAB_WRITER_STATUS_DIR", Value: storage.WriterStatusMountPath}))
 		})
 	}
+}
+
+func TestTheTwoVolumeWorkloadsPodsMountADataAndALogClaimOfTheirOwn(t *testing.T) {
+	g := NewWithT(t)
+	objs, err := manifests(StatefulSetTwoVolumes, 2, "lab-block", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	var sts *appsv1.StatefulSet
+	for _, o := range objs {
+		if s, ok := o.(*appsv1.StatefulSet); ok {
+			sts = s
+		}
+	}
+	g.Expect(sts).NotTo(BeNil())
+	g.Expect(sts.Spec.VolumeClaimTemplates).To(HaveExactElements(HaveField("Name", "data"), HaveField("Name", "log")))
+	for _, claim := range sts.Spec.VolumeClaimTemplates {
+		g.Expect(claim.Labels).To(Equal(AppLabel), "the DRPlacementControl's selector protects %s", claim.Name)
+		g.Expect(claim.Spec.StorageClassName).To(HaveValue(Equal("lab-block")))
+	}
+	g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(BeNil(), "the PVCs are kept when the StatefulSet goes")
+	g.Expect(sts.Spec.Template.Spec.Containers[0].VolumeMounts).To(HaveExactElements(
+		corev1.VolumeMount{Name: "data", MountPath: "/data"}, corev1.VolumeMount{Name: "log", MountPath: "/log"}))
+	g.Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue(storage.WriterIntervalAnnotation, TwinWriterInterval))
+	r := New(Env{}, Case{Workload: StatefulSetTwoVolumes, Replicas: 2}, "east")
+	g.Expect(r.interval()).To(Equal(50*time.Millisecond), "the failover's loss bound counts the twin writer's records")
+	g.Expect(r.keptPVCs()).To(Equal(4), "recover expects both claims of every replica left on the cluster")
 }
