@@ -49,7 +49,39 @@ func newApp(t *testing.T, ns string) *app {
 		a.clusters[name] = cl
 	}
 	g.Expect(h.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	t.Cleanup(a.remove)
 	return a
+}
+
+// remove unprotects the application once its test has ended and deletes its namespace on the
+// managed clusters. The suite's lab is shared by every test: an application left protected
+// would go on replicating every interval until the suite ends, and the CPU its mirrors, syncs
+// and status updates take slows every later test's, until their groups trail their storage
+// (SyncStale) on two cores. It waits up to two minutes for the DRPlacementControl to go (a
+// test that failed with a cluster stopped leaves it) and never fails the test.
+func (a *app) remove() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	drpc := &v1alpha1.DRPlacementControl{ObjectMeta: metav1.ObjectMeta{Namespace: a.key.Namespace, Name: a.key.Name}}
+	if err := a.hub.Delete(ctx, drpc); err != nil && !apierrors.IsNotFound(err) {
+		a.t.Logf("clean-up: failed to delete DRPlacementControl %s: %v", a.key, err)
+	}
+	for {
+		if err := a.hub.Get(ctx, a.key, &v1alpha1.DRPlacementControl{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if ctx.Err() != nil {
+			a.t.Logf("clean-up: DRPlacementControl %s is still there after two minutes; its namespaces are deleted anyway", a.key)
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	for name, c := range a.clusters {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.ns}}
+		if err := c.Delete(context.Background(), ns); err != nil && !apierrors.IsNotFound(err) && !a.down[name] {
+			a.t.Logf("clean-up: failed to delete namespace %s on %s: %v", a.ns, name, err)
+		}
+	}
 }
 
 // drpcFor builds the application's DRPlacementControl preferring east.
