@@ -122,11 +122,52 @@ func settleGroup(dataDir, handle string) error {
 
 // applyIntent replaces each member's image in dataDir by its staged copy (one already replaced,
 // its copy gone, is skipped), gives the group and its members the point's state, and removes the
-// intent. cut, when not nil, is the lab's knob that cuts the transfer after the first member.
+// intent. A group promoted since the intent was recorded keeps its images: the staged copies are
+// dropped. The images are replaced under the group's state lock, which a promotion takes too.
+// cut, when not nil, is the lab's knob that cuts the transfer after the first member.
 func applyIntent(dataDir, handle string, intent groupIntent, cut func(GroupCut) error) error {
 	members := make([]string, 0, len(intent.Members))
-	for i, m := range intent.Members {
+	for _, m := range intent.Members {
 		members = append(members, m.Handle)
+	}
+	var applyErr error
+	applied := false
+	st, err := state.Update(state.GroupPath(dataDir, handle), func(st *state.ImageState) {
+		if promotedSince(*st, intent.Epoch) {
+			return
+		}
+		if applyErr = replaceMembers(dataDir, handle, intent, cut); applyErr != nil {
+			return
+		}
+		applied = true
+		// A group rbd-mirror deleted earlier is bootstrapped again.
+		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = state.RoleSecondary, intent.Epoch, false, false
+		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &intent.Taken, intent.Duration, intent.Bytes
+	})
+	if err == nil {
+		err = applyErr
+	}
+	if err != nil {
+		return err
+	}
+	if applied {
+		if _, err := updateGroupState(dataDir, handle, members, func(ms *state.ImageState) { *ms = st }); err != nil {
+			return err
+		}
+	} else {
+		for _, m := range intent.Members {
+			removeAll([]string{m.Staged})
+		}
+	}
+	if err := os.Remove(state.GroupIntentPath(dataDir, handle)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("failed to remove the mirror intent of group %s: %w", handle, err)
+	}
+	return nil
+}
+
+// replaceMembers replaces each member's image by its staged copy, skipping one already replaced.
+func replaceMembers(dataDir, handle string, intent groupIntent, cut func(GroupCut) error) error {
+	for i, m := range intent.Members {
 		if ok, err := driver.Exists(m.Staged); err != nil {
 			return err
 		} else if ok {
@@ -139,16 +180,6 @@ func applyIntent(dataDir, handle string, intent groupIntent, cut func(GroupCut) 
 				return err
 			}
 		}
-	}
-	if _, err := updateGroupState(dataDir, handle, members, func(st *state.ImageState) {
-		// A group rbd-mirror deleted earlier is bootstrapped again.
-		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = state.RoleSecondary, intent.Epoch, false, false
-		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &intent.Taken, intent.Duration, intent.Bytes
-	}); err != nil {
-		return err
-	}
-	if err := os.Remove(state.GroupIntentPath(dataDir, handle)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("failed to remove the mirror intent of group %s: %w", handle, err)
 	}
 	return nil
 }

@@ -448,21 +448,38 @@ func (s *store) mirrorVolume(handle string, epoch int64) (state.ImageState, erro
 		_ = os.RemoveAll(staged)
 		return state.ImageState{}, err
 	}
-	if err := driver.ReplaceDir(staged, s.Images.PeerVolumeDir(handle)); err != nil {
-		_ = os.RemoveAll(staged)
-		return state.ImageState{}, err
-	}
 	took := time.Since(began)
+	// The copy is applied under the peer's state lock, which a promotion there takes too: a
+	// peer promoted while the copy was taken is never overwritten by it.
+	var applied bool
 	if _, err := s.Images.UpdatePeerState(handle, func(st *state.ImageState) {
+		if promotedSince(*st, epoch) {
+			return
+		}
+		if err = driver.ReplaceDir(staged, s.Images.PeerVolumeDir(handle)); err != nil {
+			return
+		}
+		applied = true
 		// A copy rbd-mirror deleted earlier is bootstrapped again.
 		st.Role, st.Epoch, st.Deleted, st.MirrorDisabled = state.RoleSecondary, epoch, false, false
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
-	}); err != nil {
-		return state.ImageState{}, err
+	}); err != nil || !applied {
+		_ = os.RemoveAll(staged)
+		if err != nil {
+			return state.ImageState{}, err
+		}
+		return s.Images.State(handle)
 	}
 	return s.Images.UpdateState(handle, func(st *state.ImageState) {
 		st.LastSyncTime, st.LastSyncDuration, st.LastSyncBytes = &taken, took, n
 	})
+}
+
+// promotedSince reports whether an image whose state is st was promoted after a mirror of epoch
+// was decided on: rbd-mirror replays nothing into a primary, nor into an image of a newer epoch
+// (csi-addons forced its promotion while the sender was still primary).
+func promotedSince(st state.ImageState, epoch int64) bool {
+	return !st.Deleted && (st.Role == state.RolePrimary || st.Epoch > epoch)
 }
 
 // secondary demotes the image when csi-addons asks, sends a demoted image's final mirror
