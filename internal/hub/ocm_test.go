@@ -289,19 +289,43 @@ func (a *app) refusesASecondDRPC(ctx context.Context) {
 }
 
 // recordingClient is the scheduler's client of the hub; once armed, it records every write to
-// a PlacementDecision of the namespace.
+// a PlacementDecision of the namespace made by a scheduler pass that began after drover took
+// the Placement over. The scheduler reads the Placements once at the start of a pass and makes
+// one pass at a time, as OCM's controller acts on the Placement its cache held when it began:
+// a pass in flight when drover sets the disable annotation may still write once, and drover
+// takes its decision back. So arming waits for the first list of Placements that shows db
+// disabled; every write after it comes from a pass that knew drover steers.
 type recordingClient struct {
 	client.Client
-	ns     string
-	mu     sync.Mutex
-	armed  bool
-	writes []string
+	ns string
+	mu sync.Mutex
+	// pending is set by arm; armed once a pass lists db disabled.
+	pending, armed bool
+	writes         []string
 }
 
 func (c *recordingClient) arm() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.armed = true
+	c.pending = true
+}
+
+func (c *recordingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	placements, ok := list.(*ocmv1beta1.PlacementList)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range placements.Items {
+		if c.pending && p.Namespace == c.ns && p.Name == "db" && p.Annotations[ocmv1beta1.PlacementDisableAnnotation] == "true" {
+			c.armed = true
+		}
+	}
+	return nil
 }
 
 func (c *recordingClient) written() []string {

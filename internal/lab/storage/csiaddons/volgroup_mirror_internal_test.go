@@ -51,7 +51,7 @@ func TestAGroupMirrorRecordedBeforeAPromotionLeavesThePromotedGroupAlone(t *test
 				got, err := os.ReadFile(filepath.Join(state.VolumePath(dir, m), "record"))
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(string(got)).To(Equal(want), "image %s", m)
-				g.Expect(state.GroupStagingPrefix(dir, "grp") + "1-" + m).NotTo(BeADirectory(), "the staged copy is gone")
+				g.Expect(state.GroupStagingPrefix(dir, "grp")+"1-"+m).NotTo(BeADirectory(), "the staged copy is gone")
 			}
 			st, err := state.Read(state.GroupPath(dir, "grp"))
 			g.Expect(err).NotTo(HaveOccurred())
