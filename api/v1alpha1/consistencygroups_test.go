@@ -57,9 +57,11 @@ func TestConsistencyGroupsCannotChange(t *testing.T) {
 			wantErr: msgGroupsFixed,
 		},
 		{
-			name:    "adding a group is rejected",
-			obj:     drpc(withGroups(group("db", "data", "log"))),
-			update:  func(d *v1alpha1.DRPlacementControl) { withGroups(group("db", "data", "log"), group("cache", "cache"))(&d.Spec) },
+			name: "adding a group is rejected",
+			obj:  drpc(withGroups(group("db", "data", "log"))),
+			update: func(d *v1alpha1.DRPlacementControl) {
+				withGroups(group("db", "data", "log"), group("cache", "cache"))(&d.Spec)
+			},
 			wantErr: msgGroupsFixed,
 		},
 		{
