@@ -264,6 +264,12 @@ type VolumeReplicationGroupSpec struct {
 // storage's group (a VolumeGroupReplication) selects by it.
 const LabelConsistencyGroup = "drover.io/consistency-group"
 
+// AnnotationConsistencyGroupHandle records, on a member PVC of a primary's consistency group,
+// the storage's handle of the group (VolRep: its VolumeGroupReplicationContent's
+// volumeGroupReplicationHandle). It travels with the PVC's metadata to the stores, and the peer's
+// promotion restores the group under that handle, as its storage knows the mirrored group.
+const AnnotationConsistencyGroupHandle = "drover.io/consistency-group-handle"
+
 // VRGConsistencyGroup is a consistency group as the hub hands it to a managed cluster.
 type VRGConsistencyGroup struct {
 	// name of the group, as the DRPlacementControl names it.

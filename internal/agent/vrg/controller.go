@@ -137,9 +137,9 @@ type Reconciler struct {
 	namespaces newest.Versions
 }
 
-// Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
-// create of a restored PV or PVC (never their deletion); pods and VolumeAttachments are only read;
-// S3 profile Secrets are read one by one, uncached; the capture watches only the metadata of
+// Least privilege: every write is a patch, a create or delete of a VolumeReplication or a
+// VolumeGroupReplication, or the create of a restored PV or PVC (never their deletion); pods and
+// VolumeAttachments are only read; S3 profile Secrets are read one by one, uncached; the capture watches only the metadata of
 // the kinds it reads, Secrets included (kubeobjects.go).
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups/status,verbs=get;patch
@@ -151,6 +151,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplications,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplications,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationcontents,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager validates the dependencies and registers the controller with its watches.
@@ -182,6 +185,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
 		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.volumeReplicationChangeMatters})).
+		// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels
+		// as a VolumeReplication does.
+		Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
 		Watches(&volsyncv1alpha1.ReplicationSource{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
