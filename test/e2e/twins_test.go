@@ -23,7 +23,7 @@ import (
 // The contrast the consistency-group feature is to be proven against: an application whose
 // pods write twin records across their two PVCs (story.StatefulSetTwoVolumes: record n to data,
 // then its twin to log; on copies of one instant log ≤ data ≤ log + 1), failed over with east
-// stopped while they write. drover has no consistency groups: each volume fails over from its
+// stopped while they write. Without a consistency group each volume fails over from its
 // own last copy, and the lab's storage copies each at its own instant, as real per-volume
 // replication does: a VolumeReplication's mirror schedule runs from its own first mirror
 // (internal/lab/storage/csiaddons, volrep.go: nextMirror), and drover creates a pod's

@@ -228,7 +228,7 @@ func observeMember(vgr *replicationv1alpha1.VolumeGroupReplication, pc *replicat
 		return replication.Retry(pollInterval, v1alpha1.ReasonProgressing, msg)
 	}
 	switch {
-	case vgr.Status.ObservedGeneration < vgr.Generation:
+	case vgr.Status.ObservedGeneration < vgr.Generation || vgr.Status.State == "":
 		return wait("waiting for the storage to act on VolumeGroupReplication %s", key)
 	case vgr.Status.State != state:
 		return wait("VolumeGroupReplication %s reports state %q, waiting for %s", key, vgr.Status.State, state)
