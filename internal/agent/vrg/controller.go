@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -174,7 +175,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.written = newLedger()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("volumereplicationgroup").
 		// A first-in first-out queue, not controller-runtime's priority queue: that one puts
 		// the groups of the initial list (an agent restarted, a cluster back) behind every other
@@ -185,16 +186,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pvcToVRGs)).
 		Watches(&replicationv1alpha1.VolumeReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.volumeReplicationChangeMatters})).
-		// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels
-		// as a VolumeReplication does.
-		Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&replicationv1alpha1.VolumeReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs)).
 		Watches(&volsyncv1alpha1.ReplicationSource{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
 		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.destinationChangeMatters})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
-		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs)).
-		Complete(r)
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs))
+	// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels as a
+	// VolumeReplication does. It is watched where the cluster serves it: a cluster whose
+	// csi-addons has no group replication still runs the agent, and a group asked there is
+	// refused (ConsistencyGroupUnsupported).
+	vgr := schema.GroupKind{Group: replicationv1alpha1.GroupVersion.Group, Kind: "VolumeGroupReplication"}
+	if _, err := mgr.GetRESTMapper().RESTMapping(vgr, replicationv1alpha1.GroupVersion.Version); err == nil {
+		b = b.Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile protects the PVCs of one VolumeReplicationGroup, or unprotects them when it is
