@@ -289,11 +289,10 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 
 // protectPVCs protects every selected PVC and asks for the soonest look again any of them needs.
 func (r *Reconciler) protectPVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	if err := r.assignGroups(ctx, sc); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := forEachPVC(sc, func(ps *pvcState) error { return r.protectPVC(ctx, sc, ps) }); err != nil {
-		return ctrl.Result{}, err
+	// A member whose label could not be written is still protected: its group waits for it.
+	groupErr := r.assignGroups(ctx, sc)
+	if err := forEachPVC(sc, func(ps *pvcState) error { return r.protectPVC(ctx, sc, ps) }); err != nil || groupErr != nil {
+		return ctrl.Result{}, errors.Join(groupErr, err)
 	}
 	return ctrl.Result{RequeueAfter: pvcsRequeue(sc.pvcs, true)}, nil
 }
