@@ -208,6 +208,37 @@ func TestWithAConsistencyGroupAFailoverKeepsEveryPodsTwoVolumesOfOneInstant(t *t
 	for _, tt := range failover.TornTwins {
 		t.Errorf("west holds %s", tt)
 	}
+	if err := groupRestored(ctx, c.Namespace, lab.West, 2*int(c.Replicas)); err != nil {
+		t.Error(err)
+	}
+}
+
+// groupRestored checks that west promoted the group east mirrored: its VolumeGroupReplication
+// names the content the promotion restored under east's group handle, and its
+// VolumeReplicationGroup reports the group with every member.
+func groupRestored(ctx context.Context, namespace, cluster string, members int) error {
+	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, v1alpha1.AddToScheme)
+	if err != nil {
+		return err
+	}
+	vgr := &replicationv1alpha1.VolumeGroupReplication{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "db-db"}, vgr); err != nil {
+		return fmt.Errorf("failed to get the group's VolumeGroupReplication on %s: %w", cluster, err)
+	}
+	content := &replicationv1alpha1.VolumeGroupReplicationContent{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: vgr.Spec.VolumeGroupReplicationContentName}, content); err != nil {
+		return fmt.Errorf("failed to get VolumeGroupReplicationContent %q on %s: %w", vgr.Spec.VolumeGroupReplicationContentName, cluster, err)
+	}
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "db"}, vrg); err != nil {
+		return fmt.Errorf("failed to get the VolumeReplicationGroup on %s: %w", cluster, err)
+	}
+	if vgr.Status.State != replicationv1alpha1.PrimaryState || vgr.Spec.VolumeGroupReplicationContentName != "drover-"+namespace+"-db-db" ||
+		len(vrg.Status.ConsistencyGroups) != 1 || len(vrg.Status.ConsistencyGroups[0].Members) != members {
+		return fmt.Errorf("on %s: VolumeGroupReplication %s state %q, content %q (handle %q); VolumeReplicationGroup's groups %+v",
+			cluster, vgr.Name, vgr.Status.State, content.Name, content.Spec.VolumeGroupReplicationHandle, vrg.Status.ConsistencyGroups)
+	}
+	return nil
 }
 
 // groupReplicates checks that the application's PVCs on cluster are replicated by one
