@@ -198,7 +198,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// refused (ConsistencyGroupUnsupported).
 	vgr := schema.GroupKind{Group: replicationv1alpha1.GroupVersion.Group, Kind: "VolumeGroupReplication"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(vgr, replicationv1alpha1.GroupVersion.Version); err == nil {
-		b = b.Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG))
+		b = b.Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+			Watches(&replicationv1alpha1.VolumeGroupReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs))
 	}
 	return b.Complete(r)
 }
@@ -409,8 +410,9 @@ func (r *Reconciler) groupsOfPVC(ctx context.Context, obj client.Object, keep fu
 	return out
 }
 
-// replicationClassToVRGs maps a VolumeReplicationClass to every group, so that a PVC waiting
-// for its class is protected as soon as someone creates it. Classes change rarely.
+// replicationClassToVRGs maps a VolumeReplicationClass (or a VolumeGroupReplicationClass) to
+// every group, so that a PVC waiting for its class is protected as soon as someone creates it.
+// Classes change rarely.
 func (r *Reconciler) replicationClassToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
 	vrgs := &v1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, vrgs); err != nil {

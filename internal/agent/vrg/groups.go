@@ -31,16 +31,18 @@ import (
 const maxLabelValue = 63
 
 // GroupLabel is the value of v1alpha1.LabelConsistencyGroup on the members of a
-// VolumeReplicationGroup's consistency group: <vrg>.<group>, with the VolumeReplicationGroup's
-// name shortened and made unique by a hash when the whole would pass 63 characters.
+// VolumeReplicationGroup's consistency group: <vrg>.<group>; when that passes 63 characters, a
+// hash of it, a dash and as much of its end as fits (so the group's name, or its end, still
+// shows).
 func GroupLabel(vrgName, group string) string {
 	v := vrgName + "." + group
 	if len(v) <= maxLabelValue {
 		return v
 	}
-	sum := sha256.Sum256([]byte(vrgName))
-	short := strings.TrimRight(vrgName[:max(0, maxLabelValue-len(group)-10)], "-.")
-	return short + "-" + hex.EncodeToString(sum[:])[:8] + "." + group
+	sum := sha256.Sum256([]byte(v))
+	h := hex.EncodeToString(sum[:])[:10]
+	tail := strings.TrimLeft(v[len(v)-(maxLabelValue-len(h)-1):], "-.")
+	return h + "-" + tail
 }
 
 // groupSelectors parses spec.consistencyGroups' selectors.

@@ -29,7 +29,7 @@ func TestGroupLabelIsAValidLabelValueUniqueToTheGroup(t *testing.T) {
 			if tt.want != "" && got != tt.want {
 				t.Errorf("GroupLabel(%q, %q) = %q, want %q", tt.vrg, tt.group, got, tt.want)
 			}
-			if len(got) > 63 || !strings.HasSuffix(got, "."+tt.group) && len(tt.group) < 60 {
+			if len(got) > 63 || strings.Trim(got, "-.") != got || !strings.HasSuffix(got, tt.group[max(0, len(tt.group)-50):]) {
 				t.Errorf("GroupLabel(%q, %q) = %q: not a label value ending with the group", tt.vrg, tt.group, got)
 			}
 			if seen[got] {
