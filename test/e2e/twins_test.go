@@ -266,3 +266,39 @@ func groupReplicates(ctx context.Context, namespace, cluster string, members int
 	}
 	return nil
 }
+
+// TestAConsistencyGroupGoesThroughTheWholeStory runs the e2e suite's whole story (story.Full:
+// protect, failover, the old primary back and resynced as one group, failover back,
+// relocations both ways, unprotect) for the two-volume application with one consistency group
+// of all its PVCs on VolRep; every failover must keep every pod's two volumes of one instant.
+// DROVER_E2E=full (make test-e2e) runs it.
+func TestAConsistencyGroupGoesThroughTheWholeStory(t *testing.T) {
+	if os.Getenv(FullEnv) != "full" {
+		t.Skip("the whole story of a consistency group runs with " + FullEnv + "=full (make test-e2e)")
+	}
+	c := story.Case{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Namespace: "e2e-twin-group-full", Replicas: 2, Mode: story.SelfContained, AppProcesses: os.Getenv(AppProcessesEnv) != "0",
+		ConsistencyGroups: []v1alpha1.ConsistencyGroup{{Name: "db"}}}
+	ctx := context.Background()
+	began := time.Now()
+	r := story.New(env(t), c, lab.East)
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+		var table writerBuffer
+		story.PrintTable(&table, r.Steps)
+		t.Logf("%s with consistency group db in %s\n%s", c.Name(), time.Since(began).Round(time.Second), table)
+	}()
+	if err := r.Full(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Steps {
+		for _, tt := range s.TornTwins {
+			t.Errorf("%s %s→%s: %s holds %s", s.Action, s.From, s.To, s.To, tt)
+		}
+	}
+}
