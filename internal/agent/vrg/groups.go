@@ -90,11 +90,34 @@ func (r *Reconciler) assignGroups(ctx context.Context, sc *scope) error {
 		}
 	}
 	return forEachPVC(sc, func(ps *pvcState) error {
-		if ps.group == nil || ps.pvc.Labels[v1alpha1.LabelConsistencyGroup] == ps.group.Label || !ps.pvc.DeletionTimestamp.IsZero() {
+		if !ps.pvc.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		if ps.group == nil {
+			return retryOnConflict(ps, r.unlabelMember(ctx, sc.vrg, ps))
+		}
+		if ps.pvc.Labels[v1alpha1.LabelConsistencyGroup] == ps.group.Label {
 			return nil
 		}
 		return retryOnConflict(ps, r.labelMember(ctx, ps))
 	})
+}
+
+// unlabelMember takes a PVC that no group selects any more out of the group its label names
+// (one of this VolumeReplicationGroup's): the storage's group lets it go at its next reconcile,
+// and the PVC is then replicated on its own (until then csi-addons refuses its own
+// VolumeReplication, and the PVC waits).
+func (r *Reconciler) unlabelMember(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, ps *pvcState) error {
+	if labelledGroup(vrg, ps.pvc.Labels) == nil {
+		return nil
+	}
+	before := ps.pvc.DeepCopy()
+	delete(ps.pvc.Labels, v1alpha1.LabelConsistencyGroup)
+	delete(ps.pvc.Annotations, v1alpha1.AnnotationConsistencyGroupHandle)
+	if err := r.Client.Patch(ctx, ps.pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("failed to take PVC %s out of its consistency group: %w", klog.KObj(ps.pvc), err)
+	}
+	return nil
 }
 
 // refusedForGroup reports whether the PVC cannot be protected in its consistency group, and

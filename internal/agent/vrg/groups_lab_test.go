@@ -21,7 +21,8 @@ import (
 // TestAConsistencyGroupIsRefusedWithoutAGroupClassThenReplicatedAsOne: a group of a data and a
 // log PVC on a storage with no VolumeGroupReplicationClass is refused, with what to create, and
 // neither PVC is replicated on its own; once the class exists, both are replicated by one
-// VolumeGroupReplication and report the group's point; unprotecting removes the group.
+// VolumeGroupReplication and report the group's point; a PVC relabelled out of the group leaves
+// it and is replicated on its own; unprotecting removes the group.
 func TestAConsistencyGroupIsRefusedWithoutAGroupClassThenReplicatedAsOne(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
@@ -33,12 +34,15 @@ func TestAConsistencyGroupIsRefusedWithoutAGroupClassThenReplicatedAsOne(t *test
 	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	for _, name := range []string{"data", "log"} {
 		g.Expect(east.Create(ctx, &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "pg"}}, Spec: vrglab.PVCSpec(),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "pg", "role": name}}, Spec: vrglab.PVCSpec(),
 		})).To(Succeed())
 	}
 	profiles, _ := vrglab.S3Profiles(g)
 	group := vrglab.PrimaryVRG(ns, "pg", "pg", "5s", profiles)
-	group.Spec.ConsistencyGroups = []v1alpha1.VRGConsistencyGroup{{Name: "wal", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "pg"}}}}
+	group.Spec.ConsistencyGroups = []v1alpha1.VRGConsistencyGroup{{Name: "wal", Selector: metav1.LabelSelector{
+		MatchLabels:      map[string]string{"app": "pg"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: metav1.LabelSelectorOpIn, Values: []string{"data", "log"}}},
+	}}}
 	g.Expect(east.Create(ctx, group)).To(Succeed())
 
 	got := &v1alpha1.VolumeReplicationGroup{}
@@ -85,6 +89,8 @@ func TestAConsistencyGroupIsRefusedWithoutAGroupClassThenReplicatedAsOne(t *test
 		g.Expect(vr.Spec.DataSource.Kind).To(Equal("VolumeGroupReplication"), "VolumeReplication %s is the group's only", vr.Name)
 	}
 
+	leaveGroup(ctx, g, east, group)
+
 	g.Expect(east.Delete(ctx, group)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := east.Get(ctx, client.ObjectKeyFromObject(vgr), &replicationv1alpha1.VolumeGroupReplication{})
@@ -93,8 +99,33 @@ func TestAConsistencyGroupIsRefusedWithoutAGroupClassThenReplicatedAsOne(t *test
 			pvc := &corev1.PersistentVolumeClaim{}
 			g.Expect(east.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
 			g.Expect(pvc.Labels).NotTo(HaveKey(v1alpha1.LabelConsistencyGroup))
+			g.Expect(pvc.Annotations).NotTo(HaveKey(v1alpha1.AnnotationConsistencyGroupHandle))
 			g.Expect(pvc.Finalizers).NotTo(ContainElement(vrg.PVCFinalizer))
 			g.Expect(pvc.Finalizers).NotTo(ContainElement("replication.storage.openshift.io/vgr-protection"), "the storage released it")
 		}
 	}).Should(Succeed(), "unprotecting removes the group and leaves the PVCs unmarked")
+}
+
+// leaveGroup relabels the group's log PVC so that the group no longer selects it: it leaves the
+// storage's group and is then replicated on its own, and the group goes on with data alone.
+func leaveGroup(ctx context.Context, g Gomega, east client.Client, group *v1alpha1.VolumeReplicationGroup) {
+	log := &corev1.PersistentVolumeClaim{}
+	g.Expect(east.Get(ctx, client.ObjectKey{Namespace: group.Namespace, Name: "log"}, log)).To(Succeed())
+	before := log.DeepCopy()
+	log.Labels["role"] = "cache"
+	g.Expect(east.Patch(ctx, log, client.MergeFrom(before))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(group), got)).To(Succeed())
+		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionDataReady)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
+		g.Expect(got.Status.ConsistencyGroups[0].Members).To(Equal([]string{"data"}))
+		g.Expect(vrglab.PVCCondition(got, "log", v1alpha1.ConditionDataReady).Status).To(Equal(metav1.ConditionTrue))
+		vr := &replicationv1alpha1.VolumeReplication{}
+		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: group.Namespace, Name: "log"}, vr)).To(Succeed())
+		g.Expect(vr.Spec.DataSource.Kind).To(Equal("PersistentVolumeClaim"))
+		vgr := &replicationv1alpha1.VolumeGroupReplication{}
+		g.Expect(east.Get(ctx, client.ObjectKey{Namespace: group.Namespace, Name: "pg-wal"}, vgr)).To(Succeed())
+		g.Expect(vgr.Status.PersistentVolumeClaimsRefList).To(ConsistOf(corev1.LocalObjectReference{Name: "data"}))
+	}).WithTimeout(90*time.Second).Should(Succeed(), "the log PVC leaves the group and replicates on its own")
 }
