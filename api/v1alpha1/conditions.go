@@ -187,6 +187,13 @@ const (
 	// ReasonPVCSelectedByOtherGroup (DataReady): a selected PVC is already protected by another
 	// VolumeReplicationGroup; the message names it. Narrow one of the pvcSelectors.
 	ReasonPVCSelectedByOtherGroup = "PVCSelectedByOtherGroup"
+	// ReasonConsistencyGroupUnsupported (DataReady of a protected PVC, DataReady): a PVC of a
+	// consistency group cannot be replicated with the group's other members from one instant:
+	// its storage has no group replication (for VolRep, no VolumeGroupReplicationClass of its
+	// provisioner), its backend or namespace differs from another member's, or a second group
+	// selects it. The message names the group, the PVC and what to create or change. drover
+	// never falls back to protecting such a PVC on its own.
+	ReasonConsistencyGroupUnsupported = "ConsistencyGroupUnsupported"
 	// ReasonBackendNotAvailable (DataReady): storageClassBackends chooses a backend for a PVC's
 	// StorageClass that this agent does not implement.
 	ReasonBackendNotAvailable = "BackendNotAvailable"

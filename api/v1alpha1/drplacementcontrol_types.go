@@ -34,6 +34,24 @@ type PlacementReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// ConsistencyGroup is a set of an application's PVCs that fail over, relocate and are restored
+// from one instant.
+type ConsistencyGroup struct {
+	// name of the group: a DNS label, unique among the DRPlacementControl's groups.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a consistency group's name must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or a digit"
+	Name string `json:"name,omitempty"`
+
+	// selector selects the group's PVCs among those pvcSelector selects; an empty selector
+	// selects all of them. At most 32 matchLabels and 16 matchExpressions of at most 64 values
+	// each.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 32) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="a consistency group's selector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
+	Selector metav1.LabelSelector `json:"selector"`
+}
+
 // DRPlacementControlSpec names one protected application, its policy and the action asked of it.
 // The application is named either by protectedNamespaces (self-contained mode: drover captures
 // and restores its objects itself) or by placementRef (a GitOps tool deploys it where drover's
@@ -41,6 +59,7 @@ type PlacementReference struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.protectedNamespaces) != has(self.placementRef)",message="set exactly one of protectedNamespaces (drover captures and restores the application's objects) or placementRef (a GitOps tool deploys the application)"
 // +kubebuilder:validation:XValidation:rule="has(self.placementRef) == has(oldSelf.placementRef)",message="cannot switch between protectedNamespaces and placementRef: create a new DRPlacementControl"
+// +kubebuilder:validation:XValidation:rule="has(self.consistencyGroups) == has(oldSelf.consistencyGroups)",message="consistencyGroups is immutable: delete and recreate the DRPlacementControl to group its PVCs otherwise; a PVC joins or leaves a group by its labels"
 // +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Failover' || has(self.failoverCluster)",message="action Failover requires failoverCluster: name the cluster to fail over to"
 // +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Relocate' || has(self.preferredCluster)",message="action Relocate requires preferredCluster: name the cluster to relocate to"
 type DRPlacementControlSpec struct {
@@ -74,6 +93,22 @@ type DRPlacementControlSpec struct {
 	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 32) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="pvcSelector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pvcSelector is immutable: delete and recreate the DRPlacementControl to protect other PVCs"
 	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
+
+	// consistencyGroups name the PVCs that must be restored from one instant: each group selects,
+	// among the PVCs pvcSelector selects, those whose storage replicates them together (for
+	// example a database's data and its write-ahead log on two PVCs). A PVC no group selects is
+	// replicated on its own, from its own instant; a PVC two groups select is refused. Every PVC
+	// of a group must be in one namespace and on one storage that can replicate a group (VolRep:
+	// a VolumeGroupReplicationClass of its provisioner); otherwise the application is not
+	// protected and its condition, reason ConsistencyGroupUnsupported, says what is missing.
+	// PVCs join and leave a group by their labels. At most 8 groups. It cannot change.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="consistencyGroups is immutable: delete and recreate the DRPlacementControl to group its PVCs otherwise; a PVC joins or leaves a group by its labels"
+	ConsistencyGroups []ConsistencyGroup `json:"consistencyGroups,omitempty"`
 
 	// protectedNamespaces are the namespaces of a self-contained application: drover protects
 	// their selected PVCs and captures and restores their objects. A DRPlacementControl outside

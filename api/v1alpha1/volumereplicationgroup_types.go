@@ -195,6 +195,17 @@ type VolumeReplicationGroupSpec struct {
 	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 32) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 16 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="pvcSelector may hold at most 32 matchLabels and 16 matchExpressions of at most 64 values each"
 	PVCSelector metav1.LabelSelector `json:"pvcSelector"`
 
+	// consistencyGroups are the DRPlacementControl's consistency groups, each selector the
+	// union of the group's and pvcSelector's requirements: the PVCs each selects are replicated
+	// together and restored from one instant. The agent labels each member
+	// drover.io/consistency-group=<group>.<name> (LabelConsistencyGroup) and, for VolRep,
+	// replicates the members with one VolumeGroupReplication named <group>-<name>.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	ConsistencyGroups []VRGConsistencyGroup `json:"consistencyGroups,omitempty"`
+
 	// protectedNamespaces are the namespaces whose PVCs and objects the group protects; empty
 	// means the VolumeReplicationGroup's own namespace.
 	// +optional
@@ -248,6 +259,70 @@ type VolumeReplicationGroupSpec struct {
 	FinalSyncRequest string `json:"finalSyncRequest,omitempty"`
 }
 
+// LabelConsistencyGroup marks a PVC as a member of a consistency group:
+// <VolumeReplicationGroup name>.<group name>. The agent sets it on the PVCs a group selects; the
+// storage's group (a VolumeGroupReplication) selects by it.
+const LabelConsistencyGroup = "drover.io/consistency-group"
+
+// AnnotationConsistencyGroupHandle records, on a member PVC of a primary's consistency group,
+// the storage's handle of the group (VolRep: its VolumeGroupReplicationContent's
+// volumeGroupReplicationHandle). It travels with the PVC's metadata to the stores, and the peer's
+// promotion restores the group under that handle, as its storage knows the mirrored group.
+const AnnotationConsistencyGroupHandle = "drover.io/consistency-group-handle"
+
+// VRGConsistencyGroup is a consistency group as the hub hands it to a managed cluster.
+type VRGConsistencyGroup struct {
+	// name of the group, as the DRPlacementControl names it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+
+	// selector selects the group's PVCs: the group's selector and the pvcSelector together.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 64) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 64 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 64)))",message="a consistency group's selector may hold at most 64 matchLabels and 64 matchExpressions of at most 64 values each"
+	Selector metav1.LabelSelector `json:"selector"`
+}
+
+// ConsistencyGroupStatus is the state of one consistency group on a managed cluster.
+type ConsistencyGroupStatus struct {
+	// name of the group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+
+	// namespace of the group's PVCs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// backend replicates the group; empty until its members' backend is known.
+	// +optional
+	Backend ReplicationBackend `json:"backend,omitempty"`
+
+	// members are the names of the group's PVCs, sorted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	Members []string `json:"members,omitempty"`
+
+	// lastSyncTime is the group's recovery point: the instant of the last copy of every member
+	// that the peer holds (VolRep: the VolumeGroupReplication's lastSyncTime). Only a primary
+	// reports it.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// conditions of the group: DataReady (its replication holds the asked role) and
+	// DataProtected (it replicates).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
 // ProtectedPVC is the state of one protected PVC.
 type ProtectedPVC struct {
 	// namespace of the PVC.
@@ -292,6 +367,12 @@ type ProtectedPVC struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Block;Filesystem
 	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
+
+	// consistencyGroup names the consistency group the PVC is replicated with; empty when it is
+	// replicated on its own.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ConsistencyGroup string `json:"consistencyGroup,omitempty"`
 
 	// conditions of the PVC: DataReady and DataProtected.
 	// +optional
@@ -359,8 +440,15 @@ type VolumeReplicationGroupStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// lastGroupSyncTime is the oldest lastSyncTime of the protected PVCs: the group's recovery
-	// point. With no PVC selected it is the last time every store held the current capture of
+	// consistencyGroups are the state of each consistency group of spec.consistencyGroups.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	ConsistencyGroups []ConsistencyGroupStatus `json:"consistencyGroups,omitempty"`
+
+	// lastGroupSyncTime is the oldest lastSyncTime of the protected PVCs (a consistency group's
+	// members all report the group's): the group's recovery point. With no PVC selected it is the last time every store held the current capture of
 	// the group's objects (kubeObjectProtection), which alone protect it then.
 	// +optional
 	LastGroupSyncTime *metav1.Time `json:"lastGroupSyncTime,omitempty"`

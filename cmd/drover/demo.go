@@ -54,8 +54,8 @@ The application's pods are real processes on the lab kubelet's node, each runnin
 writer over its mounted PVC; --app-processes=false puts them on fake nodes instead, for which
 the lab's storage writes the records. --app twin gives each pod two PVCs, data and log, its
 writer writing each record to data and then its twin to log: the failover shows which twins the
-target holds out of order, each volume failing over from its own instant (drover has no
-consistency groups yet), and a relocation must keep them in order. --app postgres protects PostgreSQL 15 under pgbench instead
+target holds out of order, each volume failing over from its own instant (the demo names
+no consistency group), and a relocation must keep them in order. --app postgres protects PostgreSQL 15 under pgbench instead
 (one pod, real processes, the machine's PostgreSQL): its drill runs a check Job in the sandbox
 (pg_isready and pgbench's invariant against the copy, docs/examples/drill-check-postgres.yaml;
 with VolSync, its default backend: mirrored volumes give a readiness drill, which starts

@@ -44,10 +44,23 @@ func ReplicationClassName(interval time.Duration) string {
 	return BlockStorageClass + "-" + interval.String()
 }
 
+// GroupReplicationClassName is the name of the lab's VolumeGroupReplicationClass of
+// BlockDriver: the storage's consistency groups, which a DRPlacementControl's
+// consistencyGroups use on the VolRep policy.
+const GroupReplicationClassName = BlockStorageClass + "-group"
+
 // bootstrapManagedForDrover applies what drover needs on a managed cluster besides its
-// manifests and what joining creates: a VolumeReplicationClass for the VolRep policy's interval.
+// manifests and what joining creates: a VolumeReplicationClass for the VolRep policy's interval
+// and the VolumeGroupReplicationClass of the same driver.
 func (c *Cluster) bootstrapManagedForDrover(ctx context.Context, cl client.Client) error {
-	return apply(ctx, cl, replicationClass(PolicyInterval))
+	if err := apply(ctx, cl, replicationClass(PolicyInterval)); err != nil {
+		return err
+	}
+	return apply(ctx, cl, &replicationv1alpha1.VolumeGroupReplicationClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: replicationv1alpha1.GroupVersion.String(), Kind: "VolumeGroupReplicationClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: GroupReplicationClassName},
+		Spec:       replicationv1alpha1.VolumeGroupReplicationClassSpec{Provisioner: BlockDriver},
+	})
 }
 
 func replicationClass(interval time.Duration) *replicationv1alpha1.VolumeReplicationClass {

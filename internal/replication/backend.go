@@ -96,6 +96,18 @@ type PVCContext struct {
 	// is known, and MoverUserUnknown then says why.
 	MoverSecurityContext *v1alpha1.VolSyncMoverSecurityContext
 	MoverUserUnknown     string
+	// Group, when set, is the consistency group the PVC is replicated with: the backend
+	// replicates it only as a member of the group, never on its own.
+	Group *GroupContext
+}
+
+// GroupContext is the consistency group of a PVC, as the agent resolved it.
+type GroupContext struct {
+	// Name is the group's name in the VolumeReplicationGroup's spec.consistencyGroups.
+	Name string
+	// Label is the value of v1alpha1.LabelConsistencyGroup that the agent put on every member:
+	// the backend's group selects its members by it.
+	Label string
 }
 
 // SyncStatus is what a backend observes of a PVC's replication.
@@ -117,6 +129,10 @@ type SyncStatus struct {
 	// csi-addons a promotion is forced while the peer is primary): drover tells it from this and
 	// the stores' epochs.
 	Primary bool
+	// GroupHandle is the storage's handle of the PVC's consistency group (VolRep: the
+	// VolumeGroupReplicationContent's volumeGroupReplicationHandle); empty for a PVC replicated
+	// on its own, or while the storage has not made the group. A promotion on the peer needs it.
+	GroupHandle string
 	// DemotedInSync is true when the volume is secondary, its storage acted on the demotion last
 	// asked and reports it in sync with its peer: every write made while it was primary has
 	// reached the peer (a relocation's final sync). A storage that reports no last sync for a

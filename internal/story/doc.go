@@ -15,7 +15,7 @@
 // The workload sts-twin (workload.go, StatefulSetTwoVolumes) gives each pod two PVCs and writes
 // twin records across them; a failover reports the pods whose volumes its target holds from
 // different instants, out of twin order (twins.go, TornTwin: each volume fails over from its own
-// instant, drover having no consistency groups), and a relocation fails on them.
+// instant unless the case names a consistency group), and a relocation fails on them.
 //
 // The application's pods run on kwok's fake nodes and the lab storage writes their records on
 // their behalf; with Case.AppProcesses (workload.go, writerProcess) they run `drover lab writer`

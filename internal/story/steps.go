@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,8 @@ func (r *Run) drpcObject() *v1alpha1.DRPlacementControl {
 		ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name},
 		Spec: v1alpha1.DRPlacementControlSpec{
 			DRPolicyRef: v1alpha1.PolicyReference{Name: r.c.Policy}, PreferredCluster: r.home,
-			PVCSelector: metav1.LabelSelector{MatchLabels: AppLabel},
+			PVCSelector:       metav1.LabelSelector{MatchLabels: AppLabel},
+			ConsistencyGroups: slices.Clone(r.c.ConsistencyGroups),
 		},
 	}
 	if r.c.Mode == Placement {

@@ -54,6 +54,8 @@ type Case struct {
 	// nodes for which the lab storage writes the records. It needs a lab that runs drover (its
 	// kubelets). The demo, the soak and the e2e suite set it; the packages' story tests do not.
 	AppProcesses bool
+	// ConsistencyGroups are the DRPlacementControl's consistency groups; none when empty.
+	ConsistencyGroups []v1alpha1.ConsistencyGroup
 }
 
 // placement is the placement's name.

@@ -14,7 +14,7 @@ import (
 
 // TornTwin is a writer whose volumes a failover's target holds from different instants: its
 // twin records (records.CheckTwins: record n committed to A, then to B) break B ≤ A ≤ B + 1
-// there. drover has no consistency groups: each volume of an application fails over from its
+// there. Without a consistency group each volume of an application fails over from its
 // own last copy (a mirror snapshot per VolumeReplication, a transfer per ReplicationSource), so
 // a failover of an application that writes across its volumes may tear it with no fault
 // anywhere. A relocation, whose final sync copies volumes no process writes any more, never may.
@@ -55,7 +55,7 @@ func (t TornTwin) String() string {
 // tornTwins reads, on a failover's target to, the records of every writer of ws that writes
 // more than one volume, pairs its volumes in the order it writes them (its status on from, the
 // source) and returns those whose twin order the target breaks (records.CheckTwins). Breaking
-// it is not a failure of the failover while drover has no consistency groups (TornTwin); the
+// it is not a failure of the failover of volumes no consistency group holds (TornTwin); the
 // step reports it.
 func (r *Run) tornTwins(ctx context.Context, from, to string, ws []writer) ([]TornTwin, error) {
 	var twins []writer

@@ -31,7 +31,7 @@ const (
 	// default retention: kept when it is deleted), and write twin records across them
 	// (internal/lab/records: record n to data, then to log): the application whose data spans
 	// volumes, as a database with its log on a volume of its own. Each of its volumes fails over
-	// from its own instant (no consistency groups): the failover's judge reports the twins that
+	// from its own instant unless the case names a consistency group: the failover's judge reports the twins that
 	// breaks (Step.TornTwins); a relocation, whose final sync copies stopped volumes, keeps them.
 	StatefulSetTwoVolumes Workload = "sts-twin"
 )

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-io/drover/api/v1alpha1"
+	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
 	"github.com/drover-io/drover/internal/lab/records"
@@ -21,7 +23,7 @@ import (
 // The contrast the consistency-group feature is to be proven against: an application whose
 // pods write twin records across their two PVCs (story.StatefulSetTwoVolumes: record n to data,
 // then its twin to log; on copies of one instant log ≤ data ≤ log + 1), failed over with east
-// stopped while they write. drover has no consistency groups: each volume fails over from its
+// stopped while they write. Without a consistency group each volume fails over from its
 // own last copy, and the lab's storage copies each at its own instant, as real per-volume
 // replication does: a VolumeReplication's mirror schedule runs from its own first mirror
 // (internal/lab/storage/csiaddons, volrep.go: nextMirror), and drover creates a pod's
@@ -163,4 +165,140 @@ func transferred(ctx context.Context, cl client.Client, storageDir, namespace st
 		out[rd.Name] = rep.Writers[0].LastWrite
 	}
 	return out, nil
+}
+
+// TestWithAConsistencyGroupAFailoverKeepsEveryPodsTwoVolumesOfOneInstant is the contrast test
+// with the remedy: the same application on VolRep, its DRPlacementControl naming one
+// consistency group of all its PVCs (every pod's data and log), failed over with east stopped
+// while the pods write. drover replicates the group with one VolumeGroupReplication, which the
+// lab's storage mirrors at one instant (internal/lab/storage/csiaddons, volgroup_mirror.go), and
+// west's promotion restores the group under the handle it mirrored: west holds every pod's two
+// volumes in twin order. It asserts that no pod is torn, beside the failover's own checks.
+func TestWithAConsistencyGroupAFailoverKeepsEveryPodsTwoVolumesOfOneInstant(t *testing.T) {
+	c := story.Case{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Namespace: "e2e-twin-group-volrep", Replicas: 3, Mode: story.SelfContained, AppProcesses: os.Getenv(AppProcessesEnv) != "0",
+		ConsistencyGroups: []v1alpha1.ConsistencyGroup{{Name: "db"}}}
+	ctx := context.Background()
+	began := time.Now()
+	r := story.New(env(t), c, lab.East)
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+		var table writerBuffer
+		story.PrintTable(&table, r.Steps)
+		t.Logf("%s with consistency group db in %s\n%s", c.Name(), time.Since(began).Round(time.Second), table)
+	}()
+	if err := r.Protect(ctx).Failure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := groupReplicates(ctx, c.Namespace, lab.East, 2*int(c.Replicas)); err != nil {
+		t.Fatal(err)
+	}
+	failover := r.Failover(ctx, lab.East)
+	if err := failover.Failure(); err != nil {
+		t.Fatalf("failover: %v", err)
+	}
+	t.Logf("failover east→west in %s: kept %d, lost %d records, written within %s of the last group sync; twin order broken for %d of %d pods",
+		failover.Duration.Round(time.Millisecond), failover.Kept, failover.Lost, failover.LossBound.Round(time.Millisecond),
+		len(failover.TornTwins), c.Replicas)
+	for _, tt := range failover.TornTwins {
+		t.Errorf("west holds %s", tt)
+	}
+	if err := groupRestored(ctx, c.Namespace, lab.West, 2*int(c.Replicas)); err != nil {
+		t.Error(err)
+	}
+}
+
+// groupRestored checks that west promoted the group east mirrored: its VolumeGroupReplication
+// names the content the promotion restored under east's group handle, and its
+// VolumeReplicationGroup reports the group with every member.
+func groupRestored(ctx context.Context, namespace, cluster string, members int) error {
+	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme, v1alpha1.AddToScheme)
+	if err != nil {
+		return err
+	}
+	vgr := &replicationv1alpha1.VolumeGroupReplication{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "db-db"}, vgr); err != nil {
+		return fmt.Errorf("failed to get the group's VolumeGroupReplication on %s: %w", cluster, err)
+	}
+	content := &replicationv1alpha1.VolumeGroupReplicationContent{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: vgr.Spec.VolumeGroupReplicationContentName}, content); err != nil {
+		return fmt.Errorf("failed to get VolumeGroupReplicationContent %q on %s: %w", vgr.Spec.VolumeGroupReplicationContentName, cluster, err)
+	}
+	vrg := &v1alpha1.VolumeReplicationGroup{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "db"}, vrg); err != nil {
+		return fmt.Errorf("failed to get the VolumeReplicationGroup on %s: %w", cluster, err)
+	}
+	if vgr.Status.State != replicationv1alpha1.PrimaryState || vgr.Spec.VolumeGroupReplicationContentName != "drover-"+namespace+"-db-db" ||
+		len(vrg.Status.ConsistencyGroups) != 1 || len(vrg.Status.ConsistencyGroups[0].Members) != members {
+		return fmt.Errorf("on %s: VolumeGroupReplication %s state %q, content %q (handle %q); VolumeReplicationGroup's groups %+v",
+			cluster, vgr.Name, vgr.Status.State, content.Name, content.Spec.VolumeGroupReplicationHandle, vrg.Status.ConsistencyGroups)
+	}
+	return nil
+}
+
+// groupReplicates checks that the application's PVCs on cluster are replicated by one
+// VolumeGroupReplication, with members PVCs and no VolumeReplication of their own.
+func groupReplicates(ctx context.Context, namespace, cluster string, members int) error {
+	cl, err := testLab.Client(cluster, replicationv1alpha1.AddToScheme)
+	if err != nil {
+		return err
+	}
+	groups := &replicationv1alpha1.VolumeGroupReplicationList{}
+	if err := cl.List(ctx, groups, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("failed to list the VolumeGroupReplications of %s: %w", namespace, err)
+	}
+	if len(groups.Items) != 1 || len(groups.Items[0].Status.PersistentVolumeClaimsRefList) != members {
+		return fmt.Errorf("want one VolumeGroupReplication of %d PVCs in %s on %s, got %d: %+v", members, namespace, cluster, len(groups.Items), groups.Items)
+	}
+	vrs := &replicationv1alpha1.VolumeReplicationList{}
+	if err := cl.List(ctx, vrs, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("failed to list the VolumeReplications of %s: %w", namespace, err)
+	}
+	for _, vr := range vrs.Items {
+		if vr.Spec.DataSource.Kind != "VolumeGroupReplication" {
+			return fmt.Errorf("PVC %s of the group has a VolumeReplication of its own on %s", vr.Spec.DataSource.Name, cluster)
+		}
+	}
+	return nil
+}
+
+// TestAConsistencyGroupGoesThroughTheWholeStory runs the e2e suite's whole story (story.Full:
+// protect, failover, the old primary back and resynced as one group, failover back,
+// relocations both ways, unprotect) for the two-volume application with one consistency group
+// of all its PVCs on VolRep; every failover must keep every pod's two volumes of one instant.
+// DROVER_E2E=full (make test-e2e) runs it.
+func TestAConsistencyGroupGoesThroughTheWholeStory(t *testing.T) {
+	if os.Getenv(FullEnv) != "full" {
+		t.Skip("the whole story of a consistency group runs with " + FullEnv + "=full (make test-e2e)")
+	}
+	c := story.Case{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass,
+		Namespace: "e2e-twin-group-full", Replicas: 2, Mode: story.SelfContained, AppProcesses: os.Getenv(AppProcessesEnv) != "0",
+		ConsistencyGroups: []v1alpha1.ConsistencyGroup{{Name: "db"}}}
+	ctx := context.Background()
+	began := time.Now()
+	r := story.New(env(t), c, lab.East)
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+		var table writerBuffer
+		story.PrintTable(&table, r.Steps)
+		t.Logf("%s with consistency group db in %s\n%s", c.Name(), time.Since(began).Round(time.Second), table)
+	}()
+	if err := r.Full(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Steps {
+		for _, tt := range s.TornTwins {
+			t.Errorf("%s %s→%s: %s holds %s", s.Action, s.From, s.To, s.To, tt)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -137,9 +138,9 @@ type Reconciler struct {
 	namespaces newest.Versions
 }
 
-// Least privilege: every write is a patch, a create or delete of a VolumeReplication, or the
-// create of a restored PV or PVC (never their deletion); pods and VolumeAttachments are only read;
-// S3 profile Secrets are read one by one, uncached; the capture watches only the metadata of
+// Least privilege: every write is a patch, a create or delete of a VolumeReplication or a
+// VolumeGroupReplication, or the create of a restored PV or PVC (never their deletion); pods and
+// VolumeAttachments are only read; S3 profile Secrets are read one by one, uncached; the capture watches only the metadata of
 // the kinds it reads, Secrets included (kubeobjects.go).
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=volumereplicationgroups/status,verbs=get;patch
@@ -151,6 +152,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplications,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumereplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplications,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=replication.storage.openshift.io,resources=volumegroupreplicationcontents,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager validates the dependencies and registers the controller with its watches.
@@ -171,7 +175,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.written = newLedger()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("volumereplicationgroup").
 		// A first-in first-out queue, not controller-runtime's priority queue: that one puts
 		// the groups of the initial list (an agent restarted, a cluster back) behind every other
@@ -187,8 +191,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&volsyncv1alpha1.ReplicationDestination{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.destinationChangeMatters})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
-		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs)).
-		Complete(r)
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs))
+	// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels as a
+	// VolumeReplication does. It is watched where the cluster serves it: a cluster whose
+	// csi-addons has no group replication still runs the agent, and a group asked there is
+	// refused (ConsistencyGroupUnsupported).
+	vgr := schema.GroupKind{Group: replicationv1alpha1.GroupVersion.Group, Kind: "VolumeGroupReplication"}
+	if _, err := mgr.GetRESTMapper().RESTMapping(vgr, replicationv1alpha1.GroupVersion.Version); err == nil {
+		b = b.Watches(&replicationv1alpha1.VolumeGroupReplication{}, handler.EnqueueRequestsFromMapFunc(volumeReplicationToVRG)).
+			Watches(&replicationv1alpha1.VolumeGroupReplicationClass{}, handler.EnqueueRequestsFromMapFunc(r.replicationClassToVRGs))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile protects the PVCs of one VolumeReplicationGroup, or unprotects them when it is
@@ -397,8 +410,9 @@ func (r *Reconciler) groupsOfPVC(ctx context.Context, obj client.Object, keep fu
 	return out
 }
 
-// replicationClassToVRGs maps a VolumeReplicationClass to every group, so that a PVC waiting
-// for its class is protected as soon as someone creates it. Classes change rarely.
+// replicationClassToVRGs maps a VolumeReplicationClass (or a VolumeGroupReplicationClass) to
+// every group, so that a PVC waiting for its class is protected as soon as someone creates it.
+// Classes change rarely.
 func (r *Reconciler) replicationClassToVRGs(ctx context.Context, obj client.Object) []reconcile.Request {
 	vrgs := &v1alpha1.VolumeReplicationGroupList{}
 	if err := r.Client.List(ctx, vrgs); err != nil {

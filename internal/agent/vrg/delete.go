@@ -161,6 +161,11 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 		if backend, err := r.Backends.Select(sc.vrg.Spec.StorageClassBackends, className, provisioner); err == nil {
 			if cleaner, ok := backend.(replication.Cleaner); ok {
 				pc := &replication.PVCContext{VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: className, Provisioner: provisioner}
+				if !sc.vrg.DeletionTimestamp.IsZero() {
+					// Only the group's unprotection removes a consistency group's replication; a
+					// member its owner deleted leaves the group by losing its label (below).
+					pc.Group = labelledGroup(sc.vrg, pvc.Labels)
+				}
 				if res := cleaner.Cleanup(ctx, pc); !res.IsDone() {
 					ctrl.LoggerFrom(ctx).V(1).Info("Waiting for replication cleanup", "pvc", klog.KObj(pvc), "result", res.String())
 					return res, nil
@@ -175,6 +180,8 @@ func (r *Reconciler) unprotectPVC(ctx context.Context, sc *scope, pvc *corev1.Pe
 	controllerutil.RemoveFinalizer(pvc, PVCFinalizer)
 	delete(pvc.Labels, LabelProtectedBy)
 	delete(pvc.Labels, LabelProtectedByNamespace)
+	delete(pvc.Labels, v1alpha1.LabelConsistencyGroup)
+	delete(pvc.Annotations, v1alpha1.AnnotationConsistencyGroupHandle)
 	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(before), client.FieldOwner(fieldOwner)); client.IgnoreNotFound(err) != nil {
 		return replication.Result{}, fmt.Errorf("failed to remove the protection of PVC %s: %w", klog.KObj(pvc), err)
 	}

@@ -99,8 +99,9 @@ func (r *Reconciler) prepareDemotion(ctx context.Context, sc *scope, ps *pvcStat
 	}
 	d := &demotion{backend: backend, demoter: demoter, resync: sc.vrg.Spec.Action == v1alpha1.ActionFailover, pc: &replication.PVCContext{
 		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
-		MoverSecurityContext: groupMoverUser(sc.vrg, pvc.Namespace, pvc.Name),
+		MoverSecurityContext: groupMoverUser(sc.vrg, pvc.Namespace, pvc.Name), Group: labelledGroup(sc.vrg, pvc.Labels),
 	}}
+	ps.group = d.pc.Group
 	// Only an action says how a PVC is demoted; without one demotionAllowed explains the problem.
 	if observer, ok := backend.(replication.DemotionObserver); ok && sc.vrg.Spec.Action != "" {
 		d.done = observer.IsDemoted(ctx, d.pc, d.resync)

@@ -17,6 +17,11 @@
 //     the StorageClass (restorecheck.go), every read bounded (limits.go); a PVC of a class that
 //     binds on its first consumer counts as restored while Pending, its image held until it is
 //     Bound (firstconsumer.go);
+//   - the consistency groups of spec.consistencyGroups (groups.go): each member labelled
+//     drover.io/consistency-group=<group label> and replicated only as a member (the VolRep
+//     backend's one VolumeGroupReplication per group), the storage's group handle recorded on
+//     the members for the peer's promotion, a group the storage cannot keep refused with reason
+//     ConsistencyGroupUnsupported, and status.consistencyGroups;
 //   - who each VolSync PVC's movers run as: the group's user, else the pods' that mount it, else
 //     what it recorded (volsync_identity.go);
 //   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field

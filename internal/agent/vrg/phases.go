@@ -45,6 +45,11 @@ func (r *Reconciler) parseSpec(ctx context.Context, sc *scope) (ctrl.Result, err
 		sc.stop = true
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	if _, err := groupSelectors(sc.vrg); err != nil {
+		sc.specProblem = err.Error()
+		sc.stop = true
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
 	// The hub refuses such a group too; the agent does not rely on it (internal/tenancy).
 	if ns := r.Tenancy.FirstSystem(protectedNamespaces(sc.vrg)); ns != "" {
 		sc.specProblem = tenancy.SystemNamespaceMessage(ns)
@@ -284,8 +289,10 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, sc *scope, pvc *corev1.
 
 // protectPVCs protects every selected PVC and asks for the soonest look again any of them needs.
 func (r *Reconciler) protectPVCs(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	if err := forEachPVC(sc, func(ps *pvcState) error { return r.protectPVC(ctx, sc, ps) }); err != nil {
-		return ctrl.Result{}, err
+	// A member whose label could not be written is still protected: its group waits for it.
+	groupErr := r.assignGroups(ctx, sc)
+	if err := forEachPVC(sc, func(ps *pvcState) error { return r.protectPVC(ctx, sc, ps) }); err != nil || groupErr != nil {
+		return ctrl.Result{}, errors.Join(groupErr, err)
 	}
 	return ctrl.Result{RequeueAfter: pvcsRequeue(sc.pvcs, true)}, nil
 }
@@ -377,6 +384,9 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 			ps.key(), owner, LabelProtectedBy))
 		return nil
 	}
+	if refusedForGroup(ps) {
+		return nil
+	}
 	if err := r.markProtected(ctx, sc, pvc); err != nil {
 		return retryOnConflict(ps, err)
 	}
@@ -404,8 +414,11 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 		return nil
 	}
 	ps.backend = backend.Name()
+	if refusedForGroup(ps) {
+		return nil
+	}
 	pc := &replication.PVCContext{
-		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval,
+		VRG: sc.vrg, PVC: pvc, PV: pv, StorageClassName: ps.storageClass, Provisioner: provisioner, Interval: sc.interval, Group: ps.group,
 	}
 	if ps.backend == v1alpha1.BackendVolSync {
 		if pc.MoverSecurityContext, pc.MoverUserUnknown, err = r.moverUser(ctx, sc.vrg, pvc); err != nil {
@@ -422,6 +435,9 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 	ps.writeMetadata = ps.result.Outcome != replication.OutcomeFailed
 	if ps.sync, err = backend.Status(ctx, pc); err != nil {
 		return err
+	}
+	if err := r.recordGroupHandle(ctx, ps); err != nil {
+		return retryOnConflict(ps, err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Protected PVC", "pvc", klog.KObj(pvc), "backend", ps.backend, "result", ps.result.String())
 	return nil

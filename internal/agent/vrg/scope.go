@@ -116,6 +116,11 @@ type pvcState struct {
 	// moverUser is who the PVC's VolSync movers run as, resolved by this pass
 	// (volsync_identity.go); nil when it was not, or no one is known.
 	moverUser *v1alpha1.VolSyncMoverSecurityContext
+	// group is the consistency group the PVC is replicated with (groups.go); nil when it is
+	// replicated on its own. groupProblem says why it cannot be in its group; it is then not
+	// protected at all.
+	group        *replication.GroupContext
+	groupProblem string
 	// release, for a demoted PVC the application deleted on this secondary, says what the
 	// release of its VolumeReplication waits for (keepReplica); the PVC is secondary meanwhile.
 	release string

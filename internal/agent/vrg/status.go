@@ -54,6 +54,7 @@ func computeStatus(sc *scope, succeeded bool) {
 		return
 	}
 	st.ProtectedPVCs = protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs)
+	st.ConsistencyGroups = groupsStatus(vrg, sc.pvcs, st.ConsistencyGroups)
 	dataReady := dataReadyCondition(sc.pvcs, protectedNamespaces(vrg))
 	dataProtected := dataProtectedCondition(sc.pvcs, vrg.Spec.KubeObjectProtection != nil)
 	clusterData := clusterDataProtectedCondition(sc.stores, sc.metadataPending, sc.metadataObjects)
@@ -117,6 +118,7 @@ func computeSecondaryStatus(sc *scope, succeeded bool) {
 	vrg := sc.vrg
 	st := &vrg.Status
 	st.ProtectedPVCs = withoutSyncs(protectedPVCs(vrg, sc.pvcs, st.ProtectedPVCs))
+	st.ConsistencyGroups = groupsStatus(vrg, sc.pvcs, st.ConsistencyGroups)
 	var dataReady metav1.Condition
 	namespaces := strings.Join(protectedNamespaces(vrg), ", ")
 	if reason, msg, n := firstProblem(sc.pvcs, v1alpha1.ConditionDataReady); n > 0 {
@@ -169,7 +171,7 @@ func protectedPVCs(vrg *v1alpha1.VolumeReplicationGroup, pvcs []*pvcState, previ
 			Backend: ps.backend, ReplicationID: ps.sync.ReplicationID,
 			AccessModes: ps.pvc.Spec.AccessModes, VolumeMode: ps.pvc.Spec.VolumeMode,
 			LastSyncTime: ps.sync.LastSyncTime, LastSyncDuration: ps.sync.LastSyncDuration, LastSyncBytes: ps.sync.LastSyncBytes,
-			MoverSecurityContext: ps.moverUser,
+			MoverSecurityContext: ps.moverUser, ConsistencyGroup: ps.groupName(),
 		}
 		if q, ok := ps.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
 			p.Capacity = &q

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,6 +38,7 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 		SchedulingInterval:   policy.Spec.SchedulingInterval,
 		StorageClassBackends: slices.Clone(policy.Spec.StorageClassBackends),
 		FinalSyncRequest:     finalSync,
+		ConsistencyGroups:    consistencyGroups(drpc),
 	}
 	if policy.Spec.ReplicationClassSelector != nil {
 		spec.VolRep = &v1alpha1.VolRepSpec{ReplicationClassSelector: policy.Spec.ReplicationClassSelector.DeepCopy()}
@@ -70,6 +72,44 @@ func groupSpec(drpc *v1alpha1.DRPlacementControl, policy *v1alpha1.DRPolicy, sta
 		spec.KubeObjectProtection = &v1alpha1.KubeObjectProtectionSpec{}
 	}
 	return spec
+}
+
+// consistencyGroups are the DRPlacementControl's consistency groups as a VolumeReplicationGroup
+// carries them: each selector the group's and pvcSelector's requirements together, so that a
+// group selects only PVCs the application's selector selects.
+func consistencyGroups(drpc *v1alpha1.DRPlacementControl) []v1alpha1.VRGConsistencyGroup {
+	var groups []v1alpha1.VRGConsistencyGroup
+	for _, g := range drpc.Spec.ConsistencyGroups {
+		groups = append(groups, v1alpha1.VRGConsistencyGroup{Name: g.Name, Selector: bothSelectors(drpc.Spec.PVCSelector, g.Selector)})
+	}
+	return groups
+}
+
+// bothSelectors returns a selector that matches what both a and b match: their matchLabels
+// merged, and a matchExpressions requirement for each label b asks with another value than a
+// (no object matches both, and neither does the result), then both lists of expressions.
+func bothSelectors(a, b metav1.LabelSelector) metav1.LabelSelector {
+	out := metav1.LabelSelector{}
+	for _, s := range []metav1.LabelSelector{a, b} {
+		for k, v := range s.MatchLabels {
+			if have, ok := out.MatchLabels[k]; ok && have != v {
+				out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+					Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+				continue
+			}
+			if out.MatchLabels == nil {
+				out.MatchLabels = map[string]string{}
+			}
+			out.MatchLabels[k] = v
+		}
+	}
+	slices.SortFunc(out.MatchExpressions, func(x, y metav1.LabelSelectorRequirement) int { return strings.Compare(x.Key, y.Key) })
+	for _, s := range []metav1.LabelSelector{a, b} {
+		for _, e := range s.MatchExpressions {
+			out.MatchExpressions = append(out.MatchExpressions, *e.DeepCopy())
+		}
+	}
+	return out
 }
 
 // handOff adds the VolSync hand-off between the two groups to a desired spec: a secondary

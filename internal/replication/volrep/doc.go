@@ -4,6 +4,12 @@
 // the PV's CSI driver and whose schedulingInterval parameter is the VolumeReplicationGroup's
 // interval, optionally narrowed by spec.volRep.replicationClassSelector.
 //
+// A PVC of a consistency group (replication.PVCContext.Group) is replicated only as a member of
+// its group: one VolumeGroupReplication per group, <group>-<name>, selecting the members by
+// v1alpha1.LabelConsistencyGroup, with the one VolumeGroupReplicationClass of their provisioner
+// (group.go). A promotion on the peer restores the group's VolumeGroupReplicationContent under
+// the storage's handle the PVC carries (v1alpha1.AnnotationConsistencyGroupHandle).
+//
 // The VolumeReplications are labelled with their VolumeReplicationGroup's namespace and name
 // rather than owned by it: the group may protect PVCs of other namespaces (owner references
 // cannot cross namespaces), and a VolumeReplication must never be garbage-collected behind the

@@ -61,6 +61,9 @@ func (b *Backend) Name() v1alpha1.ReplicationBackend { return v1alpha1.BackendVo
 // Protect ensures a primary VolumeReplication of the PVC with a matching class and is Done once
 // the storage reports it primary with its last operation completed.
 func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	if pc.Group != nil {
+		return b.protectMember(ctx, pc)
+	}
 	vr, res := b.ensureVolumeReplication(ctx, pc)
 	if vr == nil {
 		return res
@@ -70,6 +73,9 @@ func (b *Backend) Protect(ctx context.Context, pc *replication.PVCContext) repli
 
 // Status reports the VolumeReplication's last sync; a PVC without one has a zero SyncStatus.
 func (b *Backend) Status(ctx context.Context, pc *replication.PVCContext) (replication.SyncStatus, error) {
+	if pc.Group != nil {
+		return b.groupStatus(ctx, pc)
+	}
 	vr := &replicationv1alpha1.VolumeReplication{}
 	key := client.ObjectKeyFromObject(pc.PVC)
 	if err := b.client.Get(ctx, key, vr); err != nil {
@@ -173,6 +179,9 @@ func (b *Backend) ensureVolumeReplication(ctx context.Context, pc *replication.P
 // PVC's VolumeReplication primary. False when there is none yet (or the cache has not seen it),
 // it is another group's, or Protect would still promote or label it.
 func (b *Backend) ObserveProtection(ctx context.Context, pc *replication.PVCContext) (replication.Result, bool) {
+	if pc.Group != nil {
+		return b.observeMemberProtection(ctx, pc)
+	}
 	vr := &replicationv1alpha1.VolumeReplication{}
 	if err := b.client.Get(ctx, client.ObjectKeyFromObject(pc.PVC), vr); err != nil || foreign(vr, pc) != "" || !primaryAsAsked(vr) {
 		return replication.Result{}, false
@@ -394,6 +403,9 @@ func observePrimary(vr *replicationv1alpha1.VolumeReplication) replication.Resul
 // storage still keeps past releaseGrace is reported with reason ReplicationNotReleased, saying
 // what releases it.
 func (b *Backend) Cleanup(ctx context.Context, pc *replication.PVCContext) replication.Result {
+	if pc.Group != nil {
+		return b.cleanupMember(ctx, pc)
+	}
 	key := client.ObjectKeyFromObject(pc.PVC)
 	vr := &replicationv1alpha1.VolumeReplication{}
 	if err := b.client.Get(ctx, key, vr); err != nil {
@@ -505,6 +517,9 @@ func Replays(vr *replicationv1alpha1.VolumeReplication) bool {
 // the volume no longer exists (volumeGone). A PVC without a VolumeReplication gets a secondary
 // one. The agent calls it only once nothing uses the PVC.
 func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, resync bool) replication.Result {
+	if pc.Group != nil {
+		return b.demoteMember(ctx, pc, resync)
+	}
 	key := client.ObjectKeyFromObject(pc.PVC)
 	vr := &replicationv1alpha1.VolumeReplication{}
 	err := b.client.Get(ctx, key, vr)
@@ -535,6 +550,9 @@ func (b *Backend) Demote(ctx context.Context, pc *replication.PVCContext, resync
 // IsDemoted reports whether the PVC's VolumeReplication, as the cache holds it, is this group's,
 // asked to be secondary with resync as given, and reported Secondary at its generation.
 func (b *Backend) IsDemoted(ctx context.Context, pc *replication.PVCContext, resync bool) bool {
+	if pc.Group != nil {
+		return b.memberDemoted(ctx, pc, resync)
+	}
 	vr := &replicationv1alpha1.VolumeReplication{}
 	if err := b.client.Get(ctx, client.ObjectKeyFromObject(pc.PVC), vr); err != nil {
 		return false

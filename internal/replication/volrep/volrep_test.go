@@ -75,7 +75,7 @@ func newClient(t *testing.T, objs ...client.Object) client.Client {
 		t.Fatal(err)
 	}
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&replicationv1alpha1.VolumeReplication{}).Build()
+		WithStatusSubresource(&replicationv1alpha1.VolumeReplication{}, &replicationv1alpha1.VolumeGroupReplication{}).Build()
 }
 
 func TestProtectCreatesAPrimaryVolumeReplicationWithTheMatchingClass(t *testing.T) {
