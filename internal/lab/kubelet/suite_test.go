@@ -77,13 +77,26 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: failed to build the test workload: %v\n%s", err, out)
 		return 1
 	}
+	serving, kubeletFlags, err := kubeletPKI(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: failed to make the kubelet's certificates:", err)
+		return 1
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin")}
+	apiArgs := env.ControlPlane.GetAPIServer().Configure()
+	for name, value := range kubeletFlags {
+		apiArgs.Set(name, value)
+	}
 	if cfg, err = env.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: failed to start the API server:", err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
 	cs = kubernetes.NewForConfigOrDie(cfg)
+	if err := allowAPIServerToKubelet(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: failed to let the API server reach the kubelet:", err)
+		return 1
+	}
 	testLogDir = filepath.Join(tmp, "logs")
 	testStorageDir = filepath.Join(tmp, "storage")
 	testNodeDir, testNodeDirTarget = filepath.Join(tmp, "node"), filepath.Join(tmp, "mnt", "node")
@@ -100,6 +113,7 @@ func run(m *testing.M) int {
 		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
 		StorageDir: testStorageDir, StorageDrivers: []string{testDriver},
 		NodeDirs: []NodeDir{{Source: testNodeDir, Target: testNodeDirTarget}},
+		Serving:  serving,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)

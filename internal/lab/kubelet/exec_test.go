@@ -1,0 +1,235 @@
+package kubelet
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/utils/exec"
+	"k8s.io/utils/ptr"
+)
+
+// apiServerKubeletClient is the user of the test API server's --kubelet-client-certificate.
+const apiServerKubeletClient = "kube-apiserver-kubelet-client"
+
+// kubeletPKI makes, in dir, a CA, the kubelet's serving certificate for 127.0.0.1 and the API
+// server's kubelet client certificate, and returns the kubelet's Serving and the API server's
+// flags that use them, as a cluster's installer (kubeadm's certs phase) sets them up.
+func kubeletPKI(dir string) (*Serving, map[string]string, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubelet-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, err
+	}
+	issue := func(serial int64, tmpl *x509.Certificate) ([]byte, []byte, error) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(serial), ca.NotBefore, ca.NotAfter
+		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	}
+	servingCert, servingKey, err := issue(2, &x509.Certificate{Subject: pkix.Name{CommonName: DefaultNodeName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		return nil, nil, err
+	}
+	clientCert, clientKey, err := issue(3, &x509.Certificate{Subject: pkix.Name{CommonName: apiServerKubeletClient},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		"kubelet-client.crt": clientCert, "kubelet-client.key": clientKey}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	pair, err := tls.X509KeyPair(servingCert, servingKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return &Serving{Cert: pair, ClientCAs: pool}, map[string]string{
+		"kubelet-client-certificate":      filepath.Join(dir, "kubelet-client.crt"),
+		"kubelet-client-key":              filepath.Join(dir, "kubelet-client.key"),
+		"kubelet-certificate-authority":   filepath.Join(dir, "ca.crt"),
+		"kubelet-preferred-address-types": "InternalIP",
+	}, nil
+}
+
+// allowAPIServerToKubelet binds the API server's kubelet client to system:kubelet-api-admin, the
+// role a cluster gives it (kubeadm does) so that kubelets authorize its requests.
+func allowAPIServerToKubelet(ctx context.Context) error {
+	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: apiServerKubeletClient},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: apiServerKubeletClient}},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// execResult is what an exec through the API server returned.
+type execResult struct {
+	stdout, stderr string
+	exitCode       int // -1 when the exec failed without an exit code
+	err            error
+}
+
+// execInPod runs command in a container of a pod through the API server's pods/exec, as kubectl
+// exec does (client-go's WebSocket executor, falling back to SPDY when the upgrade is refused);
+// spdyOnly uses SPDY alone, as kubectl did before 1.31.
+func execInPod(ctx context.Context, ns, pod, container string, spdyOnly bool, command ...string) execResult {
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	if err != nil {
+		return execResult{exitCode: -1, err: err}
+	}
+	executor := spdy
+	if !spdyOnly {
+		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+		if err != nil {
+			return execResult{exitCode: -1, err: err}
+		}
+		if executor, err = remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		}); err != nil {
+			return execResult{exitCode: -1, err: err}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	res := execResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
+	var exit utilexec.CodeExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.exitCode = exit.Code
+	default:
+		res.exitCode = -1
+	}
+	return res
+}
+
+// TestExecThroughTheAPIServerRunsInThePodsContainer execs as kubectl exec does into a pod the lab
+// kubelet runs as a process: the command runs in the container's mount namespace (it sees the
+// pod's emptyDir, which the machine does not), its PID namespace, working directory, environment
+// and user, and the caller gets its stdout, its stderr and its exit code, over WebSocket and over
+// SPDY.
+func TestExecThroughTheAPIServerRunsInThePodsContainer(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, g)
+	mnt := mountPath(ns, "state")
+	pod := shellPod(ns, "db", fmt.Sprintf("echo checkpointed > %s/marker; trap 'exit 0' TERM; while :; do sleep 0.2; done", mnt))
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000)}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.Name, c.WorkingDir = "postgres", mnt
+	c.Env = []corev1.EnvVar{{Name: "PGDATA", Value: mnt + "/data"}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "state", MountPath: mnt}}
+	createPod(g, pod)
+	g.Eventually(func(g Gomega) {
+		got := fetchPod(g, ns, "db")
+		g.Expect(got.Status.ContainerStatuses).To(HaveLen(1))
+		g.Expect(got.Status.ContainerStatuses[0].State.Running).NotTo(BeNil())
+	}).Should(Succeed())
+
+	script := `echo "wd=$(pwd) pgdata=$PGDATA uid=$(id -u) pid1=$(cat /proc/1/comm)"; cat marker; echo to-stderr >&2; exit 3`
+	for _, spdyOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spdyOnly=%t", spdyOnly), func(t *testing.T) {
+			g := NewWithT(t)
+			var res execResult
+			g.Eventually(func(g Gomega) {
+				res = execInPod(t.Context(), ns, "db", "postgres", spdyOnly, "sh", "-c", script)
+				g.Expect(res.exitCode).To(Equal(3), "stdout %q, stderr %q, err %v", res.stdout, res.stderr, res.err)
+			}).Should(Succeed())
+			g.Expect(res.stdout).To(Equal(fmt.Sprintf("wd=%s pgdata=%s/data uid=1000 pid1=sh\ncheckpointed\n", mnt, mnt)))
+			g.Expect(res.stderr).To(Equal("to-stderr\n"))
+			g.Expect(res.err).To(MatchError(ContainSubstring("command terminated with non-zero exit code")))
+		})
+	}
+	_, err := os.Stat(filepath.Join(mnt, "marker"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the marker the exec read is in the container's mount namespace only")
+
+	res := execInPod(t.Context(), ns, "db", "postgres", false, "true")
+	g.Expect(res.err).NotTo(HaveOccurred())
+	g.Expect(res.exitCode).To(BeZero())
+	res = execInPod(t.Context(), ns, "db", "redis", false, "true")
+	g.Expect(res.err).To(MatchError(ContainSubstring(`container redis is not valid for pod db`)), "the API server checks the container")
+}
+
+// TestExecIntoAPodOfAFakeNodeFailsClearly execs into a pod kwok runs on a fake node, which has no
+// kubelet to serve it: the API server answers with an error at once, never a hang.
+func TestExecIntoAPodOfAFakeNodeFailsClearly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, g)
+	startKwok(t, g)
+	_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: "kwok-exec-1", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+	}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), "kwok-exec-1", metav1.DeleteOptions{}) })
+	fake := probePod(ns, "fake")
+	fake.Spec.NodeName = "kwok-exec-1"
+	createPod(g, fake)
+	g.Eventually(func(g Gomega) {
+		g.Expect(fetchPod(g, ns, "fake").Status.Phase).To(Equal(corev1.PodRunning))
+	}).Should(Succeed())
+
+	start := time.Now()
+	execCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res := execInPod(execCtx, ns, "fake", "", false, "true")
+	t.Logf("exec into a kwok pod: %v after %s", res.err, time.Since(start).Round(time.Millisecond))
+	g.Expect(res.err).To(HaveOccurred())
+	g.Expect(execCtx.Err()).NotTo(HaveOccurred(), "the API server answered before the test's deadline")
+}
