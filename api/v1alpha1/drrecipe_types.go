@@ -87,10 +87,8 @@ type RecipeResources struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	Names []string `json:"names,omitempty"`
 
-	// selector picks the objects by label. At most 16 matchLabels and 8 matchExpressions of at
-	// most 32 values each.
+	// selector picks the objects by label.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 16) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 8 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 32)))",message="selector may hold at most 16 matchLabels and 8 matchExpressions of at most 32 values each"
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
@@ -114,6 +112,8 @@ type RecoveryGroup struct {
 	// readyTimeout bounds the wait for the group's objects to be Ready; past it the action stops
 	// at this group, as a failed hook with onError Fail does. Default 10m; from 10s to 24h.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}(h|m|s))+$') && duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="readyTimeout must be from 10s to 24h in hours, minutes and seconds, such as 10m or 1h30m"
 	ReadyTimeout *metav1.Duration `json:"readyTimeout,omitempty"`
 }
@@ -127,11 +127,9 @@ type ExecHook struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
 
-	// podSelector picks the pods by label. At most 16 matchLabels and 8 matchExpressions of at
-	// most 32 values each; it may not be empty.
+	// podSelector picks the pods by label; it may not be empty.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions)",message="podSelector must not be empty: an exec hook runs only in the pods it names by label"
-	// +kubebuilder:validation:XValidation:rule="(!has(self.matchLabels) || size(self.matchLabels) <= 16) && (!has(self.matchExpressions) || (size(self.matchExpressions) <= 8 && self.matchExpressions.all(e, !has(e.values) || size(e.values) <= 32)))",message="podSelector may hold at most 16 matchLabels and 8 matchExpressions of at most 32 values each"
 	PodSelector metav1.LabelSelector `json:"podSelector"`
 
 	// pods says whether the command runs in every running pod picked (All, the default) or in
@@ -175,13 +173,22 @@ type JobHook struct {
 	Template *batchv1.JobSpec `json:"template,omitempty"`
 }
 
+// ScaleKind is a kind of workload a scale hook scales.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet
+type ScaleKind string
+
+// Kinds of workloads a scale hook scales.
+const (
+	ScaleDeployment  ScaleKind = "Deployment"
+	ScaleStatefulSet ScaleKind = "StatefulSet"
+)
+
 // ScaleHook sets the replicas of a Deployment or StatefulSet and waits until the workload has
 // that many Ready (or, for zero, until its pods are gone).
 type ScaleHook struct {
 	// kind of the workload.
 	// +required
-	// +kubebuilder:validation:Enum=Deployment;StatefulSet
-	Kind RecipeWorkloadKind `json:"kind,omitempty"`
+	Kind ScaleKind `json:"kind,omitempty"`
 
 	// namespace of the workload: one of the DRPlacementControl's protected namespaces. Empty
 	// means the DRRecipe's namespace.
@@ -300,6 +307,8 @@ type Hook struct {
 
 	// timeout bounds the hook's run; past it the hook has failed. Default 5m; from 1s to 1h.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}(h|m|s))+$') && duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="timeout must be from 1s to 1h in hours, minutes and seconds, such as 30s or 5m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

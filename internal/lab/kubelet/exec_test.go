@@ -12,8 +12,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,54 +36,86 @@ import (
 // apiServerKubeletClient is the user of the test API server's --kubelet-client-certificate.
 const apiServerKubeletClient = "kube-apiserver-kubelet-client"
 
-// kubeletPKI makes, in dir, a CA, the kubelet's serving certificate for 127.0.0.1 and the API
-// server's kubelet client certificate, and returns the kubelet's Serving and the API server's
-// flags that use them, as a cluster's installer (kubeadm's certs phase) sets them up.
-func kubeletPKI(dir string) (*Serving, map[string]string, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// testCA is the CA of the kubelet's serving and client certificates in the tests.
+type testCA struct {
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	serial int64
+}
+
+var kubeletCA *testCA
+
+func newTestCA() (*testCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubelet-test-ca"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubelet-test-ca"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &testCA{cert: cert, key: key, serial: 1}, nil
+}
+
+// issue signs a new key's certificate of tmpl's subject, names and usages; it returns the PEM of
+// both.
+func (ca *testCA) issue(tmpl *x509.Certificate) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	ca.serial++
+	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(ca.serial), ca.cert.NotBefore, ca.cert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, nil, err
 	}
-	issue := func(serial int64, tmpl *x509.Certificate) ([]byte, []byte, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(serial), ca.NotBefore, ca.NotAfter
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
 	}
-	servingCert, servingKey, err := issue(2, &x509.Certificate{Subject: pkix.Name{CommonName: DefaultNodeName},
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// clientCert is a client certificate of user, for calling the kubelet directly.
+func (ca *testCA) clientCert(user string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: user},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// kubeletPKI makes, in dir, a CA (kubeletCA), the kubelet's serving certificate for 127.0.0.1
+// and the API server's kubelet client certificate, and returns the kubelet's Serving and the API
+// server's flags that use them, as a cluster's installer (kubeadm's certs phase) sets them up.
+func kubeletPKI(dir string) (*Serving, map[string]string, error) {
+	ca, err := newTestCA()
+	if err != nil {
+		return nil, nil, err
+	}
+	kubeletCA = ca
+	servingCert, servingKey, err := ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: DefaultNodeName},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}})
 	if err != nil {
 		return nil, nil, err
 	}
-	clientCert, clientKey, err := issue(3, &x509.Certificate{Subject: pkix.Name{CommonName: apiServerKubeletClient},
+	clientCert, clientKey, err := ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: apiServerKubeletClient},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return nil, nil, err
 	}
-	files := map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+	files := map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}),
 		"kubelet-client.crt": clientCert, "kubelet-client.key": clientKey}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -93,7 +127,7 @@ func kubeletPKI(dir string) (*Serving, map[string]string, error) {
 		return nil, nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AddCert(ca.cert)
 	return &Serving{Cert: pair, ClientCAs: pool}, map[string]string{
 		"kubelet-client-certificate":      filepath.Join(dir, "kubelet-client.crt"),
 		"kubelet-client-key":              filepath.Join(dir, "kubelet-client.key"),
@@ -232,4 +266,36 @@ func TestExecIntoAPodOfAFakeNodeFailsClearly(t *testing.T) {
 	t.Logf("exec into a kwok pod: %v after %s", res.err, time.Since(start).Round(time.Millisecond))
 	g.Expect(res.err).To(HaveOccurred())
 	g.Expect(execCtx.Err()).NotTo(HaveOccurred(), "the API server answered before the test's deadline")
+}
+
+// TestKubeletRefusesCallersTheAPIServerWouldNot calls the kubelet's exec endpoint directly, at
+// the address and port its Node reports: a caller without a client certificate of the cluster's
+// CA is refused by TLS, and one with a certificate whose user may not reach nodes/proxy gets 403,
+// so that exec is reachable only as RBAC allows, through the API server.
+func TestKubeletRefusesCallersTheAPIServerWouldNot(t *testing.T) {
+	g := NewWithT(t)
+	node, err := cs.CoreV1().Nodes().Get(t.Context(), DefaultNodeName, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	g.Expect(port).NotTo(BeZero(), "the Node reports the kubelet's port")
+	url := fmt.Sprintf("https://127.0.0.1:%d/exec/default/none/c?command=true&output=1", port)
+	roots := x509.NewCertPool()
+	roots.AddCert(kubeletCA.cert)
+	call := func(certs ...tls.Certificate) (*http.Response, error) {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+		return client.Post(url, "", nil)
+	}
+
+	_, err = call()
+	g.Expect(err).To(HaveOccurred(), "a caller without a client certificate is refused")
+
+	intruder, err := kubeletCA.clientCert("intruder")
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := call(intruder)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+	g.Expect(string(body)).To(ContainSubstring("Forbidden (user=intruder, verb=create, resource=nodes, subresource=proxy)"))
 }
