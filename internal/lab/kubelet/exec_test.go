@@ -182,11 +182,11 @@ func execInPod(ctx context.Context, ns, pod, container string, spdyOnly bool, co
 	var stdout, stderr bytes.Buffer
 	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	res := execResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
-	var exit utilexec.CodeExitError
+	var exit utilexec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &exit):
-		res.exitCode = exit.Code
+		res.exitCode = exit.ExitStatus()
 	default:
 		res.exitCode = -1
 	}
@@ -227,7 +227,7 @@ func TestExecThroughTheAPIServerRunsInThePodsContainer(t *testing.T) {
 			}).Should(Succeed())
 			g.Expect(res.stdout).To(Equal(fmt.Sprintf("wd=%s pgdata=%s/data uid=1000 pid1=sh\ncheckpointed\n", mnt, mnt)))
 			g.Expect(res.stderr).To(Equal("to-stderr\n"))
-			g.Expect(res.err).To(MatchError(ContainSubstring("command terminated with non-zero exit code")))
+			g.Expect(res.err).To(MatchError("command terminated with exit code 3"))
 		})
 	}
 	_, err := os.Stat(filepath.Join(mnt, "marker"))
