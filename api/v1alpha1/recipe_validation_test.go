@@ -52,7 +52,7 @@ func pgRecipe(mutate ...func(*v1alpha1.DRRecipeSpec)) *v1alpha1.DRRecipe {
 				{Name: "drain-clients", Point: v1alpha1.HookBeforeStop,
 					Scale: &v1alpha1.ScaleHook{Kind: v1alpha1.ScaleDeployment, Name: "pgbench", Replicas: ptr.To[int32](0)}},
 				{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Group: "db", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Command: []string{"pg_ctl", "stop", "-m", "fast", "-D", "/var/lib/postgresql/data"}}},
+					Exec: &v1alpha1.ExecHook{PodSelector: db, Command: []string{"pg_ctl", "stop", "-m", "fast", "-W", "-D", "/var/lib/postgresql/data"}}},
 				{Name: "claim-bound", Point: v1alpha1.HookAfterRestore,
 					Check: &v1alpha1.CheckHook{Object: v1alpha1.CheckObject{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data-db-0"},
 						Expression: "self.status.phase == 'Bound'"}},

@@ -55,7 +55,9 @@
 //     nodes/proxy (webhook authorization); the streams negotiated over SPDY or WebSocket by
 //     k8s.io/cri-streaming's remotecommand, the library a container runtime's streaming server
 //     uses; the command run as an exec probe's is (nsenter into the container's namespaces, its
-//     working directory, environment and user), its exit code returned; no TTY;
+//     working directory, environment and user), its exit code returned (128 + the signal's
+//     number when it was killed, as it is with every process of the container when the
+//     container's first process ends: 137 for an exec that outlives it, as from runc); no TTY;
 //   - SIGTERM then SIGKILL after the grace period on deletion (SIGTERM to the container's
 //     process alone, as a runtime signals a container's first process; PID 1 of its
 //     namespace, it gets it only if it handles it, as in a container), then the pod's

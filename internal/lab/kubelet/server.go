@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -207,12 +208,22 @@ func (e execer) ExecInContainer(ctx context.Context, name, uid, containerName st
 	if errOut != nil {
 		command.Stderr = errOut
 	}
-	err = command.Run()
+	return execExit(command.Run())
+}
+
+// execExit is the error of an exec's command as a container runtime reports it: a non-zero exit
+// as a utilexec.ExitError of its code, and a command killed by a signal (as every process of a
+// container is when its first process ends, an exec's too) as the shell's 128 + the signal's
+// number, as runc's exec reports it (137 for SIGKILL).
+func execExit(err error) error {
 	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		return utilexec.ExitErrorWrapper{ExitError: exitErr}
+	if !errors.As(err, &exitErr) {
+		return err
 	}
-	return err
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return utilexec.CodeExitError{Err: exitErr, Code: 128 + int(ws.Signal())}
+	}
+	return utilexec.ExitErrorWrapper{ExitError: exitErr}
 }
 
 // runningContainer is the container named containerName (the pod's first when empty) of a pod

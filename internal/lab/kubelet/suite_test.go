@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/modroot"
 )
 
@@ -108,8 +110,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
+	images := map[string]string{probeImage: probeBin, shellImage: "/bin/sh"}
+	if pg, err := pgsql.Find(); err == nil {
+		maps.Copy(images, pg.Images()) // TestExecRunsPostgreSQLsHooksInItsPod fails without it
+	}
 	testKube, err = New(Options{
-		Config: cfg, Images: map[string]string{probeImage: probeBin, shellImage: "/bin/sh"},
+		Config: cfg, Images: images,
 		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
 		StorageDir: testStorageDir, StorageDrivers: []string{testDriver},
 		NodeDirs: []NodeDir{{Source: testNodeDir, Target: testNodeDirTarget}},
