@@ -125,8 +125,8 @@ type DRPlacementControlSpec struct {
 
 	// recipeRef names the DRRecipe, in the DRPlacementControl's namespace, that declares the
 	// application's restore order and hooks (docs/decisions/0011-application-hooks.md). It may
-	// change: an action uses the recipe as it was when the action started. Without it the
-	// objects are restored at once and no hook runs.
+	// change: an action is to use the recipe as it was when the action started. drover does not
+	// act on it yet: the objects are restored at once and no hook runs.
 	// +optional
 	RecipeRef *RecipeReference `json:"recipeRef,omitempty"`
 
