@@ -12,8 +12,9 @@ type HookPoint string
 
 const (
 	// HookBeforeSync runs on the primary, while the application runs, before each copy whose
-	// instant drover chooses: a VolSync sync drover triggers and a relocation's last sync before
-	// the workload stops. It is how an application flushes (a CHECKPOINT) before its point.
+	// instant drover chooses (a VolSync sync drover triggers), and on a relocation once more
+	// ahead of the final sync, before the BeforeStop hooks. It is how an application flushes (a
+	// CHECKPOINT) before its point.
 	HookBeforeSync HookPoint = "BeforeSync"
 	// HookBeforeStop runs on a relocation's source before drover stops the workload, so that the
 	// application drains its clients and shuts down cleanly; the final sync waits for it. With a
