@@ -13,6 +13,16 @@ type PolicyReference struct {
 	Name string `json:"name,omitempty"`
 }
 
+// RecipeReference names a DRRecipe in the DRPlacementControl's namespace: a recipe of another
+// namespace cannot be named, so that no team runs hooks another team wrote.
+type RecipeReference struct {
+	// name of the DRRecipe.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+}
+
 // PlacementReference names the object that tells a GitOps tool where to deploy an application.
 // drover writes the PlacementDecision of that object.
 type PlacementReference struct {
@@ -147,6 +157,13 @@ type DRPlacementControlSpec struct {
 	// DRPolicy's volSyncMovers to Privileged.
 	// +optional
 	VolSyncMoverSecurityContext *VolSyncMoverSecurityContext `json:"volSyncMoverSecurityContext,omitempty"`
+
+	// recipeRef names the DRRecipe, in the DRPlacementControl's namespace, that declares the
+	// application's restore order and hooks (docs/decisions/0011-application-hooks.md). It may
+	// change: an action is to use the recipe as it was when the action started. drover does not
+	// act on it yet: the objects are restored at once and no hook runs.
+	// +optional
+	RecipeRef *RecipeReference `json:"recipeRef,omitempty"`
 
 	// drillHistoryLimit is how many finished DRDrills of this application the hub keeps as
 	// history; older ones are deleted. Default 10.

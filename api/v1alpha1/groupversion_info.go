@@ -37,6 +37,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&VolumeReplicationGroup{}, &VolumeReplicationGroupList{},
 		&DRDrill{}, &DRDrillList{},
 		&DrillSandbox{}, &DrillSandboxList{},
+		&DRRecipe{}, &DRRecipeList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/netip"
@@ -397,7 +399,7 @@ func newLabStorageControllerCommand() *cobra.Command {
 // newLabKubeletCommand runs the lab kubelet of one cluster (internal/lab/kubelet), which runs
 // drover's pods.
 func newLabKubeletCommand() *cobra.Command {
-	var kubeconfigPath, stateDir, logDir, podCIDR, storageDir string
+	var kubeconfigPath, stateDir, logDir, podCIDR, storageDir, certFile, keyFile, clientCAFile string
 	var images, pins, storageDrivers, nodeDirs []string
 	cmd := &cobra.Command{
 		Use:    "kubelet",
@@ -431,6 +433,9 @@ func newLabKubeletCommand() *cobra.Command {
 				}
 				opts.NodeDirs = append(opts.NodeDirs, kubelet.NodeDir{Source: src, Target: target})
 			}
+			if opts.Serving, err = kubeletServing(certFile, keyFile, clientCAFile); err != nil {
+				return err
+			}
 			k, err := kubelet.New(opts)
 			if err != nil {
 				return err
@@ -447,10 +452,34 @@ func newLabKubeletCommand() *cobra.Command {
 	cmd.Flags().StringVar(&storageDir, "storage-dir", "", "data directory of the cluster's lab storage, whose volumes PVC volumes mount")
 	cmd.Flags().StringArrayVar(&storageDrivers, "storage-driver", nil, "a CSI driver whose PVs are volumes of --storage-dir (repeatable)")
 	cmd.Flags().StringArrayVar(&nodeDirs, "node-dir", nil, "SOURCE=TARGET: a directory of the machine bound read-write at TARGET in every container (repeatable)")
+	cmd.Flags().StringVar(&certFile, "tls-cert-file", "", "serving certificate of the kubelet's HTTPS server, which serves the API server's pods/exec (none without it)")
+	cmd.Flags().StringVar(&keyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	cmd.Flags().StringVar(&clientCAFile, "client-ca-file", "", "CA bundle the server checks its callers' client certificates against")
 	for _, name := range []string{"kubeconfig", "state-dir", "log-dir", "image"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// kubeletServing loads the lab kubelet's server certificate and client CA; none when certFile is
+// empty.
+func kubeletServing(certFile, keyFile, clientCAFile string) (*kubelet.Serving, error) {
+	if certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load --tls-cert-file %s and --tls-private-key-file %s: %w", certFile, keyFile, err)
+	}
+	caPEM, err := os.ReadFile(clientCAFile) //nolint:gosec // the lab's own CA file
+	if err != nil {
+		return nil, fmt.Errorf("failed to read --client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", clientCAFile)
+	}
+	return &kubelet.Serving{Cert: cert, ClientCAs: pool}, nil
 }
 
 // pinnedPodIPs parses --pin-pod-ip values into the kubelet's PodIP proposal.

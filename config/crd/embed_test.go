@@ -20,6 +20,7 @@ func TestBasesHoldsEveryDroverCRD(t *testing.T) {
 		"bases/drover.io_drillsandboxes.yaml",
 		"bases/drover.io_drplacementcontrols.yaml",
 		"bases/drover.io_drpolicies.yaml",
+		"bases/drover.io_drrecipes.yaml",
 		"bases/drover.io_volumereplicationgroups.yaml",
 	}
 	if !slices.Equal(names, want) {

@@ -11,6 +11,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,9 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if err := installCRDs(ctx, cl, files); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	if err := apply(ctx, cl, kubeletAPIAdminBinding()); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	if c.lab.opts.RunDrover {
@@ -302,4 +306,16 @@ func (c *Cluster) waitNodesReady(ctx context.Context) error {
 		return fmt.Errorf("cluster %s: fake nodes did not become Ready in %s; see %s", c.Name, nodeReadyTimeout, c.logDir()+"/kwok.log")
 	}
 	return nil
+}
+
+// kubeletAPIAdminBinding lets the API server's kubelet client (apiServerKubeletClient) reach the
+// kubelet's API, which the lab kubelet authorizes with a SubjectAccessReview of nodes/proxy, as a
+// kubelet with webhook authorization does.
+func kubeletAPIAdminBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "lab:" + apiServerKubeletClient},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: apiServerKubeletClient}},
+	}
 }

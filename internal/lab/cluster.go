@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/drover-io/drover/internal/kubeconfig"
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/process"
 )
 
@@ -219,6 +220,9 @@ func (c *Cluster) prepareFiles() error {
 		}
 	}
 	if err := c.pki().ensure(); err != nil {
+		return err
+	}
+	if err := c.pki().ensureKubeletCerts(kubelet.DefaultNodeName); err != nil {
 		return err
 	}
 	if err := c.writeAdminKubeconfig(); err != nil {

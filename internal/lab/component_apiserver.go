@@ -26,6 +26,12 @@ func (c *Cluster) apiServerStep() step {
 			"--tls-cert-file=" + p.path("apiserver.crt"),
 			"--tls-private-key-file=" + p.path("apiserver.key"),
 			"--client-ca-file=" + p.path("ca.crt"),
+			// pods/exec reaches the lab kubelet at the Node's InternalIP and kubelet port, over
+			// TLS checked both ways against the cluster's CA (pki.go, ensureKubeletCerts).
+			"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + p.path("apiserver-kubelet-client.key"),
+			"--kubelet-certificate-authority=" + p.path("ca.crt"),
+			"--kubelet-preferred-address-types=InternalIP",
 			"--service-account-issuer=" + c.Endpoint(),
 			"--service-account-key-file=" + p.path("sa.pub"),
 			"--service-account-signing-key-file=" + p.path("sa.key"),

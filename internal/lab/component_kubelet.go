@@ -34,6 +34,9 @@ func (c *Cluster) kubeletStep() step {
 		"--log-dir=" + c.logDir(),
 		"--pod-cidr=" + c.PodCIDR().String(),
 		"--image=" + DroverImage + "=" + c.lab.opts.DroverBinary,
+		"--tls-cert-file=" + c.pki().path("kubelet.crt"),
+		"--tls-private-key-file=" + c.pki().path("kubelet.key"),
+		"--client-ca-file=" + c.pki().path("ca.crt"),
 	}
 	if c.Role == RoleManaged {
 		args = append(args, "--pin-pod-ip="+AgentDeployment+"="+c.AgentPodIP().String(),

@@ -142,32 +142,75 @@ func newServingCert(caCert *x509.Certificate, caKey *ecdsa.PrivateKey) (*ecdsa.P
 // clientCert issues a client certificate for user in groups, signed by the cluster's CA. The API
 // server authenticates it as that user: groups {"system:masters"} is a cluster administrator.
 func (p pki) clientCert(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	return p.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// issue signs a new key's certificate of tmpl's subject, names and extended key usages with the
+// cluster's CA.
+func (p pki) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	caCert, caKey, err := p.loadCA()
 	if err != nil {
 		return nil, nil, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to generate client key: %w", err)
+		return nil, nil, fmt.Errorf("failed to generate a key for %s: %w", tmpl.Subject.CommonName, err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(certValidity)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to create client certificate for %s: %w", user, err)
+		return nil, nil, fmt.Errorf("failed to create certificate for %s: %w", tmpl.Subject.CommonName, err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to encode client key: %w", err)
+		return nil, nil, fmt.Errorf("failed to encode key of %s: %w", tmpl.Subject.CommonName, err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// apiServerKubeletClient is the user the API server reaches kubelets as (its
+// --kubelet-client-certificate), bound to system:kubelet-api-admin (bootstrap.go) as kubeadm
+// binds its apiserver-kubelet-client.
+const apiServerKubeletClient = "kube-apiserver-kubelet-client"
+
+// ensureKubeletCerts writes, once, the lab kubelet's serving certificate (kubelet.crt, for the
+// node's address 127.0.0.1 and its name) and the API server's client certificate for kubelets
+// (apiserver-kubelet-client.crt), both signed by the cluster's CA, which each side checks the
+// other's against: the API server with --kubelet-certificate-authority, the kubelet with its
+// --client-ca-file.
+func (p pki) ensureKubeletCerts(nodeName string) error {
+	certs := []struct {
+		name string
+		tmpl *x509.Certificate
+	}{
+		{"kubelet", &x509.Certificate{Subject: pkix.Name{CommonName: nodeName}, DNSNames: []string{nodeName},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}},
+		{"apiserver-kubelet-client", &x509.Certificate{Subject: pkix.Name{CommonName: apiServerKubeletClient},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}},
+	}
+	for _, c := range certs {
+		if _, err := os.Stat(p.path(c.name + ".crt")); err == nil {
+			continue
+		}
+		certPEM, keyPEM, err := p.issue(c.tmpl)
+		if err != nil {
+			return err
+		}
+		// The key first: the certificate's presence marks the pair as complete.
+		if err := os.WriteFile(p.path(c.name+".key"), keyPEM, 0o600); err != nil {
+			return fmt.Errorf("failed to write %s.key: %w", c.name, err)
+		}
+		if err := os.WriteFile(p.path(c.name+".crt"), certPEM, 0o600); err != nil {
+			return fmt.Errorf("failed to write %s.crt: %w", c.name, err)
+		}
+	}
+	return nil
 }
 
 func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {

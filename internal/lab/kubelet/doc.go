@@ -47,6 +47,17 @@
 //   - readiness and liveness probes (HTTP GET, TCP, exec), a failure an Unhealthy event; an exec
 //     probe's command runs in the container's mount, PID and IPC namespaces (nsenter into those of
 //     its process), in its working directory, with its environment and as its user;
+//   - pods/exec through the API server (server.go), as a kubelet's server serves /exec
+//     (kubernetes/kubernetes pkg/kubelet/server/server.go): an HTTPS server (Options.Serving)
+//     on 127.0.0.1, its port in the Node's status.daemonEndpoints, its serving certificate
+//     checked by the API server's --kubelet-certificate-authority, its callers' client
+//     certificates checked against its client CA and authorized with a SubjectAccessReview of
+//     nodes/proxy (webhook authorization); the streams negotiated over SPDY or WebSocket by
+//     k8s.io/cri-streaming's remotecommand, the library a container runtime's streaming server
+//     uses; the command run as an exec probe's is (nsenter into the container's namespaces, its
+//     working directory, environment and user), its exit code returned (128 + the signal's
+//     number when it was killed, as it is with every process of the container when the
+//     container's first process ends: 137 for an exec that outlives it, as from runc); no TTY;
 //   - SIGTERM then SIGKILL after the grace period on deletion (SIGTERM to the container's
 //     process alone, as a runtime signals a container's first process; PID 1 of its
 //     namespace, it gets it only if it handles it, as in a container), then the pod's

@@ -94,6 +94,10 @@ type Options struct {
 	// lab's writer processes report their counts to the cluster's storage through one. A missing
 	// Source is created (0755); its owner's mode decides who writes there.
 	NodeDirs []NodeDir
+	// Serving, when set, is the kubelet's HTTPS server for the API server's pods/exec
+	// (server.go). Without it the Node reports no kubelet port and exec through the API server
+	// fails to reach the node.
+	Serving *Serving
 }
 
 // NodeDir is a directory of the machine bound into every container at Target.
@@ -122,6 +126,9 @@ type Kubelet struct {
 	terminating map[types.UID]bool // pods whose processes are being stopped
 	stopping    sync.WaitGroup     // terminations under way
 	stateMu     sync.Mutex         // serialises writes of state.json
+
+	listener net.Listener // the server's socket (server.go), nil without Options.Serving
+	port     int32        // its port, reported in the Node's status.daemonEndpoints
 }
 
 // New validates opts and returns a Kubelet that does nothing until Run.
@@ -217,6 +224,9 @@ func caBundle(cfg *rest.Config) ([]byte, error) {
 func (k *Kubelet) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithValues("node", k.opts.NodeName)
 	ctx = klog.NewContext(ctx, log)
+	if err := k.listen(); err != nil {
+		return err
+	}
 	if err := k.ensureNode(ctx); err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -260,6 +270,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { k.heartbeat(ctx) })
 	wg.Go(func() { k.runServiceProxy(ctx, services) })
+	wg.Go(func() { k.serve(ctx) })
 	wg.Go(func() {
 		for k.processNext(ctx) {
 		}

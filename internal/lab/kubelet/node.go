@@ -95,6 +95,7 @@ func (k *Kubelet) patchNodeStatus(ctx context.Context) error {
 			{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
 			{Type: corev1.NodeHostName, Address: k.opts.NodeName},
 		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.port}},
 		NodeInfo: corev1.NodeSystemInfo{
 			OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
 			KubeletVersion: "lab", ContainerRuntimeVersion: "lab://processes",

@@ -21,34 +21,12 @@ const maxExecProbeOutput = 10 * 1024
 // when the command exits 0 (pkg/probe/exec/exec.go); a command that outlives the probe's timeout
 // is killed with everything it started and fails the probe.
 func (c *container) execProbe(ctx context.Context, command []string) error {
-	c.mu.Lock()
-	pid, env, cred := c.pid, c.env, c.cred
-	c.mu.Unlock()
-	if pid == 0 {
-		return errors.New("the container's process does not run")
-	}
-	if len(command) == 0 {
-		return errors.New("the exec probe has no command")
-	}
-	nsenter, err := exec.LookPath("nsenter")
-	if err != nil {
-		return fmt.Errorf("nsenter (util-linux) is missing: install it to run exec probes: %w", err)
-	}
-	args := []string{"--target", fmt.Sprint(pid), "--mount", "--pid", "--ipc", "--wd", "--"}
-	if cred != nil {
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			return fmt.Errorf("setpriv (util-linux) is missing: install it to run exec probes as the container's user: %w", err)
-		}
-		args = append(args, cred.setprivArgs(setpriv)...)
-	}
-	args = append(args, command...)
-	cmd := exec.CommandContext(ctx, nsenter, args...) //nolint:gosec // the pod's own probe command
 	var out bytes.Buffer
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
+	cmd, err := c.execCommand(ctx, command)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	output := strings.TrimSpace(out.String())
 	if len(output) > maxExecProbeOutput {
@@ -61,4 +39,38 @@ func (c *container) execProbe(ctx context.Context, command []string) error {
 		return fmt.Errorf("command %q failed (%w): %s", strings.Join(command, " "), err, output)
 	}
 	return nil
+}
+
+// execCommand is command run in the container as a container runtime's exec runs it: in the
+// mount, PID and IPC namespaces of the container's process (nsenter), in its working directory,
+// with its environment and as its user. Ending ctx kills the command and everything it started.
+func (c *container) execCommand(ctx context.Context, command []string) (*exec.Cmd, error) {
+	c.mu.Lock()
+	pid, env, cred := c.pid, c.env, c.cred
+	c.mu.Unlock()
+	if pid == 0 {
+		return nil, errors.New("the container's process does not run")
+	}
+	if len(command) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("nsenter (util-linux) is missing: install it to exec in containers: %w", err)
+	}
+	args := []string{"--target", fmt.Sprint(pid), "--mount", "--pid", "--ipc", "--wd", "--"}
+	if cred != nil {
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			return nil, fmt.Errorf("setpriv (util-linux) is missing: install it to exec as the container's user: %w", err)
+		}
+		args = append(args, cred.setprivArgs(setpriv)...)
+	}
+	args = append(args, command...)
+	cmd := exec.CommandContext(ctx, nsenter, args...) //nolint:gosec // the pod's own command
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	return cmd, nil
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/modroot"
 )
 
@@ -77,13 +79,26 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: failed to build the test workload: %v\n%s", err, out)
 		return 1
 	}
+	serving, kubeletFlags, err := kubeletPKI(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: failed to make the kubelet's certificates:", err)
+		return 1
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin")}
+	apiArgs := env.ControlPlane.GetAPIServer().Configure()
+	for name, value := range kubeletFlags {
+		apiArgs.Set(name, value)
+	}
 	if cfg, err = env.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: failed to start the API server:", err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
 	cs = kubernetes.NewForConfigOrDie(cfg)
+	if err := allowAPIServerToKubelet(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: failed to let the API server reach the kubelet:", err)
+		return 1
+	}
 	testLogDir = filepath.Join(tmp, "logs")
 	testStorageDir = filepath.Join(tmp, "storage")
 	testNodeDir, testNodeDirTarget = filepath.Join(tmp, "node"), filepath.Join(tmp, "mnt", "node")
@@ -95,11 +110,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
+	images := map[string]string{probeImage: probeBin, shellImage: "/bin/sh"}
+	if pg, err := pgsql.Find(); err == nil {
+		maps.Copy(images, pg.Images()) // TestExecRunsPostgreSQLsHooksInItsPod fails without it
+	}
 	testKube, err = New(Options{
-		Config: cfg, Images: map[string]string{probeImage: probeBin, shellImage: "/bin/sh"},
+		Config: cfg, Images: images,
 		StateDir: filepath.Join(tmp, "state"), LogDir: testLogDir,
 		StorageDir: testStorageDir, StorageDrivers: []string{testDriver},
 		NodeDirs: []NodeDir{{Source: testNodeDir, Target: testNodeDirTarget}},
+		Serving:  serving,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
