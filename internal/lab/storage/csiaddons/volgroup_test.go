@@ -156,45 +156,60 @@ func verdict(err error) string {
 // TestGroupMirrorKeepsTheTwinsOfOneInstant: a writer commits each record to volume a and then to
 // volume b. Mirrored one volume at a time, each on its own schedule (volume b half an interval
 // after volume a, as two VolumeReplications created apart), west's copies are of two instants and
-// break b ≤ a ≤ b+1; mirrored as a VolumeGroupReplication, every one of 30 points west receives
-// keeps it.
+// break b ≤ a ≤ b+1; mirrored as a VolumeGroupReplication, every one of the points west receives
+// keeps it. The two are mirrored side by side, each in its own namespace.
 func TestGroupMirrorKeepsTheTwinsOfOneInstant(t *testing.T) {
+	const interval, points = time.Second, 15
+	var brokenPerVolume, brokenGroup int
+	t.Run("mirrors", func(t *testing.T) {
+		t.Run("per-volume", func(t *testing.T) {
+			t.Parallel()
+			g, ctx := twinsTest(t)
+			east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+			perVolume := newTwins(g, ctx, east, west, "twins-volrep", interval)
+			g.Expect(east.Create(ctx, volumeReplication(perVolume.ns, "a", perVolume.class, replicationv1alpha1.Primary))).To(Succeed())
+			time.Sleep(interval / 2)
+			g.Expect(east.Create(ctx, volumeReplication(perVolume.ns, "b", perVolume.class, replicationv1alpha1.Primary))).To(Succeed())
+			brokenPerVolume = peerPoints(t, g, perVolume, points, "per volume", func() (string, bool) {
+				a, b := imageState(g, lab.West, perVolume.handles["a"]), imageState(g, lab.West, perVolume.handles["b"])
+				if a.LastSyncTime == nil || b.LastSyncTime == nil {
+					return "", false
+				}
+				return a.LastSyncTime.String() + "/" + b.LastSyncTime.String(), true
+			})
+		})
+		t.Run("group", func(t *testing.T) {
+			t.Parallel()
+			g, ctx := twinsTest(t)
+			east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
+			group := newTwins(g, ctx, east, west, "twins-vgr", interval)
+			g.Expect(east.Create(ctx, volumeGroupReplication(group, replicationv1alpha1.Primary))).To(Succeed())
+			handle, _ := groupHandle(g, ctx, east, group.ns)
+			brokenGroup = peerPoints(t, g, group, points, "group", func() (string, bool) {
+				st := groupState(g, lab.West, handle)
+				if st.LastSyncTime == nil || intentPending(g, lab.West, handle) {
+					return "", false
+				}
+				for _, h := range group.handles {
+					// Every member carries the group's point (when not, a mirror was applied meanwhile).
+					if !sameTime(imageState(g, lab.West, h).LastSyncTime, st.LastSyncTime) {
+						return "", false
+					}
+				}
+				return st.LastSyncTime.String(), true
+			})
+		})
+	})
 	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	ctx := context.Background()
-	east, west := volRepClient(g, lab.East), volRepClient(g, lab.West)
-	const interval, points = time.Second, 30
-
-	perVolume := newTwins(g, ctx, east, west, "twins-volrep", interval)
-	g.Expect(east.Create(ctx, volumeReplication(perVolume.ns, "a", perVolume.class, replicationv1alpha1.Primary))).To(Succeed())
-	time.Sleep(interval / 2)
-	g.Expect(east.Create(ctx, volumeReplication(perVolume.ns, "b", perVolume.class, replicationv1alpha1.Primary))).To(Succeed())
-	brokenPerVolume := peerPoints(t, g, perVolume, points, "per volume", func() (string, bool) {
-		a, b := imageState(g, lab.West, perVolume.handles["a"]), imageState(g, lab.West, perVolume.handles["b"])
-		if a.LastSyncTime == nil || b.LastSyncTime == nil {
-			return "", false
-		}
-		return a.LastSyncTime.String() + "/" + b.LastSyncTime.String(), true
-	})
-
-	group := newTwins(g, ctx, east, west, "twins-vgr", interval)
-	g.Expect(east.Create(ctx, volumeGroupReplication(group, replicationv1alpha1.Primary))).To(Succeed())
-	handle, _ := groupHandle(g, ctx, east, group.ns)
-	brokenGroup := peerPoints(t, g, group, points, "group", func() (string, bool) {
-		st := groupState(g, lab.West, handle)
-		if st.LastSyncTime == nil || intentPending(g, lab.West, handle) {
-			return "", false
-		}
-		for _, h := range group.handles {
-			// Every member carries the group's point (when not, a mirror was applied meanwhile).
-			if !sameTime(imageState(g, lab.West, h).LastSyncTime, st.LastSyncTime) {
-				return "", false
-			}
-		}
-		return st.LastSyncTime.String(), true
-	})
 	t.Logf("over %d points on west: per-volume mirrors broke the twin invariant %d times, the group's %d times", points, brokenPerVolume, brokenGroup)
 	g.Expect(brokenPerVolume).To(BeNumerically(">", 0), "per-volume mirrors of two instants never broke the invariant: the test cannot tell a group from them")
 	g.Expect(brokenGroup).To(BeZero(), "a group's point is of one instant")
+}
+
+// twinsTest is a subtest's Gomega and context for the twins' mirrors.
+func twinsTest(t *testing.T) (*WithT, context.Context) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	return g, context.Background()
 }
