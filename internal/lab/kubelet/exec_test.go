@@ -26,9 +26,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
 )
@@ -293,8 +293,8 @@ func TestKubeletRefusesCallersTheAPIServerWouldNot(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := call(intruder)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	g.Expect(resp.Body.Close()).To(Succeed())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
 	g.Expect(string(body)).To(ContainSubstring("Forbidden (user=intruder, verb=create, resource=nodes, subresource=proxy)"))
 }
