@@ -30,12 +30,13 @@
 //     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime (the oldest PVC sync or, with
 //     no PVC selected, the last capture of the objects that every store holds) and state.
 //
-// Built so far: the primary protect path with the VolRep backend, the release of a protected PVC
-// its owner deletes, unprotect when the group is deleted (replication removed, reclaim policies
-// restored, marks removed, metadata deleted; the PVCs and their data stay), promotion with
-// restore and adoption, the secondary role and the failover demotion (with resync). Not yet: the
-// relocation's demotion (it waits, reason FenceNotAvailable, for the fencing webhook), the final
-// sync, VolSync (a PVC whose class selects it is reported), kube-object capture.
+// It protects with both backends (VolRep: a VolumeReplication per PVC, or one
+// VolumeGroupReplication per consistency group; VolSync: a ReplicationSource per PVC, its
+// destination on the secondary), releases a protected PVC its owner deletes, captures and
+// restores the namespace's objects, promotes with restore and adoption, demotes after a failover
+// (with resync) and for a relocation (the fence, then the final sync), and unprotects when the
+// group is deleted (replication removed, reclaim policies restored, marks removed, metadata
+// deleted; the PVCs and their data stay).
 //
 // The reconciler follows STYLE.md: get → finalizer → scope → deferred status patch → phases.
 // Everything of one request lives in the scope; the Reconciler holds only dependencies.
