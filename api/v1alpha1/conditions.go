@@ -263,6 +263,14 @@ const (
 	// the group's PVCs has fewer pods running than it asks for; the message names the first pod
 	// that does not run and why.
 	ReasonPodsNotRunning = "PodsNotRunning"
+	// ReasonHookRunning (the DRPC's Available or PeerReady): the action waits for a hook of the
+	// application's recipe; the message names it, where it runs and for how long.
+	ReasonHookRunning = "HookRunning"
+	// ReasonHookFailed (the group's WorkloadsReady or DataReady, the DRPC's Available or
+	// PeerReady): a hook with onError Fail failed and the action stands at it; the message names
+	// the hook, where it ran, its exit code or Job result and output tail, and says to retry or
+	// continue (`drover failover APP --retry` / `--continue`).
+	ReasonHookFailed = "HookFailed"
 )
 
 // Event reasons. drover records events on transitions only.

@@ -165,6 +165,13 @@ type DRPlacementControlSpec struct {
 	// +optional
 	RecipeRef *RecipeReference `json:"recipeRef,omitempty"`
 
+	// hookDecision answers a hook that failed with onError Fail during the action in progress:
+	// Retry runs it again, Continue goes on past it. It names the hook and the failed attempt
+	// (status.hooks), so that it answers that failure only. `drover failover --retry` and
+	// `--continue` (and relocate's) set it.
+	// +optional
+	HookDecision *HookDecision `json:"hookDecision,omitempty"`
+
 	// drillHistoryLimit is how many finished DRDrills of this application the hub keeps as
 	// history; older ones are deleted. Default 10.
 	// +optional
@@ -382,6 +389,14 @@ type DRPlacementControlStatus struct {
 	// +listMapKey=cluster
 	// +kubebuilder:validation:MaxItems=2
 	VRGs []VRGSummary `json:"vrgs,omitempty"`
+
+	// hooks are the runs of the recipe's hooks for the action in force, on every cluster, the
+	// latest attempt of each hook on each cluster, as the clusters' VolumeReplicationGroups
+	// report them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Hooks []HookRun `json:"hooks,omitempty"`
 
 	// observedGeneration is the generation of the spec the last successful reconcile observed.
 	// +optional

@@ -225,3 +225,38 @@ func TestDRPlacementControlNamesARecipe(t *testing.T) {
 			obj: drpc(func(s *v1alpha1.DRPlacementControlSpec) { s.RecipeRef = &v1alpha1.RecipeReference{} })},
 	})
 }
+
+func TestAHookDecisionNamesAFailedAttempt(t *testing.T) {
+	decide := func(d v1alpha1.HookDecision) func(*v1alpha1.DRPlacementControlSpec) {
+		return func(s *v1alpha1.DRPlacementControlSpec) { s.HookDecision = &d }
+	}
+	runCreateCases(t, []createCase{
+		{name: "a retry of attempt 1 is accepted",
+			obj: drpc(decide(v1alpha1.HookDecision{Hook: "stop-db", Attempt: 1, Decision: v1alpha1.HookRetry}))},
+		{name: "a continue of attempt 3 is accepted",
+			obj: drpc(decide(v1alpha1.HookDecision{Hook: "stop-db", Attempt: 3, Decision: v1alpha1.HookContinueAction}))},
+		{name: "a decision other than Retry or Continue is rejected", wantErr: `spec.hookDecision.decision: Unsupported value: "Skip"`,
+			obj: drpc(decide(v1alpha1.HookDecision{Hook: "stop-db", Attempt: 1, Decision: "Skip"}))},
+		{name: "a decision without an attempt is rejected", wantErr: "spec.hookDecision.attempt: Required value",
+			obj: drpc(decide(v1alpha1.HookDecision{Hook: "stop-db", Decision: v1alpha1.HookRetry}))},
+	})
+}
+
+func TestAVolumeReplicationGroupCarriesTheRecipe(t *testing.T) {
+	withRecipe := func(decisions ...v1alpha1.HookDecision) func(*v1alpha1.VolumeReplicationGroupSpec) {
+		return func(s *v1alpha1.VolumeReplicationGroupSpec) {
+			s.Recipe = &v1alpha1.VRGRecipe{Name: "postgres", Action: "2026-12-07T05:00:00Z", Spec: pgRecipe().Spec, Decisions: decisions}
+		}
+	}
+	runCreateCases(t, []createCase{
+		{name: "a group with the PostgreSQL recipe and a decision is accepted",
+			obj: vrg(withRecipe(v1alpha1.HookDecision{Hook: "stop-db", Attempt: 1, Decision: v1alpha1.HookRetry}))},
+		{name: "the recipe's own rules hold in the group", wantErr: msgNoScaleAtSync,
+			obj: vrg(withRecipe(), func(s *v1alpha1.VolumeReplicationGroupSpec) {
+				s.Recipe.Spec.Hooks[1].Point = v1alpha1.HookBeforeSync
+			})},
+		{name: "two decisions for one hook are rejected", wantErr: "Duplicate value",
+			obj: vrg(withRecipe(v1alpha1.HookDecision{Hook: "stop-db", Attempt: 1, Decision: v1alpha1.HookRetry},
+				v1alpha1.HookDecision{Hook: "stop-db", Attempt: 2, Decision: v1alpha1.HookRetry}))},
+	})
+}

@@ -257,6 +257,11 @@ type VolumeReplicationGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	FinalSyncRequest string `json:"finalSyncRequest,omitempty"`
+
+	// recipe is the application's DRRecipe, copied by the hub: the hooks the agent runs at
+	// their points and the order it restores and stops workloads in. Unset runs none.
+	// +optional
+	Recipe *VRGRecipe `json:"recipe,omitempty"`
 }
 
 // LabelConsistencyGroup marks a PVC as a member of a consistency group:
@@ -472,6 +477,14 @@ type VolumeReplicationGroupStatus struct {
 	// +listMapKey=pvcName
 	// +kubebuilder:validation:MaxItems=512
 	VolSyncDestinations []VolSyncDestination `json:"volSyncDestinations,omitempty"`
+
+	// hooks are the runs of the recipe's hooks on this cluster for the recipe's action (and the
+	// last run of each BeforeSync hook), the latest attempt of each hook.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Hooks []HookRun `json:"hooks,omitempty"`
 
 	// observedGeneration is the generation of the spec the last successful reconcile observed.
 	// +optional
