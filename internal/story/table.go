@@ -11,18 +11,23 @@ import (
 
 // Full runs the whole story of the end-to-end suite from home: protect, failover with home
 // stopped, home back, failover back with the other stopped, that one back, relocate, relocate
-// back, unprotect. It stops at the first failed step.
+// back, unprotect. The Postgres workload also runs a drill once protected: PostgreSQL answers in
+// the sandbox's copy and pgbench's invariant holds there (a Full drill on VolSync, a readiness
+// drill on mirrored volumes). It stops at the first failed step.
 func (r *Run) Full(ctx context.Context, unprotect bool) error {
 	away := r.other(r.home)
-	steps := []func() Step{
-		func() Step { return r.Protect(ctx) },
+	steps := []func() Step{func() Step { return r.Protect(ctx) }}
+	if r.c.Workload == Postgres {
+		steps = append(steps, func() Step { return r.Drill(ctx, r.home) })
+	}
+	steps = append(steps,
 		func() Step { return r.Failover(ctx, r.home) },
 		func() Step { return r.Recover(ctx, r.home) },
 		func() Step { return r.Failover(ctx, away) },
 		func() Step { return r.Recover(ctx, away) },
 		func() Step { return r.Relocate(ctx, r.home) },
 		func() Step { return r.Relocate(ctx, away) },
-	}
+	)
 	if unprotect {
 		steps = append(steps, func() Step { return r.Unprotect(ctx) })
 	}
