@@ -135,11 +135,7 @@ func (f *demoFlags) run(ctx context.Context, out io.Writer) error {
 	}
 	watchErr := r.Close()
 	fmt.Fprintln(out)
-	unit := "RECORDS"
-	if c.Workload == story.Postgres {
-		unit = "TRANSACTIONS"
-	}
-	story.PrintTableOf(out, r.Steps, unit)
+	story.PrintTableOf(out, r.Steps, c.Unit())
 	fmt.Fprintf(out, "\nwall time %s; the longest time both clusters ran the application after a lost cluster returned: %s\n",
 		time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond))
 	storyErr := errors.Join(r.Err(), watchErr)

@@ -77,6 +77,15 @@ func (c Case) Name() string {
 	return name
 }
 
+// Unit is what the case's table counts: TRANSACTIONS of the Postgres workload's pgbench,
+// RECORDS of the lab's writers.
+func (c Case) Unit() string {
+	if c.Workload == Postgres {
+		return "TRANSACTIONS"
+	}
+	return "RECORDS"
+}
+
 // Env is the lab as a story sees it.
 type Env struct {
 	// Hub is a client of the hub with drover's, OCM's and client-go's types; Clusters are

@@ -131,7 +131,7 @@ func TestTheWholeStory(t *testing.T) {
 				t.Error(cerr)
 			}
 			var table writerBuffer
-			story.PrintTable(&table, r.Steps)
+			story.PrintTableOf(&table, r.Steps, c.Unit())
 			t.Logf("%s in %s; longest overlap of both clusters running the application after a return: %s\n%s",
 				c.Name(), time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond), table)
 			if err != nil {
