@@ -21,6 +21,9 @@ type PlanReport struct {
 	Detail           string      `json:"detail,omitempty"`
 	Checks           []cli.Check `json:"checks,omitempty"`
 	Steps            []string    `json:"steps,omitempty"`
+	// Recipe are the hooks and groups of the application's DRRecipe in the order the action
+	// runs them, each "on CLUSTER: ...".
+	Recipe []string `json:"recipe,omitempty"`
 	ExpectedDataLoss string      `json:"expectedDataLoss,omitempty"`
 }
 
@@ -28,7 +31,7 @@ type PlanReport struct {
 func reportOf(p *Preview) PlanReport {
 	verdict, detail := (&entry{p: *p}).verdict()
 	return PlanReport{APIVersion: cli.CLIGroupVersion, Kind: "Plan", Metadata: cli.ObjectMeta{Name: p.App, Namespace: p.Namespace},
-		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, ExpectedDataLoss: p.Loss}
+		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, Recipe: p.Recipe, ExpectedDataLoss: p.Loss}
 }
 
 // ActionResult is one application's line of a mass action's summary as -o json|yaml|jsonpath
