@@ -128,7 +128,9 @@ func recipeSteps(a *cli.App, recipe *v1alpha1.DRRecipe, action v1alpha1.DRAction
 			out = append(out, fmt.Sprintf("%s: stop group %s (%s)", src, s.Groups[i].Name, groupSummary(&s.Groups[i], recipe.Namespace)))
 		}
 		out = append(out, src+": the final sync, once every hook above passed")
-	} else if slices.ContainsFunc(s.Hooks, func(h v1alpha1.Hook) bool { return h.Point == v1alpha1.HookBeforeSync || h.Point == v1alpha1.HookBeforeStop }) {
+	} else if slices.ContainsFunc(s.Hooks, func(h v1alpha1.Hook) bool {
+		return h.Point == v1alpha1.HookBeforeSync || h.Point == v1alpha1.HookBeforeStop
+	}) {
 		out = append(out, src+": no hook runs: a failover does not wait for the cluster it leaves (BeforeSync and BeforeStop hooks run on a relocation)")
 	}
 	out = append(out, tgt+": restore the objects that run no pods (ConfigMaps, Services, PVCs...)")

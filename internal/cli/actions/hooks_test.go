@@ -137,4 +137,3 @@ func TestRetryAnswersTheFailedHookOfTheActionAndRefusesWithoutOne(t *testing.T) 
 	}
 	clitest.MustContain(t, out.String(), "Asked the hub to go on past it (recorded PassedOver; attempt 3 is not run): hook stop-db (BeforeStop) failed on decide-hooks-east at attempt 2")
 }
-

@@ -17,14 +17,14 @@ type PlanReport struct {
 	From       string            `json:"from,omitempty"`
 	To         string            `json:"to"`
 	// Verdict is "can start", "refused" or "nothing to do"; Detail says why.
-	Verdict          string      `json:"verdict"`
-	Detail           string      `json:"detail,omitempty"`
-	Checks           []cli.Check `json:"checks,omitempty"`
-	Steps            []string    `json:"steps,omitempty"`
+	Verdict string      `json:"verdict"`
+	Detail  string      `json:"detail,omitempty"`
+	Checks  []cli.Check `json:"checks,omitempty"`
+	Steps   []string    `json:"steps,omitempty"`
 	// Recipe are the hooks and groups of the application's DRRecipe in the order the action
 	// runs them, each "on CLUSTER: ...".
-	Recipe []string `json:"recipe,omitempty"`
-	ExpectedDataLoss string      `json:"expectedDataLoss,omitempty"`
+	Recipe           []string `json:"recipe,omitempty"`
+	ExpectedDataLoss string   `json:"expectedDataLoss,omitempty"`
 }
 
 // reportOf is the report of a preview.
