@@ -18,7 +18,8 @@ import (
 // names a namespace the DRPlacementControl does not protect is refused and nothing is done; once
 // fixed (the hub watches DRRecipes, so sooner than its retry of an invalid spec) both groups
 // carry it with its namespaces filled in; a hook that failed on a cluster (written here as the
-// agent would) shows in the DRPlacementControl's status.hooks and PeerReady, with its output.
+// agent would) shows in the DRPlacementControl's status.hooks and PeerReady, with its output,
+// and a retry of it is handed to that cluster's group only.
 func TestARecipeIsCheckedCopiedIntoTheGroupsAndItsFailedHookShown(t *testing.T) {
 	a := newApp(t, "hub-hooks")
 	ctx := context.Background()
@@ -72,4 +73,18 @@ func TestARecipeIsCheckedCopiedIntoTheGroupsAndItsFailedHookShown(t *testing.T) 
 			ContainSubstring("output: psql: error: connection refused"), ContainSubstring("--retry")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	a.expectEvents(v1alpha1.EventHookFailed)
+
+	// A person's retry (drover relocate db --retry writes this) reaches east's group only.
+	a.g.Eventually(func(g Gomega) {
+		got := a.drpc(g)
+		got.Spec.HookDecision = &v1alpha1.HookDecision{Hook: "checkpoint", Attempt: 1, Decision: v1alpha1.HookRetry}
+		g.Expect(a.hub.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+	a.g.Eventually(func(g Gomega) {
+		east, west := &v1alpha1.VolumeReplicationGroup{}, &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(a.clusters[lab.East].Get(ctx, a.key, east)).To(Succeed())
+		g.Expect(a.clusters[lab.West].Get(ctx, a.key, west)).To(Succeed())
+		g.Expect(east.Spec.Recipe.Decisions).To(ConsistOf(HaveField("Hook", "checkpoint")))
+		g.Expect(west.Spec.Recipe.Decisions).To(BeEmpty(), "west's hook did not fail")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
