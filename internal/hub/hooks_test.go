@@ -53,7 +53,7 @@ func TestARecipeIsCheckedCopiedIntoTheGroupsAndItsFailedHookShown(t *testing.T) 
 			g.Expect(v.Spec.Recipe).NotTo(BeNil())
 			g.Expect(v.Spec.Recipe.Spec.Hooks[0].Exec.Namespace).To(Equal(a.ns))
 		}
-	}).WithTimeout(25 * time.Second).Should(Succeed(), "the recipe's fix is seen at once, not at the next retry of an invalid spec")
+	}).WithTimeout(25*time.Second).Should(Succeed(), "the recipe's fix is seen at once, not at the next retry of an invalid spec")
 	t.Logf("the fixed recipe reached both groups %s after the fix", time.Since(fixed).Round(time.Millisecond))
 
 	a.g.Eventually(func(g Gomega) {
