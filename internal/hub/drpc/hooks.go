@@ -143,9 +143,11 @@ func hookConditions(sc *scope) {
 		if run.Result != v1alpha1.HookRunning || (!action && sourceSide(run.Point)) {
 			continue
 		}
+		// The start, not the time it has run: a message that changed at every pass would
+		// rewrite the status at every pass.
 		since := ""
 		if run.StartTime != nil {
-			since = fmt.Sprintf(" for %s", sc.now.Sub(run.StartTime.Time).Round(time.Second))
+			since = " since " + run.StartTime.UTC().Format(time.RFC3339)
 		}
 		sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonHookRunning,
 			fmt.Sprintf("waiting for hook %s (%s) on %s, attempt %d, running%s", run.Name, run.Point, run.Cluster, run.Attempt, since))
