@@ -286,6 +286,16 @@ const (
 	// demoted the old primary, which does not answer (never did, or stopped meanwhile) or is
 	// declared lost.
 	EventPromotingWithoutDemotion = "PromotingWithoutDemotion"
+	// EventHookSucceeded, EventHookFailed (Warning), EventHookContinued (Warning) and
+	// EventHookPassedOver: a run of a recipe's hook ended so on a cluster; the note names the
+	// hook, point, cluster and attempt, and for a failure its exit code and output tail.
+	EventHookSucceeded  = "HookSucceeded"
+	EventHookFailed     = "HookFailed"
+	EventHookContinued  = "HookContinued"
+	EventHookPassedOver = "HookPassedOver"
+	// EventHookDecisionIgnored (Warning): spec.hookDecision answers no failed run of a hook in
+	// the action in force, so the hub hands it to no cluster; the note says which runs failed.
+	EventHookDecisionIgnored = "HookDecisionIgnored"
 	// EventRelocateStarted: a relocation began.
 	EventRelocateStarted = "RelocateStarted"
 	// EventRelocateCompleted: a relocation completed.

@@ -28,9 +28,16 @@ application: result and duration); it exits 5 (partly done) when any asked failo
 complete. Before it patches anything it asks to type the --from cluster's name on a terminal;
 -y/--yes skips the question and is required when stdin is not a terminal.
 
+With --retry or --continue it answers the hook of the application's recipe that failed in
+the action in force (drover status lists it; the hub's Available or PeerReady names it):
+--retry runs it again once its cause is fixed, --continue goes on past it (recorded as
+PassedOver). It writes spec.hookDecision naming the hook and the failed attempt, so the answer
+never applies to a later failure; it is refused when no hook has failed. See docs/hooks.md.
+
 --dry-run prints the plan (as drover plan does) and changes nothing. Exit codes (docs/cli.md):
 0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.`,
-		Example: `  drover plan failover db -n app --to west
+		Example: `  drover failover db -n app --retry
+  drover plan failover db -n app --to west
   drover failover db -n app --to west --wait
   drover plan failover --all -A --from east --to west
   drover failover db -n app --to west --dry-run

@@ -24,9 +24,16 @@ plan, refusals (the whole batch unless --skip-refused), progress and summary are
 failover --all; it asks to type the --from cluster's name (without --from, CLUSTER's) on a
 terminal, and requires -y/--yes without one.
 
+With --retry or --continue it answers the hook of the application's recipe that failed in
+the action in force (drover status lists it; the hub's Available or PeerReady names it):
+--retry runs it again once its cause is fixed, --continue goes on past it (recorded as
+PassedOver). It writes spec.hookDecision naming the hook and the failed attempt, so the answer
+never applies to a later failure; it is refused when no hook has failed. See docs/hooks.md.
+
 --dry-run prints the plan (as drover plan does) and changes nothing. Exit codes (docs/cli.md):
 0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.`,
-		Example: `  drover plan relocate db -n app --to east
+		Example: `  drover relocate db -n app --retry
+  drover plan relocate db -n app --to east
   drover relocate db -n app --to east --wait
   drover plan relocate --all -A --to east
   drover relocate db -n app --to east --dry-run

@@ -41,12 +41,19 @@ func newActionCommand(action v1alpha1.DRAction, cmd *cobra.Command) *cobra.Comma
 	conn := &cli.Connection{}
 	m := &massFlags{}
 	s := &safetyFlags{}
+	h := &hookFlags{}
 	o := actions.ActionOptions{Action: action}
 	cmd.Args = func(cmd *cobra.Command, args []string) error { return m.args(cmd, args, 1) }
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runActionVerb(cmd, args, conn, m, s, o) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if h.decision() != "" {
+			return runDecide(cmd, args, conn, m, s, o, h)
+		}
+		return runActionVerb(cmd, args, conn, m, s, o)
+	}
 	actionFlags(cmd, conn, &o)
 	m.add(cmd, true)
 	s.add(cmd, actionDryRunHelp, actionYesHelp)
+	h.add(cmd)
 	completeFlags(cmd, conn, []string{"to", "from"})
 	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
 	return cmd

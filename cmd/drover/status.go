@@ -81,7 +81,7 @@ DRPlacementControl changes, until interrupted.`,
 // actionFlags registers the flags failover and relocate share.
 func actionFlags(cmd *cobra.Command, conn *cli.Connection, o *actions.ActionOptions) {
 	conn.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required)")
+	cmd.Flags().StringVar(&o.To, "to", "", "the cluster to move the application to (required, except with --retry or --continue)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the action, printing each step, until it completes or fails")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", actions.DefaultTimeout, "how long --wait waits before giving up (the hub goes on)")
 	outputFlag(cmd, &o.Output, "name, json, yaml or jsonpath=TEMPLATE: the DRPlacementControl once asked (with --wait, once done), "+

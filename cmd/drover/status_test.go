@@ -59,6 +59,10 @@ func TestVerbsCheckTheirArgumentsBeforeConnecting(t *testing.T) {
 	cases := []verbError{
 		{[]string{"plan", "evacuate", "db", "--to", "west"}, `unknown action "evacuate": use drover plan failover or drover plan relocate`},
 		{[]string{"failover", "db"}, `required flag(s) "to" not set`},
+		{[]string{"failover", "db", "--retry"}, "failed to load the hub cluster's kubeconfig"},
+		{[]string{"relocate", "db", "--retry", "--continue"}, "if any flags in the group [retry continue] are set none of the others can be"},
+		{[]string{"relocate", "db", "--continue", "--to", "west"}, "--retry and --continue take none of --to, --wait, --dry-run or -o"},
+		{[]string{"failover", "--all", "--from", "east", "--retry"}, "--retry and --continue answer one application's failed hook"},
 		{[]string{"status", "db", "-A"}, "APP names one DRPlacementControl: drop -A and name its namespace with -n"},
 		{[]string{"status", "-o", "table"}, `unknown output format "table"`},
 		{[]string{"relocate", "db", "--to", "west"}, "failed to load the hub cluster's kubeconfig"},

@@ -41,6 +41,10 @@ type Preview struct {
 	NoopReason string
 	Checks     []cli.Check
 	Steps      []string
+	// RecipeName is the DRRecipe the application names; Recipe its hooks and groups in the
+	// order the action runs them (recipeSteps).
+	RecipeName string
+	Recipe     []string
 	// Loss is the expected data loss, for a person.
 	Loss string
 }
@@ -99,6 +103,9 @@ func Plan(ctx context.Context, c client.Reader, w io.Writer, o PlanOptions) erro
 		return err
 	}
 	p := preview(a, o.Action, o.To, cli.Now(o.Now))
+	if err := p.addRecipe(ctx, c, a); err != nil {
+		return err
+	}
 	switch {
 	case o.Output == cli.OutputName:
 		return cli.WriteNames(w, "DRPlacementControl", []string{p.App})
@@ -124,6 +131,29 @@ func preview(a *cli.App, action v1alpha1.DRAction, to string, now time.Time) Pre
 	p.Steps = steps(a, action, to)
 	p.Loss = loss(a, action, now)
 	return p
+}
+
+// addRecipe adds what the application's DRRecipe runs in the action; a recipe that does not
+// exist is said in its place (the hub does not act until it does).
+func (p *Preview) addRecipe(ctx context.Context, c client.Reader, a *cli.App) error {
+	if a.DRPC.Spec.RecipeRef == nil || p.Noop {
+		return nil
+	}
+	p.RecipeName = a.DRPC.Spec.RecipeRef.Name
+	recipe, missing, err := loadRecipe(ctx, c, a.DRPC)
+	switch {
+	case err != nil:
+		return err
+	case missing != "":
+		p.Recipe = []string{missing}
+		return nil
+	}
+	from := p.From
+	if from == "" || from == p.To {
+		from = a.PeerOf(p.To)
+	}
+	p.Recipe = recipeSteps(a, recipe, p.Action, cli.Dash(from), p.To)
+	return nil
 }
 
 // settledPhase is the phase an action ends in.
@@ -234,6 +264,12 @@ func printPreview(w io.Writer, p *Preview, a *cli.App) {
 	fmt.Fprintln(w, "\nSteps the hub will take:")
 	for i, s := range p.Steps {
 		fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+	}
+	if len(p.Recipe) > 0 {
+		fmt.Fprintf(w, "\nHooks and order of DRRecipe %s, as the %s runs them:\n", p.RecipeName, strings.ToLower(string(p.Action)))
+		for i, s := range p.Recipe {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+		}
 	}
 	fmt.Fprintf(w, "\nExpected data loss: %s\n", p.Loss)
 	verb := strings.ToLower(string(p.Action))

@@ -17,18 +17,21 @@ type PlanReport struct {
 	From       string            `json:"from,omitempty"`
 	To         string            `json:"to"`
 	// Verdict is "can start", "refused" or "nothing to do"; Detail says why.
-	Verdict          string      `json:"verdict"`
-	Detail           string      `json:"detail,omitempty"`
-	Checks           []cli.Check `json:"checks,omitempty"`
-	Steps            []string    `json:"steps,omitempty"`
-	ExpectedDataLoss string      `json:"expectedDataLoss,omitempty"`
+	Verdict string      `json:"verdict"`
+	Detail  string      `json:"detail,omitempty"`
+	Checks  []cli.Check `json:"checks,omitempty"`
+	Steps   []string    `json:"steps,omitempty"`
+	// Recipe are the hooks and groups of the application's DRRecipe in the order the action
+	// runs them, each "on CLUSTER: ...".
+	Recipe           []string `json:"recipe,omitempty"`
+	ExpectedDataLoss string   `json:"expectedDataLoss,omitempty"`
 }
 
 // reportOf is the report of a preview.
 func reportOf(p *Preview) PlanReport {
 	verdict, detail := (&entry{p: *p}).verdict()
 	return PlanReport{APIVersion: cli.CLIGroupVersion, Kind: "Plan", Metadata: cli.ObjectMeta{Name: p.App, Namespace: p.Namespace},
-		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, ExpectedDataLoss: p.Loss}
+		Action: p.Action, From: p.From, To: p.To, Verdict: verdict, Detail: detail, Checks: p.Checks, Steps: p.Steps, Recipe: p.Recipe, ExpectedDataLoss: p.Loss}
 }
 
 // ActionResult is one application's line of a mass action's summary as -o json|yaml|jsonpath

@@ -261,6 +261,7 @@ func printDetails(w io.Writer, a *cli.App, now time.Time) {
 	}
 	_ = tw.Flush()
 	printGroups(w, a, now)
+	printHooks(w, d)
 }
 
 // printGroups prints the hub's summary of each cluster's group, then what any condition of a

@@ -87,6 +87,7 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=drover.io,resources=drplacementcontrols/status,verbs=get;patch
 // +kubebuilder:rbac:groups=drover.io,resources=drpolicies;drclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=drover.io,resources=drrecipes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=drover.io,resources=drclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions/status,verbs=get;patch
@@ -101,7 +102,8 @@ const DefaultWorkers = 8
 // DRPolicy or DRCluster reconciles the DRPlacementControls that use it at once; so does, when
 // the gateway watches the clusters (a gateway.Notifier), a change of a group on a managed
 // cluster (the DRPlacementControl of its namespace and name) and a cluster lost or back (the
-// DRPlacementControls whose policy pairs it).
+// DRPlacementControls whose policy pairs it). A change of a DRRecipe reconciles those that
+// name it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil:
@@ -123,6 +125,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.DRPolicy{}, handler.EnqueueRequestsFromMapFunc(r.drpolicyToDRPCs)).
 		Watches(&v1alpha1.DRCluster{}, handler.EnqueueRequestsFromMapFunc(r.drclusterToDRPCs)).
+		Watches(&v1alpha1.DRRecipe{}, handler.EnqueueRequestsFromMapFunc(r.drrecipeToDRPCs)).
 		// First in, first out: the priority queue puts the DRPlacementControls of the initial
 		// list (a restarted hub) behind every event of the others, as it did to the agent's
 		// groups (internal/agent/vrg).
@@ -170,6 +173,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: requeueInvalid}, nil
 	}
 	r.observe(ctx, sc)
+	if err := r.observeRecipe(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if sc.invalid {
+		return ctrl.Result{RequeueAfter: requeueInvalid}, nil
+	}
 	if err := r.observeDecision(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -220,6 +229,15 @@ func (r *Reconciler) clusterChangeToDRPCs(ctx context.Context, obj client.Object
 // drpolicyToDRPCs maps a DRPolicy to the DRPlacementControls that use it.
 func (r *Reconciler) drpolicyToDRPCs(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.drpcsWhere(ctx, func(d *v1alpha1.DRPlacementControl) bool { return d.Spec.DRPolicyRef.Name == obj.GetName() })
+}
+
+// drrecipeToDRPCs maps a DRRecipe to the DRPlacementControls of its namespace that name it: a
+// recipe created, edited or deleted is checked again at once (and, while no action runs,
+// copied into their groups).
+func (r *Reconciler) drrecipeToDRPCs(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.drpcsWhere(ctx, func(d *v1alpha1.DRPlacementControl) bool {
+		return d.Namespace == obj.GetNamespace() && d.Spec.RecipeRef != nil && d.Spec.RecipeRef.Name == obj.GetName()
+	})
 }
 
 // drclusterToDRPCs maps a DRCluster to the DRPlacementControls whose policy pairs it.

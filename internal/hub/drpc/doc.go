@@ -9,4 +9,8 @@
 // system one, and a namespace belongs to the oldest valid DRPlacementControl that names it,
 // which the hub finds in an index kept from the informer's events (owners.go), never by listing
 // a namespace's DRPlacementControls: a refused one costs nothing but that lookup.
+// It checks the DRRecipe a DRPlacementControl names against what it protects (recipe.go),
+// copies it into both groups (frozen from an action's start to its end), shows the hooks' runs
+// the agents report in status.hooks and the conditions, and hands a person's spec.hookDecision
+// only to the group whose hook failed at that attempt (hooks.go; docs/hooks.md).
 package drpc

@@ -164,6 +164,7 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 		otherGroup = other.vrg
 	}
 	handOff(&desired, client.ObjectKeyFromObject(sc.drpc), cv.vrg, otherGroup)
+	desired.Recipe = sc.recipeFor(cv)
 	if cv.vrg == nil {
 		if err := ensureNamespace(ctx, cv, sc.drpc.Namespace); err != nil {
 			return err

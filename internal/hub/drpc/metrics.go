@@ -32,6 +32,7 @@ type Metrics struct {
 	now    func() time.Time
 
 	actions        *prometheus.CounterVec
+	hookRuns       *prometheus.CounterVec
 	actionDuration *prometheus.HistogramVec
 
 	lastSync, lag, lagIntervals, interval, protected, peerReady, validated *prometheus.Desc
@@ -58,6 +59,10 @@ func NewMetrics(reader client.Reader) *Metrics {
 			Help:    "Time from a failover or relocation's start to the application available on its target (or to the failover that overtook a relocation).",
 			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600},
 		}, []string{"action", "result"}),
+		hookRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_hook_runs_total",
+			Help: "Runs of the applications' recipe hooks that ended, by result (Succeeded, Failed, Continued, PassedOver), as this hub saw them in the groups' status.",
+		}, []string{"result"}),
 		lastSync:     d("drover_drpc_last_group_sync_timestamp_seconds", "Time of the application's last group sync: every PVC of the primary synced at or after it (the recovery point of a failover now)."),
 		lag:          d("drover_drpc_rpo_lag_seconds", "Seconds since the last group sync: the writes a failover now would lose."),
 		lagIntervals: d("drover_drpc_rpo_lag_intervals", "The RPO lag as a multiple of the policy's scheduling interval; above 2 plus the storage's status refresh (status.syncRefreshInterval) as a multiple of the interval, the hub's Protected turns False (SyncStale)."),
@@ -84,6 +89,9 @@ func (m *Metrics) startAtZero() {
 		v1alpha1.ActionFailover: {ResultSucceeded, ResultRefused},
 		v1alpha1.ActionRelocate: {ResultSucceeded, ResultRefused, ResultOvertaken},
 	}
+	for _, result := range []v1alpha1.HookResult{v1alpha1.HookSucceeded, v1alpha1.HookFailed, v1alpha1.HookContinued, v1alpha1.HookPassedOver} {
+		m.hookRuns.WithLabelValues(string(result))
+	}
 	for action, results := range ended {
 		for _, result := range results {
 			m.actions.WithLabelValues(string(action), result)
@@ -98,6 +106,7 @@ func (m *Metrics) startAtZero() {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.actions.Describe(ch)
 	m.actionDuration.Describe(ch)
+	m.hookRuns.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.lastSync, m.lag, m.lagIntervals, m.interval, m.protected, m.peerReady, m.validated,
 		m.phase, m.progression, m.running, m.lastDuration, m.lastResult} {
 		ch <- d
@@ -108,6 +117,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.actions.Collect(ch)
 	m.actionDuration.Collect(ch)
+	m.hookRuns.Collect(ch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &v1alpha1.DRPlacementControlList{}
@@ -210,6 +220,14 @@ func (m *Metrics) actionEnded(action v1alpha1.DRAction, result string, took time
 	if result != ResultRefused {
 		m.actionDuration.WithLabelValues(string(action), result).Observe(took.Seconds())
 	}
+}
+
+// hookEnded counts a hook's run that ended with result.
+func (m *Metrics) hookEnded(result v1alpha1.HookResult) {
+	if m == nil {
+		return
+	}
+	m.hookRuns.WithLabelValues(string(result)).Inc()
 }
 
 // actionOfPhase is the action of an action's phase or of the settled phase it leads to.

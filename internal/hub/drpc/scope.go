@@ -41,6 +41,19 @@ type scope struct {
 	refusal *refusal
 	// waiting says what the current step waits for, for the conditions' messages.
 	waiting string
+	// recipeObserved is true once observeRecipe ran: recipe and decisionTo are then what the
+	// groups are handed (recipe.go).
+	recipeObserved bool
+	// recipe is the DRRecipe's copy the groups are handed, namespaces filled in, without the
+	// action's key and decisions; nil when the DRPlacementControl names none.
+	recipe *v1alpha1.VRGRecipe
+	// decisionTo are the clusters spec.hookDecision is handed to: those where it answers a
+	// failed run of the action in force (hooks.go); decisionKey is that action's key.
+	decisionTo  map[string]bool
+	decisionKey string
+	// decisionIgnored says why spec.hookDecision is handed to no cluster; empty when it is
+	// handed, or there is none.
+	decisionIgnored string
 	// invalid is true when the spec cannot be acted on (Validated False); nothing is done.
 	invalid bool
 }

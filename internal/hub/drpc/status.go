@@ -30,6 +30,7 @@ func (sc *scope) refuse(reason, message string) {
 func computeConditions(sc *scope) {
 	st := &sc.drpc.Status
 	st.VRGs = summaries(sc)
+	st.Hooks = hookRuns(sc)
 	inAction := st.Phase == v1alpha1.PhaseFailingOver || st.Phase == v1alpha1.PhaseRelocating || st.Phase == v1alpha1.PhaseDeploying
 	primary := sc.view(st.CurrentPrimary)
 
@@ -103,6 +104,7 @@ func computeConditions(sc *scope) {
 	}
 	status, reason, message := protected(sc, inAction, primary)
 	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
+	hookConditions(sc)
 }
 
 // protected judges Protected: the primary's data and metadata replicate and its last group sync

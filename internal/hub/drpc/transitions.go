@@ -36,6 +36,7 @@ func (r *Reconciler) recordTransitions(sc *scope) {
 		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventUntrustedPeerStatus, "%s", c.Message)
 	}
 	r.recordTurn(sc, v1alpha1.ConditionProtected, v1alpha1.EventProtected, v1alpha1.EventProtectionLost)
+	r.recordHookRuns(sc)
 }
 
 // recordTurn records onTrue when the condition turned True, onOther when it stopped being

@@ -1,0 +1,139 @@
+package actions
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/cli/clitest"
+)
+
+// pgRecipe is the PostgreSQL example of docs/hooks.md: a database group, then a web tier; a
+// CHECKPOINT before each sync, the clients drained and the database stopped before a
+// relocation, a check after the restore, a migration and checks after Ready.
+func pgRecipe(ns string) *v1alpha1.DRRecipe {
+	db := metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	return &v1alpha1.DRRecipe{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "postgres"},
+		Spec: v1alpha1.DRRecipeSpec{
+			Groups: []v1alpha1.RecoveryGroup{
+				{Name: "db", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeStatefulSet, Names: []string{"db"}}},
+					ReadyTimeout: &metav1.Duration{Duration: 5 * time.Minute}},
+				{Name: "web", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeDeployment,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}}}},
+			},
+			Hooks: []v1alpha1.Hook{
+				{Name: "checkpoint", Point: v1alpha1.HookBeforeSync, Timeout: &metav1.Duration{Duration: time.Minute},
+					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Container: "postgres",
+						Command: []string{"psql", "-U", "postgres", "-c", "CHECKPOINT"}}},
+				{Name: "drain-clients", Point: v1alpha1.HookBeforeStop,
+					Scale: &v1alpha1.ScaleHook{Kind: v1alpha1.ScaleDeployment, Name: "pgbench", Replicas: ptr.To[int32](0)}},
+				{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Group: "db", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
+					Exec: &v1alpha1.ExecHook{PodSelector: db, Command: []string{"pg_ctl", "stop", "-m", "fast", "-W", "-D", "/var/lib/postgresql/data"}}},
+				{Name: "claim-bound", Point: v1alpha1.HookAfterRestore,
+					Check: &v1alpha1.CheckHook{Object: v1alpha1.CheckObject{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data-db-0"},
+						Expression: "self.status.phase == 'Bound'"}},
+				{Name: "migrate", Point: v1alpha1.HookAfterReady, Group: "db", Job: &v1alpha1.JobHook{Template: &batchv1.JobSpec{
+					BackoffLimit: ptr.To[int32](0),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "migrate", Image: "example.com/app-migrate:1.4", Args: []string{"up"}}}}},
+				}}},
+				{Name: "invariants", Point: v1alpha1.HookAfterReady, OnError: v1alpha1.HookContinue,
+					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Command: []string{"sh", "-c", "pg_isready"}}},
+			},
+		},
+	}
+}
+
+// recipeApp creates an application db naming pgRecipe, deployed on east.
+func recipeApp(t *testing.T, e clitest.Env) *v1alpha1.DRPlacementControl {
+	t.Helper()
+	clitest.Create(t, pgRecipe(e.NS))
+	db := e.NewApp(t, "db")
+	cur := clitest.Get(t, db)
+	cur.Spec.RecipeRef = &v1alpha1.RecipeReference{Name: "postgres"}
+	if err := clitest.Hub.Update(t.Context(), cur); err != nil {
+		t.Fatalf("failed to name the recipe: %v", err)
+	}
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West))
+	return db
+}
+
+func TestPlanListsTheRecipesHooksAndGroupsInTheOrderTheActionRunsThem(t *testing.T) {
+	e := clitest.NewEnv(t, "plan-hooks")
+	recipeApp(t, e)
+	var out bytes.Buffer
+	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionRelocate, To: e.West, Now: clitest.ClockAt}); err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	east, west := "on "+e.East+": ", "on "+e.West+": "
+	clitest.MustContain(t, out.String(),
+		"Hooks and order of DRRecipe postgres, as the relocate runs them:",
+		"  1. "+east+`BeforeSync hook checkpoint: exec "psql -U postgres -c CHECKPOINT" in one Ready pod of plan-hooks picked by app=db, container postgres (onError Fail, timeout 1m)`,
+		"  2. "+east+"BeforeStop hook drain-clients: scale Deployment plan-hooks/pgbench to 0 (onError Fail, timeout 5m)",
+		"  3. "+east+"stop the workloads no group picks",
+		"  4. "+east+"stop group web (Deployments of plan-hooks picked by tier=web)",
+		"  5. "+east+`BeforeStop hook stop-db: exec "pg_ctl stop -m fast -W -D /var/lib/postgresql/data" in every running pod`,
+		"  6. "+east+"stop group db (StatefulSet plan-hooks/db)",
+		"  7. "+east+"the final sync, once every hook above passed",
+		"  8. "+west+"restore the objects that run no pods",
+		"  9. "+west+"AfterRestore hook claim-bound: wait until PersistentVolumeClaim plan-hooks/data-db-0 holds self.status.phase == 'Bound'",
+		"  10. "+west+"start group db (StatefulSet plan-hooks/db) and wait until it is Ready (within 5m)",
+		"  11. "+west+"AfterReady hook migrate: run a Job in plan-hooks and wait until it completes",
+		"  12. "+west+"start group web (Deployments of plan-hooks picked by tier=web) and wait until it is Ready (within 10m)",
+		"  13. "+west+"start the workloads no group picks and wait until they are Ready",
+		"  14. "+west+"AfterReady hook invariants",
+		"(onError Continue, timeout 5m)",
+		"  15. note: BeforeSync hooks run only ahead of a relocation's final sync: the volrep storage mirrors on its own schedule")
+
+	out.Reset()
+	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	clitest.MustContain(t, out.String(),
+		"Hooks and order of DRRecipe postgres, as the failover runs them:",
+		"  1. "+east+"no hook runs: a failover does not wait for the cluster it leaves",
+		"  2. "+west+"restore the objects that run no pods")
+	if strings.Contains(out.String(), "BeforeStop hook drain-clients") {
+		t.Errorf("a failover's plan lists hooks of the cluster it leaves:\n%s", out.String())
+	}
+}
+
+func TestRetryAnswersTheFailedHookOfTheActionAndRefusesWithoutOne(t *testing.T) {
+	e := clitest.NewEnv(t, "decide-hooks")
+	db := recipeApp(t, e)
+	var out bytes.Buffer
+	err := Decide(t.Context(), clitest.Hub, &out, DecideOptions{Namespace: e.NS, App: "db", Decision: v1alpha1.HookRetry})
+	if cli.ExitCodeOf(err) != cli.ExitRefused || !strings.Contains(err.Error(), "no hook has failed in decide-hooks/db's action in force") {
+		t.Fatalf("a retry with no failed hook: want a refusal saying so, got %v", err)
+	}
+	if clitest.Get(t, db).Spec.HookDecision != nil {
+		t.Fatal("a refused retry wrote a decision")
+	}
+
+	clitest.SetStatus(t, db, e.Deployed(e.East, e.West), func(d *v1alpha1.DRPlacementControl) {
+		d.Status.Phase = v1alpha1.PhaseRelocating
+		d.Status.Hooks = []v1alpha1.HookRun{
+			{Cluster: e.East, Name: "drain-clients", Point: v1alpha1.HookBeforeStop, Attempt: 1, Result: v1alpha1.HookSucceeded},
+			{Cluster: e.East, Name: "stop-db", Point: v1alpha1.HookBeforeStop, Attempt: 2, Result: v1alpha1.HookFailed, ExitCode: ptr.To[int32](1)},
+		}
+	})
+	out.Reset()
+	if err := Decide(t.Context(), clitest.Hub, &out, DecideOptions{Namespace: e.NS, App: "db", Decision: v1alpha1.HookContinueAction}); err != nil {
+		t.Fatalf("continue failed: %v", err)
+	}
+	got := clitest.Get(t, db).Spec.HookDecision
+	want := &v1alpha1.HookDecision{Hook: "stop-db", Attempt: 2, Decision: v1alpha1.HookContinueAction}
+	if got == nil || *got != *want {
+		t.Fatalf("spec.hookDecision = %+v, want %+v", got, want)
+	}
+	clitest.MustContain(t, out.String(), "Asked the hub to go on past it (recorded PassedOver; attempt 3 is not run): hook stop-db (BeforeStop) failed on decide-hooks-east at attempt 2")
+}
