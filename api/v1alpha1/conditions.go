@@ -264,7 +264,7 @@ const (
 	// that does not run and why.
 	ReasonPodsNotRunning = "PodsNotRunning"
 	// ReasonHookRunning (the DRPC's Available or PeerReady): the action waits for a hook of the
-	// application's recipe; the message names it, where it runs and for how long.
+	// application's recipe; the message names it, where it runs and since when.
 	ReasonHookRunning = "HookRunning"
 	// ReasonHookFailed (the group's WorkloadsReady or DataReady, the DRPC's Available or
 	// PeerReady): a hook with onError Fail failed and the action stands at it; the message names

@@ -359,8 +359,9 @@ type DRRecipeSpec struct {
 // DRRecipe declares, beside the DRPlacementControl that names it in spec.recipeRef, how the
 // application takes part in its own recovery: its restore order and its hooks. The
 // application's team owns it; it lives on the hub in the DRPlacementControl's namespace.
-// drover does not act on it yet: the API server validates it, and
-// docs/decisions/0011-application-hooks.md says how the hub and the agents are to run it.
+// The hub checks it against the DRPlacementControl and copies it into the application's
+// VolumeReplicationGroups; the agents run its hooks (docs/hooks.md,
+// docs/decisions/0011-application-hooks.md).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=recipe,categories=drover

@@ -17,17 +17,17 @@ import (
 type HookResult string
 
 const (
-	// HookRunning: the hook runs.
+	// HookRunning means the hook runs.
 	HookRunning HookResult = "Running"
-	// HookSucceeded: the hook succeeded (exit code 0, a Job complete, a scale reached, a check
+	// HookSucceeded means the hook succeeded (exit code 0, a Job complete, a scale reached, a check
 	// true).
 	HookSucceeded HookResult = "Succeeded"
-	// HookFailed: the hook failed and its onError is Fail: the action stands at the hook's step
+	// HookFailed means the hook failed and its onError is Fail: the action stands at the hook's step
 	// until a person retries or continues it (HookDecision).
 	HookFailed HookResult = "Failed"
-	// HookContinued: the hook failed and its onError is Continue: the action went on.
+	// HookContinued means the hook failed and its onError is Continue: the action went on.
 	HookContinued HookResult = "Continued"
-	// HookPassedOver: the hook failed with onError Fail and a person continued the action past
+	// HookPassedOver means the hook failed with onError Fail and a person continued the action past
 	// it (HookDecision Continue).
 	HookPassedOver HookResult = "PassedOver"
 )
