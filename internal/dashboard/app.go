@@ -25,6 +25,8 @@ type appData struct {
 	Groups    []groupRow
 	PVCs      []pvcRow
 	PVCNotes  []string
+	Hooks     []hookRow
+	Recipe    string
 	Timeline  []timelineRow
 	Actions   []actionLink
 	Chart     *chart
@@ -82,6 +84,10 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Groups = groupsOf(v, now)
 	d.PVCs, d.PVCNotes = pvcsOf(v, now)
+	d.Hooks = hooksOf(v.DRPC)
+	if ref := v.DRPC.Spec.RecipeRef; ref != nil {
+		d.Recipe = ref.Name
+	}
 	d.Timeline = s.timeline(ctx, v.DRPC)
 	d.Actions = actionsOf(v)
 	d.Chart, d.ChartNote = s.lagChart(ctx, v)

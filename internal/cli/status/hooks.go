@@ -44,14 +44,20 @@ func printHooks(w io.Writer, d *v1alpha1.DRPlacementControl) {
 		}
 	}
 	_ = tw.Flush()
+	for _, r := range failed {
+		fmt.Fprintf(w, "  %s\n", FailedHookAdvice(d, r))
+	}
+}
+
+// FailedHookAdvice says, of a run of a hook that failed with onError Fail, where and at which
+// attempt it failed and the two ways on: retry it or continue past it.
+func FailedHookAdvice(d *v1alpha1.DRPlacementControl, r v1alpha1.HookRun) string {
 	verb := "failover"
 	if cli.ActionOf(d.Status.Phase) == string(v1alpha1.ActionRelocate) {
 		verb = "relocate"
 	}
-	for _, r := range failed {
-		fmt.Fprintf(w, "  %s failed on %s at attempt %d: fix the cause, then drover %s %s -n %s --retry, or --continue to go on past it\n",
-			r.Name, cli.Dash(r.Cluster), r.Attempt, verb, d.Name, d.Namespace)
-	}
+	return fmt.Sprintf("%s failed on %s at attempt %d: fix the cause, then drover %s %s -n %s --retry, or --continue to go on past it",
+		r.Name, cli.Dash(r.Cluster), r.Attempt, verb, d.Name, d.Namespace)
 }
 
 // tail is the end of a hook's output on one line, or its message when it printed nothing.
