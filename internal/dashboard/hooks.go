@@ -13,7 +13,7 @@ import (
 // action in force.
 type hookRow struct {
 	Cluster, Hook, Point, Attempt, Took, ExitCode, Message, Output, Advice string
-	Result                                                                state
+	Result                                                                 state
 }
 
 // hooksOf are the runs of the recipe's hooks the DRPlacementControl reports (status.hooks):
