@@ -87,6 +87,10 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	a.g.Expect(startHub()).To(Succeed())
 	hubDown = false
 	a.g.Eventually(func(g Gomega) {
+		vrg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(a.clusters[lab.West].Get(ctx, a.key, vrg)).To(Succeed())
+		g.Expect(vrg.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary), "the returning hub must not demote west's group")
+		g.Expect(vrg.Generation).To(Equal(promoted.Generation), "the returning hub writes nothing into west's group")
 		d := a.drpc(g)
 		c := cond(d, v1alpha1.ConditionActionAccepted)
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPromotedWithoutHub), c.Message)
