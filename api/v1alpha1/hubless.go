@@ -33,8 +33,8 @@ type PromotedWithoutHub struct {
 	// From is the cluster the application ran on, as the person named it; empty when unknown.
 	From string `json:"from,omitempty"`
 	// Generation is the group's generation that the promotion wrote. The mark holds while the
-	// group's spec is still that one: the first write of a hub that adopted the promotion, or
-	// of any later action, ends it.
+	// group's spec is still that one (any later change of the spec ends it), until a hub
+	// settled with the application on that cluster, having adopted the promotion, removes it.
 	Generation int64 `json:"generation"`
 	// At is when the promotion was written.
 	At metav1.Time `json:"at"`

@@ -109,6 +109,11 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	a.ask(v1alpha1.ActionFailover, lab.West)
 	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, false, "the hub adopts the failover made without it")
 	a.g.Expect(a.writing(lab.West, handles)).To(Equal(westWriters), "the adoption does not restart the application on west")
+	a.g.Eventually(func(g Gomega) {
+		vrg := &v1alpha1.VolumeReplicationGroup{}
+		g.Expect(a.clusters[lab.West].Get(ctx, a.key, vrg)).To(Succeed())
+		g.Expect(vrg.Annotations).NotTo(HaveKey(v1alpha1.AnnotationPromotedWithoutHub))
+	}).Should(Succeed(), "settled on west, the hub removes the mark")
 	a.restore(lab.East)
 	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, true, "east's group is demoted with no human step")
 	a.gone(lab.East)

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -23,7 +25,7 @@ import (
 // says so in ActionAccepted, with what to do. Once the spec asks for a failover to the marked
 // cluster (`drover failover APP --to CLUSTER` on the hub), the hub adopts the promotion as its
 // own failover: it demotes the old primary if it answers and finishes the failover, which
-// finds the target promoted already; its first write to the group ends the mark.
+// finds the target promoted already; settled there, it removes the mark.
 
 // requeueHeld is how often a held DRPlacementControl is looked at again, besides the group
 // changes that wake it.
@@ -66,13 +68,13 @@ func (r *Reconciler) withoutHub(sc *scope) state {
 	st, spec := &sc.drpc.Status, sc.drpc.Spec
 	m := marked[0]
 	if len(marked) == 1 && m.err == nil {
-		if runsOn(st, m.cluster) {
+		switch {
+		case settledOn(st, m.cluster):
+			return r.adopted(m)
+		case st.Phase == v1alpha1.PhaseFailingOver && st.ActionTarget == m.cluster:
 			return nil
-		}
-		if spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster == m.cluster && sc.lost[m.cluster] == "" && adoptable(st.Phase) {
+		case spec.Action == v1alpha1.ActionFailover && spec.FailoverCluster == m.cluster && sc.lost[m.cluster] == "" && adoptable(st.Phase):
 			// The machine starts the failover to the marked cluster, as it would any.
-			r.event(sc, corev1.EventTypeNormal, v1alpha1.EventPromotionAdopted,
-				"Adopting the failover to %s made without the hub at %s", m.cluster, m.mark.At.UTC().Format(time.RFC3339))
 			return nil
 		}
 	}
@@ -81,16 +83,33 @@ func (r *Reconciler) withoutHub(sc *scope) state {
 	return r.held
 }
 
-// runsOn reports whether the DRPlacementControl already runs the application on cluster, or is
-// failing it over there: the promotion made without the hub is then the hub's own.
-func runsOn(st *v1alpha1.DRPlacementControlStatus, cluster string) bool {
+// settledOn reports whether the DRPlacementControl is settled with the application on cluster:
+// it has made the promotion made without the hub its own.
+func settledOn(st *v1alpha1.DRPlacementControlStatus, cluster string) bool {
 	switch st.Phase {
 	case v1alpha1.PhaseDeployed, v1alpha1.PhaseFailedOver, v1alpha1.PhaseRelocated:
 		return st.CurrentPrimary == cluster
-	case v1alpha1.PhaseFailingOver:
-		return st.ActionTarget == cluster
 	}
 	return false
+}
+
+// adopted is the state of a DRPlacementControl settled on a group promoted without the hub:
+// the mark has served, and is removed before anything else is done, so that a later action
+// (a relocation away from that cluster) is not held by it. The next pass runs the machine.
+func (r *Reconciler) adopted(m markedGroup) state {
+	return func(ctx context.Context, sc *scope) (ctrl.Result, error) {
+		cv := sc.view(m.cluster)
+		before := cv.vrg.DeepCopy()
+		delete(cv.vrg.Annotations, v1alpha1.AnnotationPromotedWithoutHub)
+		if err := cv.client.Patch(ctx, cv.vrg, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+			cv.vrg = before
+			return ctrl.Result{}, fmt.Errorf("failed to remove annotation %s from VolumeReplicationGroup %s on %s: %w",
+				v1alpha1.AnnotationPromotedWithoutHub, klog.KObj(before), m.cluster, err)
+		}
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventPromotionAdopted,
+			"The failover to %s made without the hub at %s is adopted: the application runs there", m.cluster, m.mark.At.UTC().Format(time.RFC3339))
+		return ctrl.Result{RequeueAfter: requeueAction}, nil
+	}
 }
 
 // adoptable reports whether the machine may start a failover from phase: a settled one, or a
