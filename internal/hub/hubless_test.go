@@ -37,6 +37,20 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	handles := a.volumes(lab.East)
 	eastWriters := a.writing(lab.East, handles)
 
+	// While east answers as primary, a failover without the hub given east's kubeconfig is
+	// refused; a group that is not there is named as such. Nothing changes.
+	westConfig := clusterKubeconfig(a.g, lab.West)
+	refused := &bytes.Buffer{}
+	err := hubless.Failover(ctx, refused, hubless.FailoverOptions{App: "db", Namespace: a.ns, To: lab.West,
+		Clusters: []string{lab.West + "=" + westConfig, lab.East + "=" + clusterKubeconfig(a.g, lab.East)}, Confirm: &cli.Confirmation{Yes: true}})
+	a.g.Expect(cli.ExitCodeOf(err)).To(Equal(cli.ExitRefused), "%v", err)
+	a.g.Expect(err.Error()).To(ContainSubstring("east answers and its group hub-hubless/db is primary"))
+	err = hubless.Failover(ctx, refused, hubless.FailoverOptions{App: "nope", Namespace: a.ns, To: lab.West,
+		Clusters: []string{westConfig}, Confirm: &cli.Confirmation{Yes: true}})
+	a.g.Expect(cli.ExitCodeOf(err)).To(Equal(cli.ExitRefused), "%v", err)
+	a.g.Expect(err.Error()).To(ContainSubstring("west has no VolumeReplicationGroup hub-hubless/nope"))
+	a.g.Expect(a.group(lab.West).Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
+
 	// The hub (drover hub and its cluster) and east are lost together.
 	hubDown := true
 	t.Cleanup(func() {
@@ -53,7 +67,6 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	a.g.Expect(testLab.Stop(lab.Hub)).To(Succeed())
 	lost, _ := a.lose(lab.East, handles)
 
-	westConfig := clusterKubeconfig(a.g, lab.West)
 	status := &bytes.Buffer{}
 	a.g.Expect(hubless.Status(ctx, status, hubless.StatusOptions{App: "db", Namespace: a.ns, Clusters: []string{lab.West + "=" + westConfig}})).To(Succeed())
 	t.Logf("drover status db --cluster-kubeconfig west=...:\n%s", status)
@@ -75,6 +88,10 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	a.g.Expect(hubless.Failover(ctx, out, opts)).To(Succeed(), out.String())
 	t.Logf("drover failover db --to west --without-hub --yes (%s):\n%s", time.Since(asked).Round(time.Millisecond), out)
 	promoted := a.group(lab.West)
+	again := &bytes.Buffer{}
+	a.g.Expect(hubless.Failover(ctx, again, opts)).To(Succeed(), "run again, the command follows the promotion it made")
+	a.g.Expect(again.String()).To(ContainSubstring("was promoted without the hub at"))
+	a.g.Expect(a.group(lab.West).Generation).To(Equal(promoted.Generation))
 	mark, err := v1alpha1.PromotedWithoutHubMark(promoted)
 	a.g.Expect(err).NotTo(HaveOccurred())
 	a.g.Expect(mark).NotTo(BeNil(), "west's group carries the mark of a promotion made without the hub")
