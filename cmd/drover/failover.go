@@ -7,7 +7,7 @@ import (
 )
 
 func newFailoverCommand() *cobra.Command {
-	return newActionCommand(v1alpha1.ActionFailover, &cobra.Command{
+	return withoutHub(newActionCommand(v1alpha1.ActionFailover, &cobra.Command{
 		Use:   "failover (APP | --all --from CLUSTER) --to CLUSTER",
 		Short: "Start an application on CLUSTER from the last replicated point, without its current cluster",
 		Long: `Asks the hub to fail the application over to CLUSTER: its volumes are promoted there from
@@ -35,7 +35,14 @@ PassedOver). It writes spec.hookDecision naming the hook and the failed attempt,
 never applies to a later failure; it is refused when no hook has failed. See docs/hooks.md.
 
 --dry-run prints the plan (as drover plan does) and changes nothing. Exit codes (docs/cli.md):
-0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.`,
+0 done or previewed, 2 bad usage, 3 refused, 4 timed out, 5 partly done, 6 unreachable.
+
+With --without-hub (the hub is lost) it writes the failover into CLUSTER's
+VolumeReplicationGroup itself, through --cluster-kubeconfig CLUSTER=FILE, marked so that a hub
+that returns with an older status does not act on it; it prints the plan, asks to type CLUSTER
+(or --yes) and follows the group until it is primary with its data ready. Given the old
+primary's kubeconfig too (--cluster-kubeconfig east=FILE) it refuses while that group answers
+as primary. See docs/decisions/0014-failover-without-the-hub.md.`,
 		Example: `  drover failover db -n app --retry
   drover plan failover db -n app --to west
   drover failover db -n app --to west --wait
@@ -43,6 +50,7 @@ never applies to a later failure; it is refused when no hook has failed. See doc
   drover failover db -n app --to west --dry-run
   drover failover --all -A --from east --to west --wait
   drover failover --all -A --from east --to west --wait --yes
-  drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait`,
-	})
+  drover failover --all -n shop --from east --to west -l tier=db --skip-refused --wait
+  drover failover db -n app --to west --without-hub --cluster-kubeconfig west=west.kubeconfig`,
+	}))
 }

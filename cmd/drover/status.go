@@ -75,7 +75,7 @@ DRPlacementControl changes, until interrupted.`,
 	outputFlag(cmd, &o.Output, "wide, name, json, yaml or jsonpath=TEMPLATE (default: a table)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print each change of a DRPlacementControl until interrupted")
 	cmd.ValidArgsFunction = completeFirstArg(conn, cli.KindApp)
-	return cmd
+	return withClusterKubeconfigs(cmd)
 }
 
 // actionFlags registers the flags failover and relocate share.

@@ -67,6 +67,9 @@ type state func(ctx context.Context, sc *scope) (ctrl.Result, error)
 // action when the spec asks for one that may start (which records it in the status), and
 // recording in ActionAccepted why a spec change is refused or postponed.
 func (r *Reconciler) next(sc *scope) state {
+	if s := r.withoutHub(sc); s != nil {
+		return s // a group promoted without the hub is never acted on from an older status
+	}
 	st := &sc.drpc.Status
 	spec := sc.drpc.Spec
 	switch st.Phase {
