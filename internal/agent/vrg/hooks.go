@@ -32,7 +32,8 @@ import (
 //     HookFailed) until every one passed.
 //
 // A hook runs in a goroutine, not on the reconciler's worker (a hook may run up to an hour): the
-// pass that starts it records it Running and requeues, and a later pass records its end. The
+// pass that starts it waits for it at most hookPassWait, then records it Running and requeues,
+// and a later pass records its end. The
 // runs live in status.hooks, the latest attempt of each hook of the recipe's action. An agent
 // restarted while a hook ran finds it Running with no goroutine: a Job hook waits again for the
 // same Job (its name is the attempt's), a scale or a check runs again (both only wait for a
@@ -40,8 +41,14 @@ import (
 // never run twice for one attempt, since a command such as a shutdown or a migration may not
 // bear it; a person retries or continues it.
 
-// requeueHooks is how often a group looks at a hook that runs.
-const requeueHooks = 2 * time.Second
+const (
+	// requeueHooks is how often a group looks at a hook that runs.
+	requeueHooks = time.Second
+	// hookPassWait is how long a pass waits for a hook it looks at to end before it records it
+	// Running and returns: most hooks (a CHECKPOINT, a flag written) end within it, so their
+	// end is recorded, and the next hook started, in the pass that started them.
+	hookPassWait = time.Second
+)
 
 // Event reasons of hook runs.
 const (
@@ -231,10 +238,14 @@ func (r *Reconciler) advanceHook(ctx context.Context, sc *scope, step hooks.Step
 	if run.StartTime == nil {
 		run.StartTime = &metav1.Time{Time: fl.started.Truncate(time.Second)}
 	}
+	t := time.NewTimer(hookPassWait)
+	defer t.Stop()
 	select {
 	case <-fl.done:
 		return finishRun(run, h, fl.outcome), true
-	default:
+	case <-t.C:
+		return run, false
+	case <-ctx.Done():
 		return run, false
 	}
 }
