@@ -67,7 +67,8 @@ func onLabKubelet(spec *corev1.PodSpec) {
 }
 
 // processDeployment is a Deployment db of one pod labelled app=db that the lab kubelet runs as a
-// shell process, idle until it is stopped.
+// shell process, idle until it is stopped, its name in POD_NAME (an exec sees the container's
+// environment).
 func processDeployment(ns string) *appsv1.Deployment {
 	labels := map[string]string{"app": "db"}
 	d := &appsv1.Deployment{
@@ -75,7 +76,9 @@ func processDeployment(ns string) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "db", Image: "example.com/lab/shell",
-					Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}}},
+					Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"},
+					Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 			}}},
 	}
 	onLabKubelet(&d.Spec.Template.Spec)
@@ -162,7 +165,7 @@ func TestARelocationsSourceRunsItsStopHooksBeforeItRemovesTheWorkload(t *testing
 	ctx := t.Context()
 	const ns = "hooks-stop"
 	east, group := hookedApp(t, g, ns,
-		execAt("flush", v1alpha1.HookBeforeSync, ns, "", `echo "flushed in $(hostname)"`),
+		execAt("flush", v1alpha1.HookBeforeSync, ns, "", `echo "flushed in $POD_NAME"`),
 		execAt("optional", v1alpha1.HookBeforeStop, ns, v1alpha1.HookContinue, `echo "no table to vacuum" >&2; exit 4`),
 		execAt("stop", v1alpha1.HookBeforeStop, ns, "", `sleep 4; echo stopped cleanly`))
 
