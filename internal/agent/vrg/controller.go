@@ -336,9 +336,9 @@ func shortest(a, b ctrl.Result) ctrl.Result {
 // patchStatus computes the status from the scope and patches it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool) error {
 	computeStatus(sc, succeeded)
-	applyHookCondition(sc)
 	// Recorded with the status the agent writes anyway: a new version costs one write per group.
 	sc.vrg.Status.AgentVersion = version.Published()
+	applyHookCondition(sc)
 	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
 		return nil
 	}

@@ -311,17 +311,19 @@ func hookFailedCondition(vrg *v1alpha1.VolumeReplicationGroup, condType string, 
 	return condition(condType, false, v1alpha1.ReasonHookFailed, b.String())
 }
 
-// applyHookCondition writes the hooks' condition over what the pass computed. On a relocation's
-// source the group stays as it was (it stopped nothing): not Secondary, its generation not
-// observed.
+// applyHookCondition writes the hooks' condition over what the pass computed. A relocation's
+// source held at a hook stopped nothing: its status stays as it was (not Secondary, its
+// generation not observed, its PVCs' syncs kept) but for its hook runs and DataReady.
 func applyHookCondition(sc *scope) {
 	c := sc.hookCondition
 	if c == nil {
 		return
 	}
 	st := &sc.vrg.Status
-	setConditionStatus(sc.vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
 	if c.Type == v1alpha1.ConditionDataReady {
-		st.State, st.ObservedGeneration = sc.before.Status.State, sc.before.Status.ObservedGeneration
+		held := sc.before.Status.DeepCopy()
+		held.Hooks, held.AgentVersion = st.Hooks, st.AgentVersion
+		*st = *held
 	}
+	setConditionStatus(sc.vrg, &st.Conditions, c.Type, c.Status, c.Reason, c.Message)
 }
