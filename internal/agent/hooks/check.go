@@ -14,10 +14,11 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 )
 
-// A check reads its object with the agent's identity. The agent's role lets it read the kinds
-// whose readiness drover knows (Deployments, StatefulSets, Jobs, pods, PVCs); another kind (an
-// operator's custom resource) needs a get right given to the agent's ServiceAccount, and the
-// check's message says so when the API server refuses the read.
+// A check reads its object with the agent's identity. The agent's role reads the kinds the
+// capture reads (Deployments, StatefulSets, DaemonSets, Jobs, pods, PVCs, Services, ConfigMaps,
+// ...); another kind (an operator's custom resource) needs a get right given to the agent's
+// ServiceAccount, and the check's message says so when the API server refuses the read. A
+// Secret is never read, whatever the role allows.
 
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 

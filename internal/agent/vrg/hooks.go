@@ -189,6 +189,7 @@ func (r *Reconciler) runHooks(ctx context.Context, sc *scope, list []*v1alpha1.H
 			run := *step.Run
 			run.Result = v1alpha1.HookPassedOver
 			setHookRun(sc.vrg, run)
+			r.Metrics.countHook(sc.vrg, run)
 			r.event(sc, corev1.EventTypeNormal, EventHookPassedOver, "Hook %s (attempt %d) passed over, as decided: the %s goes on",
 				run.Name, run.Attempt, strings.ToLower(string(sc.vrg.Spec.Action)))
 			continue
@@ -279,8 +280,9 @@ func setHookRun(vrg *v1alpha1.VolumeReplicationGroup, run v1alpha1.HookRun) {
 	vrg.Status.Hooks = append(vrg.Status.Hooks, run)
 }
 
-// recordHookEvent tells a finished run as an event.
+// recordHookEvent tells a finished run as an event and counts it.
 func (r *Reconciler) recordHookEvent(sc *scope, run v1alpha1.HookRun) {
+	r.Metrics.countHook(sc.vrg, run)
 	switch run.Result {
 	case v1alpha1.HookSucceeded:
 		r.event(sc, corev1.EventTypeNormal, EventHookSucceeded, "Hook %s (%s, attempt %d) succeeded in %s: %s",

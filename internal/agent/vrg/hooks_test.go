@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/metrics/metricstest"
 )
 
 // hookedSource is a relocation's source whose recipe has one hook at BeforeStop and the given
@@ -70,7 +73,11 @@ func TestACheckThatRanWhenTheAgentRestartedRunsAgainAndAContinueRecordsIt(t *tes
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	sc := hookedSource(hook, v1alpha1.HookRun{Name: "ready", Point: v1alpha1.HookBeforeStop, Action: "a1", Attempt: 1,
 		Result: v1alpha1.HookRunning, StartTime: &started})
-	r := &Reconciler{} // no runner: the run fails at once, saying so
+	scheme, err := testScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Metrics: NewMetrics(fake.NewClientBuilder().WithScheme(scheme).Build(), "east")} // no runner: the run fails at once, saying so
 	if _, err := r.sourceHooks(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +88,9 @@ func TestACheckThatRanWhenTheAgentRestartedRunsAgainAndAContinueRecordsIt(t *tes
 	if sc.stop || sc.hookCondition != nil {
 		t.Fatalf("a Continued hook holds the relocation: stop %t, %+v", sc.stop, sc.hookCondition)
 	}
+	g := NewWithT(t)
+	g.Expect(metricstest.Text(g, r.Metrics)).To(ContainSubstring(
+		`drover_hook_runs_total{cluster="east",hook="ready",name="db",namespace="app",point="BeforeStop",result="Continued"} 1`))
 }
 
 func TestAPromotedTargetRunsItsAfterReadyHooksOnlyOnceItsWorkloadsAreReady(t *testing.T) {
