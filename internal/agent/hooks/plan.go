@@ -195,3 +195,25 @@ func findDecision(decisions []v1alpha1.HookDecision, hook string, attempt int32)
 	}
 	return nil
 }
+
+// StopOrder returns the recipe's BeforeStop hooks in the order a relocation's source runs them
+// before it stops the workload: those of no group first, in the recipe's order, then each
+// group's, the groups in the reverse of their order (the order they stop in), each group's
+// hooks in the recipe's order.
+func StopOrder(spec *v1alpha1.DRRecipeSpec) []*v1alpha1.Hook {
+	hooks := OfPoints(spec, v1alpha1.HookBeforeStop)
+	var out []*v1alpha1.Hook
+	for _, h := range hooks {
+		if h.Group == "" {
+			out = append(out, h)
+		}
+	}
+	for i := len(spec.Groups) - 1; i >= 0; i-- {
+		for _, h := range hooks {
+			if h.Group == spec.Groups[i].Name {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}

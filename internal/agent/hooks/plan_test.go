@@ -172,3 +172,23 @@ func TestACheckTestsAConditionOrACELExpression(t *testing.T) {
 		t.Fatal("a string expression is accepted")
 	}
 }
+
+func TestStopHooksRunUngroupedFirstThenByGroupInReverse(t *testing.T) {
+	hook := func(name, group string) v1alpha1.Hook {
+		h := execHook(name, "app")
+		h.Group = group
+		return h
+	}
+	spec := &v1alpha1.DRRecipeSpec{
+		Groups: []v1alpha1.RecoveryGroup{{Name: "db"}, {Name: "web"}},
+		Hooks: []v1alpha1.Hook{hook("checkpoint", "db"), hook("drain", "web"), hook("announce", ""), hook("stop-db", "db"),
+			{Name: "flush", Point: v1alpha1.HookBeforeSync}},
+	}
+	var got []string
+	for _, h := range StopOrder(spec) {
+		got = append(got, h.Name)
+	}
+	if strings.Join(got, ",") != "announce,drain,checkpoint,stop-db" {
+		t.Fatalf("StopOrder = %v", got)
+	}
+}

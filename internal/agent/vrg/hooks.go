@@ -25,8 +25,8 @@ import (
 //     workload still runs: no later phase (the workloads' removal, the fence, the demotion that
 //     starts the final sync) runs until every one passed. DataReady, which the hub's relocation
 //     waits on, says HookRunning or HookFailed meanwhile. Groups of the recipe are not stopped
-//     in order yet: every BeforeStop hook runs, in the recipe's order, before the whole
-//     workload stops.
+//     one by one yet: every BeforeStop hook runs before the whole workload stops, those of no
+//     group first, then each group's in the order the groups would stop (hooks.StopOrder).
 //   - A promoted target (failover or relocation) runs its AfterReady hooks once WorkloadsReady
 //     is True; WorkloadsReady, which the hub's Available follows, stays False (HookRunning,
 //     HookFailed) until every one passed.
@@ -132,7 +132,7 @@ func (r *Reconciler) sourceHooks(ctx context.Context, sc *scope) (ctrl.Result, e
 	if recipe == nil || !relocationSource(sc.vrg) {
 		return ctrl.Result{}, nil
 	}
-	list := append(hooks.OfPoints(&recipe.Spec, v1alpha1.HookBeforeSync), hooks.OfPoints(&recipe.Spec, v1alpha1.HookBeforeStop)...)
+	list := append(hooks.OfPoints(&recipe.Spec, v1alpha1.HookBeforeSync), hooks.StopOrder(&recipe.Spec)...)
 	done, result := r.runHooks(ctx, sc, list, v1alpha1.ConditionDataReady)
 	if !done {
 		sc.stop = true
