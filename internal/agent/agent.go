@@ -29,6 +29,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/drill"
+	"github.com/drover-io/drover/internal/agent/hooks"
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/webhook"
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
@@ -249,6 +250,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces, AdminNamespaces: opts.AdminNamespaces},
 		StoreLimits: opts.StoreLimits, Floor: opts.RestoreFloor,
+		Hooks: &hooks.Runner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: mgr.GetConfig()},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("failed to set up the VolumeReplicationGroup controller: %w", err)

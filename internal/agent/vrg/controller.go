@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/hooks"
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/newest"
@@ -123,6 +124,9 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Workers is how many groups are reconciled at once; 0 means one.
 	Workers int
+	// Hooks runs the hooks of the groups' recipes (hooks.go); nil fails every hook with a
+	// message saying so.
+	Hooks *hooks.Runner
 
 	// written remembers what each store holds of each group (ledger.go); SetupWithManager
 	// makes it.
@@ -136,6 +140,8 @@ type Reconciler struct {
 	// namespaces is the newest version seen of each namespace the agent fenced or unfenced
 	// (namespaceFenceInCache).
 	namespaces newest.Versions
+	// hookRuns are the hooks that run or ran in goroutines (hooks.go).
+	hookRuns hookFlights
 }
 
 // Least privilege: every write is a patch, a create or delete of a VolumeReplication or a
@@ -267,7 +273,7 @@ func onlyStoresDown(err error) bool {
 func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 	if vrg.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
 		return []namedPhase{
-			{"parseSpec", r.parseSpec}, {"selectPVCs", r.selectPVCs}, {"removeWorkloads", r.removeWorkloads},
+			{"parseSpec", r.parseSpec}, {"selectPVCs", r.selectPVCs}, {"sourceHooks", r.sourceHooks}, {"removeWorkloads", r.removeWorkloads},
 			{"prepareDemotions", r.prepareDemotions}, {"fenceRelocation", r.fenceRelocation}, {"demotePVCs", r.demotePVCs},
 			{"continueVolSyncFinalSyncs", r.continueVolSyncFinalSyncs}, {"finishRelocation", r.finishRelocation},
 			{"receiveVolSync", r.receiveVolSync}, {"publishVolSyncKeys", r.publishVolSyncKeys}, {"volSyncMovers", r.volSyncMovers},
@@ -278,7 +284,7 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"fetchVolSyncKeys", r.fetchVolSyncKeys}, {"protectPVCs", r.protectPVCs},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"pointStores", r.pointStores},
 		{"primaryVolSync", r.primaryVolSync},
-		{"volSyncMovers", r.volSyncMovers}, {"checkWorkloads", r.checkWorkloads}, {"lookAgain", r.lookAgain},
+		{"volSyncMovers", r.volSyncMovers}, {"checkWorkloads", r.checkWorkloads}, {"targetHooks", r.targetHooks}, {"lookAgain", r.lookAgain},
 	}
 }
 
@@ -332,6 +338,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	computeStatus(sc, succeeded)
 	// Recorded with the status the agent writes anyway: a new version costs one write per group.
 	sc.vrg.Status.AgentVersion = version.Published()
+	applyHookCondition(sc)
 	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
 		return nil
 	}

@@ -26,6 +26,11 @@
 //     what it recorded (volsync_identity.go);
 //   - on demotion (secondary), the consumer checks (pods and VolumeAttachments, through field
 //     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
+//   - the application's hooks from the recipe the hub copies into spec.recipe (hooks.go, run by
+//     internal/agent/hooks): a relocation's source runs its BeforeSync and BeforeStop hooks
+//     before anything stops its workload, a promoted target its AfterReady hooks once its
+//     workloads are Ready; their runs in status.hooks, a failed one holding DataReady (source)
+//     or WorkloadsReady (target) at HookFailed until a person's decision;
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,
 //     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime (the oldest PVC sync or, with
 //     no PVC selected, the last capture of the objects that every store holds) and state.
@@ -39,7 +44,8 @@
 // deleted; the PVCs and their data stay).
 //
 // The reconciler follows STYLE.md: get → finalizer → scope → deferred status patch → phases.
-// Everything of one request lives in the scope; the Reconciler holds only dependencies.
+// Everything of one request lives in the scope; the Reconciler holds only dependencies, besides
+// the ledger of what the stores hold and the hooks that run in goroutines (hooks.go).
 //
 // Tests: the unit tests sit beside the code (package vrg); the lab tests, against a lab's real
 // API servers with an agent in-process on east and west, are package vrg_test here and, for the

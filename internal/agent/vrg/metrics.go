@@ -22,8 +22,8 @@ import (
 type Metrics struct {
 	reader client.Reader
 
-	writes, writeErrors *prometheus.CounterVec
-	phases              *prometheus.HistogramVec
+	writes, writeErrors, hookRuns *prometheus.CounterVec
+	phases                        *prometheus.HistogramVec
 
 	groupSync, protectedPVCs, primary, stalePrimary, pvcSync, pvcDuration, pvcBytes *prometheus.Desc
 }
@@ -46,6 +46,10 @@ func NewMetrics(reader client.Reader, cluster string) *Metrics {
 			Name: "drover_s3_write_errors_total", ConstLabels: constLabels,
 			Help: "Writes to an S3 profile that failed, by the reason drover gives in its conditions (StoreUnreachable, StoreUnauthorized, ...).",
 		}, []string{"profile", "reason"}),
+		hookRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_hook_runs_total", ConstLabels: constLabels,
+			Help: "Ended runs of a recipe's hooks by the group, hook, point and result (Succeeded, Failed, Continued, PassedOver).",
+		}, []string{"namespace", "name", "hook", "point", "result"}),
 		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "drover_vrg_phase_duration_seconds", ConstLabels: constLabels,
 			Help:    "Time one phase of a pass over a group took (parseSpec, restorePVCs, protectMetadata, ..., and status: the status patch), to find where the workers spend their time.",
@@ -72,6 +76,7 @@ func NewMetrics(reader client.Reader, cluster string) *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.writes.Describe(ch)
 	m.writeErrors.Describe(ch)
+	m.hookRuns.Describe(ch)
 	m.phases.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.groupSync, m.protectedPVCs, m.primary, m.stalePrimary, m.pvcSync, m.pvcDuration, m.pvcBytes} {
 		ch <- d
@@ -82,6 +87,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.writes.Collect(ch)
 	m.writeErrors.Collect(ch)
+	m.hookRuns.Collect(ch)
 	m.phases.Collect(ch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -122,6 +128,14 @@ func (m *Metrics) collectOne(ch chan<- prometheus.Metric, vrg *v1alpha1.VolumeRe
 }
 
 // observePhase records how long one phase of a pass took; nil Metrics records nothing.
+// countHook counts an ended run of a hook.
+func (m *Metrics) countHook(vrg *v1alpha1.VolumeReplicationGroup, run v1alpha1.HookRun) {
+	if m == nil {
+		return
+	}
+	m.hookRuns.WithLabelValues(vrg.Namespace, vrg.Name, run.Name, string(run.Point), string(run.Result)).Inc()
+}
+
 func (m *Metrics) observePhase(name string, d time.Duration) {
 	if m == nil {
 		return

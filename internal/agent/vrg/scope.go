@@ -65,6 +65,10 @@ type scope struct {
 	// workloadsReady is WorkloadsReady as this pass judged it (workloads.go); nil leaves the
 	// condition as it was.
 	workloadsReady *metav1.Condition
+	// hookCondition, when set, is the condition (DataReady on a relocation's source,
+	// WorkloadsReady on a promoted target) that says a hook runs or failed (hooks.go); it is
+	// written over the one the pass computed.
+	hookCondition *metav1.Condition
 	// capturedEverywhere is when this pass found every store holding the current capture of
 	// the objects; zero when no capture was due or a store lacks it. With no PVC selected it is
 	// the group's recovery point (status.lastGroupSyncTime).

@@ -1,0 +1,105 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete
+
+// LabelHook marks a hook's Job with the hook's name.
+const LabelHook = "drover.io/hook"
+
+// runJob creates the hook's Job for the attempt (or finds it, created by an earlier pass or
+// agent) and waits for it to complete or fail.
+func (r *Runner) runJob(ctx context.Context, h *v1alpha1.Hook, id ID) Outcome {
+	job, err := hookJob(h, id)
+	if err != nil {
+		return failed("%s", err.Error())
+	}
+	where := fmt.Sprintf("Job %s/%s", job.Namespace, job.Name)
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return failed("failed to create %s: %v", where, err)
+	}
+	var end batchv1.JobCondition
+	err = poll(ctx, func() (bool, error) {
+		got := &batchv1.Job{}
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(job), got); err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				end = c
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		// Left for the person to read; the next attempt has another name.
+		return failed("%s did not finish: %v", where, err)
+	case end.Type == batchv1.JobComplete:
+		return Outcome{Succeeded: true, Message: where + " completed"}
+	}
+	o := failed("%s failed: %s: %s", where, end.Reason, end.Message)
+	o.Output = r.jobOutput(ctx, job)
+	return o
+}
+
+// hookJob is the Job of one attempt of a job hook: the template, its containers reporting the
+// end of their log when they fail without a termination message, never under the agent's
+// ServiceAccount.
+func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
+	if h.Job.Template == nil {
+		return nil, fmt.Errorf("job hook %s has no template: fix the DRRecipe", h.Name)
+	}
+	spec := h.Job.Template.DeepCopy()
+	pod := &spec.Template.Spec
+	//nolint:staticcheck // the deprecated field names a ServiceAccount as well
+	if pod.ServiceAccountName == AgentServiceAccount || pod.DeprecatedServiceAccount == AgentServiceAccount {
+		return nil, fmt.Errorf("job hook %s names the agent's ServiceAccount %s: a hook's Job runs under a ServiceAccount of the application's namespace; name one there",
+			h.Name, AgentServiceAccount)
+	}
+	for _, containers := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
+		for i := range containers {
+			containers[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: JobName(id.Recipe, h.Name, id.Action, id.Attempt), Namespace: h.Job.Namespace,
+			Labels: map[string]string{LabelHook: h.Name}},
+		Spec: *spec,
+	}, nil
+}
+
+// jobOutput is the termination message of the Job's newest failed container, or a sentence
+// saying why there is none.
+func (r *Runner) jobOutput(ctx context.Context, job *batchv1.Job) string {
+	pods := &corev1.PodList{}
+	if err := r.Reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return fmt.Sprintf("(failed to list the Job's pods: %v)", err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
+	})
+	for _, p := range pods.Items {
+		for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, s := range statuses {
+				if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+					return Tail([]byte(fmt.Sprintf("pod %s, container %s, exit code %d:\n%s", p.Name, s.Name, t.ExitCode, t.Message)), v1alpha1.MaxHookOutput)
+				}
+			}
+		}
+	}
+	return "(no failed container of the Job's pods is left to read a termination message from)"
+}

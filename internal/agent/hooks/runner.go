@@ -1,0 +1,121 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+)
+
+// pollInterval is how often a Job, a scale or a check is looked at while it is waited for.
+const pollInterval = time.Second
+
+// Runner runs hooks with the agent's identity.
+type Runner struct {
+	// Client creates Jobs and patches scales.
+	Client client.Client
+	// Reader reads uncached: pods, Jobs, workloads and checked objects are read only while a
+	// hook runs, so none of them is watched for it.
+	Reader client.Reader
+	// Config is the agent's rest config, for pods/exec.
+	Config *rest.Config
+
+	once    sync.Once
+	cs      kubernetes.Interface
+	csError error
+}
+
+// ID names one attempt of one hook of one action: it names the hook's Job.
+type ID struct {
+	Recipe, Action string
+	Attempt        int32
+}
+
+// Outcome is how a run of a hook ended.
+type Outcome struct {
+	// Succeeded is true when the hook succeeded.
+	Succeeded bool
+	// ExitCode is an exec's exit code (the failed pod's, or the last pod's).
+	ExitCode *int32
+	// Output is the end of the output: an exec's stdout and stderr, or a failed Job pod's
+	// termination message; at most v1alpha1.MaxHookOutput bytes.
+	Output string
+	// Message says what happened, naming the pod, Job, workload or object.
+	Message string
+}
+
+// failed is a failed Outcome with a message.
+func failed(format string, args ...any) Outcome {
+	return Outcome{Message: truncate(fmt.Sprintf(format, args...), 1024)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// Run runs one hook to its end or its timeout; it checks the hook against the protected
+// namespaces first and refuses it, calling nothing, when it names another.
+func (r *Runner) Run(ctx context.Context, h *v1alpha1.Hook, id ID, protected []string) Outcome {
+	if err := Allowed(h, protected); err != nil {
+		return failed("%s", err.Error())
+	}
+	timeout := Timeout(h)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var o Outcome
+	switch {
+	case h.Exec != nil:
+		o = r.runExec(ctx, h)
+	case h.Job != nil:
+		o = r.runJob(ctx, h, id)
+	case h.Scale != nil:
+		o = r.runScale(ctx, h)
+	default:
+		o = r.runCheck(ctx, h)
+	}
+	if !o.Succeeded && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		o.Message = truncate(fmt.Sprintf("timed out after %s: %s", timeout, o.Message), 1024)
+	}
+	o.Message = truncate(o.Message, 1024)
+	return o
+}
+
+// clientset is the typed clientset exec needs, built once.
+func (r *Runner) clientset() (kubernetes.Interface, error) {
+	r.once.Do(func() {
+		if r.Config == nil {
+			r.csError = errors.New("the hook runner has no rest config")
+			return
+		}
+		r.cs, r.csError = kubernetes.NewForConfig(r.Config)
+	})
+	return r.cs, r.csError
+}
+
+// poll calls cond every pollInterval until it returns true or an error, or ctx ends; it
+// returns ctx's error then.
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		done, err := cond()
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
