@@ -50,14 +50,6 @@ const (
 	hookPassWait = time.Second
 )
 
-// Event reasons of hook runs.
-const (
-	EventHookSucceeded  = "HookSucceeded"
-	EventHookFailed     = "HookFailed"
-	EventHookContinued  = "HookContinued"
-	EventHookPassedOver = "HookPassedOver"
-)
-
 // hookKey names one attempt of one hook of one action of one group.
 type hookKey struct {
 	group        types.NamespacedName
@@ -190,7 +182,7 @@ func (r *Reconciler) runHooks(ctx context.Context, sc *scope, list []*v1alpha1.H
 			run.Result = v1alpha1.HookPassedOver
 			setHookRun(sc.vrg, run)
 			r.Metrics.countHook(sc.vrg, run)
-			r.event(sc, corev1.EventTypeNormal, EventHookPassedOver, "Hook %s (attempt %d) passed over, as decided: the %s goes on",
+			r.event(sc, corev1.EventTypeNormal, v1alpha1.EventHookPassedOver, "Hook %s (attempt %d) passed over, as decided: the %s goes on",
 				run.Name, run.Attempt, strings.ToLower(string(sc.vrg.Spec.Action)))
 			continue
 		case step.Kind == hooks.StepFailed:
@@ -285,13 +277,13 @@ func (r *Reconciler) recordHookEvent(sc *scope, run v1alpha1.HookRun) {
 	r.Metrics.countHook(sc.vrg, run)
 	switch run.Result {
 	case v1alpha1.HookSucceeded:
-		r.event(sc, corev1.EventTypeNormal, EventHookSucceeded, "Hook %s (%s, attempt %d) succeeded in %s: %s",
+		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventHookSucceeded, "Hook %s (%s, attempt %d) succeeded in %s: %s",
 			run.Name, run.Point, run.Attempt, run.Duration.Duration, run.Message)
 	case v1alpha1.HookContinued:
-		r.event(sc, corev1.EventTypeWarning, EventHookContinued, "Hook %s (%s, attempt %d) failed, and its onError is Continue: %s",
+		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventHookContinued, "Hook %s (%s, attempt %d) failed, and its onError is Continue: %s",
 			run.Name, run.Point, run.Attempt, run.Message)
 	default:
-		r.event(sc, corev1.EventTypeWarning, EventHookFailed, "Hook %s (%s, attempt %d) failed: %s", run.Name, run.Point, run.Attempt, run.Message)
+		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventHookFailed, "Hook %s (%s, attempt %d) failed: %s", run.Name, run.Point, run.Attempt, run.Message)
 	}
 }
 

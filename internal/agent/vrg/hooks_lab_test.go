@@ -194,7 +194,7 @@ func TestARelocationsSourceRunsItsStopHooksBeforeItRemovesTheWorkload(t *testing
 		err := east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the workload is removed once the hooks passed: %v", err)
 	}).Should(Succeed(), "after the hooks the workload is removed and the group is Secondary")
-	vrglab.ExpectEvents(ctx, g, east, group, vrg.EventHookSucceeded, vrg.EventHookContinued)
+	vrglab.ExpectEvents(ctx, g, east, group, v1alpha1.EventHookSucceeded, v1alpha1.EventHookContinued)
 }
 
 // A BeforeStop hook with onError Fail that fails holds the relocation at the hook: DataReady
@@ -247,7 +247,7 @@ func TestAFailedStopHookHoldsTheRelocationUntilAPersonRetriesOrContinuesIt(t *te
 		err := east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the workload is removed once the hook is passed over: %v", err)
 	}).Should(Succeed(), "the Continue decision lets the relocation go on")
-	vrglab.ExpectEvents(ctx, g, east, group, vrg.EventHookFailed, vrg.EventHookPassedOver)
+	vrglab.ExpectEvents(ctx, g, east, group, v1alpha1.EventHookFailed, v1alpha1.EventHookPassedOver)
 }
 
 // decide writes a person's decision into the group's recipe, as the hub does from the DRPC's.
