@@ -2,6 +2,7 @@ package drpc
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,6 +113,36 @@ func hookRuns(sc *scope) []v1alpha1.HookRun {
 // its target (Available).
 func sourceSide(p v1alpha1.HookPoint) bool {
 	return p == v1alpha1.HookBeforeSync || p == v1alpha1.HookBeforeStop
+}
+
+// stopHooksPassed reports whether a relocation's source has run every hook its recipe asks for
+// before the application stops (BeforeSync, then BeforeStop) for this action: each has a run
+// that Succeeded, Continued or was PassedOver. A group with no recipe, or a recipe with no such
+// hook, has passed them. Until then the hub does not stop the application by its placement:
+// the source's agent holds its own stop, and a GitOps tool must not stop it either while a
+// hook drains its clients or flushes it (docs/decisions/0011-application-hooks.md).
+func stopHooksPassed(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	rc := vrg.Spec.Recipe
+	if rc == nil {
+		return true
+	}
+	for _, h := range rc.Spec.Hooks {
+		if !sourceSide(h.Point) {
+			continue
+		}
+		i := slices.IndexFunc(vrg.Status.Hooks, func(run v1alpha1.HookRun) bool {
+			return run.Name == h.Name && run.Action == rc.Action
+		})
+		if i < 0 {
+			return false
+		}
+		switch vrg.Status.Hooks[i].Result {
+		case v1alpha1.HookSucceeded, v1alpha1.HookContinued, v1alpha1.HookPassedOver:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hookConditions turns the conditions that a hook holds up False: a failed run (the action

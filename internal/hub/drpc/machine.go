@@ -438,8 +438,9 @@ func (r *Reconciler) relocating(ctx context.Context, sc *scope) (ctrl.Result, er
 		// Then stop the application: the decision names no cluster while the final sync runs.
 		// Only once the source's agent has acted on the relocation (it fences the PVCs and keeps
 		// a deleted one for its final sync): a PVC the GitOps tool prunes while the group still
-		// looks primary would be released as a scale-down.
-		if acknowledged(source.vrg) {
+		// looks primary would be released as a scale-down. And only once the recipe's hooks
+		// that run before the stop have passed there.
+		if acknowledged(source.vrg) && stopHooksPassed(source.vrg) {
 			if err := r.place(ctx, sc); err != nil {
 				return ctrl.Result{}, err
 			}

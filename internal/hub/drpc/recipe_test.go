@@ -241,3 +241,32 @@ func eventsWith(recorder *events.FakeRecorder, reason string) []string {
 	}
 	return out
 }
+
+func TestARelocationInPlacementModeStopsTheApplicationOnlyOnceItsStopHooksPassed(t *testing.T) {
+	d := placementDRPC()
+	d.Spec.RecipeRef = &v1alpha1.RecipeReference{Name: "postgres"}
+	w := newWorld(t, d)
+	w.g.Expect(w.hub.Create(context.Background(), dbRecipe())).To(Succeed())
+	w.deployed()
+	w.updateSpec(func(s *v1alpha1.DRPlacementControlSpec) {
+		s.Action, s.PreferredCluster = v1alpha1.ActionRelocate, "west"
+	})
+	w.reconcile()
+	w.agent("east", true) // acknowledged: fenced, its PVCs still in use
+	w.reportHook("east", v1alpha1.HookRun{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Attempt: 1, Result: v1alpha1.HookRunning})
+	w.reconcile()
+	w.g.Expect(w.decision()).To(Equal([]string{"east"}), "the application runs on east while its stop hook runs there")
+
+	v := w.vrg("east")
+	v.Status.Hooks[0].Result = v1alpha1.HookFailed
+	w.g.Expect(w.clusters["east"].Status().Update(context.Background(), v)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.decision()).To(Equal([]string{"east"}), "nor once it failed: the person retries or continues it")
+	w.g.Expect(w.drpc().Status.Progression).To(Equal(string(ProgressionHookFailed)))
+
+	v = w.vrg("east")
+	v.Status.Hooks[0].Result = v1alpha1.HookSucceeded
+	w.g.Expect(w.clusters["east"].Status().Update(context.Background(), v)).To(Succeed())
+	w.reconcile()
+	w.g.Expect(w.decision()).To(BeEmpty(), "stopped once the stop hook passed, before the final sync")
+}
