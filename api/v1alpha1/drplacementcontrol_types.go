@@ -160,8 +160,8 @@ type DRPlacementControlSpec struct {
 
 	// recipeRef names the DRRecipe, in the DRPlacementControl's namespace, that declares the
 	// application's restore order and hooks (docs/decisions/0011-application-hooks.md). It may
-	// change: an action is to use the recipe as it was when the action started. drover does not
-	// act on it yet: the objects are restored at once and no hook runs.
+	// change: an action uses the recipe as it was when the action started (docs/hooks.md says
+	// which points and kinds the agents run).
 	// +optional
 	RecipeRef *RecipeReference `json:"recipeRef,omitempty"`
 
