@@ -78,6 +78,16 @@ func TestTheHubsCredentialCannotTakeOverAnApplicationsSecretNorAskForPrivilegedM
 	}
 	g.Expect(err).To(MatchError(ContainSubstring("the hub never labels a namespace drover.io/drill")))
 
+	// A namespace that lets the agent run a recipe's hooks (exec into its pods): the hub's
+	// credential writes the recipe, so it may not also allow it.
+	hooked := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hub-credential-app-c", Labels: map[string]string{tenancy.LabelHooks: tenancy.HooksEnabled}}}
+	err = asHubCore.Create(ctx, hooked)
+	t.Logf("the hub's credential creates a namespace that allows hooks: %v", err)
+	if err == nil {
+		_ = eastAdmin.Delete(ctx, hooked)
+	}
+	g.Expect(err).To(MatchError(ContainSubstring("the hub never labels a namespace drover.io/hooks")))
+
 	// A group asking for privileged movers, outside an admin namespace.
 	policy := &v1alpha1.DRPolicy{}
 	h, err := hubClient()

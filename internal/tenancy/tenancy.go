@@ -17,6 +17,16 @@ import (
 // admission policy; the hub's --admin-namespaces must name it too.
 const LabelAdminNamespace = "drover.io/admin-namespace"
 
+// LabelHooks, set to HooksEnabled on a Namespace of a managed cluster, lets the agent run the
+// hooks of an application's recipe there (exec into its pods, Jobs, scales and checks). The
+// recipe comes through the hub, whose credential may write any group's spec; that credential
+// may not set this label (the admission policy drover-hub-on-managed-cluster), so whoever
+// administers the namespace on the cluster decides whether drover may act inside it.
+const LabelHooks = "drover.io/hooks"
+
+// HooksEnabled is LabelHooks' value that lets hooks run.
+const HooksEnabled = "enabled"
+
 // LabelPlacementNamespace on a Namespace names the one other namespace whose Placements the
 // DRPlacementControls of that namespace may name in spec.placementRef: a GitOps tool's, such as
 // argocd, whose ApplicationSets read their PlacementDecisions there. Only whoever may edit

@@ -7,11 +7,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // pollInterval is how often a Job, a scale or a check is looked at while it is waited for.
@@ -69,6 +71,9 @@ func (r *Runner) Run(ctx context.Context, h *v1alpha1.Hook, id ID, protected []s
 	if err := Allowed(h, protected); err != nil {
 		return failed("%s", err.Error())
 	}
+	if msg := r.namespaceProblem(ctx, Namespace(h)); msg != "" {
+		return failed("hook %s: %s", h.Name, msg)
+	}
 	timeout := Timeout(h)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -118,4 +123,20 @@ func poll(ctx context.Context, cond func() (bool, error)) error {
 		case <-t.C:
 		}
 	}
+}
+
+// namespaceProblem says why hooks may not run in namespace ns on this cluster, empty when they
+// may: its administrator labelled it tenancy.LabelHooks=enabled. The recipe is written by the
+// hub's credential, which may not set the label: without it, that credential could run commands
+// in the application's pods and read their files back through the hooks' output.
+func (r *Runner) namespaceProblem(ctx context.Context, ns string) string {
+	obj := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
+		return fmt.Sprintf("failed to read namespace %s to check that it allows hooks: %v", ns, err)
+	}
+	if obj.Labels[tenancy.LabelHooks] == tenancy.HooksEnabled {
+		return ""
+	}
+	return fmt.Sprintf("namespace %s does not allow drover's hooks on this cluster: its administrator allows them with "+
+		"`kubectl label namespace %s %s=%s` (the hub cannot set it); nothing was run", ns, ns, tenancy.LabelHooks, tenancy.HooksEnabled)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-io/drover/internal/agent/hooks"
 	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/tenancy"
 )
 
 // shellJob is a Job hook's template: one pod on the lab kubelet running script, never retried.
@@ -43,7 +44,7 @@ func TestTheHookRunnerRunsJobsScalesAndChecks(t *testing.T) {
 	cfg, err := c.RESTConfig()
 	g.Expect(err).NotTo(HaveOccurred())
 	startLabKubelet(t, g)
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(east.Create(ctx, hooksNamespace(ns))).To(Succeed())
 	g.Expect(east.Create(ctx, processDeployment(ns))).To(Succeed())
 	runner := &hooks.Runner{Client: east, Reader: east, Config: cfg}
 	protected := []string{ns}
@@ -100,4 +101,21 @@ func TestTheHookRunnerRunsJobsScalesAndChecks(t *testing.T) {
 	g.Expect(o.Message).To(ContainSubstring("namespace default, which this group does not protect"))
 	g.Expect(east.List(ctx, jobs, client.InNamespace("default"), client.MatchingLabels{hooks.LabelHook: "elsewhere"})).To(Succeed())
 	g.Expect(jobs.Items).To(BeEmpty(), "a refused hook creates nothing")
+
+	// A protected namespace whose administrator has not allowed hooks: the recipe came through
+	// the hub, whose credential may not allow them.
+	const closed = "hooks-kinds-closed"
+	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: closed}})).To(Succeed())
+	shut := &v1alpha1.Hook{Name: "shut", Point: v1alpha1.HookAfterRestore, Timeout: timeout,
+		Job: &v1alpha1.JobHook{Namespace: closed, Template: shellJob("echo ran")}}
+	o = runner.Run(ctx, shut, id, []string{ns, closed})
+	g.Expect(o.Succeeded).To(BeFalse())
+	g.Expect(o.Message).To(ContainSubstring("namespace hooks-kinds-closed does not allow drover's hooks on this cluster: its administrator allows them with `kubectl label namespace hooks-kinds-closed drover.io/hooks=enabled`"))
+	g.Expect(east.List(ctx, jobs, client.InNamespace(closed))).To(Succeed())
+	g.Expect(jobs.Items).To(BeEmpty(), "a hook in a namespace that does not allow hooks creates nothing")
+}
+
+// hooksNamespace is a namespace whose administrator lets drover run hooks in it.
+func hooksNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{tenancy.LabelHooks: tenancy.HooksEnabled}}}
 }

@@ -99,7 +99,7 @@ func hookedApp(t *testing.T, g Gomega, ns string, hooks ...v1alpha1.Hook) (clien
 	ctx := t.Context()
 	east := vrglab.ClusterClient(t, lab.East)
 	startLabKubelet(t, g)
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(east.Create(ctx, hooksNamespace(ns))).To(Succeed())
 	g.Expect(east.Create(ctx, processDeployment(ns))).To(Succeed())
 	profiles, _ := vrglab.S3Profiles(g)
 	group := vrglab.PrimaryVRG(ns, "db", "db", "3s", profiles)

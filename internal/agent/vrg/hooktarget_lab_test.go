@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +36,11 @@ func TestARelocationsTargetRunsItsAfterReadyHooksOnceTheWorkloadIsReady(t *testi
 		createOrKeep(ctx, g, cl, replicationClass("lab-block-3s", "3s"))
 		g.Expect(cl.Create(ctx, adminNamespace(groupNS))).To(Succeed())
 	}
-	g.Expect(east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	// Each cluster's administrator allows hooks in the namespace there: the label is the
+	// cluster's, never restored from a capture, so west's is made before the relocation (the
+	// restore adopts the namespace it finds).
+	g.Expect(east.Create(ctx, hooksNamespace(ns))).To(Succeed())
+	g.Expect(west.Create(ctx, hooksNamespace(ns))).To(Succeed())
 	for _, o := range appObjects(ns) {
 		g.Expect(east.Create(ctx, o)).To(Succeed())
 	}
