@@ -45,7 +45,10 @@ func (r *Runner) runCheck(ctx context.Context, h *v1alpha1.Hook) Outcome {
 			if apierrors.IsForbidden(err) {
 				return false, fmt.Errorf("the agent may not read %s (%w): give the ServiceAccount drover-system/%s get on it, or check another object", where, err, AgentServiceAccount)
 			}
-			seen = err.Error()
+			if ctx.Err() == nil {
+				// A read the timeout cut says nothing of the object: the last one that did stays.
+				seen = err.Error()
+			}
 			return false, nil // not there yet: looked for until the timeout
 		}
 		ok, why := holds(u.Object)

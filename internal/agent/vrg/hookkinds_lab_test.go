@@ -88,11 +88,11 @@ func TestTheHookRunnerRunsJobsScalesAndChecks(t *testing.T) {
 		o := runner.Run(ctx, &v1alpha1.Hook{Name: "ready", Point: v1alpha1.HookAfterReady, Timeout: timeout, Check: check}, id, protected)
 		g.Expect(o.Succeeded).To(BeTrue(), o.Message)
 	}
-	never := &v1alpha1.Hook{Name: "never", Point: v1alpha1.HookAfterReady, Timeout: &metav1.Duration{Duration: 2 * time.Second},
+	never := &v1alpha1.Hook{Name: "never", Point: v1alpha1.HookAfterReady, Timeout: &metav1.Duration{Duration: 5 * time.Second},
 		Check: &v1alpha1.CheckHook{Object: deployment, Expression: "self.status.readyReplicas == 5"}}
 	o = runner.Run(ctx, never, id, protected)
 	g.Expect(o.Succeeded).To(BeFalse())
-	g.Expect(o.Message).To(And(ContainSubstring("timed out after 2s"), ContainSubstring("self.status.readyReplicas == 5 is false")))
+	g.Expect(o.Message).To(And(ContainSubstring("timed out after 5s"), ContainSubstring("self.status.readyReplicas == 5 is false")))
 
 	elsewhere := &v1alpha1.Hook{Name: "elsewhere", Point: v1alpha1.HookAfterRestore, Timeout: timeout,
 		Job: &v1alpha1.JobHook{Namespace: "default", Template: shellJob("echo escaped")}}

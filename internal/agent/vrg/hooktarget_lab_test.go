@@ -52,7 +52,7 @@ func TestARelocationsTargetRunsItsAfterReadyHooksOnceTheWorkloadIsReady(t *testi
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
 	westGroup.Spec.Recipe = &v1alpha1.VRGRecipe{Name: "db", Action: "relocate-1", Spec: v1alpha1.DRRecipeSpec{Hooks: []v1alpha1.Hook{
 		checkAt("ready", ns, "self.status.readyReplicas == self.spec.replicas", 30*time.Second),
-		checkAt("smoke", ns, "self.status.readyReplicas == 7", 2*time.Second),
+		checkAt("smoke", ns, "self.status.readyReplicas == 7", 5*time.Second),
 	}}}
 	g.Expect(west.Create(ctx, westGroup)).To(Succeed())
 	expectCapturedAndProtected(g, ctx, east, eastGroup, stores, ns, 1)
@@ -73,7 +73,7 @@ func TestARelocationsTargetRunsItsAfterReadyHooksOnceTheWorkloadIsReady(t *testi
 		c := vrglab.ConditionOf(got.Status.Conditions, v1alpha1.ConditionWorkloadsReady)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonHookFailed))
-		g.Expect(c.Message).To(And(ContainSubstring("hook smoke (check at AfterReady, attempt 1)"), ContainSubstring("timed out after 2s"),
+		g.Expect(c.Message).To(And(ContainSubstring("hook smoke (check at AfterReady, attempt 1)"), ContainSubstring("timed out after 5s"),
 			ContainSubstring("self.status.readyReplicas == 7 is false"), ContainSubstring("drover relocate db --continue")))
 	}).Should(Succeed(), "the failed smoke check holds WorkloadsReady once the workload is Ready")
 
