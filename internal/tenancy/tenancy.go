@@ -17,11 +17,11 @@ import (
 // admission policy; the hub's --admin-namespaces must name it too.
 const LabelAdminNamespace = "drover.io/admin-namespace"
 
-// LabelHooks, set to HooksEnabled on a Namespace of a managed cluster, lets the agent run the
-// hooks of an application's recipe there (exec into its pods, Jobs, scales and checks). The
-// recipe comes through the hub, whose credential may write any group's spec; that credential
-// may not set this label (the admission policy drover-hub-on-managed-cluster), so whoever
-// administers the namespace on the cluster decides whether drover may act inside it.
+// LabelHooks is the label that, set to HooksEnabled on a Namespace of a managed cluster, lets
+// the agent run the hooks of an application's recipe there (exec into its pods, Jobs, scales
+// and checks). The recipe comes through the hub, whose credential may write any group's spec;
+// that credential may not set this label (the admission policy drover-hub-on-managed-cluster),
+// so whoever administers the namespace on the cluster decides whether drover may act inside it.
 const LabelHooks = "drover.io/hooks"
 
 // HooksEnabled is LabelHooks' value that lets hooks run.
