@@ -91,6 +91,8 @@ func TestProtectionGoesOnWithoutTheHub(t *testing.T) {
 	a.g.Expect(status.String()).To(MatchRegexp(`east\s+hub-hubdown\s+db\s+primary\s+Primary\s+\S+\s+True\s+True\s+\S+ ago\s+\d+\.\dx\n`),
 		"east's group reads protected, with a recent sync and a lag that is not stale")
 	a.g.Expect(status.String()).To(MatchRegexp(`west\s+hub-hubdown\s+db\s+secondary\s+Secondary`))
+	a.g.Expect(status.String()).To(ContainSubstring("the loss of a failover to west is not reported: a VolRep secondary's storage does not say what it holds"),
+		"a VolRep secondary says why it cannot bound the loss")
 
 	stale := v1alpha1.SyncStaleAfter(interval, a.group(lab.East).Status.SyncRefreshInterval)
 	a.g.Expect(withoutHub.max).To(BeNumerically("<", stale), "the group never goes stale without the hub")
