@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
@@ -37,4 +38,22 @@ func receivedSyncTime(ctx context.Context, vs *volsync.Backend, vrg *v1alpha1.Vo
 		points = append(points, p)
 	}
 	return volsync.OldestPoint(points), nil
+}
+
+// receivedPointDue says whether a received sync of a secondary's destination is to wake its
+// group's pass (destinationChangeMatters): once per scheduling interval, to record the point
+// (volsync.ReceivedPointDue); the other received syncs change nothing the pass does.
+func receivedPointDue(vrg *v1alpha1.VolumeReplicationGroup, rd *volsyncv1alpha1.ReplicationDestination) bool {
+	every, err := vrg.Spec.SchedulingInterval.Duration()
+	if err != nil || every <= 0 {
+		return false
+	}
+	return volsync.ReceivedPointDue(rd, every)
+}
+
+// withoutReceivedMarks removes the annotations with which the group's pass records what a
+// destination received: recording them changes nothing the pass does (onlyReceivedChanged).
+func withoutReceivedMarks(rd *volsyncv1alpha1.ReplicationDestination) {
+	delete(rd.Annotations, volsync.AnnotationReceivedSeen)
+	delete(rd.Annotations, volsync.AnnotationReceivedPoint)
 }

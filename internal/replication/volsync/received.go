@@ -94,3 +94,21 @@ func OldestPoint(points []*metav1.Time) *metav1.Time {
 	}
 	return oldest
 }
+
+// ReceivedPointDue says whether a destination has completed a sync at least every after the
+// last completion recorded on it (AnnotationReceivedSeen), or has none recorded: its group's pass
+// is then due to record it. The passes of a secondary are not woken by each received sync (its
+// destinations receive several a minute); recording one completion in every interval keeps the
+// point within about two intervals of the syncs, and a completion skipped only leaves it older:
+// the start of any earlier completion is a bound as well.
+func ReceivedPointDue(rd *volsyncv1alpha1.ReplicationDestination, every time.Duration) bool {
+	if LatestImage(rd) == nil || rd.Status.LastSyncTime == nil {
+		return false
+	}
+	seen := strings.Fields(rd.Annotations[AnnotationReceivedSeen])
+	if len(seen) < 2 {
+		return true
+	}
+	done, err := time.Parse(time.RFC3339, seen[1])
+	return err != nil || rd.Status.LastSyncTime.Sub(done) >= every
+}
