@@ -18,7 +18,7 @@ func LossBound(v *v1alpha1.VolumeReplicationGroup, now time.Time) (text string, 
 	for _, b := range v.Spec.StorageClassBackends {
 		if b.Backend == v1alpha1.BackendVolRep {
 			return "not reported: a VolRep secondary's storage does not say what it holds (csi-addons reports a VolumeReplication's " +
-				"lastSyncTime on the primary only), and the primary's group and the hub that read it do not answer", false
+				"lastSyncTime on the primary only); the primary's group reports its last sync", false
 		}
 	}
 	if v.Spec.VolSync == nil || len(v.Spec.VolSync.ReceivePVCs) == 0 {
