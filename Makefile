@@ -12,6 +12,8 @@ TEST_TIMEOUT ?= 25m
 # by the CPU its labs use, so raise it only on a machine with more cores.
 TEST_PARALLEL ?= 2
 GO_TEST_FLAGS ?=
+# HUB_DOWN is how long make test-hubloss keeps the hub down.
+HUB_DOWN ?= 10m
 DEMO_FLAGS ?=
 
 .PHONY: help
@@ -66,6 +68,11 @@ test: tools ## Run all tests (unit tests, tests against the lab's real API serve
 .PHONY: test-e2e
 test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode) and the Argo CD case (~25 min)
 	DROVER_E2E=full $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
+
+.PHONY: test-hubloss
+test-hubloss: tools ## Keep the hub down for 10 minutes (HUB_DOWN=...) and check that the groups keep syncing, with their lag with and without the hub printed, on both backends (not part of make test, which keeps it down for about a minute)
+	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestProtectionGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/hub/
+	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestVolSyncGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/agent/vrg/volsynclab/
 
 .PHONY: test-argocd
 test-argocd: tools tools-argocd ## Run the tests against a lab with a real Argo CD (-tags argocd; not part of make test)

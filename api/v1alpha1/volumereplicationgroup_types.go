@@ -466,6 +466,17 @@ type VolumeReplicationGroupStatus struct {
 	// +optional
 	SyncRefreshInterval *metav1.Duration `json:"syncRefreshInterval,omitempty"`
 
+	// receivedSyncTime, on a secondary, is the newest point in time up to which this cluster is
+	// proven to hold the peer primary's writes to every PVC of the group, read from this
+	// cluster's storage alone: the oldest over its VolSync PVCs of the start of the sync before
+	// the last one its ReplicationDestination completed (a latest image holds a source snapshot
+	// taken after that start). A failover to this cluster loses at most the writes made after
+	// it, which is what a failover without the hub reports. Unset when the storage does not say:
+	// a VolRep secondary (csi-addons reports lastSyncTime on a primary's VolumeReplication
+	// only), and before a destination completed two syncs. The hub does not read it.
+	// +optional
+	ReceivedSyncTime *metav1.Time `json:"receivedSyncTime,omitempty"`
+
 	// finalSync records the last completed final sync.
 	// +optional
 	FinalSync *FinalSyncStatus `json:"finalSync,omitempty"`

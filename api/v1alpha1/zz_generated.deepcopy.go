@@ -1796,6 +1796,10 @@ func (in *VolumeReplicationGroupStatus) DeepCopyInto(out *VolumeReplicationGroup
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.ReceivedSyncTime != nil {
+		in, out := &in.ReceivedSyncTime, &out.ReceivedSyncTime
+		*out = (*in).DeepCopy()
+	}
 	if in.FinalSync != nil {
 		in, out := &in.FinalSync, &out.FinalSync
 		*out = new(FinalSyncStatus)

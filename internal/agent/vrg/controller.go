@@ -477,7 +477,8 @@ func (r *Reconciler) volumeReplicationChangeMatters(e event.UpdateEvent) bool {
 // destinationChangeMatters reports whether an update of a ReplicationDestination can change what
 // its group's pass does or reports. A secondary's pass reads its destinations' address, not
 // their syncs: an update that only tells of another received sync (its times, duration, latest
-// image, the steps of its Synchronizing condition) wakes no secondary. VolSync reports each sync
+// image, the steps of its Synchronizing condition) wakes no secondary, but once per interval to
+// record the point it holds (received.go). VolSync reports each sync
 // in several updates (started, completed), for every PVC; the secondary's pass then read its key
 // Secrets from the API server for nothing (five passes a second for one group in the lab, whose
 // destinations receive continuously below a minute). A group asked to be primary is woken: its
@@ -492,7 +493,7 @@ func (r *Reconciler) destinationChangeMatters(e event.UpdateEvent) bool {
 	if err != nil {
 		return true
 	}
-	return vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary
+	return vrg.Spec.ReplicationState != v1alpha1.ReplicationStateSecondary || receivedPointDue(vrg, n)
 }
 
 // onlyReceivedChanged reports whether two versions of a ReplicationDestination differ only in
@@ -502,6 +503,7 @@ func onlyReceivedChanged(o, n *volsyncv1alpha1.ReplicationDestination) bool {
 	a, b := o.DeepCopy(), n.DeepCopy()
 	for _, rd := range []*volsyncv1alpha1.ReplicationDestination{a, b} {
 		rd.ResourceVersion, rd.ManagedFields = "", nil
+		withoutReceivedMarks(rd)
 		if st := rd.Status; st != nil {
 			st.LastSyncTime, st.LastSyncStartTime, st.LastSyncDuration, st.LatestImage = nil, nil, nil, nil
 			st.Conditions = slices.DeleteFunc(st.Conditions, func(c metav1.Condition) bool {

@@ -523,7 +523,8 @@ func TestADestinationsSyncWakesOnlyAGroupAskedToBePrimary(t *testing.T) {
 	f := newFixture(t)
 	received := func(at time.Time) *volsyncv1alpha1.ReplicationDestination {
 		rd := &volsyncv1alpha1.ReplicationDestination{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-db-0", ResourceVersion: at.Format(time.RFC3339),
-			Labels: map[string]string{volsync.LabelVRGName: f.vrg.Name, volsync.LabelVRGNamespace: f.vrg.Namespace}}}
+			Labels:      map[string]string{volsync.LabelVRGName: f.vrg.Name, volsync.LabelVRGNamespace: f.vrg.Namespace},
+			Annotations: map[string]string{volsync.AnnotationReceivedSeen: at.Add(-time.Second).Format(time.RFC3339) + " " + at.Format(time.RFC3339)}}}
 		rd.Status = &volsyncv1alpha1.ReplicationDestinationStatus{
 			LastSyncTime: &metav1.Time{Time: at}, LastSyncStartTime: &metav1.Time{Time: at.Add(-time.Second)},
 			LastSyncDuration: &metav1.Duration{Duration: time.Second},
@@ -541,6 +542,14 @@ func TestADestinationsSyncWakesOnlyAGroupAskedToBePrimary(t *testing.T) {
 	vrg.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
 	g.Expect(f.client.Update(ctx, vrg)).To(Succeed())
 	g.Expect(wakes(received(t0), received(t0.Add(time.Minute)))).To(BeFalse(), "a secondary's pass reads no sync of its destinations")
+	due := received(t0.Add(5 * time.Second))
+	due.Annotations[volsync.AnnotationReceivedSeen] = received(t0).Annotations[volsync.AnnotationReceivedSeen]
+	g.Expect(wakes(received(t0), due)).To(BeTrue(), "but a sync one interval (5s) after the one recorded: the pass records the point it holds")
+	due.Status.LastSyncTime = &metav1.Time{Time: t0.Add(4 * time.Second)}
+	g.Expect(wakes(received(t0), due)).To(BeFalse(), "not before")
+	recorded := received(t0)
+	recorded.Annotations[volsync.AnnotationReceivedPoint] = t0.Add(-time.Minute).Format(time.RFC3339)
+	g.Expect(wakes(received(t0), recorded)).To(BeFalse(), "recording it wakes nothing")
 	listening, receiving := received(t0), received(t0)
 	listening.Status.Conditions = []metav1.Condition{{Type: volsyncv1alpha1.ConditionSynchronizing, Status: metav1.ConditionTrue,
 		Reason: volsyncv1alpha1.SynchronizingReasonSync, Message: "Listening"}}

@@ -130,6 +130,8 @@ func (r *Reconciler) receiveVolSync(ctx context.Context, sc *scope) (ctrl.Result
 		return strings.Compare(a.PVCNamespace+"/"+a.PVCName, b.PVCNamespace+"/"+b.PVCName)
 	})
 	sc.vrg.Status.VolSyncDestinations = dests
+	received, err := receivedSyncTime(ctx, vs, sc.vrg, receive)
+	sc.vrg.Status.ReceivedSyncTime, errs = received, append(errs, err)
 	if len(problems) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Waiting for VolSync destinations", "problems", strings.Join(problems, "; "))
 	}
@@ -219,7 +221,7 @@ func volSyncNamespaces(vrg *v1alpha1.VolumeReplicationGroup) []string {
 // that binds on its first consumer completes the restore while still Pending; its image is
 // released, and the destinations go, once it is Bound (firstconsumer.go).
 func (r *Reconciler) primaryVolSync(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	sc.vrg.Status.VolSyncDestinations = nil
+	sc.vrg.Status.VolSyncDestinations, sc.vrg.Status.ReceivedSyncTime = nil, nil
 	vs := r.volSync()
 	if vs == nil {
 		return ctrl.Result{}, nil

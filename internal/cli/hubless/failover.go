@@ -208,16 +208,6 @@ func printPlan(w io.Writer, t *target, peerNote string, o FailoverOptions) {
 		"(drover failover %s -n %s --to %s, on the hub), which adopts this promotion and demotes the old primary.\n", o.To, o.App, o.Namespace, o.To)
 }
 
-// expectedLoss says what the failover loses, from what the target knows: the writes made on
-// the old primary after the last copy the target holds.
-func expectedLoss(vrg *v1alpha1.VolumeReplicationGroup, now time.Time) string {
-	interval := string(vrg.Spec.SchedulingInterval)
-	return fmt.Sprintf("the writes made on the old primary after its last group sync to this cluster. A secondary does not report that sync "+
-		"and the hub that recorded it (its DRPlacementControl's lastGroupSyncTime) does not answer: while replication was healthy it is at most "+
-		"about one interval (%s) plus the storage's refresh before the old primary was lost (%s now); the promoted group reports what it restored",
-		interval, cli.Clock(now))
-}
-
 // promote writes the failover into the target's group with its mark, in one patch under an
 // optimistic lock: the spec changes, so its generation becomes the next, which the mark names.
 func promote(ctx context.Context, t *target, o FailoverOptions) error {

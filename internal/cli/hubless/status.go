@@ -133,6 +133,13 @@ func printGroupDetails(w io.Writer, r groupRow, now time.Time) {
 		lines = append(lines, fmt.Sprintf("  promoted without the hub at %s (recovery point %s): a hub with an older status does not act on it",
 			cli.Clock(mark.At.Time), syncClock(mark.LastGroupSyncTime)))
 	}
+	if v.Spec.ReplicationState == v1alpha1.ReplicationStateSecondary {
+		if bound, ok := LossBound(v, now); ok {
+			lines = append(lines, fmt.Sprintf("  a failover to %s loses the %s", r.cluster, bound))
+		} else {
+			lines = append(lines, fmt.Sprintf("  the loss of a failover to %s is %s", r.cluster, bound))
+		}
+	}
 	if v.Status.ObservedGeneration != v.Generation {
 		lines = append(lines, fmt.Sprintf("  the agent has not acted on the group's current spec yet (generation %d, observed %d)", v.Generation, v.Status.ObservedGeneration))
 	}
