@@ -67,19 +67,7 @@ func TestProtectionGoesOnWithoutTheHub(t *testing.T) {
 	withHub := a.sampleLag(lab.East, window)
 	t.Logf("with the hub, over %s: mean lag %s, max %s, %d syncs (interval %s)", window, withHub.mean(), withHub.max.Round(time.Millisecond), withHub.syncs, interval)
 
-	hubDown := true
-	t.Cleanup(func() {
-		if hubDown {
-			if err := testLab.Start(context.Background(), lab.Hub); err != nil {
-				t.Errorf("failed to start the hub cluster again: %v", err)
-			}
-			if err := startHub(); err != nil {
-				t.Errorf("failed to start the hub again: %v", err)
-			}
-		}
-	})
-	stop("hub")
-	a.g.Expect(testLab.Stop(lab.Hub)).To(Succeed())
+	restartHub := stopTheHub(t, a.g)
 	stopped := time.Now()
 	withoutHub := a.sampleLag(lab.East, down)
 	t.Logf("without the hub, over %s: mean lag %s, max %s, %d syncs", time.Since(stopped).Round(time.Second), withoutHub.mean(), withoutHub.max.Round(time.Millisecond), withoutHub.syncs)
@@ -101,9 +89,7 @@ func TestProtectionGoesOnWithoutTheHub(t *testing.T) {
 	a.g.Expect(a.writing(lab.East, handles)).To(Equal(writers), "the application runs on east undisturbed")
 
 	// The hub returns and finds the application as it left it.
-	a.g.Expect(testLab.Start(ctx, lab.Hub)).To(Succeed())
-	a.g.Expect(startHub()).To(Succeed())
-	hubDown = false
+	restartHub()
 	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the returning hub finds the application protected")
 }
 

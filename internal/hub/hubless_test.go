@@ -52,19 +52,7 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	a.g.Expect(a.group(lab.West).Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
 
 	// The hub (drover hub and its cluster) and east are lost together.
-	hubDown := true
-	t.Cleanup(func() {
-		if hubDown {
-			if err := testLab.Start(context.Background(), lab.Hub); err != nil {
-				t.Errorf("failed to start the hub cluster again: %v", err)
-			}
-			if err := startHub(); err != nil {
-				t.Errorf("failed to start the hub again: %v", err)
-			}
-		}
-	})
-	stop("hub")
-	a.g.Expect(testLab.Stop(lab.Hub)).To(Succeed())
+	restartHub := stopTheHub(t, a.g)
 	lost, _ := a.lose(lab.East, handles)
 
 	status := &bytes.Buffer{}
@@ -100,9 +88,7 @@ func TestAFailoverWithoutTheHubKeepsWestsDataAndTheReturningHubAdoptsIt(t *testi
 	westWriters := a.writing(lab.West, handles)
 
 	// The hub returns with its DRPlacementControl saying Deployed on east.
-	a.g.Expect(testLab.Start(ctx, lab.Hub)).To(Succeed())
-	a.g.Expect(startHub()).To(Succeed())
-	hubDown = false
+	restartHub()
 	a.g.Eventually(func(g Gomega) {
 		vrg := &v1alpha1.VolumeReplicationGroup{}
 		g.Expect(a.clusters[lab.West].Get(ctx, a.key, vrg)).To(Succeed())
@@ -153,4 +139,30 @@ func clusterKubeconfig(g Gomega, name string) string {
 	path := c.KubeconfigPath()
 	g.Expect(strings.HasSuffix(path, "kubeconfig")).To(BeTrue())
 	return path
+}
+
+// stopTheHub stops drover's hub process and the hub's cluster, as a site's loss does. The
+// returned function starts both again; when the test ends without calling it, the cleanup does,
+// so that the package's next tests have a hub.
+func stopTheHub(t *testing.T, g Gomega) (restart func()) {
+	t.Helper()
+	down := true
+	t.Cleanup(func() {
+		if !down {
+			return
+		}
+		if err := testLab.Start(context.Background(), lab.Hub); err != nil {
+			t.Errorf("failed to start the hub cluster again: %v", err)
+		}
+		if err := startHub(); err != nil {
+			t.Errorf("failed to start the hub again: %v", err)
+		}
+	})
+	stop("hub")
+	g.Expect(testLab.Stop(lab.Hub)).To(Succeed())
+	return func() {
+		g.Expect(testLab.Start(context.Background(), lab.Hub)).To(Succeed())
+		g.Expect(startHub()).To(Succeed())
+		down = false
+	}
 }
