@@ -3,6 +3,7 @@ package vrg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,6 +164,13 @@ func (r *Reconciler) finishRelocation(ctx context.Context, sc *scope) (ctrl.Resu
 			return ctrl.Result{}, r.annotate(ctx, sc, AnnotationDemotedAt, "")
 		}
 		return ctrl.Result{}, nil
+	}
+	if !slices.ContainsFunc(sc.pvcs, func(ps *pvcState) bool { return ps.pv != nil }) {
+		// No volume to sync (a group protected by its captured objects alone): nothing was
+		// demoted, so nothing marked the demotion, and nothing is left to wait for.
+		sc.finalSync = &v1alpha1.FinalSyncStatus{Request: request, CompletionTime: metav1.Now()}
+		ctrl.LoggerFrom(ctx).Info("Final sync completed: the group has no volume", "request", request)
+		return ctrl.Result{RequeueAfter: requeueWaitingForFence}, nil
 	}
 	demotedAt, err := time.Parse(time.RFC3339Nano, sc.vrg.Annotations[AnnotationDemotedAt])
 	if err != nil {

@@ -212,3 +212,23 @@ func TestAPassActsOnTheSpecItBeganWithWhenTheHubChangesItMeanwhile(t *testing.T)
 	g.Expect(got.Status.ObservedGeneration).To(Equal(secondaryGeneration), "the status answers the spec the pass acted on")
 	g.Expect(groupCondition(g, got, v1alpha1.ConditionDataReady).ObservedGeneration).To(Equal(secondaryGeneration))
 }
+
+// A relocation of a group that selects no PVC (an application protected by its captured objects
+// alone) has no volume to sync: its final sync is recorded at once, so that the hub's relocation
+// goes on to the target.
+func TestARelocationOfAGroupWithNoPVCRecordsItsFinalSync(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	f.r.Fence = true
+	f.vrg.Spec.FinalSyncRequest = "relocate-1"
+	f.demote(g, v1alpha1.ActionRelocate)
+	for range 3 {
+		_, err := f.pass()
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	got := f.group(g)
+	g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
+	g.Expect(got.Status.FinalSync).NotTo(BeNil(), "the final sync of a group with no volume is recorded")
+	g.Expect(got.Status.FinalSync.Request).To(Equal("relocate-1"))
+	g.Expect(got.Annotations).NotTo(HaveKey(AnnotationDemotedAt))
+}
