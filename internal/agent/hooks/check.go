@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/hookexpr"
 )
 
 // A check reads its object with the agent's identity. The agent's role reads the kinds the
@@ -79,9 +79,9 @@ func checkPredicate(c *v1alpha1.CheckHook) (func(map[string]any) (bool, string),
 			return false, fmt.Sprintf("no condition %s", c.Condition.Type)
 		}, nil
 	}
-	prg, err := compileCEL(c.Expression)
+	prg, err := hookexpr.Compile(c.Expression)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("expression %q does not compile: %w", c.Expression, err)
 	}
 	return func(obj map[string]any) (bool, string) {
 		out, _, err := prg.Eval(map[string]any{"self": obj})
@@ -93,20 +93,4 @@ func checkPredicate(c *v1alpha1.CheckHook) (func(map[string]any) (bool, string),
 		}
 		return false, fmt.Sprintf("%s is %v", c.Expression, out)
 	}, nil
-}
-
-// compileCEL compiles an expression over an object bound to self, which must give a bool.
-func compileCEL(expr string) (cel.Program, error) {
-	env, err := cel.NewEnv(cel.Variable("self", cel.DynType))
-	if err != nil {
-		return nil, err
-	}
-	ast, iss := env.Compile(expr)
-	if iss.Err() != nil {
-		return nil, fmt.Errorf("expression %q does not compile: %w", expr, iss.Err())
-	}
-	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
-		return nil, fmt.Errorf("expression %q gives %s, not a bool", expr, ast.OutputType())
-	}
-	return env.Program(ast, cel.CostLimit(1_000_000))
 }

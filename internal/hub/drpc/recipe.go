@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/cel-go/cel"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/hookexpr"
 )
 
 // droverServiceAccounts are the ServiceAccounts drover's own processes run as: a hook Job may
@@ -168,7 +168,7 @@ func hookProblem(h *v1alpha1.Hook, fill func(ns *string, what string) string) st
 			return msg
 		}
 		if h.Check.Expression != "" {
-			if err := compileCheck(h.Check.Expression); err != nil {
+			if _, err := hookexpr.Compile(h.Check.Expression); err != nil {
 				return fmt.Sprintf("%s: check.expression does not compile: %v; write a CEL expression over the object bound to self that returns a bool, such as self.status.readyReplicas == self.spec.replicas",
 					what, err)
 			}
@@ -197,24 +197,4 @@ func jobProblem(what string, job *v1alpha1.JobHook) string {
 		}
 	}
 	return ""
-}
-
-// checkEnv is the CEL environment of a check expression: the object as `self`, of a dynamic
-// type (the hub does not know every kind's schema), returning a bool.
-var checkEnv, checkEnvErr = cel.NewEnv(cel.Variable("self", cel.DynType))
-
-// compileCheck compiles a check expression; an expression whose type is known not to be a bool
-// is refused.
-func compileCheck(expr string) error {
-	if checkEnvErr != nil {
-		return checkEnvErr
-	}
-	ast, iss := checkEnv.Compile(expr)
-	if iss.Err() != nil {
-		return iss.Err()
-	}
-	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
-		return fmt.Errorf("it returns %s, not a bool", t)
-	}
-	return nil
 }
