@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/cel-go/common/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +46,7 @@ func (r *Runner) runCheck(ctx context.Context, h *v1alpha1.Hook) Outcome {
 			if apierrors.IsForbidden(err) {
 				return false, fmt.Errorf("the agent may not read %s (%w): give the ServiceAccount drover-system/%s get on it, or check another object", where, err, AgentServiceAccount)
 			}
-			if ctx.Err() == nil {
+			if !pastDeadline(ctx) {
 				// A read the timeout cut says nothing of the object: the last one that did stays.
 				seen = err.Error()
 			}
@@ -59,6 +60,18 @@ func (r *Runner) runCheck(ctx context.Context, h *v1alpha1.Hook) Outcome {
 		return failed("%s: last seen: %s: %v", where, seen, err)
 	}
 	return Outcome{Succeeded: true, Message: fmt.Sprintf("%s: %s", where, seen)}
+}
+
+// pastDeadline says whether ctx is done or its deadline has passed. The two differ for a
+// moment: a context's timer marks it done a little after its deadline (later still on a busy
+// machine), and in that moment client-go's rate limiter already refuses to wait past the
+// deadline, an error that says nothing of the object read.
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // checkPredicate is the check's test of an object: its condition, or its CEL expression.
