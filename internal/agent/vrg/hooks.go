@@ -146,7 +146,12 @@ func (r *Reconciler) targetHooks(ctx context.Context, sc *scope) (ctrl.Result, e
 	if !ready {
 		return ctrl.Result{}, nil
 	}
-	_, result := r.runHooks(ctx, sc, hooks.OfPoints(&recipe.Spec, v1alpha1.HookAfterReady), v1alpha1.ConditionWorkloadsReady)
+	list := hooks.OfPoints(&recipe.Spec, v1alpha1.HookAfterReady)
+	if orderedRestore(sc.vrg) {
+		// Each group's ran in the restore order (order.go), before the next group started.
+		list = hooks.OfGroup(&recipe.Spec, v1alpha1.HookAfterReady, "")
+	}
+	_, result := r.runHooks(ctx, sc, list, v1alpha1.ConditionWorkloadsReady)
 	return result, nil
 }
 
