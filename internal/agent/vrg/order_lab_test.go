@@ -172,9 +172,8 @@ func TestARelocationsTargetRestoresTheRecipesGroupsInOrder(t *testing.T) {
 		g.Expect(west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
 		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
 	}).Should(Succeed(), "west restores both tiers in order and runs the hooks")
-	g.Expect(sawOrder).To(BeTrue(), "KubeObjectsReady said the restore stood at a step of the order")
-
 	expectOrderInAudit(t, g, ns, action, began)
+	g.Expect(sawOrder).To(BeTrue(), "KubeObjectsReady said the restore stood at a step of the order")
 }
 
 // expectOrderInAudit reads west's audit log of namespace ns since began and checks the order of
@@ -187,9 +186,15 @@ func expectOrderInAudit(t *testing.T, g *WithT, ns, action string, began time.Ti
 	trace, err := lab.AuditTrace(lab.West, c.AuditLogPath(), ns, began.Add(-time.Second), time.Now().Add(time.Second))
 	g.Expect(err).NotTo(HaveOccurred())
 	log := auditOf(trace)
+	var writes []lab.AuditRequest
+	for _, r := range trace {
+		if r.Verb == "create" || r.Verb == "update" || r.Verb == "patch" {
+			writes = append(writes, r)
+		}
+	}
 	var b strings.Builder
-	g.Expect(lab.WriteAuditTrace(&b, trace, began)).To(Succeed())
-	t.Logf("west's audit log of %s from the promotion on:\n%s", ns, b.String())
+	g.Expect(lab.WriteAuditTrace(&b, writes, began)).To(Succeed())
+	t.Logf("west's audit log of %s from the promotion on, its writes:\n%s", ns, b.String())
 
 	migrate, dbReady := hooks.JobName("shop", "migrate", action, 1), hooks.JobName("shop", "db-ready", action, 1)
 	migrateCreated := log.first(g, req("create", "jobs", migrate), "the AfterRestore Job's creation")
