@@ -728,7 +728,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 	// A settled secondary (every group after its first failover or relocation) is woken at
 	// each sync of its storage: the watch of the workloads' metadata spares it five lists.
 	if !kubeobjects.NoWorkloadsCached(ctx, r.Cache, resources, namespaces, sel) {
-		remaining, err = kubeobjects.DeleteWorkloads(ctx, r.Client, resources, namespaces, sel)
+		remaining, err = r.deleteWorkloads(ctx, sc, resources, namespaces, sel)
 	}
 	if err != nil {
 		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, err.Error()))

@@ -174,6 +174,9 @@ type stepResult struct {
 // once every object is restored (or when res refuses some, or err).
 func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope, objects []*unstructured.Unstructured) (
 	res kubeobjects.RestoreResult, waiting *metav1.Condition, result ctrl.Result, err error) {
+	// A hook's Job is its attempt's on the cluster it ran on, captured there with the rest:
+	// restored here it would run again.
+	objects = slices.DeleteFunc(slices.Clone(objects), hookJob)
 	if !orderedRestore(sc.vrg) {
 		res, err = kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
 		return res, nil, ctrl.Result{}, err
@@ -203,6 +206,12 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope, objects []*u
 		}
 	}
 	return res, waiting, result, err
+}
+
+// hookJob reports whether an object is a hook's Job (hooks.LabelHook).
+func hookJob(o *unstructured.Unstructured) bool {
+	_, ok := o.GetLabels()[hooks.LabelHook]
+	return ok && o.GroupVersionKind().GroupKind() == kubeobjects.KindJob
 }
 
 // describeStep names a step of the order for a log or a condition.

@@ -42,7 +42,8 @@ func kwokJob() *batchv1.JobSpec {
 }
 
 // twoTierRecipe orders a database StatefulSet db before the web tier (the Deployments labelled
-// tier=web), with a migration Job after the restore and a Job once the database is Ready.
+// tier=web), with a migration Job after the restore, a Job once the database is Ready, and a
+// Job before the database stops.
 func twoTierRecipe(ns, action string) *v1alpha1.VRGRecipe {
 	return &v1alpha1.VRGRecipe{Name: "shop", Action: action, Spec: v1alpha1.DRRecipeSpec{
 		Groups: []v1alpha1.RecoveryGroup{
@@ -54,6 +55,8 @@ func twoTierRecipe(ns, action string) *v1alpha1.VRGRecipe {
 			{Name: "migrate", Point: v1alpha1.HookAfterRestore, Timeout: &metav1.Duration{Duration: time.Minute},
 				Job: &v1alpha1.JobHook{Namespace: ns, Template: kwokJob()}},
 			{Name: "db-ready", Point: v1alpha1.HookAfterReady, Group: "db", Timeout: &metav1.Duration{Duration: time.Minute},
+				Job: &v1alpha1.JobHook{Namespace: ns, Template: kwokJob()}},
+			{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Group: "db", Timeout: &metav1.Duration{Duration: time.Minute},
 				Job: &v1alpha1.JobHook{Namespace: ns, Template: kwokJob()}},
 		},
 	}}
@@ -104,10 +107,12 @@ func completed(r lab.AuditRequest) time.Time { return r.Received.Add(r.Latency) 
 // relocated to west, whose recipe orders them: west's API server's audit log shows the
 // AfterRestore migration Job completed before any workload exists, the database's pod Ready
 // before the database group's AfterReady Job is created, that Job completed before the web
-// Deployment is created, and so every web pod created after both. Until the web tier is
-// created, KubeObjectsReady (what the hub's promotion waits for) and WorkloadsReady say which
-// step the restore stands at.
-func TestARelocationsTargetRestoresTheRecipesGroupsInOrder(t *testing.T) {
+// Deployment is created, and so every web pod created after both. East, the source, stopped
+// them the other way round: the web tier and its pods gone before the database group's
+// BeforeStop Job is created, that Job completed before the database is deleted. Until the web
+// tier is created, KubeObjectsReady (what the hub's promotion waits for) and WorkloadsReady say
+// which step the restore stands at.
+func TestARelocationStopsAndRestoresTheRecipesGroupsInOrder(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
@@ -126,6 +131,7 @@ func TestARelocationsTargetRestoresTheRecipesGroupsInOrder(t *testing.T) {
 	g.Expect(east.Create(ctx, webDeployment(ns))).To(Succeed())
 	profiles, stores := vrglab.S3Profiles(g)
 	eastGroup := selfContainedVRG(groupNS, ns, profiles)
+	eastGroup.Spec.Recipe = twoTierRecipe(ns, action)
 	g.Expect(east.Create(ctx, eastGroup)).To(Succeed())
 	westGroup := selfContainedVRG(groupNS, ns, profiles)
 	westGroup.Spec.ReplicationState = v1alpha1.ReplicationStateSecondary
@@ -144,13 +150,15 @@ func TestARelocationsTargetRestoresTheRecipesGroupsInOrder(t *testing.T) {
 		}
 	}).Should(Succeed(), "east protects the database's PVC and captures both tiers")
 
+	stopping := time.Now()
 	relocateFrom(ctx, g, east, eastGroup)
 	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(eastGroup), got)).To(Succeed())
+		got, runs := runsOf(g, ctx, east, eastGroup)
 		g.Expect(got.Status.State).To(Equal(v1alpha1.StateSecondary))
 		g.Expect(got.Status.FinalSync).NotTo(BeNil())
-	}).Should(Succeed(), "east stops both tiers and is Secondary with the final sync")
+		g.Expect(runs["stop-db"].Result).To(Equal(v1alpha1.HookSucceeded))
+	}).Should(Succeed(), "east stops both tiers in order and is Secondary with the final sync")
+	expectStopOrderInAudit(t, g, ns, action, stopping)
 	began := time.Now()
 	vrglab.SetRole(ctx, g, west, westGroup, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionRelocate)
 
@@ -235,4 +243,37 @@ func workloadKind(resource string) (gk schema.GroupKind) {
 		return kubeobjects.KindCronJob
 	}
 	return gk
+}
+
+// expectStopOrderInAudit reads east's audit log of namespace ns since began and checks the stop
+// order of the relocation's source: the web Deployment deleted and its pods gone before the db
+// group's BeforeStop Job was created, that Job completed before the database was deleted.
+func expectStopOrderInAudit(t *testing.T, g *WithT, ns, action string, began time.Time) {
+	c, err := vrglab.Lab().Cluster(lab.East)
+	g.Expect(err).NotTo(HaveOccurred())
+	trace, err := lab.AuditTrace(lab.East, c.AuditLogPath(), ns, began.Add(-time.Second), time.Now().Add(time.Second))
+	g.Expect(err).NotTo(HaveOccurred())
+	log := auditOf(trace)
+	var lines []lab.AuditRequest
+	for _, r := range trace {
+		if r.Verb == "delete" || r.Verb == "create" {
+			lines = append(lines, r)
+		}
+	}
+	var b strings.Builder
+	g.Expect(lab.WriteAuditTrace(&b, lines, began)).To(Succeed())
+	t.Logf("east's audit log of %s from the relocation on, its creates and deletes:\n%s", ns, b.String())
+
+	stopDB := hooks.JobName("shop", "stop-db", action, 1)
+	webDeleted := log.first(g, req("delete", "deployments", "web"), "the web Deployment's deletion")
+	webPodGone := log.last(g, func(r lab.AuditRequest) bool {
+		return r.Verb == "delete" && r.Resource == "pods" && strings.HasPrefix(r.Name, "web-") && r.Code < 300
+	}, "the web pod's deletion")
+	stopDBCreated := log.first(g, req("create", "jobs", stopDB), "the db group's BeforeStop Job's creation")
+	stopDBDone := log.last(g, req("", "jobs/status", stopDB), "the db group's BeforeStop Job's completion")
+	dbDeleted := log.first(g, req("delete", "statefulsets", "db"), "the database StatefulSet's deletion")
+
+	g.Expect(stopDBCreated.Received).To(BeTemporally(">", completed(webDeleted)), "the web tier stops first")
+	g.Expect(stopDBCreated.Received).To(BeTemporally(">", completed(webPodGone)), "the db group's hook runs once no web pod is left")
+	g.Expect(dbDeleted.Received).To(BeTemporally(">", completed(stopDBDone)), "the database stops once its hook completed")
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/agent/hooks"
 	"github.com/drover-io/drover/internal/kubeobjects"
 )
 
@@ -111,5 +112,15 @@ func TestAGroupPastItsReadyTimeoutHoldsTheRestoreWithItsWorkloadsReason(t *testi
 	}
 	if got := lateReason(v1alpha1.ReasonPodsRefused); got != v1alpha1.ReasonPodsRefused {
 		t.Fatalf("a refused workload's reason is kept: %s", got)
+	}
+}
+
+func TestAHooksJobIsNeitherRestoredNorStoppedAsAWorkload(t *testing.T) {
+	job := captured("batch/v1", "Job", "hook-migrate-0123456789", map[string]string{hooks.LabelHook: "migrate"})
+	if !hookJob(job) {
+		t.Fatal("a Job labelled with its hook is a hook's Job")
+	}
+	if hookJob(captured("batch/v1", "Job", "migrate", nil)) || hookJob(captured("apps/v1", "Deployment", "web", map[string]string{hooks.LabelHook: "x"})) {
+		t.Fatal("only a Job labelled with its hook is a hook's Job")
 	}
 }
