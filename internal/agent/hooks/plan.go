@@ -217,3 +217,15 @@ func StopOrder(spec *v1alpha1.DRRecipeSpec) []*v1alpha1.Hook {
 	}
 	return out
 }
+
+// OfGroup returns the recipe's hooks at point tied to group, in the recipe's order; group ""
+// returns those tied to no group.
+func OfGroup(spec *v1alpha1.DRRecipeSpec, point v1alpha1.HookPoint, group string) []*v1alpha1.Hook {
+	var out []*v1alpha1.Hook
+	for _, h := range OfPoints(spec, point) {
+		if h.Group == group {
+			out = append(out, h)
+		}
+	}
+	return out
+}

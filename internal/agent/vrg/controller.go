@@ -369,11 +369,12 @@ func notOnlyStatusChanged() predicate.Predicate {
 // bookkeeping are the annotations a pass writes on its group to remember what it did, and
 // that no later pass waits for: the pass that writes one goes on with it set and returns its
 // own requeue (the next capture an interval away, the claimed epoch's markers written in the
-// same pass, the relocation's workloads removed after its final capture). The agent alone
+// same pass, the relocation's workloads removed after its final capture, the step of a restore
+// order, whose pass requeues to look at the step it reached). The agent alone
 // writes them. Each woke a whole pass for nothing: at 100 groups, one per group per capture
 // that changed a store and one per promotion. AnnotationKubeObjectsRestored is not one (written
 // once per promotion, its pass is the first to see the group restored).
-var bookkeeping = []string{AnnotationKubeObjectsCapturedAt, AnnotationPrimaryEpoch, AnnotationKubeObjectsFinalCapture}
+var bookkeeping = []string{AnnotationKubeObjectsCapturedAt, AnnotationPrimaryEpoch, AnnotationKubeObjectsFinalCapture, AnnotationRestoreOrder}
 
 // withoutBookkeeping returns the annotations without the bookkeeping ones (a copy when it has
 // any).

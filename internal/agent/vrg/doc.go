@@ -28,9 +28,12 @@
 //     indexes) and the demotion of each PVC's replication (demote.go, consumers.go);
 //   - the application's hooks from the recipe the hub copies into spec.recipe (hooks.go, run by
 //     internal/agent/hooks): a relocation's source runs its BeforeSync and BeforeStop hooks
-//     before anything stops its workload, a promoted target its AfterReady hooks once its
-//     workloads are Ready; their runs in status.hooks, a failed one holding DataReady (source)
-//     or WorkloadsReady (target) at HookFailed until a person's decision;
+//     before anything stops its workload, and stops the recipe's groups in reverse, each after
+//     its own BeforeStop hooks (stoporder.go); a promoted target restores its objects in the
+//     recipe's order, with its AfterRestore hooks and each group's AfterReady hooks between the
+//     steps (order.go), and runs its other AfterReady hooks once its workloads are Ready; their
+//     runs in status.hooks, a failed one holding DataReady (source), KubeObjectsReady (the
+//     restore order) or WorkloadsReady (target) at HookFailed until a person's decision;
 //   - the group's status: per-PVC conditions and sync times, DataReady, DataProtected,
 //     ClusterDataReady, ClusterDataProtected, lastGroupSyncTime (the oldest PVC sync or, with
 //     no PVC selected, the last capture of the objects that every store holds) and state.

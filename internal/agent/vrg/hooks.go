@@ -24,9 +24,10 @@ import (
 //     group not yet Secondary) runs its BeforeSync hooks, then its BeforeStop hooks, while the
 //     workload still runs: no later phase (the workloads' removal, the fence, the demotion that
 //     starts the final sync) runs until every one passed. DataReady, which the hub's relocation
-//     waits on, says HookRunning or HookFailed meanwhile. Groups of the recipe are not stopped
-//     one by one yet: every BeforeStop hook runs before the whole workload stops, those of no
-//     group first, then each group's in the order the groups would stop (hooks.StopOrder).
+//     waits on, says HookRunning or HookFailed meanwhile. In self-contained mode a recipe's
+//     groups then stop one by one, the last first, each after its own BeforeStop hooks
+//     (stoporder.go); otherwise every BeforeStop hook runs here, those of no group first, then
+//     each group's in the order the groups would stop (hooks.StopOrder).
 //   - A promoted target (failover or relocation) runs its AfterReady hooks once WorkloadsReady
 //     is True; WorkloadsReady, which the hub's Available follows, stays False (HookRunning,
 //     HookFailed) until every one passed.
@@ -124,7 +125,7 @@ func (r *Reconciler) sourceHooks(ctx context.Context, sc *scope) (ctrl.Result, e
 	if recipe == nil || !relocationSource(sc.vrg) {
 		return ctrl.Result{}, nil
 	}
-	list := append(hooks.OfPoints(&recipe.Spec, v1alpha1.HookBeforeSync), hooks.StopOrder(&recipe.Spec)...)
+	list := append(hooks.OfPoints(&recipe.Spec, v1alpha1.HookBeforeSync), stopHooks(sc.vrg)...)
 	done, result := r.runHooks(ctx, sc, list, v1alpha1.ConditionDataReady)
 	if !done {
 		sc.stop = true
@@ -146,7 +147,12 @@ func (r *Reconciler) targetHooks(ctx context.Context, sc *scope) (ctrl.Result, e
 	if !ready {
 		return ctrl.Result{}, nil
 	}
-	_, result := r.runHooks(ctx, sc, hooks.OfPoints(&recipe.Spec, v1alpha1.HookAfterReady), v1alpha1.ConditionWorkloadsReady)
+	list := hooks.OfPoints(&recipe.Spec, v1alpha1.HookAfterReady)
+	if orderedRestore(sc.vrg) {
+		// Each group's ran in the restore order (order.go), before the next group started.
+		list = hooks.OfGroup(&recipe.Spec, v1alpha1.HookAfterReady, "")
+	}
+	_, result := r.runHooks(ctx, sc, list, v1alpha1.ConditionWorkloadsReady)
 	return result, nil
 }
 

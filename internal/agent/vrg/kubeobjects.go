@@ -559,7 +559,7 @@ func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kube
 		msg = fmt.Sprintf("no S3 profile holds a capture of the objects (the primary never wrote one): nothing to restore; read %s%s", from, skipped)
 	} else {
 		objects := selected(capture, sel)
-		res, err := kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
+		res, waiting, result, err := r.restoreObjects(ctx, sc, objects)
 		if err != nil {
 			sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, fmt.Sprintf(
 				"restoring the capture of %s from S3 profile %s: %d objects created, %d adopted, %d waiting for the ones that failed: %v",
@@ -571,6 +571,10 @@ func (r *Reconciler) restoreKubeObjects(ctx context.Context, sc *scope, sel kube
 			// next pass, and the condition turns True then.
 			sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonPodSecurityRefused, podSecurityRefusedMessage(capture, from, res)))
 			return ctrl.Result{RequeueAfter: requeueAfterFailure}, nil
+		}
+		if waiting != nil {
+			sc.kubeObjectsReady = waiting
+			return result, nil
 		}
 		msg = fmt.Sprintf("the capture of %s is restored from S3 profile %s (%d objects created, %d adopted: %s)%s",
 			capture.CapturedAt.UTC().Format(time.RFC3339), from, res.Created, res.Adopted, kubeobjects.Summary(objects), skipped)
@@ -724,7 +728,7 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, sc *scope) (ctrl.Resul
 	// A settled secondary (every group after its first failover or relocation) is woken at
 	// each sync of its storage: the watch of the workloads' metadata spares it five lists.
 	if !kubeobjects.NoWorkloadsCached(ctx, r.Cache, resources, namespaces, sel) {
-		remaining, err = kubeobjects.DeleteWorkloads(ctx, r.Client, resources, namespaces, sel)
+		remaining, err = r.deleteWorkloads(ctx, sc, resources, namespaces, sel)
 	}
 	if err != nil {
 		sc.kubeObjectsReady = ptrTo(condition(t, false, v1alpha1.ReasonError, err.Error()))

@@ -53,6 +53,16 @@ func (r *Reconciler) checkWorkloads(ctx context.Context, sc *scope) (ctrl.Result
 	if !promoting(sc.vrg) || sc.restore == nil || !sc.restore.complete() || workloadsJudged(sc.vrg) {
 		return ctrl.Result{}, nil
 	}
+	if orderPending(sc.vrg) {
+		// Not judged before the recipe's order has created every workload (order.go): a group
+		// Ready would otherwise pass for the application.
+		msg := "the workloads start in the order of the recipe"
+		if c := sc.kubeObjectsReady; c != nil && c.Status == metav1.ConditionFalse {
+			msg += "; " + c.Message
+		}
+		sc.workloadsReady = ptrTo(condition(v1alpha1.ConditionWorkloadsReady, false, v1alpha1.ReasonProgressing, msg))
+		return ctrl.Result{}, nil
+	}
 	claims := map[string]bool{}
 	for _, ps := range sc.pvcs {
 		claims[ps.pvc.Namespace+"/"+ps.pvc.Name] = true
