@@ -8,7 +8,7 @@ import (
 
 // timerLate is a context whose deadline has passed while its timer has not yet marked it done,
 // the moment in which client-go's rate limiter refuses a read.
-type timerLate struct{ context.Context }
+type timerLate struct{ context.Context } //nolint:containedctx // the context is the case under test
 
 func (timerLate) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
 
@@ -17,7 +17,7 @@ func (timerLate) Deadline() (time.Time, bool) { return time.Now().Add(-time.Mill
 func TestAReadCutByTheDeadlineBeforeTheContextEndsIsNotWhatTheCheckSaw(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		ctx  context.Context
+		ctx  context.Context //nolint:containedctx // each case is a context
 		want bool
 	}{
 		{"no deadline", context.Background(), false},
