@@ -42,6 +42,14 @@ func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	ensureTheHubRuns(t)
 	stop("hub")
 	wipeTheHub(a.g)
+	dry := restoreOptions(a.g, lab.East, lab.West)
+	dry.DryRun = true
+	plan := &bytes.Buffer{}
+	a.g.Expect(hubrestore.Restore(context.Background(), plan, dry)).To(Succeed(), plan.String())
+	t.Logf("drover hub restore --dry-run:\n%s", plan)
+	a.g.Expect(plan.String()).To(ContainSubstring("DRPlacementControl hub-restore/db (DRPolicy " + policyVolRep + "): Deployed on east"))
+	a.g.Expect(plan.String()).To(ContainSubstring("DRCluster west: at " + dry.Servers[lab.West]))
+	a.expectCount(&v1alpha1.DRClusterList{}, 0)
 	out := &bytes.Buffer{}
 	a.g.Expect(hubrestore.Restore(context.Background(), out, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), out.String())
 	t.Logf("drover hub restore:\n%s", out)
@@ -57,6 +65,7 @@ func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	a.g.Expect(again.String()).To(ContainSubstring("DRPlacementControl hub-restore/db exists, kept"))
 	a.g.Expect(again.String()).To(ContainSubstring("DRPolicy " + policyVolRep + " exists, kept"))
 	a.g.Expect(again.String()).NotTo(ContainSubstring(" created\n"), "the second restore creates nothing")
+	a.g.Expect(again.String()).NotTo(ContainSubstring("revoked"), "the second restore keeps the new hub's tokens")
 	a.g.Expect(a.drpc(a.g).Generation).To(Equal(d.Generation))
 	a.expectCount(&v1alpha1.DRClusterList{}, 2)
 	a.expectCount(&v1alpha1.DRPolicyList{}, 1)
@@ -68,6 +77,7 @@ func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	a.g.Expect(hubless.Failover(context.Background(), failover, hubless.FailoverOptions{App: "db", Namespace: a.ns, To: lab.West, From: lab.East,
 		Clusters: []string{lab.West + "=" + clusterKubeconfig(a.g, lab.West)}, Confirm: &cli.Confirmation{Yes: true}, Timeout: 3 * time.Minute, Log: failover})).To(Succeed(), failover.String())
 	westWriters := a.writing(lab.West, handles)
+	promoted := a.group(lab.West)
 
 	// A new hub: the hub's cluster comes back empty of drover's objects, east still lost.
 	restartHub()
@@ -79,6 +89,9 @@ func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	a.g.Expect(skipped.String()).To(ContainSubstring("skipped (does not answer, not guessed): east"))
 	a.g.Expect(skipped.String()).To(ContainSubstring("promoted without the hub on west"))
 	a.g.Expect(startHub()).To(Succeed())
+	a.g.Consistently(func(g Gomega) {
+		g.Expect(a.group(lab.West).Generation).To(Equal(promoted.Generation), "nothing is written into west's group while east is not known")
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	a.restore(lab.East)
 	final := &bytes.Buffer{}
 	a.g.Expect(hubrestore.Restore(context.Background(), final, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), final.String())

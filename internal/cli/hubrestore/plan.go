@@ -32,6 +32,9 @@ type joinPlan struct {
 	name, region string
 	profile      objectstore.Profile
 	conn         join.Cluster
+	// revoke is true when the hub holds no kubeconfig for the cluster: the Secret the old
+	// hub's tokens are bound to is deleted before the join.
+	revoke bool
 }
 
 // drpcPlan is a DRPlacementControl to create, and the state its groups are in.

@@ -53,6 +53,13 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 	if err != nil {
 		return cli.Refused(err)
 	}
+	hub, err := newClient(o.Hub.Config)
+	if err != nil {
+		return err
+	}
+	if err := p.checkHub(ctx, hub); err != nil {
+		return err
+	}
 	printPlan(w, p, o)
 	if len(p.joins) == 0 {
 		return cli.Unreachable(errors.New("no managed cluster answered: nothing restored; check the kubeconfigs and that the clusters' API servers answer"))
@@ -63,12 +70,8 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 	if err := o.Confirm.Confirm(fmt.Sprintf("restore the hub at %s from %d managed cluster(s)", o.Hub.Config.Host, len(p.joins)), "restore"); err != nil {
 		return err
 	}
-	hub, err := newClient(o.Hub.Config)
-	if err != nil {
-		return err
-	}
 	for _, j := range p.joins {
-		if err := joinCluster(ctx, w, hub, j, p, o); err != nil {
+		if err := joinCluster(ctx, w, j, p, o); err != nil {
 			return err
 		}
 	}
@@ -93,8 +96,12 @@ func printPlan(w io.Writer, p *plan, o Options) {
 		fmt.Fprintf(w, "  skipped (does not answer, not guessed): %s\n", s)
 	}
 	for _, j := range p.joins {
-		fmt.Fprintf(w, "  DRCluster %s: joined at %s, region %s, S3 profile %s; a new token for the hub, the old hub's tokens revoked\n",
-			j.name, cli.OrDefault(o.Servers[j.name], j.conn.Config.Host), j.region, j.profile.Name)
+		token := "joined again as drover cluster join does, keeping the hub's token while it is valid"
+		if j.revoke {
+			token = "a new token for the hub, the old hub's tokens revoked"
+		}
+		fmt.Fprintf(w, "  DRCluster %s: at %s, region %s, S3 profile %s; %s\n",
+			j.name, cli.OrDefault(o.Servers[j.name], j.conn.Config.Host), j.region, j.profile.Name, token)
 	}
 	for _, pol := range p.policies {
 		fmt.Fprintf(w, "  DRPolicy %s: %s and %s, every %s, %d S3 profile(s)\n", pol.Name, pol.Spec.DRClusters[0], pol.Spec.DRClusters[1],
@@ -132,8 +139,8 @@ func describeState(d drpcPlan) string {
 
 // joinCluster joins one cluster as drover cluster join does. When the hub holds no kubeconfig
 // for it yet, the Secret the old hub's tokens are bound to is deleted first, which revokes them.
-func joinCluster(ctx context.Context, w io.Writer, hub client.Client, j joinPlan, p *plan, o Options) error {
-	if err := revokeOldTokens(ctx, w, hub, j); err != nil {
+func joinCluster(ctx context.Context, w io.Writer, j joinPlan, p *plan, o Options) error {
+	if err := revokeOldTokens(ctx, w, j); err != nil {
 		return err
 	}
 	peers := map[string]join.Cluster{}
@@ -157,13 +164,9 @@ func joinCluster(ctx context.Context, w io.Writer, hub client.Client, j joinPlan
 // revokeOldTokens deletes, on the managed cluster, the Secret every token of the hub's
 // identity is bound to, when the new hub holds no kubeconfig for the cluster: the old hub's
 // tokens are refused from then on. Join makes the Secret again and binds the new token to it.
-func revokeOldTokens(ctx context.Context, w io.Writer, hub client.Client, j joinPlan) error {
-	err := hub.Get(ctx, client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.KubeconfigSecretName(j.name)}, &corev1.Secret{})
-	switch {
-	case err == nil:
+func revokeOldTokens(ctx context.Context, w io.Writer, j joinPlan) error {
+	if !j.revoke {
 		return nil
-	case !apierrors.IsNotFound(err):
-		return cli.Unreachable(fmt.Errorf("failed to read Secret %s/%s on the hub: %w", join.DefaultNamespace, join.KubeconfigSecretName(j.name), err))
 	}
 	managed, err := newClient(j.conn.Config)
 	if err != nil {
@@ -183,6 +186,22 @@ func revokeOldTokens(ctx context.Context, w io.Writer, hub client.Client, j join
 		return fmt.Errorf("failed to delete Secret %s/%s on %s, which revokes the old hub's tokens: %w", join.DefaultNamespace, join.TokenSecretName, j.name, err)
 	}
 	fmt.Fprintf(w, "managed cluster %s: Secret %s/%s deleted: every token of the old hub is revoked\n", j.name, join.DefaultNamespace, join.TokenSecretName)
+	return nil
+}
+
+// checkHub reads, for each cluster to join, whether the hub holds a kubeconfig for it already
+// (a restore run before): the old hub's tokens are revoked only when it holds none.
+func (p *plan) checkHub(ctx context.Context, hub client.Client) error {
+	for i := range p.joins {
+		key := client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.KubeconfigSecretName(p.joins[i].name)}
+		err := hub.Get(ctx, key, &corev1.Secret{})
+		switch {
+		case apierrors.IsNotFound(err):
+			p.joins[i].revoke = true
+		case err != nil:
+			return cli.Unreachable(fmt.Errorf("failed to read Secret %s on the new hub: %w; check --kubeconfig and that drover's hub is installed there", key, err))
+		}
+	}
 	return nil
 }
 
