@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -45,7 +46,7 @@ type group struct {
 
 // readClusters reads each cluster the operator named; one that cannot be read is kept with its
 // error.
-func readClusters(ctx context.Context, values []string, namespace string) ([]*cluster, error) {
+func readClusters(ctx context.Context, values []string, namespace string, wrap transport.WrapperFunc) ([]*cluster, error) {
 	parsed, err := hubless.ParseClusters(values)
 	if err != nil {
 		return nil, err
@@ -54,6 +55,9 @@ func readClusters(ctx context.Context, values []string, namespace string) ([]*cl
 	for _, p := range parsed {
 		c := &cluster{name: p.Name}
 		c.conn, c.err = join.LoadKubeconfig(p.Kubeconfig, "")
+		if c.err == nil && wrap != nil {
+			c.conn.Config.Wrap(wrap)
+		}
 		if c.err == nil {
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
 			c.err = c.read(rctx, namespace)

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -35,6 +37,9 @@ type Options struct {
 	Confirm *cli.Confirmation
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Wrap, when set, wraps the transport of every client the restore makes, of the hub and
+	// of the managed clusters (tests kill the restore at one of its writes with it).
+	Wrap transport.WrapperFunc
 }
 
 // Restore rebuilds the hub o.Hub from the managed clusters: it reads each, prints what it
@@ -45,7 +50,11 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 	if o.Hub.Config == nil {
 		return cli.Usage(errors.New("no kubeconfig for the new hub: pass --kubeconfig or set KUBECONFIG"))
 	}
-	clusters, err := readClusters(ctx, o.Clusters, join.DefaultNamespace)
+	if o.Wrap != nil {
+		o.Hub.Config = rest.CopyConfig(o.Hub.Config)
+		o.Hub.Config.Wrap(o.Wrap)
+	}
+	clusters, err := readClusters(ctx, o.Clusters, join.DefaultNamespace, o.Wrap)
 	if err != nil {
 		return err
 	}
