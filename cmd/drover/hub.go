@@ -65,6 +65,7 @@ the managed clusters through deploy, failover and relocation. It never touches P
 		"namespaces besides "+tenancy.DefaultAdminNamespace+" whose DRPlacementControls may protect other namespaces (label each drover.io/admin-namespace=true too, for the admission policy)")
 	cmd.Flags().StringSliceVar(&f.tenancy.SystemNamespaces, "system-namespaces", nil,
 		"namespaces besides kube-*, openshift-* and drover-system that no DRPlacementControl may protect")
+	cmd.AddCommand(newHubRestoreCommand())
 	return cmd
 }
 

@@ -8,6 +8,7 @@
 //	internal/cli/cluster/  drover cluster list, cluster lost, version
 //	internal/cli/day2/     validate, gather, events: the verbs that also read the managed clusters
 //	internal/cli/hubless/  status --cluster-kubeconfig, failover --without-hub: the managed clusters with no hub
+//	internal/cli/hubrestore/ drover hub restore: a lost hub rebuilt on a new one from the managed clusters
 //	internal/cli/clitest/  the tests' builders of hub objects over each package's API server
 //	internal/cli/clilab/   the day-2 verbs' tests against a lab of three clusters
 //

@@ -13,4 +13,7 @@
 // copies it into both groups (frozen from an action's start to its end), shows the hooks' runs
 // the agents report in status.hooks and the conditions, and hands a person's spec.hookDecision
 // only to the group whose hook failed at that attempt (hooks.go; docs/hooks.md).
+// It writes on each group the record a lost hub is rebuilt from (record.go), and starts a
+// DRPlacementControl that `drover hub restore` made from the state its groups are in rather
+// than deploying it (rebuild.go; internal/hub/hubrecord; docs/decisions/0017).
 package drpc

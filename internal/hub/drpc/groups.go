@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/hub/hubrecord"
 )
 
 // Labels on the VolumeReplicationGroups the hub creates, naming their DRPlacementControl.
@@ -165,6 +166,10 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 	}
 	handOff(&desired, client.ObjectKeyFromObject(sc.drpc), cv.vrg, otherGroup)
 	desired.Recipe = sc.recipeFor(cv)
+	record, err := sc.record()
+	if err != nil {
+		return err
+	}
 	if cv.vrg == nil {
 		if err := ensureNamespace(ctx, cv, sc.drpc.Namespace); err != nil {
 			return err
@@ -172,7 +177,7 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 		vrg := &v1alpha1.VolumeReplicationGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: sc.drpc.Namespace, Name: sc.drpc.Name, Labels: map[string]string{
 				LabelDRPCName: sc.drpc.Name, LabelDRPCNamespace: sc.drpc.Namespace,
-			}},
+			}, Annotations: map[string]string{hubrecord.Annotation: record}},
 			Spec: desired,
 		}
 		err := cv.client.Create(ctx, vrg, client.FieldOwner(fieldOwner))
@@ -190,11 +195,15 @@ func (r *Reconciler) ensureGroup(ctx context.Context, sc *scope, cv *clusterView
 		cv.vrg = vrg
 		return nil
 	}
-	if equality.Semantic.DeepEqual(cv.vrg.Spec, desired) {
+	if equality.Semantic.DeepEqual(cv.vrg.Spec, desired) && cv.vrg.Annotations[hubrecord.Annotation] == record {
 		return nil
 	}
 	before := cv.vrg.DeepCopy()
 	cv.vrg.Spec = desired
+	if cv.vrg.Annotations == nil {
+		cv.vrg.Annotations = map[string]string{}
+	}
+	cv.vrg.Annotations[hubrecord.Annotation] = record
 	if err := cv.client.Patch(ctx, cv.vrg, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
 		cv.vrg = before
 		return fmt.Errorf("failed to patch VolumeReplicationGroup %s on %s: %w", klog.KObj(before), cv.name, err)

@@ -21,7 +21,10 @@ func (w *world) promoteWithoutHub(cluster string) *v1alpha1.VolumeReplicationGro
 	v.Generation++
 	raw, err := json.Marshal(v1alpha1.PromotedWithoutHub{Cluster: cluster, Generation: v.Generation, At: metav1.NewTime(w.now)})
 	w.g.Expect(err).NotTo(HaveOccurred())
-	v.Annotations = map[string]string{v1alpha1.AnnotationPromotedWithoutHub: string(raw)}
+	if v.Annotations == nil {
+		v.Annotations = map[string]string{}
+	}
+	v.Annotations[v1alpha1.AnnotationPromotedWithoutHub] = string(raw)
 	w.g.Expect(w.clusters[cluster].Update(context.Background(), v)).To(Succeed())
 	w.agent(cluster, false)
 	return w.vrg(cluster)

@@ -67,6 +67,9 @@ type state func(ctx context.Context, sc *scope) (ctrl.Result, error)
 // action when the spec asks for one that may start (which records it in the status), and
 // recording in ActionAccepted why a spec change is refused or postponed.
 func (r *Reconciler) next(sc *scope) state {
+	if s := r.rebuild(sc); s != nil {
+		return s // a restored DRPlacementControl starts where its groups are, or waits
+	}
 	if s := r.withoutHub(sc); s != nil {
 		return s // a group promoted without the hub is never acted on from an older status
 	}

@@ -74,12 +74,14 @@ func (r *Reconciler) validate(ctx context.Context, sc *scope) error {
 		return err
 	}
 	sc.argoNames, sc.lost, sc.leftBehind = map[string]string{}, map[string]string{}, map[string]bool{}
+	sc.drclusters = map[string]v1alpha1.DRClusterSpec{}
 	for _, name := range policy.Spec.DRClusters {
 		drc := &v1alpha1.DRCluster{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
 			return fmt.Errorf("failed to get DRCluster %s: %w", name, err)
 		}
 		sc.argoNames[name] = drc.Spec.ArgoCDClusterName
+		sc.drclusters[name] = drc.Spec
 		if drc.Spec.Lost != nil {
 			sc.lost[name] = drc.Spec.Lost.Reason
 		}

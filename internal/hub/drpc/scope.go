@@ -21,6 +21,9 @@ type scope struct {
 	interval time.Duration
 	// argoNames are the names a GitOps tool knows the policy's clusters by, by DRCluster name.
 	argoNames map[string]string
+	// drclusters are the policy's DRClusters' specs, by name, for the record the groups carry
+	// (record.go).
+	drclusters map[string]v1alpha1.DRClusterSpec
 	// lost are the policy's clusters declared lost, with the reason given.
 	lost map[string]string
 	// leftBehind are the policy's clusters whose DRCluster still lists a group of this name

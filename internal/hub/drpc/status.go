@@ -39,6 +39,14 @@ func computeConditions(sc *scope) {
 	} else {
 		sc.setCondition(v1alpha1.ConditionActionAccepted, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "the action the spec asks for is accepted")
 	}
+	if primary == nil {
+		// No cluster is known to run the application yet: a restored DRPlacementControl whose
+		// status the groups do not tell yet (rebuild.go).
+		for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionPeerReady, v1alpha1.ConditionProtected} {
+			sc.setCondition(t, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, sc.waiting)
+		}
+		return
+	}
 
 	switch {
 	case inAction:

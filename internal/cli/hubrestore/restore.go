@@ -1,0 +1,266 @@
+package hubrestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/cli"
+	"github.com/drover-io/drover/internal/hub/hubrecord"
+	"github.com/drover-io/drover/internal/join"
+)
+
+// Options are drover hub restore's.
+type Options struct {
+	// Hub is the new hub, drover's hub installed.
+	Hub join.Cluster
+	// Clusters are the --cluster-kubeconfig values, NAME=FILE (or FILE, named by its context).
+	Clusters []string
+	// Servers are the managed clusters' API addresses as the hub reaches them, by name
+	// (--cluster-server NAME=URL); a cluster not named is reached at its kubeconfig's server.
+	Servers map[string]string
+	// AllowInsecureKubeconfig is join's.
+	AllowInsecureKubeconfig bool
+	// DryRun prints the plan and changes nothing.
+	DryRun bool
+	// Confirm asks the person to confirm on a terminal, or takes --yes.
+	Confirm *cli.Confirmation
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Wrap, when set, wraps the transport of every client the restore makes, of the hub and
+	// of the managed clusters (tests kill the restore at one of its writes with it).
+	Wrap transport.WrapperFunc
+}
+
+// Restore rebuilds the hub o.Hub from the managed clusters: it reads each, prints what it
+// would create, and after confirmation joins each cluster that answered (a new token, the old
+// hub's revoked), then creates the DRPolicies and the DRPlacementControls that are missing.
+// It writes to no group; the hub rebuilds each DRPlacementControl's status from them.
+func Restore(ctx context.Context, w io.Writer, o Options) error {
+	if o.Hub.Config == nil {
+		return cli.Usage(errors.New("no kubeconfig for the new hub: pass --kubeconfig or set KUBECONFIG"))
+	}
+	if o.Wrap != nil {
+		o.Hub.Config = rest.CopyConfig(o.Hub.Config)
+		o.Hub.Config.Wrap(o.Wrap)
+	}
+	clusters, err := readClusters(ctx, o.Clusters, join.DefaultNamespace, o.Wrap)
+	if err != nil {
+		return err
+	}
+	p, err := newPlan(clusters)
+	if err != nil {
+		return cli.Refused(err)
+	}
+	hub, err := newClient(o.Hub.Config)
+	if err != nil {
+		return err
+	}
+	if err := p.checkHub(ctx, hub); err != nil {
+		return err
+	}
+	printPlan(w, p, o)
+	if len(p.joins) == 0 {
+		return cli.Unreachable(errors.New("no managed cluster answered: nothing restored; check the kubeconfigs and that the clusters' API servers answer"))
+	}
+	if o.DryRun {
+		return nil
+	}
+	if err := o.Confirm.Confirm(fmt.Sprintf("restore the hub at %s from %d managed cluster(s)", o.Hub.Config.Host, len(p.joins)), "restore"); err != nil {
+		return err
+	}
+	for _, j := range p.joins {
+		if err := joinCluster(ctx, w, j, p, o); err != nil {
+			return err
+		}
+	}
+	for _, pol := range p.policies {
+		if err := createPolicy(ctx, w, hub, pol); err != nil {
+			return err
+		}
+	}
+	for _, d := range p.drpcs {
+		if err := ensureDRPC(ctx, w, hub, d, cli.Now(o.Now)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "The hub rebuilds each DRPlacementControl's status from its groups; drover status -A shows them.\n")
+	return nil
+}
+
+// printPlan says what the restore reads and would create.
+func printPlan(w io.Writer, p *plan, o Options) {
+	fmt.Fprintf(w, "Restore of the hub at %s from the managed clusters\n", o.Hub.Config.Host)
+	for _, s := range p.skipped {
+		fmt.Fprintf(w, "  skipped (does not answer, not guessed): %s\n", s)
+	}
+	for _, j := range p.joins {
+		token := "joined again as drover cluster join does, keeping the hub's token while it is valid"
+		if j.revoke {
+			token = "a new token for the hub, the old hub's tokens revoked"
+		}
+		fmt.Fprintf(w, "  DRCluster %s: at %s, region %s, S3 profile %s; %s\n",
+			j.name, cli.OrDefault(o.Servers[j.name], j.conn.Config.Host), j.region, j.profile.Name, token)
+	}
+	for _, pol := range p.policies {
+		fmt.Fprintf(w, "  DRPolicy %s: %s and %s, every %s, %d S3 profile(s)\n", pol.Name, pol.Spec.DRClusters[0], pol.Spec.DRClusters[1],
+			pol.Spec.SchedulingInterval, len(pol.Spec.S3Profiles))
+	}
+	for _, d := range p.drpcs {
+		fmt.Fprintf(w, "  DRPlacementControl %s/%s (DRPolicy %s): %s\n", d.drpc.Namespace, d.drpc.Name, d.drpc.Spec.DRPolicyRef.Name, describeState(d))
+	}
+	for _, n := range p.notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	fmt.Fprintf(w, "Objects that exist on the hub are kept as they are; no VolumeReplicationGroup is written.\n")
+}
+
+// describeState says where the groups say the application is, and the action the spec asks.
+func describeState(d drpcPlan) string {
+	s, spec := d.state, d.drpc.Spec
+	action := fmt.Sprintf("preferredCluster %s", spec.PreferredCluster)
+	switch spec.Action {
+	case v1alpha1.ActionFailover:
+		action = "action Failover to " + spec.FailoverCluster
+	case v1alpha1.ActionRelocate:
+		action = "action Relocate to " + spec.PreferredCluster
+	}
+	switch {
+	case s.Wait != "":
+		return fmt.Sprintf("%s; its groups do not tell where it runs (%s): the hub waits", action, s.Wait)
+	case s.None:
+		return action + "; no group found on the clusters read: the hub deploys it"
+	case d.marked:
+		return fmt.Sprintf("promoted without the hub on %s: %s, which the hub finishes as its failover (FailedOver on %s)", s.Primary, action, s.Primary)
+	}
+	return fmt.Sprintf("%s on %s (%s)", s.Phase, s.Primary, action)
+}
+
+// joinCluster joins one cluster as drover cluster join does. When the hub holds no kubeconfig
+// for it yet, the Secret the old hub's tokens are bound to is deleted first, which revokes them.
+func joinCluster(ctx context.Context, w io.Writer, j joinPlan, p *plan, o Options) error {
+	if err := revokeOldTokens(ctx, w, j); err != nil {
+		return err
+	}
+	peers := map[string]join.Cluster{}
+	for _, other := range p.joins {
+		if other.name != j.name {
+			peers[other.name] = other.conn
+		}
+	}
+	profile := j.profile
+	profile.SecretNamespace, profile.SecretName = "", ""
+	err := join.Join(ctx, join.Options{
+		Name: j.name, Hub: o.Hub, Managed: j.conn, Server: o.Servers[j.name], Region: j.region, S3: profile,
+		Peers: peers, AllowInsecureKubeconfig: o.AllowInsecureKubeconfig, Out: w,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to join %s (run the restore again once fixed; what is done is kept): %w", j.name, err)
+	}
+	return nil
+}
+
+// revokeOldTokens deletes, on the managed cluster, the Secret every token of the hub's
+// identity is bound to, when the new hub holds no kubeconfig for the cluster: the old hub's
+// tokens are refused from then on. Join makes the Secret again and binds the new token to it.
+func revokeOldTokens(ctx context.Context, w io.Writer, j joinPlan) error {
+	if !j.revoke {
+		return nil
+	}
+	managed, err := newClient(j.conn.Config)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{}
+	err = managed.Get(ctx, client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.TokenSecretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to read Secret %s/%s on %s: %w", join.DefaultNamespace, join.TokenSecretName, j.name, err)
+	case secret.Labels[join.LabelCluster] != j.name:
+		return nil
+	}
+	if err := managed.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete Secret %s/%s on %s, which revokes the old hub's tokens: %w", join.DefaultNamespace, join.TokenSecretName, j.name, err)
+	}
+	fmt.Fprintf(w, "managed cluster %s: Secret %s/%s deleted: every token of the old hub is revoked\n", j.name, join.DefaultNamespace, join.TokenSecretName)
+	return nil
+}
+
+// checkHub reads, for each cluster to join, whether the hub holds a kubeconfig for it already
+// (a restore run before): the old hub's tokens are revoked only when it holds none.
+func (p *plan) checkHub(ctx context.Context, hub client.Client) error {
+	for i := range p.joins {
+		key := client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.KubeconfigSecretName(p.joins[i].name)}
+		err := hub.Get(ctx, key, &corev1.Secret{})
+		switch {
+		case apierrors.IsNotFound(err):
+			p.joins[i].revoke = true
+		case err != nil:
+			return cli.Unreachable(fmt.Errorf("failed to read Secret %s on the new hub: %w; check --kubeconfig and that drover's hub is installed there", key, err))
+		}
+	}
+	return nil
+}
+
+// createPolicy creates a DRPolicy that is missing.
+func createPolicy(ctx context.Context, w io.Writer, hub client.Client, pol *v1alpha1.DRPolicy) error {
+	err := hub.Create(ctx, pol.DeepCopy())
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		fmt.Fprintf(w, "the hub: DRPolicy %s exists, kept\n", pol.Name)
+	case err != nil:
+		return fmt.Errorf("failed to create DRPolicy %s on the hub: %w", pol.Name, err)
+	default:
+		fmt.Fprintf(w, "the hub: DRPolicy %s created\n", pol.Name)
+	}
+	return nil
+}
+
+// ensureDRPC creates a DRPlacementControl that is missing, marked restored. One that exists is
+// kept, but when a group of it was promoted without the hub and its spec does not ask for that
+// failover, it is given the spec that adopts it (docs/decisions/0014).
+func ensureDRPC(ctx context.Context, w io.Writer, hub client.Client, d drpcPlan, now time.Time) error {
+	key := client.ObjectKeyFromObject(d.drpc)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}
+	if err := hub.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create namespace %s on the hub: %w", key.Namespace, err)
+	}
+	existing := &v1alpha1.DRPlacementControl{}
+	err := hub.Get(ctx, key, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		created := d.drpc.DeepCopy()
+		created.Annotations = map[string]string{hubrecord.AnnotationRestored: now.UTC().Format(time.RFC3339)}
+		if err := hub.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create DRPlacementControl %s on the hub: %w", key, err)
+		}
+		fmt.Fprintf(w, "the hub: DRPlacementControl %s created\n", key)
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to read DRPlacementControl %s on the hub: %w", key, err)
+	}
+	to := d.state.Primary
+	if !d.marked || d.state.Phase != v1alpha1.PhaseFailingOver || (existing.Spec.Action == v1alpha1.ActionFailover && existing.Spec.FailoverCluster == to) {
+		fmt.Fprintf(w, "the hub: DRPlacementControl %s exists, kept\n", key)
+		return nil
+	}
+	before := existing.DeepCopy()
+	existing.Spec.Action, existing.Spec.FailoverCluster = v1alpha1.ActionFailover, to
+	if err := hub.Patch(ctx, existing, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("failed to ask DRPlacementControl %s for the failover to %s: %w", key, to, err)
+	}
+	fmt.Fprintf(w, "the hub: DRPlacementControl %s exists: asked for the failover to %s, which adopts the promotion made there without the hub\n", key, to)
+	return nil
+}
