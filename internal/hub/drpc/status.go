@@ -48,6 +48,22 @@ func computeConditions(sc *scope) {
 		return
 	}
 
+	available(sc, inAction, primary)
+	peerReady(sc, inAction, primary)
+
+	st.LastGroupSyncTime, st.SyncRefreshInterval = nil, nil
+	if !inAction && primary.reachable() && primary.vrg != nil {
+		st.LastGroupSyncTime = primary.vrg.Status.LastGroupSyncTime.DeepCopy()
+		st.SyncRefreshInterval = primary.vrg.Status.SyncRefreshInterval.DeepCopy()
+	}
+	status, reason, message := protected(sc, inAction, primary)
+	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
+	hookConditions(sc)
+}
+
+// available judges Available: the application runs on the current primary.
+func available(sc *scope, inAction bool, primary *clusterView) {
+	st := &sc.drpc.Status
 	switch {
 	case inAction:
 		sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress,
@@ -66,7 +82,11 @@ func computeConditions(sc *scope) {
 			sc.setCondition(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonProgressing, waiting)
 		}
 	}
+}
 
+// peerReady judges PeerReady: the peer is Secondary and can take over.
+func peerReady(sc *scope, inAction bool, primary *clusterView) {
+	st := &sc.drpc.Status
 	peer := sc.view(sc.peer(st.CurrentPrimary))
 	untrusted := untrustedPeerStatus(sc, peer)
 	switch {
@@ -104,15 +124,6 @@ func computeConditions(sc *scope) {
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
 			"waiting for the peer to be Secondary: "+notYet(peer.name, peer.vrg, v1alpha1.ConditionDataReady))
 	}
-
-	st.LastGroupSyncTime, st.SyncRefreshInterval = nil, nil
-	if !inAction && primary.reachable() && primary.vrg != nil {
-		st.LastGroupSyncTime = primary.vrg.Status.LastGroupSyncTime.DeepCopy()
-		st.SyncRefreshInterval = primary.vrg.Status.SyncRefreshInterval.DeepCopy()
-	}
-	status, reason, message := protected(sc, inAction, primary)
-	sc.setCondition(v1alpha1.ConditionProtected, status, reason, message)
-	hookConditions(sc)
 }
 
 // protected judges Protected: the primary's data and metadata replicate and its last group sync
