@@ -150,6 +150,11 @@ func TestSkipLeavesOutWhatControllersAndKubernetesCreate(t *testing.T) {
 		{"a service account token Secret is skipped", object(t, &corev1.Secret{ObjectMeta: meta1("app", "db-token"),
 			Type: corev1.SecretTypeServiceAccountToken}, gvkSecret), true},
 		{"an opaque Secret is kept", object(t, &corev1.Secret{ObjectMeta: meta1("app", "creds"), Type: corev1.SecretTypeOpaque}, gvkSecret), false},
+		{"a drover hook's Job is skipped", object(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "hook-migrate-0123456789",
+			Labels: map[string]string{kubeobjects.LabelHook: "migrate"}}}, gvkJob), true},
+		{"the application's own Job is kept", object(t, &batchv1.Job{ObjectMeta: meta1("app", "migrate")}, gvkJob), false},
+		{"a StatefulSet with the hook label is kept", object(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db",
+			Labels: map[string]string{kubeobjects.LabelHook: "x"}}}, gvkSTS), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reason, skip := kubeobjects.Skip(tc.obj)

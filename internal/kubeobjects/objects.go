@@ -28,7 +28,9 @@ var jobLabelsNotStored = []string{"controller-uid", "batch.kubernetes.io/control
 
 // Skip reports whether an object of the selected kinds is left out of a capture, and why:
 // objects a controller owns (its controller recreates them from its own spec), objects being
-// deleted, and what Kubernetes creates in every namespace by itself.
+// deleted, what Kubernetes creates in every namespace by itself, and the Jobs of drover's hooks
+// (LabelHook): each is the run of one hook on this cluster, which a restore elsewhere would run
+// again.
 func Skip(obj *unstructured.Unstructured) (string, bool) {
 	gk := obj.GroupVersionKind().GroupKind()
 	if controlled(obj) {
@@ -38,6 +40,8 @@ func Skip(obj *unstructured.Unstructured) (string, bool) {
 		return "being deleted", true
 	}
 	switch {
+	case gk == KindJob && hookJob(obj):
+		return "a drover hook's Job, the run of a hook on this cluster", true
 	case gk == KindSA && obj.GetName() == defaultServiceAccount:
 		return "every namespace has it", true
 	case gk == KindConfigMap && (obj.GetName() == rootCAConfigMap || obj.GetName() == openShiftCAConfigMap):
@@ -67,8 +71,9 @@ func secretType(obj *unstructured.Unstructured) string {
 // from: uid, resourceVersion, generation, creation and deletion times, managedFields, owners,
 // finalizers (of this cluster's controllers), status, the fence label; a Service's allocated
 // cluster IPs and node ports (the peer allocates its own; a headless Service stays headless); a
-// Job's generated selector and the pod template labels that name its uid. Annotations stay,
-// kubectl's last-applied-configuration included.
+// Job's generated selector and the pod template labels that name its uid; a drover scale hook's
+// record on a Deployment or StatefulSet, whose replicas go back to what they were before the
+// hook (unscale). Other annotations stay, kubectl's last-applied-configuration included.
 func Clean(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
@@ -87,6 +92,8 @@ func Clean(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		cleanService(out)
 	case KindJob:
 		cleanJob(out)
+	case KindDeployment, KindSTS:
+		unscale(out)
 	case KindNamespace:
 		// The namespace's finalizers are the API server's.
 		unstructured.RemoveNestedField(out.Object, "spec")

@@ -12,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/kubeobjects"
 )
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete
 
-// LabelHook marks a hook's Job with the hook's name.
-const LabelHook = "drover.io/hook"
+// LabelHook marks a hook's Job with the hook's name; a capture leaves such a Job out.
+const LabelHook = kubeobjects.LabelHook
 
 // runJob creates the hook's Job for the attempt (or finds it, created by an earlier pass or
 // agent) and waits for it to complete or fail.

@@ -21,7 +21,7 @@ const pollInterval = time.Second
 
 // Runner runs hooks with the agent's identity.
 type Runner struct {
-	// Client creates Jobs and patches scales.
+	// Client creates Jobs and patches the workloads scale hooks scale.
 	Client client.Client
 	// Reader reads uncached: pods, Jobs, workloads and checked objects are read only while a
 	// hook runs, so none of them is watched for it.

@@ -174,8 +174,8 @@ type stepResult struct {
 // once every object is restored (or when res refuses some, or err).
 func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope, objects []*unstructured.Unstructured) (
 	res kubeobjects.RestoreResult, waiting *metav1.Condition, result ctrl.Result, err error) {
-	// A hook's Job is its attempt's on the cluster it ran on, captured there with the rest:
-	// restored here it would run again.
+	// A hook's Job is its attempt's on the cluster it ran on: restored here it would run again.
+	// A capture leaves it out (kubeobjects.Skip); one an older agent wrote may hold it.
 	objects = slices.DeleteFunc(slices.Clone(objects), hookJob)
 	if !orderedRestore(sc.vrg) {
 		res, err = kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
