@@ -31,10 +31,10 @@ type ScaledByHook struct {
 	Set int32 `json:"set"`
 }
 
-// hookJob reports whether an object carries LabelHook.
-func hookJob(obj *unstructured.Unstructured) bool {
+// HookJob reports whether an object is a hook's Job: a Job that carries LabelHook.
+func HookJob(obj *unstructured.Unstructured) bool {
 	_, ok := obj.GetLabels()[LabelHook]
-	return ok
+	return ok && obj.GroupVersionKind().GroupKind() == KindJob
 }
 
 // ScaleRecord is the record a scale hook named hook writes on a workload whose spec has current

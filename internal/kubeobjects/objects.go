@@ -40,7 +40,7 @@ func Skip(obj *unstructured.Unstructured) (string, bool) {
 		return "being deleted", true
 	}
 	switch {
-	case gk == KindJob && hookJob(obj):
+	case HookJob(obj):
 		return "a drover hook's Job, the run of a hook on this cluster", true
 	case gk == KindSA && obj.GetName() == defaultServiceAccount:
 		return "every namespace has it", true

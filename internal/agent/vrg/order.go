@@ -176,7 +176,7 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope, objects []*u
 	res kubeobjects.RestoreResult, waiting *metav1.Condition, result ctrl.Result, err error) {
 	// A hook's Job is its attempt's on the cluster it ran on: restored here it would run again.
 	// A capture leaves it out (kubeobjects.Skip); one an older agent wrote may hold it.
-	objects = slices.DeleteFunc(slices.Clone(objects), hookJob)
+	objects = slices.DeleteFunc(slices.Clone(objects), kubeobjects.HookJob)
 	if !orderedRestore(sc.vrg) {
 		res, err = kubeobjects.Restore(ctx, r.Client, objects, fieldOwner)
 		return res, nil, ctrl.Result{}, err
@@ -206,12 +206,6 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope, objects []*u
 		}
 	}
 	return res, waiting, result, err
-}
-
-// hookJob reports whether an object is a hook's Job (hooks.LabelHook).
-func hookJob(o *unstructured.Unstructured) bool {
-	_, ok := o.GetLabels()[hooks.LabelHook]
-	return ok && o.GroupVersionKind().GroupKind() == kubeobjects.KindJob
 }
 
 // describeStep names a step of the order for a log or a condition.

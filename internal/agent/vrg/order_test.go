@@ -117,10 +117,10 @@ func TestAGroupPastItsReadyTimeoutHoldsTheRestoreWithItsWorkloadsReason(t *testi
 
 func TestAHooksJobIsNeitherRestoredNorStoppedAsAWorkload(t *testing.T) {
 	job := captured("batch/v1", "Job", "hook-migrate-0123456789", map[string]string{hooks.LabelHook: "migrate"})
-	if !hookJob(job) {
+	if !kubeobjects.HookJob(job) {
 		t.Fatal("a Job labelled with its hook is a hook's Job")
 	}
-	if hookJob(captured("batch/v1", "Job", "migrate", nil)) || hookJob(captured("apps/v1", "Deployment", "web", map[string]string{hooks.LabelHook: "x"})) {
+	if kubeobjects.HookJob(captured("batch/v1", "Job", "migrate", nil)) || kubeobjects.HookJob(captured("apps/v1", "Deployment", "web", map[string]string{hooks.LabelHook: "x"})) {
 		t.Fatal("only a Job labelled with its hook is a hook's Job")
 	}
 }

@@ -90,7 +90,7 @@ func (r *Reconciler) liveWorkloads(ctx context.Context, resources []kubeobjects.
 				return nil, fmt.Errorf("failed to list %s in %s to stop them in order: %w", res.GVK.Kind, ns, err)
 			}
 			for i := range list.Items {
-				if o := &list.Items[i]; metav1.GetControllerOf(o) == nil && !hookJob(o) {
+				if o := &list.Items[i]; metav1.GetControllerOf(o) == nil && !kubeobjects.HookJob(o) {
 					out = append(out, o)
 				}
 			}
