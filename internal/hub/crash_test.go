@@ -33,7 +33,7 @@ import (
 // its bound), never two writable primaries, and the end state is the fault-free run's (the same
 // objects of each kind on each cluster and in each store). make test runs a few points
 // (crashSubset); make crash-sweep every write (DROVER_CRASH_SWEEP=full, DROVER_CRASH_STRIDE=N
-// for every N-th).
+// for every N-th). The application's pods run as writer processes in every story.
 
 // crashComponents are the components the sweep kills.
 var crashComponents = []string{"hub", lab.East, lab.West}
@@ -92,8 +92,11 @@ func (res crashRun) missed() []string {
 func runCrashStory(t *testing.T, ns string, plan crashPlan) crashRun {
 	ctx := context.Background()
 	res := crashRun{writes: map[string]map[string]int{}}
+	// The application's pods are writer processes on the lab kubelet's node (AppProcesses), as
+	// in the demo, the soak and the e2e matrix: each copy the storage makes freezes them, so the
+	// records judge a point a real process left, not one the storage's own writer paused for.
 	r := story.New(storyEnv(t), story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: policyVolRep,
-		StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: ns}, lab.East)
+		StorageClass: lab.BlockStorageClass, Mode: story.SelfContained, Namespace: ns, AppProcesses: true}, lab.East)
 	if res.err = r.Start(ctx); res.err != nil {
 		return res
 	}

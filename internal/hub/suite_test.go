@@ -127,7 +127,8 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	l, err := labtest.Start(ctx)
+	// The lab kubelet runs the crash sweep's application pods as processes (crash_test.go).
+	l, err := labtest.StartWith(ctx, labtest.Options{AppKubelet: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "failed to start the lab:", err)

@@ -122,7 +122,7 @@ func (c *Cluster) steps(sc *startContext) []step {
 	if c.Role == RoleManaged {
 		steps = append(steps, c.schedulerStep(), c.kwokStep(), c.storageStep(), c.s3Step(sc), c.proxyStep())
 	}
-	if c.lab.opts.RunDrover {
+	if c.lab.opts.RunDrover || (c.lab.opts.AppKubelet && c.Role == RoleManaged) {
 		steps = append(steps, c.kubeletStep())
 	}
 	return steps

@@ -62,6 +62,11 @@ type Options struct {
 	// drover's only identities. The CLI sets it; test labs leave it off by default because most
 	// suites run the hub and agents in-process.
 	RunDrover bool
+	// AppKubelet runs the lab kubelet on the managed clusters when drover does not run in the
+	// lab (RunDrover off, the hub and agents in the test's process): application pods that run
+	// as processes (story.Case.AppProcesses, PostgreSQL) need it. With RunDrover every cluster
+	// runs one whatever this says.
+	AppKubelet bool
 	// Installer installs drover's release on each cluster in place of the release manifests
 	// (install.go), when RunDrover is set; nil applies the release manifests. Only the install at
 	// the clusters' first start uses it: the lab records that it runs drover, not how it was

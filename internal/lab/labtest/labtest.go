@@ -97,6 +97,9 @@ type Options struct {
 	// west and creates the lab's DRPolicies; drover's pods run through the lab kubelet
 	// (lab.Options.RunDrover). Off by default: most suites run the hub and agents in-process.
 	RunDrover bool
+	// AppKubelet runs the lab kubelet on the managed clusters of a lab without drover, for
+	// application pods that run as processes (lab.Options.AppKubelet).
+	AppKubelet bool
 	// Installer installs drover in place of the release manifests when RunDrover is set
 	// (lab.Options.Installer), such as through drover's Helm charts.
 	Installer lab.Installer
@@ -157,7 +160,7 @@ func StartWith(ctx context.Context, opts Options) (*Lab, error) {
 	l, err := lab.New(lab.Options{
 		Dir: filepath.Join(tmp, "lab"), BinDir: binDir, DroverBinary: drover,
 		Progress: os.Stderr, TieToParent: os.Getenv(KeepEnv) == "",
-		RunDrover: opts.RunDrover, Installer: opts.Installer, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
+		RunDrover: opts.RunDrover, AppKubelet: opts.AppKubelet, Installer: opts.Installer, HubProbeInterval: opts.HubProbeInterval, HubUnreachableAfter: opts.HubUnreachableAfter,
 		GitOps: opts.GitOps, Audit: opts.Audit, UpstreamCRDs: opts.UpstreamCRDs,
 	})
 	if err != nil {
