@@ -88,6 +88,10 @@ const (
 	ReasonActionInProgress = "ActionInProgress"
 	// ReasonPeerUnreachable (PeerReady): the peer cluster is unreachable.
 	ReasonPeerUnreachable = "PeerUnreachable"
+	// ReasonRebuildingStatus (ActionAccepted): a DRPlacementControl that `drover hub restore`
+	// created waits until its groups tell where the application runs (a cluster that does not
+	// answer, a relocation half done, two groups asked primary); the message says which.
+	ReasonRebuildingStatus = "RebuildingStatus"
 	// ReasonPeerNotReady (ActionAccepted): a relocation needs PeerReady, which is False.
 	ReasonPeerNotReady = "PeerNotReady"
 	// ReasonPrimaryNotProtected (ActionAccepted): a relocation needs the primary's data

@@ -41,7 +41,7 @@ func (r *Reconciler) rebuild(sc *scope) state {
 	case s.None:
 		return nil
 	case s.Wait != "":
-		sc.refuse(v1alpha1.ReasonPeerUnreachable, "restored by drover hub restore; its status is rebuilt from its groups once they tell where the application runs: "+s.Wait)
+		sc.refuse(v1alpha1.ReasonRebuildingStatus, "restored by drover hub restore; its status is rebuilt from its groups once they tell where the application runs: "+s.Wait)
 		sc.waiting = "rebuilding the status from the groups: " + s.Wait
 		return r.held
 	}

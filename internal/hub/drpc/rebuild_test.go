@@ -138,6 +138,7 @@ func TestARestoredDRPCWhoseGroupsDoNotTellWaitsAndWritesNothing(t *testing.T) {
 	w.g.Expect(d.Status.Phase).To(BeEmpty())
 	c := w.cond(v1alpha1.ConditionActionAccepted)
 	w.g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	w.g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRebuildingStatus))
 	w.g.Expect(c.Message).To(ContainSubstring("east does not answer"))
 	w.g.Expect(w.vrg("west").Generation).To(Equal(west.Generation))
 	w.g.Expect(w.vrg("west").Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary), "west is not promoted on a guess")
