@@ -92,6 +92,8 @@ func TestOnlyRequestsThatChangeStateAreWrites(t *testing.T) {
 		{http.MethodPost, "/apis/events.k8s.io/v1/namespaces/app/events"},
 		{http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/drover-system/leases/drover-agent"},
 		{http.MethodPost, "/apis/authentication.k8s.io/v1/tokenreviews"},
+		{http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"},
+		{http.MethodPost, "/apis/authorization.k8s.io/v1/namespaces/app/localsubjectaccessreviews"},
 	} {
 		if err := do(t, c, r.method, s.URL+r.path); err != nil {
 			t.Fatal(err)

@@ -36,8 +36,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // notState are the resources whose writes change no state of the application or of drover:
-// events, leader election leases, and the reviews the metrics endpoint asks for.
-var notState = map[string]bool{"events": true, "leases": true, "tokenreviews": true, "subjectaccessreviews": true}
+// events, leader election leases, and reviews: the metrics endpoint's, and those a component asks
+// of its own rights (the agent's check of its identity policies, the hub's of what its credential
+// may do), which the API server answers without storing anything.
+var notState = map[string]bool{
+	"events": true, "leases": true, "tokenreviews": true, "subjectaccessreviews": true,
+	"selfsubjectaccessreviews": true, "selfsubjectrulesreviews": true, "localsubjectaccessreviews": true, "selfsubjectreviews": true,
+}
 
 // isWrite reports whether a request changes state on the API server.
 func isWrite(req *http.Request) bool {
