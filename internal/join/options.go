@@ -103,6 +103,9 @@ type Options struct {
 	BoundsTimeout time.Duration
 	// Out receives the report (and, with DryRun, the objects); nil means os.Stdout.
 	Out io.Writer
+	// NoPolicyHint leaves out what a DRPolicy pairing the cluster must define, for a caller
+	// that writes the DRPolicies itself (`drover hub restore`).
+	NoPolicyHint bool
 }
 
 // complete fills the defaults and validates, before any request.

@@ -120,6 +120,9 @@ func (o Options) shareProfileWith(ctx context.Context, name string) error {
 // printPolicyHint says what a DRPolicy that pairs the cluster must define for its profile:
 // profiles are defined in DRPolicy.spec.s3Profiles, which join does not write.
 func (o Options) printPolicyHint() {
+	if o.NoPolicyHint {
+		return
+	}
 	entry := []v1alpha1.S3Profile{{
 		Name: o.S3.Name, Endpoint: o.S3.Endpoint, Bucket: o.S3.Bucket, Region: o.S3.Region, Insecure: o.S3.Insecure,
 		SecretRef: v1alpha1.SecretRef{Namespace: o.Namespace, Name: o.S3.Name},

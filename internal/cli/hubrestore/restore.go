@@ -163,6 +163,8 @@ func joinCluster(ctx context.Context, w io.Writer, j joinPlan, p *plan, o Option
 	err := join.Join(ctx, join.Options{
 		Name: j.name, Hub: o.Hub, Managed: j.conn, Server: o.Servers[j.name], Region: j.region, S3: profile,
 		Peers: peers, AllowInsecureKubeconfig: o.AllowInsecureKubeconfig, Out: w,
+		// The restore writes the DRPolicies from the groups' records.
+		NoPolicyHint: true,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to join %s (run the restore again once fixed; what is done is kept): %w", j.name, err)
