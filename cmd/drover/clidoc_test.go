@@ -73,3 +73,17 @@ func TestNoFlagHelpHasABrokenPlaceholder(t *testing.T) {
 	}
 	walk(newRootCommand())
 }
+
+// TestNoFlagHelpShowsAnEmptyDefault: a flag's help says its default only when there is one.
+func TestNoFlagHelpShowsAnEmptyDefault(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if usage := c.LocalFlags().FlagUsages(); strings.Contains(usage, "(default [])") {
+			t.Errorf("drover %s: its help shows an empty default:\n%s", c.CommandPath(), usage)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+}

@@ -33,6 +33,7 @@ to a peer cluster, and fails the application over or relocates it on request.`,
 	root.SetCompletionCommandGroupID(groupClusters)
 	addCLICommands(root)
 	separateConnectionFlags(root)
+	blankEmptyMapDefaults(root)
 	return root
 }
 

@@ -55,3 +55,21 @@ func connectionUsage(c *cobra.Command, conn *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// blankEmptyMapDefaults gives a NAME=VALUE flag whose default is empty no default in the help:
+// pflag prints "(default [])" for such a flag (it knows an empty list, not an empty map), which
+// reads as a list and says nothing.
+func blankEmptyMapDefaults(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() == "stringToString" && f.DefValue == "[]" {
+				f.DefValue = ""
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
