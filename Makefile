@@ -111,9 +111,9 @@ CRASH_FIRST ?= 1
 CRASH_COMPONENTS ?=
 CRASH_ACTIONS ?=
 .PHONY: crash-sweep
-crash-sweep: tools ## Kill the hub and each agent at every write of protect, failover, relocate, unprotect and check the story still holds (~20 s per story, ~170 stories; CRASH_STRIDE=N for every N-th from CRASH_FIRST; CRASH_COMPONENTS, CRASH_ACTIONS to narrow; not part of make test)
+crash-sweep: tools ## Kill the hub and each agent at every write of protect, failover, relocate, unprotect and check the story still holds (~20 s per story, ~170 stories), and drover hub restore at every write, run again after each kill (CRASH_STRIDE=N for every N-th from CRASH_FIRST; CRASH_COMPONENTS, CRASH_ACTIONS to narrow; not part of make test)
 	DROVER_CRASH_SWEEP=full DROVER_CRASH_STRIDE=$(CRASH_STRIDE) DROVER_CRASH_FIRST=$(CRASH_FIRST) \
-	DROVER_CRASH_COMPONENTS=$(CRASH_COMPONENTS) DROVER_CRASH_ACTIONS=$(CRASH_ACTIONS) $(GO) test -count=1 -timeout 24h -run '^TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds$$' -v ./internal/hub/
+	DROVER_CRASH_COMPONENTS=$(CRASH_COMPONENTS) DROVER_CRASH_ACTIONS=$(CRASH_ACTIONS) $(GO) test -count=1 -timeout 24h -run '^(TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds|TestAHubRestoreKilledAtAWriteAndRunAgainConverges)$$' -v ./internal/hub/
 
 # The benchmark's sizes; N=100 × 3 PVCs and the 1000-DRPC hub fill take the longest.
 BENCH_FLAGS ?= --sizes 1,10,100 --pvcs 1,3 --drpcs 1000 --out bench.md

@@ -3,8 +3,8 @@ package hub_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -21,7 +21,8 @@ import (
 
 // drover hub restore killed right before or after one of its writes (on the hub or on a
 // managed cluster), then run again, leaves the hub with the same objects as a restore that was
-// never interrupted; the hub then goes on where the groups are.
+// never interrupted; the hub then goes on where the groups are. make test kills it at five of its
+// writes; with DROVER_CRASH_SWEEP=full (make crash-sweep) at every one, before and after.
 func TestAHubRestoreKilledAtAWriteAndRunAgainConverges(t *testing.T) {
 	a := protectedOnEast(t, "hub-restore-crash")
 	a.g.Eventually(func(g Gomega) {
@@ -45,7 +46,11 @@ func TestAHubRestoreKilledAtAWriteAndRunAgainConverges(t *testing.T) {
 	t.Logf("an uninterrupted restore makes %d writes: %v", n, counter.Since(0))
 	a.g.Expect(n).To(BeNumerically(">", 10))
 
-	for _, p := range restorePoints(counter.Since(0)) {
+	points := restorePoints(n)
+	if os.Getenv("DROVER_CRASH_SWEEP") == "full" {
+		points = everyPoint(n)
+	}
+	for _, p := range points {
 		wipeTheHub(a.g)
 		inj := crash.New("restore")
 		inj.Arm(p)
@@ -59,27 +64,30 @@ func TestAHubRestoreKilledAtAWriteAndRunAgainConverges(t *testing.T) {
 		a.g.Expect(hubSnapshot(a.g)).To(Equal(want), "killed %s (%s) and run again, the restore converges", p, inj.Killed())
 		t.Logf("killed %s (%s), run again: the same objects", p, inj.Killed())
 	}
+	t.Logf("restore crash points: %d of %d writes' %d points, each converged", len(points), n, 2*n)
 	a.g.Expect(startHub()).To(Succeed())
 	a.settledOn(v1alpha1.PhaseDeployed, lab.East, true, "the hub goes on where the groups are")
 }
 
-// restorePoints are crash points spread over a restore's writes that change state (not its
-// access reviews, which join counts as writes): the first, the last and three between,
-// before and after the write in turn.
-func restorePoints(writes []string) []crash.Point {
-	var real []int
-	for i, w := range writes {
-		if !strings.Contains(w, "selfsubjectaccessreviews") {
-			real = append(real, i+1)
-		}
-	}
+// restorePoints are five crash points spread over a restore's n writes: the first, the last
+// and three between, before and after the write in turn.
+func restorePoints(n int) []crash.Point {
 	var out []crash.Point
-	for k, at := range []int{0, len(real) / 4, len(real) / 2, 3 * len(real) / 4, len(real) - 1} {
+	for k, at := range []int{1, n / 4, n / 2, 3 * n / 4, n} {
 		when := crash.Before
 		if k%2 == 1 {
 			when = crash.After
 		}
-		out = append(out, crash.Point{Write: real[at], When: when})
+		out = append(out, crash.Point{Write: max(1, at), When: when})
+	}
+	return out
+}
+
+// everyPoint is each of n writes, before and after.
+func everyPoint(n int) []crash.Point {
+	var out []crash.Point
+	for w := 1; w <= n; w++ {
+		out = append(out, crash.Point{Write: w, When: crash.Before}, crash.Point{Write: w, When: crash.After})
 	}
 	return out
 }
