@@ -16,6 +16,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/drillcheck"
 	"github.com/drover-io/drover/internal/podsecurity"
+	"github.com/drover-io/drover/internal/termination"
 )
 
 // CheckJob names the check Job in its sandbox namespace.
@@ -24,7 +25,7 @@ const CheckJob = "drover-drill-check"
 // runCheck runs the spec's check Job in the sandbox of checkNamespace once the workloads are
 // Ready, and judges the sandbox by it: Passed with readyTime when it succeeds (or there is none),
 // Failed with the Job's reason and message when it fails; either way with the log tail its pod
-// reported (logtail.go).
+// reported (checkLogTail).
 func (r *Reconciler) runCheck(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	sb := sc.sandbox
 	if sb.Spec.Check == nil {
@@ -106,7 +107,7 @@ func (r *Reconciler) ensureCheckJob(ctx context.Context, sc *scope, ns string) (
 	if job.Spec.ActiveDeadlineSeconds == nil {
 		job.Spec.ActiveDeadlineSeconds = ptr.To[int64](drillcheck.DefaultDeadlineSeconds)
 	}
-	withLogFallback(&job.Spec.Template.Spec)
+	termination.WithLogFallback(&job.Spec.Template.Spec)
 	level, err := r.namespaceLevel(ctx, sc, ns)
 	if err != nil {
 		return nil, err
@@ -144,4 +145,17 @@ func (sc *scope) pass() {
 	sc.sandbox.Status.Result = v1alpha1.DrillResultPassed
 	sc.sandbox.Status.ReadyTime = ptrTime(sc.now)
 	sc.sandbox.Status.Message = "the sandbox's workloads are Ready and its check passed"
+}
+
+// maxLogTail is the status's bound on the log tail (DrillCheckJob.LogTail).
+const maxLogTail = 4096
+
+// checkLogTail reads the finished check Job's pods and returns its log tail: the termination
+// message of its newest pod that has one (internal/termination).
+func (r *Reconciler) checkLogTail(ctx context.Context, job *batchv1.Job) (string, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return "", fmt.Errorf("failed to list the pods of the check Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return termination.Message(pods.Items, maxLogTail), nil
 }

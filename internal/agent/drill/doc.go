@@ -20,8 +20,9 @@
 //     CronJobs suspended, service-account tokens never copied.
 //   - workloads.go, check.go: the workloads Ready, then the check Job (only within
 //     internal/drillcheck's bounds and the sandbox's level), then readyTime.
-//   - logtail.go: the check's log tail, its pods' termination messages (the Job's containers
-//     made FallbackToLogsOnError), read from their status: no access to pod logs.
+//   - the check's log tail is its pods' termination messages (the Job's containers made
+//     FallbackToLogsOnError), read from their status by internal/termination: no access to pod
+//     logs.
 //   - teardown.go: on deletion (a finalizer), everything made is removed and the holds released,
 //     also after a crash at any step: every step is found again by its labels.
 //

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/termination"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create;get
@@ -42,7 +43,7 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Tail(b.buf, b.max)
+	return termination.Tail(string(b.buf), b.max)
 }
 
 // runExec runs the command in the pods the selector picks: every running one, one after

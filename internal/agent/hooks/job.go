@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/kubeobjects"
+	"github.com/drover-io/drover/internal/termination"
 )
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete
@@ -58,8 +58,8 @@ func (r *Runner) runJob(ctx context.Context, h *v1alpha1.Hook, id ID) Outcome {
 }
 
 // hookJob is the Job of one attempt of a job hook: the template, its containers reporting the
-// end of their log when they fail without a termination message, never under the agent's
-// ServiceAccount.
+// end of their log when they fail without a termination message (unless the template chose a
+// policy), never under the agent's ServiceAccount.
 func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 	if h.Job.Template == nil {
 		return nil, fmt.Errorf("job hook %s has no template: fix the DRRecipe", h.Name)
@@ -71,11 +71,7 @@ func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 		return nil, fmt.Errorf("job hook %s names the agent's ServiceAccount %s: a hook's Job runs under a ServiceAccount of the application's namespace; name one there",
 			h.Name, AgentServiceAccount)
 	}
-	for _, containers := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
-		for i := range containers {
-			containers[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-		}
-	}
+	termination.WithLogFallback(pod)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(id.Recipe, h.Name, id.Action, id.Attempt), Namespace: h.Job.Namespace,
 			Labels: map[string]string{LabelHook: h.Name}},
@@ -83,24 +79,12 @@ func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 	}, nil
 }
 
-// jobOutput is the termination message of the Job's newest failed container, or a sentence
-// saying why there is none.
+// jobOutput is the termination message of the Job's newest pod that has one, a failed
+// container's first (internal/termination), or a sentence saying why there is none.
 func (r *Runner) jobOutput(ctx context.Context, job *batchv1.Job) string {
 	pods := &corev1.PodList{}
 	if err := r.Reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return fmt.Sprintf("(failed to list the Job's pods: %v)", err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool {
-		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
-	})
-	for _, p := range pods.Items {
-		for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, s := range statuses {
-				if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-					return Tail([]byte(fmt.Sprintf("pod %s, container %s, exit code %d:\n%s", p.Name, s.Name, t.ExitCode, t.Message)), v1alpha1.MaxHookOutput)
-				}
-			}
-		}
-	}
-	return "(no failed container of the Job's pods is left to read a termination message from)"
+	return termination.Message(pods.Items, v1alpha1.MaxHookOutput)
 }

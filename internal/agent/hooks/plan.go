@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -95,20 +94,6 @@ func JobName(recipe, hook, action string, attempt int32) string {
 		name = strings.TrimRight(name[:45], "-")
 	}
 	return "hook-" + name + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// Tail is the end of out, at most n bytes, cut at the start of a UTF-8 character.
-func Tail(out []byte, n int) string {
-	if len(out) <= n {
-		return strings.ToValidUTF8(string(out), "?")
-	}
-	out = out[len(out)-n:]
-	i := 0
-	for i < len(out) && i < utf8.UTFMax && !utf8.RuneStart(out[i]) {
-		i++
-	}
-	out = out[i:]
-	return strings.ToValidUTF8(string(out), "?")
 }
 
 // StepKind is what a point's hooks ask for next.

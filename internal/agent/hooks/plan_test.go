@@ -16,28 +16,13 @@ func execHook(name, ns string) v1alpha1.Hook {
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, Command: []string{"true"}}}
 }
 
-func TestTailKeepsTheEndOfTheOutputOnACharacterBoundary(t *testing.T) {
-	for _, tc := range []struct {
-		name, in, want string
-		n              int
-	}{
-		{"short output is kept whole", "abc", "abc", 8},
-		{"long output keeps its last bytes", "0123456789", "6789", 4},
-		{"a character cut in two is dropped", "aé", "", 1},
-		{"a cut at a character's start keeps it", "xxé", "é", 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Tail([]byte(tc.in), tc.n); got != tc.want {
-				t.Fatalf("Tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-			}
-		})
-	}
-	b := &tailBuffer{max: 4}
+func TestTheExecOutputBufferKeepsItsEndWithinItsBound(t *testing.T) {
+	b := &tailBuffer{max: 6}
 	for _, s := range []string{"hello ", "wor", "ld"} {
 		_, _ = b.Write([]byte(s))
 	}
-	if b.String() != "orld" {
-		t.Fatalf("tailBuffer = %q, want orld", b.String())
+	if b.String() != "…rld" {
+		t.Fatalf("tailBuffer = %q, want …rld", b.String())
 	}
 }
 
@@ -92,6 +77,15 @@ func TestAJobHookNeverRunsUnderTheAgentsServiceAccount(t *testing.T) {
 			t.Fatalf("container %s reports no log tail", c.Name)
 		}
 	}
+	tmpl.Template.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	chosen, err := hookJob(&h, ID{Recipe: "pg", Action: "a", Attempt: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := chosen.Spec.Template.Spec.Containers[0].TerminationMessagePolicy; p != corev1.TerminationMessageReadFile {
+		t.Fatalf("the recipe's own policy File became %s", p)
+	}
+	tmpl.Template.Spec.Containers[0].TerminationMessagePolicy = ""
 	if tmpl.Template.Spec.Containers[0].TerminationMessagePolicy != "" {
 		t.Fatal("the recipe's template was changed")
 	}

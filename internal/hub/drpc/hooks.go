@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/termination"
 )
 
 // How the hooks' runs reach a person (docs/decisions/0011-application-hooks.md): the agents
@@ -241,19 +242,11 @@ func (r *Reconciler) recordHookRuns(sc *scope) {
 			note += fmt.Sprintf(", exit code %d", *run.ExitCode)
 		}
 		if run.Result != v1alpha1.HookSucceeded && run.Output != "" {
-			note += ": " + lastBytes(strings.TrimSpace(run.Output), 512)
+			note += ": " + termination.Tail(strings.TrimSpace(run.Output), 512)
 		}
 		r.event(sc, eventType, reason, "%s", note)
 	}
 	if sc.decisionIgnored != "" && sc.drpc.Generation != sc.before.Status.ObservedGeneration {
 		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventHookDecisionIgnored, "%s", sc.decisionIgnored)
 	}
-}
-
-// lastBytes is the end of s, at most n bytes (an event's note is short).
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

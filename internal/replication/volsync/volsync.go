@@ -24,6 +24,7 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/replication"
+	"github.com/drover-io/drover/internal/termination"
 )
 
 const (
@@ -252,11 +253,7 @@ const maxLogTail = 512
 
 // logTail is the end of a mover's log, at most maxLogTail bytes, on one line.
 func logTail(logs string) string {
-	logs = strings.TrimSpace(logs)
-	if len(logs) > maxLogTail {
-		logs = "…" + strings.ToValidUTF8(logs[len(logs)-maxLogTail:], "")
-	}
-	return strings.ReplaceAll(logs, "\n", " | ")
+	return strings.ReplaceAll(termination.Tail(strings.TrimSpace(logs), maxLogTail), "\n", " | ")
 }
 
 // syncError is the message of a Synchronizing condition with reason Error, or "".

@@ -1,4 +1,4 @@
-package drill
+package termination
 
 import (
 	"strings"
@@ -8,6 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// maxLogTail is a drill check's bound on its log tail.
+const maxLogTail = 4096
 
 // checkPod is a check pod created age ago, its container "check" with the termination message
 // policy and, when term is set, terminated so.
@@ -29,7 +32,7 @@ func exit(code int32, message string) *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{ExitCode: code, Message: message}
 }
 
-func TestLogTail(t *testing.T) {
+func TestMessage(t *testing.T) {
 	fallback := corev1.TerminationMessageFallbackToLogsOnError
 	restarted := checkPod("p-restarting", 0, fallback, nil)
 	restarted.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "check",
@@ -44,7 +47,7 @@ func TestLogTail(t *testing.T) {
 		pods []corev1.Pod
 		want []string
 	}{
-		{"no pod left says so", nil, []string{"(no termination message: no pod of the check Job is left"}},
+		{"no pod left says so", nil, []string{"(no termination message: no pod of the Job is left"}},
 		{"the newest pod's message, with its pod and container", []corev1.Pod{
 			checkPod("p-old", time.Minute, fallback, exit(1, "old failure")),
 			checkPod("p-new", 0, fallback, exit(1, "usage: unknown flag")),
@@ -67,18 +70,18 @@ func TestLogTail(t *testing.T) {
 			[]string{"no container of pod p terminated (the pod is Pending)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := logTail(c.pods)
+			got := Message(c.pods, maxLogTail)
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
-					t.Errorf("logTail = %q, want it to contain %q", got, w)
+					t.Errorf("Message = %q, want it to contain %q", got, w)
 				}
 			}
 		})
 	}
 	t.Run("a long message keeps its end within the bound", func(t *testing.T) {
-		got := logTail([]corev1.Pod{checkPod("p", 0, fallback, exit(1, long))})
+		got := Message([]corev1.Pod{checkPod("p", 0, fallback, exit(1, long))}, maxLogTail)
 		if len(got) > maxLogTail || !strings.HasPrefix(got, "From container check of pod p (exit code 1):\n…x") || !strings.HasSuffix(got, "xxx") {
-			t.Errorf("logTail of a %d-byte message = %d bytes %q...%q", len(long), len(got), got[:60], got[len(got)-10:])
+			t.Errorf("Message of a %d-byte message = %d bytes %q...%q", len(long), len(got), got[:60], got[len(got)-10:])
 		}
 	})
 }
@@ -88,7 +91,7 @@ func TestWithLogFallbackLeavesAChosenPolicy(t *testing.T) {
 		InitContainers: []corev1.Container{{Name: "wait"}},
 		Containers:     []corev1.Container{{Name: "check"}, {Name: "own", TerminationMessagePolicy: corev1.TerminationMessageReadFile}},
 	}
-	withLogFallback(&spec)
+	WithLogFallback(&spec)
 	got := []corev1.TerminationMessagePolicy{spec.InitContainers[0].TerminationMessagePolicy,
 		spec.Containers[0].TerminationMessagePolicy, spec.Containers[1].TerminationMessagePolicy}
 	want := []corev1.TerminationMessagePolicy{corev1.TerminationMessageFallbackToLogsOnError,
@@ -98,5 +101,25 @@ func TestWithLogFallbackLeavesAChosenPolicy(t *testing.T) {
 			t.Errorf("policies = %v, want %v", got, want)
 			break
 		}
+	}
+}
+
+func TestTailKeepsTheEndOnACharacterBoundaryAndMarksTheCut(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		n              int
+	}{
+		{"short text is kept whole", "abc", "abc", 8},
+		{"long text keeps its last bytes after the mark", "0123456789", "…789", 6},
+		{"a character cut in two is dropped", "xxxxé", "…", 4},
+		{"a cut at a character's start keeps it", "xxxxxé", "…é", 5},
+		{"bytes that are not UTF-8 read as ?", "a\xffb", "a?b", 8},
+		{"a bound below the mark leaves nothing", "0123456789", "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Tail(tc.in, tc.n); got != tc.want || len(got) > tc.n {
+				t.Fatalf("Tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
 	}
 }

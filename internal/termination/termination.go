@@ -1,29 +1,24 @@
-package drill
+// Package termination reads what a finished container leaves for whoever may not read its logs:
+// its termination message in the pod's status, as the kubelet reports it in the container's
+// state.terminated.message: what the container wrote to its terminationMessagePath (at most 4
+// KiB) or, with terminationMessagePolicy FallbackToLogsOnError and a non-zero exit, the end of
+// its log (80 lines, 2 KiB). A reader needs only to list the Job's pods, no right to read pod
+// logs (pods/log). A drill's check and a recipe's Job hooks report their output so.
+package termination
 
 import (
-	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The check's log tail is its pod's termination message, as the kubelet reports it in the
-// container's state.terminated.message: what the container wrote to its terminationMessagePath
-// (at most 4 KiB) or, with terminationMessagePolicy FallbackToLogsOnError and a non-zero exit, the
-// end of its log (80 lines, 2 KiB). The agent reads it from the pod's status, so it needs no
-// right to read pod logs (pods/log): only to list the check Job's pods.
-
-// maxLogTail is the status's bound on the log tail (DrillCheckJob.LogTail).
-const maxLogTail = 4096
-
-// withLogFallback makes every container of the check, where its template chose no
+// WithLogFallback makes every container of the pod spec, where its template chose no
 // terminationMessagePolicy (the API server would default it to File), report the end of its log
 // when it fails without writing a termination message.
-func withLogFallback(spec *corev1.PodSpec) {
+func WithLogFallback(spec *corev1.PodSpec) {
 	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range containers {
 			if containers[i].TerminationMessagePolicy == "" {
@@ -33,20 +28,12 @@ func withLogFallback(spec *corev1.PodSpec) {
 	}
 }
 
-// checkLogTail reads the finished check Job's pods and returns its log tail.
-func (r *Reconciler) checkLogTail(ctx context.Context, job *batchv1.Job) (string, error) {
-	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return "", fmt.Errorf("failed to list the pods of the check Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return logTail(pods.Items), nil
-}
-
-// logTail is the termination message of the newest pod that has one, naming its pod and
-// container (a failed container's first); else a sentence that says why there is none.
-func logTail(pods []corev1.Pod) string {
+// Message is the termination message of the newest of a Job's pods that has one, naming its
+// pod and container (a failed container's first), in at most max bytes (its end kept); else a
+// sentence that says why there is none.
+func Message(pods []corev1.Pod, max int) string {
 	if len(pods) == 0 {
-		return "(no termination message: no pod of the check Job is left to read one from; the Job's message says how it ended)"
+		return "(no termination message: no pod of the Job is left to read one from; the Job's message says how it ended)"
 	}
 	sort.SliceStable(pods, func(i, j int) bool {
 		ti, tj := pods[i].CreationTimestamp, pods[j].CreationTimestamp
@@ -58,7 +45,7 @@ func logTail(pods []corev1.Pod) string {
 	for i := range pods {
 		if name, term := messageOf(&pods[i]); term != nil {
 			head := fmt.Sprintf("From container %s of pod %s (exit code %d):\n", name, pods[i].Name, term.ExitCode)
-			return head + lastBytes(term.Message, maxLogTail-len(head))
+			return head + Tail(term.Message, max-len(head))
 		}
 	}
 	return noMessage(&pods[0])
@@ -130,12 +117,17 @@ func podPhase(pod *corev1.Pod) string {
 	return string(pod.Status.Phase)
 }
 
-// lastBytes is the end of s in at most n bytes, on a character boundary, marked "…" when cut.
-func lastBytes(s string, n int) string {
+// Tail is the end of s in at most n bytes, cut at the start of a character and marked "…" when
+// cut; bytes that are not UTF-8 read as "?".
+func Tail(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
 	if len(s) <= n {
 		return s
 	}
 	const mark = "…"
+	if n < len(mark) {
+		return ""
+	}
 	tail := s[len(s)-(n-len(mark)):]
 	for tail != "" && !utf8.RuneStart(tail[0]) {
 		tail = tail[1:]
