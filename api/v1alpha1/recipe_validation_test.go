@@ -2,6 +2,9 @@ package v1alpha1_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -29,47 +33,42 @@ const (
 	msgEmptyRecipe      = "a recipe must declare groups (the restore order), hooks, or both"
 )
 
-// pgRecipe is the PostgreSQL example of docs/decisions/0011: a database StatefulSet, then a web
-// Deployment; a CHECKPOINT before each sync, the pgbench clients scaled down and the database
-// stopped cleanly before a relocation, the restored claim checked before anything starts, a
-// migration Job once the database is Ready and before the web tier starts, and pg_isready with
-// the invariant query once everything is Ready.
+// pgRecipe is the PostgreSQL example of docs/hooks.md, docs/examples/recipe-postgres.yaml: a
+// database StatefulSet, then a web Deployment; a CHECKPOINT before each sync, the pgbench clients
+// scaled down and the database stopped cleanly before a relocation, the restored claim checked
+// before anything starts, a migration Job once the database is Ready and before the web tier
+// starts, and pg_isready with the invariant query once everything is Ready.
 func pgRecipe(mutate ...func(*v1alpha1.DRRecipeSpec)) *v1alpha1.DRRecipe {
-	db := metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
-	r := &v1alpha1.DRRecipe{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "postgres-", Namespace: testNamespace},
-		Spec: v1alpha1.DRRecipeSpec{
-			Groups: []v1alpha1.RecoveryGroup{
-				{Name: "db", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeStatefulSet, Names: []string{"db"}}},
-					ReadyTimeout: &metav1.Duration{Duration: 5 * time.Minute}},
-				{Name: "web", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeDeployment,
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}}}},
-			},
-			Hooks: []v1alpha1.Hook{
-				{Name: "checkpoint", Point: v1alpha1.HookBeforeSync, Timeout: &metav1.Duration{Duration: time.Minute},
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Container: "postgres",
-						Command: []string{"psql", "-U", "postgres", "-c", "CHECKPOINT"}}},
-				{Name: "drain-clients", Point: v1alpha1.HookBeforeStop,
-					Scale: &v1alpha1.ScaleHook{Kind: v1alpha1.ScaleDeployment, Name: "pgbench", Replicas: ptr.To[int32](0)}},
-				{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Group: "db", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Command: []string{"pg_ctl", "stop", "-m", "fast", "-W", "-D", "/var/lib/postgresql/data"}}},
-				{Name: "claim-bound", Point: v1alpha1.HookAfterRestore,
-					Check: &v1alpha1.CheckHook{Object: v1alpha1.CheckObject{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data-db-0"},
-						Expression: "self.status.phase == 'Bound'"}},
-				{Name: "migrate", Point: v1alpha1.HookAfterReady, Group: "db", Job: &v1alpha1.JobHook{Template: migrationJob()}},
-				{Name: "db-ready", Point: v1alpha1.HookAfterReady, Group: "db",
-					Check: &v1alpha1.CheckHook{Object: v1alpha1.CheckObject{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"},
-						Expression: "self.status.readyReplicas == self.spec.replicas"}},
-				{Name: "invariants", Point: v1alpha1.HookAfterReady, OnError: v1alpha1.HookContinue,
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Command: []string{"sh", "-c",
-						"pg_isready && psql -U postgres -tAc 'SELECT sum(abalance) = sum(tbalance) FROM pgbench_accounts, pgbench_tellers'"}}},
-			},
-		},
+	raw, err := os.ReadFile(recipeExample)
+	if err != nil {
+		panic(err)
 	}
+	r := &v1alpha1.DRRecipe{}
+	if err := yaml.UnmarshalStrict(raw, r); err != nil {
+		panic(fmt.Sprintf("%s: %v", recipeExample, err))
+	}
+	r.Name, r.GenerateName, r.Namespace = "", "postgres-", testNamespace
 	for _, m := range mutate {
 		m(&r.Spec)
 	}
 	return r
+}
+
+// recipeExample is the recipe docs/hooks.md shows.
+var recipeExample = filepath.Join("..", "..", "docs", "examples", "recipe-postgres.yaml")
+
+func TestTheHooksGuideShowsTheExampleRecipe(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "hooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(recipeExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(guide), "```yaml\n"+string(example)+"```") {
+		t.Errorf("docs/hooks.md does not show %s as it is: paste the file into its first yaml block", recipeExample)
+	}
 }
 
 // migrationJob is the example's migration Job.

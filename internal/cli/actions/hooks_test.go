@@ -2,61 +2,42 @@ package actions
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/cli"
 	"github.com/drover-io/drover/internal/cli/clitest"
 )
 
-// pgRecipe is the PostgreSQL example of docs/hooks.md: a database group, then a web tier; a
-// CHECKPOINT before each sync, the clients drained and the database stopped before a
-// relocation, a check after the restore, a migration and checks after Ready.
-func pgRecipe(ns string) *v1alpha1.DRRecipe {
-	db := metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
-	return &v1alpha1.DRRecipe{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "postgres"},
-		Spec: v1alpha1.DRRecipeSpec{
-			Groups: []v1alpha1.RecoveryGroup{
-				{Name: "db", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeStatefulSet, Names: []string{"db"}}},
-					ReadyTimeout: &metav1.Duration{Duration: 5 * time.Minute}},
-				{Name: "web", Resources: []v1alpha1.RecipeResources{{Kind: v1alpha1.RecipeDeployment,
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}}}},
-			},
-			Hooks: []v1alpha1.Hook{
-				{Name: "checkpoint", Point: v1alpha1.HookBeforeSync, Timeout: &metav1.Duration{Duration: time.Minute},
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Container: "postgres",
-						Command: []string{"psql", "-U", "postgres", "-c", "CHECKPOINT"}}},
-				{Name: "drain-clients", Point: v1alpha1.HookBeforeStop,
-					Scale: &v1alpha1.ScaleHook{Kind: v1alpha1.ScaleDeployment, Name: "pgbench", Replicas: ptr.To[int32](0)}},
-				{Name: "stop-db", Point: v1alpha1.HookBeforeStop, Group: "db", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Command: []string{"pg_ctl", "stop", "-m", "fast", "-W", "-D", "/var/lib/postgresql/data"}}},
-				{Name: "claim-bound", Point: v1alpha1.HookAfterRestore,
-					Check: &v1alpha1.CheckHook{Object: v1alpha1.CheckObject{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data-db-0"},
-						Expression: "self.status.phase == 'Bound'"}},
-				{Name: "migrate", Point: v1alpha1.HookAfterReady, Group: "db", Job: &v1alpha1.JobHook{Template: &batchv1.JobSpec{
-					BackoffLimit: ptr.To[int32](0),
-					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "migrate", Image: "example.com/app-migrate:1.4", Args: []string{"up"}}}}},
-				}}},
-				{Name: "invariants", Point: v1alpha1.HookAfterReady, OnError: v1alpha1.HookContinue,
-					Exec: &v1alpha1.ExecHook{PodSelector: db, Pods: v1alpha1.ExecOnePod, Command: []string{"sh", "-c", "pg_isready"}}},
-			},
-		},
+// pgRecipe is the PostgreSQL example of docs/hooks.md (docs/examples/recipe-postgres.yaml): a
+// database group, then a web tier; a CHECKPOINT before each sync, the clients drained and the
+// database stopped before a relocation, a check after the restore, a migration and checks after
+// Ready.
+func pgRecipe(t *testing.T, ns string) *v1alpha1.DRRecipe {
+	t.Helper()
+	file := filepath.Join("..", "..", "..", "docs", "examples", "recipe-postgres.yaml")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r := &v1alpha1.DRRecipe{}
+	if err := yaml.UnmarshalStrict(raw, r); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	r.Namespace = ns
+	return r
 }
 
 // recipeApp creates an application db naming pgRecipe, deployed on east.
 func recipeApp(t *testing.T, e clitest.Env) *v1alpha1.DRPlacementControl {
 	t.Helper()
-	clitest.Create(t, pgRecipe(e.NS))
+	clitest.Create(t, pgRecipe(t, e.NS))
 	db := e.NewApp(t, "db")
 	cur := clitest.Get(t, db)
 	cur.Spec.RecipeRef = &v1alpha1.RecipeReference{Name: "postgres"}
@@ -88,11 +69,12 @@ func TestPlanListsTheRecipesHooksAndGroupsInTheOrderTheActionRunsThem(t *testing
 		"  9. "+west+"AfterRestore hook claim-bound: wait until PersistentVolumeClaim plan-hooks/data-db-0 holds self.status.phase == 'Bound'",
 		"  10. "+west+"start group db (StatefulSet plan-hooks/db) and wait until it is Ready (within 5m)",
 		"  11. "+west+"AfterReady hook migrate: run a Job in plan-hooks and wait until it completes",
-		"  12. "+west+"start group web (Deployments of plan-hooks picked by tier=web) and wait until it is Ready (within 10m)",
-		"  13. "+west+"start the workloads no group picks and wait until they are Ready",
-		"  14. "+west+"AfterReady hook invariants",
+		"  12. "+west+"AfterReady hook db-ready: wait until StatefulSet plan-hooks/db holds self.status.readyReplicas == self.spec.replicas",
+		"  13. "+west+"start group web (Deployments of plan-hooks picked by tier=web) and wait until it is Ready (within 10m)",
+		"  14. "+west+"start the workloads no group picks and wait until they are Ready",
+		"  15. "+west+"AfterReady hook invariants",
 		"(onError Continue, timeout 5m)",
-		"  15. note: BeforeSync hooks run only ahead of a relocation's final sync: the volrep storage mirrors on its own schedule")
+		"  16. note: BeforeSync hooks run only ahead of a relocation's final sync: the volrep storage mirrors on its own schedule")
 
 	out.Reset()
 	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
