@@ -60,6 +60,9 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 		return r.record(step)
 	}
 	step.Duration, step.LossBound = seconds(d.Status.RTOSeconds), seconds(d.Status.RPOSeconds)
+	if r.c.Mode == Placement && d.Status.Mode == v1alpha1.DrillModeFull {
+		return r.record(r.placementDrill(ctx, step, key, d))
+	}
 	if d.Status.Mode == v1alpha1.DrillModeReadiness {
 		step.Action, step.Duration = "drill (readiness)", time.Since(d.Status.StartTime.Time).Round(time.Second)
 		step.Note = readinessNote(d)
@@ -73,11 +76,27 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	} else {
 		step.Kept, err = r.drillRecords(ctx, cluster, target, d, ws)
 	}
-	step.Err = errors.Join(err, r.endDrill(ctx, key))
+	step.Err = errors.Join(err, r.endDrill(ctx, key, v1alpha1.DrillPassed))
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, cluster)
 	}
 	return r.record(step)
+}
+
+// placementDrill judges a Full drill of an application in placement mode: drover captures none
+// of its objects there (its GitOps tool restores them), so the drill has nothing to start the
+// application from and must end Failed, naming spec.kubeObjectProtection, which makes drover
+// capture them; the sandbox is then torn down as any other. (A readiness drill passes there,
+// its dry run of the objects Skipped for the same reason.)
+func (r *Run) placementDrill(ctx context.Context, step Step, key client.ObjectKey, d *v1alpha1.DRDrill) Step {
+	msg := DrillMessage(d)
+	r.say("drill: %s in placement mode: %s", d.Status.Result, msg)
+	step.Check = "nothing to start: placement mode, no capture of the objects (spec.kubeObjectProtection)"
+	if d.Status.Result != v1alpha1.DrillResultFailed || !strings.Contains(msg, "spec.kubeObjectProtection") {
+		step.Err = fmt.Errorf("a drill in placement mode without spec.kubeObjectProtection must fail naming it; it is %s: %s", d.Status.Result, msg)
+	}
+	step.Err = errors.Join(step.Err, r.endDrill(ctx, key, v1alpha1.DrillFailed))
+	return step
 }
 
 // drillRecords reads the records of the writers' copies in a Full drill's sandbox on target
@@ -202,8 +221,8 @@ func (r *Run) askDrill(ctx context.Context, template *v1alpha1.DRDrill) (client.
 	}
 }
 
-// endDrill shortens the drill's keep to nothing and waits until it is Passed and torn down.
-func (r *Run) endDrill(ctx context.Context, key client.ObjectKey) error {
+// endDrill shortens the drill's keep to nothing and waits until it ends in phase want, torn down.
+func (r *Run) endDrill(ctx context.Context, key client.ObjectKey, want v1alpha1.DrillPhase) error {
 	if err := endKeep(ctx, r.env.Hub, key); err != nil {
 		return err
 	}
@@ -211,10 +230,14 @@ func (r *Run) endDrill(ctx context.Context, key client.ObjectKey) error {
 	if err != nil {
 		return err
 	}
-	if d.Status.Phase != v1alpha1.DrillPassed {
+	if d.Status.Phase != want {
 		return fmt.Errorf("the drill ended %s: %s", d.Status.Phase, DrillMessage(d))
 	}
-	r.say("drill: %s and torn down (%s)", d.Status.Phase, d.Status.Teardown.Message)
+	teardown := "no teardown recorded"
+	if d.Status.Teardown != nil {
+		teardown = d.Status.Teardown.Message
+	}
+	r.say("drill: %s and torn down (%s)", d.Status.Phase, teardown)
 	return nil
 }
 

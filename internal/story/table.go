@@ -13,7 +13,9 @@ import (
 // stopped, home back, failover back with the other stopped, that one back, relocate, relocate
 // back, unprotect. The Postgres workload also runs a drill once protected: PostgreSQL answers in
 // the sandbox's copy and pgbench's invariant holds there (a Full drill on VolSync, a readiness
-// drill on mirrored volumes). It stops at the first failed step.
+// drill on mirrored volumes); in placement mode, where drover captures none of the application's
+// objects, a Full drill must fail saying so, and a readiness drill passes with its dry run of
+// the objects Skipped. It stops at the first failed step.
 func (r *Run) Full(ctx context.Context, unprotect bool) error {
 	away := r.other(r.home)
 	steps := []func() Step{func() Step { return r.Protect(ctx) }}

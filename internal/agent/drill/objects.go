@@ -38,6 +38,10 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result
 	if sc.step(StepRestoringObjects).Finished != nil {
 		return ctrl.Result{}, nil
 	}
+	if sc.group.Spec.KubeObjectProtection == nil {
+		sc.fail(StepRestoringObjects, "a drill starts the application from drover's capture of its objects, and there is none: "+strings.TrimPrefix(noCaptureMessage, "not checked: "))
+		return ctrl.Result{}, nil
+	}
 	capture, from, unavailable, refused := vrg.ReadCapture(ctx, sc.group, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {
 		return vrg.OpenStore(ctx, r.APIReader, p, r.NewStore, r.StoreLimits)
 	})
