@@ -306,6 +306,24 @@ func (r *Run) Close() error {
 	return errors.Join(errs...)
 }
 
+// Abandon stops a story that failed halfway from loading the lab for the cases after it: its
+// DRPlacementControl is deleted (drover stops protecting it) and the application's namespace
+// on each managed cluster with it, so that its pods (PostgreSQL, pgbench, the writers) stop and
+// its volumes leave the storage's sync. Call it after Close, whose clusters are all up.
+func (r *Run) Abandon(ctx context.Context) error {
+	var errs []error
+	if err := r.env.Hub.Delete(ctx, r.drpcObject()); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("failed to delete DRPlacementControl %s: %w", r.key, err))
+	}
+	for _, name := range sortedKeys(r.env.Clusters) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.c.Namespace}}
+		if err := r.env.Clusters[name].Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("failed to delete namespace %s on %s: %w", r.c.Namespace, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Overlap is the longest time both clusters ran the application's writers, after a lost
 // cluster came back and before drover removed them there.
 func (r *Run) Overlap() time.Duration {

@@ -135,6 +135,11 @@ func TestTheWholeStory(t *testing.T) {
 			t.Logf("%s in %s; longest overlap of both clusters running the application after a return: %s\n%s",
 				c.Name(), time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond), table)
 			if err != nil {
+				// The application would go on writing, and its volumes syncing, beside the
+				// cases after it.
+				if aerr := r.Abandon(context.Background()); aerr != nil {
+					t.Error(aerr)
+				}
 				t.Fatal(err)
 			}
 		})
