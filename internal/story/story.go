@@ -306,10 +306,11 @@ func (r *Run) Close() error {
 	return errors.Join(errs...)
 }
 
-// Abandon stops a story that failed halfway from loading the lab for the cases after it: its
-// DRPlacementControl is deleted (drover stops protecting it) and the application's namespace
-// on each managed cluster with it, so that its pods (PostgreSQL, pgbench, the writers) stop and
-// its volumes leave the storage's sync. Call it after Close, whose clusters are all up.
+// Abandon removes the story's application from the lab, so that it does not load the cases
+// after it: its DRPlacementControl is deleted if it is still there (a story that failed
+// halfway; drover stops protecting it) and the application's namespace on each managed cluster,
+// so that its pods (PostgreSQL, pgbench, the writers) stop and its volumes leave the storage's
+// sync. Call it after Close, whose clusters are all up.
 func (r *Run) Abandon(ctx context.Context) error {
 	var errs []error
 	if err := r.env.Hub.Delete(ctx, r.drpcObject()); err != nil && !apierrors.IsNotFound(err) {

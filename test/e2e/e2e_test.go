@@ -134,12 +134,13 @@ func TestTheWholeStory(t *testing.T) {
 			story.PrintTableOf(&table, r.Steps, c.Unit())
 			t.Logf("%s in %s; longest overlap of both clusters running the application after a return: %s\n%s",
 				c.Name(), time.Since(began).Round(time.Second), r.Overlap().Round(100*time.Millisecond), table)
+			// Unprotected, the application goes on where it is (and a failed case leaves it
+			// protected): it would go on writing, and its volumes syncing, beside the cases
+			// after it, each one loading the machine more.
+			if aerr := r.Abandon(context.Background()); aerr != nil {
+				t.Error(aerr)
+			}
 			if err != nil {
-				// The application would go on writing, and its volumes syncing, beside the
-				// cases after it.
-				if aerr := r.Abandon(context.Background()); aerr != nil {
-					t.Error(aerr)
-				}
 				t.Fatal(err)
 			}
 		})
