@@ -7,12 +7,15 @@
 package termination
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // WithLogFallback makes every container of the pod spec, where its template chose no
@@ -26,6 +29,16 @@ func WithLogFallback(spec *corev1.PodSpec) {
 			}
 		}
 	}
+}
+
+// OfJob lists the Job's pods (by the Job controller's job-name label) and returns their Message
+// in at most max bytes.
+func OfJob(ctx context.Context, reader client.Reader, job *batchv1.Job, max int) (string, error) {
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return "", fmt.Errorf("failed to list the pods of Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return Message(pods.Items, max), nil
 }
 
 // Message is the termination message of the newest of a Job's pods that has one, naming its

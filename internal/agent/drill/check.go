@@ -153,9 +153,5 @@ const maxLogTail = 4096
 // checkLogTail reads the finished check Job's pods and returns its log tail: the termination
 // message of its newest pod that has one (internal/termination).
 func (r *Reconciler) checkLogTail(ctx context.Context, job *batchv1.Job) (string, error) {
-	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return "", fmt.Errorf("failed to list the pods of the check Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return termination.Message(pods.Items, maxLogTail), nil
+	return termination.OfJob(ctx, r.APIReader, job, maxLogTail)
 }

@@ -39,7 +39,7 @@ func (r *Reconciler) restoreObjects(ctx context.Context, sc *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if sc.group.Spec.KubeObjectProtection == nil {
-		sc.fail(StepRestoringObjects, "a drill starts the application from drover's capture of its objects, and there is none: "+strings.TrimPrefix(noCaptureMessage, "not checked: "))
+		sc.fail(StepRestoringObjects, "a drill starts the application from drover's capture of its objects, and there is none: "+noCaptureMessage)
 		return ctrl.Result{}, nil
 	}
 	capture, from, unavailable, refused := vrg.ReadCapture(ctx, sc.group, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {

@@ -196,7 +196,7 @@ func replicationCheck(group *v1alpha1.VolumeReplicationGroup) v1alpha1.DrillChec
 }
 
 // noCaptureMessage says why a group in placement mode has no objects for a drill.
-const noCaptureMessage = "not checked: the group captures no objects: its DRPlacementControl is in placement mode, where the placement's GitOps tool restores them; " +
+const noCaptureMessage = "the group captures no objects: its DRPlacementControl is in placement mode, where the placement's GitOps tool restores them; " +
 	"set the DRPlacementControl's spec.kubeObjectProtection for drover to capture them too, and a drill to check and start them"
 
 // dryRunObjects applies every mapped captured object into the sandbox with a server-side dry run:
@@ -205,7 +205,7 @@ const noCaptureMessage = "not checked: the group captures no objects: its DRPlac
 func (r *Reconciler) dryRunObjects(ctx context.Context, sc *scope) v1alpha1.DrillCheck {
 	c := v1alpha1.DrillCheck{Name: "objects accepted by the API server (dry run)"}
 	if sc.group.Spec.KubeObjectProtection == nil {
-		c.Result, c.Message = v1alpha1.DrillResultSkipped, noCaptureMessage
+		c.Result, c.Message = v1alpha1.DrillResultSkipped, "not checked: "+noCaptureMessage
 		return c
 	}
 	capture, from, unavailable, refused := vrg.ReadCapture(ctx, sc.group, r.Client.RESTMapper(), func(p v1alpha1.S3Profile) (objectstore.Store, error) {

@@ -82,9 +82,9 @@ func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 // jobOutput is the termination message of the Job's newest pod that has one, a failed
 // container's first (internal/termination), or a sentence saying why there is none.
 func (r *Runner) jobOutput(ctx context.Context, job *batchv1.Job) string {
-	pods := &corev1.PodList{}
-	if err := r.Reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return fmt.Sprintf("(failed to list the Job's pods: %v)", err)
+	out, err := termination.OfJob(ctx, r.Reader, job, v1alpha1.MaxHookOutput)
+	if err != nil {
+		return "(" + err.Error() + ")"
 	}
-	return termination.Message(pods.Items, v1alpha1.MaxHookOutput)
+	return out
 }
