@@ -44,8 +44,10 @@ func (o Options) awaitCredentialBounds(ctx context.Context, managed *target, raw
 	if err != nil {
 		return fmt.Errorf("failed to create a client of %s with the hub's credential: %w", managed.role, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.BoundsTimeout)
-	defer cancel()
+	// The deadline ends the waiting, not a probe: each probe runs to its own answer (bounded by
+	// requestTimeout), so that the error names what the API server last said rather than a probe
+	// cut off by the deadline on a slow server.
+	deadline := time.Now().Add(o.BoundsTimeout)
 	said := false
 	for {
 		bounded, last := probeBounds(ctx, asHub)
@@ -59,11 +61,15 @@ func (o Options) awaitCredentialBounds(ctx context.Context, managed *target, raw
 		}
 		select {
 		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for %s to enforce ValidatingAdmissionPolicy %s (last answer to the probe: %s): %w",
+				managed.role, identitypolicy.HubOnManagedCluster, last, ctx.Err())
+		case <-time.After(min(boundsPoll, time.Until(deadline))):
+		}
+		if !time.Now().Before(deadline) {
 			return fmt.Errorf("%s does not enforce ValidatingAdmissionPolicy %s after %s (last answer to the probe: %s): "+
 				"without it the hub's credential may write more than drover does, so join did not give it to the hub; "+
 				"check that the API server runs Kubernetes 1.30 or later with the ValidatingAdmissionPolicy admission plugin "+
 				"enabled and that the policy and its binding exist, then join again", managed.role, identitypolicy.HubOnManagedCluster, o.BoundsTimeout, last)
-		case <-time.After(boundsPoll):
 		}
 	}
 }
