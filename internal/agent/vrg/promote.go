@@ -86,9 +86,12 @@ func (rs *restoreState) conflict(key string) (restoreConflict, bool) {
 	return c, ok
 }
 
-// complete reports whether every stored PVC is restored or adopted and Bound.
+// complete reports whether every stored PVC is restored or adopted and Bound. A PVC whose
+// restore failed in this pass is none of these: the objects wait for it (a StatefulSet placed
+// now would start its pod on what is there, a VolSync replica perhaps), and so do the removal
+// of the ReplicationDestinations and the status's observedGeneration.
 func (rs *restoreState) complete() bool {
-	return rs.done || (rs.store != "" && len(rs.conflicts) == 0 && len(rs.unbound) == 0 && len(rs.floorWaiting) == 0)
+	return rs.done || (rs.store != "" && len(rs.failed) == 0 && len(rs.conflicts) == 0 && len(rs.unbound) == 0 && len(rs.floorWaiting) == 0)
 }
 
 // promoting reports whether the group asks to become primary by a failover or a relocation,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,26 +45,37 @@ const (
 // sync's is recorded): a PVC restored from it would never bind. The label is set with an
 // optimistic lock and VolSync deletes an image with a resourceVersion precondition
 // (backube/volsync internal/controller/utils/cleanup.go, CleanupSnapshotsWithLabelCheck), so
-// once held, the snapshot stays.
+// once held, the snapshot stays. A conflict (the snapshot controller writing a new image's
+// status, VolSync giving it up) reads the snapshot again and tries again, deletion included.
 func (r *Reconciler) holdImage(ctx context.Context, vrg *v1alpha1.VolumeReplicationGroup, namespace, name string) error {
-	vs := &snapshotv1.VolumeSnapshot{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
-		return fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", namespace, name, err)
-	}
-	if !vs.DeletionTimestamp.IsZero() {
-		return fmt.Errorf("%w: VolumeSnapshot %s/%s is being deleted (VolSync replaced it by a newer sync's image); the restore reads its ReplicationDestination again",
-			errImageDeleted, namespace, name)
-	}
-	if _, held := vs.Labels[volSyncDoNotDelete]; held {
+	held := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vs := &snapshotv1.VolumeSnapshot{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vs); err != nil {
+			return fmt.Errorf("failed to get VolumeSnapshot %s/%s: %w", namespace, name, err)
+		}
+		if !vs.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("%w: VolumeSnapshot %s/%s is being deleted (VolSync replaced it by a newer sync's image); the restore reads its ReplicationDestination again",
+				errImageDeleted, namespace, name)
+		}
+		if _, ok := vs.Labels[volSyncDoNotDelete]; ok {
+			return nil
+		}
+		before := vs.DeepCopy()
+		metav1.SetMetaDataLabel(&vs.ObjectMeta, volSyncDoNotDelete, "true")
+		metav1.SetMetaDataAnnotation(&vs.ObjectMeta, AnnotationHeldBy, volsync.GroupKey(vrg))
+		if err := r.Client.Patch(ctx, vs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
+			return fmt.Errorf("failed to label VolumeSnapshot %s/%s %s: %w", namespace, name, volSyncDoNotDelete, err)
+		}
+		held = true
 		return nil
+	})
+	if err != nil {
+		return err
 	}
-	before := vs.DeepCopy()
-	metav1.SetMetaDataLabel(&vs.ObjectMeta, volSyncDoNotDelete, "true")
-	metav1.SetMetaDataAnnotation(&vs.ObjectMeta, AnnotationHeldBy, volsync.GroupKey(vrg))
-	if err := r.Client.Patch(ctx, vs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner)); err != nil {
-		return fmt.Errorf("failed to label VolumeSnapshot %s/%s %s: %w", namespace, name, volSyncDoNotDelete, err)
+	if held {
+		ctrl.LoggerFrom(ctx).Info("Held the VolSync image of a restore", "snapshot", klog.KRef(namespace, name))
 	}
-	ctrl.LoggerFrom(ctx).Info("Held the VolSync image of a restore", "snapshot", klog.KObj(vs))
 	return nil
 }
 
