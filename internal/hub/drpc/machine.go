@@ -382,7 +382,6 @@ func demotionAwaited(sc *scope, old *clusterView) string {
 		old.name, target.name, notYet(old.name, old.vrg, v1alpha1.ConditionDataReady), old.name)
 }
 
-// askedPrimary reports whether a group is asked to be the failover's primary already.
 // targetReleasing says what a failover waits for before it demotes a reachable old primary: a
 // PVC the application deleted on the target that its storage has not released yet. The storage
 // releases it only while the volume replays a live primary (ceph-csi); once the old primary is
@@ -401,6 +400,12 @@ func targetReleasing(target, old *clusterView) string {
 	return ""
 }
 
+// relocationPromoted reports whether a relocation's target group is asked to be primary.
+func relocationPromoted(vrg *v1alpha1.VolumeReplicationGroup) bool {
+	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionRelocate
+}
+
+// askedPrimary reports whether a group is asked to be the failover's primary already.
 func askedPrimary(vrg *v1alpha1.VolumeReplicationGroup) bool {
 	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionFailover
 }
@@ -433,7 +438,13 @@ func (r *Reconciler) relocating(ctx context.Context, sc *scope) (ctrl.Result, er
 			return ctrl.Result{RequeueAfter: requeueUnreachable}, nil
 		}
 	}
-	demoted := secondary(source.vrg) && source.vrg.FinalSyncComplete() && source.vrg.Spec.FinalSyncRequest == finalSyncRequest(st)
+	// Once the target is asked to be primary, the final sync was confirmed (a relocation
+	// begins with the target secondary), and the decision is not taken back: the source's
+	// group turns a generation ahead of its status when the hand-off gives it the target's
+	// PVCs to receive, and going back would ask the target again, a new generation in the
+	// middle of its restore.
+	demoted := relocationPromoted(target.vrg) ||
+		(secondary(source.vrg) && source.vrg.FinalSyncComplete() && source.vrg.Spec.FinalSyncRequest == finalSyncRequest(st))
 	if !demoted {
 		if err := r.ensureGroup(ctx, sc, source, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate, finalSyncRequest(st))); err != nil {
 			return ctrl.Result{}, err

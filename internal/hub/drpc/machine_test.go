@@ -349,6 +349,16 @@ func TestRelocatePromotesTheTargetOnlyAfterTheFinalSync(t *testing.T) {
 	w.g.Expect(west.Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
 	w.g.Expect(west.Spec.Action).To(Equal(v1alpha1.ActionRelocate))
 	w.g.Expect(w.decision()).To(BeEmpty(), "the application is placed once the target is promoted")
+	// The hand-off gives east west's PVCs to receive: east's group is a generation ahead of
+	// its status for a while. The promotion asked is not taken back, nor asked again.
+	east = w.vrg("east")
+	east.Generation++
+	w.g.Expect(w.clusters["east"].Update(context.Background(), east)).To(Succeed())
+	gen := w.vrg("west").Generation
+	w.reconcile()
+	w.g.Expect(w.drpc().Status.Progression).To(Equal(string(ProgressionPromotingTarget)))
+	w.g.Expect(w.vrg("west").Generation).To(Equal(gen), "the target's promotion is asked once")
+	w.agent("east", false)
 	w.agent("west", false)
 	w.reconcile()
 	d = w.drpc()
@@ -357,7 +367,7 @@ func TestRelocatePromotesTheTargetOnlyAfterTheFinalSync(t *testing.T) {
 	w.g.Expect(w.decision()).To(Equal([]string{"west"}))
 	w.g.Expect(w.cond(v1alpha1.ConditionPeerReady).Status).To(Equal(metav1.ConditionTrue))
 	// Settled, the hub asks nothing new of the groups: their generations stay.
-	gen := w.vrg("east").Generation
+	gen = w.vrg("east").Generation
 	eastSpec := w.vrg("east").Spec
 	w.reconcile()
 	w.g.Expect(w.vrg("east").Generation).To(Equal(gen))
