@@ -60,30 +60,20 @@ func TestCLIDocIsCurrent(t *testing.T) {
 // TestNoFlagHelpHasABrokenPlaceholder: pflag takes a word in backquotes in a flag's help for
 // the name of its value (--audit drover lab audit), so none may hold one by accident.
 func TestNoFlagHelpHasABrokenPlaceholder(t *testing.T) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(newRootCommand(), func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			if strings.Contains(f.Usage, "`") {
 				t.Errorf("drover %s --%s: its help has a backquote, shown as the value's name: %q", c.CommandPath(), f.Name, f.Usage)
 			}
 		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(newRootCommand())
+	})
 }
 
 // TestNoFlagHelpShowsAnEmptyDefault: a flag's help says its default only when there is one.
 func TestNoFlagHelpShowsAnEmptyDefault(t *testing.T) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(newRootCommand(), func(c *cobra.Command) {
 		if usage := c.LocalFlags().FlagUsages(); strings.Contains(usage, "(default [])") {
 			t.Errorf("drover %s: its help shows an empty default:\n%s", c.CommandPath(), usage)
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(newRootCommand())
+	})
 }

@@ -165,17 +165,12 @@ func TestEveryClientVerbTakesKubectlsConnectionFlags(t *testing.T) {
 			}
 		}
 	}
-	var walk func(c *cobra.Command)
 	usages := map[string][]string{}
-	walk = func(c *cobra.Command) {
+	eachCommand(root, func(c *cobra.Command) {
 		if f := c.Flags().ShorthandLookup("n"); f != nil && f.Deprecated == "" {
 			usages[f.Usage] = append(usages[f.Usage], c.CommandPath())
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
+	})
 	if len(usages) != 1 {
 		t.Errorf("-n means %d things: %v", len(usages), usages)
 	}

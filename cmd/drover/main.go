@@ -41,19 +41,14 @@ func run(ctx context.Context, root *cobra.Command, args []string, stderr io.Writ
 // returned before that.
 func markUsageErrors(root *cobra.Command) func(error) error {
 	started := false
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(root, func(c *cobra.Command) {
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error { started = true; return runE(cmd, args) }
 		}
 		if run := c.Run; run != nil {
 			c.Run = func(cmd *cobra.Command, args []string) { started = true; run(cmd, args) }
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
+	})
 	return func(err error) error {
 		if err != nil && !started {
 			return cli.Usage(err)

@@ -11,16 +11,19 @@ import (
 // lists them apart from the verb's own flags, so that a verb's help leads with what it does.
 func separateConnectionFlags(root *cobra.Command) {
 	conn := connectionFlags()
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(root, func(c *cobra.Command) {
 		if token := c.LocalFlags().Lookup("token"); token != nil && isConnectionFlag(token, conn) && c.Runnable() {
 			c.SetUsageFunc(func(c *cobra.Command) error { return connectionUsage(c, conn) })
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
+	})
+}
+
+// eachCommand calls visit on c and on every command under it, parents before their children.
+func eachCommand(c *cobra.Command, visit func(*cobra.Command)) {
+	visit(c)
+	for _, sub := range c.Commands() {
+		eachCommand(sub, visit)
 	}
-	walk(root)
 }
 
 // connectionUsage prints the usage line, the examples, the verb's own flags, then the
@@ -60,16 +63,11 @@ func connectionUsage(c *cobra.Command, conn *pflag.FlagSet) error {
 // pflag prints "(default [])" for such a flag (it knows an empty list, not an empty map), which
 // reads as a list and says nothing.
 func blankEmptyMapDefaults(root *cobra.Command) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	eachCommand(root, func(c *cobra.Command) {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Value.Type() == "stringToString" && f.DefValue == "[]" {
 				f.DefValue = ""
 			}
 		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
+	})
 }
