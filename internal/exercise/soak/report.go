@@ -124,15 +124,16 @@ func (r *Report) killLine() string {
 // lines are the summary's lines, for the text and the markdown.
 func (r *Report) lines() []string {
 	s := r.Summary()
+	unit := strings.ToLower(r.Case.Unit()) // records of the lab's writer, transactions of pgbench
 	out := []string{
 		fmt.Sprintf("application: %s, protected in %s", r.Case.Name(), secs(r.Protect.Duration)),
 		fmt.Sprintf("cycles: %d passed, %d failed, of %d asked", s.Passed, s.Failed, r.Cycles),
-		fmt.Sprintf("records lost on relocation: %d of %d (must be 0)", s.RelocateLost, s.RelocateLost+s.RelocateKept),
+		fmt.Sprintf("%s lost on relocation: %d of %d (must be 0)", unit, s.RelocateLost, s.RelocateLost+s.RelocateKept),
 	}
 	if s.WorstCycle > 0 {
 		w := s.WorstFailover
-		out = append(out, fmt.Sprintf("worst failover loss: %d records (cycle %d, %s→%s), bound: the writes of the last %s",
-			w.Lost, s.WorstCycle, w.From, w.To, secs(w.LossBound)))
+		out = append(out, fmt.Sprintf("worst failover loss: %d %s (cycle %d, %s→%s), bound: the writes of the last %s",
+			w.Lost, unit, s.WorstCycle, w.From, w.To, secs(w.LossBound)))
 	}
 	out = append(out, fmt.Sprintf("longest two-primaries overlap: %s (writers on both clusters after a return)", secs(r.Overlap)))
 	if s.SlowestCycle > 0 {
@@ -155,7 +156,8 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	for _, l := range r.lines() {
 		fmt.Fprintf(w, "- %s\n", l)
 	}
-	fmt.Fprint(w, "\n| CYCLE | ACTION | FROM → TO | DURATION | RECORDS KEPT | RECORDS LOST | LOSS BOUND | KILLS IN THE CYCLE | CHECK |\n")
+	unit := r.Case.Unit()
+	fmt.Fprintf(w, "\n| CYCLE | ACTION | FROM → TO | DURATION | %s KEPT | %s LOST | LOSS BOUND | KILLS IN THE CYCLE | CHECK |\n", unit, unit)
 	fmt.Fprint(w, "|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Ran {
 		for i, st := range c.Steps {

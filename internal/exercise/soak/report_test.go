@@ -59,3 +59,26 @@ func TestTheSummaryAddsUpEveryCycle(t *testing.T) {
 		t.Errorf("the failed cycle's line is %q", line)
 	}
 }
+
+// A soak of PostgreSQL counts pgbench's transactions, not records: its summary and table say so.
+func TestASoakOfPostgreSQLCountsTransactions(t *testing.T) {
+	rep := &Report{Cycles: 1, Case: story.Case{Workload: story.Postgres}, Ran: []Cycle{{N: 1, Steps: []story.Step{
+		{Action: "relocate", From: "east", To: "west", Duration: 5 * time.Second, Kept: 4739},
+		{Action: "failover", From: "west", To: "east", Duration: 7 * time.Second, Kept: 2264, Lost: 1140, LossBound: 6 * time.Second},
+	}}}}
+	var b bytes.Buffer
+	rep.PrintSummary(&b)
+	rep.WriteMarkdown(&b)
+	for _, want := range []string{
+		"transactions lost on relocation: 0 of 4739 (must be 0)",
+		"worst failover loss: 1140 transactions (cycle 1, west→east)",
+		"| TRANSACTIONS KEPT | TRANSACTIONS LOST |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(strings.ToLower(b.String()), "records") {
+		t.Errorf("a PostgreSQL soak's report speaks of records:\n%s", b.String())
+	}
+}

@@ -111,7 +111,7 @@ func (s *soak) protectAndCycle(ctx context.Context) (err error) {
 		c := s.cycle(ctx, n, at)
 		s.rep.Ran = append(s.rep.Ran, c)
 		fmt.Fprintln(s.o.Out)
-		story.PrintTable(s.o.Out, c.Steps)
+		story.PrintTableOf(s.o.Out, c.Steps, s.o.Case.Unit())
 		fmt.Fprintln(s.o.Out, s.rep.cycleLine(c))
 		if c.Err == nil {
 			continue
