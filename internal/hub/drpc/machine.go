@@ -338,7 +338,7 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 	// it was being demoted, or never answered (a partition or a lost cluster: the hub cannot
 	// tell them apart, and the storage forces the promotion, so a primary that still runs
 	// there is a second writable one until it is reachable and demoted).
-	if why := withoutDemotion(sc, old); why != "" && !secondary(old.vrg) && !askedPrimary(target.vrg) {
+	if why := withoutDemotion(sc, old); why != "" && !secondary(old.vrg) && !askedPrimary(target.vrg, v1alpha1.ActionFailover) {
 		r.event(sc, corev1.EventTypeWarning, v1alpha1.EventPromotingWithoutDemotion, "Promoting %s without demoting %s first: %s",
 			target.name, old.name, why)
 	}
@@ -372,7 +372,7 @@ func (r *Reconciler) failingOver(ctx context.Context, sc *scope) (ctrl.Result, e
 func demotionAwaited(sc *scope, old *clusterView) string {
 	target := sc.view(sc.drpc.Status.ActionTarget)
 	switch {
-	case askedPrimary(target.vrg):
+	case askedPrimary(target.vrg, v1alpha1.ActionFailover):
 		return ""
 	case !old.reachable() || sc.lost[old.name] != "" || old.vrg == nil || secondary(old.vrg):
 		return ""
@@ -400,14 +400,10 @@ func targetReleasing(target, old *clusterView) string {
 	return ""
 }
 
-// relocationPromoted reports whether a relocation's target group is asked to be primary.
-func relocationPromoted(vrg *v1alpha1.VolumeReplicationGroup) bool {
-	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionRelocate
-}
-
-// askedPrimary reports whether a group is asked to be the failover's primary already.
-func askedPrimary(vrg *v1alpha1.VolumeReplicationGroup) bool {
-	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == v1alpha1.ActionFailover
+// askedPrimary reports whether a group is asked already to be the primary of an action
+// (a failover's or a relocation's target).
+func askedPrimary(vrg *v1alpha1.VolumeReplicationGroup, action v1alpha1.DRAction) bool {
+	return vrg != nil && vrg.Spec.ReplicationState == v1alpha1.ReplicationStatePrimary && vrg.Spec.Action == action
 }
 
 // withoutDemotion says why a failover promotes its target without the old primary demoted
@@ -443,7 +439,7 @@ func (r *Reconciler) relocating(ctx context.Context, sc *scope) (ctrl.Result, er
 	// group turns a generation ahead of its status when the hand-off gives it the target's
 	// PVCs to receive, and going back would ask the target again, a new generation in the
 	// middle of its restore.
-	demoted := relocationPromoted(target.vrg) ||
+	demoted := askedPrimary(target.vrg, v1alpha1.ActionRelocate) ||
 		(secondary(source.vrg) && source.vrg.FinalSyncComplete() && source.vrg.Spec.FinalSyncRequest == finalSyncRequest(st))
 	if !demoted {
 		if err := r.ensureGroup(ctx, sc, source, groupSpec(sc.drpc, sc.policy, v1alpha1.ReplicationStateSecondary, v1alpha1.ActionRelocate, finalSyncRequest(st))); err != nil {
