@@ -18,10 +18,13 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod, filesErr e
 	w.mu.Lock()
 	last := w.lastStatus
 	w.mu.Unlock()
+	// The conditions' transition times are carried over first: compared without them, a status
+	// that did not change differs from the last one written, and the pod was patched (to no
+	// effect) at every sync.
+	keepTransitionTimes(status, last)
 	if last != nil && equality.Semantic.DeepEqual(last, status) {
 		return nil
 	}
-	keepTransitionTimes(status, last)
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return fmt.Errorf("failed to encode status of pod %s: %w", w.key, err)

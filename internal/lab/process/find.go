@@ -30,14 +30,19 @@ func Find(match func(Proc) bool) ([]Proc, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		p := Proc{PID: pid, Args: strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")}
-		if match(p) {
+		if p, ok := Get(pid); ok && match(p) {
 			found = append(found, p)
 		}
 	}
 	return found, nil
+}
+
+// Get reads one process's command line; false when it is gone or has none (a zombie, a kernel
+// thread).
+func Get(pid int) (Proc, bool) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(raw) == 0 {
+		return Proc{}, false
+	}
+	return Proc{PID: pid, Args: strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")}, true
 }

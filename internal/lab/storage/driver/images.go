@@ -28,6 +28,8 @@ type Images struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	alive *os.File
+	// peerPID is the peer's storage controller as last found; under mu.
+	peerPID int
 }
 
 // SetPartitionFlags names the lab's partition flags of this cluster and its peer: while any of
@@ -81,10 +83,26 @@ func (im *Images) PeerReachable() bool {
 		return false
 	}
 	want := "--data-dir=" + im.peerDir
-	found, err := process.Find(func(p process.Proc) bool {
+	isPeer := func(p process.Proc) bool {
 		return slices.Contains(p.Args[1:], want) && strings.Contains(strings.Join(p.Args, "\x00"), "storage-controller") && process.Alive(p.PID)
-	})
-	return err == nil && len(found) > 0
+	}
+	// The process found last is looked at first: every reconcile asks, and a scan of every
+	// process's command line was a large part of the storage's CPU. A PID reused by another
+	// process fails the same test and leads to a scan.
+	im.mu.Lock()
+	last := im.peerPID
+	im.mu.Unlock()
+	if p, ok := process.Get(last); last > 0 && ok && isPeer(p) {
+		return true
+	}
+	found, err := process.Find(isPeer)
+	if err != nil || len(found) == 0 {
+		return false
+	}
+	im.mu.Lock()
+	im.peerPID = found[0].PID
+	im.mu.Unlock()
+	return true
 }
 
 // Lock serialises access to one image within this process: writers and the mirror's
