@@ -19,7 +19,8 @@ func (l *Lab) DroverBinary() string { return l.opts.DroverBinary }
 // manifests (or Options.Installer), waiting until its pod is Ready. It joins no managed
 // cluster and creates no DRPolicy: `drover hub restore` rebuilds those from what the managed
 // clusters hold. The cluster keeps its certificates, ports and administrator kubeconfig, so the
-// new hub answers at the old one's address. It needs a lab that runs drover.
+// new hub answers at the old one's address. A GitOps tool the lab runs (Options.GitOps) keeps
+// its objects on the hub and loses them with it. It needs a lab that runs drover.
 func (l *Lab) RebuildHub(ctx context.Context) error {
 	if !l.opts.RunDrover {
 		return errors.New("the lab does not run drover: only a lab brought up with drover installed rebuilds its hub")
