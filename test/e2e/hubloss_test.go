@@ -39,7 +39,7 @@ import (
 // TestAHubRestoredFromTheGroupsResumesWhereTheyAre).
 func TestAHubLostWithEastIsRebuiltFromTheClustersAndTheStoryGoesOn(t *testing.T) {
 	if os.Getenv(FullEnv) != "full" {
-		t.Skip("the hub's loss with east, its rebuild and restore (several minutes) run with " + FullEnv +
+		t.Skip("the hub's loss with east, its rebuild and restore (about 2 minutes) run with " + FullEnv +
 			"=full (make test-e2e); make test runs the in-process stories of internal/hub")
 	}
 	ctx := context.Background()
