@@ -17,7 +17,7 @@ func (c *Cluster) etcdStep() step {
 	return step{
 		component: component{name: componentEtcd, binary: c.bin("etcd"), args: []string{
 			"--name=" + c.Name,
-			"--data-dir=" + filepath.Join(c.dir, "etcd"),
+			"--data-dir=" + c.etcdDir(),
 			"--listen-client-urls=" + etcdClient,
 			"--advertise-client-urls=" + etcdClient,
 			"--listen-peer-urls=" + etcdPeer,
@@ -33,6 +33,9 @@ func (c *Cluster) etcdStep() step {
 		},
 	}
 }
+
+// etcdDir is the cluster's etcd data directory: every object of the cluster.
+func (c *Cluster) etcdDir() string { return filepath.Join(c.dir, "etcd") }
 
 func (c *Cluster) etcdHealthy(ctx context.Context) error {
 	body, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/health", c.Ports.Etcd))

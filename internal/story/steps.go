@@ -225,9 +225,25 @@ func (r *Run) Recover(ctx context.Context, cluster string) Step {
 		step.Err = fmt.Errorf("failed to start %s: %w", cluster, err)
 		return r.record(step)
 	}
+	return r.recovered(ctx, step, began, time.Now())
+}
+
+// Returned is Recover for a lost cluster that the caller started again at began, such as one
+// lost in the stories of several applications at once (LoseTogether): it waits, with no other
+// action, until drover has cleaned and demoted it there. The watcher counts the cluster back
+// from began.
+func (r *Run) Returned(ctx context.Context, cluster string, began time.Time) Step {
+	return r.recovered(ctx, Step{Action: "recover", From: cluster, To: cluster}, began, began)
+}
+
+// recovered records that step's cluster is back since back and waits until drover has cleaned
+// it (the application no longer runs there) and demoted it (PeerReady); the PVCs of a workload
+// that keeps them are still there. The step's duration counts from began.
+func (r *Run) recovered(ctx context.Context, step Step, began, back time.Time) Step {
+	cluster := step.From
 	r.mu.Lock()
 	delete(r.down, cluster)
-	r.back[cluster] = time.Now()
+	r.back[cluster] = back
 	r.mu.Unlock()
 	// Recovered means the peer is ready and the primary's data replicates to it again
 	// (Protected), so the next failover has a recovery point.

@@ -14,5 +14,8 @@
 // TestTheWholeStory's cases are real `drover lab writer` processes on the lab kubelets' nodes
 // (story.Case.AppProcesses), writing into their mounted PVCs; DROVER_E2E_APP_PROCESSES=0 puts
 // them on fake nodes instead, the lab's storage writing for them. The Argo CD case deploys its
-// own manifests and keeps its pods on fake nodes.
+// own manifests and keeps its pods on fake nodes. With DROVER_E2E=full the suite also loses the
+// hub together with east, fails two applications over with drover failover --without-hub,
+// rebuilds an empty hub (lab.RebuildHub) and restores it with drover hub restore
+// (TestAHubLostWithEastIsRebuiltFromTheClustersAndTheStoryGoesOn); later cases run on that hub.
 package e2e
