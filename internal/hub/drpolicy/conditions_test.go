@@ -31,7 +31,7 @@ func TestAPolicyIsValidatedWhenBothClustersAreAndTheirProfilesAreDefined(t *test
 		{"both validated with their profiles", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-west", true)},
 			metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "both clusters"},
 		{"a missing cluster", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true)},
-			metav1.ConditionFalse, v1alpha1.ReasonClusterNotValidated, "DRCluster west does not exist"},
+			metav1.ConditionFalse, v1alpha1.ReasonClusterNotValidated, "DRCluster west does not exist: join the cluster (drover cluster join), or, on a hub being restored, run drover hub restore again"},
 		{"a cluster not validated", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-west", false)},
 			metav1.ConditionFalse, v1alpha1.ReasonClusterNotValidated, "DRCluster west is not Validated"},
 		{"a profile the policy does not define", map[string]*v1alpha1.DRCluster{"east": cluster("east", "s3-east", true), "west": cluster("west", "s3-north", true)},

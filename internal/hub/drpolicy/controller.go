@@ -85,7 +85,7 @@ func ValidatedCondition(policy *v1alpha1.DRPolicy, clusters map[string]*v1alpha1
 		drc, ok := clusters[name]
 		if !ok {
 			reason = v1alpha1.ReasonClusterNotValidated
-			problems = append(problems, fmt.Sprintf("DRCluster %s does not exist: create it", name))
+			problems = append(problems, fmt.Sprintf("DRCluster %s does not exist: join the cluster (drover cluster join), or, on a hub being restored, run drover hub restore again once the cluster answers", name))
 			continue
 		}
 		if v := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated); v == nil || v.Status != metav1.ConditionTrue {
