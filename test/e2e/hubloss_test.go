@@ -128,9 +128,10 @@ func TestAHubLostWithEastIsRebuiltFromTheClustersAndTheStoryGoesOn(t *testing.T)
 	}
 }
 
-// protectBoth starts the stories of two applications on east, one on each of the lab's
-// policies, in self-contained mode (west brings the application up with no hub), and protects
-// them. When the test ends each story is closed, its table logged and its application removed.
+// protectBoth starts the stories of two applications on east (startStory), one on each of the
+// lab's policies, in self-contained mode (west brings the application up with no hub), and
+// protects them. When the test ends each story is closed, its table logged and its application
+// removed.
 func protectBoth(ctx context.Context, t *testing.T) []*story.Run {
 	t.Helper()
 	var runs []*story.Run
@@ -140,22 +141,17 @@ func protectBoth(ctx context.Context, t *testing.T) []*story.Run {
 	} {
 		c := story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: b.policy, StorageClass: b.class, Mode: story.SelfContained,
 			Namespace: b.ns, AppProcesses: os.Getenv(AppProcessesEnv) != "0"}
-		began := time.Now()
-		r := story.New(env(t), c, lab.East)
-		if err := r.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		// Registered first, so run last: after startStory has closed the story and logged its table.
+		var r *story.Run
 		t.Cleanup(func() {
-			if err := r.Close(); err != nil {
-				t.Error(err)
+			if r == nil {
+				return
 			}
-			var table writerBuffer
-			story.PrintTableOf(&table, r.Steps, c.Unit())
-			t.Logf("%s in %s\n%s", c.Name(), time.Since(began).Round(time.Second), table)
 			if err := r.Abandon(context.Background()); err != nil {
 				t.Error(err)
 			}
 		})
+		r = startStory(ctx, t, c, "")
 		runs = append(runs, r)
 	}
 	for _, r := range runs {

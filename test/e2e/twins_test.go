@@ -283,7 +283,7 @@ func startStory(ctx context.Context, t *testing.T, c story.Case, what string) *s
 			t.Error(err)
 		}
 		var table writerBuffer
-		story.PrintTable(&table, r.Steps)
+		story.PrintTableOf(&table, r.Steps, c.Unit())
 		t.Logf("%s%s in %s\n%s", c.Name(), what, time.Since(began).Round(time.Second), table)
 	})
 	return r

@@ -92,8 +92,10 @@ func (im *Images) PeerReachable() bool {
 	im.mu.Lock()
 	last := im.peerPID
 	im.mu.Unlock()
-	if p, ok := process.Get(last); last > 0 && ok && isPeer(p) {
-		return true
+	if last > 0 {
+		if p, ok := process.Get(last); ok && isPeer(p) {
+			return true
+		}
 	}
 	found, err := process.Find(isPeer)
 	if err != nil || len(found) == 0 {
