@@ -31,7 +31,10 @@ func TestPostgreSQLUnderPgbenchFailsOverAndRelocatesByItsOwnInvariants(t *testin
 		// backends in both modes, with a drill whose check Job runs pg_isready and pgbench's
 		// invariant in the sandbox (story.Run.Full). make test's drills are the agent's and the
 		// hub's (internal/agent/drill, internal/hub).
-		{Workload: story.Postgres, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "postgres-volsync"},
+		// It runs with the workload's recipe (story.PostgresRecipe): a CHECKPOINT before the
+		// final sync, pg_ctl stop -m fast before the relocation stops the database, a migration
+		// Job and the invariant's check Job once it is Ready on the target.
+		{Workload: story.Postgres, Policy: lab.PolicyVolSync, StorageClass: lab.FileStorageClass, Namespace: "postgres-volsync", Hooks: true},
 	} {
 		c.Mode = story.SelfContained
 		t.Run(c.Policy, func(t *testing.T) {

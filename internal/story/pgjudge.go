@@ -43,6 +43,9 @@ type pgState struct {
 	kept map[string]int64
 	// judgements are the verdicts so far.
 	judgements []PostgresJudgement
+	// fastShutdowns is how many fast shutdowns the relocation's source had logged when it began
+	// (pgFastShutdowns): its stop-db hook logs one more.
+	fastShutdowns int
 }
 
 // PostgresJudgement is what the judge found on a step's target.
@@ -233,14 +236,10 @@ func (r *Run) pgCompare(j *PostgresJudgement, runs map[string]*pgsql.RunLog, row
 // recovery" when it recovered an unclean copy, "clean start" after a shutdown, with the line
 // that says so; "" when there is no log to read.
 func (r *Run) pgRecovery(cluster string) string {
-	if r.env.LogDir == nil {
+	log, ok := r.pgLog(cluster)
+	if !ok {
 		return ""
 	}
-	raw, err := os.ReadFile(kubelet.LogPath(r.env.LogDir(cluster), r.c.Namespace, pgPod, "postgres"))
-	if err != nil {
-		return ""
-	}
-	log := string(raw)
 	if i := strings.LastIndex(log, "\n==== "); i >= 0 {
 		log = log[i:]
 	}
@@ -253,4 +252,16 @@ func (r *Run) pgRecovery(cluster string) string {
 		}
 	}
 	return "start not logged"
+}
+
+// pgLog is the Postgres pod's server log on cluster, every start of its container.
+func (r *Run) pgLog(cluster string) (string, bool) {
+	if r.env.LogDir == nil {
+		return "", false
+	}
+	raw, err := os.ReadFile(kubelet.LogPath(r.env.LogDir(cluster), r.c.Namespace, pgPod, "postgres"))
+	if err != nil {
+		return "", false
+	}
+	return string(raw), true
 }

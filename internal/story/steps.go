@@ -64,6 +64,9 @@ func (r *Run) drpcObject() *v1alpha1.DRPlacementControl {
 			ConsistencyGroups: slices.Clone(r.c.ConsistencyGroups),
 		},
 	}
+	if r.c.Hooks {
+		d.Spec.RecipeRef = &v1alpha1.RecipeReference{Name: PostgresRecipeName}
+	}
 	if r.c.Mode == Placement {
 		d.Spec.PlacementRef = &v1alpha1.PlacementReference{Kind: "Placement", Name: r.c.placement(), Namespace: r.c.PlacementNamespace}
 	} else {
@@ -131,6 +134,9 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 	step.Err = r.checkFailover(ctx, &step, ws, wrote, lastSync, "its loss")
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, to)
+	}
+	if step.Err == nil {
+		step.Err = r.checkHooks(ctx, &step)
 	}
 	return r.record(step)
 }
@@ -282,6 +288,9 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 		step.Err = err
 		return r.record(step)
 	}
+	if r.c.Hooks {
+		r.pg.fastShutdowns = r.pgFastShutdowns(from)
+	}
 	began := time.Now()
 	r.say("relocate: asking drover to relocate to %s", to)
 	if err := r.ask(ctx, v1alpha1.ActionRelocate, to); err != nil {
@@ -300,6 +309,9 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 	}
 	if step.Err == nil {
 		_, _, step.Err = r.writing(ctx, to)
+	}
+	if step.Err == nil {
+		step.Err = r.checkHooks(ctx, &step)
 	}
 	if step.Err == nil {
 		step.Err = r.await(ctx, "relocate: peer ready", func(d *v1alpha1.DRPlacementControl) bool { return isTrue(d, v1alpha1.ConditionPeerReady) })

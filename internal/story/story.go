@@ -56,6 +56,11 @@ type Case struct {
 	AppProcesses bool
 	// ConsistencyGroups are the DRPlacementControl's consistency groups; none when empty.
 	ConsistencyGroups []v1alpha1.ConsistencyGroup
+	// Hooks protects the application with its recipe (the Postgres workload's, PostgresRecipe,
+	// in self-contained mode), which the DRPlacementControl names: after each failover and
+	// relocation the story checks that the recipe's hooks for it ran and succeeded, on the
+	// cluster each belongs to.
+	Hooks bool
 }
 
 // placement is the placement's name.
@@ -71,6 +76,9 @@ func (c Case) placement() string {
 // (not /class: a subtest level that a -run pattern for the default class's case would enter).
 func (c Case) Name() string {
 	name := fmt.Sprintf("%s/%s/%s", c.Workload, c.Policy, c.Mode)
+	if c.Hooks {
+		name = fmt.Sprintf("%s+hooks/%s/%s", c.Workload, c.Policy, c.Mode)
+	}
 	if c.StorageClass != "" && c.StorageClass != labClass(c.Policy) {
 		name += "@" + c.StorageClass
 	}
@@ -214,6 +222,9 @@ func (r *Run) Start(ctx context.Context) error {
 		return err
 	}
 	if err := r.allowPlacementNamespace(ctx); err != nil {
+		return err
+	}
+	if err := r.createRecipe(ctx); err != nil {
 		return err
 	}
 	switch r.c.Mode {

@@ -9,8 +9,9 @@
 // the cases run on the lab's CRDs and TestTheLabServesTheUpstreamCRDs skips, naming the command
 // that downloads them; DROVER_REQUIRE_UPSTREAM_APIS=1 (CI) makes that a failure.
 //
-// `make test` runs the seed's case for each backend (a StatefulSet that keeps its PVCs);
-// `make test-e2e` (DROVER_E2E=full) runs the whole matrix. The application's pods of
+// `make test` runs the seed's case (a StatefulSet that keeps its PVCs) on VolSync in placement
+// mode; `make test-e2e` (DROVER_E2E=full) runs the whole matrix, PostgreSQL with its recipe's
+// hooks (story.PostgresRecipe) on both backends among it. The application's pods of
 // TestTheWholeStory's cases are real `drover lab writer` processes on the lab kubelets' nodes
 // (story.Case.AppProcesses), writing into their mounted PVCs; DROVER_E2E_APP_PROCESSES=0 puts
 // them on fake nodes instead, the lab's storage writing for them. The Argo CD case deploys its

@@ -61,7 +61,8 @@ func TestMain(m *testing.M) {
 }
 
 // cases is the matrix: every workload × backend × mode with DROVER_E2E=full (PostgreSQL under
-// pgbench among the workloads, judged by its own invariants; the two-volume StatefulSet, whose
+// pgbench among the workloads, judged by its own invariants, and again with its recipe's hooks
+// in self-contained mode; the two-volume StatefulSet, whose
 // failovers report the twin records they tear and whose relocations must keep them), and the seed's case
 // in each mode on the WaitForFirstConsumer variant of the VolSync class (a restored PVC binds only
 // when the application's pod is scheduled); else the seed's case (a StatefulSet that keeps its
@@ -95,6 +96,11 @@ func cases() []story.Case {
 	for _, m := range []story.Mode{story.SelfContained, story.Placement} {
 		out = append(out, story.Case{Workload: story.StatefulSetKeepsPVCs, Policy: lab.PolicyVolSync, StorageClass: lab.FileWFFCStorageClass, Mode: m})
 	}
+	// PostgreSQL with its recipe's hooks (story.PostgresRecipe) on each backend: the restore
+	// order is self-contained mode's.
+	for _, b := range backends {
+		out = append(out, story.Case{Workload: story.Postgres, Policy: b.policy, StorageClass: b.class, Mode: story.SelfContained, Hooks: true})
+	}
 	return out
 }
 
@@ -117,7 +123,7 @@ func TestTheWholeStory(t *testing.T) {
 		c.AppProcesses = os.Getenv(AppProcessesEnv) != "0"
 		c.Namespace = "e2e-" + string(c.Workload) + "-" + map[story.Mode]string{story.SelfContained: "sc", story.Placement: "pl"}[c.Mode] +
 			"-" + map[string]string{lab.PolicyVolRep: "volrep", lab.PolicyVolSync: "volsync"}[c.Policy] +
-			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass]
+			map[string]string{lab.FileWFFCStorageClass: "-wffc"}[c.StorageClass] + map[bool]string{true: "-hooks"}[c.Hooks]
 		if runs[c.Namespace]++; runs[c.Namespace] > 1 {
 			c.Namespace += fmt.Sprintf("-%d", runs[c.Namespace])
 		}
