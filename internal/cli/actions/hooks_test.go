@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +76,7 @@ func TestPlanListsTheRecipesHooksAndGroupsInTheOrderTheActionRunsThem(t *testing
 		"  15. "+west+"AfterReady hook invariants",
 		"(onError Continue, timeout 5m)",
 		"  16. note: BeforeSync hooks run only ahead of a relocation's final sync: the volrep storage mirrors on its own schedule")
+	t.Logf("drover plan relocate of the PostgreSQL example (docs/examples/recipe-postgres.yaml):\n%s", out.String())
 
 	out.Reset()
 	if err := Plan(t.Context(), clitest.Hub, &out, PlanOptions{Namespace: e.NS, App: "db", Action: v1alpha1.ActionFailover, To: e.West, Now: clitest.ClockAt}); err != nil {
@@ -86,6 +88,23 @@ func TestPlanListsTheRecipesHooksAndGroupsInTheOrderTheActionRunsThem(t *testing
 		"  2. "+west+"restore the objects that run no pods")
 	if strings.Contains(out.String(), "BeforeStop hook drain-clients") {
 		t.Errorf("a failover's plan lists hooks of the cluster it leaves:\n%s", out.String())
+	}
+}
+
+// TestThePlanSaysVolSyncsScheduledSyncsRunNoBeforeSyncHook: the agent runs BeforeSync hooks
+// only ahead of a relocation's final sync, and the plan of a VolSync application says so.
+func TestThePlanSaysVolSyncsScheduledSyncsRunNoBeforeSyncHook(t *testing.T) {
+	spec := &pgRecipe(t, "shop").Spec
+	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{SchedulingInterval: "5m",
+		StorageClassBackends: []v1alpha1.StorageClassBackend{{Backend: v1alpha1.BackendVolSync}}}}
+	got := strings.Join(syncNote(&cli.App{Policy: policy}, spec), "\n")
+	want := "note: BeforeSync hooks run only ahead of a relocation's final sync: VolSync's syncs while the application runs (every 5m) start on VolSync's own schedule, with no hook before them yet"
+	if got != want {
+		t.Errorf("the plan's note for VolSync:\n got %q\nwant %q", got, want)
+	}
+	spec.Hooks = slices.DeleteFunc(spec.Hooks, func(h v1alpha1.Hook) bool { return h.Point == v1alpha1.HookBeforeSync })
+	if n := syncNote(&cli.App{Policy: policy}, spec); n != nil {
+		t.Errorf("a recipe without BeforeSync hooks gets a note: %q", n)
 	}
 }
 
