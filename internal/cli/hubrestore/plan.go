@@ -69,6 +69,16 @@ type drpcPlan struct {
 	// marked is true when a group of it was promoted without the hub: an existing
 	// DRPlacementControl is then given the spec that adopts it (docs/decisions/0014).
 	marked bool
+	// existing is the hub's DRPlacementControl of that name, when it holds one (a restore
+	// ran before): it is kept, and the hub goes on from its status.
+	existing *v1alpha1.DRPlacementControl
+}
+
+// adopts reports whether an existing DRPlacementControl is to be given the spec that adopts a
+// promotion made without the hub: a group of it is marked, and its spec asks no failover there.
+func (d drpcPlan) adopts(existing *v1alpha1.DRPlacementControl) bool {
+	return d.marked && d.state.Phase == v1alpha1.PhaseFailingOver &&
+		(existing.Spec.Action != v1alpha1.ActionFailover || existing.Spec.FailoverCluster != d.state.Primary)
 }
 
 // newPlan builds the plan from the clusters read.

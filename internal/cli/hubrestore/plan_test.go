@@ -186,3 +186,25 @@ func TestAClusterWithoutItsProfileSecretIsRefusedBeforeAnyWrite(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestADRPlacementControlTheHubHoldsIsKeptAndSaidSo(t *testing.T) {
+	g := recorded(t, v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover, 4)
+	raw, _ := json.Marshal(v1alpha1.PromotedWithoutHub{Cluster: "west", Generation: g.vrg.Generation, At: metav1.NewTime(time.Now())})
+	g.vrg.Annotations[v1alpha1.AnnotationPromotedWithoutHub] = string(raw)
+	west := &cluster{name: "west", profiles: profiles("store-west"), groups: []group{g}}
+	p, err := newPlan([]*cluster{{name: "east", err: errors.New("connection refused"), silent: true}, west})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.drpcs[0]
+	d.existing = &v1alpha1.DRPlacementControl{Spec: v1alpha1.DRPlacementControlSpec{PreferredCluster: "east"}}
+	d.existing.Status.Phase, d.existing.Status.CurrentPrimary = v1alpha1.PhaseDeployed, "east"
+	if got := describeDRPC(d); !strings.Contains(got, "exists on the hub (Deployed on east): kept") || !strings.Contains(got, "asked for the failover to west") {
+		t.Fatalf("a hub's DRPlacementControl older than a promotion made without it: %s", got)
+	}
+	d.existing.Spec.Action, d.existing.Spec.FailoverCluster = v1alpha1.ActionFailover, "west"
+	d.existing.Status.Phase, d.existing.Status.CurrentPrimary = v1alpha1.PhaseFailedOver, "west"
+	if got := describeDRPC(d); got != "exists on the hub (FailedOver on west): kept, the hub goes on from its status" {
+		t.Fatalf("a hub's DRPlacementControl that adopted it: %s", got)
+	}
+}

@@ -133,12 +133,31 @@ func printPlan(w io.Writer, p *plan, o Options) {
 			pol.Spec.SchedulingInterval, len(pol.Spec.S3Profiles))
 	}
 	for _, d := range p.drpcs {
-		fmt.Fprintf(w, "  DRPlacementControl %s/%s (DRPolicy %s): %s\n", d.drpc.Namespace, d.drpc.Name, d.drpc.Spec.DRPolicyRef.Name, describeState(d))
+		fmt.Fprintf(w, "  DRPlacementControl %s/%s (DRPolicy %s): %s\n", d.drpc.Namespace, d.drpc.Name, d.drpc.Spec.DRPolicyRef.Name, describeDRPC(d))
 	}
 	for _, n := range p.notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	fmt.Fprintf(w, "Objects that exist on the hub are kept as they are; no VolumeReplicationGroup is written.\n")
+}
+
+// describeDRPC says what becomes of a DRPlacementControl: one the hub holds is kept (but for
+// the spec that adopts a promotion made without the hub), and the hub goes on from its status;
+// one to create is described by its groups' state.
+func describeDRPC(d drpcPlan) string {
+	e := d.existing
+	if e == nil {
+		return describeState(d)
+	}
+	phase := "no status yet"
+	if e.Status.Phase != "" {
+		phase = fmt.Sprintf("%s on %s", e.Status.Phase, e.Status.CurrentPrimary)
+	}
+	out := fmt.Sprintf("exists on the hub (%s): kept, the hub goes on from its status", phase)
+	if d.adopts(e) {
+		out += fmt.Sprintf("; asked for the failover to %s, which adopts the promotion made there without the hub", d.state.Primary)
+	}
+	return out
 }
 
 // describeState says where the groups say the application is, and the action the spec asks.
@@ -244,6 +263,16 @@ func (p *plan) checkHub(ctx context.Context, hub client.Client) error {
 			return err
 		}
 		p.lost[i].existing = drc
+	}
+	for i := range p.drpcs {
+		d := &v1alpha1.DRPlacementControl{}
+		err := hub.Get(ctx, client.ObjectKeyFromObject(p.drpcs[i].drpc), d)
+		switch {
+		case err == nil:
+			p.drpcs[i].existing = d
+		case !apierrors.IsNotFound(err):
+			return cli.Unreachable(fmt.Errorf("failed to read DRPlacementControl %s on the new hub: %w", client.ObjectKeyFromObject(p.drpcs[i].drpc), err))
+		}
 	}
 	return nil
 }
@@ -383,7 +412,7 @@ func ensureDRPC(ctx context.Context, w io.Writer, hub client.Client, d drpcPlan,
 		return fmt.Errorf("failed to read DRPlacementControl %s on the hub: %w", key, err)
 	}
 	to := d.state.Primary
-	if !d.marked || d.state.Phase != v1alpha1.PhaseFailingOver || (existing.Spec.Action == v1alpha1.ActionFailover && existing.Spec.FailoverCluster == to) {
+	if !d.adopts(existing) {
 		fmt.Fprintf(w, "the hub: DRPlacementControl %s exists, kept\n", key)
 		return nil
 	}
