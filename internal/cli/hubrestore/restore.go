@@ -104,9 +104,15 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 		}
 	}
 	fmt.Fprintf(w, "The hub rebuilds each DRPlacementControl's status from its groups; drover status -A shows them.\n")
-	if len(p.lost) > 0 {
+	var declared []string
+	for _, l := range p.lost {
+		if l.existing == nil || l.existing.Spec.Lost != nil {
+			declared = append(declared, l.drc.Name)
+		}
+	}
+	if len(declared) > 0 {
 		fmt.Fprintf(w, "Declared lost: %s. The hub cannot reach a cluster it holds no credential for: once one answers, run this restore again, which joins it and lifts the declaration.\n",
-			strings.Join(p.lostNames(), ", "))
+			strings.Join(declared, ", "))
 	}
 	return nil
 }
@@ -317,7 +323,8 @@ func describeLost(l lostPlan) string {
 		l.why, s.Region, s.S3ProfileName)
 }
 
-// lostNames are the clusters declared lost, or kept so, by this restore.
+// lostNames are the clusters that do not answer and that the records name: the answering
+// clusters' joins skip them as peers.
 func (p *plan) lostNames() []string {
 	var out []string
 	for _, l := range p.lost {
