@@ -58,6 +58,14 @@ type DRClusterLost struct {
 	Reason string `json:"reason"`
 }
 
+// AnnotationLostDeclaredByRestore marks a DRCluster that `drover hub restore` created declared
+// lost, because the cluster did not answer when the hub was restored (its value: when, RFC
+// 3339; docs/decisions/0018-a-restore-declares-a-silent-cluster-lost.md). Such a DRCluster has
+// no kubeconfig Secret: the restore cannot join a cluster that does not answer. A later restore
+// that finds the cluster answering joins it and lifts the declaration it made; a declaration
+// without this annotation is a person's, and only a person lifts it.
+const AnnotationLostDeclaredByRestore = "drover.io/lost-declared-by-restore"
+
 // GroupRef names a VolumeReplicationGroup on a managed cluster.
 type GroupRef struct {
 	// namespace of the group.
@@ -84,7 +92,8 @@ const (
 	// hub demotes and removes the groups there that it must.
 	ReasonLostClusterReturned = "LostClusterReturned"
 	// ReasonClusterDeclaredLost (DRPlacementControl ActionAccepted): the action targets a
-	// cluster declared lost.
+	// cluster declared lost. (DRPlacementControl Protected): the peer is declared lost and does
+	// not answer, so the application's data has no second copy.
 	ReasonClusterDeclaredLost = "ClusterDeclaredLost"
 	// EventClusterDeclaredLost: spec.lost was set on a DRCluster.
 	EventClusterDeclaredLost = "ClusterDeclaredLost"

@@ -10,7 +10,7 @@ import (
 	"github.com/drover-io/drover/internal/join"
 )
 
-// newHubRestoreCommand rebuilds a lost hub from the managed clusters (docs/decisions/0017).
+// newHubRestoreCommand rebuilds a lost hub from the managed clusters (docs/decisions/0017, 0018).
 func newHubRestoreCommand() *cobra.Command {
 	conn := &cli.Connection{}
 	s := &safetyFlags{}
@@ -33,8 +33,13 @@ rebuilds each DRPlacementControl's status from its groups (a failover made with
 drover failover --without-hub reads FailedOver on that cluster once the hub finishes it) and
 replays no action.
 
-A cluster that does not answer is reported and skipped, never guessed. Objects that exist on
-the hub are kept as they are, so running it again changes nothing.`,
+A cluster that does not answer (lost with the hub) is given its DRCluster from the records,
+declared lost (spec.lost, marked as the restore's declaration), with no kubeconfig: nothing is
+written on it, its DRPolicies are Validated without it and its applications go on on the peer
+(one failed over without the hub reads FailedOver there). The new hub holds no credential for
+it, so once it answers, run the restore again: it joins the cluster and lifts the declaration
+it made (a person's is kept), and the hub demotes the cluster's stale primaries. Objects that
+exist on the hub are kept as they are, so running it again changes nothing else.`,
 		Example: `  drover hub restore --kubeconfig new-hub.kubeconfig \
     --cluster-kubeconfig east=east.kubeconfig --cluster-kubeconfig west=west.kubeconfig --dry-run
   drover hub restore --kubeconfig new-hub.kubeconfig --cluster-kubeconfig west=west.kubeconfig --yes`,

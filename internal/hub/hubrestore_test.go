@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -23,9 +25,10 @@ import (
 // clusters (drover hub restore), and its DRPlacementControl goes on where the groups are,
 // rewriting no group; a second restore changes nothing. Then the hub and east are lost
 // together, the application is failed over to west without the hub, and a hub emptied again
-// is restored: with east not answering, east is skipped and nothing is guessed; once east
-// returns, the restore run again joins it, and the DRPlacementControl reads FailedOver on west
-// with east demoted.
+// is restored: with east not answering, east's DRCluster is made from the records, declared
+// lost, and the DRPlacementControl reads FailedOver on west at once (not Protected: its peer
+// is lost); once east returns, the restore run again joins it and lifts its declaration, and
+// east is demoted: PeerReady and Protected.
 func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	a := protectedOnEast(t, "hub-restore")
 	handles := a.volumes(lab.East)
@@ -79,26 +82,89 @@ func TestAHubRestoredFromTheGroupsResumesWhereTheyAre(t *testing.T) {
 	westWriters := a.writing(lab.West, handles)
 	promoted := a.group(lab.West)
 
-	// A new hub: the hub's cluster comes back empty of drover's objects, east still lost.
+	// A new hub: the hub's cluster comes back empty of drover's objects, east still lost. The
+	// restore declares east lost from the records (decision 0018), and the hub finishes the
+	// failover made without it: FailedOver on west, with no group rewritten.
 	restartHub()
 	stop("hub")
 	wipeTheHub(a.g)
-	skipped := &bytes.Buffer{}
-	a.g.Expect(hubrestore.Restore(context.Background(), skipped, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), skipped.String())
-	t.Logf("drover hub restore, east lost:\n%s", skipped)
-	a.g.Expect(skipped.String()).To(ContainSubstring("skipped (does not answer, not guessed): east"))
-	a.g.Expect(skipped.String()).To(ContainSubstring("promoted without the hub on west"))
+	declared := &bytes.Buffer{}
+	a.g.Expect(hubrestore.Restore(context.Background(), declared, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), declared.String())
+	t.Logf("drover hub restore, east lost:\n%s", declared)
+	a.g.Expect(declared.String()).To(ContainSubstring("DRCluster east: does not answer"))
+	a.g.Expect(declared.String()).To(ContainSubstring("the hub: DRCluster east created, declared lost: it did not answer"))
+	a.g.Expect(declared.String()).To(ContainSubstring("promoted without the hub on west"))
+	a.g.Expect(declared.String()).NotTo(ContainSubstring("skipped"))
 	a.g.Expect(startHub()).To(Succeed())
-	a.g.Consistently(func(g Gomega) {
-		g.Expect(a.group(lab.West).Generation).To(Equal(promoted.Generation), "nothing is written into west's group while east is not known")
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	d = a.settledOn(v1alpha1.PhaseFailedOver, lab.West, false, "restored with east declared lost, the failover made without the hub reads FailedOver on west")
+	a.expectDeclaredLostByTheRestore(d)
+	a.g.Expect(a.group(lab.West).Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStatePrimary))
+	a.g.Expect(a.group(lab.West).Generation).To(Equal(promoted.Generation), "the hub finishes the failover made without it and rewrites nothing in west's group")
+
+	// Run again while east is still silent, the restore changes nothing.
+	eastBefore := a.drcluster(lab.East)
+	still := &bytes.Buffer{}
+	a.g.Expect(hubrestore.Restore(context.Background(), still, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), still.String())
+	t.Logf("drover hub restore, east still lost:\n%s", still)
+	a.g.Expect(still.String()).To(ContainSubstring("the hub: DRCluster east exists, kept"))
+	a.g.Expect(still.String()).NotTo(ContainSubstring(" created"), "the second restore creates nothing")
+	a.g.Expect(a.drcluster(lab.East).Generation).To(Equal(eastBefore.Generation))
+
+	// East returns: the restore run again joins it and lifts its own declaration; the hub
+	// demotes east's stale primary and removes its writers.
 	a.restore(lab.East)
 	final := &bytes.Buffer{}
 	a.g.Expect(hubrestore.Restore(context.Background(), final, restoreOptions(a.g, lab.East, lab.West))).To(Succeed(), final.String())
 	t.Logf("drover hub restore, east back:\n%s", final)
-	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, true, "restored, the failover made without the hub reads FailedOver on west and east is demoted")
+	a.g.Expect(final.String()).To(ContainSubstring("the hub: DRCluster east answers and is joined: the restore's declaration that it is lost is lifted"))
+	a.g.Expect(final.String()).To(ContainSubstring("every token of the old hub is revoked"))
+	back := a.drcluster(lab.East)
+	a.g.Expect(back.Spec.Lost).To(BeNil())
+	a.g.Expect(back.Annotations).NotTo(HaveKey(v1alpha1.AnnotationLostDeclaredByRestore))
+	a.settledOn(v1alpha1.PhaseFailedOver, lab.West, true, "east is back: demoted, the DRPlacementControl reads FailedOver on west, PeerReady and Protected")
+	a.g.Expect(a.group(lab.East).Spec.ReplicationState).To(Equal(v1alpha1.ReplicationStateSecondary))
 	a.gone(lab.East)
 	a.g.Expect(a.writing(lab.West, handles)).To(Equal(westWriters), "the application runs on west undisturbed")
+}
+
+// drcluster is the hub's DRCluster of a cluster.
+func (a *app) drcluster(name string) *v1alpha1.DRCluster {
+	drc := &v1alpha1.DRCluster{}
+	a.g.Expect(a.hub.Get(context.Background(), client.ObjectKey{Name: name}, drc)).To(Succeed())
+	return drc
+}
+
+// expectDeclaredLostByTheRestore checks east's DRCluster as the restore declared it (lost, its
+// mark, no kubeconfig), the conditions that say so, and d's, settled on west with east lost.
+func (a *app) expectDeclaredLostByTheRestore(d *v1alpha1.DRPlacementControl) {
+	a.g.Eventually(func(g Gomega) {
+		drc := &v1alpha1.DRCluster{}
+		g.Expect(a.hub.Get(context.Background(), client.ObjectKey{Name: lab.East}, drc)).To(Succeed())
+		g.Expect(drc.Spec.Lost).NotTo(BeNil())
+		g.Expect(drc.Spec.Lost.Reason).To(ContainSubstring("run drover hub restore again"))
+		g.Expect(drc.Annotations).To(HaveKey(v1alpha1.AnnotationLostDeclaredByRestore))
+		f := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionFenced)
+		g.Expect(f).NotTo(BeNil())
+		g.Expect(f.Status).To(Equal(metav1.ConditionTrue), f.Message)
+		g.Expect(f.Reason).To(Equal(v1alpha1.ReasonDeclaredLost), f.Message)
+		v := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated)
+		g.Expect(v).NotTo(BeNil())
+		g.Expect(v.Reason).To(Equal(v1alpha1.ReasonNoKubeconfig), v.Message)
+		g.Expect(v.Message).To(ContainSubstring("expected while the cluster is declared lost and not joined to this hub"))
+		pol := &v1alpha1.DRPolicy{}
+		g.Expect(a.hub.Get(context.Background(), client.ObjectKey{Name: policyVolRep}, pol)).To(Succeed())
+		pv := apimeta.FindStatusCondition(pol.Status.Conditions, v1alpha1.ConditionValidated)
+		g.Expect(pv).NotTo(BeNil())
+		g.Expect(pv.Status).To(Equal(metav1.ConditionTrue), pv.Message)
+		g.Expect(pv.Message).To(ContainSubstring("DRCluster east is declared lost"))
+	}).Should(Succeed(), "east is declared lost by the restore, and its DRPolicy Validated without it")
+	p, pr := cond(d, v1alpha1.ConditionProtected), cond(d, v1alpha1.ConditionPeerReady)
+	a.g.Expect(p.Status).To(Equal(metav1.ConditionFalse), p.Message)
+	a.g.Expect(p.Reason).To(Equal(v1alpha1.ReasonClusterDeclaredLost), p.Message)
+	a.g.Expect(pr.Status).To(Equal(metav1.ConditionFalse), pr.Message)
+	a.g.Expect(pr.Message).To(ContainSubstring("peer east is declared lost"))
+	a.g.Expect(d.Spec.Action).To(Equal(v1alpha1.ActionFailover))
+	a.g.Expect(d.Spec.FailoverCluster).To(Equal(lab.West))
 }
 
 // restoreOptions are drover hub restore's with the lab's hub and the administrator kubeconfigs

@@ -85,6 +85,11 @@ type Options struct {
 	// onto each, and refuses before writing anything when one lacks a kubeconfig. The hub's
 	// credential on them may not write Secrets.
 	Peers map[string]Cluster
+	// Silent are clusters joined before that do not answer, which `drover hub restore`
+	// declared lost (docs/decisions/0018): they need no kubeconfig in Peers and get nothing
+	// now; each gets the new S3 profile's Secret when it is joined again (join copies every
+	// joined profile onto the cluster it joins).
+	Silent []string
 	// AllowInsecureKubeconfig lets join use a hub, managed or peer kubeconfig that skips TLS
 	// verification (insecure-skip-tls-verify). The hub's kubeconfig for the managed cluster then
 	// trusts the CA the cluster publishes (ConfigMap kube-root-ca.crt), read over that unverified

@@ -78,8 +78,12 @@ func (o Options) joinedPeers(ctx context.Context, hub *target) ([]string, error)
 	}
 	var names []string
 	for i := range list.Items {
-		if list.Items[i].Name != o.Name {
-			names = append(names, list.Items[i].Name)
+		switch name := list.Items[i].Name; {
+		case name == o.Name:
+		case slices.Contains(o.Silent, name):
+			fmt.Fprintf(o.Out, "note: cluster %s does not answer: it gets S3 profile %s's credentials when it is joined again\n", name, o.S3.Name)
+		default:
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)

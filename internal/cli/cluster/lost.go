@@ -150,7 +150,10 @@ func undoLost(ctx context.Context, c client.Client, w io.Writer, drc *v1alpha1.D
 		p.Linef(notConfirmed)
 		return p.Err
 	}
-	if err := c.Patch(ctx, drc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"lost":null}}`))); err != nil {
+	// The mark of a declaration made by drover hub restore goes with it: a later declaration
+	// is a person's, which no restore lifts.
+	body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}},"spec":{"lost":null}}`, v1alpha1.AnnotationLostDeclaredByRestore)
+	if err := c.Patch(ctx, drc, client.RawPatch("application/merge-patch+json", body)); err != nil {
 		return fmt.Errorf("failed to undo the declaration that DRCluster %s is lost: %w", drc.Name, err)
 	}
 	p.Linef("DRCluster %s is no longer declared lost.", drc.Name)

@@ -84,6 +84,14 @@ func TestClusterLostWithYesSetsTheSpecAndUndoRemovesIt(t *testing.T) {
 		t.Errorf("a blank reason: got %v", err)
 	}
 
+	// A restore's mark on the declaration (drover hub restore declared it) goes with the undo.
+	marked := getCluster(t, e.East)
+	before := marked.DeepCopy()
+	marked.Annotations = map[string]string{v1alpha1.AnnotationLostDeclaredByRestore: "2026-12-07T22:00:00Z"}
+	if err := clitest.Hub.Patch(t.Context(), marked, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+
 	out.Reset()
 	if err := DeclareLost(t.Context(), clitest.Hub, &out, LostOptions{Cluster: e.East, Undo: true}); err != nil || !strings.Contains(out.String(), "Nothing changed") {
 		t.Fatalf("undo without --yes: got %v", err)
@@ -95,7 +103,7 @@ func TestClusterLostWithYesSetsTheSpecAndUndoRemovesIt(t *testing.T) {
 		t.Fatalf("undo: %v", err)
 	}
 	clitest.MustContain(t, out.String(), "DRCluster lost-yes-east is no longer declared lost.")
-	if got := getCluster(t, e.East); got.Spec.Lost != nil {
-		t.Errorf("undo left spec.lost %+v", got.Spec.Lost)
+	if got := getCluster(t, e.East); got.Spec.Lost != nil || got.Annotations[v1alpha1.AnnotationLostDeclaredByRestore] != "" {
+		t.Errorf("undo left spec.lost %+v or the restore's mark %v", got.Spec.Lost, got.Annotations)
 	}
 }

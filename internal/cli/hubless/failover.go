@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -244,6 +245,13 @@ func FailoverSpec(secondary v1alpha1.VolumeReplicationGroupSpec) v1alpha1.Volume
 	spec.ReplicationState, spec.Action, spec.FinalSyncRequest = v1alpha1.ReplicationStatePrimary, v1alpha1.ActionFailover, ""
 	if spec.VolSync != nil {
 		spec.VolSync.ReceivePVCs = nil
+		// The hub leaves volSync out when neither the policy nor the DRPlacementControl sets
+		// any of its fields: an empty one left here would differ from the hub's spec, and the
+		// hub adopting the promotion would rewrite the group, which its agent takes for a new
+		// promotion (another epoch claimed, the objects restored again).
+		if equality.Semantic.DeepEqual(*spec.VolSync, v1alpha1.VolSyncSpec{}) {
+			spec.VolSync = nil
+		}
 	}
 	return spec
 }

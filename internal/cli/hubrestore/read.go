@@ -2,6 +2,7 @@ package hubrestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,8 +29,12 @@ type cluster struct {
 	name string
 	// conn is how join reaches it.
 	conn join.Cluster
-	// err is why it could not be read; it is then skipped.
+	// err is why it could not be read; it is then not joined.
 	err error
+	// silent is true when its API server gave no answer at all (a refused connection, a
+	// timeout), as opposed to a kubeconfig that cannot be loaded or an answer that refuses:
+	// a silent cluster that the records name is declared lost (plan.go).
+	silent bool
 	// profiles are the S3 profiles' Secrets it holds, by profile name.
 	profiles map[string]objectstore.Profile
 	// groups are its VolumeReplicationGroups that carry the hub's record.
@@ -76,6 +81,7 @@ func (c *cluster) read(ctx context.Context, namespace string) error {
 	}
 	cm := &corev1.ConfigMap{}
 	err = cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: join.AgentConfigMapName}, cm)
+	c.silent = noAnswer(err)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("failed to read ConfigMap %s/%s: %w", namespace, join.AgentConfigMapName, err)
@@ -103,6 +109,13 @@ func (c *cluster) read(ctx context.Context, namespace string) error {
 		}
 	}
 	return nil
+}
+
+// noAnswer reports whether err is a request that the API server never answered: no status came
+// back (the connection was refused or timed out). Any answer, even a refusal, is not silence.
+func noAnswer(err error) bool {
+	var status apierrors.APIStatus
+	return err != nil && !errors.As(err, &status)
 }
 
 // readProfiles reads the S3 profiles' Secrets join wrote on the cluster.

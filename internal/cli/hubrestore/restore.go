@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +84,14 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 		if err := joinCluster(ctx, w, j, p, o); err != nil {
 			return err
 		}
+		if err := liftLost(ctx, w, hub, j); err != nil {
+			return err
+		}
+	}
+	for _, l := range p.lost {
+		if err := createLost(ctx, w, hub, l, cli.Now(o.Now)); err != nil {
+			return err
+		}
 	}
 	for _, pol := range p.policies {
 		if err := createPolicy(ctx, w, hub, pol); err != nil {
@@ -95,6 +104,16 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 		}
 	}
 	fmt.Fprintf(w, "The hub rebuilds each DRPlacementControl's status from its groups; drover status -A shows them.\n")
+	var declared []string
+	for _, l := range p.lost {
+		if l.existing == nil || l.existing.Spec.Lost != nil {
+			declared = append(declared, l.drc.Name)
+		}
+	}
+	if len(declared) > 0 {
+		fmt.Fprintf(w, "Declared lost: %s. The hub cannot reach a cluster it holds no credential for: once one answers, run this restore again, which joins it and lifts the declaration.\n",
+			strings.Join(declared, ", "))
+	}
 	return nil
 }
 
@@ -102,27 +121,49 @@ func Restore(ctx context.Context, w io.Writer, o Options) error {
 func printPlan(w io.Writer, p *plan, o Options) {
 	fmt.Fprintf(w, "Restore of the hub at %s from the managed clusters\n", o.Hub.Config.Host)
 	for _, s := range p.skipped {
-		fmt.Fprintf(w, "  skipped (does not answer, not guessed): %s\n", s)
+		fmt.Fprintf(w, "  skipped (not read: nothing is joined, declared or guessed for it): %s\n", s)
 	}
 	for _, j := range p.joins {
 		token := "joined again as drover cluster join does, keeping the hub's token while it is valid"
 		if j.revoke {
 			token = "a new token for the hub, the old hub's tokens revoked"
 		}
-		fmt.Fprintf(w, "  DRCluster %s: at %s, region %s, S3 profile %s; %s\n",
-			j.name, cli.OrDefault(o.Servers[j.name], j.conn.Config.Host), j.region, j.profile.Name, token)
+		fmt.Fprintf(w, "  DRCluster %s: at %s, region %s, S3 profile %s; %s%s\n",
+			j.name, cli.OrDefault(o.Servers[j.name], j.conn.Config.Host), j.region, j.profile.Name, token, describeLift(j))
+	}
+	for _, l := range p.lost {
+		fmt.Fprintf(w, "  DRCluster %s: %s\n", l.drc.Name, describeLost(l))
 	}
 	for _, pol := range p.policies {
 		fmt.Fprintf(w, "  DRPolicy %s: %s and %s, every %s, %d S3 profile(s)\n", pol.Name, pol.Spec.DRClusters[0], pol.Spec.DRClusters[1],
 			pol.Spec.SchedulingInterval, len(pol.Spec.S3Profiles))
 	}
 	for _, d := range p.drpcs {
-		fmt.Fprintf(w, "  DRPlacementControl %s/%s (DRPolicy %s): %s\n", d.drpc.Namespace, d.drpc.Name, d.drpc.Spec.DRPolicyRef.Name, describeState(d))
+		fmt.Fprintf(w, "  DRPlacementControl %s/%s (DRPolicy %s): %s\n", d.drpc.Namespace, d.drpc.Name, d.drpc.Spec.DRPolicyRef.Name, describeDRPC(d))
 	}
 	for _, n := range p.notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	fmt.Fprintf(w, "Objects that exist on the hub are kept as they are; no VolumeReplicationGroup is written.\n")
+}
+
+// describeDRPC says what becomes of a DRPlacementControl: one the hub holds is kept (but for
+// the spec that adopts a promotion made without the hub), and the hub goes on from its status;
+// one to create is described by its groups' state.
+func describeDRPC(d drpcPlan) string {
+	e := d.existing
+	if e == nil {
+		return describeState(d)
+	}
+	phase := "no status yet"
+	if e.Status.Phase != "" {
+		phase = fmt.Sprintf("%s on %s", e.Status.Phase, e.Status.CurrentPrimary)
+	}
+	out := fmt.Sprintf("exists on the hub (%s): kept, the hub goes on from its status", phase)
+	if d.adopts(e) {
+		out += fmt.Sprintf("; asked for the failover to %s, which adopts the promotion made there without the hub", d.state.Primary)
+	}
+	return out
 }
 
 // describeState says where the groups say the application is, and the action the spec asks.
@@ -162,7 +203,7 @@ func joinCluster(ctx context.Context, w io.Writer, j joinPlan, p *plan, o Option
 	profile.SecretNamespace, profile.SecretName = "", ""
 	err := join.Join(ctx, join.Options{
 		Name: j.name, Hub: o.Hub, Managed: j.conn, Server: o.Servers[j.name], Region: j.region, S3: profile,
-		Peers: peers, AllowInsecureKubeconfig: o.AllowInsecureKubeconfig, Out: w,
+		Peers: peers, Silent: p.lostNames(), AllowInsecureKubeconfig: o.AllowInsecureKubeconfig, Out: w,
 		// The restore writes the DRPolicies from the groups' records.
 		NoPolicyHint: true,
 	})
@@ -204,15 +245,139 @@ func revokeOldTokens(ctx context.Context, w io.Writer, j joinPlan) error {
 // (a restore run before): the old hub's tokens are revoked only when it holds none.
 func (p *plan) checkHub(ctx context.Context, hub client.Client) error {
 	for i := range p.joins {
-		key := client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.KubeconfigSecretName(p.joins[i].name)}
+		j := &p.joins[i]
+		key := client.ObjectKey{Namespace: join.DefaultNamespace, Name: join.KubeconfigSecretName(j.name)}
 		err := hub.Get(ctx, key, &corev1.Secret{})
 		switch {
 		case apierrors.IsNotFound(err):
-			p.joins[i].revoke = true
+			j.revoke = true
 		case err != nil:
 			return cli.Unreachable(fmt.Errorf("failed to read Secret %s on the new hub: %w; check --kubeconfig and that drover's hub is installed there", key, err))
 		}
+		drc, err := hubDRCluster(ctx, hub, j.name)
+		if err != nil {
+			return err
+		}
+		if drc != nil && drc.Spec.Lost != nil {
+			_, j.byRestore = drc.Annotations[v1alpha1.AnnotationLostDeclaredByRestore]
+			j.lost = drc.Spec.Lost
+		}
 	}
+	for i := range p.lost {
+		drc, err := hubDRCluster(ctx, hub, p.lost[i].drc.Name)
+		if err != nil {
+			return err
+		}
+		p.lost[i].existing = drc
+	}
+	for i := range p.drpcs {
+		d := &v1alpha1.DRPlacementControl{}
+		err := hub.Get(ctx, client.ObjectKeyFromObject(p.drpcs[i].drpc), d)
+		switch {
+		case err == nil:
+			p.drpcs[i].existing = d
+		case !apierrors.IsNotFound(err):
+			return cli.Unreachable(fmt.Errorf("failed to read DRPlacementControl %s on the new hub: %w", client.ObjectKeyFromObject(p.drpcs[i].drpc), err))
+		}
+	}
+	return nil
+}
+
+// hubDRCluster is the hub's DRCluster of that name; nil when there is none.
+func hubDRCluster(ctx context.Context, hub client.Client, name string) (*v1alpha1.DRCluster, error) {
+	drc := &v1alpha1.DRCluster{}
+	err := hub.Get(ctx, client.ObjectKey{Name: name}, drc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, cli.Unreachable(fmt.Errorf("failed to read DRCluster %s on the new hub: %w; check --kubeconfig and that drover's hub is installed there", name, err))
+	}
+	return drc, nil
+}
+
+// describeLift says what becomes of the declaration that an answering cluster is lost.
+func describeLift(j joinPlan) string {
+	switch {
+	case j.lost == nil:
+		return ""
+	case j.byRestore:
+		return "; it answers now: the restore's declaration that it is lost is lifted once it is joined, and the hub demotes its groups whose application runs on the peer"
+	}
+	return fmt.Sprintf("; declared lost by a person (%s), not by a restore: the declaration is kept (drover cluster lost %s --undo --yes lifts it, once its Fenced condition says no group is left to remove)",
+		j.lost.Reason, j.name)
+}
+
+// describeLost says what the restore does for a cluster that does not answer.
+func describeLost(l lostPlan) string {
+	if l.existing != nil {
+		state := "not declared lost (the hub may hold its kubeconfig: it answers the hub, or declare it lost with drover cluster lost)"
+		if l.existing.Spec.Lost != nil {
+			state = "declared lost"
+		}
+		return fmt.Sprintf("does not answer (%v); the hub holds its DRCluster, %s: kept as it is", l.why, state)
+	}
+	s := l.drc.Spec
+	return fmt.Sprintf("does not answer (%v): created declared lost from the records (region %s, S3 profile %s), with no kubeconfig: "+
+		"nothing is written on it; the DRPolicies pairing it are Validated and their applications go on on the peer; once it answers, run this restore again, which joins it",
+		l.why, s.Region, s.S3ProfileName)
+}
+
+// lostNames are the clusters that do not answer and that the records name: the answering
+// clusters' joins skip them as peers.
+func (p *plan) lostNames() []string {
+	var out []string
+	for _, l := range p.lost {
+		out = append(out, l.drc.Name)
+	}
+	return out
+}
+
+// createLost creates the DRCluster of a cluster that does not answer, declared lost and marked
+// as the restore's declaration; one that exists is kept as it is.
+func createLost(ctx context.Context, w io.Writer, hub client.Client, l lostPlan, now time.Time) error {
+	if l.existing != nil {
+		fmt.Fprintf(w, "the hub: DRCluster %s exists, kept\n", l.drc.Name)
+		return nil
+	}
+	drc := l.drc.DeepCopy()
+	drc.Annotations = map[string]string{v1alpha1.AnnotationLostDeclaredByRestore: now.UTC().Format(time.RFC3339)}
+	err := hub.Create(ctx, drc)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		fmt.Fprintf(w, "the hub: DRCluster %s exists, kept\n", drc.Name)
+	case err != nil:
+		return fmt.Errorf("failed to create DRCluster %s, declared lost, on the hub: %w", drc.Name, err)
+	default:
+		fmt.Fprintf(w, "the hub: DRCluster %s created, declared lost: it did not answer\n", drc.Name)
+	}
+	return nil
+}
+
+// liftLost lifts, once an answering cluster is joined, the declaration that it is lost when a
+// restore made it; a person's is kept. The hub then treats the cluster as any peer that
+// answers again: its settled DRPlacementControls demote the groups there whose application runs
+// on the peer, and the store epochs fence them meanwhile (docs/decisions/0003).
+func liftLost(ctx context.Context, w io.Writer, hub client.Client, j joinPlan) error {
+	drc := &v1alpha1.DRCluster{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: j.name}, drc); err != nil {
+		return fmt.Errorf("failed to read DRCluster %s on the hub: %w", j.name, err)
+	}
+	switch _, byRestore := drc.Annotations[v1alpha1.AnnotationLostDeclaredByRestore]; {
+	case drc.Spec.Lost == nil && !byRestore:
+		return nil
+	case drc.Spec.Lost != nil && !byRestore:
+		fmt.Fprintf(w, "the hub: DRCluster %s is declared lost by a person (%s), not by a restore: kept; lift it with drover cluster lost %s --undo --yes once its Fenced condition says no group is left to remove\n",
+			j.name, drc.Spec.Lost.Reason, j.name)
+		return nil
+	}
+	before := drc.DeepCopy()
+	drc.Spec.Lost = nil
+	delete(drc.Annotations, v1alpha1.AnnotationLostDeclaredByRestore)
+	if err := hub.Patch(ctx, drc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("failed to lift the restore's declaration that DRCluster %s is lost (run the restore again): %w", j.name, err)
+	}
+	fmt.Fprintf(w, "the hub: DRCluster %s answers and is joined: the restore's declaration that it is lost is lifted\n", j.name)
 	return nil
 }
 
@@ -254,7 +419,7 @@ func ensureDRPC(ctx context.Context, w io.Writer, hub client.Client, d drpcPlan,
 		return fmt.Errorf("failed to read DRPlacementControl %s on the hub: %w", key, err)
 	}
 	to := d.state.Primary
-	if !d.marked || d.state.Phase != v1alpha1.PhaseFailingOver || (existing.Spec.Action == v1alpha1.ActionFailover && existing.Spec.FailoverCluster == to) {
+	if !d.adopts(existing) {
 		fmt.Fprintf(w, "the hub: DRPlacementControl %s exists, kept\n", key)
 		return nil
 	}

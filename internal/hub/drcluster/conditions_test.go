@@ -80,3 +80,43 @@ func TestValidatedNeedsAUsableKubeconfigAndOneSuccessfulProbe(t *testing.T) {
 		})
 	}
 }
+
+func TestAClusterDeclaredLostWithNoKubeconfigIsFencedAndSaysHowItIsReachedAgain(t *testing.T) {
+	noSecret := fmt.Errorf("%w for DRCluster east: failed to get Secret drover-system/drover-cluster-east: not found", gateway.ErrNoKubeconfig)
+	lost := func(byRestore bool) *v1alpha1.DRCluster {
+		drc := &v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 1},
+			Spec: v1alpha1.DRClusterSpec{Lost: &v1alpha1.DRClusterLost{Reason: "it did not answer"}}}
+		if byRestore {
+			drc.Annotations = map[string]string{v1alpha1.AnnotationLostDeclaredByRestore: "2026-12-07T22:00:00Z"}
+		}
+		return drc
+	}
+	for _, tc := range []struct {
+		name      string
+		byRestore bool
+		step      string
+	}{
+		{"declared by a restore", true, "run drover hub restore again with its --cluster-kubeconfig, which joins east and lifts this declaration"},
+		{"declared by a person", false, "join it (drover cluster join east), then lift the declaration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drc := lost(tc.byRestore)
+			v := validatedCondition(drc, noSecret)
+			if v.Status != metav1.ConditionFalse || v.Reason != v1alpha1.ReasonNoKubeconfig ||
+				!strings.Contains(v.Message, "expected while the cluster is declared lost and not joined to this hub") || !strings.Contains(v.Message, tc.step) ||
+				!strings.Contains(v.Message, "the DRPolicies pairing it are Validated without it") {
+				t.Fatalf("Validated: %s/%s %q", v.Status, v.Reason, v.Message)
+			}
+			f := fencedCondition(drc, noSecret)
+			if f.Status != metav1.ConditionTrue || f.Reason != v1alpha1.ReasonDeclaredLost ||
+				!strings.Contains(f.Message, "declared lost (it did not answer)") || !strings.Contains(f.Message, "holds no kubeconfig for it") || !strings.Contains(f.Message, tc.step) {
+				t.Fatalf("Fenced: %s/%s %q", f.Status, f.Reason, f.Message)
+			}
+		})
+	}
+	// Not declared lost, a missing kubeconfig is a mistake to fix, as before.
+	v := validatedCondition(&v1alpha1.DRCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}}, noSecret)
+	if !strings.Contains(v.Message, "create the Secret named by spec.kubeconfigSecretRef") {
+		t.Fatalf("Validated: %q", v.Message)
+	}
+}

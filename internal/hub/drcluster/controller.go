@@ -144,6 +144,10 @@ func (r *Reconciler) recordTransition(before, after *v1alpha1.DRCluster) {
 func validatedCondition(drc *v1alpha1.DRCluster, probeErr error) metav1.Condition {
 	prev := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated)
 	switch {
+	case errors.Is(probeErr, gateway.ErrNoKubeconfig) && drc.Spec.Lost != nil:
+		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoKubeconfig,
+			Message: probeErr.Error() + "; expected while the cluster is declared lost and not joined to this hub: " + rejoinLost(drc) +
+				"; meanwhile the DRPolicies pairing it are Validated without it"}
 	case errors.Is(probeErr, gateway.ErrNoKubeconfig):
 		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoKubeconfig,
 			Message: probeErr.Error() + "; create the Secret named by spec.kubeconfigSecretRef with the cluster's kubeconfig under key \"kubeconfig\""}

@@ -2,6 +2,7 @@ package drcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
+	"github.com/drover-io/drover/internal/gateway"
 )
 
 // A cluster declared lost (spec.lost, `drover cluster lost NAME`) holds nothing: a
@@ -32,6 +34,12 @@ func fencedCondition(drc *v1alpha1.DRCluster, probeErr error) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnfenced,
 			Message: "drover does not fence clusters; a failover demotes the old primary's groups when it returns"}
 	}
+	if errors.Is(probeErr, gateway.ErrNoKubeconfig) {
+		return metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDeclaredLost,
+			Message: fmt.Sprintf("declared lost (%s): deletions and actions do not wait for it and no action may target it; "+
+				"the hub holds no kubeconfig for it, so it cannot tell when it answers again: %s; the hub then demotes its groups whose application runs on the peer before anything else",
+				drc.Spec.Lost.Reason, rejoinLost(drc))}
+	}
 	if probeErr != nil {
 		return metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDeclaredLost,
 			Message: fmt.Sprintf("declared lost (%s): deletions and actions do not wait for it and no action may target it; "+
@@ -44,6 +52,17 @@ func fencedCondition(drc *v1alpha1.DRCluster, probeErr error) metav1.Condition {
 	return metav1.Condition{Type: v1alpha1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLostClusterReturned,
 		Message: fmt.Sprintf("declared lost (%s) but it answers again: %s; remove spec.lost (drover cluster lost %s --undo) once none is left",
 			drc.Spec.Lost.Reason, left, drc.Name)}
+}
+
+// rejoinLost says how a cluster declared lost with no kubeconfig on this hub is reached again:
+// the restore that declared it joins it, and lifts its own declaration; one a person declared
+// is joined by drover cluster join.
+func rejoinLost(drc *v1alpha1.DRCluster) string {
+	if _, ok := drc.Annotations[v1alpha1.AnnotationLostDeclaredByRestore]; ok {
+		return fmt.Sprintf("once it answers, run drover hub restore again with its --cluster-kubeconfig, which joins %s and lifts this declaration", drc.Name)
+	}
+	return fmt.Sprintf("once it answers, join it (drover cluster join %s), then lift the declaration (drover cluster lost %s --undo --yes) once its Fenced condition says no group is left to remove",
+		drc.Name, drc.Name)
 }
 
 func groupNames(refs []v1alpha1.GroupRef) string {

@@ -92,6 +92,9 @@ func peerReady(sc *scope, inAction bool, primary *clusterView) {
 	switch {
 	case inAction:
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, fmt.Sprintf("%s to %s in progress", st.Phase, st.ActionTarget))
+	case !peer.reachable() && sc.lost[peer.name] != "":
+		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
+			fmt.Sprintf("peer %s is declared lost (%s) and unreachable: %v; its VolumeReplicationGroup is demoted as soon as the hub reaches it", peer.name, sc.lost[peer.name], peer.err))
 	case !peer.reachable():
 		sc.setCondition(v1alpha1.ConditionPeerReady, metav1.ConditionFalse, v1alpha1.ReasonPeerUnreachable,
 			fmt.Sprintf("peer %s is unreachable: %v; its VolumeReplicationGroup is demoted as soon as it is reachable", peer.name, peer.err))
@@ -140,6 +143,13 @@ func protected(sc *scope, inAction bool, primary *clusterView) (metav1.Condition
 		return metav1.ConditionFalse, v1alpha1.ReasonActionInProgress, fmt.Sprintf("%s to %s in progress", st.Phase, st.ActionTarget)
 	case !primary.reachable():
 		return metav1.ConditionUnknown, v1alpha1.ReasonUnknown, fmt.Sprintf("%s is unreachable: %v", primary.name, primary.err)
+	}
+	if peer := sc.view(sc.peer(primary.name)); peer != nil && !peer.reachable() && sc.lost[peer.name] != "" {
+		// Whatever the primary's group reports of the stores it reaches, there is no second
+		// copy to fail over to: the peer and its store are gone until it is back and demoted.
+		return metav1.ConditionFalse, v1alpha1.ReasonClusterDeclaredLost, fmt.Sprintf(
+			"the application runs on %s alone: its peer %s is declared lost and unreachable, so its data has no second copy until %s answers, is reached by the hub and is demoted (PeerReady says how)",
+			primary.name, peer.name, peer.name)
 	}
 	for _, ct := range []string{v1alpha1.ConditionDataProtected, v1alpha1.ConditionClusterDataProtected} {
 		if !isTrue(primary.vrg, ct) {

@@ -78,8 +78,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // ValidatedCondition judges a policy from its clusters, found by name (a missing one is absent).
+// A cluster declared lost (spec.lost) need not be Validated: it may have no kubeconfig on this
+// hub at all (a hub restored while it did not answer, docs/decisions/0018), and nothing waits
+// for it or targets it while it is declared. The other cluster must be Validated, and both S3
+// profiles defined: the applications run on it, writing to every profile.
 func ValidatedCondition(policy *v1alpha1.DRPolicy, clusters map[string]*v1alpha1.DRCluster) metav1.Condition {
-	var problems []string
+	var problems, lost []string
 	reason := v1alpha1.ReasonSucceeded
 	for _, name := range policy.Spec.DRClusters {
 		drc, ok := clusters[name]
@@ -88,7 +92,9 @@ func ValidatedCondition(policy *v1alpha1.DRPolicy, clusters map[string]*v1alpha1
 			problems = append(problems, fmt.Sprintf("DRCluster %s does not exist: join the cluster (drover cluster join), or, on a hub being restored, run drover hub restore again once the cluster answers", name))
 			continue
 		}
-		if v := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated); v == nil || v.Status != metav1.ConditionTrue {
+		if drc.Spec.Lost != nil {
+			lost = append(lost, name)
+		} else if v := apimeta.FindStatusCondition(drc.Status.Conditions, v1alpha1.ConditionValidated); v == nil || v.Status != metav1.ConditionTrue {
 			reason = v1alpha1.ReasonClusterNotValidated
 			msg := "not checked yet"
 			if v != nil {
@@ -103,11 +109,19 @@ func ValidatedCondition(policy *v1alpha1.DRPolicy, clusters map[string]*v1alpha1
 			problems = append(problems, fmt.Sprintf("DRCluster %s names S3 profile %q, which spec.s3Profiles does not define: add it", name, drc.Spec.S3ProfileName))
 		}
 	}
+	if len(lost) == len(policy.Spec.DRClusters) {
+		reason = v1alpha1.ReasonClusterNotValidated
+		problems = append(problems, fmt.Sprintf("both clusters are declared lost (%s): no application can run under this policy; lift the declaration of the one that answers", strings.Join(lost, ", ")))
+	}
 	if len(problems) > 0 {
 		return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionFalse, Reason: reason, Message: strings.Join(problems, "; ")}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded,
-		Message: "both clusters are Validated and their S3 profiles are defined"}
+	msg := "both clusters are Validated and their S3 profiles are defined"
+	if len(lost) == 1 {
+		msg = fmt.Sprintf("DRCluster %s is declared lost (its Fenced condition says why), so it need not be Validated: applications run on its peer, nothing waits for %s and no action may target it until the declaration is lifted; "+
+			"the peer is Validated and both S3 profiles are defined", lost[0], lost[0])
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: msg}
 }
 
 // drclusterToDRPolicies maps a DRCluster to the policies that pair it.
