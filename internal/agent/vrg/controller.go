@@ -127,6 +127,9 @@ type Reconciler struct {
 	// Hooks runs the hooks of the groups' recipes (hooks.go); nil fails every hook with a
 	// message saying so.
 	Hooks *hooks.Runner
+	// VolSyncKeyRecheck is how often the VolSync keys are compared with the stores
+	// (volsync_keys.go); 0 is a minute. Tests shorten it.
+	VolSyncKeyRecheck time.Duration
 
 	// written remembers what each store holds of each group (ledger.go); SetupWithManager
 	// makes it.
