@@ -175,6 +175,11 @@ func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Re
 	if len(errs) > 0 {
 		return ctrl.Result{RequeueAfter: requeueStoreDown}, nil
 	}
+	if len(sc.vrg.Status.VolSyncDestinations) > 0 {
+		// Back when the keys are due a check: nothing else need wake a secondary whose primary
+		// cannot send (its key refused or missing), and the check is what writes the key again.
+		return ctrl.Result{RequeueAfter: r.keyRecheck()}, nil
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -17,5 +17,7 @@ func TestMain(m *testing.M) {
 	os.Exit(vrglab.RunWith(m, func(o *agent.Options) { o.VolSyncKeyRecheck = keyRecheck }))
 }
 
-// keyRecheck is the agents' VolSyncKeyRecheck in this package.
-const keyRecheck = 5 * time.Second
+// keyRecheck is the agents' VolSyncKeyRecheck in this package: no shorter than the window in
+// which TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet counts a settled secondary's reads
+// of its key Secrets, each recheck being one read per key.
+const keyRecheck = 10 * time.Second
