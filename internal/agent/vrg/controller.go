@@ -201,6 +201,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.destinationChangeMatters})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
 		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs))
+	b = r.watchCreatedWorkloads(mgr, b)
 	// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels as a
 	// VolumeReplication does. It is watched where the cluster serves it: a cluster whose
 	// csi-addons has no group replication still runs the agent, and a group asked there is
