@@ -72,7 +72,7 @@ test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x back
 	DROVER_E2E=full $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
 
 .PHONY: test-hubloss
-test-hubloss: tools ## Keep the hub down for 10 minutes (HUB_DOWN=...) and check that the groups keep syncing, with their lag with and without the hub printed, on both backends (not part of make test, which keeps it down for 40 s with VolRep and 2 minutes with VolSync)
+test-hubloss: tools ## Keep the hub down for 10 minutes (HUB_DOWN=...) and check that the groups keep syncing, with their lag with and without the hub printed, on both backends (not part of make test, which keeps it down for 40 s with VolRep and 1 minute with VolSync)
 	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestProtectionGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/hub/
 	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestVolSyncGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/agent/vrg/volsynclab/
 

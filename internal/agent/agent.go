@@ -122,6 +122,10 @@ type Options struct {
 	// client-side limit.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+
+	// VolSyncKeyRecheck is how often a VolSync key is compared with the group's stores; 0 is
+	// vrg's default, a minute. Tests shorten it to see a replaced key travel sooner.
+	VolSyncKeyRecheck time.Duration
 }
 
 // DefaultWorkers is how many groups the agent reconciles at once by default. A settled group's
@@ -249,7 +253,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Backends: backends, NewStore: opts.NewStore,
 		Fence: !opts.DisableFence, ClusterName: opts.ClusterName, Recorder: mgr.GetEventRecorder("drover-agent"), Metrics: vrgMetrics,
 		Workers: opts.Workers, Tenancy: tenancy.Rules{SystemNamespaces: opts.SystemNamespaces, AdminNamespaces: opts.AdminNamespaces},
-		StoreLimits: opts.StoreLimits, Floor: opts.RestoreFloor,
+		StoreLimits: opts.StoreLimits, Floor: opts.RestoreFloor, VolSyncKeyRecheck: opts.VolSyncKeyRecheck,
 		Hooks: &hooks.Runner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: mgr.GetConfig()},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

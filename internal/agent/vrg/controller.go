@@ -127,6 +127,9 @@ type Reconciler struct {
 	// Hooks runs the hooks of the groups' recipes (hooks.go); nil fails every hook with a
 	// message saying so.
 	Hooks *hooks.Runner
+	// VolSyncKeyRecheck is how often the VolSync keys are compared with the stores
+	// (volsync_keys.go); 0 is a minute. Tests shorten it.
+	VolSyncKeyRecheck time.Duration
 
 	// written remembers what each store holds of each group (ledger.go); SetupWithManager
 	// makes it.
@@ -198,6 +201,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: r.destinationChangeMatters})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToVRGs)).
 		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.volumeAttachmentToVRGs))
+	b = r.watchCreatedWorkloads(mgr, b)
 	// A consistency group's VolumeGroupReplication carries its VolumeReplicationGroup's labels as a
 	// VolumeReplication does. It is watched where the cluster serves it: a cluster whose
 	// csi-addons has no group replication still runs the agent, and a group asked there is

@@ -59,7 +59,16 @@ const AnnotationVolSyncKeyWritten = "drover.io/volsync-key-written"
 
 // volSyncKeyRecheck is how often a secondary compares each key it wrote with each store, and a
 // primary holding a destination's key compares it with the stores: a GET per key and store.
+// Reconciler.VolSyncKeyRecheck changes it (tests).
 const volSyncKeyRecheck = time.Minute
+
+// keyRecheck is the Reconciler's VolSyncKeyRecheck, volSyncKeyRecheck when unset.
+func (r *Reconciler) keyRecheck() time.Duration {
+	if r.VolSyncKeyRecheck > 0 {
+		return r.VolSyncKeyRecheck
+	}
+	return volSyncKeyRecheck
+}
 
 // pskFormat is the key VolSync reads from psk.txt and volsync.EnsureDestination makes.
 var pskFormat = regexp.MustCompile(`^volsync:[0-9a-f]{64}$`)
@@ -166,6 +175,11 @@ func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Re
 	if len(errs) > 0 {
 		return ctrl.Result{RequeueAfter: requeueStoreDown}, nil
 	}
+	if len(sc.vrg.Status.VolSyncDestinations) > 0 {
+		// Back when the keys are due a check: nothing else need wake a secondary whose primary
+		// cannot send (its key refused or missing), and the check is what writes the key again.
+		return ctrl.Result{RequeueAfter: r.keyRecheck()}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -176,7 +190,7 @@ func (r *Reconciler) publishVolSyncKeys(ctx context.Context, sc *scope) (ctrl.Re
 func (r *Reconciler) publishedEverywhere(sc *scope, d v1alpha1.VolSyncDestination) bool {
 	for _, profile := range sc.vrg.Spec.S3Profiles {
 		rec := r.written.volSyncKey(sc.vrg, profile.Name+"/"+d.PVCNamespace+"/"+d.PVCName)
-		if rec.checked.IsZero() || time.Since(rec.checked) >= volSyncKeyRecheck {
+		if rec.checked.IsZero() || time.Since(rec.checked) >= r.keyRecheck() {
 			return false
 		}
 	}
@@ -187,7 +201,7 @@ func (r *Reconciler) publishedEverywhere(sc *scope, d v1alpha1.VolSyncDestinatio
 func (r *Reconciler) publishVolSyncKey(ctx context.Context, sc *scope, profile v1alpha1.S3Profile, key StoredVolSyncKey) error {
 	name := profile.Name + "/" + key.PVCNamespace + "/" + key.PVCName
 	sum := pskDigest(key.PSK)
-	if rec := r.written.volSyncKey(sc.vrg, name); rec.sum == sum && time.Since(rec.checked) < volSyncKeyRecheck {
+	if rec := r.written.volSyncKey(sc.vrg, name); rec.sum == sum && time.Since(rec.checked) < r.keyRecheck() {
 		return nil
 	}
 	store, err := r.storeOf(ctx, sc, profile)
@@ -307,7 +321,7 @@ func (r *Reconciler) fetchVolSyncKey(ctx context.Context, sc *scope, d v1alpha1.
 		have = string(secret.Data[volsync.PSKKey])
 	}
 	checkName := pvcKey
-	if rec := r.written.volSyncKey(sc.vrg, checkName); have != "" && rec.sum == pskDigest(have) && time.Since(rec.checked) < volSyncKeyRecheck {
+	if rec := r.written.volSyncKey(sc.vrg, checkName); have != "" && rec.sum == pskDigest(have) && time.Since(rec.checked) < r.keyRecheck() {
 		return replication.Done(), nil
 	}
 	newest, problems := r.newestVolSyncKey(ctx, sc, d)

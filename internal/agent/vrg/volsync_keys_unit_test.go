@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/objectstore"
@@ -86,4 +88,31 @@ func TestAMissingOrRefusedVolSyncKeySaysWhatToDo(t *testing.T) {
 	res = missingVolSyncKey("app/data-db-0", nil)
 	g.Expect(res.Reason).To(Equal(v1alpha1.ReasonVolSyncDestinationUnknown))
 	g.Expect(res.Message).To(ContainSubstring("no S3 store of the group holds it yet"))
+}
+
+// A secondary with destinations comes back when its keys are due a check: its primary may send
+// nothing (its key refused or missing), so no received sync would wake it, and the check is what
+// writes a key deleted from a store again. The check's period is the Reconciler's, a minute
+// unless set.
+func TestASecondaryWithDestinationsComesBackWhenItsKeysAreDueACheck(t *testing.T) {
+	g := NewWithT(t)
+	scheme, err := testScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	group := &v1alpha1.VolumeReplicationGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"}}
+	// No key Secret yet: EnsureDestination makes it; nothing is written meanwhile.
+	group.Status.VolSyncDestinations = []v1alpha1.VolSyncDestination{{PVCNamespace: "app", PVCName: "data-db-0",
+		KeySecretName: "db-data-db-0-volsync-key"}}
+	for _, tc := range []struct {
+		recheck, want time.Duration
+	}{{0, time.Minute}, {10 * time.Second, 10 * time.Second}} {
+		r := &Reconciler{APIReader: fake.NewClientBuilder().WithScheme(scheme).Build(), VolSyncKeyRecheck: tc.recheck}
+		res, err := r.publishVolSyncKeys(context.Background(), newScope(group.DeepCopy()))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.RequeueAfter).To(Equal(tc.want), "VolSyncKeyRecheck %s", tc.recheck)
+	}
+	group.Status.VolSyncDestinations = nil
+	r := &Reconciler{APIReader: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	res, err := r.publishVolSyncKeys(context.Background(), newScope(group))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeZero(), "a group with no destination has no key to check")
 }

@@ -29,10 +29,12 @@ var testLab *labtest.Lab
 // workersEnv sets the agents' workers (default agent.DefaultWorkers), to measure them.
 const workersEnv = "DROVER_AGENT_WORKERS"
 
-// agents holds the function that stops the running agent of each cluster.
+// agents holds the function that stops the running agent of each cluster; agentDefaults
+// changes the options of every agent the package starts (RunWith).
 var (
-	agentsMu sync.Mutex
-	agents   = map[string]func(){}
+	agentsMu      sync.Mutex
+	agents        = map[string]func(){}
+	agentDefaults func(*agent.Options)
 )
 
 // Lab is the test package's lab, started by Run.
@@ -42,7 +44,12 @@ func Lab() *labtest.Lab { return testLab }
 // the agents, which must stop after the tests and before the lab is torn down, which
 // labtest.Main has no place for. The agents log to a temporary file, kept and named when the
 // tests fail.
-func Run(m *testing.M) int {
+func Run(m *testing.M) int { return RunWith(m, nil) }
+
+// RunWith is Run with the options of every agent the package starts changed by defaults (nil
+// for none): shorter periods, for a package whose tests would otherwise wait on them.
+func RunWith(m *testing.M, defaults func(*agent.Options)) int {
+	agentDefaults = defaults
 	logFile, err := os.CreateTemp("", "drover-agent-test-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "failed to create the agent's log file:", err)
@@ -108,8 +115,10 @@ func StartAgentWith(cluster string, change func(*agent.Options)) error {
 			return fmt.Errorf("%s=%q: %w", workersEnv, v, err)
 		}
 	}
-	if change != nil {
-		change(&opts)
+	for _, c := range []func(*agent.Options){agentDefaults, change} {
+		if c != nil {
+			c(&opts)
+		}
 	}
 	mgr, err := agent.NewManager(cfg, opts)
 	if err != nil {
