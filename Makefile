@@ -68,7 +68,7 @@ test: tools ## Run all tests (unit tests, tests against the lab's real API serve
 	@hack/test.sh $(GO) $(TEST_TIMEOUT) $(TEST_PARALLEL) $(GO_TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode), the Argo CD, consistency-group and hub-loss cases (~53 min on 2 cores)
+test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode), PostgreSQL with its recipe's hooks on both backends, the Argo CD, consistency-group and hub-loss cases (~65 min on 2 cores: ~53 before the two hook cases, which took 834 s together)
 	DROVER_E2E=full $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
 
 .PHONY: test-hubloss
