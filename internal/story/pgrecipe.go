@@ -121,7 +121,11 @@ func (r *Run) checkHooks(ctx context.Context, step *Step) error {
 		note = "hooks " + strings.Join(source, ", ") + " on " + step.From + "; " + strings.Join(target, ", ") + " on " + step.To
 		// The kubelet stops a pod with SIGTERM, PostgreSQL's smart shutdown: a fast one is the
 		// stop-db hook's.
-		if n := r.pgFastShutdowns(step.From); n <= r.pg.fastShutdowns {
+		n := r.pgFastShutdowns(step.From)
+		if n < 0 || r.pg.fastShutdowns < 0 {
+			return fmt.Errorf("no log of PostgreSQL on %s to read: stop-db's fast shutdown cannot be checked", step.From)
+		}
+		if n <= r.pg.fastShutdowns {
 			return fmt.Errorf("PostgreSQL on %s logged no fast shutdown request since the relocation began (%d before, %d now): stop-db did not stop it", step.From, r.pg.fastShutdowns, n)
 		}
 		note += "; stop-db's fast shutdown logged on " + step.From
