@@ -69,10 +69,14 @@ test: tools ## Run all tests (unit tests, tests against the lab's real API serve
 
 .PHONY: test-e2e
 test-e2e: tools tools-argocd ## Run the whole end-to-end matrix (workload x backend x mode), PostgreSQL with its recipe's hooks on both backends, the Argo CD, consistency-group and hub-loss cases (~65 min on 2 cores: ~53 before the two hook cases, which took 834 s together)
-	DROVER_E2E=full $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
+	DROVER_E2E=full DROVER_TESTS=long $(GO) test -count=1 -tags argocd -timeout 120m -v $(GO_TEST_FLAGS) ./test/e2e/
+
+.PHONY: test-long
+test-long: tools ## Run make test's long tier: the long stories make test skips, each naming the shorter test make test runs in its place (labtest.LongTier; hack/test-long.sh finds them)
+	@hack/test-long.sh $(GO) $(TEST_TIMEOUT) -v $(GO_TEST_FLAGS)
 
 .PHONY: test-hubloss
-test-hubloss: tools ## Keep the hub down for 10 minutes (HUB_DOWN=...) and check that the groups keep syncing, with their lag with and without the hub printed, on both backends (not part of make test, which keeps it down for 40 s with VolRep and 1 minute with VolSync)
+test-hubloss: tools ## Keep the hub down for 10 minutes (HUB_DOWN=...) and check that the groups keep syncing, with their lag with and without the hub printed, on both backends (not part of make test, which keeps it down for 25 s with VolRep and 1 minute with VolSync)
 	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestProtectionGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/hub/
 	DROVER_HUB_DOWN=$(HUB_DOWN) $(GO) test -count=1 -run 'TestVolSyncGoesOnWithoutTheHub' -timeout 40m -v $(GO_TEST_FLAGS) ./internal/agent/vrg/volsynclab/
 

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -38,6 +39,8 @@ func storyEnv(t *testing.T) story.Env {
 // placement mode here; the e2e matrix (make test-e2e) runs every such workload in both modes on
 // both backends, the StatefulSet that deletes its PVCs among them.
 func TestTheStoryOfWorkloadsThatDeleteTheirPVCs(t *testing.T) {
+	labtest.LongTier(t, "TestAFailoverFromAClusterThatAnswersNeverMakesTwoWritablePrimaries",
+		"the Deployment's failover with east stopped, its recoveries and both relocations (its failovers with east up stay in make test)")
 	for _, c := range []story.Case{
 		{Workload: story.DeploymentWithPVC, Policy: policyVolRep, StorageClass: lab.BlockStorageClass, Mode: story.Placement, Namespace: "story-deployment"},
 	} {

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/story"
 )
 
@@ -24,6 +25,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // after (before drover is asked to fail over), and expects the lab kubelet to restart it and the
 // failover to west to complete with the story's checks.
 func TestAFailoverCompletesThoughTheTargetsAgentIsKilled(t *testing.T) {
+	labtest.LongTier(t, "internal/hub.TestTheHubAndTheAgentsCrashAtTheirWritesAndTheStoryStillHolds",
+		"a SIGKILL of the installed agent, restarted by the lab kubelet (the crash slice kills the target's agent in-process at its failover's middle write)")
 	g := newG(t)
 	ctx := context.Background()
 	west := cluster(g, lab.West)

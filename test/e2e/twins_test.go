@@ -15,6 +15,7 @@ import (
 	replicationv1alpha1 "github.com/drover-io/drover/internal/extapi/replication/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/story"
@@ -36,9 +37,13 @@ import (
 // per-volume instants. The test prints what west holds; it asserts that the order is broken for
 // at least one pod.
 //
-// make test runs the VolRep case (about 30 s after the lab's start); DROVER_E2E=full (make
-// test-e2e) adds the VolSync case, which waits up to 3 minutes for its transfers to come apart.
+// make test-long (the long tier) runs the VolRep case (about 30 s after the lab's start); make
+// test runs the same failover with a group in its place; DROVER_E2E=full (make test-e2e) runs
+// the VolRep case and adds the VolSync case, which waits up to 3 minutes for its transfers to
+// come apart.
 func TestWithoutAConsistencyGroupAFailoverTearsAnApplicationsTwoVolumesApart(t *testing.T) {
+	labtest.LongTier(t, "TestWithAConsistencyGroupAFailoverKeepsEveryPodsTwoVolumesOfOneInstant",
+		"the contrast: without a group the same failover tears the twins apart")
 	cases := []story.Case{
 		{Workload: story.StatefulSetTwoVolumes, Policy: lab.PolicyVolRep, StorageClass: lab.BlockStorageClass, Namespace: "e2e-twin-torn-volrep", Replicas: 3},
 	}

@@ -25,6 +25,7 @@ import (
 	mcsv1alpha1 "github.com/drover-io/drover/internal/extapi/multicluster/v1alpha1"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/labtest"
 	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/lab/storage"
 	"github.com/drover-io/drover/internal/replication/volsync"
@@ -286,6 +287,8 @@ func countVolSync(ctx context.Context, g Gomega, cl client.Client, ns string) (s
 // and west, primary a second time, replaces the PVC it kept and received into and restores the
 // deleted one, both from the latest images; and unprotecting leaves nothing of VolSync behind.
 func TestVolSyncProtectsFailsOverAndRelocatesAStatefulSet(t *testing.T) {
+	labtest.LongTier(t, "test/e2e.TestTheWholeStory",
+		"the agent's own view of the VolSync story (the e2e slice runs a StatefulSet that keeps its PVCs through the whole story on VolSync, driven by the hub)")
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
