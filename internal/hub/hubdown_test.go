@@ -21,7 +21,7 @@ import (
 // hubDownDefault, a slice of the same story.
 const HubDownEnv = "DROVER_HUB_DOWN"
 
-const hubDownDefault = 40 * time.Second
+const hubDownDefault = 25 * time.Second
 
 // lagFigures are the RPO lags of a group sampled over a window: the age of its last group sync
 // at each sample.
