@@ -98,6 +98,56 @@ func hookRuns(g Gomega, log string) [][2]time.Time {
 	return runs
 }
 
+// cycleHooked is a VolSync pair whose groups' recipe has the BeforeSync exec hook checkpoint in
+// the pod of quiescer: it logs its start and end (Unix nanoseconds) to log and takes 2 s, or
+// fails with exit code 3 and a message while the file fail exists.
+type cycleHooked struct {
+	volSyncPair
+	source    client.ObjectKey
+	log, fail string
+}
+
+func startCycleHooked(t *testing.T, g Gomega, ns string) cycleHooked {
+	ctx := t.Context()
+	dir := t.TempDir()
+	c := cycleHooked{source: client.ObjectKey{Namespace: ns, Name: "data-db-0"}, log: filepath.Join(dir, "hook.log"), fail: filepath.Join(dir, "fail")}
+	script := "if [ -e " + c.fail + " ]; then echo 'checkpoint refused: the database is read-only' >&2; exit 3; fi; " +
+		"echo start $(date +%s%N) >> " + c.log + "; sleep 2; echo end $(date +%s%N) >> " + c.log
+	hook := v1alpha1.Hook{Name: "checkpoint", Point: v1alpha1.HookBeforeSync, Timeout: &metav1.Duration{Duration: 20 * time.Second},
+		Exec: &v1alpha1.ExecHook{Namespace: ns, PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "quiesce"}},
+			Command: []string{"sh", "-c", script}}}
+	vrglab.StartKubelet(t, g)
+	c.volSyncPair = startVolSyncPair(t, g, ns, 1, func(group *v1alpha1.VolumeReplicationGroup) {
+		group.Spec.SchedulingInterval = "8s"
+		group.Spec.Recipe = &v1alpha1.VRGRecipe{Name: "db", Spec: v1alpha1.DRRecipeSpec{Hooks: []v1alpha1.Hook{hook}}}
+	})
+	eastNS := &corev1.Namespace{}
+	g.Expect(c.east.Get(ctx, client.ObjectKey{Name: ns}, eastNS)).To(Succeed())
+	eastNS.Labels = map[string]string{tenancy.LabelHooks: tenancy.HooksEnabled}
+	g.Expect(c.east.Update(ctx, eastNS)).To(Succeed())
+	g.Expect(c.east.Create(ctx, quiescer(ns))).To(Succeed())
+	hubCopy(ctx, g, c.east, c.eastGroup, c.west, c.westGroup, 1)
+	return c
+}
+
+// dataProtected is the east group's DataProtected.
+func (c cycleHooked) dataProtected(ctx context.Context, g Gomega) *metav1.Condition {
+	got := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(c.east.Get(ctx, client.ObjectKeyFromObject(c.eastGroup), got)).To(Succeed())
+	cond := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDataProtected)
+	g.Expect(cond).NotTo(BeNil())
+	return cond
+}
+
+// sourceOf is east's ReplicationSource.
+func (c cycleHooked) sourceOf(ctx context.Context, g Gomega) *volsyncv1alpha1.ReplicationSource {
+	rs := &volsyncv1alpha1.ReplicationSource{}
+	g.Expect(c.east.Get(ctx, c.source, rs)).To(Succeed())
+	g.Expect(rs.Spec.Trigger).NotTo(BeNil())
+	g.Expect(rs.Status).NotTo(BeNil())
+	return rs
+}
+
 // A group whose recipe has a BeforeSync hook syncs its VolSync PVC at manual triggers, one cycle
 // per scheduling interval, each only after the hook ran: the hook logs its start and end and
 // takes 2 s, and every sync of a cycle starts (lastSyncStartTime, whole seconds) after the
@@ -109,44 +159,20 @@ func TestVolSyncSyncsOnlyAfterTheBeforeSyncHookOfEachInterval(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := t.Context()
-	ns := "volsync-cyclehooks"
-	dir := t.TempDir()
-	log, fail := filepath.Join(dir, "hook.log"), filepath.Join(dir, "fail")
-	script := "if [ -e " + fail + " ]; then echo 'checkpoint refused: the database is read-only' >&2; exit 3; fi; " +
-		"echo start $(date +%s%N) >> " + log + "; sleep 2; echo end $(date +%s%N) >> " + log
-	hook := v1alpha1.Hook{Name: "checkpoint", Point: v1alpha1.HookBeforeSync, Timeout: &metav1.Duration{Duration: 20 * time.Second},
-		Exec: &v1alpha1.ExecHook{Namespace: ns, PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "quiesce"}},
-			Command: []string{"sh", "-c", script}}}
-	vrglab.StartKubelet(t, g)
-	p := startVolSyncPair(t, g, ns, 1, func(group *v1alpha1.VolumeReplicationGroup) {
-		group.Spec.SchedulingInterval = "8s"
-		group.Spec.Recipe = &v1alpha1.VRGRecipe{Name: "db", Spec: v1alpha1.DRRecipeSpec{Hooks: []v1alpha1.Hook{hook}}}
-	})
-	east := p.east
-	eastNS := &corev1.Namespace{}
-	g.Expect(east.Get(ctx, client.ObjectKey{Name: ns}, eastNS)).To(Succeed())
-	eastNS.Labels = map[string]string{tenancy.LabelHooks: tenancy.HooksEnabled}
-	g.Expect(east.Update(ctx, eastNS)).To(Succeed())
-	g.Expect(east.Create(ctx, quiescer(ns))).To(Succeed())
-	hubCopy(ctx, g, east, p.eastGroup, p.west, p.westGroup, 1)
-	source := client.ObjectKey{Namespace: ns, Name: "data-db-0"}
-	starts := watchSyncStarts(ctx, east, source)
+	c := startCycleHooked(t, g, "volsync-cyclehooks")
+	starts := watchSyncStarts(ctx, c.east, c.source)
 
-	// Two cycles synced, each after its hook.
 	var synced []string
 	g.Eventually(func(g Gomega) {
-		rs := &volsyncv1alpha1.ReplicationSource{}
-		g.Expect(east.Get(ctx, source, rs)).To(Succeed())
-		g.Expect(rs.Spec.Trigger).NotTo(BeNil())
+		rs := c.sourceOf(ctx, g)
 		g.Expect(rs.Spec.Trigger.Schedule).To(BeNil(), "no cron schedule")
-		g.Expect(rs.Status).NotTo(BeNil())
 		last := rs.Status.LastManualSync
 		if _, ok := volsync.CycleTime(last); ok && last == rs.Spec.Trigger.Manual && !slices.Contains(synced, last) {
 			synced = append(synced, last)
 		}
 		g.Expect(len(synced)).To(BeNumerically(">=", 2))
 	}).Should(Succeed(), "the source completes the syncs of two cycles")
-	runs := hookRuns(g, log)
+	runs := hookRuns(g, c.log)
 	for _, trigger := range synced {
 		cycle, _ := volsync.CycleTime(trigger)
 		start, ok := starts.of(trigger)
@@ -162,40 +188,33 @@ func TestVolSyncSyncsOnlyAfterTheBeforeSyncHookOfEachInterval(t *testing.T) {
 			"the sync of %s started (%s, whole seconds) after its hook ended (%s)", trigger, start.Format(time.RFC3339), before[1].Format(time.RFC3339Nano))
 		t.Logf("cycle %s: hook %s → %s, sync started %s", trigger, before[0].Format("15:04:05.000"), before[1].Format("15:04:05.000"), start.Format("15:04:05"))
 	}
+	expectAFailingHookHoldsTheSync(ctx, g, c)
+}
 
-	// A failing hook holds the sync of its cycle.
-	g.Expect(os.WriteFile(fail, nil, 0o600)).To(Succeed())
+// expectAFailingHookHoldsTheSync makes the hook fail: no sync is asked, DataProtected says why
+// with the hook's output; once it passes again, the next cycle syncs.
+func expectAFailingHookHoldsTheSync(ctx context.Context, g Gomega, c cycleHooked) {
+	g.Expect(os.WriteFile(c.fail, nil, 0o600)).To(Succeed())
 	var held string
 	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(p.eastGroup), got)).To(Succeed())
-		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDataProtected)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonHookFailed))
-		g.Expect(c.Message).To(ContainSubstring("checkpoint refused: the database is read-only"))
-		g.Expect(c.Message).To(ContainSubstring("exit code 3"))
-		g.Expect(c.Message).To(ContainSubstring("did not run"))
-		rs := &volsyncv1alpha1.ReplicationSource{}
-		g.Expect(east.Get(ctx, source, rs)).To(Succeed())
+		cond := c.dataProtected(ctx, g)
+		g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonHookFailed))
+		g.Expect(cond.Message).To(ContainSubstring("checkpoint refused: the database is read-only"))
+		g.Expect(cond.Message).To(ContainSubstring("exit code 3"))
+		g.Expect(cond.Message).To(ContainSubstring("did not run"))
+		rs := c.sourceOf(ctx, g)
 		g.Expect(rs.Status.LastManualSync).To(Equal(rs.Spec.Trigger.Manual), "the last sync completed")
 		held = rs.Spec.Trigger.Manual
 	}).Should(Succeed(), "DataProtected says the hook failed, with its output")
 	g.Consistently(func(g Gomega) {
-		rs := &volsyncv1alpha1.ReplicationSource{}
-		g.Expect(east.Get(ctx, source, rs)).To(Succeed())
-		g.Expect(rs.Spec.Trigger.Manual).To(Equal(held), "no sync is asked while the hook fails")
+		g.Expect(c.sourceOf(ctx, g).Spec.Trigger.Manual).To(Equal(held), "no sync is asked while the hook fails")
 	}).WithTimeout(4 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 
-	g.Expect(os.Remove(fail)).To(Succeed())
+	g.Expect(os.Remove(c.fail)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		rs := &volsyncv1alpha1.ReplicationSource{}
-		g.Expect(east.Get(ctx, source, rs)).To(Succeed())
+		rs := c.sourceOf(ctx, g)
 		g.Expect(rs.Spec.Trigger.Manual).NotTo(Equal(held))
 		g.Expect(rs.Status.LastManualSync).To(Equal(rs.Spec.Trigger.Manual))
-		got := &v1alpha1.VolumeReplicationGroup{}
-		g.Expect(east.Get(ctx, client.ObjectKeyFromObject(p.eastGroup), got)).To(Succeed())
-		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDataProtected)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).NotTo(Equal(v1alpha1.ReasonHookFailed))
+		g.Expect(c.dataProtected(ctx, g).Reason).NotTo(Equal(v1alpha1.ReasonHookFailed))
 	}).Should(Succeed(), "once the hook passes, the next cycle syncs")
 }

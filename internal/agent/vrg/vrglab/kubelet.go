@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -21,23 +21,23 @@ import (
 // pods bound to its node as processes of this machine, the image example.com/lab/shell as
 // /bin/sh, and serves pods/exec to east's API server with the lab's kubelet certificates. It
 // stops, with its pods' processes, when the test ends.
-func StartKubelet(t *testing.T, g Gomega) {
+func StartKubelet(t *testing.T, g gomega.Gomega) {
 	c, err := Lab().Cluster(lab.East)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	pki := filepath.Join(c.Dir(), "pki")
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "kubelet.crt"), filepath.Join(pki, "kubelet.key"))
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ca, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	cas := x509.NewCertPool()
-	g.Expect(cas.AppendCertsFromPEM(ca)).To(BeTrue())
+	g.Expect(cas.AppendCertsFromPEM(ca)).To(gomega.BeTrue())
 	dir := t.TempDir()
 	k, err := kubelet.New(kubelet.Options{Config: cfg, Images: map[string]string{"example.com/lab/shell": "/bin/sh"},
 		StateDir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"), PodCIDR: c.PodCIDR(),
 		Serving: &kubelet.Serving{Cert: cert, ClientCAs: cas}})
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- k.Run(ctx) }()
