@@ -22,6 +22,8 @@ import (
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	volsyncv1alpha1 "github.com/drover-io/drover/internal/extapi/volsync/v1alpha1"
+	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/records"
 	"github.com/drover-io/drover/internal/replication/volsync"
 	"github.com/drover-io/drover/internal/tenancy"
 )
@@ -153,7 +155,8 @@ func (c cycleHooked) sourceOf(ctx context.Context, g Gomega) *volsyncv1alpha1.Re
 // takes 2 s, and every sync of a cycle starts (lastSyncStartTime, whole seconds) after the
 // start of that cycle's hook and no earlier than a second before its end. A hook failing with
 // onError Fail holds the next cycle's sync, DataProtected says so with the hook's output, and the
-// cycle after it syncs again once the hook passes.
+// cycle after it syncs again once the hook passes. A relocation then takes the sources over from
+// the cycles and loses no record.
 func TestVolSyncSyncsOnlyAfterTheBeforeSyncHookOfEachInterval(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
@@ -189,6 +192,7 @@ func TestVolSyncSyncsOnlyAfterTheBeforeSyncHookOfEachInterval(t *testing.T) {
 		t.Logf("cycle %s: hook %s → %s, sync started %s", trigger, before[0].Format("15:04:05.000"), before[1].Format("15:04:05.000"), start.Format("15:04:05"))
 	}
 	expectAFailingHookHoldsTheSync(ctx, g, c)
+	expectTheRelocationTakesOver(t, g, c)
 }
 
 // expectAFailingHookHoldsTheSync makes the hook fail: no sync is asked, DataProtected says why
@@ -217,4 +221,29 @@ func expectAFailingHookHoldsTheSync(ctx context.Context, g Gomega, c cycleHooked
 		g.Expect(rs.Status.LastManualSync).To(Equal(rs.Spec.Trigger.Manual))
 		g.Expect(c.dataProtected(ctx, g).Reason).NotTo(Equal(v1alpha1.ReasonHookFailed))
 	}).Should(Succeed(), "once the hook passes, the next cycle syncs")
+}
+
+// expectTheRelocationTakesOver relocates the group away from east: no cycle runs on the
+// relocation's source, which runs the hook once more as a run of the relocation's action, and
+// whose final sync takes over the sources from the cycles' trigger; west holds every record
+// east wrote.
+func expectTheRelocationTakesOver(t *testing.T, g Gomega, c cycleHooked) {
+	ctx := t.Context()
+	ns, pvc := c.source.Namespace, c.source.Name
+	writer := runningWriters(ctx, g, c.east, ns, 1)[pvc]
+	const request = "relocate-cycles"
+	wrote := stopForRelocation(ctx, g, c.east, c.eastGroup, request, map[string]string{pvc: pvcImage(ctx, g, c.east, ns, pvc)})
+	awaitFinalSync(ctx, g, c.east, c.eastGroup, request)
+	got := &v1alpha1.VolumeReplicationGroup{}
+	g.Expect(c.east.Get(ctx, client.ObjectKeyFromObject(c.eastGroup), got)).To(Succeed())
+	g.Expect(got.Status.Hooks).To(ContainElement(And(HaveField("Name", "checkpoint"), HaveField("Action", got.Spec.Recipe.Action),
+		HaveField("Result", v1alpha1.HookSucceeded))), "the relocation ran the hook as its own")
+	onWest := vrglab.ImageReport(g, lab.West, pvcImage(ctx, g, c.west, ns, "volsync-"+pvc+"-dst"))
+	w, _ := wrote[pvc].Writer(writer)
+	kept, ok := onWest.Writer(writer)
+	g.Expect(ok).To(BeTrue())
+	for _, d := range records.Compare(wrote[pvc], onWest).Writers {
+		g.Expect(d.OnlyInA).To(BeEmpty(), "west's destination lacks records of %s (east wrote %d, west has %d)", d.Writer, w.LastSeq, kept.LastSeq)
+	}
+	t.Logf("relocation: east wrote %d records, west's destination holds %d, lost 0", w.LastSeq, kept.LastSeq)
 }
