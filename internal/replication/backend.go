@@ -96,6 +96,10 @@ type PVCContext struct {
 	// is known, and MoverUserUnknown then says why.
 	MoverSecurityContext *v1alpha1.VolSyncMoverSecurityContext
 	MoverUserUnknown     string
+	// SyncTrigger, for a VolSync PVC of a group whose recipe has BeforeSync hooks, is the manual
+	// trigger of the newest sync cycle whose hooks passed (docs/decisions/0019): the source
+	// carries it; empty keeps the trigger the source has.
+	SyncTrigger string
 	// Group, when set, is the consistency group the PVC is replicated with: the backend
 	// replicates it only as a member of the group, never on its own.
 	Group *GroupContext

@@ -286,6 +286,7 @@ func (r *Reconciler) phases(vrg *v1alpha1.VolumeReplicationGroup) []namedPhase {
 	return []namedPhase{
 		{"parseSpec", r.parseSpec}, {"fenceStores", r.fenceStores}, {"unfence", r.unfence}, {"ensureNamespaces", r.ensureNamespaces},
 		{"restorePVCs", r.restorePVCs}, {"selectPVCs", r.selectPVCs}, {"fetchVolSyncKeys", r.fetchVolSyncKeys}, {"protectPVCs", r.protectPVCs},
+		{"volSyncCycles", r.volSyncCycles},
 		{"protectMetadata", r.protectMetadata}, {"protectKubeObjects", r.protectKubeObjects}, {"pointStores", r.pointStores},
 		{"primaryVolSync", r.primaryVolSync},
 		{"volSyncMovers", r.volSyncMovers}, {"checkWorkloads", r.checkWorkloads}, {"targetHooks", r.targetHooks}, {"lookAgain", r.lookAgain},
@@ -343,6 +344,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *scope, succeeded bool)
 	// Recorded with the status the agent writes anyway: a new version costs one write per group.
 	sc.vrg.Status.AgentVersion = version.Published()
 	applyHookCondition(sc)
+	applySyncHookCondition(sc)
 	if equality.Semantic.DeepEqual(sc.before.Status, sc.vrg.Status) {
 		return nil
 	}

@@ -24,7 +24,7 @@ func shellJob(script string) *batchv1.JobSpec {
 		RestartPolicy: corev1.RestartPolicyNever,
 		Containers:    []corev1.Container{{Name: "migrate", Image: "example.com/lab/shell", Command: []string{"sh", "-c", script}}},
 	}}}
-	onLabKubelet(&spec.Template.Spec)
+	vrglab.OnKubelet(&spec.Template.Spec)
 	return spec
 }
 
@@ -43,7 +43,7 @@ func TestTheHookRunnerRunsJobsScalesAndChecks(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg, err := c.RESTConfig()
 	g.Expect(err).NotTo(HaveOccurred())
-	startLabKubelet(t, g)
+	vrglab.StartKubelet(t, g)
 	g.Expect(east.Create(ctx, hooksNamespace(ns))).To(Succeed())
 	g.Expect(east.Create(ctx, processDeployment(ns))).To(Succeed())
 	runner := &hooks.Runner{Client: east, Reader: east, Config: cfg}

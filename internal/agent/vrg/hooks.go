@@ -15,10 +15,12 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/agent/hooks"
+	"github.com/drover-io/drover/internal/replication/volsync"
 )
 
 // The application's hooks (docs/decisions/0011-application-hooks.md), run at two points of an
-// action:
+// action, and, on a primary with VolSync PVCs, before each sync (volsync_cycles.go,
+// docs/decisions/0019-before-sync-hooks-drive-volsync.md):
 //
 //   - A relocation's source (secondary, action Relocate, a final sync asked and not done, the
 //     group not yet Secondary) runs its BeforeSync hooks, then its BeforeStop hooks, while the
@@ -156,8 +158,9 @@ func (r *Reconciler) targetHooks(ctx context.Context, sc *scope) (ctrl.Result, e
 	return result, nil
 }
 
-// keepRunsOfAction drops from status.hooks the runs of another action than the recipe's, and
-// every run when the group has no recipe.
+// keepRunsOfAction drops from status.hooks the runs of another action than the recipe's, but
+// for the runs of a sync cycle begun since that action (volsync_cycles.go), and every run when
+// the group has no recipe.
 func keepRunsOfAction(vrg *v1alpha1.VolumeReplicationGroup) {
 	if vrg.Spec.Recipe == nil {
 		vrg.Status.Hooks = nil
@@ -165,24 +168,53 @@ func keepRunsOfAction(vrg *v1alpha1.VolumeReplicationGroup) {
 	}
 	var keep []v1alpha1.HookRun
 	for _, run := range vrg.Status.Hooks {
-		if run.Action == vrg.Spec.Recipe.Action {
+		if run.Action == vrg.Spec.Recipe.Action || cycleOfAction(vrg, run.Action) {
 			keep = append(keep, run)
 		}
 	}
 	vrg.Status.Hooks = keep
 }
 
-// runHooks runs the hooks one after another as far as they go in this pass. It returns true
-// once every one passed; otherwise sc.hookCondition says which one runs or failed, as condType.
+// runHooks runs the hooks of the recipe's action one after another as far as they go in this
+// pass. It returns true once every one passed; otherwise sc.hookCondition says which one runs or
+// failed, as condType.
 func (r *Reconciler) runHooks(ctx context.Context, sc *scope, list []*v1alpha1.Hook, condType string) (bool, ctrl.Result) {
 	recipe := sc.vrg.Spec.Recipe
+	p := r.advanceHooks(ctx, sc, list, recipe.Action, recipe.Decisions)
+	switch {
+	case p.done:
+		return true, ctrl.Result{}
+	case p.failed != nil:
+		sc.hookCondition = ptrTo(hookFailedCondition(sc.vrg, condType, *p.failed))
+		// A person's decision changes the spec, which wakes the group.
+		return false, ctrl.Result{}
+	}
+	run := p.running
+	sc.hookCondition = ptrTo(condition(condType, false, v1alpha1.ReasonHookRunning, fmt.Sprintf(
+		"waiting for hook %s (%s, attempt %d) at %s, running since %s", run.Name, hooks.Kind(p.runningHook), run.Attempt,
+		run.Point, run.StartTime.UTC().Format(time.RFC3339))))
+	return false, ctrl.Result{RequeueAfter: requeueHooks}
+}
+
+// hookProgress is how far a list of hooks went in a pass: all passed (done), one failed with
+// onError Fail and no decision answers it (failed), or one runs (running).
+type hookProgress struct {
+	done        bool
+	failed      *hooks.Step
+	running     *v1alpha1.HookRun
+	runningHook *v1alpha1.Hook
+}
+
+// advanceHooks runs the hooks one after another, as runs of action answered by decisions, as
+// far as they go in this pass, recording each run in status.hooks.
+func (r *Reconciler) advanceHooks(ctx context.Context, sc *scope, list []*v1alpha1.Hook, action string, decisions []v1alpha1.HookDecision) hookProgress {
 	group := client.ObjectKeyFromObject(sc.vrg)
 	r.hookRuns.forgetRecorded(group, sc.before.Status.Hooks)
 	for {
-		step := hooks.Next(list, sc.vrg.Status.Hooks, recipe.Action, recipe.Decisions)
+		step := hooks.Next(list, sc.vrg.Status.Hooks, action, decisions)
 		switch {
 		case step.Kind == hooks.StepDone:
-			return true, ctrl.Result{}
+			return hookProgress{done: true}
 		case step.Kind == hooks.StepFailed && step.PassOver:
 			run := *step.Run
 			run.Result = v1alpha1.HookPassedOver
@@ -192,29 +224,24 @@ func (r *Reconciler) runHooks(ctx context.Context, sc *scope, list []*v1alpha1.H
 				run.Name, run.Attempt, strings.ToLower(string(sc.vrg.Spec.Action)))
 			continue
 		case step.Kind == hooks.StepFailed:
-			sc.hookCondition = ptrTo(hookFailedCondition(sc.vrg, condType, step))
-			// A person's decision changes the spec, which wakes the group.
-			return false, ctrl.Result{}
+			return hookProgress{failed: &step}
 		}
-		run, finished := r.advanceHook(ctx, sc, step)
+		run, finished := r.advanceHook(ctx, sc, step, action)
 		setHookRun(sc.vrg, run)
 		if !finished {
-			sc.hookCondition = ptrTo(condition(condType, false, v1alpha1.ReasonHookRunning, fmt.Sprintf(
-				"waiting for hook %s (%s, attempt %d) at %s, running since %s", run.Name, hooks.Kind(step.Hook), run.Attempt,
-				run.Point, run.StartTime.UTC().Format(time.RFC3339))))
-			return false, ctrl.Result{RequeueAfter: requeueHooks}
+			return hookProgress{running: &run, runningHook: step.Hook}
 		}
 		r.recordHookEvent(sc, run)
 	}
 }
 
-// advanceHook starts the step's attempt or looks at it; it returns the run as recorded and
-// whether it has finished.
-func (r *Reconciler) advanceHook(ctx context.Context, sc *scope, step hooks.Step) (v1alpha1.HookRun, bool) {
+// advanceHook starts the step's attempt, a run of action, or looks at it; it returns the run as
+// recorded and whether it has finished.
+func (r *Reconciler) advanceHook(ctx context.Context, sc *scope, step hooks.Step, action string) (v1alpha1.HookRun, bool) {
 	recipe := sc.vrg.Spec.Recipe
 	h := step.Hook
-	key := hookKey{group: client.ObjectKeyFromObject(sc.vrg), hook: h.Name, action: recipe.Action, attempt: step.Attempt}
-	run := v1alpha1.HookRun{Name: h.Name, Point: h.Point, Action: recipe.Action, Attempt: step.Attempt, Result: v1alpha1.HookRunning}
+	key := hookKey{group: client.ObjectKeyFromObject(sc.vrg), hook: h.Name, action: action, attempt: step.Attempt}
+	run := v1alpha1.HookRun{Name: h.Name, Point: h.Point, Action: action, Attempt: step.Attempt, Result: v1alpha1.HookRunning}
 	if step.Run != nil && step.Run.Attempt == step.Attempt {
 		run.StartTime = step.Run.StartTime
 	}
@@ -226,7 +253,7 @@ func (r *Reconciler) advanceHook(ctx context.Context, sc *scope, step hooks.Step
 	if fl == nil {
 		ctrl.LoggerFrom(ctx).Info("Running a hook", "hook", h.Name, "point", h.Point, "attempt", step.Attempt)
 		runner, protected := r.Hooks, protectedNamespaces(sc.vrg)
-		id := hooks.ID{Recipe: recipe.Name, Action: recipe.Action, Attempt: step.Attempt}
+		id := hooks.ID{Recipe: recipe.Name, Action: action, Attempt: step.Attempt}
 		fl = r.hookRuns.start(key, func(ctx context.Context) hooks.Outcome {
 			if runner == nil {
 				return hooks.Outcome{Message: "this agent runs no hooks (it was started without a hook runner)"}
@@ -283,6 +310,10 @@ func (r *Reconciler) recordHookEvent(sc *scope, run v1alpha1.HookRun) {
 	r.Metrics.countHook(sc.vrg, run)
 	switch run.Result {
 	case v1alpha1.HookSucceeded:
+		if _, cycle := volsync.CycleTime(run.Action); cycle {
+			// Every interval: counted, not told (events are for transitions).
+			return
+		}
 		r.event(sc, corev1.EventTypeNormal, v1alpha1.EventHookSucceeded, "Hook %s (%s, attempt %d) succeeded in %s: %s",
 			run.Name, run.Point, run.Attempt, run.Duration.Duration, run.Message)
 	case v1alpha1.HookContinued:

@@ -2,10 +2,6 @@ package vrg_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,50 +17,7 @@ import (
 	"github.com/drover-io/drover/internal/agent/vrg"
 	"github.com/drover-io/drover/internal/agent/vrg/vrglab"
 	"github.com/drover-io/drover/internal/lab"
-	"github.com/drover-io/drover/internal/lab/kubelet"
 )
-
-// startLabKubelet runs a lab kubelet for east in the test, as `drover lab kubelet` does in a
-// lab that runs drover (the package's lab runs its agents in-process and no kubelet): it runs the
-// pods bound to its node as processes of this machine, the image example.com/lab/shell as
-// /bin/sh, and serves pods/exec to east's API server with the lab's kubelet certificates. It
-// stops, with its pods' processes, when the test ends.
-func startLabKubelet(t *testing.T, g Gomega) {
-	c, err := vrglab.Lab().Cluster(lab.East)
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := c.RESTConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	pki := filepath.Join(c.Dir(), "pki")
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "kubelet.crt"), filepath.Join(pki, "kubelet.key"))
-	g.Expect(err).NotTo(HaveOccurred())
-	ca, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
-	g.Expect(err).NotTo(HaveOccurred())
-	cas := x509.NewCertPool()
-	g.Expect(cas.AppendCertsFromPEM(ca)).To(BeTrue())
-	dir := t.TempDir()
-	k, err := kubelet.New(kubelet.Options{Config: cfg, Images: map[string]string{"example.com/lab/shell": "/bin/sh"},
-		StateDir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"), PodCIDR: c.PodCIDR(),
-		Serving: &kubelet.Serving{Cert: cert, ClientCAs: cas}})
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("lab kubelet: %v", err)
-		}
-	})
-}
-
-// onLabKubelet places a pod on the lab kubelet's node, which runs it as a process of this
-// machine, so that an exec runs in it.
-func onLabKubelet(spec *corev1.PodSpec) {
-	spec.NodeSelector = map[string]string{kubelet.NodeLabel: "true"}
-	spec.Tolerations = []corev1.Toleration{{Key: kubelet.NodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	spec.AutomountServiceAccountToken = ptr.To(false)
-	spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
-}
 
 // processDeployment is a Deployment db of one pod labelled app=db that the lab kubelet runs as a
 // shell process, idle until it is stopped, its name in POD_NAME (an exec sees the container's
@@ -81,7 +34,7 @@ func processDeployment(ns string) *appsv1.Deployment {
 						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 			}}},
 	}
-	onLabKubelet(&d.Spec.Template.Spec)
+	vrglab.OnKubelet(&d.Spec.Template.Spec)
 	return d
 }
 
@@ -98,7 +51,7 @@ func execAt(name string, point v1alpha1.HookPoint, ns string, onError v1alpha1.H
 func hookedApp(t *testing.T, g Gomega, ns string, hooks ...v1alpha1.Hook) (client.Client, *v1alpha1.VolumeReplicationGroup) {
 	ctx := t.Context()
 	east := vrglab.ClusterClient(t, lab.East)
-	startLabKubelet(t, g)
+	vrglab.StartKubelet(t, g)
 	g.Expect(east.Create(ctx, hooksNamespace(ns))).To(Succeed())
 	g.Expect(east.Create(ctx, processDeployment(ns))).To(Succeed())
 	profiles, _ := vrglab.S3Profiles(g)

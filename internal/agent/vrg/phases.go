@@ -425,6 +425,7 @@ func (r *Reconciler) protectPVC(ctx context.Context, sc *scope, ps *pvcState) er
 			return err
 		}
 		ps.moverUser = pc.MoverSecurityContext
+		pc.SyncTrigger = passedCycle(sc.vrg)
 	}
 	ps.result, ps.protected = backend.Protect(ctx, pc), pc
 	if ps.backend == v1alpha1.BackendVolSync {

@@ -69,6 +69,9 @@ type scope struct {
 	// WorkloadsReady on a promoted target) that says a hook runs or failed (hooks.go); it is
 	// written over the one the pass computed.
 	hookCondition *metav1.Condition
+	// syncHookCondition, on a primary whose sync cycle is held by a failed BeforeSync hook
+	// (volsync_cycles.go), is DataProtected saying so; it is written over the one computed.
+	syncHookCondition *metav1.Condition
 	// capturedEverywhere is when this pass found every store holding the current capture of
 	// the objects; zero when no capture was due or a store lacks it. With no PVC selected it is
 	// the group's recovery point (status.lastGroupSyncTime).

@@ -153,18 +153,18 @@ func recipeSteps(a *cli.App, recipe *v1alpha1.DRRecipe, action v1alpha1.DRAction
 	return append(out, syncNote(a, s)...)
 }
 
-// syncNote says that BeforeSync hooks run only ahead of a relocation's final sync: VolSync's
-// syncs between actions start on VolSync's own schedule, which the agent runs no hook before
-// (not yet: docs/hooks.md), and a storage that mirrors on its own schedule (volrep) gives no
-// instant to precede.
+// syncNote says when BeforeSync hooks run besides a relocation: with VolSync before every sync,
+// which the agent then triggers itself once per interval instead of VolSync's schedule
+// (docs/decisions/0019-before-sync-hooks-drive-volsync.md); with a storage that mirrors on its
+// own schedule (volrep) never, since it gives no instant to precede.
 func syncNote(a *cli.App, s *v1alpha1.DRRecipeSpec) []string {
 	if !slices.ContainsFunc(s.Hooks, func(h v1alpha1.Hook) bool { return h.Point == v1alpha1.HookBeforeSync }) || a.Policy == nil {
 		return nil
 	}
 	volsync := slices.ContainsFunc(a.Policy.Spec.StorageClassBackends, func(b v1alpha1.StorageClassBackend) bool { return b.Backend == v1alpha1.BackendVolSync })
 	if volsync {
-		return []string{"note: BeforeSync hooks run only ahead of a relocation's final sync: VolSync's syncs while the application runs (every " +
-			string(a.Policy.Spec.SchedulingInterval) + ") start on VolSync's own schedule, with no hook before them yet"}
+		return []string{"note: BeforeSync hooks also run before every VolSync sync while the application runs: the agent triggers each sync itself, every " +
+			string(a.Policy.Spec.SchedulingInterval) + ", once they passed; a hook failing with onError Fail skips that interval's sync, one with Continue syncs anyway"}
 	}
 	return []string{"note: BeforeSync hooks run only ahead of a relocation's final sync: the volrep storage mirrors on its own schedule, with no instant for drover to precede"}
 }

@@ -91,14 +91,16 @@ func TestPlanListsTheRecipesHooksAndGroupsInTheOrderTheActionRunsThem(t *testing
 	}
 }
 
-// TestThePlanSaysVolSyncsScheduledSyncsRunNoBeforeSyncHook: the agent runs BeforeSync hooks
-// only ahead of a relocation's final sync, and the plan of a VolSync application says so.
-func TestThePlanSaysVolSyncsScheduledSyncsRunNoBeforeSyncHook(t *testing.T) {
+// TestThePlanSaysBeforeSyncHooksRunBeforeEveryVolSyncSync: the agent runs BeforeSync hooks
+// before each VolSync sync, which it triggers itself every interval, and the plan of a VolSync
+// application says so.
+func TestThePlanSaysBeforeSyncHooksRunBeforeEveryVolSyncSync(t *testing.T) {
 	spec := &pgRecipe(t, "shop").Spec
 	policy := &v1alpha1.DRPolicy{Spec: v1alpha1.DRPolicySpec{SchedulingInterval: "5m",
 		StorageClassBackends: []v1alpha1.StorageClassBackend{{Backend: v1alpha1.BackendVolSync}}}}
 	got := strings.Join(syncNote(&cli.App{Policy: policy}, spec), "\n")
-	want := "note: BeforeSync hooks run only ahead of a relocation's final sync: VolSync's syncs while the application runs (every 5m) start on VolSync's own schedule, with no hook before them yet"
+	want := "note: BeforeSync hooks also run before every VolSync sync while the application runs: the agent triggers each sync itself, every 5m, " +
+		"once they passed; a hook failing with onError Fail skips that interval's sync, one with Continue syncs anyway"
 	if got != want {
 		t.Errorf("the plan's note for VolSync:\n got %q\nwant %q", got, want)
 	}

@@ -116,7 +116,8 @@ func DestinationOf(vrg *v1alpha1.VolumeReplicationGroup, namespace, name string)
 }
 
 // Protect makes the PVC a replicating primary: a ReplicationSource sends it on the group's
-// schedule (Trigger) to the destination the hub gave in spec.volSync.destinations, with the key Secret the
+// schedule (Trigger), or at the agent's manual triggers when the group's recipe has BeforeSync
+// hooks (synccycle.go), to the destination the hub gave in spec.volSync.destinations, with the key Secret the
 // agent made from the group's stores. Done once the source exists as asked and VolSync reports no failure. The
 // ReplicationDestination this cluster may still hold for the PVC from its time as secondary is
 // the agent's to remove, once its restore no longer needs it.
@@ -146,6 +147,13 @@ func (b *Backend) protect(ctx context.Context, pc *replication.PVCContext) repli
 	trigger, err := Trigger(pc.Interval)
 	if err != nil {
 		return replication.Failed(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("PVC %s/%s: %v", ns, name, err))
+	}
+	if ManualSyncs(pc.VRG) {
+		// The agent triggers each sync once the BeforeSync hooks passed (synccycle.go).
+		var res replication.Result
+		if trigger, res = b.cycleTrigger(ctx, pc); !res.IsDone() {
+			return res
+		}
 	}
 	rs, res := b.ensureSource(ctx, pc, dest, trigger)
 	if rs == nil {

@@ -9,7 +9,8 @@
 // every API request and S3 write of those agents by cluster and namespace (Writes), and tears
 // everything down after the tests. The rest are the builders and checks the packages share:
 // the lab's S3 profiles and stores, a primary group, writer StatefulSets, a group's role, its
-// conditions and events, the records of an image on the lab's storage.
+// conditions and events, the records of an image on the lab's storage, a lab kubelet whose pods
+// run as processes so that exec hooks run in them (StartKubelet, OnKubelet).
 //
 // It is test code: only tests import it.
 package vrglab
