@@ -3,11 +3,13 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-io/drover/api/v1alpha1"
@@ -59,7 +61,8 @@ func (r *Runner) runJob(ctx context.Context, h *v1alpha1.Hook, id ID) Outcome {
 
 // hookJob is the Job of one attempt of a job hook: the template, its containers reporting the
 // end of their log when they fail without a termination message (unless the template chose a
-// policy), never under the agent's ServiceAccount.
+// policy), removed PeriodicJobTTL after it finished when the run is periodic (unless the
+// template chose a TTL), never under the agent's ServiceAccount.
 func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 	if h.Job.Template == nil {
 		return nil, fmt.Errorf("job hook %s has no template: fix the DRRecipe", h.Name)
@@ -72,6 +75,9 @@ func hookJob(h *v1alpha1.Hook, id ID) (*batchv1.Job, error) {
 			h.Name, AgentServiceAccount)
 	}
 	termination.WithLogFallback(pod)
+	if id.Periodic && spec.TTLSecondsAfterFinished == nil {
+		spec.TTLSecondsAfterFinished = ptr.To(int32(PeriodicJobTTL / time.Second))
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(id.Recipe, h.Name, id.Action, id.Attempt), Namespace: h.Job.Namespace,
 			Labels: map[string]string{LabelHook: h.Name}},

@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/drover-io/drover/api/v1alpha1"
 )
@@ -92,6 +93,29 @@ func TestAJobHookNeverRunsUnderTheAgentsServiceAccount(t *testing.T) {
 	tmpl.Template.Spec.ServiceAccountName = AgentServiceAccount
 	if _, err := hookJob(&h, ID{}); err == nil || !strings.Contains(err.Error(), "agent's ServiceAccount") {
 		t.Fatalf("the agent's ServiceAccount: %v", err)
+	}
+}
+
+func TestAPeriodicJobHooksJobIsRemovedAnHourAfterItFinishesUnlessTheRecipeSaysOtherwise(t *testing.T) {
+	tmpl := &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}
+	h := v1alpha1.Hook{Name: "checkpoint", Job: &v1alpha1.JobHook{Namespace: "app", Template: tmpl}}
+	ttl := func(id ID) *int32 {
+		t.Helper()
+		job, err := hookJob(&h, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job.Spec.TTLSecondsAfterFinished
+	}
+	if got := ttl(ID{Recipe: "pg", Action: "drover-sync-20261208t010203z", Attempt: 1, Periodic: true}); got == nil || *got != 3600 {
+		t.Fatalf("a periodic run's Job has TTL %v, want 3600 s", got)
+	}
+	if got := ttl(ID{Recipe: "pg", Action: "relocate-1", Attempt: 1}); got != nil {
+		t.Fatalf("an action's Job has TTL %d: it is kept for the person to read", *got)
+	}
+	tmpl.TTLSecondsAfterFinished = ptr.To(int32(60))
+	if got := ttl(ID{Recipe: "pg", Action: "drover-sync-20261208t010203z", Attempt: 1, Periodic: true}); got == nil || *got != 60 {
+		t.Fatalf("the recipe's own TTL 60 became %v", got)
 	}
 }
 

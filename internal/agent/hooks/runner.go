@@ -38,7 +38,16 @@ type Runner struct {
 type ID struct {
 	Recipe, Action string
 	Attempt        int32
+	// Periodic is true for a run that comes back every interval (a VolSync sync cycle's
+	// BeforeSync hooks, decision 0019): its Job is removed PeriodicJobTTL after it finished.
+	Periodic bool
 }
+
+// PeriodicJobTTL is how long the Job of a periodic hook run stays once it finished, unless the
+// recipe's template says: long enough to read a failure (its output is in the group's status
+// at once), short enough that a hook run every interval does not pile Jobs up in the namespace.
+// kube-controller-manager's TTL-after-finished controller removes it.
+const PeriodicJobTTL = time.Hour
 
 // Outcome is how a run of a hook ended.
 type Outcome struct {

@@ -253,7 +253,8 @@ func (r *Reconciler) advanceHook(ctx context.Context, sc *scope, step hooks.Step
 	if fl == nil {
 		ctrl.LoggerFrom(ctx).Info("Running a hook", "hook", h.Name, "point", h.Point, "attempt", step.Attempt)
 		runner, protected := r.Hooks, protectedNamespaces(sc.vrg)
-		id := hooks.ID{Recipe: recipe.Name, Action: action, Attempt: step.Attempt}
+		_, cycle := volsync.CycleTime(action)
+		id := hooks.ID{Recipe: recipe.Name, Action: action, Attempt: step.Attempt, Periodic: cycle}
 		fl = r.hookRuns.start(key, func(ctx context.Context) hooks.Outcome {
 			if runner == nil {
 				return hooks.Outcome{Message: "this agent runs no hooks (it was started without a hook runner)"}
