@@ -157,7 +157,7 @@ func (r *Run) failOverTo(ctx context.Context, to string) error {
 // sync. It adds the records kept and lost to step, and the writers whose volumes the target
 // holds out of twin order (judgeTwins).
 func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time, cut string) error {
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		return r.pgCheckFailover(ctx, step, lastSync)
 	}
 	from, to := step.From, step.To
@@ -302,7 +302,7 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		step.Err = r.pgJudge(ctx, &step, time.Time{})
 	} else {
 		step.Kept, step.Lost, step.Err = r.relocated(ctx, from, to, ws)
