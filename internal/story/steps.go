@@ -128,6 +128,12 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 	began := time.Now()
 	r.say("failover: asking drover to fail over to %s", to)
 	if step.Err = r.failOverTo(ctx, to); step.Err != nil {
+		// A PostgreSQL that cannot recover its copy never gets Ready: say why.
+		if r.c.Workload.isPostgres() {
+			if panicked := r.pgPanic(to, began); panicked != "" {
+				step.Err = fmt.Errorf("%w; PostgreSQL does not start on %s: %s", step.Err, to, panicked)
+			}
+		}
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-io/drover/api/v1alpha1"
 	"github.com/drover-io/drover/internal/lab"
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/pgsql"
 	"github.com/drover-io/drover/internal/lab/storage/state"
 	"github.com/drover-io/drover/internal/story"
@@ -53,8 +54,8 @@ func TestWithAConsistencyGroupPostgreSQLWithItsWALApartFailsOverFromOneInstant(t
 	}
 	c := pgWALCase("e2e-pgwal-group", pgWALGroup)
 	ctx := context.Background()
-	loss := &suddenLoss{t: t}
 	e := env(t)
+	loss := &suddenLoss{t: t, logDir: e.LogDir}
 	e.StopCluster = loss.stop
 	r := startStoryIn(ctx, t, e, c, " with consistency group db")
 	if err := r.Protect(ctx).Failure(); err != nil {
@@ -108,13 +109,13 @@ func TestPostgreSQLWithItsWALApartFailsOverWithAGroupAndWithoutOne(t *testing.T)
 		t.Fatalf("the PostgreSQL workload needs PostgreSQL on this machine: %v", err)
 	}
 	t.Run("with a group", func(t *testing.T) {
-		broken := pgWALFailovers(t, pgWALCase("e2e-pgwal-group-full", pgWALGroup))
+		broken := pgWALFailovers(t, pgWALCase("e2e-pgwal-group-full", pgWALGroup), false)
 		for _, b := range broken {
 			t.Error(b)
 		}
 	})
 	t.Run("without a group", func(t *testing.T) {
-		broken := pgWALFailovers(t, pgWALCase("e2e-pgwal-nogroup", nil))
+		broken := pgWALFailovers(t, pgWALCase("e2e-pgwal-nogroup", nil), true)
 		t.Logf("without a consistency group %d failovers of PostgreSQL broke", len(broken))
 		for _, b := range broken {
 			t.Logf("broken: %s", b)
@@ -126,10 +127,10 @@ func TestPostgreSQLWithItsWALApartFailsOverWithAGroupAndWithoutOne(t *testing.T)
 // each way, recovering the lost cluster after each; it logs each failover and returns those
 // that failed (it stops at the first: the application no longer runs). A step other than a
 // failover that fails ends the test.
-func pgWALFailovers(t *testing.T, c story.Case) []string {
+func pgWALFailovers(t *testing.T, c story.Case, checkpoint bool) []string {
 	ctx := context.Background()
-	loss := &suddenLoss{t: t}
 	e := env(t)
+	loss := &suddenLoss{t: t, logDir: e.LogDir, checkpoint: checkpoint}
 	e.StopCluster = loss.stop
 	r := startStoryIn(ctx, t, e, c, fmt.Sprintf(" with %d consistency groups", len(c.ConsistencyGroups)))
 	if err := r.Protect(ctx).Failure(); err != nil {
@@ -157,54 +158,99 @@ func pgWALFailovers(t *testing.T, c story.Case) []string {
 }
 
 // suddenLoss is a story's StopCluster that loses a cluster as a power loss does, storage and
-// application at one instant, at the worst moment for volumes replicated each on its own: it
-// waits until the cluster's storage has just mirrored the data volume (its image's last sync
-// moved on), kills the storage (lab.KillStorage) while PostgreSQL still writes, then stops the
-// cluster. Without a group the log's last mirror is then older than the data's, by the time
-// between the two volumes' mirrors; with a group both were mirrored at that one instant.
+// application at one instant, at the worst moment for volumes replicated each on its own: right
+// after the cluster's storage mirrored the data volume (its image's last sync moved on), it
+// kills the storage (lab.KillStorage) while PostgreSQL still writes, then stops the cluster.
+// Without a group the log's last mirror is then older than the data's, by the time between the
+// two volumes' mirrors; with a group both were mirrored at that one instant. With checkpoint
+// set it waits (up to two minutes) for a data mirror that follows a checkpoint PostgreSQL
+// completed after the log's last mirror: the data's pg_control then names a checkpoint record
+// the log's copy lacks.
 type suddenLoss struct {
-	t *testing.T
-	// handles are the volumes of the cluster watch named, by PVC; seen what the loss found.
-	handles map[string]string
-	seen    string
+	t          *testing.T
+	logDir     func(cluster string) string
+	checkpoint bool
+	// namespace and handles are what watch named: the application and its volumes by PVC;
+	// seen is what the last loss found.
+	namespace string
+	handles   map[string]string
+	seen      string
 }
 
 // watch reads the volumes of namespace's PostgreSQL on cluster for the next loss.
 func (s *suddenLoss) watch(ctx context.Context, namespace, cluster string) (err error) {
+	s.namespace = namespace
 	s.handles, err = pgWALHandles(ctx, namespace, cluster)
 	return err
 }
 
-// stop loses cluster: right after its next mirror of the data volume (up to two lab intervals,
-// 10 s), its storage is killed; then the cluster stops.
+// stop loses cluster (above).
 func (s *suddenLoss) stop(cluster string) error {
 	lc, err := testLab.Cluster(cluster)
 	if err != nil {
 		return err
 	}
-	image := state.ImagePath(lc.StorageDir(), s.handles["data-db-0"])
-	before, err := state.Read(image)
-	if err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if now, err := state.Read(image); err == nil && now.LastSyncTime != nil && !now.LastSyncTime.Equal(ptrTime(before.LastSyncTime)) {
-			break
-		}
-	}
+	when := s.moment(cluster, lc.StorageDir())
 	if err := testLab.KillStorage(cluster); err != nil {
 		return err
 	}
-	s.seen = mirrorsApart(cluster, s.handles)
-	s.t.Logf("lost %s: its storage killed at %s, %s", cluster, time.Now().Format("15:04:05.000"), s.seen)
+	s.seen = mirrorsApart(cluster, s.handles) + "; " + when
+	s.t.Logf("lost %s: its storage killed at %s; %s", cluster, time.Now().Format("15:04:05.000"), s.seen)
 	return testLab.Stop(cluster)
 }
 
-func ptrTime(t *time.Time) time.Time {
-	if t == nil {
+// moment waits for the instant to lose cluster at (above) and says what it waited for.
+func (s *suddenLoss) moment(cluster, storageDir string) string {
+	data, wal := state.ImagePath(storageDir, s.handles["data-db-0"]), state.ImagePath(storageDir, s.handles["wal-db-0"])
+	within := 10 * time.Second
+	if s.checkpoint {
+		within = 2 * time.Minute
+	}
+	last := lastMirror(data)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		d := lastMirror(data)
+		if d.Equal(last) {
+			continue
+		}
+		last = d
+		if !s.checkpoint {
+			return "lost right after a mirror of the data volume"
+		}
+		w, c := lastMirror(wal), s.lastCheckpoint(cluster)
+		if w.Before(c) && c.Before(d) {
+			return fmt.Sprintf("lost right after a mirror of the data volume; PostgreSQL completed a checkpoint at %s, between the log's last mirror and the data's",
+				c.Format("15:04:05.000"))
+		}
+	}
+	return fmt.Sprintf("lost after %s without the moment looked for", within)
+}
+
+// lastMirror is when the lab storage last mirrored the image whose record is path; zero when
+// it never did.
+func lastMirror(path string) time.Time {
+	st, err := state.Read(path)
+	if err != nil || st.LastSyncTime == nil {
 		return time.Time{}
 	}
-	return *t
+	return *st.LastSyncTime
+}
+
+// lastCheckpoint is when PostgreSQL on cluster last logged a completed checkpoint; zero when it
+// has not.
+func (s *suddenLoss) lastCheckpoint(cluster string) time.Time {
+	raw, err := os.ReadFile(kubelet.LogPath(s.logDir(cluster), s.namespace, "db-0", "postgres"))
+	if err != nil {
+		return time.Time{}
+	}
+	lines := strings.Split(string(raw), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; strings.Contains(l, "LOG:  checkpoint complete") && len(l) > 27 {
+			if at, err := time.Parse("2006-01-02 15:04:05.000 MST", l[:27]); err == nil {
+				return at
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // pgWALHandles are the volume handles of PostgresWAL's PVCs data-db-0 and wal-db-0 on cluster.
