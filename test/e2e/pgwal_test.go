@@ -94,13 +94,16 @@ func judgement(j story.PostgresJudgement) string {
 const pgWALCycles = 3
 
 // TestPostgreSQLWithItsWALApartFailsOverWithAGroupAndWithoutOne runs failovers back and forth
-// (east lost suddenly, recovered, west lost, recovered), pgWALCycles each way, of PostgreSQL with pg_wal
-// apart: with a group every one must pass the judge; without one it prints what each failover's
-// target started from, how far apart the two volumes' last mirrors were taken and whether the
-// log's was older, until the first failover PostgreSQL does not survive. The no-group side is
-// an observation, not an assertion: a log older than the data is not always visible (the judge
-// sees it only when a checkpoint fell between the two mirrors or a data page written in between
-// holds what the log lacks). DROVER_E2E=full (make test-e2e) runs it.
+// (each lost suddenly: suddenLoss; recovered after), pgWALCycles each way, of PostgreSQL with
+// pg_wal apart: with a group every one must pass the judge; without one, each loss waiting for a
+// checkpoint between the log's last mirror and the data's, it prints what each failover's
+// target started from, how far apart the two volumes' last mirrors were taken, and what broke,
+// until the first failover PostgreSQL does not survive (on the first, when measured: PANIC,
+// could not locate a valid checkpoint record; the failover's step times out after 4 minutes,
+// the application never Ready). The no-group side is an observation, not an assertion: the
+// moment it waits for may not come within its two minutes, and a log older than the data
+// without a checkpoint between them is not always visible. DROVER_E2E=full (make test-e2e)
+// runs it, about 10 minutes.
 func TestPostgreSQLWithItsWALApartFailsOverWithAGroupAndWithoutOne(t *testing.T) {
 	if os.Getenv(FullEnv) != "full" {
 		t.Skip("PostgreSQL's failovers back and forth with pg_wal apart (about 10 minutes) run with " + FullEnv + "=full (make test-e2e); make test runs one with a group")
@@ -266,8 +269,11 @@ func pgWALHandles(ctx context.Context, namespace, cluster string) (map[string]st
 			return nil, fmt.Errorf("failed to get PVC %s on %s: %w", name, cluster, err)
 		}
 		pv := &corev1.PersistentVolume{}
-		if err := cl.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil || pv.Spec.CSI == nil {
-			return nil, fmt.Errorf("failed to get the CSI volume of PVC %s on %s: %v", name, cluster, err)
+		if err := cl.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			return nil, fmt.Errorf("failed to get the volume of PVC %s on %s: %w", name, cluster, err)
+		}
+		if pv.Spec.CSI == nil {
+			return nil, fmt.Errorf("volume %s of PVC %s on %s is not a CSI volume", pv.Name, name, cluster)
 		}
 		out[name] = pv.Spec.CSI.VolumeHandle
 	}
