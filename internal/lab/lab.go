@@ -415,6 +415,41 @@ func (l *Lab) Stop(name string) error {
 	return c.stop()
 }
 
+// KillStorage kills one cluster's storage controller at once (SIGKILL), as a site's power loss
+// takes its storage: from that instant its volumes are mirrored no more, while the rest of the
+// cluster runs until Stop. Stop stops a cluster's kubelet, and so its pods, before its storage,
+// which mirrors on meanwhile; a test that needs the loss of a cluster to cut its volumes'
+// replication at one instant, with the application still writing, calls this first. Start
+// brings the storage back with the cluster.
+func (l *Lab) KillStorage(name string) error {
+	c, err := l.Cluster(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	p, ok := procs[componentStorage]
+	if !ok {
+		return fmt.Errorf("cluster %s runs no storage controller", name)
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("failed to kill the storage controller of %s: %w", name, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); process.Alive(p.PID); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the storage controller of %s (pid %d) still runs 5 s after SIGKILL", name, p.PID)
+		}
+	}
+	return nil
+}
+
 // Down ends every process of the lab, including those of a crashed earlier run, and removes
 // the lab directory.
 func (l *Lab) Down() error {

@@ -33,7 +33,7 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	target := r.other(cluster)
 	step := Step{Action: "drill", From: cluster, To: target}
 	ws, _, err := r.writing(ctx, cluster)
-	if err == nil && r.c.Workload == Postgres {
+	if err == nil && r.c.Workload.isPostgres() {
 		// A point taken after pgbench committed, so that the check has transactions to sum.
 		_, err = r.syncAfter(ctx, cluster, time.Now())
 	}
@@ -43,7 +43,7 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	}
 	d := &v1alpha1.DRDrill{ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, GenerateName: r.key.Name + "-"},
 		Spec: v1alpha1.DRDrillSpec{DRPCName: r.key.Name, KeepFor: &metav1.Duration{Duration: drillKeep}}}
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		pg, err := pgsql.Find()
 		if err != nil {
 			step.Err = err
@@ -70,7 +70,7 @@ func (r *Run) Drill(ctx context.Context, cluster string) Step {
 	} else {
 		r.say("drill: %s in %s mode, RTO %s, RPO %s", d.Status.Result, d.Status.Mode, step.Duration, step.LossBound)
 	}
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		err = pgDrillCheck(&step, d)
 		r.say("drill: %s", step.Check)
 	} else {

@@ -70,7 +70,7 @@ func (r *Run) writers(ctx context.Context, cluster string) ([]writer, error) {
 
 // expectedPods is how many writer pods the application runs.
 func (r *Run) expectedPods() int {
-	if r.c.Workload == DeploymentWithPVC || r.c.Workload == Postgres {
+	if r.c.Workload == DeploymentWithPVC || r.c.Workload.isPostgres() {
 		return 1
 	}
 	return int(r.c.Replicas)
@@ -104,7 +104,7 @@ func (r *Run) writing(ctx context.Context, cluster string) ([]writer, map[string
 }
 
 func (r *Run) writingNow(ctx context.Context, cluster string) ([]writer, map[string]string, error) {
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		return r.pgWritingNow(ctx, cluster)
 	}
 	ws, err := r.writers(ctx, cluster)

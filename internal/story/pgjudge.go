@@ -71,15 +71,24 @@ func (r *Run) PostgresJudgements() []PostgresJudgement {
 const pgPod = "db-0"
 
 // pgServer waits until the application's pod on cluster is Running with an IP and its server
-// answers, and returns it.
-func (r *Run) pgServer(ctx context.Context, cluster string) (pgsql.Server, error) {
+// answers, and returns it. A server that started since since and logged a PANIC there (one that
+// cannot recover its copy, which every restart logs again) fails it at once, with that line.
+func (r *Run) pgServer(ctx context.Context, cluster string, since time.Time) (pgsql.Server, error) {
 	var server pgsql.Server
+	var panicked string
 	err := r.poll(ctx, pollInterval, func(ctx context.Context) (err error) {
-		server, err = r.pgServerNow(ctx, cluster)
+		if server, err = r.pgServerNow(ctx, cluster); err != nil {
+			if panicked = r.pgPanic(cluster, since); panicked != "" {
+				return nil
+			}
+		}
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return server, fmt.Errorf("PostgreSQL does not answer on %s: %w", cluster, err)
+	case panicked != "":
+		return server, fmt.Errorf("PostgreSQL does not start on %s: %s", cluster, panicked)
 	}
 	return server, nil
 }
@@ -154,7 +163,7 @@ func (r *Run) pgCheckFailover(ctx context.Context, step *Step, lastSync time.Tim
 // adds the transactions kept and lost to step and starts the target's period.
 func (r *Run) pgJudge(ctx context.Context, step *Step, by time.Time) error {
 	began := time.Now().Add(-step.Duration)
-	server, err := r.pgServer(ctx, step.To)
+	server, err := r.pgServer(ctx, step.To, began)
 	if err != nil {
 		return err
 	}
@@ -252,6 +261,31 @@ func (r *Run) pgRecovery(cluster string) string {
 		}
 	}
 	return "start not logged"
+}
+
+// pgPanic is the first PANIC line of the last start of the Postgres pod's server on cluster
+// when that start was at since or later; "" when it logged none, or there is no log to read.
+func (r *Run) pgPanic(cluster string, since time.Time) string {
+	log, ok := r.pgLog(cluster)
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndex(log, "\n==== ")
+	if i < 0 {
+		return ""
+	}
+	section := log[i+len("\n==== "):]
+	header, _, _ := strings.Cut(section, " ")
+	started, err := time.Parse(time.RFC3339, header)
+	if err != nil || started.Before(since.Truncate(time.Second)) {
+		return ""
+	}
+	for _, l := range strings.Split(section, "\n") {
+		if strings.Contains(l, "PANIC:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 // pgLog is the Postgres pod's server log on cluster, every start of its container.

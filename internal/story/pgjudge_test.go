@@ -1,12 +1,15 @@
 package story
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/drover-io/drover/internal/lab/kubelet"
 	"github.com/drover-io/drover/internal/lab/pgsql"
 )
 
@@ -63,6 +66,39 @@ func TestThePostgresJudgeComparesEachRunsRowsWithWhatItsLogShowsCommitted(t *tes
 			g.Expect(j.Committed).To(BeEquivalentTo(6))
 			g.Expect(j.Lost).To(Equal(tc.lost))
 			g.Expect(r.pg.kept).To(HaveKeyWithValue(early.ID, tc.rows[early.ID]), "what the target holds now is what later primaries must hold")
+		})
+	}
+}
+
+func TestThePostgresJudgeFailsAtOnceOnAServerThatPanickedAtItsLastStart(t *testing.T) {
+	dir := t.TempDir()
+	r := &Run{env: Env{LogDir: func(string) string { return dir }}, c: Case{Namespace: "db"}}
+	t0 := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	start := func(at time.Time, lines ...string) string {
+		return "\n==== " + at.Format(time.RFC3339) + " starting postgres -D /var/lib/postgresql/data/pgdata\n" + strings.Join(lines, "\n") + "\n"
+	}
+	panicked := "2026-12-08 01:00:05.123 UTC [42] PANIC:  could not locate a valid checkpoint record"
+	for _, tc := range []struct {
+		name, log string
+		want      string
+	}{
+		{name: "a start since the step that logged a PANIC is its failure",
+			log:  start(t0.Add(-time.Minute), "LOG:  database system is ready") + start(t0, "LOG:  database system was interrupted", panicked),
+			want: panicked},
+		{name: "a PANIC of a start before the step is not this step's",
+			log: start(t0.Add(-time.Minute), panicked)},
+		{name: "a later start that recovered is not a failure",
+			log: start(t0, panicked) + start(t0.Add(time.Second), "LOG:  automatic recovery in progress")},
+		{name: "no log, no failure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			path := kubelet.LogPath(dir, "db", pgPod, "postgres")
+			_ = os.Remove(path)
+			if tc.log != "" {
+				g.Expect(os.WriteFile(path, []byte(tc.log), 0o600)).To(Succeed())
+			}
+			g.Expect(r.pgPanic("west", t0.Add(300*time.Millisecond))).To(Equal(tc.want))
 		})
 	}
 }

@@ -151,7 +151,7 @@ func (r *Run) createRecipe(ctx context.Context) error {
 	if !r.c.Hooks {
 		return nil
 	}
-	if r.c.Workload != Postgres || r.c.Mode != SelfContained {
+	if !r.c.Workload.isPostgres() || r.c.Mode != SelfContained {
 		return fmt.Errorf("case %s: only the Postgres workload has a recipe, in self-contained mode (its restore order)", r.c.Name())
 	}
 	pg, err := pgsql.Find()

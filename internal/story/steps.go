@@ -128,6 +128,12 @@ func (r *Run) Failover(ctx context.Context, from string) Step {
 	began := time.Now()
 	r.say("failover: asking drover to fail over to %s", to)
 	if step.Err = r.failOverTo(ctx, to); step.Err != nil {
+		// A PostgreSQL that cannot recover its copy never gets Ready: say why.
+		if r.c.Workload.isPostgres() {
+			if panicked := r.pgPanic(to, began); panicked != "" {
+				step.Err = fmt.Errorf("%w; PostgreSQL does not start on %s: %s", step.Err, to, panicked)
+			}
+		}
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
@@ -157,7 +163,7 @@ func (r *Run) failOverTo(ctx context.Context, to string) error {
 // sync. It adds the records kept and lost to step, and the writers whose volumes the target
 // holds out of twin order (judgeTwins).
 func (r *Run) checkFailover(ctx context.Context, step *Step, ws []writer, wrote map[string]records.Report, lastSync time.Time, cut string) error {
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		return r.pgCheckFailover(ctx, step, lastSync)
 	}
 	from, to := step.From, step.To
@@ -302,7 +308,7 @@ func (r *Run) Relocate(ctx context.Context, from string) Step {
 		return r.record(step)
 	}
 	step.Duration = time.Since(began)
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		step.Err = r.pgJudge(ctx, &step, time.Time{})
 	} else {
 		step.Kept, step.Lost, step.Err = r.relocated(ctx, from, to, ws)

@@ -88,7 +88,7 @@ func (c Case) Name() string {
 // Unit is what the case's table counts: TRANSACTIONS of the Postgres workload's pgbench,
 // RECORDS of the lab's writers.
 func (c Case) Unit() string {
-	if c.Workload == Postgres {
+	if c.Workload.isPostgres() {
 		return "TRANSACTIONS"
 	}
 	return "RECORDS"

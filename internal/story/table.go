@@ -19,7 +19,7 @@ import (
 func (r *Run) Full(ctx context.Context, unprotect bool) error {
 	away := r.other(r.home)
 	steps := []func() Step{func() Step { return r.Protect(ctx) }}
-	if r.c.Workload == Postgres {
+	if r.c.Workload.isPostgres() {
 		steps = append(steps, func() Step { return r.Drill(ctx, r.home) })
 	}
 	steps = append(steps,

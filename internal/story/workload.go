@@ -135,8 +135,8 @@ func manifests(w Workload, replicas int32, storageClass string, processes bool) 
 			},
 		}
 		return []client.Object{service, pvc, dep}, nil
-	case Postgres:
-		return postgresObjects(storageClass)
+	case Postgres, PostgresWAL:
+		return postgresObjects(w, storageClass)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }

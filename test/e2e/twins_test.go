@@ -278,8 +278,14 @@ func TestAConsistencyGroupGoesThroughTheWholeStory(t *testing.T) {
 // its table under the case's name followed by what.
 func startStory(ctx context.Context, t *testing.T, c story.Case, what string) *story.Run {
 	t.Helper()
+	return startStoryIn(ctx, t, env(t), c, what)
+}
+
+// startStoryIn is startStory in the story environment e.
+func startStoryIn(ctx context.Context, t *testing.T, e story.Env, c story.Case, what string) *story.Run {
+	t.Helper()
 	began := time.Now()
-	r := story.New(env(t), c, lab.East)
+	r := story.New(e, c, lab.East)
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
