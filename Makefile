@@ -5,13 +5,14 @@ SHELL := /usr/bin/env bash
 
 GO ?= go
 BIN := $(CURDIR)/bin
-# make test is meant to stay under ~20 minutes on a warm 2-core machine; it takes about 44 at
-# f1ce17c (internal/hub 16 of them, the packages' times summing to 82 minutes, the CPU 86 % busy
-# throughout, 4,600 CPU-seconds). The long matrix is test-e2e.
+# make test is meant to stay under ~20 minutes on a warm 2-core machine; it takes about 31 at
+# 6ea5089 (internal/hub 11 of them, the packages' times summing to 58 minutes). The long matrix is
+# test-e2e; the long stories a shorter test of make test also proves are test-long.
 TEST_TIMEOUT ?= 25m
 # TEST_PARALLEL is how many packages make test runs at once (go test -p). On 2 cores, 4 at a time
-# kept the CPU saturated and finished no sooner than 2 (29.8 min against 28.8): the suite is bound
-# by the CPU its labs use, so raise it only on a machine with more cores.
+# kept the CPU saturated and finished no sooner than 2 (29.8 min against 28.8); on 2026-12-08, 3
+# at a time took 24 min 57 s at 972fe5a (CPU 91.5 % busy) against 31 min 2 s with 2 at 6ea5089
+# (one run each, the latter with a cold image build): 2 stays the default until more runs agree.
 TEST_PARALLEL ?= 2
 GO_TEST_FLAGS ?=
 # HUB_DOWN is how long make test-hubloss keeps the hub down.
