@@ -403,6 +403,11 @@ func (l *Lab) Start(ctx context.Context, name string) error {
 
 // Stop ends every process of one cluster, its storage included, as a lost cluster would.
 func (l *Lab) Stop(name string) error {
+	return l.withCluster(name, (*Cluster).stop)
+}
+
+// withCluster runs do on the cluster called name under the lab's lock.
+func (l *Lab) withCluster(name string, do func(*Cluster) error) error {
 	c, err := l.Cluster(name)
 	if err != nil {
 		return err
@@ -412,7 +417,7 @@ func (l *Lab) Stop(name string) error {
 		return err
 	}
 	defer unlock()
-	return c.stop()
+	return do(c)
 }
 
 // KillStorage kills one cluster's storage controller at once (SIGKILL), as a site's power loss
@@ -422,15 +427,11 @@ func (l *Lab) Stop(name string) error {
 // replication at one instant, with the application still writing, calls this first. Start
 // brings the storage back with the cluster.
 func (l *Lab) KillStorage(name string) error {
-	c, err := l.Cluster(name)
-	if err != nil {
-		return err
-	}
-	unlock, err := l.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	return l.withCluster(name, (*Cluster).killStorage)
+}
+
+func (c *Cluster) killStorage() error {
+	name := c.Name
 	procs, err := c.processes()
 	if err != nil {
 		return err

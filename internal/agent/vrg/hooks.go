@@ -325,18 +325,24 @@ func (r *Reconciler) recordHookEvent(sc *scope, run v1alpha1.HookRun) {
 	}
 }
 
+// writeRunEnd adds a failed run's exit code and output tail, when it has them, to a condition's
+// message.
+func writeRunEnd(b *strings.Builder, run *v1alpha1.HookRun) {
+	if run.ExitCode != nil {
+		fmt.Fprintf(b, "; exit code %d", *run.ExitCode)
+	}
+	if run.Output != "" {
+		fmt.Fprintf(b, "; output:\n%s\n", run.Output)
+	}
+}
+
 // hookFailedCondition is condType False with reason HookFailed: the hook, where it ran, its
 // exit code and output tail, and what a person can do.
 func hookFailedCondition(vrg *v1alpha1.VolumeReplicationGroup, condType string, step hooks.Step) metav1.Condition {
 	run := step.Run
 	var b strings.Builder
 	fmt.Fprintf(&b, "hook %s (%s at %s, attempt %d) failed: %s", run.Name, hooks.Kind(step.Hook), run.Point, run.Attempt, run.Message)
-	if run.ExitCode != nil {
-		fmt.Fprintf(&b, "; exit code %d", *run.ExitCode)
-	}
-	if run.Output != "" {
-		fmt.Fprintf(&b, "; output:\n%s\n", run.Output)
-	}
+	writeRunEnd(&b, run)
 	verb := strings.ToLower(string(vrg.Spec.Action))
 	fmt.Fprintf(&b, "; the %s stands at this hook: fix the cause and run `drover %s %s --retry` to run it again, or `drover %s %s --continue` to go on past it",
 		verb, verb, vrg.Name, verb, vrg.Name)

@@ -229,12 +229,7 @@ func cycleFailedCondition(step hooks.Step, due time.Time) metav1.Condition {
 	run := step.Run
 	var b strings.Builder
 	fmt.Fprintf(&b, "hook %s (%s at %s, sync cycle %s) failed: %s", run.Name, hooks.Kind(step.Hook), run.Point, run.Action, run.Message)
-	if run.ExitCode != nil {
-		fmt.Fprintf(&b, "; exit code %d", *run.ExitCode)
-	}
-	if run.Output != "" {
-		fmt.Fprintf(&b, "; output:\n%s\n", run.Output)
-	}
+	writeRunEnd(&b, run)
 	fmt.Fprintf(&b, "; the VolSync sync of this interval did not run, so the recovery point is the last sync's: the hooks run again at %s "+
 		"and the sync follows once they pass; fix the cause, or set the hook's onError to Continue to sync even when it fails",
 		due.UTC().Format(time.RFC3339))
