@@ -245,12 +245,9 @@ func (r *Run) pgCompare(j *PostgresJudgement, runs map[string]*pgsql.RunLog, row
 // recovery" when it recovered an unclean copy, "clean start" after a shutdown, with the line
 // that says so; "" when there is no log to read.
 func (r *Run) pgRecovery(cluster string) string {
-	log, ok := r.pgLog(cluster)
+	log, _, ok := r.pgLastStart(cluster)
 	if !ok {
 		return ""
-	}
-	if i := strings.LastIndex(log, "\n==== "); i >= 0 {
-		log = log[i:]
 	}
 	for _, l := range strings.Split(log, "\n") {
 		switch {
@@ -266,18 +263,8 @@ func (r *Run) pgRecovery(cluster string) string {
 // pgPanic is the first PANIC line of the last start of the Postgres pod's server on cluster
 // when that start was at since or later; "" when it logged none, or there is no log to read.
 func (r *Run) pgPanic(cluster string, since time.Time) string {
-	log, ok := r.pgLog(cluster)
-	if !ok {
-		return ""
-	}
-	i := strings.LastIndex(log, "\n==== ")
-	if i < 0 {
-		return ""
-	}
-	section := log[i+len("\n==== "):]
-	header, _, _ := strings.Cut(section, " ")
-	started, err := time.Parse(time.RFC3339, header)
-	if err != nil || started.Before(since.Truncate(time.Second)) {
+	section, started, ok := r.pgLastStart(cluster)
+	if !ok || started.IsZero() || started.Before(since.Truncate(time.Second)) {
 		return ""
 	}
 	for _, l := range strings.Split(section, "\n") {
@@ -286,6 +273,27 @@ func (r *Run) pgPanic(cluster string, since time.Time) string {
 		}
 	}
 	return ""
+}
+
+// pgLastStart is the Postgres pod's server log on cluster from its container's last start (the
+// lab kubelet's "==== <time> ..." line before each) and that start's time; the whole log and a
+// zero time when no start line is found; false when there is no log to read.
+func (r *Run) pgLastStart(cluster string) (string, time.Time, bool) {
+	log, ok := r.pgLog(cluster)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	i := strings.LastIndex(log, "\n==== ")
+	if i < 0 {
+		return log, time.Time{}, true
+	}
+	section := log[i+len("\n==== "):]
+	header, _, _ := strings.Cut(section, " ")
+	started, err := time.Parse(time.RFC3339, header)
+	if err != nil {
+		started = time.Time{}
+	}
+	return section, started, true
 }
 
 // pgLog is the Postgres pod's server log on cluster, every start of its container.
